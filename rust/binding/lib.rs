@@ -1,0 +1,66 @@
+//! The PyO3 binding: a thin layer over `report-core` (no parsing logic here).
+
+use pyo3::create_exception;
+use pyo3::exceptions::{PyException, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict};
+
+use report_core::{Budgets, Format};
+
+create_exception!(_native, NativeReportError, PyException, "args: (kind, path, message, position)");
+
+/// Summarise report files; returns the canonical summary JSON bytes.
+#[pyfunction]
+fn summarize_files<'py>(
+    py: Python<'py>,
+    paths: Vec<String>,
+    format: &str,
+    budgets: &Bound<'py, PyDict>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let wanted = Format::parse_choice(format).map_err(PyValueError::new_err)?;
+    if paths.is_empty() {
+        return Err(PyValueError::new_err("paths is empty: give at least one report file"));
+    }
+    let mut b = Budgets::default();
+    for name in Budgets::NAMES {
+        let value: usize = budgets
+            .get_item(name)?
+            .ok_or_else(|| PyValueError::new_err(format!("budgets is missing {name:?}")))?
+            .extract()?;
+        b.set(name, value);
+    }
+    let result = py.detach(|| report_core::summarize_files(&paths, wanted, &b));
+    match result {
+        Ok(bytes) => Ok(PyBytes::new(py, &bytes)),
+        Err(e) => Err(NativeReportError::new_err((e.kind.as_str(), e.path, e.message, e.position))),
+    }
+}
+
+/// Cut a long representation down; returns (cut text, lines omitted).
+#[pyfunction]
+fn cut_traceback(text: &str, max_lines: usize, max_line_chars: usize) -> (String, u64) {
+    report_core::cut::cut_traceback(text, max_lines, max_line_chars)
+}
+
+/// Group id and normalised message of a failure.
+#[pyfunction]
+#[pyo3(signature = (exception, message))]
+fn group_key(exception: Option<&str>, message: &str) -> (String, String) {
+    report_core::group::group_key(exception, message)
+}
+
+/// The version of the report-core crate.
+#[pyfunction]
+fn version() -> &'static str {
+    env!("CARGO_PKG_VERSION")
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("NativeReportError", m.py().get_type::<NativeReportError>())?;
+    m.add_function(wrap_pyfunction!(summarize_files, m)?)?;
+    m.add_function(wrap_pyfunction!(cut_traceback, m)?)?;
+    m.add_function(wrap_pyfunction!(group_key, m)?)?;
+    m.add_function(wrap_pyfunction!(version, m)?)?;
+    Ok(())
+}

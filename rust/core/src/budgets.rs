@@ -1,0 +1,63 @@
+//! Budgets: how much of a report a summary keeps (docs/ENGINE.md, *Budgets*).
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Budgets {
+    pub max_failures: usize,
+    pub max_traceback_lines: usize,
+    pub max_line_chars: usize,
+    pub max_message_chars: usize,
+    pub max_output_bytes: usize,
+    pub max_groups: usize,
+    pub max_examples: usize,
+    pub max_slowest: usize,
+    pub max_collection_errors: usize,
+}
+
+impl Default for Budgets {
+    fn default() -> Self {
+        Budgets {
+            max_failures: 20,
+            max_traceback_lines: 40,
+            max_line_chars: 200,
+            max_message_chars: 300,
+            max_output_bytes: 2048,
+            max_groups: 10,
+            max_examples: 3,
+            max_slowest: 5,
+            max_collection_errors: 20,
+        }
+    }
+}
+
+impl Budgets {
+    /// The budget names, in the order the Python model declares them.
+    pub const NAMES: [&'static str; 9] = [
+        "max_failures",
+        "max_traceback_lines",
+        "max_line_chars",
+        "max_message_chars",
+        "max_output_bytes",
+        "max_groups",
+        "max_examples",
+        "max_slowest",
+        "max_collection_errors",
+    ];
+
+    /// Set one budget by name; returns false for an unknown name.
+    pub fn set(&mut self, name: &str, value: usize) -> bool {
+        let slot = match name {
+            "max_failures" => &mut self.max_failures,
+            "max_traceback_lines" => &mut self.max_traceback_lines,
+            "max_line_chars" => &mut self.max_line_chars,
+            "max_message_chars" => &mut self.max_message_chars,
+            "max_output_bytes" => &mut self.max_output_bytes,
+            "max_groups" => &mut self.max_groups,
+            "max_examples" => &mut self.max_examples,
+            "max_slowest" => &mut self.max_slowest,
+            "max_collection_errors" => &mut self.max_collection_errors,
+            _ => return false,
+        };
+        *slot = value;
+        true
+    }
+}

@@ -1,0 +1,177 @@
+//! report-core: streaming summaries of JUnit XML and pytest-json-report files.
+//!
+//! The hot path of pytest-mcp-server, free of PyO3 so that `cargo test` and fuzzers
+//! drive it directly. The rules are in `docs/ENGINE.md`; `src/pytest_mcp_server/pure`
+//! is the Python twin that must write the same bytes.
+//!
+//! Entry point: [`summarize_files`]. Memory does not grow with the report: files are
+//! read in chunks, and only the capped lists of the summary are kept.
+
+pub mod budgets;
+pub mod cut;
+pub mod error;
+pub mod group;
+pub mod junit;
+pub mod pytest_json;
+pub mod record;
+pub mod summary;
+pub mod text;
+
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+
+use rayon::prelude::*;
+
+pub use budgets::Budgets;
+pub use error::{ErrorKind, ReportError};
+pub use record::{CollectionErrorRecord, Item, Outcome, Phase, TestRecord};
+pub use summary::SummaryBuilder;
+
+/// A report format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    Junit,
+    PytestJson,
+}
+
+impl Format {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Format::Junit => "junit",
+            Format::PytestJson => "pytest-json",
+        }
+    }
+
+    /// `"auto"` -> None; `"junit"`/`"pytest-json"` -> Some; anything else -> Err.
+    pub fn parse_choice(s: &str) -> Result<Option<Format>, String> {
+        match s {
+            "auto" => Ok(None),
+            "junit" => Ok(Some(Format::Junit)),
+            "pytest-json" => Ok(Some(Format::PytestJson)),
+            other => Err(format!("format must be 'auto', 'junit' or 'pytest-json', not {other:?}")),
+        }
+    }
+}
+
+/// Bytes read to sniff the format.
+pub const SNIFF_BYTES: usize = 4096;
+
+/// The format of a file from its first bytes (docs/ENGINE.md, *Sniffing*).
+pub fn sniff(path: &str, head: &[u8]) -> Result<Format, ReportError> {
+    let head = if head.starts_with(b"\xef\xbb\xbf") {
+        &head[3..]
+    } else if head.starts_with(b"\xff\xfe") || head.starts_with(b"\xfe\xff") {
+        return Ok(Format::Junit);
+    } else {
+        head
+    };
+    let first = head.iter().copied().find(|b| !matches!(b, b' ' | b'\t' | b'\r' | b'\n'));
+    match first {
+        None => Err(ReportError::new(
+            ErrorKind::NotAReport,
+            path,
+            "the file is empty; expected a JUnit XML or pytest-json-report file",
+        )),
+        Some(b'<') => Ok(Format::Junit),
+        Some(b'{') => Ok(Format::PytestJson),
+        Some(b) => Err(ReportError::new(
+            ErrorKind::NotAReport,
+            path,
+            format!(
+                "the file starts with {:?}, not '<' (JUnit XML) or '{{' (pytest-json-report); \
+                 pass a JUnit XML or pytest-json-report file",
+                char::from(b)
+            ),
+        )
+        .at("byte 0")),
+    }
+}
+
+/// One file's part of a summary: its format (once sniffed) and its builder or error.
+struct FilePart {
+    format: Option<Format>,
+    result: Result<SummaryBuilder, ReportError>,
+}
+
+fn summarize_one(path: &str, wanted: Option<Format>, budgets: &Budgets) -> FilePart {
+    let fail = |format, err| FilePart { format, result: Err(err) };
+    let mut file = match File::open(path) {
+        Ok(f) => f,
+        Err(e) => return fail(None, ReportError::from_io(path, &e)),
+    };
+    let mut head = Vec::with_capacity(SNIFF_BYTES);
+    if let Err(e) = (&mut file).take(SNIFF_BYTES as u64).read_to_end(&mut head) {
+        return fail(None, ReportError::from_io(path, &e));
+    }
+    let found = match sniff(path, &head) {
+        Ok(f) => f,
+        Err(e) => return fail(None, e),
+    };
+    if let Some(w) = wanted {
+        if w != found {
+            let expected = match w {
+                Format::Junit => "a JUnit XML document",
+                Format::PytestJson => "a pytest-json-report document",
+            };
+            return fail(
+                None,
+                ReportError::new(
+                    ErrorKind::NotAReport,
+                    path,
+                    format!("expected {expected}, but the file looks like {}; check --format", found.as_str()),
+                ),
+            );
+        }
+    }
+    if let Err(e) = file.seek(SeekFrom::Start(0)) {
+        return fail(Some(found), ReportError::from_io(path, &e));
+    }
+    let mut builder = SummaryBuilder::new(budgets);
+    let parsed = {
+        let mut sink = |item: Item| builder.push(item);
+        match found {
+            Format::Junit => junit::parse_junit(file, path, budgets, &mut sink),
+            Format::PytestJson => pytest_json::parse_pytest_json(file, path, budgets, &mut sink),
+        }
+    };
+    FilePart { format: Some(found), result: parsed.map(|()| builder) }
+}
+
+/// Summarise report files into canonical summary JSON bytes (docs/ENGINE.md).
+///
+/// Files are parsed in parallel (rayon) and merged in input order; the result equals
+/// feeding them one by one. The first failing file in input order gives the error.
+pub fn summarize_files(paths: &[String], wanted: Option<Format>, budgets: &Budgets) -> Result<Vec<u8>, ReportError> {
+    let parts: Vec<FilePart> = if paths.len() == 1 {
+        vec![summarize_one(&paths[0], wanted, budgets)]
+    } else {
+        paths.par_iter().map(|p| summarize_one(p, wanted, budgets)).collect()
+    };
+    let mut merged: Option<(Format, SummaryBuilder)> = None;
+    for (path, part) in paths.iter().zip(parts) {
+        if let (Some(found), Some((first, _))) = (part.format, &merged) {
+            if found != *first {
+                return Err(ReportError::new(
+                    ErrorKind::MixedFormats,
+                    path,
+                    format!(
+                        "this file is {} but the earlier ones are {}; summarise each format separately",
+                        found.as_str(),
+                        first.as_str()
+                    ),
+                ));
+            }
+        }
+        let builder = part.result?;
+        let format = part.format.expect("a parsed file has a format");
+        merged = Some(match merged {
+            None => (format, builder),
+            Some((f, mut acc)) => {
+                acc.merge(builder);
+                (f, acc)
+            }
+        });
+    }
+    let (format, builder) = merged.expect("paths is not empty");
+    Ok(builder.finish(format, paths))
+}

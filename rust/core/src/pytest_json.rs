@@ -1,0 +1,14 @@
+//! Streaming pytest-json-report parser (docs/ENGINE.md, *pytest-json-report*). STUB: owner fills in.
+
+use std::io::Read;
+
+use crate::budgets::Budgets;
+use crate::error::ReportError;
+use crate::record::Item;
+
+/// Parse a pytest-json-report document from `reader` (positioned at byte 0), handing each
+/// record to `sink` in report order.
+pub fn parse_pytest_json<R: Read>(reader: R, path: &str, budgets: &Budgets, sink: &mut dyn FnMut(Item)) -> Result<(), ReportError> {
+    let _ = (reader, path, budgets, sink);
+    todo!()
+}

@@ -1,0 +1,98 @@
+//! What a parser yields: one `TestRecord` per test, one `CollectionErrorRecord` per
+//! module that failed to collect (docs/ENGINE.md, *Records*).
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Outcome {
+    Passed,
+    Skipped,
+    XFailed,
+    XPassed,
+    Failed,
+    Error,
+}
+
+impl Outcome {
+    /// The pytest outcome name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Passed => "passed",
+            Outcome::Failed => "failed",
+            Outcome::Error => "error",
+            Outcome::Skipped => "skipped",
+            Outcome::XFailed => "xfailed",
+            Outcome::XPassed => "xpassed",
+        }
+    }
+
+    /// Severity for "worst wins" (docs/ENGINE.md): error > failed > xpassed > xfailed >
+    /// skipped > passed. The derive order of the enum is this order.
+    pub fn severity(self) -> u8 {
+        self as u8
+    }
+
+    pub fn is_problem(self) -> bool {
+        matches!(self, Outcome::Failed | Outcome::Error)
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    Setup,
+    Call,
+    Teardown,
+}
+
+impl Phase {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Setup => "setup",
+            Phase::Call => "call",
+            Phase::Teardown => "teardown",
+        }
+    }
+}
+
+/// One test. Failure details are only filled for `failed`/`error`.
+#[derive(Clone, Debug, Default)]
+pub struct TestRecord {
+    pub node_id: String,
+    pub outcome: Option<Outcome>,
+    pub phase: Option<Phase>,
+    /// Integer microseconds (docs/ENGINE.md, *Durations*).
+    pub duration_us: u64,
+    pub flaky: bool,
+    pub exception: Option<String>,
+    pub message: Option<String>,
+    pub text: Option<String>,
+    pub path: Option<String>,
+    pub line: Option<u64>,
+    pub stdout: Option<String>,
+    pub stderr: Option<String>,
+    /// Bytes the parser dropped while capping `text` / the message (docs, *Text capping*).
+    pub text_bytes_omitted: u64,
+    /// Bytes the parser dropped from the head of stdout/stderr.
+    pub output_bytes_omitted: u64,
+}
+
+impl TestRecord {
+    pub fn outcome(&self) -> Outcome {
+        self.outcome.unwrap_or(Outcome::Passed)
+    }
+}
+
+/// A module or file that failed to collect.
+#[derive(Clone, Debug, Default)]
+pub struct CollectionErrorRecord {
+    pub path: String,
+    pub exception: Option<String>,
+    pub message: Option<String>,
+    pub text: Option<String>,
+    pub text_bytes_omitted: u64,
+}
+
+/// What a parser hands to the summary builder.
+#[derive(Clone, Debug)]
+pub enum Item {
+    Test(TestRecord),
+    CollectionError(CollectionErrorRecord),
+}

@@ -1,0 +1,229 @@
+//! Shared text rules of the parsers: durations and the caps applied while streaming
+//! (docs/ENGINE.md, *Durations* and *Text capping*). Mirrored by `pure/text.py`.
+
+/// Bytes of a failure text kept at its head and at its tail.
+pub const TEXT_HEAD: usize = 64 * 1024;
+pub const TEXT_TAIL: usize = 64 * 1024;
+/// Bytes of an attribute value (a message) kept.
+pub const ATTR_CAP: usize = 64 * 1024;
+
+/// Seconds as text -> integer microseconds; 0 for anything not a plain decimal number,
+/// negative, non-finite or >= 1e9 s. `junit` applies the comma rules first.
+pub fn duration_us_from_text(raw: &str, junit: bool) -> u64 {
+    let s = raw.trim_matches(|c: char| c == ' ' || c == '\t' || c == '\n' || c == '\r');
+    let owned;
+    let s = if junit && s.contains(',') {
+        owned = if s.contains('.') { s.replace(',', "") } else { s.replace(',', ".") };
+        owned.as_str()
+    } else {
+        s
+    };
+    if !is_plain_number(s.as_bytes()) {
+        return 0;
+    }
+    match s.parse::<f64>() {
+        Ok(x) => duration_us_from_f64(x),
+        Err(_) => 0,
+    }
+}
+
+/// A parsed number of seconds -> microseconds (same bounds as `duration_us_from_text`).
+pub fn duration_us_from_f64(x: f64) -> u64 {
+    if !x.is_finite() || x < 0.0 || x >= 1e9 {
+        return 0;
+    }
+    (x * 1e6 + 0.5).floor() as u64
+}
+
+/// `^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$`
+fn is_plain_number(b: &[u8]) -> bool {
+    let mut i = 0;
+    if i < b.len() && (b[i] == b'+' || b[i] == b'-') {
+        i += 1;
+    }
+    let int_start = i;
+    while i < b.len() && b[i].is_ascii_digit() {
+        i += 1;
+    }
+    let int_digits = i - int_start;
+    if i < b.len() && b[i] == b'.' {
+        i += 1;
+        let frac_start = i;
+        while i < b.len() && b[i].is_ascii_digit() {
+            i += 1;
+        }
+        if int_digits == 0 && i == frac_start {
+            return false;
+        }
+    } else if int_digits == 0 {
+        return false;
+    }
+    if i < b.len() && (b[i] == b'e' || b[i] == b'E') {
+        i += 1;
+        if i < b.len() && (b[i] == b'+' || b[i] == b'-') {
+            i += 1;
+        }
+        let exp_start = i;
+        while i < b.len() && b[i].is_ascii_digit() {
+            i += 1;
+        }
+        if i == exp_start {
+            return false;
+        }
+    }
+    i == b.len()
+}
+
+/// Largest index <= `i` that is a char boundary of `s`.
+pub fn floor_char_boundary(s: &str, mut i: usize) -> usize {
+    if i >= s.len() {
+        return s.len();
+    }
+    while !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+/// Smallest index >= `i` that is a char boundary of `s`.
+pub fn ceil_char_boundary(s: &str, mut i: usize) -> usize {
+    if i >= s.len() {
+        return s.len();
+    }
+    while !s.is_char_boundary(i) {
+        i += 1;
+    }
+    i
+}
+
+/// Text kept while streaming: the first `head` bytes and the last `tail` bytes, with the
+/// number of bytes seen in total. Memory is bounded by `head + 2 * tail`.
+#[derive(Debug, Clone)]
+pub struct HeadTail {
+    head_cap: usize,
+    tail_cap: usize,
+    head: String,
+    tail: String,
+    /// True once the text outgrew `head_cap + tail_cap` and `head` was split off.
+    split: bool,
+    total: u64,
+}
+
+impl HeadTail {
+    pub fn new(head_cap: usize, tail_cap: usize) -> Self {
+        HeadTail { head_cap, tail_cap, head: String::new(), tail: String::new(), split: false, total: 0 }
+    }
+
+    /// A failure text (TEXT_HEAD + TEXT_TAIL).
+    pub fn for_text() -> Self {
+        Self::new(TEXT_HEAD, TEXT_TAIL)
+    }
+
+    /// Captured output: only a tail of `max_output_bytes`.
+    pub fn for_output(max_output_bytes: usize) -> Self {
+        Self::new(0, max_output_bytes)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.total == 0
+    }
+
+    pub fn total_bytes(&self) -> u64 {
+        self.total
+    }
+
+    pub fn push(&mut self, mut s: &str) {
+        self.total += s.len() as u64;
+        if !self.split {
+            // Until head+tail are full, everything fits in `head`; split later.
+            let room = self.head_cap + self.tail_cap - self.head.len();
+            let take = floor_char_boundary(s, room.min(s.len()));
+            if take == s.len() {
+                self.head.push_str(s);
+                return;
+            }
+            self.head.push_str(&s[..take]);
+            s = &s[take..];
+            // `head` is now (nearly) full: move its end beyond head_cap into the tail.
+            let cut = floor_char_boundary(&self.head, self.head_cap);
+            self.tail = self.head.split_off(cut);
+            self.split = true;
+        }
+        self.tail.push_str(s);
+        if self.tail.len() > 2 * self.tail_cap.max(4096) {
+            self.trim_tail();
+        }
+    }
+
+    fn trim_tail(&mut self) {
+        if self.tail.len() > self.tail_cap {
+            let start = ceil_char_boundary(&self.tail, self.tail.len() - self.tail_cap);
+            self.tail.drain(..start);
+        }
+    }
+
+    /// (kept text, bytes omitted). A text within `head + tail` comes back whole; a longer
+    /// one is `head + "\n... [N bytes omitted]\n" + tail` (or only the tail when
+    /// `head_cap` is 0, as for captured output).
+    pub fn finish(mut self) -> (String, u64) {
+        if !self.split {
+            return (self.head, 0);
+        }
+        self.trim_tail();
+        let kept = (self.head.len() + self.tail.len()) as u64;
+        let omitted = self.total - kept;
+        if omitted == 0 {
+            self.head.push_str(&self.tail);
+            return (self.head, 0);
+        }
+        if self.head_cap == 0 {
+            return (self.tail, omitted);
+        }
+        let mut out = self.head;
+        out.push_str(&format!("\n... [{omitted} bytes omitted]\n"));
+        out.push_str(&self.tail);
+        (out, omitted)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_follow_the_documented_rules() {
+        assert_eq!(duration_us_from_text("1.5", true), 1_500_000);
+        assert_eq!(duration_us_from_text(" 0,160 ", true), 160_000);
+        assert_eq!(duration_us_from_text("1,234.5", true), 1_234_500_000);
+        assert_eq!(duration_us_from_text("", true), 0);
+        assert_eq!(duration_us_from_text("abc", true), 0);
+        assert_eq!(duration_us_from_text("inf", true), 0);
+        assert_eq!(duration_us_from_text("1_000", true), 0);
+        assert_eq!(duration_us_from_text("-1", true), 0);
+        assert_eq!(duration_us_from_text("1e3", true), 1_000_000_000);
+        assert_eq!(duration_us_from_text(".5", true), 500_000);
+        assert_eq!(duration_us_from_text("5.", true), 5_000_000);
+        assert_eq!(duration_us_from_text("1e9", true), 0);
+        assert_eq!(duration_us_from_text("0.0000005", true), 1);
+    }
+
+    #[test]
+    fn head_tail_keeps_short_text_whole_and_cuts_long_text_at_char_boundaries() {
+        let mut t = HeadTail::new(4, 4);
+        t.push("abc");
+        t.push("def");
+        assert_eq!(t.finish(), ("abcdef".to_string(), 0));
+
+        let mut t = HeadTail::new(4, 4);
+        for _ in 0..100 {
+            t.push("é");
+        }
+        let (s, omitted) = t.finish();
+        assert_eq!(s, "éé\n... [192 bytes omitted]\néé");
+        assert_eq!(omitted, 192);
+
+        let mut t = HeadTail::for_output(3);
+        t.push("hello wörld");
+        assert_eq!(t.finish(), ("rld".to_string(), 9));
+    }
+}

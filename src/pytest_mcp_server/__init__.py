@@ -1,0 +1,10 @@
+"""pytest-mcp-server: run pytest for AI agents and summarise its reports.
+
+The public report API is ``summarize`` (see ``pytest_mcp_server.engine``). Importing
+this package imports neither the MCP SDK nor the server: the CLI starts fast and small.
+"""
+
+from .engine import summarize
+from .models import Budgets, ReportError, ReportSummary
+
+__all__ = ["summarize", "Budgets", "ReportError", "ReportSummary"]

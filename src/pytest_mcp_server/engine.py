@@ -1,0 +1,108 @@
+"""The report engine facade: one ``summarize`` over two backends.
+
+``native`` is the Rust extension ``pytest_mcp_server._native`` (streams files in chunks
+with the GIL released, several files in parallel threads). ``pure`` is the Python twin
+in ``pytest_mcp_server.pure`` (the fallback, and the oracle the native code is checked
+against). Both write the same canonical JSON bytes; the rules are in ``docs/ENGINE.md``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from typing import Literal
+
+from .models import Budgets, ReportError, ReportSummary
+
+Backend = Literal["auto", "native", "pure"]
+FormatChoice = Literal["auto", "junit", "pytest-json"]
+
+try:  # the extension may be missing (source checkout, unsupported platform)
+    from . import _native
+except ImportError:  # pragma: no cover - exercised where the wheel is not built
+    _native = None
+
+
+def native_available() -> bool:
+    """True when the Rust extension imported."""
+    return _native is not None
+
+
+def resolve_backend(backend: Backend) -> Literal["native", "pure"]:
+    """``auto`` -> ``native`` if the extension imported, else ``pure``.
+
+    Raises ``ValueError`` for an unknown name and ``RuntimeError`` when ``native`` is
+    asked for but the extension did not import.
+    """
+    if backend == "auto":
+        return "native" if _native is not None else "pure"
+    if backend == "native":
+        if _native is None:
+            raise RuntimeError(
+                "the native backend is not available (pytest_mcp_server._native did not "
+                "import); reinstall the wheel, or use backend='pure'"
+            )
+        return "native"
+    if backend == "pure":
+        return "pure"
+    raise ValueError(f"backend must be 'auto', 'native' or 'pure', not {backend!r}")
+
+
+def summarize_bytes(
+    paths: Iterable[str | os.PathLike[str]] | str | os.PathLike[str],
+    *,
+    format: FormatChoice = "auto",
+    backend: Backend = "auto",
+    budgets: Budgets | None = None,
+) -> bytes:
+    """Summarise report files and return the canonical summary JSON (UTF-8 bytes).
+
+    Same arguments and errors as ``summarize``; used by the parity tests and the CLI's
+    ``--json``, which print exactly the backend's bytes.
+    """
+    path_list = _as_path_list(paths)
+    if format not in ("auto", "junit", "pytest-json"):
+        raise ValueError(f"format must be 'auto', 'junit' or 'pytest-json', not {format!r}")
+    budget_dict = (budgets or Budgets()).model_dump()
+    if resolve_backend(backend) == "native":
+        try:
+            return _native.summarize_files(path_list, format, budget_dict)
+        except _native.NativeReportError as exc:
+            kind, path, message, position = exc.args
+            raise ReportError(kind, path, message, position) from None
+    from .pure import summarize_files
+
+    return summarize_files(path_list, format, budget_dict)
+
+
+def summarize(
+    paths: Iterable[str | os.PathLike[str]] | str | os.PathLike[str],
+    *,
+    format: FormatChoice = "auto",
+    backend: Backend = "auto",
+    **budgets: int,
+) -> ReportSummary:
+    """Summarise one or more JUnit XML / pytest-json-report files into a ``ReportSummary``.
+
+    ``paths``: a path or a list of paths; several files (CI shards) merge into one
+    summary, in input order. ``format``: ``auto`` (sniffed from the first bytes),
+    ``junit`` or ``pytest-json``. ``backend``: ``auto`` (native if importable, else pure),
+    ``native`` or ``pure``. ``budgets``: the fields of ``Budgets`` (``max_failures=20``,
+    ``max_traceback_lines=40``, ...), validated by pydantic.
+
+    Raises ``ReportError`` (``kind``: ``not_found``, ``unreadable``, ``not_a_report``,
+    ``malformed``, ``forbidden``, ``unsupported_encoding``, ``mixed_formats``) naming the
+    file and the position where reading stopped; ``pydantic.ValidationError`` for bad
+    budgets; ``ValueError`` for an empty path list or an unknown format/backend.
+    """
+    raw = summarize_bytes(paths, format=format, backend=backend, budgets=Budgets(**budgets))
+    return ReportSummary.model_validate_json(raw)
+
+
+def _as_path_list(paths: Iterable[str | os.PathLike[str]] | str | os.PathLike[str]) -> list[str]:
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    path_list = [os.fspath(p) for p in paths]
+    if not path_list:
+        raise ValueError("paths is empty: give at least one report file")
+    return path_list

@@ -1,0 +1,167 @@
+"""The report summary: pydantic models shared by the engine, the CLI and the MCP server.
+
+These models are the public shape of a summary (field names are a contract, see
+``docs/ENGINE.md``). They import nothing of the MCP SDK, so the CLI stays light.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Outcome = Literal["passed", "failed", "error", "skipped", "xfailed", "xpassed"]
+Phase = Literal["setup", "call", "teardown"]
+ReportFormat = Literal["junit", "pytest-json"]
+ErrorKind = Literal[
+    "not_found",
+    "unreadable",
+    "not_a_report",
+    "malformed",
+    "forbidden",
+    "unsupported_encoding",
+    "mixed_formats",
+]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Budgets(_Frozen):
+    """How much of a report a summary keeps; everything cut is counted in ``Omitted``.
+
+    All values are integers. Defaults are chosen so a summary of a large failing suite
+    stays within a few kilobytes of text (see ``docs/ENGINE.md``, *Budgets*).
+    """
+
+    max_failures: int = Field(20, ge=0, le=10_000, description="failures listed")
+    max_traceback_lines: int = Field(40, ge=3, le=10_000, description="lines per traceback")
+    max_line_chars: int = Field(200, ge=8, le=100_000, description="characters per traceback line")
+    max_message_chars: int = Field(300, ge=8, le=100_000, description="characters per message")
+    max_output_bytes: int = Field(2048, ge=0, le=1_048_576, description="bytes of stdout/stderr tail per failure")
+    max_groups: int = Field(10, ge=0, le=10_000, description="failure groups listed")
+    max_examples: int = Field(3, ge=0, le=1_000, description="example node ids per group")
+    max_slowest: int = Field(5, ge=0, le=1_000, description="slowest tests listed")
+    max_collection_errors: int = Field(20, ge=0, le=10_000, description="collection errors listed")
+
+
+class Counts(_Frozen):
+    """Tests by outcome (pytest semantics). ``total`` is the sum of the six outcomes;
+    a collection error counts as one ``errors``; ``flaky`` tests are also counted by
+    their final outcome."""
+
+    total: int
+    passed: int
+    failed: int
+    errors: int
+    skipped: int
+    xfailed: int
+    xpassed: int
+    flaky: int
+
+
+class Location(_Frozen):
+    """Where a failure happened: ``path`` as the report gives it, ``line`` 1-based."""
+
+    path: str
+    line: int | None
+
+
+class Failure(_Frozen):
+    """One failed or errored test, with its traceback cut down to what matters."""
+
+    node_id: str
+    outcome: Literal["failed", "error"]
+    phase: Phase | None
+    exception: str | None
+    message: str
+    location: Location | None
+    traceback: str
+    stdout: str | None
+    stderr: str | None
+    group: str
+
+
+class Group(_Frozen):
+    """Failures that share a cause: same exception type and normalised message."""
+
+    id: str
+    count: int
+    exception: str | None
+    message: str
+    examples: list[str]
+
+
+class CollectionError(_Frozen):
+    """A module or file that failed to collect."""
+
+    path: str
+    exception: str | None
+    message: str
+
+
+class SlowTest(_Frozen):
+    """A slow test; ``duration_s`` in seconds."""
+
+    node_id: str
+    duration_s: float
+
+
+class Omitted(_Frozen):
+    """What the budgets cut, so that truncation is never silent (counts of items,
+    lines and bytes)."""
+
+    failures: int
+    groups: int
+    collection_errors: int
+    traceback_lines: int
+    output_bytes: int
+    text_bytes: int
+
+
+class ReportSummary(_Frozen):
+    """A compact summary of one or more JUnit XML or pytest-json-report files.
+
+    ``duration_s`` is the sum of the test durations in seconds (not wall time).
+    ``files`` lists the input paths in the order given. See ``docs/ENGINE.md``.
+    """
+
+    format: ReportFormat
+    files: list[str]
+    counts: Counts
+    duration_s: float
+    failures: list[Failure]
+    groups: list[Group]
+    collection_errors: list[CollectionError]
+    slowest: list[SlowTest]
+    omitted: Omitted
+
+    @property
+    def ok(self) -> bool:
+        """True when no test failed or errored (0 tests is ok here; callers that run
+        tests treat an empty run separately)."""
+        return self.counts.failed == 0 and self.counts.errors == 0
+
+    def to_json(self) -> bytes:
+        """The canonical JSON bytes (the same bytes both backends write)."""
+        import orjson
+
+        return orjson.dumps(self.model_dump(mode="json"))
+
+
+class ReportError(Exception):
+    """A report that cannot be summarised.
+
+    ``kind`` is one of ``ErrorKind``; ``path`` the file; ``position`` where reading
+    stopped (``"line 3, column 7"``, ``"byte 1042"``) or None; ``message`` says what
+    happened and what to do.
+    """
+
+    def __init__(self, kind: str, path: str, message: str, position: str | None = None) -> None:
+        self.kind = kind
+        self.path = path
+        self.position = position
+        self.message = message
+        where = f"{path}" + (f" ({position})" if position else "")
+        super().__init__(f"{where}: {message}")

@@ -1,0 +1,89 @@
+"""The pure-Python backend: the fallback where the extension cannot load, and the oracle
+the native code is checked against. Streams like the native one (pyexpat with handlers,
+ijson), and writes the same canonical JSON bytes (docs/ENGINE.md).
+"""
+
+from __future__ import annotations
+
+from ..models import ReportError
+from .summary import SummaryBuilder
+
+SNIFF_BYTES = 4096
+
+
+def sniff(path: str, head: bytes) -> str:
+    """The format of a file from its first bytes: ``junit`` or ``pytest-json``.
+
+    Raises ``ReportError(not_a_report)`` for an empty file or any other first byte.
+    """
+    if head.startswith(b"\xef\xbb\xbf"):
+        head = head[3:]
+    elif head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return "junit"
+    stripped = head.lstrip(b" \t\r\n")
+    if not stripped:
+        raise ReportError("not_a_report", path, "the file is empty; expected a JUnit XML or pytest-json-report file")
+    first = stripped[:1]
+    if first == b"<":
+        return "junit"
+    if first == b"{":
+        return "pytest-json"
+    raise ReportError(
+        "not_a_report",
+        path,
+        f"the file starts with {first.decode('latin-1')!r}, not '<' (JUnit XML) or '{{' (pytest-json-report); "
+        "pass a JUnit XML or pytest-json-report file",
+        "byte 0",
+    )
+
+
+def _open(path: str):
+    try:
+        return open(path, "rb")
+    except FileNotFoundError:
+        raise ReportError("not_found", path, "no such file; check the path") from None
+    except OSError as exc:
+        raise ReportError(
+            "unreadable", path, f"cannot read the file ({exc.strerror or exc}); check that it is a readable regular file"
+        ) from None
+
+
+def _read_head(path: str, f) -> bytes:
+    try:
+        return f.read(SNIFF_BYTES)
+    except OSError as exc:  # e.g. a directory opened on some platforms
+        raise ReportError(
+            "unreadable", path, f"cannot read the file ({exc.strerror or exc}); check that it is a readable regular file"
+        ) from None
+
+
+def summarize_files(paths: list[str], format: str, budgets: dict[str, int]) -> bytes:
+    """Summarise report files into canonical summary JSON bytes (docs/ENGINE.md).
+
+    ``format``: ``auto``, ``junit`` or ``pytest-json``. Raises ``ReportError``.
+    """
+    from .junit import parse_junit
+    from .pytest_json import parse_pytest_json
+
+    builder = SummaryBuilder(budgets)
+    seen_format = None
+    for path in paths:
+        with _open(path) as f:
+            head = _read_head(path, f)
+            found = sniff(path, head)
+            if format != "auto" and found != format:
+                expected = "a JUnit XML document" if format == "junit" else "a pytest-json-report document"
+                raise ReportError(
+                    "not_a_report", path, f"expected {expected}, but the file looks like {found}; check --format"
+                )
+            if seen_format is not None and found != seen_format:
+                raise ReportError(
+                    "mixed_formats",
+                    path,
+                    f"this file is {found} but the earlier ones are {seen_format}; summarise each format separately",
+                )
+            seen_format = found
+            f.seek(0)
+            parse = parse_junit if found == "junit" else parse_pytest_json
+            parse(f, path, budgets, builder.push)
+    return builder.finish(seen_format, paths)

@@ -1,0 +1,44 @@
+"""What a pure parser yields (mirrors ``rust/core/src/record.rs``; docs/ENGINE.md, *Records*)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# Severity for "worst wins": error > failed > xpassed > xfailed > skipped > passed.
+SEVERITY = {"passed": 0, "skipped": 1, "xfailed": 2, "xpassed": 3, "failed": 4, "error": 5}
+
+
+@dataclass(slots=True)
+class TestRecord:
+    """One test; failure details are only filled for ``failed``/``error``.
+
+    ``duration_us`` is integer microseconds.
+    """
+
+    __test__ = False  # not a pytest test class
+
+    node_id: str
+    outcome: str = "passed"
+    phase: str | None = None
+    duration_us: int = 0
+    flaky: bool = False
+    exception: str | None = None
+    message: str | None = None
+    text: str | None = None
+    path: str | None = None
+    line: int | None = None
+    stdout: str | None = None
+    stderr: str | None = None
+    text_bytes_omitted: int = 0
+    output_bytes_omitted: int = 0
+
+
+@dataclass(slots=True)
+class CollectionErrorRecord:
+    """A module or file that failed to collect."""
+
+    path: str
+    exception: str | None = None
+    message: str | None = None
+    text: str | None = None
+    text_bytes_omitted: int = 0
