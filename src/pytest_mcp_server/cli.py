@@ -1,0 +1,129 @@
+"""The ``pytest-mcp-server`` console script.
+
+Subcommands:
+* ``serve`` (the default): the MCP stdio server (see ``mcp_adapter``).
+* ``summarize PATH...``: summarise JUnit XML / pytest-json-report files. Exit 0 when no
+  test failed or errored, 1 when some did, 2 when an input cannot be read or is not a
+  report (message on stderr, nothing on stdout).
+* ``bench ...``: the benchmarks (see ``pytest_mcp_server.bench``).
+
+Only ``summarize`` is imported eagerly; the MCP SDK loads only for ``serve``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from .models import Budgets
+
+SUBCOMMANDS = ("serve", "summarize", "bench")
+
+# Budget flags: --max-failures etc., one per Budgets field, defaults from the model.
+_BUDGET_FLAGS = {name: "--" + name.replace("_", "-") for name in Budgets.model_fields}
+
+
+def _add_budget_flags(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("budgets (what the summary keeps; cuts are counted in 'omitted')")
+    for name, flag in _BUDGET_FLAGS.items():
+        field = Budgets.model_fields[name]
+        group.add_argument(flag, type=int, default=None, metavar="N", help=f"{field.description} (default {field.default})")
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="pytest-mcp-server",
+        description="Run pytest for AI agents over MCP, and summarise test reports compactly.",
+    )
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        ver = version("pytest-mcp-server")
+    except PackageNotFoundError:  # pragma: no cover - running from a bare checkout
+        ver = "unknown"
+    parser.add_argument("--version", action="version", version=f"pytest-mcp-server {ver}")
+    sub = parser.add_subparsers(dest="command", metavar="{serve,summarize,bench}")
+
+    serve = sub.add_parser("serve", help="run the MCP stdio server (the default)")
+    serve.add_argument("--root", default=".", help="the project; every path an agent gives must be inside it (default: .)")
+    serve.add_argument("--python", default=None, help="interpreter that runs the project's tests (default: <root>/.venv, <root>/venv, $VIRTUAL_ENV, else this one)")
+    serve.add_argument("--max-timeout", type=float, default=600.0, metavar="SECONDS", help="largest timeout_s an agent may ask for (default 600)")
+    serve.add_argument("--max-concurrent", type=int, default=2, metavar="N", help="pytest runs at once (default 2)")
+    serve.add_argument("--artifacts-dir", default=None, help="where run reports are kept (default: the user cache directory)")
+
+    summ = sub.add_parser("summarize", help="summarise JUnit XML / pytest-json-report files")
+    summ.add_argument("paths", nargs="+", metavar="PATH", help="report files; several (CI shards) merge into one summary")
+    summ.add_argument("--format", choices=("auto", "junit", "pytest-json"), default="auto", help="report format (default: sniffed)")
+    summ.add_argument("--backend", choices=("auto", "native", "pure"), default="auto", help="report engine backend (default: native if available)")
+    summ.add_argument("--json", action="store_true", help="print the summary JSON instead of text")
+    _add_budget_flags(summ)
+
+    bench = sub.add_parser("bench", help="benchmarks (reports, shards, suite); see 'bench --help'", add_help=False)
+    bench.add_argument("bench_args", nargs=argparse.REMAINDER)
+    return parser
+
+
+def _summarize(args: argparse.Namespace) -> int:
+    from pydantic import ValidationError
+
+    from .engine import summarize_bytes
+    from .models import ReportError, ReportSummary
+    from .render import render_text
+
+    given = {name: getattr(args, name) for name in _BUDGET_FLAGS if getattr(args, name) is not None}
+    try:
+        budgets = Budgets(**given)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        name = str(err["loc"][0])
+        print(f"pytest-mcp-server: error: {_BUDGET_FLAGS.get(name, name)}: {err['msg']}", file=sys.stderr)
+        return 2
+    try:
+        raw = summarize_bytes(args.paths, format=args.format, backend=args.backend, budgets=budgets)
+    except ReportError as exc:
+        print(f"pytest-mcp-server: {exc.kind}: {exc}", file=sys.stderr)
+        return 2
+    except (RuntimeError, OSError) as exc:
+        print(f"pytest-mcp-server: error: {exc}", file=sys.stderr)
+        return 2
+    summary = ReportSummary.model_validate_json(raw)
+    if args.json:
+        sys.stdout.buffer.write(raw + b"\n")
+    else:
+        sys.stdout.write(render_text(summary))
+    sys.stdout.flush()
+    return 0 if summary.ok else 1
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from .mcp_adapter import run_stdio
+    from .tools import ServerConfig
+
+    config = ServerConfig(
+        root=args.root,
+        python=args.python,
+        max_timeout_s=args.max_timeout,
+        max_concurrent=args.max_concurrent,
+        artifacts_dir=args.artifacts_dir,
+    )
+    return run_stdio(config) or 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the console script; returns the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or (argv[0] not in SUBCOMMANDS and argv[0] not in ("-h", "--help", "--version")):
+        argv.insert(0, "serve")  # the server is the default command
+    if argv[0] == "bench":
+        from .bench import main as bench_main
+
+        return bench_main(argv[1:])
+    args = _build_parser().parse_args(argv)
+    if args.command == "summarize":
+        return _summarize(args)
+    return _serve(args)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
