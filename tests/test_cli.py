@@ -1,0 +1,139 @@
+"""The console script's `summarize` command, run as a real subprocess on real reports.
+
+Expected counts of the bundled demo reports come from the demo project's tests
+(examples/demo_project/tests/test_orders.py) and pytest's own summary line for that run,
+"3 failed, 6 passed, 2 skipped, 1 xfailed, 1 xpassed, 2 errors": pytest counts
+test_releases_resource (call passed, teardown error) as a pass *and* an error; the engine
+counts each test once with its worst outcome, so it is one error and 5 tests pass. JUnit
+has no xpass information (pytest writes a non-strict xpass as a plain pass), so the JUnit
+report has 6 passed and 0 xpassed.
+"""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DEMO_JUNIT = ROOT / "examples" / "reports" / "demo.junit.xml"
+DEMO_JSON = ROOT / "examples" / "reports" / "demo.report.json"
+CORPUS = ROOT.parent / "shared" / "corpus"
+
+BACKENDS = ["pure"] + (["native"] if __import__("pytest_mcp_server.engine").engine.native_available() else [])
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pytest_mcp_server", *args], capture_output=True, text=True, timeout=120
+    )
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_json_report_of_the_demo_has_exact_counts_and_exit_1(backend):
+    proc = run_cli("summarize", "--json", "--backend", backend, str(DEMO_JSON))
+    assert proc.returncode == 1, proc.stderr
+    summary = json.loads(proc.stdout)
+    assert summary["format"] == "pytest-json"
+    assert summary["counts"] == {
+        "total": 14, "passed": 5, "failed": 3, "errors": 2, "skipped": 2, "xfailed": 1, "xpassed": 1, "flaky": 0,
+    }
+    by_id = {f["node_id"]: f for f in summary["failures"]}
+    assert set(by_id) == {
+        "tests/test_orders.py::test_order_totals",
+        "tests/test_orders.py::test_uses_database",
+        "tests/test_orders.py::test_releases_resource",
+        "tests/test_orders.py::TestInventory::test_stock_never_negative",
+        "tests/test_orders.py::TestInventory::test_lookup",
+    }
+    assert by_id["tests/test_orders.py::test_uses_database"]["phase"] == "setup"
+    assert by_id["tests/test_orders.py::test_uses_database"]["exception"] == "ConnectionError"
+    assert by_id["tests/test_orders.py::test_releases_resource"]["phase"] == "teardown"
+    assert by_id["tests/test_orders.py::TestInventory::test_lookup"]["exception"] == "KeyError"
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_junit_report_of_the_demo_has_exact_counts_and_pytest_node_ids(backend):
+    proc = run_cli("summarize", "--json", "--backend", backend, str(DEMO_JUNIT))
+    assert proc.returncode == 1, proc.stderr
+    summary = json.loads(proc.stdout)
+    assert summary["format"] == "junit"
+    assert summary["counts"] == {
+        "total": 14, "passed": 6, "failed": 3, "errors": 2, "skipped": 2, "xfailed": 1, "xpassed": 0, "flaky": 0,
+    }
+    ids = [f["node_id"] for f in summary["failures"]]
+    assert "tests/test_orders.py::TestInventory::test_lookup" in ids
+    assert "tests/test_orders.py::test_order_totals" in ids
+
+
+def test_text_output_starts_with_the_verdict_and_names_failures_with_locations():
+    proc = run_cli("summarize", str(DEMO_JSON))
+    assert proc.returncode == 1
+    first = proc.stdout.splitlines()[0]
+    assert first.startswith("FAILED 3 failed, 5 passed, 2 errors, 2 skipped, 1 xfailed, 1 xpassed in ")
+    assert "tests/test_orders.py::TestInventory::test_lookup" in proc.stdout
+    assert "KeyError" in proc.stdout
+    assert "test_discount_applies" not in proc.stdout  # passing tests are never listed
+    assert len(proc.stdout.encode()) < 8192
+
+
+def test_backends_print_identical_json():
+    outs = {b: run_cli("summarize", "--json", "--backend", b, str(DEMO_JUNIT), str(DEMO_JUNIT)).stdout for b in BACKENDS}
+    assert len(set(outs.values())) == 1
+
+
+def test_shards_merge_into_one_summary():
+    proc = run_cli("summarize", "--json", str(DEMO_JUNIT), str(DEMO_JUNIT))
+    summary = json.loads(proc.stdout)
+    assert summary["counts"]["total"] == 28
+    assert summary["files"] == [str(DEMO_JUNIT), str(DEMO_JUNIT)]
+
+
+def test_a_green_report_exits_0(tmp_path):
+    report = tmp_path / "green.xml"
+    report.write_text(
+        '<testsuite name="pytest" tests="2"><testcase classname="tests.test_a" name="test_one" time="0.5"/>'
+        '<testcase classname="tests.test_a" name="test_two" time="0,25"/></testsuite>'
+    )
+    proc = run_cli("summarize", str(report))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("PASSED 2 passed in 0.75s")
+
+
+@pytest.mark.parametrize(
+    "name, content, kind",
+    [
+        ("empty.xml", b"", "not_a_report"),
+        ("text.txt", b"hello world\n", "not_a_report"),
+        ("nunit.xml", b'<?xml version="1.0"?><test-run id="2"></test-run>', "not_a_report"),
+        ("cut.xml", b'<testsuite><testcase name="a">', "malformed"),
+        ("xxe.xml", b'<?xml version="1.0"?><!DOCTYPE r [<!ENTITY x SYSTEM "file:///etc/passwd">]><testsuite>&x;</testsuite>', "forbidden"),
+    ],
+)
+def test_unreadable_inputs_exit_2_with_a_message_and_no_stdout(tmp_path, name, content, kind):
+    path = tmp_path / name
+    path.write_bytes(content)
+    proc = run_cli("summarize", str(path))
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    assert kind in proc.stderr and str(path) in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_missing_file_exits_2():
+    proc = run_cli("summarize", "/nonexistent/report.xml")
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert "not_found" in proc.stderr
+
+
+def test_bad_budget_exits_2_naming_the_flag():
+    proc = run_cli("summarize", "--max-traceback-lines", "1", str(DEMO_JUNIT))
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert "--max-traceback-lines" in proc.stderr
+
+
+def test_importing_the_package_does_not_import_the_mcp_sdk():
+    code = "import sys, pytest_mcp_server; pytest_mcp_server.summarize; print('mcp' in sys.modules)"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.stdout.strip() == "False", proc.stderr
