@@ -1,0 +1,170 @@
+"""The benchmark code paths at tiny sizes (no timing asserts: speed lives in benches/).
+
+The generator's truth is checked against independent counts (xml.etree, json) and, where
+the engine works, against ``summarize`` on both backends: a correctness check of the
+generator and of the engine on realistic content.
+"""
+
+from __future__ import annotations
+
+import collections
+import hashlib
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from pytest_mcp_server.bench import generate as gen
+
+SIZE = 1_000_000  # bytes: a few thousand tests, about a hundred failures
+
+
+def _etree_counts(path: Path) -> dict[str, int]:
+    """Outcome counts of a JUnit file by the engine's rules (no retries in the generator)."""
+    c: collections.Counter[str] = collections.Counter()
+    for _, el in ET.iterparse(path):
+        if el.tag != "testcase":
+            continue
+        kids = {k.tag: k for k in el}
+        if "error" in kids:
+            c["errors"] += 1
+        elif "failure" in kids:
+            c["failed"] += 1
+        elif "skipped" in kids:
+            c["xfailed" if kids["skipped"].get("type") == "pytest.xfail" else "skipped"] += 1
+        else:
+            c["passed"] += 1
+    return dict(c)
+
+
+def _json_counts(path: Path) -> dict[str, int]:
+    with open(path, encoding="utf-8") as f:
+        doc = json.load(f)
+    names = {"error": "errors"}
+    c: collections.Counter[str] = collections.Counter(names.get(t["outcome"], t["outcome"]) for t in doc["tests"])
+    c["errors"] += sum(1 for col in doc["collectors"] if col["outcome"] == "failed")
+    return dict(c)
+
+
+def _nonzero(counts: dict[str, int]) -> dict[str, int]:
+    return {k: v for k, v in counts.items() if v and k not in ("total", "flaky")}
+
+
+@pytest.fixture(scope="module")
+def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, dict]]:
+    d = tmp_path_factory.mktemp("gen")
+    # more errors and collection errors than the default mix, so a small file has each kind
+    mix = gen.Mix(collection_error=0.5, error=0.05, failed=0.05, xpassed=0.01)
+    out = {}
+    for fmt, name in (("junit", "r.xml"), ("pytest-json", "r.json")):
+        path = d / name
+        truth = gen.generate(path, fmt, SIZE, seed=7, mix=mix)
+        out[fmt] = (path, truth)
+    return out
+
+
+@pytest.mark.parametrize("fmt", gen.FORMATS)
+def test_truth_matches_independent_count(reports, fmt):
+    path, truth = reports[fmt]
+    counted = _etree_counts(path) if fmt == "junit" else _json_counts(path)
+    assert counted == _nonzero(truth["counts"])
+    assert truth["counts"]["total"] == sum(counted.values())
+    assert truth["collection_errors"] > 0
+    assert truth["counts"]["failed"] > 0 and truth["counts"]["errors"] > truth["collection_errors"]
+    assert json.loads(Path(gen.truth_path(path)).read_text()) == truth
+
+
+@pytest.mark.parametrize("fmt", gen.FORMATS)
+def test_size_close_to_target(reports, fmt):
+    path, truth = reports[fmt]
+    assert path.stat().st_size == truth["bytes"]
+    assert SIZE <= truth["bytes"] < SIZE + 40_000  # at most one test past the target
+
+
+def test_same_seed_same_bytes_other_seed_other_bytes(tmp_path):
+    digests = []
+    for i, seed in enumerate((1, 1, 2)):
+        p = tmp_path / f"{i}.xml"
+        gen.generate(p, "junit", 100_000, seed=seed)
+        digests.append(hashlib.sha256(p.read_bytes()).hexdigest())
+    assert digests[0] == digests[1] != digests[2]
+
+
+def test_junit_content_is_pytest_like(reports):
+    path, truth = reports["junit"]
+    root = ET.parse(path).getroot()
+    assert root.tag == "testsuites"
+    (suite,) = list(root)
+    assert suite.get("name") == "pytest"
+    assert int(suite.get("tests")) == truth["counts"]["total"]
+    assert int(suite.get("failures")) == truth["counts"]["failed"]
+    assert int(suite.get("errors")) == truth["counts"]["errors"]
+    cases = list(suite.iter("testcase"))
+    names = [c.get("name") for c in cases]
+    assert any('<' in n or '&' in n or '"' in n for n in names), "escaped characters in names"
+    failures = [c.find("failure") for c in cases if c.find("failure") is not None]
+    lengths = [f.text.count("\n") + 1 for f in failures]
+    assert min(lengths) >= 30 and max(lengths) <= 200
+    assert any(line.startswith("E   ") for f in failures for line in f.text.splitlines())
+    assert any("/site-packages/" in f.text for f in failures)
+    setup = [c.find("error").get("message") for c in cases if c.find("error") is not None]
+    assert any(m.startswith('failed on setup with "') for m in setup)
+    assert any(m.startswith('failed on teardown with "') for m in setup)
+    assert any(m == "collection failure" for m in setup)
+    assert any(c.find("system-out") is not None for c in cases)
+    xfails = [c for c in cases if c.find("skipped") is not None and c.find("skipped").get("type") == "pytest.xfail"]
+    assert xfails
+    # pytest's node-id rule: classname tests.pkg.test_mod[.TestClass]
+    assert all(c.get("classname").startswith("tests.") for c in cases if c.get("classname"))
+    assert truth["duration_us"] == sum(round(float(c.get("time")) * 1e6) for c in cases)
+
+
+def test_pytest_json_content_is_plugin_like(reports):
+    path, truth = reports["pytest-json"]
+    doc = json.loads(path.read_bytes())
+    assert list(doc) == ["created", "duration", "exitcode", "root", "environment", "summary", "collectors", "tests"]
+    assert doc["summary"]["total"] == truth["counts"]["total"]
+    by = collections.defaultdict(list)
+    for t in doc["tests"]:
+        by[t["outcome"]].append(t)
+    assert set(by) == {"passed", "failed", "error", "skipped", "xfailed", "xpassed"}
+    f = by["failed"][0]
+    assert f["call"]["outcome"] == "failed" and f["call"]["crash"]["message"] and f["call"]["traceback"]
+    assert 30 <= f["call"]["longrepr"].count("\n") + 1 <= 200
+    assert all("call" not in t for t in by["skipped"])
+    errs = by["error"]
+    assert any(t["setup"]["outcome"] == "failed" and "call" not in t for t in errs)
+    assert any(t["teardown"]["outcome"] == "failed" for t in errs)
+    assert any("stdout" in t.get("call", {}) for t in doc["tests"])
+    assert any('"' in t["nodeid"] or "<" in t["nodeid"] for t in doc["tests"])
+    total_us = sum(
+        gen.duration_us(t[ph]["duration"]) for t in doc["tests"] for ph in ("setup", "call", "teardown") if ph in t
+    )
+    assert total_us == truth["duration_us"]
+    module_collectors = [c for c in doc["collectors"] if c["nodeid"].endswith(".py")]
+    listed = {r["nodeid"] for c in doc["collectors"] for r in c["result"] if r["type"] == "Function"}
+    assert listed == {t["nodeid"] for t in doc["tests"]}
+    assert module_collectors
+
+
+def test_shards_have_distinct_node_ids(tmp_path):
+    ids = []
+    for i in range(2):
+        p = tmp_path / f"s{i}.json"
+        gen.generate(p, "pytest-json", 50_000, seed=3 + i, module_offset=i * 100_000)
+        ids.append({t["nodeid"] for t in json.loads(p.read_bytes())["tests"]})
+    assert ids[0] and ids[1] and not ids[0] & ids[1]
+
+
+def test_parse_size():
+    assert gen.parse_size("10MB") == 10_000_000
+    assert gen.parse_size("1GB") == 10**9
+    assert gen.parse_size("64KiB") == 65536
+    assert gen.parse_size("1.5MB") == 1_500_000
+    assert gen.parse_size("5000") == 5000
+    assert gen.format_size(10**8) == "100MB"
+    with pytest.raises(ValueError):
+        gen.parse_size("ten MB")
+    with pytest.raises(ValueError):
+        gen.generate("/nonexistent/x", "yaml", 10_000)
