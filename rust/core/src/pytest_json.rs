@@ -1,14 +1,859 @@
-//! Streaming pytest-json-report parser (docs/ENGINE.md, *pytest-json-report*). STUB: owner fills in.
+//! Streaming pytest-json-report parser (docs/ENGINE.md, *pytest-json-report*).
+//!
+//! A validating pull lexer (`lexer.rs`) walks the document once, in chunks; the parser
+//! reads the top-level keys `root`, `exitcode`, `summary`, `collectors` and `tests` and
+//! skips (while validating) everything else. A test object is read field by field and
+//! only its capped texts are kept (`HeadTail`, first 64 KiB of a message), so memory does
+//! not depend on the report or on the size of one test. Mirrored by
+//! `pure/pytest_json.py`; the parity tests check both on the same inputs.
+//!
+//! Errors: a JSON syntax error (or a broken limit: nesting, number range) is `malformed`
+//! at once. A type error in the pytest-json-report structure is `malformed` too, but only
+//! once the document is known to be a report (it has `exitcode` and `summary`); until
+//! then it is held, so that other JSON documents (mocha, jest, ...) are `not_a_report`.
+
+mod lexer;
 
 use std::io::Read;
 
 use crate::budgets::Budgets;
-use crate::error::ReportError;
-use crate::record::Item;
+use crate::error::{ErrorKind, ReportError};
+use crate::record::{CollectionErrorRecord, Item, Outcome, Phase, TestRecord};
+use crate::text::{duration_us_from_f64, HeadTail, ATTR_CAP};
+
+use lexer::{Capped, Discard, Fail, Kind, Lexer, ShortStr, StrSink};
 
 /// Parse a pytest-json-report document from `reader` (positioned at byte 0), handing each
 /// record to `sink` in report order.
-pub fn parse_pytest_json<R: Read>(reader: R, path: &str, budgets: &Budgets, sink: &mut dyn FnMut(Item)) -> Result<(), ReportError> {
-    let _ = (reader, path, budgets, sink);
-    todo!()
+///
+/// Errors (`ReportError`): `not_a_report` when the root is not an object or lacks
+/// `exitcode`/`summary`; `malformed` for invalid JSON (positions are byte offsets) or a
+/// wrong type where the format needs one; `unreadable` when reading fails.
+pub fn parse_pytest_json<R: Read>(
+    reader: R,
+    path: &str,
+    budgets: &Budgets,
+    sink: &mut dyn FnMut(Item),
+) -> Result<(), ReportError> {
+    let mut parser = Parser {
+        lx: Lexer::new(reader),
+        path,
+        max_output_bytes: budgets.max_output_bytes,
+        sink,
+        root: None,
+        has_exitcode: false,
+        has_summary: false,
+        held_error: None,
+        chain: None,
+    };
+    parser.document()
 }
+
+/// A test entry's `outcome`, with pytest-rerunfailures' `rerun`.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum EntryOutcome {
+    Final(Outcome),
+    Rerun,
+}
+
+fn entry_outcome(s: &str) -> Option<EntryOutcome> {
+    Some(match s {
+        "passed" => EntryOutcome::Final(Outcome::Passed),
+        "failed" => EntryOutcome::Final(Outcome::Failed),
+        "error" => EntryOutcome::Final(Outcome::Error),
+        "skipped" => EntryOutcome::Final(Outcome::Skipped),
+        "xfailed" => EntryOutcome::Final(Outcome::XFailed),
+        "xpassed" => EntryOutcome::Final(Outcome::XPassed),
+        "rerun" => EntryOutcome::Rerun,
+        _ => return None,
+    })
+}
+
+const PHASES: [(&str, Phase); 3] = [
+    ("setup", Phase::Setup),
+    ("call", Phase::Call),
+    ("teardown", Phase::Teardown),
+];
+
+#[derive(Default)]
+struct Crash {
+    path: Option<String>,
+    line: Option<u64>,
+    message: Option<String>,
+    message_dropped: u64,
+}
+
+/// What is kept of one phase object (`setup`, `call`, `teardown`).
+#[derive(Default)]
+struct PhaseData {
+    duration_us: u64,
+    failed: bool,
+    longrepr: Option<(String, u64)>,
+    crash: Option<Crash>,
+    stdout: Option<(String, u64)>,
+    stderr: Option<(String, u64)>,
+}
+
+/// What is kept of one element of `tests`.
+#[derive(Default)]
+struct Entry {
+    node_id: Option<String>,
+    outcome: Option<EntryOutcome>,
+    phases: [Option<PhaseData>; 3],
+}
+
+/// Earlier attempts (`rerun` entries) of the test whose next entry is awaited.
+struct RerunChain {
+    node_id: String,
+    duration_us: u64,
+}
+
+struct Parser<'a, R: Read> {
+    lx: Lexer<R>,
+    path: &'a str,
+    max_output_bytes: usize,
+    sink: &'a mut dyn FnMut(Item),
+    /// The report's `root`, when present and within `ATTR_CAP`.
+    root: Option<String>,
+    has_exitcode: bool,
+    has_summary: bool,
+    /// The first structural error, held until the document is known to be a report.
+    held_error: Option<ReportError>,
+    chain: Option<RerunChain>,
+}
+
+/// Bits of the known keys seen in one object, for the duplicate-key rule.
+struct Seen(u32);
+
+impl Seen {
+    /// Marks `bit`; false if it was already marked (a duplicate key).
+    fn mark(&mut self, bit: u32) -> bool {
+        let fresh = self.0 & (1 << bit) == 0;
+        self.0 |= 1 << bit;
+        fresh
+    }
+}
+
+impl<'a, R: Read> Parser<'a, R> {
+    fn fail(&self, fail: Fail) -> ReportError {
+        match fail {
+            Fail::Io(e) => ReportError::from_io(self.path, &e),
+            Fail::Syntax { offset, what } => ReportError::new(
+                ErrorKind::Malformed,
+                self.path,
+                format!(
+                    "not valid JSON: {what}; the report is damaged or was cut short, \
+                     regenerate it (pytest --json-report)"
+                ),
+            )
+            .at(format!("byte {offset}")),
+        }
+    }
+
+    fn is_report(&self) -> bool {
+        self.has_exitcode && self.has_summary
+    }
+
+    /// A wrong type or value in the report's structure at byte `offset`: an error now if
+    /// the document is a report, else held (docs/ENGINE.md: `not_a_report` wins for
+    /// documents without `exitcode`/`summary`).
+    fn structural(&mut self, offset: u64, what: String) -> Result<(), ReportError> {
+        let err = ReportError::new(
+            ErrorKind::Malformed,
+            self.path,
+            format!(
+                "{what}; this does not follow the pytest-json-report format, \
+                 regenerate the report with pytest --json-report"
+            ),
+        )
+        .at(format!("byte {offset}"));
+        if self.is_report() {
+            return Err(err);
+        }
+        if self.held_error.is_none() {
+            self.held_error = Some(err);
+        }
+        Ok(())
+    }
+
+    /// Check the type of the next value; on a mismatch, report it and skip the value.
+    /// Returns true when the value has the wanted kind (and is still to be read).
+    fn expect_kind(
+        &mut self,
+        wanted: Kind,
+        what: &dyn Fn() -> String,
+    ) -> Result<bool, ReportError> {
+        let kind = self.lx.kind().map_err(|f| self.fail(f))?;
+        if kind == wanted {
+            return Ok(true);
+        }
+        let offset = self.lx.offset();
+        self.structural(
+            offset,
+            format!("{} must be {}, not {}", what(), wanted.name(), kind.name()),
+        )?;
+        self.skip()?;
+        Ok(false)
+    }
+
+    fn skip(&mut self) -> Result<(), ReportError> {
+        self.lx.skip_value().map_err(|f| self.fail(f))
+    }
+
+    fn string_into<S: StrSink>(&mut self, sink: &mut S) -> Result<(), ReportError> {
+        self.lx.string(sink).map_err(|f| self.fail(f))
+    }
+
+    fn next_key(&mut self, key: &mut ShortStr, first: &mut bool) -> Result<bool, ReportError> {
+        self.lx.next_key(key, first).map_err(|f| self.fail(f))
+    }
+
+    fn next_element(&mut self, first: &mut bool) -> Result<bool, ReportError> {
+        self.lx.next_element(first).map_err(|f| self.fail(f))
+    }
+
+    fn duplicate(&mut self, key: &str, whose: &dyn Fn() -> String) -> Result<(), ReportError> {
+        let offset = self.lx.offset();
+        self.structural(offset, format!("{} has the key {key:?} twice", whose()))?;
+        self.skip()
+    }
+
+    fn emit(&mut self, item: Item) {
+        if self.held_error.is_none() {
+            (self.sink)(item);
+        }
+    }
+
+    fn document(&mut self) -> Result<(), ReportError> {
+        self.lx.skip_bom().map_err(|f| self.fail(f))?;
+        match self.lx.peek().map_err(|f| self.fail(f))? {
+            Some(b'{') => {}
+            Some(b) => {
+                let what = if b == b'[' {
+                    "an array".to_string()
+                } else {
+                    format!("{:?}", char::from(b))
+                };
+                return Err(ReportError::new(
+                    ErrorKind::NotAReport,
+                    self.path,
+                    format!(
+                        "the JSON document starts with {what}, not an object; \
+                         pass a pytest-json-report file (pytest --json-report)"
+                    ),
+                )
+                .at(format!("byte {}", self.lx.offset())));
+            }
+            None => {
+                return Err(ReportError::new(
+                    ErrorKind::NotAReport,
+                    self.path,
+                    "the file is empty; expected a pytest-json-report file",
+                ))
+            }
+        }
+        self.lx.begin_object().map_err(|f| self.fail(f))?;
+        let mut key = ShortStr::new();
+        let mut first = true;
+        let mut seen = Seen(0);
+        while self.next_key(&mut key, &mut first)? {
+            let name = key.get().unwrap_or("");
+            let bit = match name {
+                "exitcode" => 0,
+                "summary" => 1,
+                "root" => 2,
+                "collectors" => 3,
+                "tests" => 4,
+                _ => {
+                    self.skip()?;
+                    continue;
+                }
+            };
+            let name: &'static str =
+                ["exitcode", "summary", "root", "collectors", "tests"][bit as usize];
+            if !seen.mark(bit) {
+                self.duplicate(name, &|| "the report object".to_string())?;
+                continue;
+            }
+            match bit {
+                0 => {
+                    self.has_exitcode = true;
+                    self.exitcode()?;
+                }
+                1 => {
+                    self.has_summary = true;
+                    if self.expect_kind(Kind::Object, &|| "summary".to_string())? {
+                        self.skip()?;
+                    }
+                }
+                2 => self.root_key()?,
+                3 => self.collectors()?,
+                _ => self.tests()?,
+            }
+            if self.is_report() {
+                if let Some(err) = self.held_error.take() {
+                    return Err(err);
+                }
+            }
+        }
+        if !self.is_report() {
+            let missing: Vec<&str> = [
+                ("exitcode", self.has_exitcode),
+                ("summary", self.has_summary),
+            ]
+            .iter()
+            .filter(|(_, has)| !has)
+            .map(|(k, _)| *k)
+            .collect();
+            return Err(ReportError::new(
+                ErrorKind::NotAReport,
+                self.path,
+                format!(
+                    "a JSON object without the pytest-json-report key(s) {}; \
+                     pass a report written by pytest --json-report",
+                    missing.join(" and ")
+                ),
+            ));
+        }
+        if let Some(err) = self.held_error.take() {
+            return Err(err);
+        }
+        self.lx.expect_end().map_err(|f| self.fail(f))
+    }
+
+    fn exitcode(&mut self) -> Result<(), ReportError> {
+        if !self.expect_kind(Kind::Number, &|| "exitcode".to_string())? {
+            return Ok(());
+        }
+        let offset = self.lx.offset();
+        let n = self.lx.number().map_err(|f| self.fail(f))?;
+        if !n.is_integer {
+            self.structural(offset, "exitcode must be an integer".to_string())?;
+        }
+        Ok(())
+    }
+
+    fn root_key(&mut self) -> Result<(), ReportError> {
+        if !self.expect_kind(Kind::String, &|| "root".to_string())? {
+            return Ok(());
+        }
+        let mut root = Capped::new(ATTR_CAP);
+        self.string_into(&mut root)?;
+        // A root cut at the cap could strip a wrong prefix: then none is stripped.
+        self.root = if root.dropped == 0 {
+            Some(root.text)
+        } else {
+            None
+        };
+        Ok(())
+    }
+
+    fn collectors(&mut self) -> Result<(), ReportError> {
+        if !self.expect_kind(Kind::Array, &|| "collectors".to_string())? {
+            return Ok(());
+        }
+        self.lx.begin_array().map_err(|f| self.fail(f))?;
+        let mut first = true;
+        let mut index = 0u64;
+        while self.next_element(&mut first)? {
+            self.collector(index)?;
+            index += 1;
+        }
+        Ok(())
+    }
+
+    /// One element of `collectors`: a failed one becomes a `CollectionErrorRecord`.
+    fn collector(&mut self, index: u64) -> Result<(), ReportError> {
+        let whose = || format!("collectors[{index}]");
+        if !self.expect_kind(Kind::Object, &whose)? {
+            return Ok(());
+        }
+        let start = self.lx.offset();
+        self.lx.begin_object().map_err(|f| self.fail(f))?;
+        let mut key = ShortStr::new();
+        let mut first = true;
+        let mut seen = Seen(0);
+        let mut node_id: Option<String> = None;
+        let mut outcome: Option<bool> = None; // Some(failed?)
+        let mut longrepr: Option<(String, u64)> = None;
+        let mut ok = true;
+        while self.next_key(&mut key, &mut first)? {
+            let name = key.get().unwrap_or("");
+            let bit = match name {
+                "nodeid" => 0,
+                "outcome" => 1,
+                "longrepr" => 2,
+                _ => {
+                    self.skip()?;
+                    continue;
+                }
+            };
+            let name: &'static str = ["nodeid", "outcome", "longrepr"][bit as usize];
+            if !seen.mark(bit) {
+                ok = false;
+                self.duplicate(name, &whose)?;
+                continue;
+            }
+            let field = || format!("collectors[{index}].{name}");
+            if !self.expect_kind(Kind::String, &field)? {
+                ok = false;
+                continue;
+            }
+            match bit {
+                0 => {
+                    let mut s = Capped::new(ATTR_CAP);
+                    self.string_into(&mut s)?;
+                    node_id = Some(s.text);
+                }
+                1 => {
+                    let mut s = ShortStr::new();
+                    self.string_into(&mut s)?;
+                    outcome = Some(s.get() == Some("failed"));
+                }
+                _ => {
+                    let mut text = HeadTail::for_text();
+                    self.string_into(&mut text)?;
+                    longrepr = Some(text.finish());
+                }
+            }
+        }
+        for (name, present) in [
+            ("nodeid", node_id.is_some()),
+            ("outcome", outcome.is_some()),
+        ] {
+            if ok && !present {
+                ok = false;
+                self.structural(start, format!("collectors[{index}] has no {name:?}"))?;
+            }
+        }
+        if ok && outcome == Some(true) {
+            let (text, text_bytes_omitted) = match longrepr {
+                Some((t, n)) => (Some(t), n),
+                None => (None, 0),
+            };
+            self.emit(Item::CollectionError(CollectionErrorRecord {
+                path: node_id.unwrap_or_default(),
+                exception: None,
+                message: None,
+                text,
+                text_bytes_omitted,
+            }));
+        }
+        Ok(())
+    }
+
+    fn tests(&mut self) -> Result<(), ReportError> {
+        if !self.expect_kind(Kind::Array, &|| "tests".to_string())? {
+            return Ok(());
+        }
+        self.lx.begin_array().map_err(|f| self.fail(f))?;
+        let mut first = true;
+        let mut index = 0u64;
+        while self.next_element(&mut first)? {
+            if let Some(entry) = self.test_entry(index)? {
+                self.push_entry(entry);
+            }
+            index += 1;
+        }
+        // The retry rule never looks past the end of the array.
+        if let Some(chain) = self.chain.take() {
+            self.emit(Item::Test(passed_after_reruns(chain)));
+        }
+        Ok(())
+    }
+
+    /// One element of `tests`; None if it broke the format (the error is reported or held).
+    fn test_entry(&mut self, index: u64) -> Result<Option<Entry>, ReportError> {
+        let whose = || format!("tests[{index}]");
+        if !self.expect_kind(Kind::Object, &whose)? {
+            return Ok(None);
+        }
+        let start = self.lx.offset();
+        self.lx.begin_object().map_err(|f| self.fail(f))?;
+        let mut key = ShortStr::new();
+        let mut first = true;
+        let mut seen = Seen(0);
+        let mut entry = Entry::default();
+        let mut ok = true;
+        while self.next_key(&mut key, &mut first)? {
+            let name = key.get().unwrap_or("");
+            let bit = match name {
+                "nodeid" => 0,
+                "outcome" => 1,
+                "setup" => 2,
+                "call" => 3,
+                "teardown" => 4,
+                _ => {
+                    self.skip()?;
+                    continue;
+                }
+            };
+            let name: &'static str =
+                ["nodeid", "outcome", "setup", "call", "teardown"][bit as usize];
+            if !seen.mark(bit) {
+                ok = false;
+                self.duplicate(name, &whose)?;
+                continue;
+            }
+            let field = || format!("tests[{index}].{name}");
+            match bit {
+                0 => {
+                    if self.expect_kind(Kind::String, &field)? {
+                        let mut s = Capped::new(ATTR_CAP);
+                        self.string_into(&mut s)?;
+                        entry.node_id = Some(s.text);
+                    } else {
+                        ok = false;
+                    }
+                }
+                1 => {
+                    if self.expect_kind(Kind::String, &field)? {
+                        let offset = self.lx.offset();
+                        let mut s = ShortStr::new();
+                        self.string_into(&mut s)?;
+                        entry.outcome = s.get().and_then(entry_outcome);
+                        if entry.outcome.is_none() {
+                            ok = false;
+                            self.structural(
+                                offset,
+                                format!(
+                                    "tests[{index}].outcome must be one of passed, failed, error, skipped, \
+                                     xfailed, xpassed, rerun"
+                                ),
+                            )?;
+                        }
+                    } else {
+                        ok = false;
+                    }
+                }
+                _ => {
+                    // Details are only kept for failures; the outcome usually comes first.
+                    let want_details = !matches!(
+                        entry.outcome,
+                        Some(EntryOutcome::Rerun)
+                            | Some(EntryOutcome::Final(
+                                Outcome::Passed
+                                    | Outcome::Skipped
+                                    | Outcome::XFailed
+                                    | Outcome::XPassed
+                            ))
+                    );
+                    match self.phase(&field, want_details)? {
+                        Some(data) => entry.phases[(bit - 2) as usize] = Some(data),
+                        None => ok = false,
+                    }
+                }
+            }
+        }
+        for (name, present) in [
+            ("nodeid", entry.node_id.is_some()),
+            ("outcome", entry.outcome.is_some()),
+        ] {
+            if ok && !present {
+                ok = false;
+                self.structural(start, format!("tests[{index}] has no {name:?}"))?;
+            }
+        }
+        Ok(if ok { Some(entry) } else { None })
+    }
+
+    /// A phase object; None if it broke the format.
+    fn phase(
+        &mut self,
+        whose: &dyn Fn() -> String,
+        want_details: bool,
+    ) -> Result<Option<PhaseData>, ReportError> {
+        if !self.expect_kind(Kind::Object, whose)? {
+            return Ok(None);
+        }
+        let start = self.lx.offset();
+        self.lx.begin_object().map_err(|f| self.fail(f))?;
+        let mut key = ShortStr::new();
+        let mut first = true;
+        let mut seen = Seen(0);
+        let mut data = PhaseData::default();
+        let (mut has_duration, mut has_outcome, mut ok) = (false, false, true);
+        while self.next_key(&mut key, &mut first)? {
+            let name = key.get().unwrap_or("");
+            let bit = match name {
+                "duration" => 0,
+                "outcome" => 1,
+                "longrepr" => 2,
+                "crash" => 3,
+                "stdout" => 4,
+                "stderr" => 5,
+                _ => {
+                    self.skip()?;
+                    continue;
+                }
+            };
+            let name: &'static str = [
+                "duration", "outcome", "longrepr", "crash", "stdout", "stderr",
+            ][bit as usize];
+            if !seen.mark(bit) {
+                ok = false;
+                self.duplicate(name, whose)?;
+                continue;
+            }
+            let field = || format!("{}.{name}", whose());
+            let wanted = match bit {
+                0 => Kind::Number,
+                3 => Kind::Object,
+                _ => Kind::String,
+            };
+            if !self.expect_kind(wanted, &field)? {
+                ok = false;
+                continue;
+            }
+            match bit {
+                0 => {
+                    let n = self.lx.number().map_err(|f| self.fail(f))?;
+                    data.duration_us = duration_us_from_f64(n.value);
+                    has_duration = true;
+                }
+                1 => {
+                    let mut s = ShortStr::new();
+                    self.string_into(&mut s)?;
+                    data.failed = s.get() == Some("failed");
+                    has_outcome = true;
+                }
+                2 => {
+                    if want_details {
+                        let mut text = HeadTail::for_text();
+                        self.string_into(&mut text)?;
+                        data.longrepr = Some(text.finish());
+                    } else {
+                        self.string_into(&mut Discard)?;
+                    }
+                }
+                3 => match self.crash(&field, want_details)? {
+                    Some(crash) => data.crash = Some(crash),
+                    None => ok = false,
+                },
+                _ => {
+                    let kept = if want_details {
+                        let mut out = HeadTail::for_output(self.max_output_bytes);
+                        self.string_into(&mut out)?;
+                        Some(out.finish())
+                    } else {
+                        self.string_into(&mut Discard)?;
+                        None
+                    };
+                    if bit == 4 {
+                        data.stdout = kept;
+                    } else {
+                        data.stderr = kept;
+                    }
+                }
+            }
+        }
+        for (name, present) in [("duration", has_duration), ("outcome", has_outcome)] {
+            if ok && !present {
+                ok = false;
+                self.structural(start, format!("{} has no {name:?}", whose()))?;
+            }
+        }
+        Ok(if ok { Some(data) } else { None })
+    }
+
+    /// A `crash` object (`path`, `lineno`, `message`, each optional); None if it broke
+    /// the format.
+    fn crash(
+        &mut self,
+        whose: &dyn Fn() -> String,
+        want_details: bool,
+    ) -> Result<Option<Crash>, ReportError> {
+        self.lx.begin_object().map_err(|f| self.fail(f))?;
+        let mut key = ShortStr::new();
+        let mut first = true;
+        let mut seen = Seen(0);
+        let mut crash = Crash::default();
+        let mut ok = true;
+        while self.next_key(&mut key, &mut first)? {
+            let name = key.get().unwrap_or("");
+            let bit = match name {
+                "path" => 0,
+                "lineno" => 1,
+                "message" => 2,
+                _ => {
+                    self.skip()?;
+                    continue;
+                }
+            };
+            let name: &'static str = ["path", "lineno", "message"][bit as usize];
+            if !seen.mark(bit) {
+                ok = false;
+                self.duplicate(name, whose)?;
+                continue;
+            }
+            let field = || format!("{}.{name}", whose());
+            let wanted = if bit == 1 { Kind::Number } else { Kind::String };
+            if !self.expect_kind(wanted, &field)? {
+                ok = false;
+                continue;
+            }
+            match bit {
+                0 => {
+                    let mut s = Capped::new(ATTR_CAP);
+                    if want_details {
+                        self.string_into(&mut s)?;
+                        crash.path = Some(s.text);
+                    } else {
+                        self.string_into(&mut Discard)?;
+                    }
+                }
+                1 => {
+                    let offset = self.lx.offset();
+                    let n = self.lx.number().map_err(|f| self.fail(f))?;
+                    if !n.is_integer {
+                        ok = false;
+                        self.structural(offset, format!("{} must be an integer", field()))?;
+                    } else if n.int_value >= 0 {
+                        crash.line = Some(n.int_value as u64);
+                    }
+                }
+                _ => {
+                    if want_details {
+                        let mut s = Capped::new(ATTR_CAP);
+                        self.string_into(&mut s)?;
+                        crash.message = Some(s.text);
+                        crash.message_dropped = s.dropped;
+                    } else {
+                        self.string_into(&mut Discard)?;
+                    }
+                }
+            }
+        }
+        Ok(if ok { Some(crash) } else { None })
+    }
+
+    /// Turn a test entry into a record, applying the retry rule to `rerun` entries.
+    fn push_entry(&mut self, entry: Entry) {
+        let node_id = entry.node_id.unwrap_or_default();
+        let duration_us = entry
+            .phases
+            .iter()
+            .flatten()
+            .fold(0u64, |acc, p| acc.saturating_add(p.duration_us));
+        // An earlier rerun chain either continues with this entry or ends before it.
+        let earlier = match self.chain.take() {
+            Some(chain) if chain.node_id == node_id => Some(chain),
+            Some(chain) => {
+                self.emit(Item::Test(passed_after_reruns(chain)));
+                None
+            }
+            None => None,
+        };
+        let outcome = match entry.outcome {
+            Some(EntryOutcome::Final(o)) => o,
+            _ => {
+                let previous = earlier.map_or(0, |c| c.duration_us);
+                self.chain = Some(RerunChain {
+                    node_id,
+                    duration_us: previous.saturating_add(duration_us),
+                });
+                return;
+            }
+        };
+        let failed_phase = (0..3).find(|&i| entry.phases[i].as_ref().is_some_and(|p| p.failed));
+        let mut record = TestRecord {
+            node_id,
+            outcome: Some(outcome),
+            phase: failed_phase.map(|i| PHASES[i].1),
+            duration_us,
+            ..TestRecord::default()
+        };
+        if let Some(chain) = earlier {
+            // Earlier attempts were reruns (non-passing): flaky if this one passed.
+            record.duration_us = record.duration_us.saturating_add(chain.duration_us);
+            record.flaky = outcome == Outcome::Passed;
+        }
+        if outcome.is_problem() {
+            let phases = entry.phases;
+            if let Some(i) = failed_phase {
+                let p = phases[i].as_ref().expect("the failed phase is present");
+                if let Some((text, omitted)) = &p.longrepr {
+                    record.text = Some(text.clone());
+                    record.text_bytes_omitted += omitted;
+                }
+                if let Some(crash) = &p.crash {
+                    record.message = crash.message.clone();
+                    record.text_bytes_omitted += crash.message_dropped;
+                    record.path = crash
+                        .path
+                        .as_deref()
+                        .map(|p| strip_root(p, self.root.as_deref()).to_string());
+                    record.line = crash.line;
+                }
+            }
+            let (stdout, out_omitted) = join_output(
+                phases
+                    .iter()
+                    .map(|p| p.as_ref().and_then(|p| p.stdout.as_ref())),
+                self.max_output_bytes,
+            );
+            let (stderr, err_omitted) = join_output(
+                phases
+                    .iter()
+                    .map(|p| p.as_ref().and_then(|p| p.stderr.as_ref())),
+                self.max_output_bytes,
+            );
+            record.stdout = stdout;
+            record.stderr = stderr;
+            record.output_bytes_omitted = out_omitted + err_omitted;
+        }
+        self.emit(Item::Test(record));
+    }
+}
+
+/// A `rerun` chain not followed by an entry of the same node id: pytest-json-report keeps
+/// one entry per node id and leaves `rerun` when the last attempt passed.
+fn passed_after_reruns(chain: RerunChain) -> TestRecord {
+    TestRecord {
+        node_id: chain.node_id,
+        outcome: Some(Outcome::Passed),
+        duration_us: chain.duration_us,
+        flaky: true,
+        ..TestRecord::default()
+    }
+}
+
+/// `path` without the report's root directory prefix (`root` + `/` or `\`).
+fn strip_root<'p>(path: &'p str, root: Option<&str>) -> &'p str {
+    let Some(root) = root.filter(|r| !r.is_empty()) else {
+        return path;
+    };
+    let Some(rest) = path.strip_prefix(root) else {
+        return path;
+    };
+    if root.ends_with(['/', '\\']) {
+        return rest;
+    }
+    rest.strip_prefix(['/', '\\']).unwrap_or(path)
+}
+
+/// The phases' captured output in phase order, tail-capped as one text:
+/// (None if no phase had any, else the kept tail; bytes omitted).
+fn join_output<'x>(
+    parts: impl Iterator<Item = Option<&'x (String, u64)>>,
+    max_output_bytes: usize,
+) -> (Option<String>, u64) {
+    let mut joined = HeadTail::for_output(max_output_bytes);
+    let mut omitted_before = 0u64;
+    let mut any = false;
+    for (kept, omitted) in parts.flatten() {
+        any = true;
+        // Each part already lost its head beyond the cap; the tail of the whole is the
+        // tail of the kept parts, so only the counts need adding up.
+        joined.push(kept);
+        omitted_before += omitted;
+    }
+    if !any {
+        return (None, 0);
+    }
+    let (text, omitted) = joined.finish();
+    (Some(text), omitted + omitted_before)
+}
+
+#[cfg(test)]
+mod tests;

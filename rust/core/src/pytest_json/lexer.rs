@@ -1,0 +1,926 @@
+//! A validating JSON pull lexer over a chunked reader (RFC 8259, with the limits of
+//! docs/ENGINE.md, *pytest-json-report*).
+//!
+//! Memory is constant: the buffer is `CHUNK` bytes (grown by at most a few bytes for an
+//! escape that straddles a refill), strings go to a caller-chosen `StrSink` segment by
+//! segment (nothing is held unless the sink keeps it), numbers are reduced to at most
+//! `MAX_SIG_DIGITS` significant digits, and nesting is limited to `MAX_DEPTH`.
+//! Every byte is validated, also inside skipped values, so that the native and pure
+//! backends agree on what is malformed.
+
+use std::io::{self, Read};
+
+use memchr::memchr2;
+
+/// Bytes read from the source at a time.
+const CHUNK: usize = 256 * 1024;
+
+/// Deepest nesting of arrays/objects accepted (the root object is level 1). RFC 8259 §9
+/// lets a parser limit it; the limit keeps the skip stack bounded.
+pub const MAX_DEPTH: usize = 1024;
+
+/// Significant digits kept of a number; more cannot change the correctly rounded
+/// double (an exact halfway case needs at most 767), the rest is kept as a sticky digit.
+const MAX_SIG_DIGITS: usize = 800;
+
+/// Why lexing stopped.
+#[derive(Debug)]
+pub enum Fail {
+    /// Reading the source failed.
+    Io(io::Error),
+    /// The bytes are not JSON (or break a documented limit): `what` at byte `offset`.
+    Syntax { offset: u64, what: String },
+}
+
+impl From<io::Error> for Fail {
+    fn from(e: io::Error) -> Self {
+        Fail::Io(e)
+    }
+}
+
+/// Where string content goes, one valid UTF-8 segment at a time.
+pub trait StrSink {
+    fn push(&mut self, s: &str);
+}
+
+/// Validates and drops.
+pub struct Discard;
+
+impl StrSink for Discard {
+    #[inline]
+    fn push(&mut self, _: &str) {}
+}
+
+impl StrSink for crate::text::HeadTail {
+    #[inline]
+    fn push(&mut self, s: &str) {
+        crate::text::HeadTail::push(self, s);
+    }
+}
+
+/// Keeps the first `cap` bytes (cut back to a character boundary); counts the rest.
+pub struct Capped {
+    pub text: String,
+    pub dropped: u64,
+    cap: usize,
+    full: bool,
+}
+
+impl Capped {
+    pub fn new(cap: usize) -> Self {
+        Capped {
+            text: String::new(),
+            dropped: 0,
+            cap,
+            full: false,
+        }
+    }
+}
+
+impl StrSink for Capped {
+    fn push(&mut self, s: &str) {
+        if self.full {
+            self.dropped += s.len() as u64;
+            return;
+        }
+        let room = self.cap - self.text.len();
+        if s.len() <= room {
+            self.text.push_str(s);
+        } else {
+            let take = crate::text::floor_char_boundary(s, room);
+            self.text.push_str(&s[..take]);
+            self.dropped += (s.len() - take) as u64;
+            self.full = true;
+        }
+    }
+}
+
+/// A short string (object keys, outcomes): up to `KEY_CAP` bytes, else "too long".
+pub struct ShortStr {
+    bytes: [u8; KEY_CAP],
+    len: usize,
+    too_long: bool,
+}
+
+const KEY_CAP: usize = 24;
+
+impl ShortStr {
+    pub fn new() -> Self {
+        ShortStr {
+            bytes: [0; KEY_CAP],
+            len: 0,
+            too_long: false,
+        }
+    }
+
+    fn clear(&mut self) {
+        self.len = 0;
+        self.too_long = false;
+    }
+
+    /// The string, or None when it is longer than any name compared against.
+    pub fn get(&self) -> Option<&str> {
+        if self.too_long {
+            None
+        } else {
+            // Only whole valid segments are pushed, so this is valid UTF-8.
+            std::str::from_utf8(&self.bytes[..self.len]).ok()
+        }
+    }
+}
+
+impl StrSink for ShortStr {
+    fn push(&mut self, s: &str) {
+        if self.too_long {
+            return;
+        }
+        if self.len + s.len() > KEY_CAP {
+            self.too_long = true;
+            return;
+        }
+        self.bytes[self.len..self.len + s.len()].copy_from_slice(s.as_bytes());
+        self.len += s.len();
+    }
+}
+
+/// The kind of the next value, from its first byte.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Object,
+    Array,
+    String,
+    Number,
+    Bool,
+    Null,
+}
+
+impl Kind {
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Object => "an object",
+            Kind::Array => "an array",
+            Kind::String => "a string",
+            Kind::Number => "a number",
+            Kind::Bool => "a boolean",
+            Kind::Null => "null",
+        }
+    }
+}
+
+/// A JSON number, reduced to what the parser needs.
+#[derive(Debug)]
+pub struct Number {
+    /// No fraction and no exponent.
+    pub is_integer: bool,
+    /// For an integer: its value (always within ±(2^63-1), else the lexer fails).
+    pub int_value: i64,
+    /// The value as a correctly rounded double (finite, else the lexer fails).
+    pub value: f64,
+}
+
+/// The lexer. `depth` counts the arrays/objects open (the root object is 1).
+pub struct Lexer<R: Read> {
+    reader: R,
+    buf: Vec<u8>,
+    pos: usize,
+    end: usize,
+    /// File offset of `buf[0]`.
+    base: u64,
+    eof: bool,
+    depth: usize,
+    skip_stack: Vec<bool>,
+    digits: String,
+    scratch: String,
+}
+
+fn syntax<T>(offset: u64, what: impl Into<String>) -> Result<T, Fail> {
+    Err(Fail::Syntax {
+        offset,
+        what: what.into(),
+    })
+}
+
+#[inline]
+fn is_ws(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\r')
+}
+
+/// A byte for a message: printable ASCII as itself, else its hex value.
+fn show(b: u8) -> String {
+    if (0x21..0x7f).contains(&b) {
+        format!("'{}'", b as char)
+    } else {
+        format!("byte 0x{b:02x}")
+    }
+}
+
+/// `v` in decimal, written into `out`.
+fn itoa_i64(v: i64, out: &mut [u8; 24]) -> &str {
+    let mut i = out.len();
+    let negative = v < 0;
+    let mut m = v.unsigned_abs();
+    loop {
+        i -= 1;
+        out[i] = b'0' + (m % 10) as u8;
+        m /= 10;
+        if m == 0 {
+            break;
+        }
+    }
+    if negative {
+        i -= 1;
+        out[i] = b'-';
+    }
+    std::str::from_utf8(&out[i..]).expect("ASCII digits")
+}
+
+fn hex_val(b: u8) -> Option<u32> {
+    match b {
+        b'0'..=b'9' => Some((b - b'0') as u32),
+        b'a'..=b'f' => Some((b - b'a' + 10) as u32),
+        b'A'..=b'F' => Some((b - b'A' + 10) as u32),
+        _ => None,
+    }
+}
+
+/// True if any byte is an ASCII control character (not allowed raw in a JSON string).
+#[inline]
+fn has_control(seg: &[u8]) -> bool {
+    // Branch-free per block so that it vectorises; strings are the bulk of a report.
+    let mut blocks = seg.chunks_exact(32);
+    for block in &mut blocks {
+        if block.iter().fold(false, |acc, &b| acc | (b < 0x20)) {
+            return true;
+        }
+    }
+    blocks.remainder().iter().any(|&b| b < 0x20)
+}
+
+impl<R: Read> Lexer<R> {
+    pub fn new(reader: R) -> Self {
+        Lexer {
+            reader,
+            buf: vec![0; CHUNK],
+            pos: 0,
+            end: 0,
+            base: 0,
+            eof: false,
+            depth: 0,
+            skip_stack: Vec::new(),
+            digits: String::new(),
+            scratch: String::new(),
+        }
+    }
+
+    /// File offset of the next byte.
+    #[inline]
+    pub fn offset(&self) -> u64 {
+        self.base + self.pos as u64
+    }
+
+    /// Read more bytes, keeping the unread ones; false at end of input.
+    fn fill(&mut self) -> Result<bool, Fail> {
+        if self.eof {
+            return Ok(false);
+        }
+        if self.pos > 0 {
+            self.buf.copy_within(self.pos..self.end, 0);
+            self.base += self.pos as u64;
+            self.end -= self.pos;
+            self.pos = 0;
+        }
+        if self.end == self.buf.len() {
+            // Only an escape straddling a refill needs more than a chunk: grow a little.
+            self.buf.resize(self.buf.len() + 64, 0);
+        }
+        loop {
+            match self.reader.read(&mut self.buf[self.end..]) {
+                Ok(0) => {
+                    self.eof = true;
+                    return Ok(false);
+                }
+                Ok(n) => {
+                    self.end += n;
+                    return Ok(true);
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(Fail::Io(e)),
+            }
+        }
+    }
+
+    /// Make at least `n` unread bytes available; false if the input ends first.
+    fn ensure(&mut self, n: usize) -> Result<bool, Fail> {
+        while self.end - self.pos < n {
+            if !self.fill()? {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// Skip a UTF-8 byte order mark at the very start (the sniffer accepts one).
+    pub fn skip_bom(&mut self) -> Result<(), Fail> {
+        self.ensure(3)?;
+        if self.buf[self.pos..self.end].starts_with(b"\xef\xbb\xbf") {
+            self.pos += 3;
+        }
+        Ok(())
+    }
+
+    /// The next byte after whitespace, not consumed; None at end of input.
+    #[inline]
+    pub fn peek(&mut self) -> Result<Option<u8>, Fail> {
+        loop {
+            while self.pos < self.end {
+                let b = self.buf[self.pos];
+                if !is_ws(b) {
+                    return Ok(Some(b));
+                }
+                self.pos += 1;
+            }
+            if !self.fill()? {
+                return Ok(None);
+            }
+        }
+    }
+
+    /// Like `peek`, but the end of input is an error (a value or delimiter is due).
+    #[inline]
+    fn peek_due(&mut self, what: &str) -> Result<u8, Fail> {
+        match self.peek()? {
+            Some(b) => Ok(b),
+            None => syntax(
+                self.offset(),
+                format!("the input ends where {what} was expected (truncated file?)"),
+            ),
+        }
+    }
+
+    /// The kind of the next value; fails on a byte that cannot start a value.
+    pub fn kind(&mut self) -> Result<Kind, Fail> {
+        let b = self.peek_due("a value")?;
+        Ok(match b {
+            b'{' => Kind::Object,
+            b'[' => Kind::Array,
+            b'"' => Kind::String,
+            b'-' | b'0'..=b'9' => Kind::Number,
+            b't' | b'f' => Kind::Bool,
+            b'n' => Kind::Null,
+            other => {
+                return syntax(
+                    self.offset(),
+                    format!("{} cannot start a JSON value", show(other)),
+                )
+            }
+        })
+    }
+
+    fn open(&mut self) -> Result<(), Fail> {
+        if self.depth >= MAX_DEPTH {
+            return syntax(
+                self.offset(),
+                format!("arrays/objects nested deeper than {MAX_DEPTH} levels"),
+            );
+        }
+        self.depth += 1;
+        self.pos += 1;
+        Ok(())
+    }
+
+    /// Consume the `{` of an object (the next value must be one).
+    pub fn begin_object(&mut self) -> Result<(), Fail> {
+        debug_assert_eq!(self.peek()?, Some(b'{'));
+        self.open()
+    }
+
+    /// Consume the `[` of an array (the next value must be one).
+    pub fn begin_array(&mut self) -> Result<(), Fail> {
+        debug_assert_eq!(self.peek()?, Some(b'['));
+        self.open()
+    }
+
+    /// The next key of the object being read, into `key` (None when the key is too long
+    /// to be one the caller knows), or false at the closing `}`. `first` is true before
+    /// the first key.
+    pub fn next_key(&mut self, key: &mut ShortStr, first: &mut bool) -> Result<bool, Fail> {
+        let b = self.peek_due("a key or '}'")?;
+        if b == b'}' {
+            self.pos += 1;
+            self.depth -= 1;
+            return Ok(false);
+        }
+        if !*first {
+            if b != b',' {
+                return syntax(
+                    self.offset(),
+                    format!(
+                        "expected ',' or '}}' after an object member, found {}",
+                        show(b)
+                    ),
+                );
+            }
+            self.pos += 1;
+        }
+        *first = false;
+        self.key(key)?;
+        Ok(true)
+    }
+
+    /// A key and its `:`.
+    fn key<S: StrSink>(&mut self, key: &mut S) -> Result<(), Fail>
+    where
+        S: KeyTarget,
+    {
+        let b = self.peek_due("a key")?;
+        if b != b'"' {
+            return syntax(
+                self.offset(),
+                format!("expected a string key, found {}", show(b)),
+            );
+        }
+        key.reset();
+        self.string(key)?;
+        let b = self.peek_due("':'")?;
+        if b != b':' {
+            return syntax(
+                self.offset(),
+                format!("expected ':' after a key, found {}", show(b)),
+            );
+        }
+        self.pos += 1;
+        Ok(())
+    }
+
+    /// True if the array being read has another element (consumes the `,`), false at
+    /// its `]` (consumed). `first` is true before the first element.
+    pub fn next_element(&mut self, first: &mut bool) -> Result<bool, Fail> {
+        let b = self.peek_due("a value or ']'")?;
+        if b == b']' {
+            self.pos += 1;
+            self.depth -= 1;
+            return Ok(false);
+        }
+        if !*first {
+            if b != b',' {
+                return syntax(
+                    self.offset(),
+                    format!(
+                        "expected ',' or ']' after an array element, found {}",
+                        show(b)
+                    ),
+                );
+            }
+            self.pos += 1;
+            if self.peek_due("a value")? == b']' {
+                return syntax(self.offset(), "a trailing ',' before ']' is not JSON");
+            }
+        }
+        *first = false;
+        Ok(true)
+    }
+
+    /// Read a string value (the next value must be one) into `sink`.
+    pub fn string<S: StrSink>(&mut self, sink: &mut S) -> Result<(), Fail> {
+        let start = self.offset();
+        debug_assert_eq!(self.buf[self.pos], b'"');
+        self.pos += 1;
+        loop {
+            let avail = &self.buf[self.pos..self.end];
+            match memchr2(b'"', b'\\', avail) {
+                Some(i) => {
+                    let seg = &avail[..i];
+                    let text = self.validate(seg, start)?;
+                    sink.push(text);
+                    self.pos += i;
+                    if self.buf[self.pos] == b'"' {
+                        self.pos += 1;
+                        return Ok(());
+                    }
+                    self.escape(sink, start)?;
+                }
+                None => {
+                    // All of it is content; a character may continue in the next read.
+                    let n = avail.len();
+                    let complete = match std::str::from_utf8(avail) {
+                        Ok(_) => n,
+                        Err(e) if e.error_len().is_none() => e.valid_up_to(),
+                        Err(e) => {
+                            return syntax(
+                                self.offset() + e.valid_up_to() as u64,
+                                "invalid UTF-8 in a string",
+                            )
+                        }
+                    };
+                    let seg = &avail[..complete];
+                    if has_control(seg) {
+                        return self.control_error(seg);
+                    }
+                    // SAFETY: `from_utf8` above accepted `avail[..complete]`.
+                    sink.push(unsafe { std::str::from_utf8_unchecked(seg) });
+                    self.pos += complete;
+                    if !self.fill()? {
+                        return syntax(start, "unterminated string (truncated file?)");
+                    }
+                }
+            }
+        }
+    }
+
+    /// `seg` (raw string content at `self.pos`) as text: valid UTF-8, no control bytes.
+    #[inline]
+    fn validate<'b>(&'b self, seg: &'b [u8], _start: u64) -> Result<&'b str, Fail> {
+        if has_control(seg) {
+            return self.control_error(seg);
+        }
+        match std::str::from_utf8(seg) {
+            Ok(s) => Ok(s),
+            Err(e) => syntax(
+                self.offset() + e.valid_up_to() as u64,
+                "invalid UTF-8 in a string",
+            ),
+        }
+    }
+
+    #[cold]
+    fn control_error<T>(&self, seg: &[u8]) -> Result<T, Fail> {
+        let i = seg.iter().position(|&b| b < 0x20).unwrap_or(0);
+        syntax(
+            self.offset() + i as u64,
+            format!(
+                "control character 0x{:02x} inside a string (must be escaped as \\u{:04x})",
+                seg[i], seg[i]
+            ),
+        )
+    }
+
+    /// One escape sequence at `self.pos` (the backslash).
+    fn escape<S: StrSink>(&mut self, sink: &mut S, start: u64) -> Result<(), Fail> {
+        let at = self.offset();
+        if !self.ensure(2)? {
+            return syntax(start, "unterminated string (truncated file?)");
+        }
+        let c = self.buf[self.pos + 1];
+        let simple = match c {
+            b'"' => Some("\""),
+            b'\\' => Some("\\"),
+            b'/' => Some("/"),
+            b'b' => Some("\u{8}"),
+            b'f' => Some("\u{c}"),
+            b'n' => Some("\n"),
+            b'r' => Some("\r"),
+            b't' => Some("\t"),
+            b'u' => None,
+            other => {
+                return syntax(
+                    at,
+                    format!("invalid escape '\\{}' in a string", other as char),
+                )
+            }
+        };
+        if let Some(s) = simple {
+            sink.push(s);
+            self.pos += 2;
+            return Ok(());
+        }
+        let unit = self.hex4(at)?;
+        self.pos += 6;
+        let code = match unit {
+            0xD800..=0xDBFF => {
+                // A high surrogate must be followed by an escaped low surrogate.
+                let low = if self.ensure(6)?
+                    && self.buf[self.pos] == b'\\'
+                    && self.buf[self.pos + 1] == b'u'
+                {
+                    self.hex4(self.offset())?
+                } else {
+                    0
+                };
+                if !(0xDC00..=0xDFFF).contains(&low) {
+                    return syntax(
+                        at,
+                        format!("lone surrogate escape \\u{unit:04x} (not a Unicode character)"),
+                    );
+                }
+                self.pos += 6;
+                0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00)
+            }
+            0xDC00..=0xDFFF => {
+                return syntax(
+                    at,
+                    format!("lone surrogate escape \\u{unit:04x} (not a Unicode character)"),
+                )
+            }
+            _ => unit,
+        };
+        let ch = char::from_u32(code).expect("surrogates were excluded");
+        let mut utf8 = [0u8; 4];
+        sink.push(ch.encode_utf8(&mut utf8));
+        Ok(())
+    }
+
+    /// The 4 hex digits of a `\uXXXX` escape at `self.pos`.
+    fn hex4(&mut self, at: u64) -> Result<u32, Fail> {
+        if !self.ensure(6)? {
+            return syntax(at, "unterminated \\u escape (truncated file?)");
+        }
+        let mut v = 0;
+        for k in 2..6 {
+            match hex_val(self.buf[self.pos + k]) {
+                Some(d) => v = v * 16 + d,
+                None => return syntax(at, "a \\u escape needs 4 hex digits"),
+            }
+        }
+        Ok(v)
+    }
+
+    /// The next byte without skipping whitespace (inside a number or literal).
+    #[inline]
+    fn raw_byte(&mut self) -> Result<Option<u8>, Fail> {
+        if self.pos == self.end && !self.fill()? {
+            return Ok(None);
+        }
+        Ok(Some(self.buf[self.pos]))
+    }
+
+    /// A run of ASCII digits: each is handed to `each`; returns how many.
+    fn digits_run(&mut self, mut each: impl FnMut(u8)) -> Result<u64, Fail> {
+        let mut n = 0u64;
+        while let Some(b) = self.raw_byte()? {
+            if !b.is_ascii_digit() {
+                break;
+            }
+            each(b);
+            self.pos += 1;
+            n += 1;
+        }
+        Ok(n)
+    }
+
+    /// Read a number (the next value must be one). Integers must be within ±(2^63-1),
+    /// other numbers must not overflow a double (docs/ENGINE.md); else `Fail::Syntax`.
+    pub fn number(&mut self) -> Result<Number, Fail> {
+        let start = self.offset();
+        let mut digits = std::mem::take(&mut self.digits);
+        digits.clear();
+        let negative = self.raw_byte()? == Some(b'-');
+        if negative {
+            self.pos += 1;
+        }
+        // value = digits (significant, leading zeros dropped) * 10^exp10, plus a sticky
+        // digit when digits beyond MAX_SIG_DIGITS were not kept.
+        let mut exp10: i64 = 0;
+        let mut sticky = false;
+        let mut int_value: u64 = 0;
+        let mut int_overflow = false;
+        match self.raw_byte()? {
+            Some(b'0') => {
+                self.pos += 1;
+            }
+            Some(b'1'..=b'9') => {
+                self.digits_run(|d| {
+                    match int_value
+                        .checked_mul(10)
+                        .and_then(|v| v.checked_add((d - b'0') as u64))
+                    {
+                        Some(v) if v <= i64::MAX as u64 => int_value = v,
+                        _ => int_overflow = true,
+                    }
+                    if digits.len() < MAX_SIG_DIGITS {
+                        digits.push(d as char);
+                    } else {
+                        exp10 = exp10.saturating_add(1);
+                        sticky |= d != b'0';
+                    }
+                })?;
+            }
+            _ => {
+                self.digits = digits;
+                return syntax(start, "a number needs a digit after '-'");
+            }
+        }
+        let mut is_integer = true;
+        if self.raw_byte()? == Some(b'.') {
+            is_integer = false;
+            self.pos += 1;
+            let n = self.digits_run(|d| {
+                if digits.is_empty() && d == b'0' {
+                    exp10 = exp10.saturating_sub(1);
+                } else if digits.len() < MAX_SIG_DIGITS {
+                    digits.push(d as char);
+                    exp10 = exp10.saturating_sub(1);
+                } else {
+                    sticky |= d != b'0';
+                }
+            })?;
+            if n == 0 {
+                self.digits = digits;
+                return syntax(start, "a number needs a digit after the decimal point");
+            }
+        }
+        if matches!(self.raw_byte()?, Some(b'e' | b'E')) {
+            is_integer = false;
+            self.pos += 1;
+            let exp_negative = match self.raw_byte()? {
+                Some(b'-') => {
+                    self.pos += 1;
+                    true
+                }
+                Some(b'+') => {
+                    self.pos += 1;
+                    false
+                }
+                _ => false,
+            };
+            let mut e: i64 = 0;
+            let n = self.digits_run(|d| {
+                // Saturate far beyond any exponent a double can use.
+                e = (e * 10 + (d - b'0') as i64).min(1_000_000_000_000);
+            })?;
+            if n == 0 {
+                self.digits = digits;
+                return syntax(start, "a number needs a digit in its exponent");
+            }
+            exp10 = if exp_negative {
+                exp10.saturating_sub(e)
+            } else {
+                exp10.saturating_add(e)
+            };
+        }
+        if let Some(b) = self.raw_byte()? {
+            if b.is_ascii_digit() {
+                // Only a leading 0 stops a digit run early: "01" is not JSON.
+                self.digits = digits;
+                return syntax(start, "a number cannot have a leading zero");
+            }
+        }
+        if is_integer && int_overflow {
+            self.digits = digits;
+            return syntax(
+                start,
+                "an integer beyond ±(2^63-1) (out of the accepted range)",
+            );
+        }
+        let value = if digits.is_empty() {
+            if negative {
+                -0.0
+            } else {
+                0.0
+            }
+        } else {
+            if sticky {
+                digits.push('1');
+                exp10 = exp10.saturating_sub(1);
+            }
+            // Beyond ±10^6 the result is 0 or infinite whatever the (<= 801) digits are.
+            let e = exp10.clamp(-1_000_000, 1_000_000);
+            let mut text = std::mem::take(&mut self.scratch);
+            text.clear();
+            if negative {
+                text.push('-');
+            }
+            text.push_str(&digits);
+            text.push('e');
+            text.push_str(itoa_i64(e, &mut [0u8; 24]));
+            let v = text.parse::<f64>().expect("a well-formed decimal");
+            self.scratch = text;
+            v
+        };
+        self.digits = digits;
+        if !value.is_finite() {
+            return syntax(
+                start,
+                "a number too large for a double (out of the accepted range)",
+            );
+        }
+        let int_value = if is_integer {
+            if negative {
+                -(int_value as i64)
+            } else {
+                int_value as i64
+            }
+        } else {
+            0
+        };
+        Ok(Number {
+            is_integer,
+            int_value,
+            value,
+        })
+    }
+
+    /// `true`, `false` or `null` (the next value must start with its first letter).
+    fn literal(&mut self) -> Result<(), Fail> {
+        let at = self.offset();
+        let word: &[u8] = match self.buf[self.pos] {
+            b't' => b"true",
+            b'f' => b"false",
+            _ => b"null",
+        };
+        if !self.ensure(word.len())? || &self.buf[self.pos..self.pos + word.len()] != word {
+            return syntax(at, "invalid literal (expected true, false or null)");
+        }
+        self.pos += word.len();
+        Ok(())
+    }
+
+    /// Skip the next value, validating all of it.
+    pub fn skip_value(&mut self) -> Result<(), Fail> {
+        let mut stack = std::mem::take(&mut self.skip_stack);
+        stack.clear();
+        let result = self.skip_with(&mut stack);
+        self.skip_stack = stack;
+        result
+    }
+
+    fn skip_with(&mut self, stack: &mut Vec<bool>) -> Result<(), Fail> {
+        let mut key = Discard;
+        loop {
+            // A value is due here.
+            match self.kind()? {
+                Kind::Object => {
+                    self.open()?;
+                    if self.peek_due("a key or '}'")? == b'}' {
+                        self.pos += 1;
+                        self.depth -= 1;
+                    } else {
+                        stack.push(true);
+                        self.key(&mut key)?;
+                        continue;
+                    }
+                }
+                Kind::Array => {
+                    self.open()?;
+                    if self.peek_due("a value or ']'")? == b']' {
+                        self.pos += 1;
+                        self.depth -= 1;
+                    } else {
+                        stack.push(false);
+                        continue;
+                    }
+                }
+                Kind::String => self.string(&mut Discard)?,
+                Kind::Number => {
+                    self.number()?;
+                }
+                Kind::Bool | Kind::Null => self.literal()?,
+            }
+            // After a value: close containers until one has another member.
+            loop {
+                let Some(&is_object) = stack.last() else {
+                    return Ok(());
+                };
+                let b = self.peek_due(if is_object {
+                    "',' or '}'"
+                } else {
+                    "',' or ']'"
+                })?;
+                if b == b',' {
+                    self.pos += 1;
+                    if is_object {
+                        self.key(&mut key)?;
+                    } else if self.peek_due("a value")? == b']' {
+                        return syntax(self.offset(), "a trailing ',' before ']' is not JSON");
+                    }
+                    break;
+                }
+                let close = if is_object { b'}' } else { b']' };
+                if b != close {
+                    return syntax(
+                        self.offset(),
+                        format!("expected ',' or '{}', found {}", close as char, show(b)),
+                    );
+                }
+                self.pos += 1;
+                self.depth -= 1;
+                stack.pop();
+            }
+        }
+    }
+
+    /// After the root value: only whitespace may follow.
+    pub fn expect_end(&mut self) -> Result<(), Fail> {
+        match self.peek()? {
+            None => Ok(()),
+            Some(b) => syntax(
+                self.offset(),
+                format!("unexpected {} after the end of the JSON document", show(b)),
+            ),
+        }
+    }
+}
+
+/// A string sink that can be reset before a key is read into it.
+pub trait KeyTarget {
+    fn reset(&mut self);
+}
+
+impl KeyTarget for ShortStr {
+    fn reset(&mut self) {
+        self.clear();
+    }
+}
+
+impl KeyTarget for Discard {
+    fn reset(&mut self) {}
+}
