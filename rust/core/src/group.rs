@@ -1,7 +1,331 @@
-//! Failure groups (docs/ENGINE.md, *Groups*). STUB: owner fills in.
+//! Failure groups (docs/ENGINE.md, *Groups*): the key normaliser and the group id.
+//! Mirrored exactly by `normalize_message`/`group_key` in `pure/summary.py`.
+//!
+//! Normaliser grammar: one left-to-right scan over the message; at each position the
+//! first rule that matches (in this order) emits its placeholder and the scan continues
+//! after the match; otherwise the character is copied. ASCII classes only:
+//! W = `[A-Za-z0-9_]`, H = `[0-9A-Fa-f]`, P = `[A-Za-z0-9_.~+@%-]`, S = `[/\\]`,
+//! "prev" = the character before the position in the input (none at the start).
+//!
+//! 1. `<str>`: a quote `'` or `"` that opens (prev is none or not W; or prev is one or
+//!    two of `[bBrRuUfF]` (a string prefix) themselves preceded by none or a non-W),
+//!    up to the next same quote with no `\n` between. An unclosed quote is copied.
+//! 2. `<path>`: at a run start (prev is none or not in P∪S) the maximal run of P∪S
+//!    characters, if it contains S and has at least two non-empty S-separated parts.
+//! 3. `<uuid>`: at a word start (prev none or not W), `H{8}-H{4}-H{4}-H{4}-H{12}` not
+//!    followed by W.
+//! 4. `<hex>`: `0x` or `0X` followed by one or more H (all of them).
+//! 5. `<hex>`: at a word start, the maximal W-run if it is at least 8 long, all H, with
+//!    at least one digit and one letter.
+//! 6. `<addr>`: at a digit whose prev is none or neither W nor `.`, four dot-separated
+//!    maximal digit runs of 1 to 3 digits, not followed by W nor by `.` + digit; then
+//!    an optional `:` + digits (the port).
+//! 7. `<n>`: a maximal digit run, plus `.` + a maximal digit run when a digit follows
+//!    the dot.
 
-/// (group id, normalised message).
+/// FNV-1a 64 offset basis and prime (docs/ENGINE.md, *Groups*).
+const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
+
+/// Id of the group that collects failures past the tracked-groups limit.
+pub const OTHER_GROUP_ID: &str = "gother";
+/// Message of that group.
+pub const OTHER_GROUP_MESSAGE: &str = "other causes";
+
+#[inline]
+fn is_word(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_'
+}
+
+#[inline]
+fn is_hex(b: u8) -> bool {
+    b.is_ascii_hexdigit()
+}
+
+#[inline]
+fn is_path_char(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'~' | b'+' | b'@' | b'%' | b'-' | b'/' | b'\\')
+}
+
+#[inline]
+fn is_separator(b: u8) -> bool {
+    b == b'/' || b == b'\\'
+}
+
+#[inline]
+fn is_string_prefix(b: u8) -> bool {
+    matches!(b, b'b' | b'B' | b'r' | b'R' | b'u' | b'U' | b'f' | b'F')
+}
+
+/// End of the closed string opening at `i` (index after the closing quote), if any.
+fn match_string(s: &[u8], i: usize) -> Option<usize> {
+    let quote = s[i];
+    let word_before = |j: usize| j > 0 && is_word(s[j - 1]);
+    // Opens at a word start, or after a one- or two-letter string prefix (`b'..'`,
+    // `rb"..."`) that itself starts a word.
+    let opens = !word_before(i)
+        || (1..=2).any(|k| i >= k && s[i - k..i].iter().all(|&b| is_string_prefix(b)) && !word_before(i - k));
+    if !opens {
+        return None;
+    }
+    let close = memchr::memchr2(quote, b'\n', &s[i + 1..])?;
+    (s[i + 1 + close] == quote).then_some(i + 2 + close)
+}
+
+/// End of the path run starting at `i`, when it qualifies as a path.
+fn match_path(s: &[u8], i: usize) -> Option<usize> {
+    let mut end = i;
+    let mut parts = 0;
+    let mut in_part = false;
+    let mut has_separator = false;
+    while end < s.len() && is_path_char(s[end]) {
+        if is_separator(s[end]) {
+            has_separator = true;
+            in_part = false;
+        } else if !in_part {
+            in_part = true;
+            parts += 1;
+        }
+        end += 1;
+    }
+    (has_separator && parts >= 2).then_some(end)
+}
+
+fn match_uuid(s: &[u8], i: usize) -> Option<usize> {
+    const GROUPS: [usize; 5] = [8, 4, 4, 4, 12];
+    let mut j = i;
+    for (n, len) in GROUPS.iter().enumerate() {
+        if n > 0 {
+            if s.get(j) != Some(&b'-') {
+                return None;
+            }
+            j += 1;
+        }
+        if j + len > s.len() || !s[j..j + len].iter().all(|&b| is_hex(b)) {
+            return None;
+        }
+        j += len;
+    }
+    if j < s.len() && is_word(s[j]) {
+        return None;
+    }
+    Some(j)
+}
+
+fn match_0x(s: &[u8], i: usize) -> Option<usize> {
+    if s[i] == b'0' && matches!(s.get(i + 1), Some(b'x' | b'X')) && s.get(i + 2).is_some_and(|&b| is_hex(b)) {
+        let mut j = i + 2;
+        while j < s.len() && is_hex(s[j]) {
+            j += 1;
+        }
+        return Some(j);
+    }
+    None
+}
+
+fn match_bare_hex(s: &[u8], i: usize) -> Option<usize> {
+    let (mut digit, mut letter) = (false, false);
+    let mut j = i;
+    while j < s.len() && is_word(s[j]) {
+        match s[j] {
+            b'0'..=b'9' => digit = true,
+            b'a'..=b'f' | b'A'..=b'F' => letter = true,
+            _ => return None,
+        }
+        j += 1;
+    }
+    (j - i >= 8 && digit && letter).then_some(j)
+}
+
+fn digit_run(s: &[u8], mut j: usize) -> usize {
+    while j < s.len() && s[j].is_ascii_digit() {
+        j += 1;
+    }
+    j
+}
+
+fn match_ipv4(s: &[u8], i: usize) -> Option<usize> {
+    let mut j = i;
+    for octet in 0..4 {
+        if octet > 0 {
+            if s.get(j) != Some(&b'.') {
+                return None;
+            }
+            j += 1;
+        }
+        let end = digit_run(s, j);
+        if end == j || end - j > 3 {
+            return None;
+        }
+        j = end;
+    }
+    if j < s.len() && (is_word(s[j]) || (s[j] == b'.' && s.get(j + 1).is_some_and(|b| b.is_ascii_digit()))) {
+        return None;
+    }
+    if s.get(j) == Some(&b':') && s.get(j + 1).is_some_and(|b| b.is_ascii_digit()) {
+        j = digit_run(s, j + 1);
+    }
+    Some(j)
+}
+
+fn match_number(s: &[u8], i: usize) -> usize {
+    let mut j = digit_run(s, i);
+    if s.get(j) == Some(&b'.') && s.get(j + 1).is_some_and(|b| b.is_ascii_digit()) {
+        j = digit_run(s, j + 1);
+    }
+    j
+}
+
+/// The message with its variable parts replaced by placeholders (grammar above).
+pub fn normalize_message(message: &str) -> String {
+    let s = message.as_bytes();
+    let mut out: Vec<u8> = Vec::with_capacity(s.len());
+    let mut i = 0;
+    while i < s.len() {
+        let b = s[i];
+        let prev = if i > 0 { Some(s[i - 1]) } else { None };
+        let word_start = !matches!(prev, Some(p) if is_word(p));
+        let mut placeholder: Option<(&[u8], usize)> = None;
+        if b == b'\'' || b == b'"' {
+            if let Some(end) = match_string(s, i) {
+                placeholder = Some((b"<str>", end));
+            }
+        } else if is_path_char(b) {
+            // Only at a run start: inside a run that did not qualify, no path starts.
+            if !matches!(prev, Some(p) if is_path_char(p)) {
+                if let Some(end) = match_path(s, i) {
+                    placeholder = Some((b"<path>", end));
+                }
+            }
+            if placeholder.is_none() && word_start && is_hex(b) {
+                if let Some(end) = match_uuid(s, i) {
+                    placeholder = Some((b"<uuid>", end));
+                }
+            }
+            if placeholder.is_none() && b.is_ascii_digit() {
+                if let Some(end) = match_0x(s, i) {
+                    placeholder = Some((b"<hex>", end));
+                }
+            }
+            if placeholder.is_none() && word_start && is_hex(b) {
+                if let Some(end) = match_bare_hex(s, i) {
+                    placeholder = Some((b"<hex>", end));
+                }
+            }
+            if placeholder.is_none() && b.is_ascii_digit() {
+                if !matches!(prev, Some(p) if is_word(p) || p == b'.') {
+                    if let Some(end) = match_ipv4(s, i) {
+                        placeholder = Some((b"<addr>", end));
+                    }
+                }
+                if placeholder.is_none() {
+                    placeholder = Some((b"<n>", match_number(s, i)));
+                }
+            }
+        }
+        match placeholder {
+            Some((text, end)) => {
+                out.extend_from_slice(text);
+                i = end;
+            }
+            None => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    // Only ASCII tokens were replaced, at ASCII boundaries: the rest is copied whole.
+    String::from_utf8(out).expect("normalising keeps UTF-8 intact")
+}
+
+/// FNV-1a 64 of `exception or ""`, a NUL byte, then `normalized` (UTF-8).
+pub fn key_hash(exception: Option<&str>, normalized: &str) -> u64 {
+    let mut h = FNV_OFFSET;
+    let parts: [&[u8]; 3] = [exception.unwrap_or("").as_bytes(), b"\0", normalized.as_bytes()];
+    for part in parts {
+        for &b in part {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(FNV_PRIME);
+        }
+    }
+    h
+}
+
+/// The group id of a key hash: `g` + its first 8 lowercase hex digits.
+pub fn group_id(hash: u64) -> String {
+    format!("g{:08x}", hash >> 32)
+}
+
+/// (group id, normalised message) of a failure (docs/ENGINE.md, *Groups*).
+///
+/// `exception` None and `Some("")` hash the same. The message is used as given (the
+/// builder passes the capped message it lists).
 pub fn group_key(exception: Option<&str>, message: &str) -> (String, String) {
-    let _ = (exception, message);
-    todo!()
+    let normalized = normalize_message(message);
+    let id = group_id(key_hash(exception, &normalized));
+    (id, normalized)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn n(s: &str) -> String {
+        normalize_message(s)
+    }
+
+    #[test]
+    fn fnv1a_matches_the_published_test_vectors() {
+        // From the FNV reference test suite: FNV-1a 64 of "" and "a".
+        let mut h = FNV_OFFSET;
+        assert_eq!(h, 0xcbf29ce484222325);
+        h ^= u64::from(b'a');
+        h = h.wrapping_mul(FNV_PRIME);
+        assert_eq!(h, 0xaf63dc4c8601ec8c);
+        // Key of exception None and message "": the single NUL byte.
+        assert_eq!(key_hash(None, ""), 0xaf63bd4c8601b7df);
+        assert_eq!(group_id(0xaf63bd4c8601b7df), "gaf63bd4c");
+    }
+
+    #[test]
+    fn strings_are_replaced_but_apostrophes_in_words_are_not() {
+        assert_eq!(n("KeyError: 'user_id'"), "KeyError: <str>");
+        assert_eq!(n(r#"assert "a" == 'b'"#), "assert <str> == <str>");
+        assert_eq!(n("can't find 'x'"), "can't find <str>");
+        assert_eq!(n("assert b'\\x00' != rb'q'"), "assert b<str> != rb<str>");
+        assert_eq!(n("'' empty"), "<str> empty");
+        assert_eq!(n("open 'never closed"), "open 'never closed");
+        assert_eq!(n("'a\nb'"), "'a\nb'");
+    }
+
+    #[test]
+    fn numbers_hex_uuid_addr_paths() {
+        assert_eq!(n("refused after 12 retries in 0.25s"), "refused after <n> retries in <n>s");
+        assert_eq!(n("object at 0x7f3b2c1d0e80>"), "object at <hex>>");
+        assert_eq!(n("commit 3f2a9c1b done"), "commit <hex> done");
+        assert_eq!(n("deadbeef stays"), "deadbeef stays");
+        assert_eq!(n("id=550e8400-e29b-41d4-a716-446655440000."), "id=<uuid>.");
+        assert_eq!(n("to 10.0.0.7:6379 refused"), "to <addr> refused");
+        assert_eq!(n("from 192.168.1.1, ok"), "from <addr>, ok");
+        assert_eq!(n("version 1.2.3.4.5"), "version <n>.<n>.<n>");
+        assert_eq!(n("file /tmp/pytest-of-root/pytest-12/x.json missing"), "file <path> missing");
+        assert_eq!(n("see tests/test_x.py:12"), "see <path>:<n>");
+        assert_eq!(n("C:\\Users\\me\\x.txt"), "C:<path>");
+        assert_eq!(n("worker_3 died"), "worker_<n> died");
+        assert_eq!(n("/tmp alone"), "/tmp alone");
+        assert_eq!(n("2024-01-31 12:30:45.123"), "<n>-<n>-<n> <n>:<n>:<n>");
+        assert_eq!(n("héllo 42 wörld"), "héllo <n> wörld");
+    }
+
+    #[test]
+    fn group_key_ignores_varying_parts() {
+        let a = group_key(Some("ConnectionError"), "connect to 10.0.0.1:5432 refused after 3 retries");
+        let b = group_key(Some("ConnectionError"), "connect to 172.16.4.20:6379 refused after 17 retries");
+        assert_eq!(a, b);
+        assert_eq!(a.1, "connect to <addr> refused after <n> retries");
+        assert!(a.0.starts_with('g') && a.0.len() == 9);
+        let c = group_key(Some("TimeoutError"), "connect to 10.0.0.1:5432 refused after 3 retries");
+        assert_ne!(a.0, c.0);
+        assert_eq!(group_key(None, "x"), group_key(Some(""), "x"));
+    }
 }

@@ -1,33 +1,853 @@
-//! The summary builder (docs/ENGINE.md, *The builder*). STUB: owner fills in.
+//! The summary builder (docs/ENGINE.md, *The builder* and *Summary JSON*). Mirrored by
+//! `SummaryBuilder` in `pure/summary.py`, which must write the same bytes.
+//!
+//! Memory stays constant apart from the capped lists: counts, the first `max_failures`
+//! failures (only these get their traceback cut), the group table (at most
+//! [`MAX_TRACKED_GROUPS`] keys, each with its first `max_examples` node ids), the
+//! `max_slowest` slowest tests and the first `max_collection_errors` collection errors.
+//! Every record gets a sequence number (its index in input order), which orders
+//! ties and lets [`SummaryBuilder::merge`] append another builder exactly.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use serde::Serialize;
 
 use crate::budgets::Budgets;
-use crate::record::Item;
+use crate::cut::{capped, chomp, cut_traceback, is_ws, parse_location, strip};
+use crate::group::{group_id, key_hash, normalize_message, OTHER_GROUP_ID, OTHER_GROUP_MESSAGE};
+use crate::record::{CollectionErrorRecord, Item, Outcome, Phase, TestRecord};
 use crate::Format;
 
+/// Distinct group keys tracked; a failure with a new key past this joins `gother`.
+pub const MAX_TRACKED_GROUPS: usize = 10_000;
+
+// ---------------------------------------------------------------------------------
+// Messages and exceptions (docs/ENGINE.md, *Messages and exceptions*).
+
+/// The first line (split on `\n`) that is not blank, stripped.
+fn first_meaningful_line(s: &str) -> Option<&str> {
+    s.split('\n').map(strip).find(|l| !l.is_empty())
+}
+
+/// The first line that, stripped, starts with `E `: the rest, stripped (pytest's
+/// explanation lines).
+fn first_e_line(s: &str) -> Option<&str> {
+    s.split('\n').find_map(|l| strip(l).strip_prefix("E ").map(strip))
+}
+
+/// `^([A-Za-z_][A-Za-z0-9_.]*): (.*)$` -> (exception, rest).
+fn split_exception_prefix(line: &str) -> Option<(&str, &str)> {
+    let b = line.as_bytes();
+    if !b.first().is_some_and(|&c| c.is_ascii_alphabetic() || c == b'_') {
+        return None;
+    }
+    let mut i = 1;
+    while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_' || b[i] == b'.') {
+        i += 1;
+    }
+    (b.get(i) == Some(&b':') && b.get(i + 1) == Some(&b' ')).then(|| (&line[..i], &line[i + 2..]))
+}
+
+fn is_identifier(s: &str) -> bool {
+    let b = s.as_bytes();
+    b.first().is_some_and(|&c| c.is_ascii_alphabetic() || c == b'_')
+        && b[1..].iter().all(|&c| c.is_ascii_alphanumeric() || c == b'_' || c == b'.')
+}
+
+/// pytest's final location line `^\S.*:[0-9]+: ([A-Za-z_][A-Za-z0-9_.]*)$` -> group 1.
+fn trailing_exception(line: &str) -> Option<&str> {
+    let first = line.chars().next()?;
+    if is_ws(first) {
+        return None;
+    }
+    let sep = line.rfind(": ")?;
+    let name = &line[sep + 2..];
+    if !is_identifier(name) {
+        return None;
+    }
+    let head = &line.as_bytes()[..sep];
+    let digits_start = head.iter().rposition(|b| !b.is_ascii_digit()).map_or(0, |p| p + 1);
+    let colon = digits_start.checked_sub(1)?;
+    (digits_start < head.len() && head[colon] == b':' && colon >= first.len_utf8()).then_some(name)
+}
+
+/// (exception, message) of a failure or collection error; the message capped at
+/// `max_chars` characters. An empty `exception` counts as none.
+fn describe(
+    exception: Option<&str>,
+    message: Option<&str>,
+    text: Option<&str>,
+    max_chars: usize,
+) -> (Option<String>, String) {
+    let text = text.unwrap_or("");
+    let line = message
+        .and_then(|m| first_e_line(m).or_else(|| first_meaningful_line(m)))
+        .or_else(|| first_e_line(text))
+        .or_else(|| first_meaningful_line(text))
+        .unwrap_or("");
+    let (exception, line) = match exception.filter(|e| !e.is_empty()) {
+        Some(e) => {
+            let rest = line.strip_prefix(e).and_then(|r| r.strip_prefix(": ")).unwrap_or(line);
+            (Some(e), rest)
+        }
+        None => match split_exception_prefix(line) {
+            Some((e, rest)) => (Some(e), rest),
+            None => (text.rsplit('\n').map(chomp).find_map(trailing_exception), line),
+        },
+    };
+    (exception.map(str::to_owned), capped(line, max_chars))
+}
+
+/// The location from the last `path:N: ` line of `text` (see `cut::parse_location`).
+fn location_from_text(text: &str) -> Option<(String, Option<u64>)> {
+    text.rsplit('\n').map(chomp).find_map(parse_location).map(|loc| (loc.path.to_owned(), Some(loc.line)))
+}
+
+/// Empty captured output is written as null.
+fn non_empty(s: Option<String>) -> Option<String> {
+    s.filter(|s| !s.is_empty())
+}
+
+// ---------------------------------------------------------------------------------
+// State.
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Counts {
+    passed: u64,
+    failed: u64,
+    errors: u64,
+    skipped: u64,
+    xfailed: u64,
+    xpassed: u64,
+    flaky: u64,
+}
+
+/// Examples of a group: (sequence number, node id), in input order.
+type Examples = Vec<(u64, String)>;
+
+/// Keep the first `max` examples of `into` and `from` together, in input order.
+fn merge_examples(into: &mut Examples, from: Examples, max: usize) {
+    if from.is_empty() || into.len() >= max && into.last().is_some_and(|l| l.0 < from[0].0) {
+        return;
+    }
+    into.extend(from);
+    into.sort_by_key(|e| e.0);
+    into.truncate(max);
+}
+
+#[derive(Debug)]
+struct Group {
+    /// Exception (or "") + `\0` + normalised message: one allocation, shared with the
+    /// index.
+    key: Arc<str>,
+    /// Bytes of the exception at the start of `key` (0: no exception).
+    exception_len: usize,
+    hash: u64,
+    count: u64,
+    first_seq: u64,
+    examples: Examples,
+}
+
+#[derive(Debug, Default)]
+struct OtherGroup {
+    count: u64,
+    first_seq: u64,
+    examples: Examples,
+}
+
+impl OtherGroup {
+    fn absorb(&mut self, count: u64, first_seq: u64, examples: Examples, max_examples: usize) {
+        if self.count == 0 || first_seq < self.first_seq {
+            self.first_seq = first_seq;
+        }
+        self.count += count;
+        merge_examples(&mut self.examples, examples, max_examples);
+    }
+}
+
+/// Which group a failure is in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum GroupRef {
+    Tracked(usize),
+    Other,
+}
+
+#[derive(Debug)]
+struct ListedFailure {
+    node_id: String,
+    outcome: Outcome,
+    phase: Option<Phase>,
+    exception: Option<String>,
+    message: String,
+    location: Option<(String, Option<u64>)>,
+    traceback: String,
+    traceback_omitted: u64,
+    stdout: Option<String>,
+    stderr: Option<String>,
+    group: GroupRef,
+}
+
+#[derive(Debug)]
+struct ListedCollectionError {
+    path: String,
+    exception: Option<String>,
+    message: String,
+}
+
+#[derive(Debug)]
+struct Slow {
+    duration_us: u64,
+    seq: u64,
+    node_id: String,
+}
+
+/// Accumulates records (in input order) into a summary. See the module docs.
+#[derive(Debug)]
 pub struct SummaryBuilder {
     budgets: Budgets,
+    group_limit: usize,
+    /// Records pushed so far (the next sequence number).
+    seq: u64,
+    counts: Counts,
+    duration_us: u64,
+    failures_total: u64,
+    failures: Vec<ListedFailure>,
+    groups: Vec<Group>,
+    group_index: HashMap<Arc<str>, usize>,
+    other: OtherGroup,
+    collection_total: u64,
+    collection_errors: Vec<ListedCollectionError>,
+    /// Largest first, ties by sequence number.
+    slowest: Vec<Slow>,
+    text_bytes_omitted: u64,
+    output_bytes_omitted: u64,
 }
 
 impl SummaryBuilder {
+    /// An empty builder with these budgets.
     pub fn new(budgets: &Budgets) -> Self {
-        SummaryBuilder { budgets: budgets.clone() }
+        Self::with_group_limit(budgets, MAX_TRACKED_GROUPS)
+    }
+
+    /// An empty builder tracking at most `group_limit` distinct groups (tests use a
+    /// small limit to reach `gother`).
+    pub fn with_group_limit(budgets: &Budgets, group_limit: usize) -> Self {
+        SummaryBuilder {
+            budgets: budgets.clone(),
+            group_limit,
+            seq: 0,
+            counts: Counts::default(),
+            duration_us: 0,
+            failures_total: 0,
+            failures: Vec::new(),
+            groups: Vec::new(),
+            group_index: HashMap::new(),
+            other: OtherGroup::default(),
+            collection_total: 0,
+            collection_errors: Vec::new(),
+            slowest: Vec::new(),
+            text_bytes_omitted: 0,
+            output_bytes_omitted: 0,
+        }
+    }
+
+    /// True when some failure joined `gother` because the group table was full. Then
+    /// [`merge`](Self::merge) of this builder into an earlier one is not exact (the
+    /// keys of those failures are not kept): feed its records again instead.
+    pub fn groups_overflowed(&self) -> bool {
+        self.other.count > 0
     }
 
     /// Add one record, in report order.
     pub fn push(&mut self, item: Item) {
-        let _ = (&self.budgets, item);
-        todo!()
+        let seq = self.seq;
+        self.seq += 1;
+        match item {
+            Item::Test(record) => self.push_test(record, seq),
+            Item::CollectionError(record) => self.push_collection_error(record),
+        }
     }
 
-    /// Append `other`, whose records come after this builder's in input order.
+    fn push_test(&mut self, record: TestRecord, seq: u64) {
+        let outcome = record.outcome();
+        match outcome {
+            Outcome::Passed => self.counts.passed += 1,
+            Outcome::Failed => self.counts.failed += 1,
+            Outcome::Error => self.counts.errors += 1,
+            Outcome::Skipped => self.counts.skipped += 1,
+            Outcome::XFailed => self.counts.xfailed += 1,
+            Outcome::XPassed => self.counts.xpassed += 1,
+        }
+        self.counts.flaky += u64::from(record.flaky);
+        self.duration_us = self.duration_us.saturating_add(record.duration_us);
+        if outcome.is_problem() {
+            self.push_failure(record, seq);
+        } else {
+            self.consider_slow(record.duration_us, seq, record.node_id);
+        }
+    }
+
+    fn consider_slow(&mut self, duration_us: u64, seq: u64, node_id: String) {
+        let cap = self.budgets.max_slowest;
+        if duration_us == 0 || cap == 0 {
+            return;
+        }
+        // Later records lose ties, so only a strictly larger duration gets in once full.
+        if self.slowest.len() == cap && self.slowest[cap - 1].duration_us >= duration_us {
+            return;
+        }
+        let at = self.slowest.partition_point(|s| s.duration_us >= duration_us);
+        self.slowest.insert(at, Slow { duration_us, seq, node_id });
+        self.slowest.truncate(cap);
+    }
+
+    fn push_failure(&mut self, mut record: TestRecord, seq: u64) {
+        self.failures_total += 1;
+        self.text_bytes_omitted = self.text_bytes_omitted.saturating_add(record.text_bytes_omitted);
+        self.output_bytes_omitted = self.output_bytes_omitted.saturating_add(record.output_bytes_omitted);
+        let (exception, message) = describe(
+            record.exception.as_deref(),
+            record.message.as_deref(),
+            record.text.as_deref(),
+            self.budgets.max_message_chars,
+        );
+        let group = self.add_to_group(exception.as_deref(), &message, seq, &record.node_id);
+        if self.failures.len() < self.budgets.max_failures {
+            let text = record.text.take().unwrap_or_default();
+            let location = match record.path.take() {
+                Some(path) => Some((path, record.line)),
+                None => location_from_text(&text),
+            };
+            let (traceback, traceback_omitted) =
+                cut_traceback(&text, self.budgets.max_traceback_lines, self.budgets.max_line_chars);
+            self.failures.push(ListedFailure {
+                node_id: record.node_id.clone(),
+                outcome: record.outcome(),
+                phase: record.phase,
+                exception,
+                message,
+                location,
+                traceback,
+                traceback_omitted,
+                stdout: non_empty(record.stdout.take()),
+                stderr: non_empty(record.stderr.take()),
+                group,
+            });
+        }
+        self.consider_slow(record.duration_us, seq, record.node_id);
+    }
+
+    /// Count a failure in its group (creating it, or `gother` when the table is full).
+    fn add_to_group(&mut self, exception: Option<&str>, message: &str, seq: u64, node_id: &str) -> GroupRef {
+        let normalized = normalize_message(message);
+        let exception = exception.unwrap_or("");
+        let mut key = String::with_capacity(exception.len() + 1 + normalized.len());
+        key.push_str(exception);
+        key.push('\0');
+        key.push_str(&normalized);
+        let max_examples = self.budgets.max_examples;
+        let index = match self.group_index.get(key.as_str()) {
+            Some(&index) => index,
+            None if self.groups.len() < self.group_limit => {
+                let key: Arc<str> = key.into();
+                let hash = key_hash(Some(exception), &normalized);
+                self.groups.push(Group {
+                    key: key.clone(),
+                    exception_len: exception.len(),
+                    hash,
+                    count: 0,
+                    first_seq: seq,
+                    examples: Vec::new(),
+                });
+                self.group_index.insert(key, self.groups.len() - 1);
+                self.groups.len() - 1
+            }
+            None => {
+                let example =
+                    if self.other.examples.len() < max_examples { vec![(seq, node_id.to_owned())] } else { Vec::new() };
+                self.other.absorb(1, seq, example, max_examples);
+                return GroupRef::Other;
+            }
+        };
+        let group = &mut self.groups[index];
+        group.count += 1;
+        if group.examples.len() < max_examples {
+            group.examples.push((seq, node_id.to_owned()));
+        }
+        GroupRef::Tracked(index)
+    }
+
+    fn push_collection_error(&mut self, record: CollectionErrorRecord) {
+        self.counts.errors += 1;
+        self.collection_total += 1;
+        self.text_bytes_omitted = self.text_bytes_omitted.saturating_add(record.text_bytes_omitted);
+        if self.collection_errors.len() < self.budgets.max_collection_errors {
+            let (exception, message) = describe(
+                record.exception.as_deref(),
+                record.message.as_deref(),
+                record.text.as_deref(),
+                self.budgets.max_message_chars,
+            );
+            self.collection_errors.push(ListedCollectionError { path: record.path, exception, message });
+        }
+    }
+
+    /// Append `other`, whose records come after this builder's in input order; the
+    /// result equals pushing all records into one builder, provided
+    /// `other.groups_overflowed()` is false (else its `gother` failures, whose keys
+    /// are gone, stay in `gother` even when this builder tracks their key).
     pub fn merge(&mut self, other: SummaryBuilder) {
-        let _ = other;
-        todo!()
+        let offset = self.seq;
+        let max_examples = self.budgets.max_examples;
+        self.seq += other.seq;
+        let c = other.counts;
+        self.counts.passed += c.passed;
+        self.counts.failed += c.failed;
+        self.counts.errors += c.errors;
+        self.counts.skipped += c.skipped;
+        self.counts.xfailed += c.xfailed;
+        self.counts.xpassed += c.xpassed;
+        self.counts.flaky += c.flaky;
+        self.duration_us = self.duration_us.saturating_add(other.duration_us);
+        self.text_bytes_omitted = self.text_bytes_omitted.saturating_add(other.text_bytes_omitted);
+        self.output_bytes_omitted = self.output_bytes_omitted.saturating_add(other.output_bytes_omitted);
+
+        // Groups, in other's first-appearance order: the order sequential pushes
+        // would have met their keys.
+        let shift = |examples: Examples| -> Examples { examples.into_iter().map(|(s, n)| (s + offset, n)).collect() };
+        let mut remap: Vec<GroupRef> = Vec::with_capacity(other.groups.len());
+        for group in other.groups {
+            let examples = shift(group.examples);
+            if let Some(&index) = self.group_index.get(&group.key) {
+                let mine = &mut self.groups[index];
+                mine.count += group.count;
+                merge_examples(&mut mine.examples, examples, max_examples);
+                remap.push(GroupRef::Tracked(index));
+            } else if self.groups.len() < self.group_limit {
+                self.group_index.insert(group.key.clone(), self.groups.len());
+                self.groups.push(Group { first_seq: group.first_seq + offset, examples, ..group });
+                remap.push(GroupRef::Tracked(self.groups.len() - 1));
+            } else {
+                self.other.absorb(group.count, group.first_seq + offset, examples, max_examples);
+                remap.push(GroupRef::Other);
+            }
+        }
+        if other.other.count > 0 {
+            let o = other.other;
+            self.other.absorb(o.count, o.first_seq + offset, shift(o.examples), max_examples);
+        }
+
+        self.failures_total += other.failures_total;
+        let room = self.budgets.max_failures.saturating_sub(self.failures.len());
+        for mut failure in other.failures.into_iter().take(room) {
+            failure.group = match failure.group {
+                GroupRef::Tracked(index) => remap[index],
+                GroupRef::Other => GroupRef::Other,
+            };
+            self.failures.push(failure);
+        }
+
+        self.collection_total += other.collection_total;
+        let room = self.budgets.max_collection_errors.saturating_sub(self.collection_errors.len());
+        self.collection_errors.extend(other.collection_errors.into_iter().take(room));
+
+        for slow in other.slowest {
+            self.consider_slow(slow.duration_us, slow.seq + offset, slow.node_id);
+        }
     }
 
-    /// The canonical summary JSON bytes.
+    /// The canonical summary JSON bytes (docs/ENGINE.md, *Summary JSON*).
     pub fn finish(self, format: Format, files: &[String]) -> Vec<u8> {
-        let _ = (format, files);
-        todo!()
+        let b = &self.budgets;
+        let c = self.counts;
+        let counts = CountsJson {
+            total: c.passed + c.failed + c.errors + c.skipped + c.xfailed + c.xpassed,
+            passed: c.passed,
+            failed: c.failed,
+            errors: c.errors,
+            skipped: c.skipped,
+            xfailed: c.xfailed,
+            xpassed: c.xpassed,
+            flaky: c.flaky,
+        };
+
+        // Groups: largest first, ties by first appearance; `gother` takes part.
+        let mut order: Vec<(u64, u64, GroupRef)> =
+            self.groups.iter().enumerate().map(|(i, g)| (g.count, g.first_seq, GroupRef::Tracked(i))).collect();
+        if self.other.count > 0 {
+            order.push((self.other.count, self.other.first_seq, GroupRef::Other));
+        }
+        let groups_total = order.len() as u64;
+        order.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        order.truncate(b.max_groups);
+        let groups: Vec<GroupJson> = order
+            .iter()
+            .map(|&(count, _, group)| match group {
+                GroupRef::Tracked(i) => {
+                    let g = &self.groups[i];
+                    GroupJson {
+                        id: group_id(g.hash),
+                        count,
+                        exception: (g.exception_len > 0).then(|| &g.key[..g.exception_len]),
+                        message: capped(&g.key[g.exception_len + 1..], b.max_message_chars),
+                        examples: g.examples.iter().map(|e| e.1.as_str()).collect(),
+                    }
+                }
+                GroupRef::Other => GroupJson {
+                    id: OTHER_GROUP_ID.to_owned(),
+                    count,
+                    exception: None,
+                    message: OTHER_GROUP_MESSAGE.to_owned(),
+                    examples: self.other.examples.iter().map(|e| e.1.as_str()).collect(),
+                },
+            })
+            .collect();
+
+        let failures: Vec<FailureJson> = self
+            .failures
+            .iter()
+            .map(|f| FailureJson {
+                node_id: &f.node_id,
+                outcome: f.outcome.as_str(),
+                phase: f.phase.map(Phase::as_str),
+                exception: f.exception.as_deref(),
+                message: &f.message,
+                location: f.location.as_ref().map(|(path, line)| LocationJson { path, line: *line }),
+                traceback: &f.traceback,
+                stdout: f.stdout.as_deref(),
+                stderr: f.stderr.as_deref(),
+                group: match f.group {
+                    GroupRef::Tracked(i) => group_id(self.groups[i].hash),
+                    GroupRef::Other => OTHER_GROUP_ID.to_owned(),
+                },
+            })
+            .collect();
+
+        let summary = SummaryJson {
+            format: format.as_str(),
+            files,
+            counts,
+            duration_s: self.duration_us as f64 / 1e6,
+            failures,
+            groups,
+            collection_errors: self
+                .collection_errors
+                .iter()
+                .map(|e| CollectionErrorJson { path: &e.path, exception: e.exception.as_deref(), message: &e.message })
+                .collect(),
+            slowest: self
+                .slowest
+                .iter()
+                .map(|s| SlowJson { node_id: &s.node_id, duration_s: s.duration_us as f64 / 1e6 })
+                .collect(),
+            omitted: OmittedJson {
+                failures: self.failures_total - self.failures.len() as u64,
+                groups: groups_total - order.len() as u64,
+                collection_errors: self.collection_total - self.collection_errors.len() as u64,
+                traceback_lines: self.failures.iter().map(|f| f.traceback_omitted).sum(),
+                output_bytes: self.output_bytes_omitted,
+                text_bytes: self.text_bytes_omitted,
+            },
+        };
+        serde_json::to_vec(&summary).expect("a summary always serialises")
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// The JSON shapes: fields in the documented key order.
+
+#[derive(Serialize)]
+struct SummaryJson<'a> {
+    format: &'a str,
+    files: &'a [String],
+    counts: CountsJson,
+    duration_s: f64,
+    failures: Vec<FailureJson<'a>>,
+    groups: Vec<GroupJson<'a>>,
+    collection_errors: Vec<CollectionErrorJson<'a>>,
+    slowest: Vec<SlowJson<'a>>,
+    omitted: OmittedJson,
+}
+
+#[derive(Serialize)]
+struct CountsJson {
+    total: u64,
+    passed: u64,
+    failed: u64,
+    errors: u64,
+    skipped: u64,
+    xfailed: u64,
+    xpassed: u64,
+    flaky: u64,
+}
+
+#[derive(Serialize)]
+struct LocationJson<'a> {
+    path: &'a str,
+    line: Option<u64>,
+}
+
+#[derive(Serialize)]
+struct FailureJson<'a> {
+    node_id: &'a str,
+    outcome: &'static str,
+    phase: Option<&'static str>,
+    exception: Option<&'a str>,
+    message: &'a str,
+    location: Option<LocationJson<'a>>,
+    traceback: &'a str,
+    stdout: Option<&'a str>,
+    stderr: Option<&'a str>,
+    group: String,
+}
+
+#[derive(Serialize)]
+struct GroupJson<'a> {
+    id: String,
+    count: u64,
+    exception: Option<&'a str>,
+    message: String,
+    examples: Vec<&'a str>,
+}
+
+#[derive(Serialize)]
+struct CollectionErrorJson<'a> {
+    path: &'a str,
+    exception: Option<&'a str>,
+    message: &'a str,
+}
+
+#[derive(Serialize)]
+struct SlowJson<'a> {
+    node_id: &'a str,
+    duration_s: f64,
+}
+
+#[derive(Serialize)]
+struct OmittedJson {
+    failures: u64,
+    groups: u64,
+    collection_errors: u64,
+    traceback_lines: u64,
+    output_bytes: u64,
+    text_bytes: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{json, Value};
+
+    fn test(node_id: &str, outcome: Outcome, duration_us: u64) -> TestRecord {
+        TestRecord { node_id: node_id.into(), outcome: Some(outcome), duration_us, ..Default::default() }
+    }
+
+    fn failure(node_id: &str, message: &str, text: &str) -> Item {
+        Item::Test(TestRecord {
+            message: Some(message.into()),
+            text: Some(text.into()),
+            phase: Some(Phase::Call),
+            ..test(node_id, Outcome::Failed, 1_000)
+        })
+    }
+
+    fn finish_value(builder: SummaryBuilder) -> Value {
+        serde_json::from_slice(&builder.finish(Format::Junit, &["r.xml".to_string()])).unwrap()
+    }
+
+    #[test]
+    fn messages_and_exceptions_follow_the_documented_sources() {
+        let d = |e: Option<&str>, m: Option<&str>, t: Option<&str>| describe(e, m, t, 300);
+        // The record's message, exception prefix split off.
+        assert_eq!(
+            d(None, Some("\n  AssertionError: assert 'a' == 'b'\n  - b\n"), None),
+            (Some("AssertionError".into()), "assert 'a' == 'b'".into())
+        );
+        // A known exception's prefix is removed once.
+        assert_eq!(d(Some("KeyError"), Some("KeyError: 'x'"), None), (Some("KeyError".into()), "'x'".into()));
+        assert_eq!(d(Some("java.lang.AssertionError"), Some("expected:<1>"), None).1, "expected:<1>");
+        // Old pytest writes the whole long representation in `message`: its E line wins.
+        let long = "self = <X>\n\n>       f()\nE   ValueError: bad\n\nx.py:3: ValueError";
+        assert_eq!(d(None, Some(long), None), (Some("ValueError".into()), "bad".into()));
+        // No message: the first E line of the text, then pytest's last location line.
+        let text = "    def test():\n>       assert 1 == 2\nE       assert 1 == 2\n\ntests/t.py:2: AssertionError\r\n";
+        assert_eq!(d(None, None, Some(text)), (Some("AssertionError".into()), "assert 1 == 2".into()));
+        // Neither: the first meaningful line of the text, no exception.
+        assert_eq!(d(None, Some("  "), Some("\n boom \n")), (None, "boom".into()));
+        assert_eq!(d(None, None, None), (None, String::new()));
+        // Capped to max_message_chars characters.
+        assert_eq!(describe(None, Some("ééééééééééé"), None, 8).1, "ééééééé…");
+        assert_eq!(trailing_exception("a:1: X"), Some("X"));
+        assert_eq!(trailing_exception(":1: X"), None);
+        assert_eq!(trailing_exception(" a:1: X"), None);
+        assert_eq!(trailing_exception("a:1: X Y"), None);
+    }
+
+    #[test]
+    fn a_small_run_gives_the_expected_summary() {
+        let budgets = Budgets { max_failures: 2, max_groups: 2, max_examples: 2, max_slowest: 3, ..Budgets::default() };
+        let mut b = SummaryBuilder::new(&budgets);
+        b.push(Item::Test(test("t::pass_fast", Outcome::Passed, 10)));
+        b.push(Item::Test(test("t::pass_slow", Outcome::Passed, 2_500_000)));
+        b.push(failure("t::a", "ConnectionError: refused after 3 retries", ""));
+        b.push(Item::Test(TestRecord { flaky: true, ..test("t::flaky", Outcome::Passed, 2_500_000) }));
+        b.push(failure("t::b", "KeyError: 'x'", "E   KeyError\n\nt.py:9: KeyError"));
+        b.push(failure("t::c", "ConnectionError: refused after 12 retries", ""));
+        b.push(failure("t::d", "ConnectionError: refused after 1 retries", ""));
+        b.push(Item::Test(test("t::skip", Outcome::Skipped, 0)));
+        b.push(failure("t::e", "OSError: disk full", ""));
+        b.push(Item::CollectionError(CollectionErrorRecord {
+            path: "tests/test_bad.py".into(),
+            text: Some("E   ImportError: no module named x\n".into()),
+            ..Default::default()
+        }));
+        let v = finish_value(b);
+        assert_eq!(
+            v["counts"],
+            json!({"total": 10, "passed": 3, "failed": 5, "errors": 1, "skipped": 1, "xfailed": 0, "xpassed": 0, "flaky": 1})
+        );
+        assert_eq!(v["duration_s"], json!(5.005010));
+        let (conn_id, _) = crate::group::group_key(Some("ConnectionError"), "refused after 3 retries");
+        assert_eq!(
+            v["groups"],
+            json!([
+                {"id": conn_id, "count": 3, "exception": "ConnectionError", "message": "refused after <n> retries",
+                 "examples": ["t::a", "t::c"]},
+                {"id": crate::group::group_key(Some("KeyError"), "'x'").0, "count": 1, "exception": "KeyError",
+                 "message": "<str>", "examples": ["t::b"]},
+            ])
+        );
+        assert_eq!(v["failures"].as_array().unwrap().len(), 2);
+        assert_eq!(v["failures"][1]["location"], json!({"path": "t.py", "line": 9}));
+        assert_eq!(v["failures"][1]["traceback"], "E   KeyError\n\nt.py:9: KeyError");
+        assert_eq!(v["failures"][0]["location"], Value::Null);
+        assert_eq!(v["failures"][0]["group"], conn_id);
+        assert_eq!(
+            v["collection_errors"],
+            json!([{"path": "tests/test_bad.py", "exception": "ImportError", "message": "no module named x"}])
+        );
+        assert_eq!(
+            v["slowest"],
+            json!([
+                {"node_id": "t::pass_slow", "duration_s": 2.5},
+                {"node_id": "t::flaky", "duration_s": 2.5},
+                {"node_id": "t::a", "duration_s": 0.001},
+            ])
+        );
+        assert_eq!(
+            v["omitted"],
+            json!({"failures": 3, "groups": 1, "collection_errors": 0, "traceback_lines": 0, "output_bytes": 0, "text_bytes": 0})
+        );
+    }
+
+    #[test]
+    fn key_order_and_number_forms_are_the_documented_ones() {
+        let mut b = SummaryBuilder::new(&Budgets::default());
+        b.push(Item::Test(test("a", Outcome::Passed, 1)));
+        let out = String::from_utf8(b.finish(Format::PytestJson, &["x.json".into()])).unwrap();
+        assert_eq!(
+            out,
+            r#"{"format":"pytest-json","files":["x.json"],"counts":{"total":1,"passed":1,"failed":0,"errors":0,"skipped":0,"xfailed":0,"xpassed":0,"flaky":0},"duration_s":1e-6,"failures":[],"groups":[],"collection_errors":[],"slowest":[{"node_id":"a","duration_s":1e-6}],"omitted":{"failures":0,"groups":0,"collection_errors":0,"traceback_lines":0,"output_bytes":0,"text_bytes":0}}"#
+        );
+        // Forms orjson writes for the same doubles (checked against orjson 3.x).
+        for (us, text) in [(0u64, "0.0"), (123, "0.000123"), (1_500_000, "1.5"), (u64::MAX, "18446744073709.55")] {
+            assert_eq!(serde_json::to_string(&(us as f64 / 1e6)).unwrap(), text);
+        }
+    }
+
+    /// Records with every kind of content, so that merging touches every list.
+    fn varied_records() -> Vec<Item> {
+        let mut items = Vec::new();
+        for i in 0..60u64 {
+            let item = match i % 7 {
+                0 | 3 => failure(
+                    &format!("t::f{i}"),
+                    &format!("ConnectionError: host {}.0.0.1 refused", i % 5 + 1),
+                    "E  x\n\nt.py:1: ConnectionError",
+                ),
+                1 => failure(&format!("t::g{i}"), &format!("Error{}: boom", i % 11), "boom"),
+                2 => Item::CollectionError(CollectionErrorRecord { path: format!("c{i}.py"), ..Default::default() }),
+                4 => Item::Test(TestRecord {
+                    flaky: i % 2 == 0,
+                    ..test(&format!("t::p{i}"), Outcome::Passed, (i * 37) % 11)
+                }),
+                5 => Item::Test(TestRecord {
+                    text_bytes_omitted: i,
+                    output_bytes_omitted: 2 * i,
+                    stdout: Some(format!("out{i}")),
+                    ..test(&format!("t::e{i}"), Outcome::Error, 7)
+                }),
+                _ => Item::Test(test(&format!("t::s{i}"), Outcome::Skipped, i % 4)),
+            };
+            items.push(item);
+        }
+        items
+    }
+
+    fn budgets_for_merge() -> Budgets {
+        Budgets {
+            max_failures: 9,
+            max_groups: 4,
+            max_examples: 2,
+            max_slowest: 4,
+            max_collection_errors: 3,
+            ..Budgets::default()
+        }
+    }
+
+    #[test]
+    fn merge_equals_pushing_everything_into_one_builder() {
+        let budgets = budgets_for_merge();
+        for limit in [MAX_TRACKED_GROUPS, 6] {
+            let mut whole = SummaryBuilder::with_group_limit(&budgets, limit);
+            varied_records().into_iter().for_each(|r| whole.push(r));
+            let expected = whole.finish(Format::Junit, &["a".into(), "b".into(), "c".into()]);
+            let mut checked = 0;
+            let mut overflowed_by_merging = false;
+            for (cut1, cut2) in [
+                (0, 0),
+                (0, 60),
+                (1, 2),
+                (5, 40),
+                (20, 21),
+                (33, 59),
+                (60, 60),
+                (13, 47),
+                (20, 40),
+                (15, 35),
+                (25, 45),
+                (22, 41),
+            ] {
+                let mut parts: Vec<SummaryBuilder> = Vec::new();
+                for (k, record) in varied_records().into_iter().enumerate() {
+                    let part = usize::from(k >= cut1) + usize::from(k >= cut2);
+                    while parts.len() <= part {
+                        parts.push(SummaryBuilder::with_group_limit(&budgets, limit));
+                    }
+                    parts[part].push(record);
+                }
+                let mut parts = parts.into_iter();
+                let mut merged = parts.next().unwrap();
+                let first_overflowed = merged.groups_overflowed();
+                let mut exact = true;
+                for part in parts {
+                    exact &= !part.groups_overflowed();
+                    merged.merge(part);
+                }
+                if exact {
+                    checked += 1;
+                    overflowed_by_merging |= !first_overflowed && merged.groups_overflowed();
+                    let got = merged.finish(Format::Junit, &["a".into(), "b".into(), "c".into()]);
+                    assert_eq!(String::from_utf8(got).unwrap(), String::from_utf8(expected.clone()).unwrap());
+                }
+            }
+            assert!(checked >= 5, "limit {limit}: only {checked} splits were exact");
+            assert_eq!(overflowed_by_merging, limit == 6, "merging into a full table is exercised");
+        }
+        // The small limit does overflow: `gother` is exercised.
+        let mut whole = SummaryBuilder::with_group_limit(&budgets, 6);
+        varied_records().into_iter().for_each(|r| whole.push(r));
+        assert!(whole.groups_overflowed());
     }
 }
