@@ -1,0 +1,62 @@
+"""pytest plugin that pytest-mcp-server loads into the pytest runs it starts.
+
+Not for users: the server adds this directory to the child's PYTHONPATH and passes
+``-p pytest_mcp_server_events --mcp-events=FILE``. It imports nothing but pytest, so it
+works in any project interpreter (Python 3.8+, pytest 7+), whatever else is installed.
+
+It appends one line per event to FILE (line-buffered, so the server can follow it while
+the run goes on):
+
+* ``c N``: N tests collected (after -m/-k/--lf deselection; with xdist, a worker's count);
+* ``t``: one test finished (its teardown report arrived; with xdist, in the controller);
+* ``i "<node id>"``: a collected node id, JSON-encoded (only with --collect-only).
+
+In xdist workers it does nothing: the controller sees every report.
+"""
+
+import json
+
+import pytest
+
+
+def pytest_addoption(parser):
+    parser.addoption("--mcp-events", dest="mcp_events", default=None, help="(pytest-mcp-server internal)")
+
+
+class _EventWriter:
+    def __init__(self, path, collect_only):
+        self.file = open(path, "a", encoding="utf-8", buffering=1)
+        self.collect_only = collect_only
+        self.total_sent = False
+
+    def _collected(self, n):
+        if not self.total_sent:
+            self.total_sent = True
+            self.file.write("c %d\n" % n)
+
+    def pytest_collection_finish(self, session):
+        self._collected(len(session.items))
+        if self.collect_only:
+            write = self.file.write
+            for item in session.items:
+                write("i " + json.dumps(item.nodeid) + "\n")
+            self.file.flush()
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node, ids):
+        self._collected(len(ids))
+
+    def pytest_runtest_logreport(self, report):
+        if report.when == "teardown":
+            self.file.write("t\n")
+
+    def pytest_unconfigure(self, config):
+        self.file.close()
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_configure(config):
+    path = config.getoption("mcp_events", None)
+    if not path or hasattr(config, "workerinput"):
+        return
+    config.pluginmanager.register(_EventWriter(path, config.getoption("collectonly", False)), "pytest-mcp-events")
