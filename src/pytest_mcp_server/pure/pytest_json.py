@@ -1,0 +1,660 @@
+"""Streaming pytest-json-report parser, the pure twin of ``rust/core/src/pytest_json.rs``.
+
+The document is read once with ijson's event parser (the yajl2_c backend when it is
+installed), so memory does not grow with the report: only the test being read is held,
+with its texts capped as docs/ENGINE.md (*Text capping*) says. ijson hands whole strings,
+so one huge string costs its own size while it is read; only its capped part is kept.
+
+JSON validity must match the native lexer exactly. yajl deviates from RFC 8259 in two
+ways, which ``_CheckedReader`` corrects before yajl sees the bytes: it decodes a lone
+surrogate escape (``\\ud800``) to ``?`` instead of failing, and it takes vertical tab and
+form feed for whitespace. ``use_float=True`` makes yajl refuse integers beyond
+±(2^63-1) and numbers that overflow a double, the documented range limits.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import BinaryIO
+
+import ijson
+
+from ..models import ReportError
+from .records import CollectionErrorRecord, TestRecord
+from .text import ATTR_CAP, HeadTail, duration_us_from_float
+
+try:  # the C backend: fast, and the one whose behaviour the parity tests pin down
+    _ijson = ijson.get_backend("yajl2_c")
+except ImportError:  # pragma: no cover - wheels without the C extension
+    _ijson = ijson
+
+# Deepest nesting of arrays/objects accepted; the root object is level 1 (lexer.rs).
+MAX_DEPTH = 1024
+
+_READ_SIZE = 64 * 1024
+_FINAL_OUTCOMES = ("passed", "failed", "error", "skipped", "xfailed", "xpassed")
+_PROBLEMS = ("failed", "error")
+_PHASES = ("setup", "call", "teardown")
+
+# A \u escape of a UTF-16 surrogate; whether it is an escape depends on the backslashes
+# before it, which the reader counts.
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+_LOW_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][c-fC-F][0-9a-fA-F]{2}")
+_NOT_WHITESPACE = re.compile(rb"[\x0b\x0c]")
+
+
+class _CheckedReader:
+    """A binary reader over ``f`` that hands on the bytes up to the first thing yajl would
+    wrongly accept (a lone surrogate escape, a vertical tab or form feed: never valid
+    JSON, inside or outside strings), then ends. ``violation`` says what and where.
+
+    A leading UTF-8 byte order mark is dropped (the sniffer accepts one). Memory: one
+    read plus ``_HOLD`` bytes kept back so that an escape pair is always seen whole.
+    """
+
+    _HOLD = 11
+
+    def __init__(self, f: BinaryIO) -> None:
+        self._f = f
+        self._pending = b""
+        self._at_start = True
+        self._eof = False
+        self._backslashes = 0  # backslashes ending the bytes handed on so far
+        self._paired_low = -1  # offset of a low surrogate escape already paired
+        self.handed_on = 0
+        self.violation: tuple[int, str] | None = None
+
+    def read(self, n: int = -1) -> bytes:
+        if n == 0 or self.violation is not None:
+            return b""
+        while True:
+            data = self._pending
+            if not self._eof:
+                chunk = self._f.read(_READ_SIZE)
+                self._eof = not chunk
+                data += chunk
+            if self._at_start:
+                if len(data) < 3 and not self._eof:
+                    self._pending = data
+                    continue
+                self._at_start = False
+                if data.startswith(b"\xef\xbb\xbf"):
+                    data = data[3:]
+                    self.handed_on = 3
+            limit = len(data) if self._eof else len(data) - self._HOLD
+            if limit > 0 or self._eof:
+                break
+            self._pending = data
+        cut = self._first_violation(data, limit)
+        if cut is None:
+            out, self._pending = data[:limit], data[limit:]
+        else:
+            out, self._pending = data[:cut], b""
+        stripped = out.rstrip(b"\\")
+        trailing = len(out) - len(stripped)
+        self._backslashes = self._backslashes + trailing if not stripped else trailing
+        self.handed_on += len(out)
+        return out
+
+    def _first_violation(self, data: bytes, limit: int) -> int | None:
+        """Index in ``data`` of the first violation starting before ``limit``, or None."""
+        bad = _NOT_WHITESPACE.search(data, 0, limit)
+        end = bad.start() if bad else limit
+        for m in _SURROGATE_ESCAPE.finditer(data):
+            p = m.start()
+            if p >= end:
+                break
+            offset = self.handed_on + p
+            if offset == self._paired_low:
+                continue
+            run = 1
+            while run <= p and data[p - run] == 0x5C:
+                run += 1
+            if run > p:  # the run reaches the bytes handed on before
+                run += self._backslashes
+            if run % 2 == 0:  # an escaped backslash, then a plain "u"
+                continue
+            unit = int(data[p + 2 : p + 6], 16)
+            if unit < 0xDC00 and _LOW_SURROGATE_ESCAPE.match(data, p + 6):
+                self._paired_low = offset + 6
+                continue
+            self.violation = (offset, f"lone surrogate escape \\u{unit:04x} (not a Unicode character)")
+            return p
+        if bad is not None:
+            self.violation = (self.handed_on + end, f"byte 0x{data[end]:02x} (not JSON whitespace, and not allowed raw in a string)")
+            return end
+        return None
+
+
+class _Malformed(Exception):
+    """A JSON syntax error (or a broken limit) found by this module: ``what`` at ``offset``."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__(what)
+        self.what = what
+
+
+_KIND = {
+    "start_map": "an object",
+    "start_array": "an array",
+    "string": "a string",
+    "number": "a number",
+    "boolean": "a boolean",
+    "null": "null",
+}
+
+
+def parse_pytest_json(
+    f: BinaryIO,
+    path: str,
+    budgets: dict[str, int],
+    emit: Callable[[TestRecord | CollectionErrorRecord], None],
+) -> None:
+    """Parse a pytest-json-report document from ``f`` (binary, at byte 0), calling ``emit``
+    with each ``TestRecord`` / ``CollectionErrorRecord`` in report order.
+
+    ``budgets`` needs ``max_output_bytes`` (bytes of stdout/stderr tail kept per test).
+    Raises ``ReportError``: ``not_a_report`` when the root is not an object or lacks
+    ``exitcode``/``summary``; ``malformed`` for invalid JSON or a wrong type where the
+    format needs one; ``unreadable`` when reading fails. Rules: docs/ENGINE.md,
+    *pytest-json-report*; the native parser (``pytest_json.rs``) gives the same records.
+    """
+    reader = _CheckedReader(f)
+    parser = _Parser(reader, path, budgets["max_output_bytes"], emit)
+    try:
+        # Find the first byte that is not whitespace; whitespace is not handed to ijson.
+        head = b""
+        while True:
+            chunk = reader.read(_READ_SIZE)
+            head = chunk.lstrip(b" \t\r\n")
+            if head or not chunk:
+                break
+        if head[:1] != b"{":
+            if not head and reader.violation is None:
+                raise ReportError("not_a_report", path, "the file is empty; expected a pytest-json-report file")
+            # A violation cut the input at the first byte: it is no '{' either.
+            offset = reader.handed_on - len(head) if head else reader.violation[0]
+            what = "an array" if head[:1] == b"[" else repr(head[:1].decode("latin-1")) if head else "a byte that is not JSON"
+            raise ReportError(
+                "not_a_report",
+                path,
+                f"the JSON document starts with {what}, not an object; "
+                "pass a pytest-json-report file (pytest --json-report)",
+                f"byte {offset}",
+            )
+        events = _ijson.basic_parse(_Replay(head, reader), use_float=True)
+        parser.run(events)
+    except _Malformed as exc:
+        raise parser.malformed(exc.what) from None
+    except (ijson.JSONError, UnicodeDecodeError) as exc:
+        if reader.violation is not None:
+            raise parser.malformed(reader.violation[1], reader.violation[0]) from None
+        raise parser.malformed(_yajl_reason(exc)) from None
+    except OSError as exc:
+        raise ReportError(
+            "unreadable", path, f"cannot read the file ({exc.strerror or exc}); check that it is a readable regular file"
+        ) from None
+
+
+def _yajl_reason(exc: Exception) -> str:
+    """The first line of a yajl/ijson error (yajl appends a picture of the context)."""
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0].removeprefix("b'").strip()
+
+
+class _Replay:
+    """The already-read ``head``, then the rest of ``reader``."""
+
+    def __init__(self, head: bytes, reader: _CheckedReader) -> None:
+        self._head = head
+        self._reader = reader
+
+    def read(self, n: int = -1) -> bytes:
+        if n == 0:
+            return b""
+        if self._head:
+            head, self._head = self._head, b""
+            return head
+        return self._reader.read(n)
+
+
+class _Parser:
+    """The state of one parse: identity keys seen, the held structural error, the
+    pending rerun chain (docs/ENGINE.md, *pytest-json-report*)."""
+
+    def __init__(self, reader: _CheckedReader, path: str, max_output_bytes: int, emit) -> None:
+        self.reader = reader
+        self.path = path
+        self.max_output_bytes = max_output_bytes
+        self._emit = emit
+        self.depth = 0
+        self.root: str | None = None
+        self.has_exitcode = False
+        self.has_summary = False
+        self.held_error: ReportError | None = None
+        self.chain: tuple[str, int] | None = None  # (node id, duration_us) of rerun entries
+        self._next = None
+
+    # -- errors ---------------------------------------------------------------------
+
+    def malformed(self, what: str, offset: int | None = None) -> ReportError:
+        return ReportError(
+            "malformed",
+            self.path,
+            f"not valid JSON: {what}; the report is damaged or was cut short, regenerate it (pytest --json-report)",
+            f"byte {self.reader.handed_on if offset is None else offset}",
+        )
+
+    def is_report(self) -> bool:
+        return self.has_exitcode and self.has_summary
+
+    def structural(self, what: str) -> None:
+        """A wrong type or value in the report structure: raised now if the document is
+        a report, else held (``not_a_report`` wins for other JSON documents)."""
+        err = ReportError(
+            "malformed",
+            self.path,
+            f"{what}; this does not follow the pytest-json-report format, "
+            "regenerate the report with pytest --json-report",
+            f"byte {self.reader.handed_on}",
+        )
+        if self.is_report():
+            raise err
+        if self.held_error is None:
+            self.held_error = err
+
+    # -- events ---------------------------------------------------------------------
+
+    def event(self) -> tuple[str, object]:
+        try:
+            ev, value = self._next()
+        except StopIteration:  # ijson raises on a premature end; this is a safety net
+            raise _Malformed("the input ends inside the document (truncated file?)") from None
+        if ev == "start_map" or ev == "start_array":
+            self.depth += 1
+            if self.depth > MAX_DEPTH:
+                raise _Malformed(f"arrays/objects nested deeper than {MAX_DEPTH} levels")
+        elif ev == "end_map" or ev == "end_array":
+            self.depth -= 1
+        return ev, value
+
+    def skip(self, ev: str) -> None:
+        """Skip the value that starts with event ``ev`` (ijson validates it)."""
+        if ev == "start_map" or ev == "start_array":
+            outer = self.depth - 1
+            event = self.event
+            while self.depth > outer:
+                event()
+
+    def expect(self, ev: str, wanted: str, what: Callable[[], str]) -> bool:
+        """True if the value starting with ``ev`` is of event kind ``wanted``; else report
+        it, skip it and return False."""
+        if ev == wanted:
+            return True
+        self.structural(f"{what()} must be {_KIND[wanted]}, not {_KIND[ev]}")
+        self.skip(ev)
+        return False
+
+    def keys(self):
+        """The keys of the object just opened, each followed by its value's first event."""
+        event = self.event
+        while True:
+            ev, key = event()
+            if ev == "end_map":
+                return
+            yield key, event()
+
+    def items(self):
+        """The first events of the elements of the array just opened."""
+        event = self.event
+        while True:
+            ev = event()
+            if ev[0] == "end_array":
+                return
+            yield ev
+
+    def duplicate(self, key: str, whose: str, ev: str) -> None:
+        self.structural(f"{whose} has the key {key!r} twice")
+        self.skip(ev)
+
+    def emit(self, record) -> None:
+        if self.held_error is None:
+            self._emit(record)
+
+    # -- the document -------------------------------------------------------------
+
+    def run(self, events) -> None:
+        self._next = iter(events).__next__
+        ev, _ = self.event()
+        if ev != "start_map":  # the first byte was '{', so this cannot happen
+            raise _Malformed("the document is not an object")
+        seen: set[str] = set()
+        for key, (ev, value) in self.keys():
+            if key not in ("exitcode", "summary", "root", "collectors", "tests"):
+                self.skip(ev)
+                continue
+            if key in seen:
+                self.duplicate(key, "the report object", ev)
+                continue
+            seen.add(key)
+            if key == "exitcode":
+                self.has_exitcode = True
+                if self.expect(ev, "number", lambda: "exitcode") and type(value) is not int:
+                    self.structural("exitcode must be an integer")
+            elif key == "summary":
+                self.has_summary = True
+                if self.expect(ev, "start_map", lambda: "summary"):
+                    self.skip(ev)
+            elif key == "root":
+                if self.expect(ev, "string", lambda: "root"):
+                    # A root cut at the cap could strip a wrong prefix: then none is.
+                    self.root = value if len(value.encode("utf-8")) <= ATTR_CAP else None
+            elif key == "collectors":
+                self.collectors(ev)
+            else:
+                self.tests(ev)
+            if self.is_report() and self.held_error is not None:
+                raise self.held_error
+        if not self.is_report():
+            missing = " and ".join(k for k, has in (("exitcode", self.has_exitcode), ("summary", self.has_summary)) if not has)
+            raise ReportError(
+                "not_a_report",
+                self.path,
+                f"a JSON object without the pytest-json-report key(s) {missing}; "
+                "pass a report written by pytest --json-report",
+            )
+        if self.held_error is not None:
+            raise self.held_error
+        # ijson checks what follows the root (trailing garbage) when asked for more.
+        try:
+            self._next()
+        except StopIteration:
+            pass
+        else:  # pragma: no cover - ijson allows one top-level value only
+            raise _Malformed("more data after the end of the JSON document")
+        if self.reader.violation is not None:
+            raise self.malformed(self.reader.violation[1], self.reader.violation[0])
+
+    def collectors(self, ev: str) -> None:
+        if not self.expect(ev, "start_array", lambda: "collectors"):
+            return
+        for index, (ev, _) in enumerate(self.items()):
+            self.collector(index, ev)
+
+    def collector(self, index: int, ev: str) -> None:
+        """One element of ``collectors``; a failed one becomes a CollectionErrorRecord."""
+        whose = f"collectors[{index}]"
+        if not self.expect(ev, "start_map", lambda: whose):
+            return
+        seen: set[str] = set()
+        fields: dict[str, str] = {}
+        ok = True
+        for key, (ev, value) in self.keys():
+            if key not in ("nodeid", "outcome", "longrepr"):
+                self.skip(ev)
+                continue
+            if key in seen:
+                ok = False
+                self.duplicate(key, whose, ev)
+                continue
+            seen.add(key)
+            if not self.expect(ev, "string", lambda: f"{whose}.{key}"):
+                ok = False
+                continue
+            fields[key] = value
+        for name in ("nodeid", "outcome"):
+            if ok and name not in fields:
+                ok = False
+                self.structural(f"{whose} has no {name!r}")
+        if ok and fields["outcome"] == "failed":
+            text, omitted = None, 0
+            if "longrepr" in fields:
+                text, omitted = _capped_text(fields["longrepr"])
+            self.emit(
+                CollectionErrorRecord(
+                    path=_head_text(fields["nodeid"], ATTR_CAP)[0], text=text, text_bytes_omitted=omitted
+                )
+            )
+
+    def tests(self, ev: str) -> None:
+        if not self.expect(ev, "start_array", lambda: "tests"):
+            return
+        for index, (ev, _) in enumerate(self.items()):
+            entry = self.test_entry(index, ev)
+            if entry is not None:
+                self.push_entry(*entry)
+        # The retry rule never looks past the end of the array.
+        if self.chain is not None:
+            self.emit(_passed_after_reruns(self.chain))
+            self.chain = None
+
+    def test_entry(self, index: int, ev: str):
+        """One element of ``tests`` -> (node id, outcome, phases) or None if it broke the
+        format (the error is raised or held)."""
+        whose = f"tests[{index}]"
+        if not self.expect(ev, "start_map", lambda: whose):
+            return None
+        seen: set[str] = set()
+        node_id = outcome = None
+        phases: list[dict | None] = [None, None, None]
+        ok = True
+        for key, (ev, value) in self.keys():
+            if key not in ("nodeid", "outcome", "setup", "call", "teardown"):
+                self.skip(ev)
+                continue
+            if key in seen:
+                ok = False
+                self.duplicate(key, whose, ev)
+                continue
+            seen.add(key)
+            field = f"{whose}.{key}"
+            if key == "nodeid":
+                if self.expect(ev, "string", lambda: field):
+                    node_id = _head_text(value, ATTR_CAP)[0]
+                else:
+                    ok = False
+            elif key == "outcome":
+                if self.expect(ev, "string", lambda: field):
+                    if value in _FINAL_OUTCOMES or value == "rerun":
+                        outcome = value
+                    else:
+                        ok = False
+                        self.structural(
+                            f"{field} must be one of passed, failed, error, skipped, xfailed, xpassed, rerun"
+                        )
+                else:
+                    ok = False
+            else:
+                want_details = outcome is None or outcome in _PROBLEMS
+                phase = self.phase(field, ev, want_details)
+                if phase is None:
+                    ok = False
+                else:
+                    phases[_PHASES.index(key)] = phase
+        for name, present in (("nodeid", node_id is not None), ("outcome", outcome is not None)):
+            if ok and not present:
+                ok = False
+                self.structural(f"{whose} has no {name!r}")
+        return (node_id, outcome, phases) if ok else None
+
+    def phase(self, whose: str, ev: str, want_details: bool) -> dict | None:
+        """A phase object -> dict of what is kept, or None if it broke the format."""
+        if not self.expect(ev, "start_map", lambda: whose):
+            return None
+        seen: set[str] = set()
+        data: dict = {"duration_us": 0, "failed": False}
+        ok = True
+        for key, (ev, value) in self.keys():
+            if key not in ("duration", "outcome", "longrepr", "crash", "stdout", "stderr"):
+                self.skip(ev)
+                continue
+            if key in seen:
+                ok = False
+                self.duplicate(key, whose, ev)
+                continue
+            seen.add(key)
+            field = f"{whose}.{key}"
+            wanted = "number" if key == "duration" else "start_map" if key == "crash" else "string"
+            if not self.expect(ev, wanted, lambda: field):
+                ok = False
+                continue
+            if key == "duration":
+                data["duration_us"] = duration_us_from_float(float(value))
+            elif key == "outcome":
+                data["failed"] = value == "failed"
+            elif key == "crash":
+                crash = self.crash(field, want_details)
+                if crash is None:
+                    ok = False
+                else:
+                    data["crash"] = crash
+            elif want_details:
+                if key == "longrepr":
+                    data["longrepr"] = _capped_text(value)
+                else:
+                    out = HeadTail.for_output(self.max_output_bytes)
+                    out.push(value)
+                    data[key] = out.finish()
+        for name in ("duration", "outcome"):
+            if ok and name not in seen:
+                ok = False
+                self.structural(f"{whose} has no {name!r}")
+        return data if ok else None
+
+    def crash(self, whose: str, want_details: bool) -> dict | None:
+        """A ``crash`` object (``path``, ``lineno``, ``message``, each optional)."""
+        seen: set[str] = set()
+        crash: dict = {}
+        ok = True
+        for key, (ev, value) in self.keys():
+            if key not in ("path", "lineno", "message"):
+                self.skip(ev)
+                continue
+            if key in seen:
+                ok = False
+                self.duplicate(key, whose, ev)
+                continue
+            seen.add(key)
+            field = f"{whose}.{key}"
+            if not self.expect(ev, "number" if key == "lineno" else "string", lambda: field):
+                ok = False
+                continue
+            if key == "lineno":
+                if type(value) is not int:
+                    ok = False
+                    self.structural(f"{field} must be an integer")
+                elif value >= 0:
+                    crash["line"] = value
+            elif want_details:
+                crash[key] = _head_text(value, ATTR_CAP)
+        return crash if ok else None
+
+    def push_entry(self, node_id: str, outcome: str, phases: list[dict | None]) -> None:
+        """Turn a test entry into a record, applying the retry rule to ``rerun`` entries."""
+        duration_us = 0
+        for p in phases:
+            if p is not None:
+                duration_us = _saturating_add(duration_us, p["duration_us"])
+        earlier = None
+        if self.chain is not None:
+            if self.chain[0] == node_id:
+                earlier = self.chain
+            else:
+                self.emit(_passed_after_reruns(self.chain))
+            self.chain = None
+        if outcome == "rerun":
+            previous = earlier[1] if earlier else 0
+            self.chain = (node_id, _saturating_add(previous, duration_us))
+            return
+        failed = next((i for i, p in enumerate(phases) if p is not None and p["failed"]), None)
+        record = TestRecord(
+            node_id=node_id,
+            outcome=outcome,
+            phase=_PHASES[failed] if failed is not None else None,
+            duration_us=duration_us,
+        )
+        if earlier is not None:
+            # Earlier attempts were reruns (non-passing): flaky if this one passed.
+            record.duration_us = _saturating_add(duration_us, earlier[1])
+            record.flaky = outcome == "passed"
+        if outcome in _PROBLEMS:
+            if failed is not None:
+                p = phases[failed]
+                if "longrepr" in p:
+                    record.text, omitted = p["longrepr"]
+                    record.text_bytes_omitted += omitted
+                crash = p.get("crash")
+                if crash is not None:
+                    if "message" in crash:
+                        record.message, dropped = crash["message"]
+                        record.text_bytes_omitted += dropped
+                    if "path" in crash:
+                        record.path = _strip_root(crash["path"][0], self.root)
+                    record.line = crash.get("line")
+            present = [p for p in phases if p is not None]
+            record.stdout, out_omitted = _join_output([p.get("stdout") for p in present], self.max_output_bytes)
+            record.stderr, err_omitted = _join_output([p.get("stderr") for p in present], self.max_output_bytes)
+            record.output_bytes_omitted = out_omitted + err_omitted
+        self.emit(record)
+
+
+_U64_MAX = 2**64 - 1
+
+
+def _saturating_add(a: int, b: int) -> int:
+    return min(a + b, _U64_MAX)
+
+
+def _passed_after_reruns(chain: tuple[str, int]) -> TestRecord:
+    """A ``rerun`` chain not followed by an entry of the same node id: pytest-json-report
+    keeps one entry per node id and leaves ``rerun`` when the last attempt passed."""
+    return TestRecord(node_id=chain[0], outcome="passed", duration_us=chain[1], flaky=True)
+
+
+def _head_text(s: str, cap: int) -> tuple[str, int]:
+    """(the first ``cap`` bytes of ``s`` cut back to a character boundary, bytes dropped)."""
+    if len(s) * 4 <= cap:  # cannot exceed the cap: skip encoding
+        return s, 0
+    data = s.encode("utf-8")
+    if len(data) <= cap:
+        return s, 0
+    cut = cap
+    while cut > 0 and (data[cut] & 0xC0) == 0x80:
+        cut -= 1
+    return data[:cut].decode("utf-8"), len(data) - cut
+
+
+def _capped_text(s: str) -> tuple[str, int]:
+    text = HeadTail.for_text()
+    text.push(s)
+    return text.finish()
+
+
+def _strip_root(path: str, root: str | None) -> str:
+    """``path`` without the report's root directory prefix (``root`` + ``/`` or ``\\``)."""
+    if not root or not path.startswith(root):
+        return path
+    rest = path[len(root) :]
+    if root.endswith(("/", "\\")):
+        return rest
+    if rest.startswith(("/", "\\")):
+        return rest[1:]
+    return path
+
+
+def _join_output(parts: list, max_output_bytes: int) -> tuple[str | None, int]:
+    """The phases' captured output in phase order, tail-capped as one text:
+    (None if no phase had any, else the kept tail; bytes omitted)."""
+    present = [p for p in parts if p is not None]
+    if not present:
+        return None, 0
+    joined = HeadTail.for_output(max_output_bytes)
+    omitted_before = 0
+    for kept, omitted in present:
+        # Each part already lost its head beyond the cap; the tail of the whole is the
+        # tail of the kept parts, so only the counts need adding up.
+        joined.push(kept)
+        omitted_before += omitted
+    text, omitted = joined.finish()
+    return text, omitted + omitted_before
