@@ -1,0 +1,684 @@
+"""Streaming JUnit XML parser of the pure backend (docs/ENGINE.md, *JUnit XML*).
+
+Mirrors ``rust/core/src/junit.rs``: the same records for every valid file, the same
+error kind for every invalid one. XML well-formedness is expat's (``xml.parsers.expat``
+fed in 256 KiB chunks, no DTD ever read); the byte order mark, the XML declaration and
+the encoding are checked here first, exactly as the native ``junit/decode.rs`` does, and
+the file is transcoded to UTF-8 before expat sees it. Memory stays bounded: expat gets
+the file in chunks, character data arrives in pieces (``buffer_text``), and the kept
+texts are capped while they stream (``HeadTail``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from xml.parsers import expat
+
+from ..models import ReportError
+from .records import SEVERITY, CollectionErrorRecord, TestRecord
+from .text import ATTR_CAP, HeadTail, _head, duration_us_from_text
+
+CHUNK = 256 * 1024
+# Bytes at the start of the file in which the XML declaration must end.
+DECL_WINDOW = 4096
+
+# pytest's markers (``_pytest/junitxml.py``: ``append_collect_error``, ``append_failure``).
+COLLECTION_FAILURE = "collection failure"
+XPASS_MESSAGE = "xfail-marked test passes unexpectedly"
+
+_ENCODINGS = {
+    "utf-8": "utf8",
+    "utf8": "utf8",
+    "us-ascii": "ascii",
+    "ascii": "ascii",
+    "iso-8859-1": "latin1",
+    "iso8859-1": "latin1",
+    "iso_8859-1": "latin1",
+    "latin-1": "latin1",
+    "latin1": "latin1",
+    "utf-16": "utf16",
+    "utf16": "utf16",
+}
+# Markup declarations refused as ``forbidden`` after ``<!`` (DTDs are never read).
+_DECLARATIONS = (b"DOCTYPE", b"ENTITY", b"ELEMENT", b"ATTLIST", b"NOTATION")
+_RESULT_TAGS = frozenset(("failure", "error", "skipped"))
+
+Emit = Callable[[TestRecord | CollectionErrorRecord], None]
+
+
+def parse_junit(f, path: str, budgets: dict[str, int], emit: Emit) -> None:
+    """Parse a JUnit XML document from binary file ``f`` (at byte 0), calling ``emit``
+    with each ``TestRecord`` / ``CollectionErrorRecord`` in report order.
+
+    Raises ``ReportError`` with kind ``malformed`` (not well-formed, bad bytes for the
+    encoding, truncated), ``forbidden`` (``<!DOCTYPE`` or another markup declaration),
+    ``not_a_report`` (root not ``testsuites``/``testsuite``), ``unsupported_encoding``
+    or ``unreadable``; the position is ``line L, column C`` (expat's, in the text as
+    UTF-8) or ``byte N``.
+    """
+    head = _read(f, path, DECL_WINDOW)
+    mode, bom_len = _read_prologue(path, head, whole=len(head) < DECL_WINDOW)
+    _Parser(f, path, budgets, emit, mode).run(head[bom_len:])
+
+
+def _read(f, path: str, n: int) -> bytes:
+    try:
+        return f.read(n)
+    except OSError as exc:
+        raise ReportError(
+            "unreadable", path, f"cannot read the file ({exc.strerror or exc}); check that it is a readable regular file"
+        ) from None
+
+
+# --- encoding (mirrors junit/decode.rs) -------------------------------------------------
+
+
+def _read_prologue(path: str, head: bytes, whole: bool) -> tuple[str, int]:
+    """(mode, byte order mark length) from the first bytes; see ``read_prologue`` in
+    ``junit/decode.rs``. Modes: ``utf8``, ``ascii``, ``latin1``, ``utf-16-le``,
+    ``utf-16-be``."""
+    if head.startswith(b"\xef\xbb\xbf"):
+        bom_mode, bom_len = "utf8", 3
+    elif head.startswith(b"\xff\xfe"):
+        bom_mode, bom_len = "utf-16-le", 2
+    elif head.startswith(b"\xfe\xff"):
+        bom_mode, bom_len = "utf-16-be", 2
+    else:
+        bom_mode, bom_len = None, 0
+    if bom_mode in ("utf-16-le", "utf-16-be"):
+        text = _Utf16(bom_mode).valid_prefix(head[bom_len:])
+    else:
+        text = head[bom_len:]
+    try:
+        declared = _parse_xml_decl(text, whole)
+    except _DeclError as exc:
+        raise ReportError("malformed", path, exc.message, f"byte {bom_len + exc.offset}") from None
+    family = None
+    if declared is not None:
+        family = _ENCODINGS.get(declared.decode("ascii").lower())
+        if family is None:
+            raise ReportError(
+                "unsupported_encoding",
+                path,
+                f"the XML declaration names the encoding {declared.decode('ascii')!r}; only UTF-8, US-ASCII, "
+                "ISO-8859-1 and UTF-16 are supported: convert the file to UTF-8 (e.g. with iconv)",
+                "byte 0",
+            )
+
+    def contradiction(bom: str) -> ReportError:
+        return ReportError(
+            "malformed",
+            path,
+            f"the byte order mark says {bom} but the XML declaration says {declared.decode('ascii')!r}; "
+            "fix the declaration or re-encode the file",
+            f"byte {bom_len}",
+        )
+
+    if bom_mode in ("utf-16-le", "utf-16-be"):
+        if family not in (None, "utf16"):
+            raise contradiction("UTF-16")
+        return bom_mode, bom_len
+    if family == "utf16":
+        raise ReportError(
+            "malformed",
+            path,
+            "the XML declaration says UTF-16 but the file has no UTF-16 byte order mark (it reads as ASCII); "
+            "fix the declaration or re-encode the file",
+            f"byte {bom_len}",
+        )
+    if bom_mode == "utf8" and family == "latin1":
+        raise contradiction("UTF-8")
+    return family if family in ("ascii", "latin1") else "utf8", bom_len
+
+
+class _DeclError(Exception):
+    def __init__(self, message: str, offset: int) -> None:
+        self.message = message
+        self.offset = offset
+
+
+_BAD_DECL = (
+    'the XML declaration is not well-formed (expected version="1.0", then optionally encoding="..." '
+    'and standalone="yes|no"); fix the first line of the file'
+)
+
+
+def _parse_xml_decl(text: bytes, whole: bool) -> bytes | None:
+    """The declared encoding name of the XML declaration at the start of ``text`` (None
+    without a declaration or without ``encoding``), checked as expat's
+    ``XmlParseXmlDecl`` checks it. Raises ``_DeclError``."""
+    if not (text.startswith(b"<?xml") and len(text) > 5 and text[5:6] in (b" ", b"\t", b"\n", b"\r", b"?")):
+        return None
+    close = text.find(b"?>", 5)
+    if close < 0:
+        if whole:
+            raise _DeclError("the XML declaration '<?xml ...' is not closed by '?>'; the file is truncated or not XML", 0)
+        raise _DeclError("the XML declaration '<?xml ...' is not closed within the first 4 KiB; shorten it", 0)
+    decl = text[:close]
+    pos = 5
+
+    def at(i: int) -> int:
+        # expat's toAscii: -1 past the end or for a non-ASCII byte.
+        return decl[i] if i < len(decl) and decl[i] < 0x80 else -1
+
+    def is_space(c: int) -> bool:
+        return c in (0x20, 0x09, 0x0A, 0x0D)
+
+    def next_attr() -> tuple[bytes, bytes] | None:
+        nonlocal pos
+        if pos == len(decl):
+            return None
+        if not is_space(at(pos)):
+            raise _DeclError(_BAD_DECL, pos)
+        while is_space(at(pos)):
+            pos += 1
+        if pos == len(decl):
+            return None
+        name_start = pos
+        while True:
+            c = at(pos)
+            if c == -1:
+                raise _DeclError(_BAD_DECL, pos)
+            if c == 0x3D:  # '='
+                name_end = pos
+                break
+            if is_space(c):
+                name_end = pos
+                while is_space(at(pos)):
+                    pos += 1
+                if at(pos) != 0x3D:
+                    raise _DeclError(_BAD_DECL, pos)
+                break
+            pos += 1
+        if name_end == name_start:
+            raise _DeclError(_BAD_DECL, pos)
+        pos += 1
+        while is_space(at(pos)):
+            pos += 1
+        quote = at(pos)
+        if quote not in (0x22, 0x27):
+            raise _DeclError(_BAD_DECL, pos)
+        pos += 1
+        value_start = pos
+        while True:
+            c = at(pos)
+            if c == quote:
+                break
+            if c == -1 or not (chr(c).isascii() and (chr(c).isalnum() or c in b"._-")):
+                raise _DeclError(_BAD_DECL, pos)
+            pos += 1
+        value = decl[value_start:pos]
+        pos += 1
+        return decl[name_start:name_end], value
+
+    attr = next_attr()
+    if attr is None or attr[0] != b"version":
+        raise _DeclError(_BAD_DECL, pos)
+    attr = next_attr()
+    encoding = None
+    if attr is not None and attr[0] == b"encoding":
+        if not (attr[1][:1].isalpha() and attr[1][:1].isascii()):
+            raise _DeclError(_BAD_DECL, pos)
+        encoding = attr[1]
+        attr = next_attr()
+    if attr is not None:
+        if attr[0] != b"standalone" or attr[1] not in (b"yes", b"no"):
+            raise _DeclError(_BAD_DECL, pos)
+        while is_space(at(pos)):
+            pos += 1
+        if pos != len(decl):
+            raise _DeclError(_BAD_DECL, pos)
+    return encoding
+
+
+class _DecodeError(Exception):
+    """Bytes invalid for the encoding; ``valid`` is the UTF-8 of what came before."""
+
+    def __init__(self, message: str, valid: bytes) -> None:
+        self.message = message
+        self.valid = valid
+
+
+class _Utf16:
+    """UTF-16 (byte order given, mark skipped) to UTF-8, chunk by chunk."""
+
+    def __init__(self, codec: str) -> None:
+        self.codec = codec
+        self.carry = b""
+        self.big = codec == "utf-16-be"
+
+    def _high_surrogate_at(self, data: bytes, i: int) -> bool:
+        unit = data[i] if self.big else data[i + 1]
+        return 0xD8 <= unit <= 0xDB
+
+    def decode(self, chunk: bytes, final: bool) -> bytes:
+        data = self.carry + chunk
+        cut = len(data) & ~1
+        if not final and cut >= 2 and self._high_surrogate_at(data, cut - 2):
+            cut -= 2  # keep a high surrogate with its low half
+        self.carry = data[cut:]
+        try:
+            out = data[:cut].decode(self.codec).encode("utf-8")
+        except UnicodeDecodeError as exc:
+            valid = data[: exc.start].decode(self.codec).encode("utf-8")
+            raise _DecodeError(
+                f"invalid UTF-16 (unpaired surrogate) at code unit {exc.start // 2}; the file is corrupted or not UTF-16",
+                valid,
+            ) from None
+        if final and self.carry:
+            raise _DecodeError("the UTF-16 text ends in the middle of a character; the file is truncated", out)
+        return out
+
+    def valid_prefix(self, data: bytes) -> bytes:
+        try:
+            return self.decode(data, final=False)
+        except _DecodeError as exc:
+            return exc.valid
+
+
+def _decoder(mode: str):
+    """A function (raw chunk, final) -> UTF-8 bytes for ``mode``; raises ``_DecodeError``."""
+    if mode == "utf8":
+        return lambda chunk, final: chunk
+    if mode == "latin1":
+        return lambda chunk, final: chunk.decode("latin-1").encode("utf-8")
+    if mode == "ascii":
+
+        def ascii_only(chunk: bytes, final: bool) -> bytes:
+            if chunk.isascii():
+                return chunk
+            i = next(i for i, b in enumerate(chunk) if b >= 0x80)
+            raise _DecodeError(
+                f"byte 0x{chunk[i]:02X} is not US-ASCII, the encoding the XML declaration names; "
+                'declare encoding="UTF-8" (or the real encoding)',
+                chunk[:i],
+            )
+
+        return ascii_only
+    return _Utf16(mode).decode
+
+
+# --- records (mirrors junit.rs) ---------------------------------------------------------
+
+
+def node_id(classname: str, name: str, file: str, pytest_suite: bool) -> str:
+    """The pytest-style node id of a testcase (docs/ENGINE.md, *JUnit XML*, rules 1-3)."""
+    path = file[2:] if file.startswith("./") else file
+    if path.endswith(".py"):
+        module = path[:-3].replace("/", ".").replace("\\", ".")
+        if classname == module:
+            return f"{path}::{name}"
+        if classname.startswith(module + "."):
+            return f"{path}::{classname[len(module) + 1 :].replace('.', '::')}::{name}"
+    if pytest_suite and classname:
+        segments = classname.split(".")
+        modules = len(segments)
+        while modules > 0 and segments[modules - 1][:1].isascii() and segments[modules - 1][:1].isupper():
+            modules -= 1
+        if modules > 0:
+            classes = "".join(f"::{s}" for s in segments[modules:])
+            return "/".join(segments[:modules]) + ".py" + classes + f"::{name}"
+    return f"{classname}::{name}" if classname else name
+
+
+def collection_error_path(classname: str, name: str, file: str, pytest_suite: bool) -> str:
+    """The path of a collection error: the name by rule 2's module rule (pytest's suite,
+    empty classname), the node id when there is a classname, else the name."""
+    if classname:
+        return node_id(classname, name, file, pytest_suite)
+    if pytest_suite and name:
+        return name.replace(".", "/") + ".py"
+    return name
+
+
+def _cap_attr(value: str) -> tuple[str, int]:
+    """An attribute value cut to ``ATTR_CAP`` bytes of UTF-8 (at a character boundary)."""
+    if len(value) * 4 <= ATTR_CAP:
+        return value, 0
+    data = value.encode("utf-8", "surrogatepass")
+    if len(data) <= ATTR_CAP:
+        return value, 0
+    kept = _head(data, ATTR_CAP)
+    return kept.decode("utf-8", "surrogatepass"), len(data) - len(kept)
+
+
+def _attr(attrs: dict[str, str], key: str) -> str | None:
+    value = attrs.get(key)
+    return None if value is None else _cap_attr(value)[0]
+
+
+def _parse_line(s: str | None) -> int | None:
+    if not s or not (s.isascii() and s.isdigit()):
+        return None
+    n = int(s)
+    return n if n < 2**64 else None
+
+
+class _Chosen:
+    """The result element that decides a testcase so far (the first of the worst kind)."""
+
+    __slots__ = ("outcome", "phase", "collection", "exception", "message", "message_omitted")
+
+    def __init__(self, tag: str, attrs: dict[str, str]) -> None:
+        message = attrs.get("message")
+        message_omitted = 0
+        if message is not None:
+            message, message_omitted = _cap_attr(message)
+        kind = _attr(attrs, "type")
+        self.collection = False
+        self.phase = None
+        if tag == "failure":
+            self.outcome, self.phase = "failed", "call"
+        elif tag == "error":
+            self.outcome = "error"
+            m = message or ""
+            if m.startswith("failed on setup"):
+                self.phase = "setup"
+            elif m.startswith("failed on teardown"):
+                self.phase = "teardown"
+            self.collection = message == COLLECTION_FAILURE
+        elif message == XPASS_MESSAGE:
+            self.outcome = "xpassed"
+        elif kind == "pytest.xfail":
+            self.outcome = "xfailed"
+        else:
+            self.outcome = "skipped"
+        details = self.outcome in ("failed", "error")
+        self.exception = (kind or None) if details else None
+        self.message = message if details else None
+        self.message_omitted = message_omitted if details else 0
+
+
+class _Case:
+    """An open ``<testcase>``."""
+
+    __slots__ = (
+        "depth",
+        "pytest_suite",
+        "classname",
+        "name",
+        "file",
+        "line",
+        "duration_us",
+        "chosen",
+        "flaky_result",
+        "capture",
+        "capture_depth",
+        "text",
+        "stdout",
+        "stderr",
+    )
+
+    def __init__(self, attrs: dict[str, str], depth: int, pytest_suite: bool, max_output_bytes: int) -> None:
+        self.depth = depth
+        self.pytest_suite = pytest_suite
+        self.classname = _attr(attrs, "classname") or ""
+        self.name = _attr(attrs, "name") or ""
+        self.file = _attr(attrs, "file")
+        self.line = _attr(attrs, "line")
+        time = _attr(attrs, "time")
+        self.duration_us = 0 if time is None else duration_us_from_text(time, True)
+        self.chosen: _Chosen | None = None
+        self.flaky_result = False
+        self.capture: HeadTail | None = None
+        self.capture_depth = 0
+        self.text = HeadTail(0, 0)
+        self.stdout = HeadTail.for_output(max_output_bytes)
+        self.stderr = HeadTail.for_output(max_output_bytes)
+
+
+class _Stop(Exception):
+    """Carries a ``ReportError`` out of an expat handler."""
+
+    def __init__(self, error: ReportError) -> None:
+        self.error = error
+
+
+class _Parser:
+    def __init__(self, f, path: str, budgets: dict[str, int], emit: Emit, mode: str) -> None:
+        self.f = f
+        self.path = path
+        self.emit = emit
+        self.max_output_bytes = budgets["max_output_bytes"]
+        self.decode = _decoder(mode)
+        self.mode = mode
+        self.depth = 0
+        self.root_seen = False
+        self.suites: list[tuple[int, bool]] = []
+        self.case: _Case | None = None
+        self.held: TestRecord | None = None
+        self.held_passed = False
+        self.held_failed = False
+        # The last two chunks fed to expat (to look at the bytes where it stopped).
+        self.window = b""
+        self.window_base = 0
+        self.fed = 0
+        self.at_eof = False
+
+        p = expat.ParserCreate("UTF-8")
+        p.buffer_text = True
+        p.buffer_size = 64 * 1024
+        p.SetParamEntityParsing(expat.XML_PARAM_ENTITY_PARSING_NEVER)
+        p.StartElementHandler = self.start
+        p.EndElementHandler = self.end
+        p.CharacterDataHandler = self.characters
+        p.StartDoctypeDeclHandler = self.doctype
+        # Sees each prolog token, so '<!DOCTYPE' is refused even when what follows is
+        # broken (expat would report that first); dropped at the root element.
+        p.DefaultHandler = self.prolog_token
+        self.p = p
+
+    # -- feeding
+
+    def run(self, first: bytes) -> None:
+        pending = first
+        while True:
+            more = _read(self.f, self.path, CHUNK)
+            final = not more
+            try:
+                data = self.decode(pending, final)
+            except _DecodeError as exc:
+                self.feed(exc.valid, False)
+                raise ReportError(
+                    "malformed",
+                    self.path,
+                    f"{exc.message}; regenerate the report or fix its encoding",
+                    f"byte {self.fed} of the text decoded to UTF-8",
+                ) from None
+            self.feed(data, final)
+            if final:
+                break
+            pending = more
+        self.flush()
+
+    def feed(self, data: bytes, final: bool) -> None:
+        if len(self.window) > CHUNK:
+            drop = len(self.window) - CHUNK
+            self.window = self.window[drop:]
+            self.window_base += drop
+        self.window += data
+        self.fed += len(data)
+        try:
+            self.p.Parse(data, final)
+        except _Stop as stop:
+            raise stop.error from None
+        except expat.ExpatError as exc:
+            raise self.expat_error(exc) from None
+
+    def expat_error(self, exc: expat.ExpatError) -> ReportError:
+        where = f"line {exc.lineno}, column {exc.offset + 1}"
+        at = self.p.ErrorByteIndex - self.window_base
+        # expat stops at '<' (prolog, after the root) or just after '<!' (inside it).
+        for start in (at, at - 2):
+            if 0 <= start < len(self.window) and self.window[start : start + 2] == b"<!":
+                ahead = self.peek(start, 10)
+                for keyword in _DECLARATIONS:
+                    if ahead[2:].startswith(keyword):
+                        return self.forbidden(keyword.decode(), where)
+        message = expat.ErrorString(exc.code)
+        return ReportError(
+            "malformed",
+            self.path,
+            f"not well-formed XML: {message}; the report is corrupted or was cut off, regenerate it",
+            where,
+        )
+
+    def peek(self, start: int, n: int) -> bytes:
+        """``n`` bytes of the decoded text at window offset ``start``, reading on if needed."""
+        while len(self.window) - start < n and not self.at_eof:
+            raw = _read(self.f, self.path, 64)
+            if not raw:
+                self.at_eof = True
+                break
+            try:
+                self.window += self.decode(raw, False)
+            except _DecodeError as exc:
+                self.window += exc.valid
+                break
+        return self.window[start : start + n]
+
+    def forbidden(self, keyword: str, where: str) -> ReportError:
+        return ReportError(
+            "forbidden",
+            self.path,
+            f"the file contains '<!{keyword}': DTDs and entity declarations are refused (they enable XXE and "
+            "billion-laughs attacks); JUnit reports never need one, remove it",
+            where,
+        )
+
+    def position(self) -> str:
+        return f"line {self.p.CurrentLineNumber}, column {self.p.CurrentColumnNumber + 1}"
+
+    # -- expat handlers
+
+    def doctype(self, *args) -> None:
+        raise _Stop(self.forbidden("DOCTYPE", self.position()))
+
+    def prolog_token(self, data: str) -> None:
+        if data.startswith("<!"):
+            for keyword in _DECLARATIONS:
+                if data[2:].startswith(keyword.decode()):
+                    raise _Stop(self.forbidden(keyword.decode(), self.position()))
+
+    def start(self, name: str, attrs: dict[str, str]) -> None:
+        self.depth += 1
+        depth = self.depth
+        if not self.root_seen:
+            self.root_seen = True
+            self.p.DefaultHandler = None
+            if name not in ("testsuites", "testsuite"):
+                raise _Stop(
+                    ReportError(
+                        "not_a_report",
+                        self.path,
+                        f"the root element is <{name}>, not <testsuites> or <testsuite>: this XML file is not a "
+                        "JUnit report (NUnit, TRX and xUnit.net files need converting to JUnit XML first)",
+                        self.position(),
+                    )
+                )
+        case = self.case
+        if case is None:
+            if name == "testsuite":
+                self.suites.append((depth, _attr(attrs, "name") == "pytest"))
+            elif name == "testcase":
+                pytest_suite = bool(self.suites) and self.suites[-1][1]
+                self.case = _Case(attrs, depth, pytest_suite, self.max_output_bytes)
+            return
+        if depth != case.depth + 1:
+            return
+        if name in _RESULT_TAGS:
+            chosen = _Chosen(name, attrs)
+            if case.chosen is None or SEVERITY[chosen.outcome] > SEVERITY[case.chosen.outcome]:
+                if chosen.outcome in ("failed", "error"):
+                    case.text = HeadTail.for_text()
+                    case.capture = case.text
+                    case.capture_depth = depth
+                case.chosen = chosen
+        elif name in ("flakyFailure", "flakyError"):
+            case.flaky_result = True
+        elif name == "system-out":
+            case.capture = case.stdout
+            case.capture_depth = depth
+        elif name == "system-err":
+            case.capture = case.stderr
+            case.capture_depth = depth
+
+    def end(self, name: str) -> None:
+        depth = self.depth
+        self.depth -= 1
+        case = self.case
+        if case is not None:
+            if depth == case.depth:
+                self.case = None
+                self.close_case(case)
+            elif case.capture is not None and depth == case.capture_depth:
+                case.capture = None
+        elif name == "testsuite" and self.suites and self.suites[-1][0] == depth:
+            self.suites.pop()
+
+    def characters(self, data: str) -> None:
+        case = self.case
+        if case is not None and case.capture is not None:
+            case.capture.push(data)
+
+    # -- records
+
+    def close_case(self, case: _Case) -> None:
+        file = case.file or ""
+        chosen = case.chosen
+        if chosen is not None and chosen.collection:
+            text, omitted = case.text.finish()
+            record = CollectionErrorRecord(
+                path=collection_error_path(case.classname, case.name, file, case.pytest_suite),
+                exception=chosen.exception,
+                message=chosen.message,
+                text=text,
+                text_bytes_omitted=omitted + chosen.message_omitted,
+            )
+            self.flush()
+            self.emit(record)
+            return
+        outcome = "passed" if chosen is None else chosen.outcome
+        problem = outcome in ("failed", "error")
+        record = TestRecord(
+            node_id=node_id(case.classname, case.name, file, case.pytest_suite),
+            outcome=outcome,
+            duration_us=case.duration_us,
+            flaky=case.flaky_result and not problem,
+        )
+        if problem:
+            text, text_omitted = case.text.finish()
+            out, out_omitted = case.stdout.finish()
+            err, err_omitted = case.stderr.finish()
+            location = file[2:] if file.startswith("./") else file
+            record.phase = chosen.phase
+            record.exception = chosen.exception
+            record.message = chosen.message
+            record.text = text
+            record.path = location or None
+            record.line = _parse_line(case.line)
+            record.stdout = out or None
+            record.stderr = err or None
+            record.text_bytes_omitted = text_omitted + chosen.message_omitted
+            record.output_bytes_omitted = out_omitted + err_omitted
+        self.push_test(record)
+
+    def push_test(self, record: TestRecord) -> None:
+        """Merge a retry (same node id as the held test) or emit the held test."""
+        passed = record.outcome == "passed"
+        failed = record.outcome in ("failed", "error")
+        held = self.held
+        if held is not None and held.node_id == record.node_id:
+            self.held_passed |= passed
+            self.held_failed |= failed
+            record.duration_us = min(held.duration_us + record.duration_us, 2**64 - 1)
+            record.flaky = held.flaky or record.flaky or (self.held_passed and self.held_failed)
+            self.held = record
+            return
+        self.flush()
+        self.held, self.held_passed, self.held_failed = record, passed, failed
+
+    def flush(self) -> None:
+        if self.held is not None:
+            self.emit(self.held)
+            self.held = None
