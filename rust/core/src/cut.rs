@@ -21,7 +21,8 @@
 //!   the last frame of the text; a separator is dropped when every frame of the block
 //!   after it is.
 //! * Step 4 keeps, before a frame's first `>` line, its last 3 non-blank lines and
-//!   everything after the first of them; earlier lines go unless essential.
+//!   everything after the first of them; earlier lines go unless essential (and stay
+//!   when they are all blank).
 //! * Marker lines are never cut to `max_line_chars`; `max_lines` below 3 counts as 3,
 //!   `max_line_chars` below 8 as 8. The head/tail cut of step 6 counts marker lines,
 //!   so the result has at most `max_lines` lines.
@@ -293,6 +294,11 @@ pub fn cut_traceback(text: &str, max_lines: usize, max_line_chars: usize) -> (St
                     break;
                 }
             }
+        }
+        // Only blank lines before the kept context (pytest's blank line after a
+        // separator): nothing worth a marker.
+        if (frame.start..keep_from).all(|j| dropped[j] || strip(lines[j]).is_empty()) {
+            continue;
         }
         for j in frame.start..keep_from {
             if !is_essential(lines[j]) {

@@ -178,10 +178,28 @@ fn match_number(s: &[u8], i: usize) -> usize {
 
 /// The message with its variable parts replaced by placeholders (grammar above).
 pub fn normalize_message(message: &str) -> String {
+    normalize_prefix(message, usize::MAX)
+}
+
+/// `capped(normalize_message(message), max_chars)` (the group key's message, see
+/// docs/ENGINE.md *Groups*), without normalising more of a long message than needed.
+pub fn normalize_capped(message: &str, max_chars: usize) -> String {
+    crate::cut::capped(&normalize_prefix(message, max_chars), max_chars)
+}
+
+/// The normalised message, or a prefix of it longer than `limit` characters: the scan
+/// stops once the output has more than `limit` characters (each output character
+/// depends only on the input, so the prefix is that of the whole result).
+fn normalize_prefix(message: &str, limit: usize) -> String {
     let s = message.as_bytes();
-    let mut out: Vec<u8> = Vec::with_capacity(s.len());
+    let mut out: Vec<u8> = Vec::with_capacity(s.len().min(limit.saturating_add(8)));
+    let mut out_chars = 0usize;
     let mut i = 0;
     while i < s.len() {
+        // Stop past the limit, at a character boundary.
+        if out_chars > limit && s[i] & 0xC0 != 0x80 {
+            break;
+        }
         let b = s[i];
         let prev = if i > 0 { Some(s[i - 1]) } else { None };
         let word_start = !matches!(prev, Some(p) if is_word(p));
@@ -226,10 +244,13 @@ pub fn normalize_message(message: &str) -> String {
         match placeholder {
             Some((text, end)) => {
                 out.extend_from_slice(text);
+                out_chars += text.len();
                 i = end;
             }
             None => {
                 out.push(b);
+                // A character is counted at its first byte.
+                out_chars += usize::from(b & 0xC0 != 0x80);
                 i += 1;
             }
         }
@@ -327,5 +348,21 @@ mod tests {
         let c = group_key(Some("TimeoutError"), "connect to 10.0.0.1:5432 refused after 3 retries");
         assert_ne!(a.0, c.0);
         assert_eq!(group_key(None, "x"), group_key(Some(""), "x"));
+    }
+
+    #[test]
+    fn normalize_capped_equals_capping_the_whole_result() {
+        let messages = [
+            "refused by 10.0.0.2:6379 after 12 retries",
+            "ééé 'a' 1.5 /x/y 0xff 3f2a9c1b-x 550e8400-e29b-41d4-a716-446655440000 ",
+            "",
+            "12345678901234567890",
+        ];
+        for message in messages {
+            let repeated = message.repeat(5);
+            for max in 0..60 {
+                assert_eq!(normalize_capped(&repeated, max), crate::cut::capped(&normalize_message(&repeated), max));
+            }
+        }
     }
 }

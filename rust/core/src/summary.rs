@@ -15,7 +15,7 @@ use serde::Serialize;
 
 use crate::budgets::Budgets;
 use crate::cut::{capped, chomp, cut_traceback, is_ws, parse_location, strip};
-use crate::group::{group_id, key_hash, normalize_message, OTHER_GROUP_ID, OTHER_GROUP_MESSAGE};
+use crate::group::{group_id, key_hash, normalize_capped, OTHER_GROUP_ID, OTHER_GROUP_MESSAGE};
 use crate::record::{CollectionErrorRecord, Item, Outcome, Phase, TestRecord};
 use crate::Format;
 
@@ -72,14 +72,13 @@ fn trailing_exception(line: &str) -> Option<&str> {
     (digits_start < head.len() && head[colon] == b':' && colon >= first.len_utf8()).then_some(name)
 }
 
-/// (exception, message) of a failure or collection error; the message capped at
-/// `max_chars` characters. An empty `exception` counts as none.
-fn describe(
-    exception: Option<&str>,
-    message: Option<&str>,
-    text: Option<&str>,
-    max_chars: usize,
-) -> (Option<String>, String) {
+/// (exception, message line) of a failure or collection error, the line not yet
+/// capped. An empty `exception` counts as none.
+fn describe<'a>(
+    exception: Option<&'a str>,
+    message: Option<&'a str>,
+    text: Option<&'a str>,
+) -> (Option<&'a str>, &'a str) {
     let text = text.unwrap_or("");
     let line = message
         .and_then(|m| first_e_line(m).or_else(|| first_meaningful_line(m)))
@@ -96,7 +95,7 @@ fn describe(
             None => (text.rsplit('\n').map(chomp).find_map(trailing_exception), line),
         },
     };
-    (exception.map(str::to_owned), capped(line, max_chars))
+    (exception, line)
 }
 
 /// The location from the last `path:N: ` line of `text` (see `cut::parse_location`).
@@ -306,13 +305,11 @@ impl SummaryBuilder {
         self.failures_total += 1;
         self.text_bytes_omitted = self.text_bytes_omitted.saturating_add(record.text_bytes_omitted);
         self.output_bytes_omitted = self.output_bytes_omitted.saturating_add(record.output_bytes_omitted);
-        let (exception, message) = describe(
-            record.exception.as_deref(),
-            record.message.as_deref(),
-            record.text.as_deref(),
-            self.budgets.max_message_chars,
-        );
-        let group = self.add_to_group(exception.as_deref(), &message, seq, &record.node_id);
+        let (exception, line) =
+            describe(record.exception.as_deref(), record.message.as_deref(), record.text.as_deref());
+        let max_chars = self.budgets.max_message_chars;
+        let group = self.add_to_group(exception, line, seq, &record.node_id);
+        let (exception, message) = (exception.map(str::to_owned), capped(line, max_chars));
         if self.failures.len() < self.budgets.max_failures {
             let text = record.text.take().unwrap_or_default();
             let location = match record.path.take() {
@@ -339,8 +336,10 @@ impl SummaryBuilder {
     }
 
     /// Count a failure in its group (creating it, or `gother` when the table is full).
+    /// The key's message is the whole message line normalised, then capped like a
+    /// message: it is also the group's listed message.
     fn add_to_group(&mut self, exception: Option<&str>, message: &str, seq: u64, node_id: &str) -> GroupRef {
-        let normalized = normalize_message(message);
+        let normalized = normalize_capped(message, self.budgets.max_message_chars);
         let exception = exception.unwrap_or("");
         let mut key = String::with_capacity(exception.len() + 1 + normalized.len());
         key.push_str(exception);
@@ -383,12 +382,9 @@ impl SummaryBuilder {
         self.collection_total += 1;
         self.text_bytes_omitted = self.text_bytes_omitted.saturating_add(record.text_bytes_omitted);
         if self.collection_errors.len() < self.budgets.max_collection_errors {
-            let (exception, message) = describe(
-                record.exception.as_deref(),
-                record.message.as_deref(),
-                record.text.as_deref(),
-                self.budgets.max_message_chars,
-            );
+            let (exception, line) =
+                describe(record.exception.as_deref(), record.message.as_deref(), record.text.as_deref());
+            let (exception, message) = (exception.map(str::to_owned), capped(line, self.budgets.max_message_chars));
             self.collection_errors.push(ListedCollectionError { path: record.path, exception, message });
         }
     }
@@ -490,7 +486,7 @@ impl SummaryBuilder {
                         id: group_id(g.hash),
                         count,
                         exception: (g.exception_len > 0).then(|| &g.key[..g.exception_len]),
-                        message: capped(&g.key[g.exception_len + 1..], b.max_message_chars),
+                        message: g.key[g.exception_len + 1..].to_owned(),
                         examples: g.examples.iter().map(|e| e.1.as_str()).collect(),
                     }
                 }
@@ -658,7 +654,10 @@ mod tests {
 
     #[test]
     fn messages_and_exceptions_follow_the_documented_sources() {
-        let d = |e: Option<&str>, m: Option<&str>, t: Option<&str>| describe(e, m, t, 300);
+        let d = |e: Option<&'static str>, m: Option<&'static str>, t: Option<&'static str>| {
+            let (e, m) = describe(e, m, t);
+            (e.map(str::to_owned), m.to_owned())
+        };
         // The record's message, exception prefix split off.
         assert_eq!(
             d(None, Some("\n  AssertionError: assert 'a' == 'b'\n  - b\n"), None),
@@ -676,8 +675,6 @@ mod tests {
         // Neither: the first meaningful line of the text, no exception.
         assert_eq!(d(None, Some("  "), Some("\n boom \n")), (None, "boom".into()));
         assert_eq!(d(None, None, None), (None, String::new()));
-        // Capped to max_message_chars characters.
-        assert_eq!(describe(None, Some("ééééééééééé"), None, 8).1, "ééééééé…");
         assert_eq!(trailing_exception("a:1: X"), Some("X"));
         assert_eq!(trailing_exception(":1: X"), None);
         assert_eq!(trailing_exception(" a:1: X"), None);

@@ -1,0 +1,469 @@
+"""The builder's rules in both backends: traceback cutting, group keys, and the summary.
+
+Each rule is checked two ways: concrete expected outputs (worked out by hand from
+docs/ENGINE.md) on realistic pytest tracebacks for both implementations, and hypothesis
+runs that feed the same random inputs to ``pytest_mcp_server._native`` and to
+``pytest_mcp_server.pure.summary`` and demand identical results.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import orjson
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from pytest_mcp_server.models import Budgets, ReportSummary
+from pytest_mcp_server.pure import summary as pure
+from pytest_mcp_server.pure.records import CollectionErrorRecord, TestRecord
+
+CORPUS = Path("/work/shared/corpus")
+SAMPLE_JSON = CORPUS / "pytest-json-report" / "sample_report.json"
+
+
+def _load_native():
+    """The extension's rule functions, or the reason they cannot be tested."""
+    try:
+        from pytest_mcp_server import _native
+    except ImportError as exc:
+        return None, f"the Rust extension is not built ({exc}); run `pip install -e . --no-deps --no-build-isolation`"
+    try:
+        _native.group_key(None, "probe 1")
+        _native.cut_traceback("probe", 40, 200)
+    except BaseException as exc:  # a stale build panics on the old todo!() stubs
+        return None, f"the Rust extension is stale ({exc!r}); rebuild it"
+    return _native, ""
+
+
+native, NATIVE_MISSING = _load_native()
+needs_native = pytest.mark.skipif(native is None, reason=NATIVE_MISSING)
+
+# Implementations under test: the pure one always, the native one when built.
+IMPLEMENTATIONS = [
+    pytest.param(pure, id="pure"),
+    pytest.param(native, id="native", marks=needs_native),
+]
+
+
+# --------------------------------------------------------------------------------------
+# Traceback cutting: concrete cases.
+
+# pytest --tb=long output of a test whose request failed inside `requests`/`urllib3`,
+# with a chained exception (the shape pytest writes; the paths are a venv's).
+REQUESTS_TRACEBACK = """\
+self = <tests.test_api.TestApi object at 0x7f00>
+
+    def test_get(self):
+        url = URL
+        headers = {}
+        params = {}
+        timeout = 3
+>       r = requests.get(url, headers=headers, params=params, timeout=timeout)
+
+tests/test_api.py:14: 
+_ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _
+.venv/lib/python3.11/site-packages/requests/api.py:73: in get
+    return request("get", url, params=params, **kwargs)
+tests/helpers.py:9: in request
+    return session.request(method=method, url=url, **kwargs)
+.venv/lib/python3.11/site-packages/requests/sessions.py:589: in request
+    resp = self.send(prep, **send_kwargs)
+_ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _
+
+self = <urllib3.connection.HTTPConnection object at 0x7f01>
+
+    def _new_conn(self):
+>       sock = connection.create_connection(
+E       ConnectionRefusedError: [Errno 111] Connection refused
+
+.venv/lib/python3.11/site-packages/urllib3/connection.py:203: ConnectionRefusedError
+
+The above exception was the direct cause of the following exception:
+
+    def test_other():
+>       raise RuntimeError('boom')
+E       RuntimeError: boom
+
+tests/test_api.py:30: RuntimeError
+"""
+
+
+@pytest.mark.parametrize("impl", IMPLEMENTATIONS)
+def test_cut_drops_library_frames_and_keeps_essential_lines(impl):
+    cut, omitted = impl.cut_traceback(REQUESTS_TRACEBACK, 40, 200)
+    lines = cut.split("\n")
+    # Step 4: of the 7 lines before `>`, the last 3 non-blank stay; 4 become a marker.
+    assert lines[:5] == [
+        "... [4 lines omitted]",
+        "        headers = {}",
+        "        params = {}",
+        "        timeout = 3",
+        ">       r = requests.get(url, headers=headers, params=params, timeout=timeout)",
+    ]
+    # Step 2: the two site-packages short entries go (2 lines each), the helper stays.
+    assert lines[7:12] == [
+        "_ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _",
+        "... [2 lines omitted]",
+        "tests/helpers.py:9: in request",
+        "    return session.request(method=method, url=url, **kwargs)",
+        "... [2 lines omitted]",
+    ]
+    # The library frame that raised is the last of its exception: kept, E line and all.
+    assert "E       ConnectionRefusedError: [Errno 111] Connection refused" in lines
+    assert "The above exception was the direct cause of the following exception:" in lines
+    assert lines[-3:] == ["E       RuntimeError: boom", "", "tests/test_api.py:30: RuntimeError"]
+    assert omitted == 4 + 2 + 2
+    assert not any("site-packages/requests" in line for line in lines)
+
+
+@pytest.mark.parametrize("impl", IMPLEMENTATIONS)
+def test_cut_on_a_real_pytest_json_report(impl):
+    report = json.loads(SAMPLE_JSON.read_text())
+    nested = next(t for t in report["tests"] if t["nodeid"].endswith("::test_fail_nested"))
+    cut, omitted = impl.cut_traceback(nested["call"]["longrepr"], 40, 200)
+    lines = cut.split("\n")
+    # 14 source lines before `>       foo()`: the first 11 go, the last 3 stay.
+    assert lines[:5] == [
+        "... [11 lines omitted]",
+        "            print('foo')",
+        "            v = [bar(x) for x in range(3)]",
+        "            return v",
+        ">       foo()",
+    ]
+    # The last frame has only a blank line before its context: nothing dropped there.
+    assert lines[lines.index("o = 1") - 1] == ""
+    assert lines[-2:] == ["", "test_create_report.py:55: TypeError"]
+    assert "E       TypeError: unsupported operand type(s) for -: 'int' and 'NoneType'" in lines
+    assert omitted == 11
+
+
+@pytest.mark.parametrize("impl", IMPLEMENTATIONS)
+def test_cut_native_and_java_tracebacks(impl):
+    text = (
+        "Traceback (most recent call last):\n"
+        '  File "/work/app/tests/test_x.py", line 3, in test_x\n'
+        "    run()\n"
+        '  File "/usr/lib/python3.11/json/__init__.py", line 346, in loads\n'
+        "    return _default_decoder.decode(s)\n"
+        "           ^^^^^^^^^^^^^^^^^^^^^^^^^^\n"
+        '  File "C:\\work\\app\\app.py", line 9, in run\n'
+        "    json.loads('{')\n"
+        "json.decoder.JSONDecodeError: Expecting property name\n"
+        "java.lang.AssertionError: expected\n"
+        "\tat org.junit.Assert.fail(Assert.java:88)\n"
+        "\tat com.example.CalcTest.adds(CalcTest.java:12)\n"
+        "\tat sun.reflect.NativeMethodAccessorImpl.invoke0(Native Method)\n"
+    )
+    cut, omitted = impl.cut_traceback(text, 40, 200)
+    assert cut.split("\n") == [
+        "Traceback (most recent call last):",
+        '  File "/work/app/tests/test_x.py", line 3, in test_x',
+        "    run()",
+        "... [3 lines omitted]",
+        '  File "C:\\work\\app\\app.py", line 9, in run',
+        "    json.loads('{')",
+        "json.decoder.JSONDecodeError: Expecting property name",
+        "java.lang.AssertionError: expected",
+        "... [1 lines omitted]",
+        "\tat com.example.CalcTest.adds(CalcTest.java:12)",
+        "... [1 lines omitted]",
+    ]
+    assert omitted == 5
+
+
+@pytest.mark.parametrize("impl", IMPLEMENTATIONS)
+def test_cut_head_and_tail_with_markers_and_long_lines(impl):
+    text = "\r\n\n" + "".join(f"line {i}\r\n" for i in range(1, 101)) + "\n \n"
+    cut, omitted = impl.cut_traceback(text, 10, 200)
+    assert cut.split("\n") == ["line 1", "line 2", "line 3", "... [91 lines omitted]"] + [
+        f"line {i}" for i in range(95, 101)
+    ]
+    assert omitted == 91
+    # Step 8 counts characters, not bytes; markers are never cut.
+    assert impl.cut_traceback("é" * 20, 40, 8) == ("é" * 7 + "…", 0)
+    assert impl.cut_traceback("  \n\t\n", 40, 200) == ("", 0)
+    many = "> x\n" + "".join(f"E   {i}\n" for i in range(20))
+    cut, omitted = impl.cut_traceback(many, 3, 8)
+    assert cut == "> x\n... [19 lines omitted]\nE   19"
+    assert omitted == 19
+
+
+# --------------------------------------------------------------------------------------
+# Groups: concrete cases.
+
+
+@pytest.mark.parametrize("impl", IMPLEMENTATIONS)
+def test_300_connection_errors_have_one_key(impl):
+    rng = random.Random(7)
+    keys = set()
+    for _ in range(300):
+        host = ".".join(str(rng.randrange(256)) for _ in range(4))
+        message = (
+            f"HTTPConnectionPool(host='{host}', port={rng.randrange(1, 65536)}): "
+            f"connection to {host}:{rng.randrange(1, 65536)} refused after {rng.randrange(1, 100)} retries "
+            f"(waited {rng.random() * 10:.3f}s, conn at 0x{rng.getrandbits(48):x})"
+        )
+        keys.add(impl.group_key("ConnectionError", message))
+    assert len(keys) == 1
+    (group_id, normalized), = keys
+    assert normalized == (
+        "HTTPConnectionPool(host=<str>, port=<n>): connection to <addr> refused after <n> retries "
+        "(waited <n>s, conn at <hex>)"
+    )
+    assert group_id.startswith("g") and len(group_id) == 9
+    assert impl.group_key("TimeoutError", "connection to 1.2.3.4:5 refused after 1 retries")[0] != group_id
+
+
+@pytest.mark.parametrize("impl", IMPLEMENTATIONS)
+@pytest.mark.parametrize(
+    "message, normalized",
+    [
+        ("KeyError: 'user_id'", "KeyError: <str>"),
+        ("can't open \"a b\"", "can't open <str>"),
+        ("assert b'\\x00' != rb'q'", "assert b<str> != rb<str>"),
+        ("unclosed 'quote", "unclosed 'quote"),
+        ("id=550e8400-e29b-41d4-a716-446655440000.", "id=<uuid>."),
+        ("sha 3f2a9c1b ok, deadbeef stays", "sha <hex> ok, deadbeef stays"),
+        ("file /tmp/pytest-of-root/pytest-12/x.json missing", "file <path> missing"),
+        ("see tests/test_x.py:12", "see <path>:<n>"),
+        ("C:\\Users\\me\\x.txt", "C:<path>"),
+        ("/tmp alone", "/tmp alone"),
+        ("version 1.2.3.4.5", "version <n>.<n>.<n>"),
+        ("2024-01-31 12:30:45.123", "<n>-<n>-<n> <n>:<n>:<n>"),
+        ("worker_3 died; héllo 42 wörld", "worker_<n> died; héllo <n> wörld"),
+    ],
+)
+def test_normaliser_placeholders(impl, message, normalized):
+    assert impl.group_key(None, message)[1] == normalized
+
+
+def test_group_id_is_fnv1a_of_exception_nul_message():
+    # FNV-1a 64 of the single byte 0x00 (exception None, message "") is 0xaf63bd4c8601b7df.
+    assert pure.group_key(None, "") == ("gaf63bd4c", "")
+    assert pure.group_key("", "x") == pure.group_key(None, "x")
+
+
+# --------------------------------------------------------------------------------------
+# Native == pure on random inputs.
+
+# Characters every normaliser rule and cutting rule reacts to, plus plain text.
+_TOKEN_CHARS = "0123456789abcdefxXEF_.:/\\-'\"bru \n\t\rné…😀>@%~+"
+_FRAGMENTS = [
+    "0x1f",
+    "10.0.0.1",
+    ":8080",
+    "550e8400-e29b-41d4-a716-446655440000",
+    "3f2a9c1b",
+    "/tmp/a/b",
+    "C:\\x\\y",
+    "'str'",
+    '"s"',
+    "rb'x'",
+    "1.5",
+    "_ _ _",
+    "E   ",
+    ">   ",
+    "tests/t.py:12: ",
+    "site-packages/x.py:3: in f",
+    '  File "/usr/lib/python3.11/x.py", line 3, in f',
+    '  File "app.py", line 9, in g',
+    "\tat java.lang.X.y(X.java:1)",
+    "The above exception was the direct cause of the following exception:",
+    "in ",
+    "\n",
+    "\r\n",
+    "    ",
+]
+messages = st.lists(
+    st.one_of(st.sampled_from(_FRAGMENTS), st.text(alphabet=_TOKEN_CHARS, max_size=6)), max_size=40
+).map("".join)
+
+
+@needs_native
+@settings(max_examples=3000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(exception=st.one_of(st.none(), st.sampled_from(["", "ValueError", "é.Error"])), message=messages)
+def test_group_key_parity(exception, message):
+    assert native.group_key(exception, message) == pure.group_key(exception, message)
+
+
+@needs_native
+@settings(max_examples=300, deadline=None)
+@given(message=st.text(max_size=80))
+def test_group_key_parity_on_any_text(message):
+    assert native.group_key("E", message) == pure.group_key("E", message)
+
+
+traceback_lines = st.lists(
+    st.one_of(
+        st.sampled_from(
+            [
+                "",
+                "   ",
+                "_ _ _ _ _",
+                " _ _ _ ",
+                "__ _",
+                ">       assert x",
+                "E       assert 1 == 2",
+                "E",
+                "tests/test_x.py:12: ",
+                "tests/test_x.py:12: AssertionError",
+                "tests/helpers.py:9: in helper",
+                ".venv/lib/python3.11/site-packages/lib/a.py:5: in call",
+                "/usr/lib/python3.12/site-packages/lib/a.py:9: ValueError",
+                "C:\\py\\Lib\\site-packages\\m.py:3: in f",
+                "<frozen importlib._bootstrap>:241: in _call",
+                '  File "/usr/lib/python3.11/json/decoder.py", line 3, in f',
+                '  File "app.py", line 9, in g',
+                "    x = f()",
+                "           ^^^^",
+                "\tat org.junit.Assert.fail(Assert.java:88)",
+                "\tat com.example.T.t(T.java:1)",
+                "The above exception was the direct cause of the following exception:",
+                "During handling of the above exception, another exception occurred:",
+                "    def test():",
+                "self = <X object at 0x7f>",
+            ]
+        ),
+        st.text(alphabet=_TOKEN_CHARS, max_size=30),
+    ),
+    max_size=60,
+)
+
+
+@needs_native
+@settings(max_examples=3000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    lines=traceback_lines,
+    newline=st.sampled_from(["\n", "\r\n"]),
+    max_lines=st.integers(0, 45),
+    max_line_chars=st.integers(0, 60),
+)
+def test_cut_traceback_parity(lines, newline, max_lines, max_line_chars):
+    text = newline.join(lines)
+    assert native.cut_traceback(text, max_lines, max_line_chars) == pure.cut_traceback(
+        text, max_lines, max_line_chars
+    )
+
+
+@needs_native
+@settings(max_examples=300, deadline=None)
+@given(text=st.text(max_size=300), max_lines=st.integers(3, 20))
+def test_cut_traceback_parity_on_any_text(text, max_lines):
+    assert native.cut_traceback(text, max_lines, 20) == pure.cut_traceback(text, max_lines, 20)
+
+
+@given(lines=traceback_lines, max_lines=st.integers(3, 45), max_line_chars=st.integers(8, 60))
+@settings(max_examples=500, deadline=None)
+def test_cut_traceback_invariants(lines, max_lines, max_line_chars):
+    text = "\n".join(lines)
+    cut, omitted = pure.cut_traceback(text, max_lines, max_line_chars)
+    out = cut.split("\n") if cut else []
+    assert len(out) <= max_lines
+    markers = [line for line in out if line.startswith("... [") and line.endswith(" lines omitted]")]
+    kept = len(out) - len(markers)
+    # Every line after step 1 is either kept or counted in a marker.
+    input_lines = text.split("\n")
+    non_blank = [i for i, line in enumerate(input_lines) if line.strip(" \t\n\r\x0b\x0c")]
+    expected_total = non_blank[-1] - non_blank[0] + 1 if non_blank else 0
+    assert kept + omitted == expected_total
+    assert omitted == sum(int(m[5:].split(" ")[0]) for m in markers)
+    assert all(len(line) <= max_line_chars for line in out if line not in markers)
+
+
+# --------------------------------------------------------------------------------------
+# The pure builder end to end on hand-made records.
+
+BUDGETS = Budgets(max_failures=2, max_groups=2, max_examples=2, max_slowest=3, max_message_chars=40)
+
+
+def _failure(node_id, message, text="", outcome="failed", **extra):
+    return TestRecord(node_id, outcome, "call", 1_000, message=message, text=text, **extra)
+
+
+def _records():
+    return [
+        TestRecord("t.py::pass_fast", "passed", duration_us=10),
+        TestRecord("t.py::pass_slow", "passed", duration_us=2_500_000),
+        _failure("t.py::a", "ConnectionError: refused by 10.0.0.1:5432 after 3 retries", stdout="", stderr="boom"),
+        TestRecord("t.py::flaky", "passed", duration_us=2_500_000, flaky=True),
+        _failure(
+            "t.py::b",
+            None,
+            "    def test_b():\n>       d['x']\nE       KeyError: 'x'\n\nt.py:9: KeyError",
+            text_bytes_omitted=100,
+        ),
+        _failure("t.py::c", "ConnectionError: refused by 10.0.0.2:6379 after 12 retries", output_bytes_omitted=7),
+        _failure("t.py::d", "ConnectionError: refused by 10.9.0.2:1 after 1 retries", outcome="error"),
+        TestRecord("t.py::skip", "skipped"),
+        TestRecord("t.py::xf", "xfailed", duration_us=3),
+        _failure("t.py::e", "OSError: disk full on /dev/sda1 at 2024-01-01T00:00:00, please clean up the disk"),
+        CollectionErrorRecord("tests/test_bad.py", text="E   ImportError: no module named x\n", text_bytes_omitted=5),
+    ]
+
+
+def test_pure_builder_summary_matches_hand_derived_values():
+    builder = pure.SummaryBuilder(BUDGETS.model_dump())
+    for record in _records():
+        builder.push(record)
+    raw = builder.finish("junit", ["a.xml", "b.xml"])
+    summary = ReportSummary.model_validate_json(raw)
+    assert summary.files == ["a.xml", "b.xml"]
+    c = summary.counts
+    assert (c.total, c.passed, c.failed, c.errors, c.skipped, c.xfailed, c.xpassed, c.flaky) == (
+        11, 3, 4, 2, 1, 1, 0, 1,
+    )
+    assert summary.duration_s == 5.005013  # 10 + 2.5e6 * 2 + 5 failures * 1000 + 3 us
+
+    conn_id, conn_message = pure.group_key("ConnectionError", "refused by 10.0.0.1:5432 after 3 retries")
+    assert conn_message == "refused by <addr> after <n> retries"
+    assert [(g.id, g.count, g.exception, g.message, g.examples) for g in summary.groups] == [
+        (conn_id, 3, "ConnectionError", conn_message, ["t.py::a", "t.py::c"]),
+        (pure.group_key("KeyError", "'x'")[0], 1, "KeyError", "<str>", ["t.py::b"]),
+    ]
+
+    first, second = summary.failures
+    assert (first.node_id, first.exception, first.message, first.group) == (
+        "t.py::a", "ConnectionError", "refused by 10.0.0.1:5432 after 3 retries", conn_id,
+    )
+    assert (first.stdout, first.stderr, first.location) == (None, "boom", None)
+    assert (second.exception, second.message) == ("KeyError", "'x'")
+    assert (second.location.path, second.location.line) == ("t.py", 9)
+
+    assert [(s.node_id, s.duration_s) for s in summary.slowest] == [
+        ("t.py::pass_slow", 2.5), ("t.py::flaky", 2.5), ("t.py::a", 0.001),
+    ]
+    assert [(e.path, e.exception, e.message) for e in summary.collection_errors] == [
+        ("tests/test_bad.py", "ImportError", "no module named x"),
+    ]
+    o = summary.omitted
+    # 5 failures, 2 listed; groups ConnectionError, KeyError, OSError -> 1 not listed.
+    assert (o.failures, o.groups, o.collection_errors, o.traceback_lines, o.output_bytes, o.text_bytes) == (
+        3, 1, 0, 0, 7, 105,
+    )
+    # The bytes are canonical: re-serialising the model gives them back.
+    assert summary.to_json() == raw
+
+
+def test_pure_builder_caps_messages_and_fills_gother():
+    builder = pure.SummaryBuilder(BUDGETS.model_dump(), group_limit=2)
+    for record in _records():
+        builder.push(record)
+    summary = orjson.loads(builder.finish("pytest-json", ["r.json"]))
+    # The third distinct key (OSError, after ConnectionError and KeyError) is past the
+    # limit: `gother` has 1 member, ties with KeyError, appeared later -> not listed.
+    assert [g["exception"] for g in summary["groups"]] == ["ConnectionError", "KeyError"]
+    assert summary["omitted"]["groups"] == 1
+    builder = pure.SummaryBuilder(Budgets(max_groups=5, max_message_chars=40).model_dump(), group_limit=2)
+    for record in _records():
+        builder.push(record)
+    summary = orjson.loads(builder.finish("pytest-json", ["r.json"]))
+    other = summary["groups"][-1]
+    assert other == {"id": "gother", "count": 1, "exception": None, "message": "other causes", "examples": ["t.py::e"]}
+    oserror = summary["failures"][4]
+    assert oserror["group"] == "gother"
+    full = "disk full on /dev/sda1 at 2024-01-01T00:00:00, please clean up the disk"
+    assert oserror["message"] == full[:39] + "…"
