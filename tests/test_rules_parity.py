@@ -467,3 +467,54 @@ def test_pure_builder_caps_messages_and_fills_gother():
     assert oserror["group"] == "gother"
     full = "disk full on /dev/sda1 at 2024-01-01T00:00:00, please clean up the disk"
     assert oserror["message"] == full[:39] + "…"
+
+
+# --------------------------------------------------------------------------------------
+# Several files: merging in the native backend equals feeding the records in order.
+
+
+def _letters(i: int) -> str:
+    """``i`` written with the letters g..z (no digits or hex letters, so every value
+    normalises to a different group key)."""
+    digits = "ghijklmnopqrstuvwxyz"
+    out = ""
+    while True:
+        out = digits[i % 20] + out
+        i //= 20
+        if i == 0:
+            return out
+
+
+def _junit(cases: list[tuple[str, str]]) -> str:
+    body = "".join(
+        f'<testcase classname="tests.test_m" name="{name}" time="0.01"><failure message="{message}"/></testcase>'
+        for name, message in cases
+    )
+    return f'<?xml version="1.0"?><testsuite name="pytest">{body}</testsuite>'
+
+
+@needs_native
+@pytest.mark.slow
+def test_merge_stays_exact_when_a_later_file_overflows_the_group_table(tmp_path):
+    shared = "RuntimeError: shared cause"
+    first = tmp_path / "a.xml"
+    first.write_text(_junit([("test_a0", shared), ("test_a1", "RuntimeError: only in a")]))
+    # 10,001 new keys fill the table (10,000 with the first file's 2) and overflow it;
+    # then the first file's key comes back: it must join its group, not `gother`.
+    cases = [(f"test_b{i}", f"RuntimeError: cause {_letters(i)}") for i in range(10_001)]
+    cases += [("test_b_shared", shared), ("test_b_new", "RuntimeError: late newcomer")]
+    second = tmp_path / "b.xml"
+    second.write_text(_junit(cases))
+
+    from pytest_mcp_server.engine import summarize_bytes
+
+    budgets = Budgets(max_groups=3, max_examples=3)
+    native_bytes = summarize_bytes([first, second], backend="native", budgets=budgets)
+    assert native_bytes == summarize_bytes([first, second], backend="pure", budgets=budgets)
+    summary = orjson.loads(native_bytes)
+    groups = {g["message"]: g for g in summary["groups"]}
+    assert groups["shared cause"]["count"] == 2
+    assert groups["shared cause"]["examples"] == ["tests/test_m.py::test_a0", "tests/test_m.py::test_b_shared"]
+    # 2 + 10,001 + 1 distinct keys: 10,000 tracked, 4 failures in `gother`.
+    assert groups["other causes"]["count"] == 4
+    assert summary["omitted"]["groups"] == 10_001 - 3  # 10,000 tracked + gother, 3 listed

@@ -94,6 +94,11 @@ struct FilePart {
 }
 
 fn summarize_one(path: &str, wanted: Option<Format>, budgets: &Budgets) -> FilePart {
+    summarize_into(path, wanted, budgets, SummaryBuilder::new(budgets))
+}
+
+/// Parse one file into `builder` (after the records already in it).
+fn summarize_into(path: &str, wanted: Option<Format>, budgets: &Budgets, mut builder: SummaryBuilder) -> FilePart {
     let fail = |format, err| FilePart { format, result: Err(err) };
     let mut file = match File::open(path) {
         Ok(f) => f,
@@ -126,7 +131,6 @@ fn summarize_one(path: &str, wanted: Option<Format>, budgets: &Budgets) -> FileP
     if let Err(e) = file.seek(SeekFrom::Start(0)) {
         return fail(Some(found), ReportError::from_io(path, &e));
     }
-    let mut builder = SummaryBuilder::new(budgets);
     let parsed = {
         let mut sink = |item: Item| builder.push(item);
         match found {
@@ -167,7 +171,15 @@ pub fn summarize_files(paths: &[String], wanted: Option<Format>, budgets: &Budge
         merged = Some(match merged {
             None => (format, builder),
             Some((f, mut acc)) => {
-                acc.merge(builder);
+                if builder.groups_overflowed() {
+                    // Merging is exact only when the file's failures all have tracked
+                    // groups (> 10,000 distinct groups in one file is rare): feed the
+                    // file again, in order, into the accumulated builder.
+                    drop(builder);
+                    acc = summarize_into(path, wanted, budgets, acc).result?;
+                } else {
+                    acc.merge(builder);
+                }
                 (f, acc)
             }
         });

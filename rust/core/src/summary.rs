@@ -95,6 +95,11 @@ fn describe<'a>(
             None => (text.rsplit('\n').map(chomp).find_map(trailing_exception), line),
         },
     };
+    // A bare `raise ValueError` / `<failure type="java.lang.AssertionError"/>`: the
+    // line only repeats the exception.
+    if exception == Some(line) {
+        return (exception, "");
+    }
     (exception, line)
 }
 
@@ -672,6 +677,12 @@ mod tests {
         // No message: the first E line of the text, then pytest's last location line.
         let text = "    def test():\n>       assert 1 == 2\nE       assert 1 == 2\n\ntests/t.py:2: AssertionError\r\n";
         assert_eq!(d(None, None, Some(text)), (Some("AssertionError".into()), "assert 1 == 2".into()));
+        // A line that only repeats the exception leaves an empty message.
+        assert_eq!(d(None, None, Some("E   ValueError\n\nx.py:3: ValueError")), (Some("ValueError".into()), "".into()));
+        assert_eq!(
+            d(Some("java.lang.Error"), None, Some("java.lang.Error\n\tat x")),
+            (Some("java.lang.Error".into()), "".into())
+        );
         // Neither: the first meaningful line of the text, no exception.
         assert_eq!(d(None, Some("  "), Some("\n boom \n")), (None, "boom".into()));
         assert_eq!(d(None, None, None), (None, String::new()));

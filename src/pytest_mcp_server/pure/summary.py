@@ -647,6 +647,10 @@ def describe(exception: str | None, message: str | None, text: str | None) -> tu
                 if found is not None:
                     exception = found
                     break
+    # A bare `raise ValueError` / `<failure type="java.lang.AssertionError"/>`: the line
+    # only repeats the exception.
+    if exception is not None and line == exception:
+        return exception, ""
     return exception, line
 
 
