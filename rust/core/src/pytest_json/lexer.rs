@@ -10,8 +10,6 @@
 
 use std::io::{self, Read};
 
-use memchr::memchr2;
-
 /// Bytes read from the source at a time.
 const CHUNK: usize = 256 * 1024;
 
@@ -40,6 +38,8 @@ impl From<io::Error> for Fail {
 
 /// Where string content goes, one valid UTF-8 segment at a time.
 pub trait StrSink {
+    /// False for a sink that drops everything: the lexer then only validates.
+    const KEEPS: bool = true;
     fn push(&mut self, s: &str);
 }
 
@@ -47,6 +47,7 @@ pub trait StrSink {
 pub struct Discard;
 
 impl StrSink for Discard {
+    const KEEPS: bool = false;
     #[inline]
     fn push(&mut self, _: &str) {}
 }
@@ -191,6 +192,8 @@ pub struct Lexer<R: Read> {
     skip_stack: Vec<bool>,
     digits: String,
     scratch: String,
+    /// Decoded string text not yet handed to the sink.
+    text: Vec<u8>,
 }
 
 fn syntax<T>(offset: u64, what: impl Into<String>) -> Result<T, Fail> {
@@ -243,17 +246,174 @@ fn hex_val(b: u8) -> Option<u32> {
     }
 }
 
-/// True if any byte is an ASCII control character (not allowed raw in a JSON string).
+/// Numbers up to this long are read straight from the buffer.
+const FAST_NUMBER_BYTES: usize = 40;
+
+/// A complete, valid JSON number at the start of `b` that ends before `b` does (or at
+/// the end of input), of at most `FAST_NUMBER_BYTES` bytes: (its length, the number).
+/// None sends the caller to the streaming path, which also words the errors.
 #[inline]
-fn has_control(seg: &[u8]) -> bool {
-    // Branch-free per block so that it vectorises; strings are the bulk of a report.
-    let mut blocks = seg.chunks_exact(32);
-    for block in &mut blocks {
-        if block.iter().fold(false, |acc, &b| acc | (b < 0x20)) {
-            return true;
+fn short_number(b: &[u8], at_eof: bool) -> Option<(usize, Number)> {
+    let n = b.len().min(FAST_NUMBER_BYTES);
+    let mut i = usize::from(b.first() == Some(&b'-'));
+    let int_start = i;
+    match b.get(i) {
+        Some(b'0') => i += 1,
+        Some(b'1'..=b'9') => {
+            while i < n && b[i].is_ascii_digit() {
+                i += 1;
+            }
+        }
+        _ => return None,
+    }
+    let int_end = i;
+    let mut is_integer = true;
+    if i < n && b[i] == b'.' {
+        is_integer = false;
+        i += 1;
+        let from = i;
+        while i < n && b[i].is_ascii_digit() {
+            i += 1;
+        }
+        if i == from {
+            return None;
         }
     }
-    blocks.remainder().iter().any(|&b| b < 0x20)
+    if i < n && (b[i] == b'e' || b[i] == b'E') {
+        is_integer = false;
+        i += 1;
+        if i < n && (b[i] == b'+' || b[i] == b'-') {
+            i += 1;
+        }
+        let from = i;
+        while i < n && b[i].is_ascii_digit() {
+            i += 1;
+        }
+        if i == from {
+            return None;
+        }
+    }
+    // The number must visibly end here: a following byte that is no digit, or the end.
+    match b.get(i) {
+        Some(c)
+            if i < n && !c.is_ascii_digit() && !matches!(c, b'.' | b'e' | b'E' | b'+' | b'-') => {}
+        None if at_eof => {}
+        _ => return None,
+    }
+    // SAFETY: ASCII digits, signs, '.', 'e'.
+    let text = unsafe { std::str::from_utf8_unchecked(&b[..i]) };
+    if is_integer {
+        // At most 18 digits always fit in an i64; longer ones take the checked path.
+        if int_end - int_start > 18 {
+            return None;
+        }
+        let magnitude: i64 = text[int_start..].parse().ok()?;
+        let negative = int_start == 1;
+        let value = if negative {
+            -(magnitude as f64)
+        } else {
+            magnitude as f64
+        };
+        let int_value = if negative { -magnitude } else { magnitude };
+        return Some((
+            i,
+            Number {
+                is_integer,
+                int_value,
+                value,
+            },
+        ));
+    }
+    let value: f64 = text.parse().ok()?;
+    if !value.is_finite() {
+        return None;
+    }
+    Some((
+        i,
+        Number {
+            is_integer,
+            int_value: 0,
+            value,
+        },
+    ))
+}
+
+/// Decoded string bytes batched before a push to the sink.
+const SCRATCH_FLUSH: usize = 16 * 1024;
+
+/// Hand the batched text to the sink.
+#[inline]
+fn flush<S: StrSink>(sink: &mut S, out: &mut Vec<u8>) {
+    if !out.is_empty() {
+        // SAFETY: `out` only receives printable ASCII, whole validated UTF-8 characters
+        // and encoded chars, so it is valid UTF-8 and ends on a character boundary.
+        sink.push(unsafe { std::str::from_utf8_unchecked(out) });
+        out.clear();
+    }
+}
+
+/// The index of the first byte at or after `i` that is not plain string content
+/// (printable ASCII other than `"` and `\`): a quote, a backslash, a control byte, a
+/// non-ASCII byte, or `buf.len()`. Eight bytes at a time (SWAR); strings are the bulk of
+/// a report.
+#[inline]
+fn skip_plain(buf: &[u8], mut i: usize) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    while i + 8 <= buf.len() {
+        let w = u64::from_le_bytes(buf[i..i + 8].try_into().expect("8 bytes"));
+        // Per byte: < 0x20, == '"', == '\\', >= 0x80. The lowest flagged byte of each
+        // test is exact (borrows only run towards higher bytes), which is all we use.
+        let control = w.wrapping_sub(ONES * 0x20) & !w;
+        let q = w ^ (ONES * 0x22);
+        let quote = q.wrapping_sub(ONES) & !q;
+        let b = w ^ (ONES * 0x5c);
+        let backslash = b.wrapping_sub(ONES) & !b;
+        let special = (control | quote | backslash | w) & HIGH;
+        if special != 0 {
+            return i + (special.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while i < buf.len() && matches!(buf[i], 0x20..=0x7f) && buf[i] != b'"' && buf[i] != b'\\' {
+        i += 1;
+    }
+    i
+}
+
+enum Utf8 {
+    /// A valid character of this many bytes.
+    Char(usize),
+    /// Valid so far, but the bytes end before the character does.
+    Incomplete,
+    Invalid,
+}
+
+/// The UTF-8 character at the start of `b` (a non-ASCII lead byte), validated as Rust's
+/// `str::from_utf8` and Python's strict decoder do (no overlongs, no surrogates, at
+/// most U+10FFFF).
+#[inline]
+fn utf8_char(b: &[u8]) -> Utf8 {
+    let (len, lo, hi) = match b[0] {
+        0xC2..=0xDF => (2, 0x80, 0xBF),
+        0xE0 => (3, 0xA0, 0xBF),
+        0xE1..=0xEC | 0xEE..=0xEF => (3, 0x80, 0xBF),
+        0xED => (3, 0x80, 0x9F),
+        0xF0 => (4, 0x90, 0xBF),
+        0xF1..=0xF3 => (4, 0x80, 0xBF),
+        0xF4 => (4, 0x80, 0x8F),
+        _ => return Utf8::Invalid,
+    };
+    for k in 1..len {
+        let Some(&c) = b.get(k) else {
+            return Utf8::Incomplete;
+        };
+        let (lo, hi) = if k == 1 { (lo, hi) } else { (0x80, 0xBF) };
+        if c < lo || c > hi {
+            return Utf8::Invalid;
+        }
+    }
+    Utf8::Char(len)
 }
 
 impl<R: Read> Lexer<R> {
@@ -269,6 +429,7 @@ impl<R: Read> Lexer<R> {
             skip_stack: Vec::new(),
             digits: String::new(),
             scratch: String::new(),
+            text: Vec::with_capacity(SCRATCH_FLUSH + 8),
         }
     }
 
@@ -480,97 +641,100 @@ impl<R: Read> Lexer<R> {
         Ok(true)
     }
 
-    /// Read a string value (the next value must be one) into `sink`.
+    /// Read a string value (the next value must be one) into `sink`. The decoded text
+    /// is batched in a scratch buffer (at most `SCRATCH_FLUSH` bytes) so that a sink sees
+    /// few, large pushes even when escapes cut the raw text into short runs.
     pub fn string<S: StrSink>(&mut self, sink: &mut S) -> Result<(), Fail> {
         let start = self.offset();
         debug_assert_eq!(self.buf[self.pos], b'"');
         self.pos += 1;
+        let mut out = std::mem::take(&mut self.text);
+        out.clear();
+        let result = self.string_body(sink, &mut out, start);
+        self.text = out;
+        result
+    }
+
+    fn string_body<S: StrSink>(
+        &mut self,
+        sink: &mut S,
+        out: &mut Vec<u8>,
+        start: u64,
+    ) -> Result<(), Fail> {
         loop {
-            let avail = &self.buf[self.pos..self.end];
-            match memchr2(b'"', b'\\', avail) {
-                Some(i) => {
-                    let seg = &avail[..i];
-                    let text = self.validate(seg, start)?;
-                    sink.push(text);
-                    self.pos += i;
-                    if self.buf[self.pos] == b'"' {
-                        self.pos += 1;
-                        return Ok(());
-                    }
-                    self.escape(sink, start)?;
+            let plain_end = skip_plain(&self.buf[..self.end], self.pos);
+            if S::KEEPS && plain_end > self.pos {
+                let seg = &self.buf[self.pos..plain_end];
+                if out.len() + seg.len() > SCRATCH_FLUSH {
+                    flush(sink, out);
                 }
-                None => {
-                    // All of it is content; a character may continue in the next read.
-                    let n = avail.len();
-                    let complete = match std::str::from_utf8(avail) {
-                        Ok(_) => n,
-                        Err(e) if e.error_len().is_none() => e.valid_up_to(),
-                        Err(e) => {
-                            return syntax(
-                                self.offset() + e.valid_up_to() as u64,
-                                "invalid UTF-8 in a string",
-                            )
-                        }
-                    };
-                    let seg = &avail[..complete];
-                    if has_control(seg) {
-                        return self.control_error(seg);
-                    }
-                    // SAFETY: `from_utf8` above accepted `avail[..complete]`.
+                if seg.len() >= SCRATCH_FLUSH {
+                    // SAFETY: `skip_plain` passed only printable ASCII.
                     sink.push(unsafe { std::str::from_utf8_unchecked(seg) });
-                    self.pos += complete;
-                    if !self.fill()? {
-                        return syntax(start, "unterminated string (truncated file?)");
-                    }
+                } else {
+                    out.extend_from_slice(seg);
                 }
+            }
+            self.pos = plain_end;
+            if self.pos == self.end {
+                if !self.fill()? {
+                    return syntax(start, "unterminated string (truncated file?)");
+                }
+                continue;
+            }
+            match self.buf[self.pos] {
+                b'"' => {
+                    self.pos += 1;
+                    if S::KEEPS {
+                        flush(sink, out);
+                    }
+                    return Ok(());
+                }
+                b'\\' => self.escape::<S>(out, start)?,
+                b if b < 0x20 => {
+                    return syntax(
+                        self.offset(),
+                        format!("control character 0x{b:02x} inside a string (must be escaped as \\u{b:04x})"),
+                    )
+                }
+                _ => match utf8_char(&self.buf[self.pos..self.end]) {
+                    Utf8::Char(n) => {
+                        if S::KEEPS {
+                            out.extend_from_slice(&self.buf[self.pos..self.pos + n]);
+                        }
+                        self.pos += n;
+                    }
+                    Utf8::Incomplete => {
+                        if !self.fill()? {
+                            return syntax(self.offset(), "invalid UTF-8 in a string (cut short)");
+                        }
+                    }
+                    Utf8::Invalid => return syntax(self.offset(), "invalid UTF-8 in a string"),
+                },
+            }
+            if S::KEEPS && out.len() >= SCRATCH_FLUSH {
+                flush(sink, out);
             }
         }
     }
 
-    /// `seg` (raw string content at `self.pos`) as text: valid UTF-8, no control bytes.
-    #[inline]
-    fn validate<'b>(&'b self, seg: &'b [u8], _start: u64) -> Result<&'b str, Fail> {
-        if has_control(seg) {
-            return self.control_error(seg);
-        }
-        match std::str::from_utf8(seg) {
-            Ok(s) => Ok(s),
-            Err(e) => syntax(
-                self.offset() + e.valid_up_to() as u64,
-                "invalid UTF-8 in a string",
-            ),
-        }
-    }
-
-    #[cold]
-    fn control_error<T>(&self, seg: &[u8]) -> Result<T, Fail> {
-        let i = seg.iter().position(|&b| b < 0x20).unwrap_or(0);
-        syntax(
-            self.offset() + i as u64,
-            format!(
-                "control character 0x{:02x} inside a string (must be escaped as \\u{:04x})",
-                seg[i], seg[i]
-            ),
-        )
-    }
-
-    /// One escape sequence at `self.pos` (the backslash).
-    fn escape<S: StrSink>(&mut self, sink: &mut S, start: u64) -> Result<(), Fail> {
+    /// One escape sequence at `self.pos` (the backslash), decoded into `out`.
+    fn escape<S: StrSink>(&mut self, out: &mut Vec<u8>, start: u64) -> Result<(), Fail> {
         let at = self.offset();
         if !self.ensure(2)? {
             return syntax(start, "unterminated string (truncated file?)");
         }
         let c = self.buf[self.pos + 1];
         let simple = match c {
-            b'"' => Some("\""),
-            b'\\' => Some("\\"),
-            b'/' => Some("/"),
-            b'b' => Some("\u{8}"),
-            b'f' => Some("\u{c}"),
-            b'n' => Some("\n"),
-            b'r' => Some("\r"),
-            b't' => Some("\t"),
-            b'u' => None,
+            b'"' => b'"',
+            b'\\' => b'\\',
+            b'/' => b'/',
+            b'b' => 0x08,
+            b'f' => 0x0c,
+            b'n' => b'\n',
+            b'r' => b'\r',
+            b't' => b'\t',
+            b'u' => 0,
             other => {
                 return syntax(
                     at,
@@ -578,8 +742,10 @@ impl<R: Read> Lexer<R> {
                 )
             }
         };
-        if let Some(s) = simple {
-            sink.push(s);
+        if c != b'u' {
+            if S::KEEPS {
+                out.push(simple);
+            }
             self.pos += 2;
             return Ok(());
         }
@@ -613,9 +779,10 @@ impl<R: Read> Lexer<R> {
             }
             _ => unit,
         };
-        let ch = char::from_u32(code).expect("surrogates were excluded");
-        let mut utf8 = [0u8; 4];
-        sink.push(ch.encode_utf8(&mut utf8));
+        if S::KEEPS {
+            let ch = char::from_u32(code).expect("surrogates were excluded");
+            out.extend_from_slice(ch.encode_utf8(&mut [0u8; 4]).as_bytes());
+        }
         Ok(())
     }
 
@@ -660,6 +827,17 @@ impl<R: Read> Lexer<R> {
     /// Read a number (the next value must be one). Integers must be within ±(2^63-1),
     /// other numbers must not overflow a double (docs/ENGINE.md); else `Fail::Syntax`.
     pub fn number(&mut self) -> Result<Number, Fail> {
+        // Nearly every number is short and whole in the buffer: read it from there.
+        self.ensure(FAST_NUMBER_BYTES)?;
+        if let Some((len, number)) = short_number(&self.buf[self.pos..self.end], self.eof) {
+            self.pos += len;
+            return Ok(number);
+        }
+        self.number_streamed()
+    }
+
+    /// `number` for any length: the digits are reduced as they stream by.
+    fn number_streamed(&mut self) -> Result<Number, Fail> {
         let start = self.offset();
         let mut digits = std::mem::take(&mut self.digits);
         digits.clear();
