@@ -13,7 +13,7 @@ mod names;
 use std::io::{Cursor, Read};
 
 use crate::budgets::Budgets;
-use crate::error::{ErrorKind, ReportError};
+use crate::error::ReportError;
 use crate::record::{CollectionErrorRecord, Item, Outcome, Phase, TestRecord};
 use crate::text::{duration_us_from_text, HeadTail};
 
@@ -34,12 +34,14 @@ const XPASS_MESSAGE: &str = "xfail-marked test passes unexpectedly";
 /// (root element not `testsuites`/`testsuite`), `unsupported_encoding`, `unreadable`
 /// (I/O error). Positions are byte offsets. Records handed to `sink` before an error
 /// stay handed.
-pub fn parse_junit<R: Read>(mut reader: R, path: &str, budgets: &Budgets, sink: &mut dyn FnMut(Item)) -> Result<(), ReportError> {
+pub fn parse_junit<R: Read>(
+    mut reader: R,
+    path: &str,
+    budgets: &Budgets,
+    sink: &mut dyn FnMut(Item),
+) -> Result<(), ReportError> {
     let mut head = Vec::with_capacity(DECL_WINDOW);
-    (&mut reader)
-        .take(DECL_WINDOW as u64)
-        .read_to_end(&mut head)
-        .map_err(|e| ReportError::from_io(path, &e))?;
+    (&mut reader).take(DECL_WINDOW as u64).read_to_end(&mut head).map_err(|e| ReportError::from_io(path, &e))?;
     let whole = head.len() < DECL_WINDOW;
     let prologue = decode::read_prologue(path, &head, whole)?;
     let bom_len = prologue.bom_len;
@@ -131,7 +133,7 @@ impl Handler for Junit<'_, '_> {
         match elem {
             Elem::Failure | Elem::Error | Elem::Skipped => {
                 let chosen = result_of(elem, attrs);
-                let worse = case.chosen.as_ref().map_or(true, |c| chosen.outcome.severity() > c.outcome.severity());
+                let worse = !matches!(&case.chosen, Some(c) if c.outcome.severity() >= chosen.outcome.severity());
                 if worse {
                     if chosen.outcome.is_problem() {
                         case.text = HeadTail::for_text();
@@ -252,9 +254,11 @@ impl Junit<'_, '_> {
             let record = CollectionErrorRecord {
                 path: collection_error_path(&case.classname, &case.name, file, case.pytest_suite),
                 exception: chosen.exception.clone(),
-                message: chosen.message.clone(),
+                // pytest's "collection failure" is a marker, not a message: the builder
+                // takes the message from the text (its `E ` line).
+                message: None,
                 text: Some(text),
-                text_bytes_omitted: omitted + chosen.message_omitted,
+                text_bytes_omitted: omitted,
             };
             self.flush();
             (self.sink)(Item::CollectionError(record));
@@ -343,7 +347,8 @@ pub fn node_id(classname: &str, name: &str, file: &str, pytest_suite: bool) -> S
     // Rule 2: pytest's dotted classname; trailing capitalised segments are classes.
     if pytest_suite && !classname.is_empty() {
         let segments: Vec<&str> = classname.split('.').collect();
-        let classes = segments.iter().rev().take_while(|s| s.as_bytes().first().is_some_and(u8::is_ascii_uppercase)).count();
+        let classes =
+            segments.iter().rev().take_while(|s| s.as_bytes().first().is_some_and(u8::is_ascii_uppercase)).count();
         let modules = segments.len() - classes;
         if modules > 0 {
             let mut id = String::with_capacity(classname.len() + name.len() + 8);

@@ -453,7 +453,9 @@ class _Parser:
         self.window = b""
         self.window_base = 0
         self.fed = 0
-        self.at_eof = False
+        self.ahead = b""
+        # Where the prolog token after the last complete one starts.
+        self.prolog_end = 0
 
         p = expat.ParserCreate("UTF-8")
         p.buffer_text = True
@@ -473,8 +475,9 @@ class _Parser:
     def run(self, first: bytes) -> None:
         pending = first
         while True:
-            more = _read(self.f, self.path, CHUNK)
-            final = not more
+            # Read one chunk ahead to know when the current one is the last.
+            self.ahead = _read(self.f, self.path, CHUNK)
+            final = not self.ahead
             try:
                 data = self.decode(pending, final)
             except _DecodeError as exc:
@@ -488,7 +491,7 @@ class _Parser:
             self.feed(data, final)
             if final:
                 break
-            pending = more
+            pending = self.ahead
         self.flush()
 
     def feed(self, data: bytes, final: bool) -> None:
@@ -508,8 +511,13 @@ class _Parser:
     def expat_error(self, exc: expat.ExpatError) -> ReportError:
         where = f"line {exc.lineno}, column {exc.offset + 1}"
         at = self.p.ErrorByteIndex - self.window_base
-        # expat stops at '<' (prolog, after the root) or just after '<!' (inside it).
-        for start in (at, at - 2):
+        # Where the offending markup may start: before the root, right after the last
+        # complete prolog token (expat may only fail a few bytes into '<!DOCTYPE...');
+        # inside the root, expat stops just after '<!'; after it, at the '<'.
+        starts = [at, at - 2]
+        if not self.root_seen:
+            starts.insert(0, self.prolog_end - self.window_base)
+        for start in starts:
             if 0 <= start < len(self.window) and self.window[start : start + 2] == b"<!":
                 ahead = self.peek(start, 10)
                 for keyword in _DECLARATIONS:
@@ -524,11 +532,12 @@ class _Parser:
         )
 
     def peek(self, start: int, n: int) -> bytes:
-        """``n`` bytes of the decoded text at window offset ``start``, reading on if needed."""
-        while len(self.window) - start < n and not self.at_eof:
-            raw = _read(self.f, self.path, 64)
+        """``n`` bytes of the decoded text at window offset ``start``, reading on if needed
+        (the parse is over: the decoder's state no longer matters)."""
+        while len(self.window) - start < n:
+            raw = self.ahead or _read(self.f, self.path, 64)
+            self.ahead = b""
             if not raw:
-                self.at_eof = True
                 break
             try:
                 self.window += self.decode(raw, False)
@@ -555,6 +564,8 @@ class _Parser:
         raise _Stop(self.forbidden("DOCTYPE", self.position()))
 
     def prolog_token(self, data: str) -> None:
+        # Raw bytes (no conversion from UTF-8), so the token ends this many bytes on.
+        self.prolog_end = self.p.CurrentByteIndex + len(data.encode("utf-8"))
         if data.startswith("<!"):
             for keyword in _DECLARATIONS:
                 if data[2:].startswith(keyword.decode()):
@@ -631,9 +642,11 @@ class _Parser:
             record = CollectionErrorRecord(
                 path=collection_error_path(case.classname, case.name, file, case.pytest_suite),
                 exception=chosen.exception,
-                message=chosen.message,
+                # pytest's "collection failure" is a marker, not a message: the builder
+                # takes the message from the text (its `E ` line).
+                message=None,
                 text=text,
-                text_bytes_omitted=omitted + chosen.message_omitted,
+                text_bytes_omitted=omitted,
             )
             self.flush()
             self.emit(record)

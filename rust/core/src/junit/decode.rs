@@ -21,15 +21,6 @@ pub enum Mode {
 }
 
 impl Mode {
-    pub fn name(self) -> &'static str {
-        match self {
-            Mode::Utf8 => "UTF-8",
-            Mode::Ascii => "US-ASCII",
-            Mode::Latin1 => "ISO-8859-1",
-            Mode::Utf16Le | Mode::Utf16Be => "UTF-16",
-        }
-    }
-
     pub fn is_utf8_on_disk(self) -> bool {
         matches!(self, Mode::Utf8 | Mode::Ascii)
     }
@@ -77,9 +68,8 @@ pub fn read_prologue(path: &str, head: &[u8], whole: bool) -> Result<Prologue, R
         }
         _ => &head[bom_len..],
     };
-    let malformed = |msg: String, at: usize| {
-        ReportError::new(ErrorKind::Malformed, path, msg).at(format!("byte {}", bom_len + at))
-    };
+    let malformed =
+        |msg: String, at: usize| ReportError::new(ErrorKind::Malformed, path, msg).at(format!("byte {}", bom_len + at));
     let (decl_end, declared) = match parse_xml_decl(text, whole) {
         Ok(None) => (0, None),
         Ok(Some((end, enc))) => (end, enc),

@@ -330,7 +330,8 @@ impl<'a> Input<'a> {
             Check::Invalid(n, what) => {
                 self.end += n;
                 self.raw_end = self.end;
-                self.pending = Some(Pending::Malformed(format!("{what}; the file is corrupted or not in the declared encoding")));
+                self.pending =
+                    Some(Pending::Malformed(format!("{what}; the file is corrupted or not in the declared encoding")));
             }
         }
     }
@@ -359,10 +360,9 @@ impl<'a> Input<'a> {
     /// truncated file.
     fn stop(&mut self, expected: &str) -> ReportError {
         match self.pending.take() {
-            Some(Pending::Malformed(msg)) => self.error(
-                ErrorKind::Malformed,
-                format!("{msg}; regenerate the report or fix its encoding"),
-            ),
+            Some(Pending::Malformed(msg)) => {
+                self.error(ErrorKind::Malformed, format!("{msg}; regenerate the report or fix its encoding"))
+            }
             Some(Pending::Io(e)) => self.error(
                 ErrorKind::Unreadable,
                 format!("cannot read the file ({e}); check that it is a readable regular file"),
@@ -510,7 +510,8 @@ impl<'a> Input<'a> {
                 self.pos -= 1;
                 self.fill(5)?;
                 let avail = self.avail();
-                for (text, c) in [(&b"lt;"[..], '<'), (b"gt;", '>'), (b"amp;", '&'), (b"quot;", '"'), (b"apos;", '\'')] {
+                for (text, c) in [(&b"lt;"[..], '<'), (b"gt;", '>'), (b"amp;", '&'), (b"quot;", '"'), (b"apos;", '\'')]
+                {
                     if avail.starts_with(text) {
                         self.pos += text.len();
                         return Ok(c);
@@ -520,7 +521,9 @@ impl<'a> Input<'a> {
                 self.read_name(&mut name, "an entity name after '&' (write '&amp;' for a literal '&')")?;
                 if self.next_byte()? != Some(b';') {
                     self.pos -= 1;
-                    return Err(self.malformed("an entity reference not closed by ';' (write '&amp;' for a literal '&')"));
+                    return Err(
+                        self.malformed("an entity reference not closed by ';' (write '&amp;' for a literal '&')")
+                    );
                 }
                 match name.as_slice() {
                     b"lt" => Ok('<'),
@@ -631,11 +634,8 @@ impl<'a> Lexer<'a> {
                     }
                     Some(b'<') => self.markup(h)?,
                     Some(_) => {
-                        let what = if self.root_seen {
-                            "text after the root element"
-                        } else {
-                            "text before the root element"
-                        };
+                        let what =
+                            if self.root_seen { "text after the root element" } else { "text before the root element" };
                         return Err(self.inp.malformed(what));
                     }
                 }

@@ -32,18 +32,17 @@ pub fn is_name_non_ascii(c: char) -> bool {
 }
 
 fn in_ranges(ranges: &[(u32, u32)], cp: u32) -> bool {
-    match ranges.binary_search_by(|&(lo, hi)| {
-        if hi < cp {
-            std::cmp::Ordering::Less
-        } else if lo > cp {
-            std::cmp::Ordering::Greater
-        } else {
-            std::cmp::Ordering::Equal
-        }
-    }) {
-        Ok(_) => true,
-        Err(_) => false,
-    }
+    ranges
+        .binary_search_by(|&(lo, hi)| {
+            if hi < cp {
+                std::cmp::Ordering::Less
+            } else if lo > cp {
+                std::cmp::Ordering::Greater
+            } else {
+                std::cmp::Ordering::Equal
+            }
+        })
+        .is_ok()
 }
 
 /// Inclusive code point ranges (all >= U+0080) of name start characters.

@@ -2,6 +2,7 @@
 //! `tests/test_junit_corpus.py`).
 
 use super::*;
+use crate::error::ErrorKind;
 use crate::record::{Item, Outcome, Phase};
 
 fn parse(xml: &[u8]) -> Result<Vec<Item>, ReportError> {
@@ -38,7 +39,8 @@ text</failure><error message="failed on teardown with &quot;x&quot;">td</error><
         <testcase classname="tests.test_a" name="setup"><error message="failed on setup with &quot;E&quot;"/></testcase>
         </testsuite></testsuites>"#,
     );
-    let got: Vec<(&str, Outcome, Option<Phase>)> = t.iter().map(|r| (r.node_id.as_str(), r.outcome(), r.phase)).collect();
+    let got: Vec<(&str, Outcome, Option<Phase>)> =
+        t.iter().map(|r| (r.node_id.as_str(), r.outcome(), r.phase)).collect();
     assert_eq!(
         got,
         vec![
@@ -98,6 +100,7 @@ fn collection_errors_and_retries() {
         Item::CollectionError(c) => {
             assert_eq!(c.path, "t/test_b.py");
             assert_eq!(c.text.as_deref(), Some("ImportError: nope"));
+            assert_eq!(c.message, None, "pytest's marker is not a message");
         }
         other => panic!("{other:?}"),
     }
