@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import atexit
 import logging
+import os
 import signal
 import sys
 from collections.abc import Mapping
@@ -170,22 +171,36 @@ def build_server(runner: Runner) -> Server[Any]:
 
 
 async def serve_stdio(config: ServerConfig) -> None:
-    """Serve MCP over stdin/stdout until stdin closes or a termination signal arrives."""
+    """Serve MCP over stdin/stdout until stdin closes or a termination signal arrives.
+
+    On SIGTERM/SIGINT/SIGHUP the running calls are cancelled (each kills its pytest
+    process group and removes its files before returning), then the process exits at
+    once with status 128 + signal: the SDK reads stdin in a worker thread that only a
+    new line or EOF would wake.
+    """
     runner = Runner(config)
     server = build_server(runner)
+    stopped_by: list[int] = []
     async with anyio.create_task_group() as tg:
 
         async def stop_on_signal() -> None:
             with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
                 async for signum in signals:
                     logger.info("received %s, stopping", signal.Signals(signum).name)
+                    stopped_by.append(signum)
                     tg.cancel_scope.cancel()
                     return
 
         if sys.platform != "win32":
             tg.start_soon(stop_on_signal)
         async with stdio_server() as (read_stream, write_stream):
-            await server.run(read_stream, write_stream, server.create_initialization_options())
+            try:
+                await server.run(read_stream, write_stream, server.create_initialization_options())
+            finally:
+                if stopped_by:  # every call has been cancelled and cleaned up by now
+                    kill_live_groups_now()
+                    logging.shutdown()
+                    os._exit(128 + stopped_by[0])
         tg.cancel_scope.cancel()
 
 

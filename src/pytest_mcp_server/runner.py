@@ -620,6 +620,8 @@ class Runner:
         """The argv of a collect-only run."""
         argv = [interp.python, "-m", "pytest", "-p", PLUGIN_NAME, f"--mcp-events={tmp / 'events.txt'}"]
         argv += ["--collect-only", "-qq", f"--junitxml={tmp / 'junit.xml'}"]
+        if interp.has_json_report:  # its collection errors carry the real message, JUnit's say "collection failure"
+            argv += ["--json-report", f"--json-report-file={tmp / 'report.json'}", "--json-report-omit=keywords"]
         if params.markers:
             argv += ["-m", params.markers]
         if params.keywords:
@@ -642,12 +644,12 @@ class Runner:
                 (tmp / "events.txt").touch()
                 argv = self.discover_argv(params, interp, tmp)
                 outcome = await self._run(argv, self.config.max_timeout_s, None, None)
-                junit = tmp / "junit.xml"
-                self._status(outcome, argv, junit, self.config.max_timeout_s)
+                report = self._report_file(tmp, interp)
+                self._status(outcome, argv, report, self.config.max_timeout_s)
                 page = await anyio.to_thread.run_sync(
                     partial(_read_collected, tmp / "events.txt", params.offset, params.limit)
                 )
-                summary = await self._summarize_run(junit, Budgets(max_failures=0), outcome, argv)
+                summary = await self._summarize_run(report, Budgets(max_failures=0), outcome, argv)
             finally:
                 with anyio.CancelScope(shield=True):
                     shutil.rmtree(tmp, ignore_errors=True)

@@ -462,8 +462,8 @@ class ExecuteParams(_SelectionParams):
     workers: int | None = Field(None, ge=1, le=64, description="parallel workers (pytest-xdist -n)")
     timeout_s: float | None = Field(None, gt=0, le=7 * 24 * 3600, description="seconds before the run is killed")
     failures_listed: int = Field(20, ge=0, le=1000)
-    traceback_lines: int = Field(40, ge=3, le=2000)
-    output_bytes: int = Field(2048, ge=0, le=262_144, description="captured output kept per failure")
+    traceback_lines: int = Field(30, ge=3, le=2000)
+    output_bytes: int = Field(1024, ge=0, le=262_144, description="captured output kept per failure")
 
     def budgets(self) -> Budgets:
         """The report engine's budgets for this call."""
