@@ -105,11 +105,11 @@ def _failure_lines(failure: Failure, *, full: bool, grouped: bool) -> list[str]:
     if what:
         out.append(f"    {what}")
     if failure.traceback:
-        out.extend("    | " + line for line in failure.traceback.split("\n"))
+        out.extend(("    " + line).rstrip() for line in failure.traceback.split("\n"))
     for name, tail in (("stdout", failure.stdout), ("stderr", failure.stderr)):
         if tail:
             out.append(f"    {name} (tail):")
-            out.extend("    > " + line for line in tail.rstrip("\n").split("\n"))
+            out.extend(("      " + line).rstrip() for line in tail.rstrip("\n").split("\n"))
     return out
 
 
