@@ -55,15 +55,11 @@ _FNV_PRIME = 0x100000001B3
 
 _WS = " \t\n\r\x0b\x0c"
 _DIGITS = frozenset("0123456789")
-_HEX = frozenset("0123456789abcdefABCDEF")
-_HEX_LETTERS = frozenset("abcdefABCDEF")
 _ALNUM = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
 _WORD = _ALNUM | {"_"}
 _IDENT_START = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
 _IDENT = _WORD | {"."}
-_PATH = _WORD | frozenset(".~+@%-/\\")
 _SEPARATORS = frozenset("/\\")
-_STRING_PREFIX = frozenset("bBrRuUfF")
 _LETTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
 
 
@@ -347,117 +343,37 @@ def _add_gap(pieces: list[str | int], n: int) -> None:
 # Groups.
 
 
-def _match_string(s: str, i: int) -> int | None:
-    def word_before(j: int) -> bool:
-        return j > 0 and s[j - 1] in _WORD
-
-    opens = not word_before(i) or any(
-        i >= k and all(c in _STRING_PREFIX for c in s[i - k : i]) and not word_before(i - k) for k in (1, 2)
-    )
-    if not opens:
-        return None
-    quote = s[i]
-    close = s.find(quote, i + 1)
-    newline = s.find("\n", i + 1)
-    if close == -1 or (newline != -1 and newline < close):
-        return None
-    return close + 1
-
-
-def _match_path(s: str, i: int) -> int | None:
-    end = i
-    parts = 0
-    in_part = False
-    has_separator = False
-    n = len(s)
-    while end < n and s[end] in _PATH:
-        if s[end] in _SEPARATORS:
-            has_separator = True
-            in_part = False
-        elif not in_part:
-            in_part = True
-            parts += 1
-        end += 1
-    return end if has_separator and parts >= 2 else None
-
-
-def _match_uuid(s: str, i: int) -> int | None:
-    j = i
-    n = len(s)
-    for k, length in enumerate((8, 4, 4, 4, 12)):
-        if k > 0:
-            if j >= n or s[j] != "-":
-                return None
-            j += 1
-        if j + length > n or not all(c in _HEX for c in s[j : j + length]):
-            return None
-        j += length
-    if j < n and s[j] in _WORD:
-        return None
-    return j
-
-
-def _match_0x(s: str, i: int) -> int | None:
-    if s[i] == "0" and s[i + 1 : i + 2] in ("x", "X") and i + 2 < len(s) and s[i + 2] in _HEX:
-        j = i + 2
-        while j < len(s) and s[j] in _HEX:
-            j += 1
-        return j
-    return None
-
-
-def _match_bare_hex(s: str, i: int) -> int | None:
-    digit = letter = False
-    j = i
-    n = len(s)
-    while j < n and s[j] in _WORD:
-        c = s[j]
-        if c in _DIGITS:
-            digit = True
-        elif c in _HEX_LETTERS:
-            letter = True
-        else:
-            return None
-        j += 1
-    return j if j - i >= 8 and digit and letter else None
-
-
-def _digit_run(s: str, j: int) -> int:
-    n = len(s)
-    while j < n and s[j] in _DIGITS:
-        j += 1
-    return j
-
-
-def _match_ipv4(s: str, i: int) -> int | None:
-    j = i
-    n = len(s)
-    for octet in range(4):
-        if octet > 0:
-            if j >= n or s[j] != ".":
-                return None
-            j += 1
-        end = _digit_run(s, j)
-        if end == j or end - j > 3:
-            return None
-        j = end
-    if j < n and (s[j] in _WORD or (s[j] == "." and j + 1 < n and s[j + 1] in _DIGITS)):
-        return None
-    if j + 1 < n and s[j] == ":" and s[j + 1] in _DIGITS:
-        j = _digit_run(s, j + 1)
-    return j
-
-
-def _match_number(s: str, i: int) -> int:
-    j = _digit_run(s, i)
-    if j + 1 < len(s) and s[j] == "." and s[j + 1] in _DIGITS:
-        j = _digit_run(s, j + 1)
-    return j
-
-
-# Positions where some rule may match: a quote, a digit, a path-run start, or a hex
-# letter at a word start. Everything between two candidates is copied as is.
-_CANDIDATE = re.compile(r"""['"0-9]|(?<![A-Za-z0-9_.~+@%/\\-])[A-Za-z_.~+@%/\\-]|(?<![A-Za-z0-9_])[A-Fa-f]""")
+# The grammar as one ordered alternation, one capturing group per rule (explicit ASCII
+# classes). `finditer` is exactly the scanner: it finds the leftmost position where a
+# rule matches, tries the rules in order there, and goes on after the match; every
+# other character is copied. The leading lookahead only skips positions where no rule
+# can start (speed). Tested against the hand-written scanner of group.rs.
+_W = "A-Za-z0-9_"
+_H = "0-9A-Fa-f"
+_P = "A-Za-z0-9_.~+@%\\-"  # the hyphen escaped: it must not form a range
+_PS = _P + "/\\\\"
+_PFX = "bBrRuUfF"
+_RULES = (
+    # 1 <str>: at a word start, or after a 1-2 letter string prefix at a word start.
+    rf"""(?=['"])(?:(?<![{_W}])|(?<=[{_PFX}])(?<![{_W}][{_PFX}])|(?<=[{_PFX}]{{2}})(?<![{_W}][{_PFX}]{{2}}))"""
+    r"""(?:'[^'\n]*'|"[^"\n]*")""",
+    # 2 <path>: a maximal P∪S run (at a run start) with two non-empty parts. P and S
+    # are disjoint, so possessive quantifiers change nothing but the speed.
+    rf"(?<![{_PS}])[/\\]*+[{_P}]++(?:[/\\]++[{_P}]++)++[/\\]*+(?![{_PS}])",
+    # 3 <uuid>
+    rf"(?<![{_W}])[{_H}]{{8}}-[{_H}]{{4}}-[{_H}]{{4}}-[{_H}]{{4}}-[{_H}]{{12}}(?![{_W}])",
+    # 4 <hex>
+    rf"0[xX][{_H}]+",
+    # 5 <hex>: a whole word of at least 8 hex digits, with a digit and a letter.
+    rf"(?<![{_W}])(?=[{_H}]*[0-9])(?=[{_H}]*[A-Fa-f])[{_H}]{{8,}}(?![{_W}])",
+    # 6 <addr>: four maximal 1-3 digit runs, not glued to a word or another `.digit`.
+    rf"(?<![{_W}.])[0-9]{{1,3}}(?![0-9])\.[0-9]{{1,3}}(?![0-9])\.[0-9]{{1,3}}(?![0-9])\.[0-9]{{1,3}}"
+    rf"(?![{_W}])(?!\.[0-9])(?::[0-9]+)?",
+    # 7 <n>
+    r"[0-9]+(?:\.[0-9]+)?",
+)
+_TOKEN = re.compile(rf"""(?=['"{_PS}])(?:""" + "|".join(f"({rule})" for rule in _RULES) + ")")
+_PLACEHOLDERS = (None, "<str>", "<path>", "<uuid>", "<hex>", "<hex>", "<addr>", "<n>")
 
 
 def normalize_message(message: str) -> str:
@@ -475,66 +391,21 @@ def normalize_capped(message: str, max_chars: int) -> str:
 def _normalize_prefix(message: str, limit: int | None) -> str:
     """The normalised message, or a prefix of it longer than ``limit`` characters (the
     scan stops there; each output character depends only on the input)."""
-    s = message
-    n = len(s)
     out: list[str] = []
     out_chars = 0
-    i = 0
-    search = _CANDIDATE.search
-    while i < n:
-        if limit is not None and out_chars > limit:
-            break
-        m = search(s, i)
-        if m is None:
-            out.append(s[i:])
-            break
+    pos = 0
+    for m in _TOKEN.finditer(message):
         start = m.start()
-        if start > i:
-            out.append(s[i:start])
-            out_chars += start - i
-        i = start
-        c = s[i]
-        prev = s[i - 1] if i > 0 else ""
-        word_start = prev not in _WORD or prev == ""
-        placeholder = None
-        end = None
-        if c == "'" or c == '"':
-            end = _match_string(s, i)
-            if end is not None:
-                placeholder = "<str>"
-        elif c in _PATH:
-            if prev == "" or prev not in _PATH:
-                end = _match_path(s, i)
-                if end is not None:
-                    placeholder = "<path>"
-            if placeholder is None and word_start and c in _HEX:
-                end = _match_uuid(s, i)
-                if end is not None:
-                    placeholder = "<uuid>"
-            if placeholder is None and c in _DIGITS:
-                end = _match_0x(s, i)
-                if end is not None:
-                    placeholder = "<hex>"
-            if placeholder is None and word_start and c in _HEX:
-                end = _match_bare_hex(s, i)
-                if end is not None:
-                    placeholder = "<hex>"
-            if placeholder is None and c in _DIGITS:
-                if prev == "" or (prev not in _WORD and prev != "."):
-                    end = _match_ipv4(s, i)
-                    if end is not None:
-                        placeholder = "<addr>"
-                if placeholder is None:
-                    end = _match_number(s, i)
-                    placeholder = "<n>"
-        if placeholder is None:
-            out.append(c)
-            out_chars += 1
-            i += 1
-        else:
-            out.append(placeholder)
-            out_chars += len(placeholder)
-            i = end
+        if start > pos:
+            out.append(message[pos:start])
+            out_chars += start - pos
+        placeholder = _PLACEHOLDERS[m.lastindex]
+        out.append(placeholder)
+        out_chars += len(placeholder)
+        pos = m.end()
+        if limit is not None and out_chars > limit:
+            return "".join(out)
+    out.append(message[pos:])
     return "".join(out)
 
 
@@ -708,16 +579,21 @@ class SummaryBuilder:
         self._failures: list[dict] = []
         self._traceback_omitted = 0
         self._groups: dict[tuple[str, str], _Group] = {}
+        self._normalized_cache: dict[str, str] = {}
         self._other = _Group(OTHER_GROUP_ID, None, OTHER_GROUP_MESSAGE, 0)
         self._collection_total = 0
         self._collection_errors: list[dict] = []
         # (-duration_us, seq, node_id), ascending = largest first, ties by input order.
         self._slowest: list[tuple[int, int, str]] = []
+        # A test must last longer than this to enter the list (0 durations never do;
+        # with max_slowest 0 nothing does).
+        self._slow_floor = 0 if self._max_slowest > 0 else U64_MAX
         self._text_bytes_omitted = 0
         self._output_bytes_omitted = 0
 
     def push(self, item: TestRecord | CollectionErrorRecord) -> None:
-        """Add one record, in report order."""
+        """Add one record, in report order (cheap for a passing test: a few counters
+        and one comparison)."""
         seq = self._seq
         self._seq = seq + 1
         if type(item) is CollectionErrorRecord:
@@ -731,16 +607,18 @@ class SummaryBuilder:
         self._duration_us += duration
         if outcome == "failed" or outcome == "error":
             self._push_failure(item, seq)
-        if duration:
-            self._consider_slow(duration, seq, item.node_id)
+        if duration > self._slow_floor:
+            self._add_slow(duration, seq, item.node_id)
 
-    def _consider_slow(self, duration_us: int, seq: int, node_id: str) -> None:
-        cap = self._max_slowest
+    def _add_slow(self, duration_us: int, seq: int, node_id: str) -> None:
+        """Insert a test longer than ``_slow_floor`` (later tests lose ties, so a full
+        list only admits a strictly longer one)."""
         slowest = self._slowest
-        if cap == 0 or (len(slowest) == cap and -slowest[-1][0] >= duration_us):
-            return
         bisect.insort(slowest, (-duration_us, seq, node_id))
-        del slowest[cap:]
+        cap = self._max_slowest
+        if len(slowest) >= cap:
+            del slowest[cap:]
+            self._slow_floor = -slowest[-1][0]
 
     def _push_failure(self, record: TestRecord, seq: int) -> None:
         self._failures_total += 1
@@ -775,7 +653,12 @@ class SummaryBuilder:
     def _add_to_group(self, exception: str | None, message: str, seq: int, node_id: str) -> str:
         # The key's message: the whole line normalised, then capped like a message;
         # it is also the group's listed message.
-        normalized = normalize_capped(message, self._max_message_chars)
+        cache = self._normalized_cache
+        normalized = cache.get(message)
+        if normalized is None:
+            if len(cache) >= 4096:  # bounded: repeated messages are usually close together
+                cache.clear()
+            normalized = cache[message] = normalize_capped(message, self._max_message_chars)
         key = (exception or "", normalized)
         group = self._groups.get(key)
         if group is None:
