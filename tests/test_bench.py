@@ -168,3 +168,125 @@ def test_parse_size():
         gen.parse_size("ten MB")
     with pytest.raises(ValueError):
         gen.generate("/nonexistent/x", "yaml", 10_000)
+
+
+# ---------------------------------------------------------------------------------------
+# The engine against the generator's truth (both backends)
+
+
+@pytest.mark.parametrize("backend", ["native", "pure"])
+@pytest.mark.parametrize("fmt", gen.FORMATS)
+def test_summarize_counts_equal_truth(reports, fmt, backend):
+    from pytest_mcp_server import summarize
+
+    path, truth = reports[fmt]
+    summary = summarize(path, backend=backend)
+    assert summary.format == fmt
+    assert summary.counts.model_dump() == truth["counts"]
+    assert round(summary.duration_s * 1e6) == truth["duration_us"]
+    assert len(summary.collection_errors) == truth["collection_errors"]
+    first = truth["first_failure"]
+    if first.endswith(".py"):  # a module that failed to collect
+        assert summary.collection_errors[0].path == first
+    else:
+        assert summary.failures[0].node_id == first
+
+
+# ---------------------------------------------------------------------------------------
+# The bench command's modes at tiny sizes (code paths only: no timing is asserted)
+
+
+def _bench(capsys, *argv: str) -> tuple[int, dict]:
+    from pytest_mcp_server.bench import main
+
+    code = main([*argv, "--json", "--no-progress"])
+    out = capsys.readouterr().out
+    return code, json.loads(out)
+
+
+def test_bench_reports_tiny(tmp_path, capsys):
+    plot = tmp_path / "plot.png"
+    argv = ["reports", "--sizes", "200kB,300kB", "--reps", "1", "--warmup", "0", "--cache-dir", str(tmp_path)]
+    try:
+        import matplotlib  # noqa: F401
+
+        argv += ["--plot", str(plot)]
+    except ImportError:
+        plot = None
+    code, doc = _bench(capsys, *argv)
+    rows = doc["rows"]
+    from pytest_mcp_server.bench.parsers import PARSERS, available
+
+    expected = [(size, fmt, p[0]) for size in ("200kB", "300kB") for fmt in gen.FORMATS for p in PARSERS[fmt]]
+    assert [(r["size"], r["format"], r["parser"]) for r in rows] == expected
+    for r in rows:
+        if not available(next(p for p in PARSERS[r["format"]] if p[0] == r["parser"])):
+            assert r["error"] == "not installed"
+            continue
+        assert r["ok"], r["error"]
+        assert r["truth_ok"], (r["parser"], r["mismatch"])
+        assert r["reps"] == 1 and r["median_s"] > 0 and r["mb_s"] > 0
+        assert r["peak_rss"] >= r["baseline_rss"] > 0
+    native = [r for r in rows if r["parser"] == "native"]
+    assert all(r["vs_native"] == 1.0 for r in native)
+    assert code == 0
+    assert {t["target"].split(" (")[0] for t in doc["targets"]} >= {"native >= 400 MB/s", "native >= 10x pure"}
+    if plot is not None:
+        assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # cached: a second run does not regenerate (same file, same mtime)
+    f = Path(rows[0]["file"])
+    mtime = f.stat().st_mtime_ns
+    code, _ = _bench(capsys, "reports", "--sizes", "200kB", "--formats", "junit", "--parsers", "etree",
+                     "--reps", "1", "--warmup", "0", "--cache-dir", str(tmp_path))
+    assert code == 0 and f.stat().st_mtime_ns == mtime
+
+
+def test_bench_marks_a_failing_parser_and_wrong_counts(tmp_path, capsys):
+    from pytest_mcp_server.bench import common, render
+
+    path = tmp_path / "r.xml"
+    truth = gen.generate(path, "junit", 50_000)
+    res = common.spawn({"fmt": "junit", "parser": "etree", "paths": [str(tmp_path / "missing.xml")], "warmup": 0,
+                        "reps": 1, "mem_limit": 0}, timeout=60)
+    assert res["ok"] is False and "missing.xml" in res["error"]
+    res = common.spawn({"fmt": "junit", "parser": "etree", "paths": [str(path)], "warmup": 0, "reps": 1,
+                        "mem_limit": 0}, timeout=60)
+    assert res["ok"] and common.check_counts(res["counts"], truth) == (True, {})
+    wrong = json.loads(json.dumps(truth))
+    wrong["counts"]["failed"] += 1
+    ok, bad = common.check_counts(res["counts"], wrong)
+    assert ok is False and bad == {"failed": [truth["counts"]["failed"], truth["counts"]["failed"] + 1]}
+    row = {"ok": True, "truth_ok": ok, "mismatch": bad}
+    assert render.counts_cell(row).startswith("WRONG: failed ")
+
+
+def test_bench_shards_tiny(tmp_path, capsys):
+    code, doc = _bench(capsys, "shards", "--files", "3", "--shard-size", "100kB", "--reps", "1", "--warmup", "0",
+                       "--cache-dir", str(tmp_path))
+    rows = doc["rows"]
+    assert [(r["format"], r["parser"]) for r in rows] == [
+        (fmt, m) for fmt in gen.FORMATS for m in ("native-parallel", "native-1-thread", "native-one-by-one", "pure")
+    ]
+    for r in rows:
+        assert r["ok"], r["error"]
+        assert r["truth_ok"], (r["parser"], r["mismatch"])
+        assert r["threads"] >= 1
+    assert code == 0
+    assert [t["target"] for t in doc["targets"]] == ["parallel merge >= 1.7x one-by-one"] * 2
+
+
+@pytest.mark.slow
+def test_bench_suite_tiny(tmp_path, capsys):
+    code, doc = _bench(capsys, "suite", "--tests", "120", "--reps", "1", "--warmup", "0", "--cache-dir",
+                       str(tmp_path), "--timeout", "300")
+    rows = {r["way"]: r for r in doc["rows"]}
+    assert list(rows) == ["pytest", "mcp", "cli"]
+    truth = json.loads((tmp_path / "suite-120-s20240611-v1.truth.json").read_text())
+    assert truth["counts"]["total"] == 120
+    for way, r in rows.items():
+        assert r["ok"], (way, r["error"])
+        assert r["truth_ok"], (way, r["mismatch"])
+        assert r["agent_bytes"] > 0 and r["median_s"] > 0
+    assert rows["mcp"]["startup_s"] > 0 and rows["mcp"]["structured_bytes"] > 0
+    assert "added_pct" in rows["mcp"]
+    assert code == 0

@@ -1,0 +1,217 @@
+"""Shared pieces of the benchmarks: the cache, subprocess measurements, statistics,
+machine facts and progress bars."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from . import generate as gen
+
+MB = 1_000_000  # throughput and sizes use decimal megabytes (10^6 bytes)
+
+
+def default_cache_dir() -> Path:
+    """``$XDG_CACHE_HOME/pytest-mcp-server/bench`` (``~/.cache/...`` when unset)."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "pytest-mcp-server" / "bench"
+
+
+def report_path(cache: Path, fmt: str, size: int, seed: int, suffix: str = "") -> Path:
+    """Cache file of a generated report: ``<fmt>-<size>-s<seed>-v<version><suffix>.<ext>``."""
+    ext = "xml" if fmt == "junit" else "json"
+    return cache / f"{fmt}-{gen.format_size(size)}-s{seed}-v{gen.GENERATOR_VERSION}{suffix}.{ext}"
+
+
+def ensure_report(
+    cache: Path,
+    fmt: str,
+    size: int,
+    seed: int,
+    progress: Any | None = None,
+    *,
+    suffix: str = "",
+    module_offset: int = 0,
+) -> tuple[Path, dict[str, Any], bool]:
+    """The cached report (generated first when missing or stale) and its truth, and
+    whether it was generated now. ``progress``: a rich ``Progress`` to show generation."""
+    path = report_path(cache, fmt, size, seed, suffix)
+    truth = gen.load_truth(path)
+    if truth is not None and truth["seed"] == seed and truth["target_bytes"] == size:
+        return path, truth, False
+    cache.mkdir(parents=True, exist_ok=True)
+    task = None
+    if progress is not None:
+        task = progress.add_task(f"generate {path.name}", total=size)
+    cb = (lambda n: progress.advance(task, n)) if task is not None else None
+    truth = gen.generate(path, fmt, size, seed, module_offset=module_offset, progress=cb)
+    if task is not None:
+        progress.update(task, completed=size)
+        progress.remove_task(task)
+    return path, truth, True
+
+
+def spawn(
+    job: dict[str, Any],
+    *,
+    timeout: float,
+    on_progress: Callable[[int, int], None] | None = None,
+    env: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """Run ``bench.runner`` on ``job`` in a fresh interpreter and return its result dict
+    (see ``runner``). A crash, a timeout or unreadable output gives ``ok=False`` with the
+    reason in ``error``; the job is never retried."""
+    cmd = [sys.executable, "-m", "pytest_mcp_server.bench.runner", json.dumps(job)]
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    t0 = time.monotonic()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=full_env)
+    result: dict[str, Any] | None = None
+    try:
+        import selectors
+
+        sel = selectors.DefaultSelector()
+        assert proc.stdout is not None
+        sel.register(proc.stdout, selectors.EVENT_READ)
+        while True:
+            left = timeout - (time.monotonic() - t0)
+            if left <= 0:
+                raise subprocess.TimeoutExpired(cmd, timeout)
+            if not sel.select(timeout=min(left, 1.0)):
+                continue
+            line = proc.stdout.readline()
+            if not line:
+                break
+            if line.startswith("PROGRESS ") and on_progress is not None:
+                done, total = map(int, line.split()[1:3])
+                on_progress(done, total)
+            elif line.startswith("RESULT "):
+                result = json.loads(line[7:])
+        proc.wait(timeout=max(1.0, timeout - (time.monotonic() - t0)))
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        return _failed(f"timed out after {timeout:.0f} s")
+    stderr = proc.stderr.read() if proc.stderr else ""
+    if result is None:
+        tail = stderr.strip().splitlines()[-1:] or [f"exit status {proc.returncode}"]
+        return _failed(f"the runner died (exit {proc.returncode}): {tail[0][:300]}")
+    return result
+
+
+def _failed(error: str) -> dict[str, Any]:
+    return {"ok": False, "error": error, "times_s": [], "warmup_s": [], "cpu_s": [], "counts": None,
+            "baseline_rss": 0, "peak_rss": 0, "threads": 0}
+
+
+def stats(times: list[float]) -> dict[str, float | None]:
+    """``median``, ``min``, ``max`` of a list of seconds (None when empty)."""
+    if not times:
+        return {"median": None, "min": None, "max": None}
+    return {"median": statistics.median(times), "min": min(times), "max": max(times)}
+
+
+COMPARED = ("passed", "failed", "errors", "skipped", "xfailed", "xpassed", "total", "flaky", "duration_us")
+
+
+def check_counts(counts: dict[str, int] | None, truth: dict[str, Any]) -> tuple[bool | None, dict[str, list[int]]]:
+    """Compare a parser's counts with the generator's truth: ``(ok, mismatches)`` where
+    mismatches maps a key to ``[parser value, truth value]``. Keys a parser does not give
+    (``flaky``, ``duration_us`` for the alternatives) are not compared; the six outcomes
+    and ``total`` always are. ``ok`` is None when the parser gave no counts."""
+    if counts is None:
+        return None, {}
+    expected = dict(truth["counts"])
+    expected["duration_us"] = truth["duration_us"]
+    bad = {}
+    for key in COMPARED:
+        if key not in counts and key in ("flaky", "duration_us"):
+            continue
+        if counts.get(key) != expected.get(key):
+            bad[key] = [counts.get(key), expected.get(key)]
+    return not bad, bad
+
+
+def sum_truths(truths: list[dict[str, Any]]) -> dict[str, Any]:
+    """The truth of several files taken together (counts and durations add up)."""
+    counts = {k: sum(t["counts"][k] for t in truths) for k in truths[0]["counts"]}
+    return {"counts": counts, "duration_us": sum(t["duration_us"] for t in truths),
+            "bytes": sum(t["bytes"] for t in truths)}
+
+
+def machine_info() -> dict[str, Any]:
+    """Facts about this machine and build for the results: CPU model and count, memory,
+    Python, platform, package and engine versions, git commit, load averages."""
+    info: dict[str, Any] = {
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+    }
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    info["cpu"] = line.split(":", 1)[1].strip()
+                    break
+        with open("/proc/meminfo", encoding="utf-8") as f:
+            info["mem_gb"] = round(int(f.readline().split()[1]) / 2**20, 1)
+    except OSError:  # pragma: no cover - not Linux
+        pass
+    try:
+        info["loadavg"] = [round(x, 2) for x in os.getloadavg()]
+    except OSError:  # pragma: no cover
+        pass
+    try:
+        from importlib.metadata import version
+
+        info["package"] = version("pytest-mcp-server")
+    except Exception:  # pragma: no cover - bare checkout
+        info["package"] = None
+    try:
+        from .. import _native
+
+        info["native"] = _native.version()
+    except Exception:
+        info["native"] = None
+    try:
+        here = Path(__file__).resolve().parent
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=here, capture_output=True, text=True, timeout=5)
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=here, capture_output=True, text=True, timeout=5)
+        if commit.returncode == 0:
+            info["git"] = commit.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return info
+
+
+def make_progress(enabled: bool = True):
+    """A rich ``Progress`` on stderr (bars, bytes or runs, elapsed and remaining time);
+    disabled (a no-op stand-in) when ``enabled`` is false."""
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        Progress,
+        TaskProgressColumn,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    return Progress(
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        TaskProgressColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=Console(stderr=True),
+        disable=not enabled,
+        transient=False,
+    )

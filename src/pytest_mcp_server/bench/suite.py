@@ -1,0 +1,399 @@
+"""``bench suite``: a generated pytest project run plainly, over MCP and through the CLI.
+
+The project (``make_project``, cached): ``N`` tests in modules of 200 parametrized cases
+each (``tests/test_<area>_<n>.py``), every case's kind fixed by ``random.Random(seed)``
+with the generator's mix (``generate.Mix``): 2 % fail (an assertion or an exception
+raised three calls deep in ``app/``), 1 % error (70 % in a fixture's setup, 30 % in its
+teardown), 3 % skipped, 0.5 % xfailed, 5 % print captured output. The truth (counts
+with the engine's semantics: a teardown error counts as one ``errors`` and not as
+``passed``, as the reports have it) is written beside it.
+
+Ways (each run ``warmup`` times, then ``reps`` times, interleaved so drift hits all alike):
+
+* ``pytest``: ``python -m pytest`` with the report flags the server uses (JUnit XML and
+  pytest-json-report, the same argv as the server's minus its progress plugin); the
+  agent would read pytest's terminal output (its bytes are ``agent_bytes``).
+* ``mcp``: ``execute_tests`` (only ``timeout_s`` given) through the SDK's stdio client
+  (``mcp.client.stdio.stdio_client`` + ``ClientSession``) talking to the real
+  ``python -m pytest_mcp_server --root DIR`` process, started once (its start-up and
+  ``initialize`` are reported apart as ``startup_s``); ``agent_bytes`` is the text
+  content of the tool result, ``structured_bytes`` its structured content as JSON.
+* ``cli``: the human path: ``python -m pytest --junitxml=...`` then
+  ``pytest-mcp-server summarize`` of the report; ``agent_bytes`` is the summary text.
+
+``added_s`` / ``added_pct``: the median minus the ``pytest`` way's median.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from . import common
+from .generate import DEFAULT_MIX, Mix
+
+SUITE_VERSION = 1
+CASES_PER_MODULE = 200
+WAYS = ("pytest", "mcp", "cli")
+MAX_ADDED_PCT = 5.0
+MAX_AGENT_BYTES = 6 * 1024
+
+_AREAS = ["users", "orders", "billing", "search", "auth", "storage", "reports", "sched"]
+
+_CONFTEST = '''\
+import pytest
+
+
+@pytest.fixture
+def resource(request):
+    """Fails in setup for kind E and in teardown for kind T."""
+    case = request.node.callspec.params["case"]
+    kind = request.module.KINDS[case]
+    if kind == "E":
+        raise ConnectionError(f"database at 10.0.0.5:5432 refused the connection (case {case})")
+    yield kind
+    if kind == "T":
+        raise RuntimeError(f"fixture left {case % 7 + 1} temporary files behind")
+'''
+
+_APP = '''\
+"""Code under test: a few layers so that tracebacks have depth."""
+
+
+def parse_amount(text):
+    return int(text)
+
+
+def price(order):
+    total = 0
+    for item in order["items"]:
+        total += parse_amount(item["amount"]) * item["qty"]
+    return total
+
+
+def checkout(order):
+    if not order["items"]:
+        raise ValueError("empty order")
+    return {"id": order["id"], "total": price(order), "status": "paid"}
+'''
+
+_MODULE = '''\
+import pytest
+
+from app.orders import checkout
+
+KINDS = {kinds!r}
+
+
+@pytest.mark.parametrize("case", range(len(KINDS)))
+def test_checkout(case, resource):
+    kind = resource
+    order = {{"id": case, "items": [{{"amount": "12", "qty": 2}}, {{"amount": "3", "qty": 1}}]}}
+    if kind == "O":
+        print(f"order {{case}}: checking out with \\u2713 caf\\u00e9 and <tags> & quotes \\"x\\"")
+        print("step 2 of 3 ... ok")
+    elif kind == "S":
+        pytest.skip("payment sandbox not configured")
+    elif kind == "X":
+        pytest.xfail("rounding bug #4711")
+    elif kind == "F":
+        print(f"order {{case}} before checkout")
+        result = checkout(order)
+        assert result == {{"id": case, "total": 28, "status": "paid"}}
+    elif kind == "G":
+        order["items"][0]["amount"] = "12.5"
+        checkout(order)
+    assert checkout(order)["total"] == 27
+'''
+
+
+def _kinds(rng: random.Random, n: int, mix: Mix) -> str:
+    p_fail = mix.failed
+    p_err = p_fail + mix.error
+    p_skip = p_err + mix.skipped
+    p_xfail = p_skip + mix.xfailed
+    p_out = p_xfail + mix.output_passed
+    out = []
+    for _ in range(n):
+        r = rng.random()
+        if r < p_fail:
+            out.append("F" if rng.random() < 0.5 else "G")
+        elif r < p_err:
+            out.append("E" if rng.random() < mix.setup_share_of_errors else "T")
+        elif r < p_skip:
+            out.append("S")
+        elif r < p_xfail:
+            out.append("X")
+        elif r < p_out:
+            out.append("O")
+        else:
+            out.append("P")
+    return "".join(out)
+
+
+def make_project(cache: Path, tests: int, seed: int, mix: Mix = DEFAULT_MIX) -> tuple[Path, dict[str, Any]]:
+    """The cached project for ``(tests, seed)`` (written when missing) and its truth:
+    ``{"tests", "counts", "modules"}``."""
+    root = cache / f"suite-{tests}-s{seed}-v{SUITE_VERSION}"
+    truth_file = root.with_name(root.name + ".truth.json")
+    if root.is_dir() and truth_file.is_file():
+        return root, json.loads(truth_file.read_text())
+    if root.exists():
+        shutil.rmtree(root)
+    cache.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=root.name + ".", dir=cache))
+    rng = random.Random(seed)
+    (tmp / "app").mkdir()
+    (tmp / "app" / "__init__.py").write_text("")
+    (tmp / "app" / "orders.py").write_text(_APP)
+    (tmp / "tests").mkdir()
+    (tmp / "conftest.py").write_text(_CONFTEST)
+    (tmp / "pytest.ini").write_text("[pytest]\ntestpaths = tests\naddopts = -p no:cacheprovider\n")
+    all_kinds = []
+    n_mod = 0
+    left = tests
+    while left > 0:
+        n = min(CASES_PER_MODULE, left)
+        kinds = _kinds(rng, n, mix)
+        all_kinds.append(kinds)
+        name = f"test_{_AREAS[n_mod % len(_AREAS)]}_{n_mod:04d}.py"
+        (tmp / "tests" / name).write_text(_MODULE.format(kinds=kinds))
+        n_mod += 1
+        left -= n
+    joined = "".join(all_kinds)
+    counts = {
+        "passed": joined.count("P") + joined.count("O"),
+        "failed": joined.count("F") + joined.count("G"),
+        "errors": joined.count("E") + joined.count("T"),
+        "skipped": joined.count("S"),
+        "xfailed": joined.count("X"),
+        "xpassed": 0,
+    }
+    counts["total"] = sum(counts.values())
+    counts["flaky"] = 0
+    truth = {"tests": tests, "modules": n_mod, "seed": seed, "counts": counts}
+    os.replace(tmp, root)
+    truth_file.write_text(json.dumps(truth, indent=1) + "\n")
+    return root, truth
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.pop("VIRTUAL_ENV", None)
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return env
+
+
+def _plain_argv(run_dir: Path) -> list[str]:
+    return [sys.executable, "-m", "pytest", f"--junitxml={run_dir / 'junit.xml'}", "--json-report",
+            f"--json-report-file={run_dir / 'report.json'}", "--json-report-omit=keywords"]
+
+
+def _from_server_argv(server_argv: list[str], run_dir: Path) -> list[str]:
+    """The server's pytest argv without its progress plugin, reports into ``run_dir``."""
+    out: list[str] = [sys.executable]
+    skip = False
+    for a in server_argv[1:]:
+        if skip:
+            skip = False
+            continue
+        if a == "-p":
+            skip = True  # the next item is the plugin name
+            continue
+        if a.startswith("--mcp-events"):
+            continue
+        if a.startswith("--junitxml="):
+            a = f"--junitxml={run_dir / 'junit.xml'}"
+        elif a.startswith("--json-report-file="):
+            a = f"--json-report-file={run_dir / 'report.json'}"
+        out.append(a)
+    return out
+
+
+def _run_pytest(argv: list[str], root: Path, timeout: float) -> tuple[float, int, int]:
+    """(wall seconds, exit status, bytes of stdout+stderr)."""
+    t0 = time.perf_counter()
+    proc = subprocess.run(argv, cwd=root, env=_env(), capture_output=True, timeout=timeout, stdin=subprocess.DEVNULL)
+    return time.perf_counter() - t0, proc.returncode, len(proc.stdout) + len(proc.stderr)
+
+
+def _json_counts(path: Path) -> dict[str, int]:
+    from .parsers import json_load
+
+    return json_load([str(path)])
+
+
+def run_suite(
+    *,
+    tests: int,
+    ways: list[str] | None,
+    cache: Path,
+    seed: int,
+    reps: int,
+    warmup: int,
+    timeout: float,
+    progress: Any,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Measure; returns (rows, target checks)."""
+    ways = [w for w in WAYS if not ways or w in ways]
+    root, truth = make_project(cache, tests, seed)
+    work = Path(tempfile.mkdtemp(prefix="bench-suite-"))
+    rows = {w: {"bench": "suite", "way": w, "tests": tests, "project": str(root), "times_s": [], "ok": True,
+                "error": None, "agent_bytes": None, "truth_ok": None, "mismatch": {}} for w in ways}
+    task = progress.add_task(f"suite of {tests} tests: {', '.join(ways)}", total=(warmup + reps) * len(ways))
+    try:
+        if "mcp" in ways:
+            import anyio
+
+            anyio.run(_mcp_and_others, root, truth, work, ways, rows, reps, warmup, timeout, progress, task)
+        else:
+            _measure_loop(None, root, truth, work, ways, rows, reps, warmup, timeout, progress, task)
+    finally:
+        progress.remove_task(task)
+        shutil.rmtree(work, ignore_errors=True)
+    out = []
+    base = None
+    for w in ways:
+        r = rows[w]
+        st = common.stats(r["times_s"])
+        r.update(median_s=st["median"], min_s=st["min"], max_s=st["max"], reps=len(r["times_s"]))
+        if w == "pytest":
+            base = r["median_s"]
+        out.append(r)
+    for r in out:
+        if base and r.get("median_s") is not None and r["way"] != "pytest":
+            r["added_s"] = r["median_s"] - base
+            r["added_pct"] = 100.0 * (r["median_s"] - base) / base
+    targets = []
+    m = rows.get("mcp")
+    if m is not None:
+        v = m.get("added_pct")
+        targets.append({"format": "suite", "size": f"{tests} tests", "target": f"execute_tests <= {MAX_ADDED_PCT:.0f}% slower than plain pytest",
+                        "value": v, "unit": "%", "met": (v <= MAX_ADDED_PCT) if v is not None else None})
+        v = m.get("agent_bytes")
+        targets.append({"format": "suite", "size": f"{tests} tests", "target": f"agent text < {MAX_AGENT_BYTES} bytes",
+                        "value": v, "unit": "bytes", "met": (v < MAX_AGENT_BYTES) if v is not None else None})
+    return out, targets
+
+
+async def _mcp_and_others(root, truth, work, ways, rows, reps, warmup, timeout, progress, task) -> None:
+    """Start the server once through the SDK's stdio client (``mcp.client.stdio``), then
+    measure every way; the server's stderr goes to ``<work>/server.log``."""
+    import anyio
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    artifacts = work / "artifacts"
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "pytest_mcp_server", "--root", str(root), "--artifacts-dir", str(artifacts),
+              "--max-timeout", str(int(timeout))],
+        env=_env(),
+    )
+    t0 = time.perf_counter()
+    try:
+        with open(work / "server.log", "w", encoding="utf-8") as errlog:
+            async with stdio_client(params, errlog=errlog) as (read, write):
+                async with ClientSession(read, write, read_timeout_seconds=timeout + 30) as session:
+                    with anyio.fail_after(120):
+                        await session.initialize()
+                    rows["mcp"]["startup_s"] = time.perf_counter() - t0
+                    await _measure_async(session, root, truth, work, ways, rows, reps, warmup, timeout, progress, task)
+    except Exception as exc:  # noqa: BLE001 - the row says what went wrong
+        while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+            exc = exc.exceptions[0]
+        if rows["mcp"]["ok"]:
+            rows["mcp"].update(ok=False, error=f"{type(exc).__name__}: {exc}"[:300])
+        if not any(rows[w]["times_s"] for w in ways if w != "mcp"):
+            _measure_loop(None, root, truth, work, [w for w in ways if w != "mcp"], rows, reps, warmup, timeout,
+                          progress, task)
+
+
+async def _measure_async(client, root, truth, work, ways, rows, reps, warmup, timeout, progress, task) -> None:
+    import anyio
+
+    order = sorted(ways, key=lambda w: w != "mcp")  # mcp first: the plain run reuses its argv
+    for i in range(warmup + reps):
+        for w in order:
+            if w == "mcp":
+                if rows["mcp"]["ok"]:
+                    await _one_mcp(client, truth, rows["mcp"], timed=i >= warmup, timeout=timeout)
+            else:
+                await anyio.to_thread.run_sync(_one_plain, w, root, truth, work, rows, i >= warmup, timeout)
+            progress.advance(task)
+
+
+def _measure_loop(client, root, truth, work, ways, rows, reps, warmup, timeout, progress, task) -> None:
+    for i in range(warmup + reps):
+        for w in ways:
+            _one_plain(w, root, truth, work, rows, i >= warmup, timeout)
+            progress.advance(task)
+
+
+async def _one_mcp(client, truth: dict[str, Any], row: dict[str, Any], *, timed: bool, timeout: float) -> None:
+    import anyio
+
+    t0 = time.perf_counter()
+    with anyio.fail_after(timeout + 30):
+        result = await client.call_tool("execute_tests", {"timeout_s": timeout})
+    dt = time.perf_counter() - t0
+    texts = [c.text for c in result.content if getattr(c, "type", None) == "text"]
+    structured = result.structured_content
+    if result.is_error or not structured:
+        row.update(ok=False, error=("tool error: " + " ".join(texts))[:300])
+        return
+    row["agent_bytes"] = sum(len(t.encode("utf-8")) for t in texts)
+    row["structured_bytes"] = len(json.dumps(structured, separators=(",", ":")).encode("utf-8"))
+    row["server_command"] = structured.get("command")
+    row["pytest_s_in_server"] = structured.get("duration_s")
+    counts = dict(structured["summary"]["counts"])
+    row["counts"] = counts
+    row["truth_ok"], row["mismatch"] = common.check_counts(counts, {"counts": truth["counts"], "duration_us": None})
+    if timed:
+        row["times_s"].append(dt)
+
+
+def _one_plain(way: str, root: Path, truth: dict[str, Any], work: Path, rows: dict, timed: bool, timeout: float) -> None:
+    row = rows[way]
+    if not row["ok"]:
+        return
+    run_dir = work / way
+    run_dir.mkdir(exist_ok=True)
+    try:
+        if way == "pytest":
+            server_cmd = rows.get("mcp", {}).get("server_command")
+            argv = _from_server_argv(server_cmd, run_dir) if server_cmd else _plain_argv(run_dir)
+            dt, status, nbytes = _run_pytest(argv, root, timeout)
+            row["command"] = argv
+            row["agent_bytes"] = nbytes
+            counts = _json_counts(run_dir / "report.json")
+        else:  # cli: pytest with a JUnit report, then the summary a person reads
+            argv = [sys.executable, "-m", "pytest", f"--junitxml={run_dir / 'junit.xml'}"]
+            dt1, status, _ = _run_pytest(argv, root, timeout)
+            summ = [sys.executable, "-m", "pytest_mcp_server", "summarize", str(run_dir / "junit.xml")]
+            t0 = time.perf_counter()
+            proc = subprocess.run(summ, capture_output=True, env=_env(), timeout=timeout)
+            dt = dt1 + (time.perf_counter() - t0)
+            if proc.returncode not in (0, 1):
+                raise RuntimeError(f"summarize exited {proc.returncode}: {proc.stderr.decode(errors='replace')[-300:]}")
+            row["command"] = argv + ["&&"] + summ
+            row["agent_bytes"] = len(proc.stdout)
+            js = subprocess.run(summ + ["--json"], capture_output=True, env=_env(), timeout=timeout)
+            counts = dict(json.loads(js.stdout)["counts"])
+        if status not in (0, 1):
+            raise RuntimeError(f"pytest exited {status}")
+        row["counts"] = counts
+        ok, bad = common.check_counts(counts, {"counts": truth["counts"], "duration_us": None})
+        row["truth_ok"], row["mismatch"] = ok, bad
+        if timed:
+            row["times_s"].append(dt)
+    except Exception as exc:  # noqa: BLE001 - the row says what went wrong
+        row.update(ok=False, error=f"{type(exc).__name__}: {exc}"[:300])
