@@ -1,0 +1,539 @@
+"""The pytest-json-report parsers (native ``pytest_json.rs`` and pure ``pure/pytest_json.py``).
+
+1. Corpus: ``sample_report.json`` with counts and failures worked out by reading it;
+   every other JSON file of the corpus (mocha, jest, dart, rspec, go, the
+   publish-unit-test-result-action ``.results.json``, empty, malformed, not JSON) is
+   refused with the right kind by both backends.
+2. Real pytest runs with ``--json-report`` on a project with every outcome, with
+   several ``--json-report-omit`` combinations and ``--json-report-summary``, checked
+   against pytest's own summary line and the node ids the fixture project defines.
+3. Hand-built documents following the plugin's shape: pytest-rerunfailures' ``rerun``
+   entries, huge texts (capped while streaming), malformed snippets (the same kind in
+   both backends), and the memory of the native parser on a large file.
+
+Everywhere, the native and pure summaries must be the same bytes.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import orjson
+import pytest
+
+from pytest_mcp_server.engine import native_available, summarize_bytes
+from pytest_mcp_server.models import Budgets, ReportError
+from pytest_mcp_server.pure.pytest_json import parse_pytest_json as pure_parse
+from pytest_mcp_server.pure.records import CollectionErrorRecord, TestRecord
+
+_HERE = Path(__file__).resolve()
+CORPUS = next(
+    (p for p in (_HERE.parents[2] / "shared" / "corpus", Path("/work/shared/corpus")) if p.is_dir()),
+    Path("/work/shared/corpus"),
+)
+SAMPLE = CORPUS / "pytest-json-report" / "sample_report.json"
+
+needs_native = pytest.mark.skipif(
+    not native_available(), reason="the Rust extension is not built; run `pip install -e . --no-deps --no-build-isolation`"
+)
+needs_corpus = pytest.mark.skipif(not SAMPLE.is_file(), reason=f"the shared corpus is not at {CORPUS}")
+
+
+def both(path: Path | str, **budgets: int) -> dict:
+    """Summarise with both backends; assert the same bytes; return the parsed summary."""
+    b = Budgets(**budgets)
+    native = summarize_bytes(str(path), backend="native", budgets=b)
+    pure = summarize_bytes(str(path), backend="pure", budgets=b)
+    assert native == pure, f"native and pure differ on {path}"
+    return orjson.loads(native)
+
+
+def error_kinds(path: Path | str) -> tuple[str, str]:
+    """The error kind of each backend (native, pure); 'ok' when it summarises."""
+    kinds = []
+    for backend in ("native", "pure"):
+        try:
+            summarize_bytes(str(path), backend=backend)
+            kinds.append("ok")
+        except ReportError as exc:
+            assert exc.path == str(path)
+            assert exc.message, "an error says what to do"
+            kinds.append(exc.kind)
+    return kinds[0], kinds[1]
+
+
+def pure_records(data: bytes, max_output_bytes: int = 2048) -> list[TestRecord | CollectionErrorRecord]:
+    records: list = []
+    pure_parse(io.BytesIO(data), "r.json", {"max_output_bytes": max_output_bytes}, records.append)
+    return records
+
+
+# --------------------------------------------------------------------------------------
+# 1. Corpus
+
+
+@needs_native
+@needs_corpus
+def test_sample_report_counts_failures_and_details():
+    summary = both(SAMPLE)
+    # The file's own "summary": passed 2, failed 3, xfailed 1, xpassed 1, error 2,
+    # skipped 1 (total 10); checked against its ten test entries by reading them.
+    assert summary["counts"] == {
+        "total": 10, "passed": 2, "failed": 3, "errors": 2, "skipped": 1, "xfailed": 1, "xpassed": 1, "flaky": 0,
+    }
+    failures = [(f["node_id"], f["outcome"], f["phase"]) for f in summary["failures"]]
+    assert failures == [
+        ("test_create_report.py::test_fail_with_fixture", "failed", "call"),
+        ("test_create_report.py::test_fail_during_setup", "error", "setup"),
+        ("test_create_report.py::test_fail_during_teardown", "error", "teardown"),
+        ("test_create_report.py::test_fail_nested", "failed", "call"),
+        ("test_create_report.py::test_parametrized[2]", "failed", "call"),
+    ]
+    first = summary["failures"][0]
+    # crash.path is "/tmp/pytest-of-user/pytest-40/test_create_report0/test_create_report.py"
+    # and root "/tmp/pytest-of-user/pytest-40/test_create_report0": the prefix goes.
+    assert first["location"] == {"path": "test_create_report.py", "line": 32}
+    # stdout/stderr of setup, call and teardown, in phase order.
+    assert first["stdout"] == "setup\ncall\nteardown\n"
+    assert first["stderr"] == "setuperr\ncallerr\nteardownerr\n"
+    nested = summary["failures"][3]
+    assert (nested["exception"], nested["location"]["line"]) == ("TypeError", 55)
+    assert summary["collection_errors"] == []
+
+
+@needs_corpus
+def test_sample_report_records_match_a_reference_reading_with_the_json_module():
+    """The pure parser's records against an independent whole-file reading of the spec."""
+    data = SAMPLE.read_bytes()
+    doc = json.loads(data)
+    root = doc["root"] + "/"
+    records = pure_records(data)
+    assert [r.node_id for r in records] == [t["nodeid"] for t in doc["tests"]]
+    for record, test in zip(records, doc["tests"]):
+        phases = [test[p] for p in ("setup", "call", "teardown") if p in test]
+        assert record.outcome == test["outcome"]
+        assert record.duration_us == sum(int(p["duration"] * 1e6 + 0.5) for p in phases)
+        failed = next((p for p in phases if p["outcome"] == "failed"), None)
+        if test["outcome"] in ("failed", "error"):
+            assert record.text == failed["longrepr"]
+            assert record.message == failed["crash"]["message"]
+            assert record.path == failed["crash"]["path"].removeprefix(root)
+            assert record.line == failed["crash"]["lineno"]
+            assert record.stdout == ("".join(p["stdout"] for p in phases if "stdout" in p) or None)
+        else:
+            assert (record.text, record.message, record.stdout) == (None, None, None)
+
+
+def _other_json_files() -> list[Path]:
+    return sorted(p for p in CORPUS.rglob("*.json") if p != SAMPLE)
+
+
+# What each kind of non-report JSON in the corpus must give (by reading the files):
+# empty.json is empty; non-json.json is plain text; malformed-json.json is
+# `{"key": "val", malformed: "key"}` (invalid JSON: an unquoted key); the rest are valid
+# JSON of other tools (mocha/jest/rspec objects without "exitcode"; Go and Dart write one
+# object per line, and the first object is no report).
+EXPECTED_KIND = {"malformed-json.json": "malformed"}
+
+
+@needs_native
+@needs_corpus
+@pytest.mark.parametrize("path", _other_json_files(), ids=lambda p: str(p.relative_to(CORPUS)))
+def test_other_corpus_json_files_are_refused_with_the_right_kind(path):
+    expected = EXPECTED_KIND.get(path.name, "not_a_report")
+    assert error_kinds(path) == (expected, expected)
+
+
+def test_the_corpus_has_the_files_the_refusal_test_expects():
+    if not SAMPLE.is_file():
+        pytest.skip(f"the shared corpus is not at {CORPUS}")
+    names = {p.name for p in _other_json_files()}
+    for name in ("mocha-json.json", "golang-json.json", "dart-json.json", "rspec-json.json", "empty.json",
+                 "malformed-json.json", "non-json.json", "jest-junit.results.json"):
+        assert name in names
+
+
+# --------------------------------------------------------------------------------------
+# 2. Real pytest runs
+
+PROJECT = {
+    "conftest.py": """
+        import pytest
+
+        @pytest.fixture
+        def broken_setup():
+            raise RuntimeError("database unavailable")
+
+        @pytest.fixture
+        def broken_teardown():
+            yield
+            raise OSError("cleanup failed")
+    """,
+    "test_outcomes.py": """
+        import sys
+        import pytest
+
+        def test_pass():
+            assert True
+
+        def test_list_diff():
+            assert [1, 2, 3] == [1, 2, 4]
+
+        def test_output_then_fail():
+            print("to stdout")
+            print("to stderr", file=sys.stderr)
+            assert 1 + 1 == 3
+
+        def test_setup_error(broken_setup):
+            pass
+
+        def test_fail_then_teardown_error(broken_teardown):
+            assert "call" == "fails"
+
+        def test_teardown_error_only(broken_teardown):
+            pass
+
+        def test_skip():
+            pytest.skip("not today")
+
+        @pytest.mark.skipif(True, reason="never here")
+        def test_skipif():
+            pass
+
+        @pytest.mark.xfail(reason="known bug")
+        def test_xfail():
+            raise ValueError("still broken")
+
+        @pytest.mark.xfail(reason="fixed?")
+        def test_xpass():
+            pass
+
+        @pytest.mark.xfail(reason="must fail", strict=True)
+        def test_strict_xpass():
+            pass
+
+        @pytest.mark.parametrize("n", [1, 2, 3])
+        def test_param(n):
+            assert n != 2
+
+        class TestGroup:
+            def test_method_ok(self):
+                assert "a" in "abc"
+
+            def test_method_fails(self):
+                assert {"k": 1} == {"k": 2}
+    """,
+    "test_collect_broken.py": """
+        import module_that_does_not_exist  # a collection error
+
+        def test_never_runs():
+            pass
+    """,
+}
+
+# Tests that fail or error, in report order, with the phase of the failure; written
+# from the project above (not from a parser's output).
+EXPECTED_FAILURES = [
+    ("test_outcomes.py::test_list_diff", "failed", "call"),
+    ("test_outcomes.py::test_output_then_fail", "failed", "call"),
+    ("test_outcomes.py::test_setup_error", "error", "setup"),
+    # pytest-json-report sets the test's outcome to that of its last bad report: the
+    # teardown error; the first failed phase is still the call.
+    ("test_outcomes.py::test_fail_then_teardown_error", "error", "call"),
+    ("test_outcomes.py::test_teardown_error_only", "error", "teardown"),
+    ("test_outcomes.py::test_strict_xpass", "failed", "call"),
+    ("test_outcomes.py::test_param[2]", "failed", "call"),
+    ("test_outcomes.py::TestGroup::test_method_fails", "failed", "call"),
+]
+
+OMIT_VARIANTS = {
+    "full": [],
+    "omit-collectors": ["--json-report-omit", "collectors"],
+    "omit-streams-traceback-log": ["--json-report-omit", "streams", "traceback", "log"],
+    "omit-all": ["--json-report-omit", "collectors", "log", "traceback", "streams", "warnings", "keywords"],
+    "summary-only": ["--json-report-summary"],
+    "indented": ["--json-report-indent", "2"],
+}
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("jsonproj")
+    for name, text in PROJECT.items():
+        (root / name).write_text(textwrap.dedent(text).lstrip("\n"))
+    (root / "pytest.ini").write_text("[pytest]\n")
+    return root
+
+
+def run_pytest(project: Path, extra: list[str], report: Path) -> dict[str, int]:
+    """Run the real pytest on ``project``; returns the counts of its summary line."""
+    cmd = [
+        sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:randomly", "--continue-on-collection-errors",
+        "--json-report", f"--json-report-file={report}", *extra, str(project),
+    ]
+    proc = subprocess.run(cmd, cwd=project, capture_output=True, text=True, timeout=120)
+    last = proc.stdout.strip().splitlines()[-1]
+    assert " in " in last, proc.stdout[-3000:] + proc.stderr[-3000:]
+    counts = {word.replace("error", "errors").replace("errorss", "errors"): int(n)
+              for n, word in re.findall(r"(\d+) (\w+)", last.split(" in ")[0])}
+    assert report.is_file(), proc.stdout[-2000:]
+    return counts
+
+
+@pytest.fixture(scope="module")
+def reports(project, tmp_path_factory) -> dict[str, tuple[Path, dict[str, int]]]:
+    out = tmp_path_factory.mktemp("jsonreports")
+    return {name: (out / f"{name}.json", run_pytest(project, extra, out / f"{name}.json")) for name, extra in OMIT_VARIANTS.items()}
+
+
+@needs_native
+@pytest.mark.parametrize("variant", [v for v in OMIT_VARIANTS if v != "summary-only"])
+def test_real_pytest_report_matches_pytest_summary_line(reports, variant):
+    path, line = reports[variant]
+    summary = both(path)
+    counts = summary["counts"]
+    # pytest's line counts reports, not tests: a teardown error is one more "error" on
+    # top of the call's "failed" (test_fail_then_teardown_error) or "passed"
+    # (test_teardown_error_only); here each is one test, an error. The collection error
+    # is one error in both, unless the collectors were omitted from the report.
+    collection_errors = 0 if "collectors" in OMIT_VARIANTS[variant] else 1
+    assert (line["failed"], line["passed"], line["errors"]) == (6, 5, 4), line  # the fixture as written
+    assert counts["failed"] == line["failed"] - 1
+    assert counts["passed"] == line["passed"] - 1
+    assert counts["errors"] == line["errors"] - 1 + collection_errors
+    for key in ("skipped", "xfailed", "xpassed"):
+        assert counts[key] == line[key], key
+    assert counts["total"] == 16 + collection_errors  # the 16 tests of test_outcomes.py
+    assert [(f["node_id"], f["outcome"], f["phase"]) for f in summary["failures"]] == EXPECTED_FAILURES
+    paths = [c["path"] for c in summary["collection_errors"]]
+    assert paths == (["test_collect_broken.py"] if collection_errors else [])
+    if collection_errors:
+        assert summary["collection_errors"][0]["exception"] == "ModuleNotFoundError"
+
+
+@needs_native
+def test_real_pytest_report_details(reports):
+    summary = both(reports["full"][0])
+    by_id = {f["node_id"]: f for f in summary["failures"]}
+    out = by_id["test_outcomes.py::test_output_then_fail"]
+    assert (out["stdout"], out["stderr"]) == ("to stdout\n", "to stderr\n")
+    assert out["location"] == {"path": "test_outcomes.py", "line": 13}
+    setup = by_id["test_outcomes.py::test_setup_error"]
+    assert (setup["exception"], setup["message"]) == ("RuntimeError", "database unavailable")
+    assert by_id["test_outcomes.py::test_teardown_error_only"]["exception"] == "OSError"
+    diff = by_id["test_outcomes.py::test_list_diff"]
+    assert diff["exception"] == "AssertionError" and "assert [1, 2, 3] == [1, 2, 4]" in diff["message"]
+    # Streams omitted from the report: no captured output in the summary.
+    no_streams = both(reports["omit-streams-traceback-log"][0])
+    assert all(f["stdout"] is None and f["stderr"] is None for f in no_streams["failures"])
+
+
+@needs_native
+def test_summary_only_report_has_no_tests_but_is_accepted(reports):
+    path, line = reports["summary-only"]
+    assert "tests" not in json.loads(path.read_bytes())
+    summary = both(path)
+    assert summary["counts"]["total"] == 0 and summary["failures"] == []
+    assert line["passed"] > 0
+
+
+# --------------------------------------------------------------------------------------
+# 3. Hand-built documents
+
+
+def write(tmp_path: Path, doc: dict | bytes, name: str = "report.json") -> Path:
+    path = tmp_path / name
+    path.write_bytes(doc if isinstance(doc, bytes) else json.dumps(doc).encode())
+    return path
+
+
+def phase(outcome: str, duration: float = 0.5, **extra) -> dict:
+    return {"duration": duration, "outcome": outcome, **extra}
+
+
+def report(tests: list[dict], **top) -> dict:
+    return {"created": 1.0, "duration": 2.0, "exitcode": 1, "root": "/proj", "environment": {}, "summary": {}, "tests": tests, **top}
+
+
+@needs_native
+def test_rerun_entries_follow_the_retry_rule(tmp_path):
+    # pytest-rerunfailures' outcome "rerun" for the earlier attempts, as the plugin's
+    # report shape has it (one entry per attempt here; one entry left at "rerun" when
+    # pytest-json-report keeps a single entry and the last attempt passed).
+    fail = phase("failed", 1.0, longrepr="E   assert 0", crash={"path": "/proj/t.py", "lineno": 3, "message": "assert 0"})
+    doc = report([
+        {"nodeid": "t.py::flaky", "outcome": "rerun", "call": fail},
+        {"nodeid": "t.py::flaky", "outcome": "passed", "call": phase("passed", 2.0)},
+        {"nodeid": "t.py::broken", "outcome": "rerun", "call": fail},
+        {"nodeid": "t.py::broken", "outcome": "failed", "call": fail},
+        {"nodeid": "t.py::single_entry", "outcome": "rerun", "call": phase("passed", 0.25)},
+        {"nodeid": "t.py::plain", "outcome": "passed", "call": phase("passed", 0.125)},
+    ])
+    summary = both(write(tmp_path, doc))
+    assert summary["counts"] == {
+        "total": 4, "passed": 3, "failed": 1, "errors": 0, "skipped": 0, "xfailed": 0, "xpassed": 0, "flaky": 2,
+    }
+    assert [f["node_id"] for f in summary["failures"]] == ["t.py::broken"]
+    assert summary["duration_s"] == 3.0 + 2.0 + 0.25 + 0.125
+    assert summary["slowest"][0] == {"node_id": "t.py::flaky", "duration_s": 3.0}
+
+
+@needs_native
+def test_huge_texts_are_capped_while_streaming(tmp_path):
+    longrepr = "".join(f"line {i} " + "x" * 90 + "\n" for i in range(5000)) + "E   AssertionError: boom\nt.py:9: AssertionError"
+    stdout = "é" * 300_000  # 600,000 bytes, 2-byte characters
+    message = "m" * (70 * 1024)
+    doc = report([{
+        "nodeid": "t.py::big", "outcome": "failed",
+        "call": phase("failed", longrepr=longrepr, stdout=stdout, crash={"path": "/proj/t.py", "lineno": 9, "message": message}),
+    }])
+    summary = both(write(tmp_path, doc), max_output_bytes=1001)
+    failure = summary["failures"][0]
+    # The tail of 1001 bytes starts inside an 'é': it moves forward to 1000 bytes.
+    assert failure["stdout"] == "é" * 500
+    assert summary["omitted"]["output_bytes"] == 600_000 - 1000
+    # longrepr is ASCII: 64 KiB head + 64 KiB tail kept; the message keeps 64 KiB.
+    assert summary["omitted"]["text_bytes"] == (len(longrepr) - 128 * 1024) + (70 - 64) * 1024
+    assert failure["location"] == {"path": "t.py", "line": 9}
+
+
+@needs_native
+@pytest.mark.parametrize(
+    "doc",
+    [
+        b'{"exitcode": 0, "summary": {}, "tests": [1, 2,]}',
+        b'{"exitcode": 0, "summary": {},}',
+        b'{"exitcode": NaN, "summary": {}}',
+        b'{"exitcode": 0, "summary": {"a": Infinity}}',
+        b"{'exitcode': 0, 'summary': {}}",
+        b'{"exitcode": 0, "summary": {}',
+        b'{"exitcode": 0, "summary": {"a": "abc',
+        b'{"exitcode": 0, "summary": {"a": "\xff"}}',
+        b'{"exitcode": 0, "summary": {"a": "\xc0\xaf"}}',
+        b'{"exitcode": 0, "summary": {"a": "\xed\xa0\x80"}}',
+        b'{"exitcode": 0, "summary": {"a": "\\ud800"}}',
+        b'{"exitcode": 0, "summary": {"a": "\\udc00x"}}',
+        b'{"exitcode": 0, "summary": {"a": "\\ud800\\ud800"}}',
+        b'{"exitcode": 0, "summary": {"a": "\\\\\\ud800"}}',
+        b'{"exitcode": 0, "summary": {}} x',
+        b'{"exitcode": 0, "summary": {}} {}',
+        b'{"exitcode": 0, "summary": {"a": "a\x01b"}}',
+        b'{"exitcode": 0, "summary": {"a": "a\nb"}}',
+        b'{"exitcode": 0, "summary": {"a": "\\x"}}',
+        b'{"exitcode": 01, "summary": {}}',
+        b'{"exitcode": 1., "summary": {}}',
+        b'{"exitcode": +1, "summary": {}}',
+        b'{"exitcode": 0, "summary": {"a": tru}}',
+        b'{"exitcode": 0, "summary": {}}\x0c',
+        b'{"exitcode": 0, "summary": {} /* c */}',
+        b'{"exitcode": 0, "summary": {"a": 1e400}}',
+        b'{"exitcode": 0, "summary": {"a": 9223372036854775808}}',
+        b'{"exitcode": 0, "summary": {"a": -9223372036854775808}}',
+        b'{"exitcode": 0, "summary": {"a": ' + b"[" * 1024 + b"]" * 1024 + b"}}",
+        # Structural errors in a report.
+        b'{"exitcode": 0, "exitcode": 1, "summary": {}}',
+        b'{"exitcode": "1", "summary": {}}',
+        b'{"exitcode": 0, "summary": {}, "tests": [{"nodeid": "a", "outcome": "weird"}]}',
+        b'{"exitcode": 0, "summary": {}, "tests": [{"nodeid": "a", "outcome": "passed", "call": null}]}',
+        b'{"exitcode": 0, "summary": {}, "tests": [{"nodeid": "a", "outcome": "passed", "outcome": "failed"}]}',
+        b'{"tests": [{"nodeid": "a"}], "summary": {}, "exitcode": 0}',
+    ],
+)
+def test_malformed_snippets_are_malformed_in_both_backends(tmp_path, doc):
+    assert error_kinds(write(tmp_path, doc)) == ("malformed", "malformed")
+
+
+@needs_native
+@pytest.mark.parametrize(
+    "doc",
+    [
+        b'{"stats": {"tests": 1}, "tests": [{"title": "mocha"}]}',
+        b'{"summary": "1 test", "tests": 3}',
+        b'{"Action": "run"}\n{"Action": "pass"}\n',
+        b'{"exitcode": 0}',
+        b"[]",
+    ],
+)
+def test_other_json_documents_are_not_reports(tmp_path, doc):
+    assert error_kinds(write(tmp_path, doc)) == ("not_a_report", "not_a_report")
+
+
+@needs_native
+def test_valid_edge_cases_give_the_same_bytes(tmp_path):
+    doc = (
+        b'\xef\xbb\xbf {"exitcode": 0, "summary": {"n": [1e-400, -0, 9223372036854775807, 1.5E+2]},'
+        b' "root": "C:\\\\proj", "tests": [{"nodeid": "t.py::caf\\u00e9[\\ud83d\\ude00]", "outcome": "failed",'
+        b' "call": {"outcome": "failed", "duration": 1.5, "longrepr": "\\"q\\" \\\\ \\/ \\b\\f\\n\\r\\t \\u0000",'
+        b' "crash": {"path": "C:\\\\proj\\\\t.py", "lineno": 7, "message": "E \\u2603"}}}]} \r\n'
+    )
+    summary = both(write(tmp_path, doc))
+    failure = summary["failures"][0]
+    assert failure["node_id"] == "t.py::café[😀]"
+    assert failure["location"] == {"path": "t.py", "line": 7}
+    assert summary["duration_s"] == 1.5
+
+
+@pytest.mark.parametrize("chunk", [1, 5, 4096])
+def test_pure_reader_gives_the_same_records_whatever_the_read_size(chunk):
+    """Surrogate pairs and backslash runs cut across reads are judged the same."""
+
+    class Trickle(io.RawIOBase):
+        def __init__(self, data: bytes) -> None:
+            self._data = data
+
+        def read(self, n: int = -1) -> bytes:
+            out, self._data = self._data[:chunk], self._data[chunk:]
+            return out
+
+    text = '\\\\ud800 \\ud83d\\ude00 \\\\\\u00e9 é'
+    data = ('{"exitcode": 1, "summary": {}, "tests": [{"nodeid": "' + text + '", "outcome": "passed"}]}').encode()
+    records: list = []
+    pure_parse(Trickle(data), "r.json", {"max_output_bytes": 10}, records.append)
+    assert [r.node_id for r in records] == [json.loads('"' + text + '"')]
+    with pytest.raises(ReportError) as info:
+        pure_parse(Trickle(data.replace(b"\\\\\\u00e9", b"\\\\\\ud800")), "r.json", {"max_output_bytes": 10}, records.append)
+    assert info.value.kind == "malformed"
+
+
+@needs_native
+@pytest.mark.slow
+def test_native_memory_stays_flat_on_a_large_report(tmp_path):
+    """~200 MB with one 64 MB longrepr: the native parser's peak RSS grows by far less."""
+    if not Path("/proc/self/status").is_file():
+        pytest.skip("needs Linux /proc to read the peak RSS")
+    path = tmp_path / "large.json"
+    block = json.dumps({
+        "nodeid": "tests/test_m.py::TestC::test_case[p]", "lineno": 3, "outcome": "failed", "keywords": ["a", "b"],
+        "setup": phase("passed", 0.001), "teardown": phase("passed", 0.001),
+        "call": phase("failed", 0.5, longrepr="    frame line with \"quotes\" and \\backslashes\\\n" * 40,
+                      stdout="captured\n" * 50, crash={"path": "/proj/tests/test_m.py", "lineno": 9, "message": "assert 0"}),
+    }).encode()
+    with open(path, "wb") as f:
+        f.write(b'{"exitcode": 1, "root": "/proj", "summary": {}, "tests": [')
+        f.write(json.dumps({"nodeid": "big", "outcome": "failed", "call": phase("failed", longrepr="y" * (64 << 20))}).encode())
+        for _ in range(60_000):
+            f.write(b", " + block)
+        f.write(b"]}")
+    # VmHWM (peak RSS of this process image; unlike ru_maxrss it does not inherit the
+    # parent's peak across fork/exec) before and after the parse, in a fresh interpreter.
+    probe = textwrap.dedent(f"""
+        import re
+        from pytest_mcp_server.engine import summarize_bytes
+        def peak_kib():
+            return int(re.search(r"VmHWM:\\s+(\\d+) kB", open("/proc/self/status").read()).group(1))
+        before = peak_kib()
+        summarize_bytes({str(path)!r}, backend="native")
+        print(before, peak_kib())
+    """)
+    before, after = map(int, subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.split())
+    grew_kib = after - before
+    assert before > 10_000, "the probe measures a whole interpreter"
+    assert path.stat().st_size > 150 << 20
+    assert grew_kib < 32 * 1024, f"peak RSS grew by {grew_kib} KiB"
