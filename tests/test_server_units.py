@@ -1,0 +1,185 @@
+"""The server's domain pieces on their own (no MCP): pytest's expression grammar,
+path containment, argv building, run rotation, output tails, configuration."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from _pytest.mark.expression import Expression
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from pytest_mcp_server import runner as runner_mod
+from pytest_mcp_server.runner import KEEP_RUNS, Interpreter, Runner, Tail, find_python
+from pytest_mcp_server.tools import (
+    ExecuteParams,
+    ServerConfig,
+    SummarizeParams,
+    ToolFailure,
+    check_expression,
+    parse_params,
+    resolve_inside,
+)
+
+
+def pytest_accepts(expr: str) -> bool:
+    try:
+        Expression.compile(expr)
+    except SyntaxError:
+        return False
+    return True
+
+
+def ours_accept(expr: str, markers: bool = True) -> bool:
+    try:
+        check_expression(expr, markers=markers)
+    except ValueError:
+        return False
+    return True
+
+
+GRAMMAR_BITS = st.sampled_from(
+    ["a", "b_1", "not", "and", "or", "(", ")", " ", "\t", "=", ",", "'x'", '"y"', "1", "-2", "True", "None",
+     "x.y", "t[1-2]", "::", "\\", "/", "+", ";", "$", "'", "é", "\n", "if"]
+)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.lists(GRAMMAR_BITS, max_size=12).map("".join))
+@example("slow(reason='x', n=-3) and not (fast or x)")
+@example("a(if=1)")
+@example("a(b=c)")
+@example("a(b=1,)")
+def test_marker_expressions_are_accepted_exactly_when_pytest_accepts_them(expr):
+    if expr.strip(" \t")[:1] in ("-", "@"):  # refused on purpose: pytest would read an option
+        assert not ours_accept(expr)
+        return
+    assert ours_accept(expr) == pytest_accepts(expr), expr
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(GRAMMAR_BITS, max_size=12).map("".join))
+def test_keyword_expressions_are_a_subset_of_pytests_without_arguments(expr):
+    if ours_accept(expr, markers=False):
+        assert pytest_accepts(expr) and "=" not in expr
+
+
+def test_expression_errors_say_where():
+    with pytest.raises(ValueError, match=r"unexpected character ';' \(column 5\)"):
+        check_expression("slow; rm -rf /", markers=True)
+    with pytest.raises(ValueError, match=r"write \(-x\) instead"):
+        check_expression("-x", markers=False)
+    assert check_expression("(-x)", markers=False) == "(-x)"
+
+
+def test_resolve_inside_follows_symlinks_before_deciding(tmp_path):
+    root = tmp_path / "root"
+    (root / "tests").mkdir(parents=True)
+    (root / "tests" / "test_a.py").write_text("")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (root / "tests" / "out").symlink_to(outside)
+    (root / "tests" / "in").symlink_to(root / "tests")
+    (root / "loop").symlink_to(root / "loop")
+    assert resolve_inside("tests/in/test_a.py", [root], "f") == root / "tests" / "test_a.py"
+    for bad, reason in [
+        ("tests/out", "outside"),
+        ("tests/../../outside", "outside"),
+        (str(outside), "outside"),
+        ("loop", "cannot be resolved"),
+        ("tests/nope.py", "does not exist"),
+    ]:
+        with pytest.raises(ToolFailure, match=reason) as info:
+            resolve_inside(bad, [root], "paths[3]")
+        assert info.value.detail.field == "paths[3]"
+
+
+def test_execute_argv_is_built_only_from_validated_fields(tmp_path):
+    (tmp_path / "tests").mkdir()
+    config = ServerConfig(root=tmp_path, artifacts_dir=tmp_path.parent / "art")
+    runner = Runner(config)
+    params = parse_params(
+        ExecuteParams,
+        {
+            "node_ids": ["tests", "tests/test_x.py::C::t[a b]"],
+            "markers": " slow and not db ",
+            "keywords": "parse",
+            "max_failures": 3,
+            "failfast": True,
+            "last_failed": True,
+            "workers": 2,
+        },
+    )
+    interp = Interpreter("/py", "9.0", has_json_report=True, has_xdist=True)
+    argv = runner.execute_argv(params, interp, Path("/r"), Path("/r/events.txt"))
+    assert argv == [
+        "/py", "-m", "pytest", "-p", "pytest_mcp_server_events", "--mcp-events=/r/events.txt",
+        "--junitxml=/r/junit.xml", "--json-report", "--json-report-file=/r/report.json", "--json-report-omit=keywords",
+        "--maxfail=3", "-x", "--lf", "-n", "2", "-m", "slow and not db", "-k", "parse",
+        "--", "tests", "tests/test_x.py::C::t[a b]",
+    ]
+
+
+def test_only_the_newest_runs_are_kept(tmp_path):
+    (tmp_path / "proj").mkdir()
+    runner = Runner(ServerConfig(root=tmp_path / "proj", artifacts_dir=tmp_path / "art"))
+    made = [runner.new_run_dir() for _ in range(KEEP_RUNS + 5)]
+    left = sorted(p for p in runner.runs_dir.iterdir())
+    assert left == made[-KEEP_RUNS:]
+    assert runner.runs_dir.parent.parent == tmp_path / "art"
+
+
+def test_tail_keeps_a_bounded_end_of_a_huge_stream():
+    tail = Tail(limit=1000)
+    chunk = ("é" * 3000 + "\n").encode()
+    for _ in range(3000):  # about 18 MB
+        tail.feed(chunk)
+        assert len(tail.buf) <= 1000
+    tail.feed("the end\n".encode())
+    text = tail.text()
+    assert text.startswith("[... ") and text.endswith("é\nthe end\n")
+    assert "\ufffd" not in text  # the cut first character was dropped, not garbled
+
+
+def test_config_refuses_artifacts_inside_the_project_and_a_missing_root(tmp_path):
+    with pytest.raises(ValueError, match="inside the project"):
+        ServerConfig(root=tmp_path, artifacts_dir=tmp_path / "cache")
+    with pytest.raises(ValueError, match="not a directory"):
+        ServerConfig(root=tmp_path / "nope")
+
+
+def test_interpreter_order_python_option_then_venvs_then_virtual_env(tmp_path):
+    import sys
+
+    root = tmp_path / "proj"
+    root.mkdir()
+    cfg = ServerConfig(root=root)
+    assert find_python(cfg, {}) == Path(sys.executable)
+    other = tmp_path / "other-venv"
+    (other / "bin").mkdir(parents=True)
+    (other / "bin" / "python").symlink_to(sys.executable)
+    assert find_python(cfg, {"VIRTUAL_ENV": str(other)}) == other / "bin" / "python"
+    for name in ("venv", ".venv"):
+        (root / name / "bin").mkdir(parents=True)
+        (root / name / "bin" / "python").symlink_to(sys.executable)
+        assert find_python(cfg, {"VIRTUAL_ENV": str(other)}) == root / name / "bin" / "python"
+    explicit = ServerConfig(root=root, python=other / "bin" / "python")
+    assert find_python(explicit, {}) == other / "bin" / "python"
+
+
+def test_summarize_budgets_grow_with_node_ids():
+    plain = parse_params(SummarizeParams, {"paths": ["r.json"]}).budgets()
+    story = parse_params(SummarizeParams, {"paths": ["r.json"], "node_ids": ["t.py::x"]}).budgets()
+    assert plain.max_traceback_lines == 40 and story.max_traceback_lines == 400
+    assert story.max_output_bytes == 32768
+    given = parse_params(SummarizeParams, {"paths": ["r.json"], "node_ids": ["t.py"], "traceback_lines": 9}).budgets()
+    assert given.max_traceback_lines == 9
+
+
+def test_plugin_dir_holds_only_the_plugin():
+    # the child's PYTHONPATH gets this directory: nothing else may be importable from it
+    names = sorted(p.name for p in runner_mod.PLUGIN_DIR.iterdir() if p.name != "__pycache__")
+    assert names == ["pytest_mcp_server_events.py"]
+    assert os.path.basename(runner_mod.PLUGIN_DIR) == "_pytest_plugin"
