@@ -96,17 +96,36 @@ def _summarize(args: argparse.Namespace) -> int:
     return 0 if summary.ok else 1
 
 
+_SERVE_FLAGS = {
+    "root": "--root",
+    "python": "--python",
+    "max_timeout_s": "--max-timeout",
+    "max_concurrent": "--max-concurrent",
+    "artifacts_dir": "--artifacts-dir",
+}
+
+
 def _serve(args: argparse.Namespace) -> int:
-    from .mcp_adapter import run_stdio
+    from pydantic import ValidationError
+
     from .tools import ServerConfig
 
-    config = ServerConfig(
-        root=args.root,
-        python=args.python,
-        max_timeout_s=args.max_timeout,
-        max_concurrent=args.max_concurrent,
-        artifacts_dir=args.artifacts_dir,
-    )
+    try:  # checked before the MCP SDK is imported, so a bad option fails fast
+        config = ServerConfig(
+            root=args.root,
+            python=args.python,
+            max_timeout_s=args.max_timeout,
+            max_concurrent=args.max_concurrent,
+            artifacts_dir=args.artifacts_dir,
+        )
+    except ValidationError as exc:
+        err = exc.errors(include_url=False)[0]
+        flag = _SERVE_FLAGS.get(str(err["loc"][0]), "options") if err["loc"] else "options"
+        msg = err["msg"].removeprefix("Value error, ")
+        print(f"pytest-mcp-server: error: {flag}: {msg}", file=sys.stderr)
+        return 2
+    from .mcp_adapter import run_stdio
+
     return run_stdio(config) or 0
 
 

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from .models import Budgets, CollectionError, ReportSummary
 
@@ -109,17 +109,19 @@ class ServerConfig(_Frozen):
             raise ValueError(f"{value} is not an executable file; pass the project's Python with --python")
         return path  # not resolved: a venv's python is a symlink whose location matters
 
-    @model_validator(mode="after")
-    def _artifacts_outside_root(self) -> ServerConfig:
-        if self.artifacts_dir is not None:
-            resolved = self.artifacts_dir.expanduser().resolve()
-            if resolved == self.root or self.root in resolved.parents:
-                raise ValueError(
-                    f"artifacts_dir {resolved} is inside the project {self.root}; "
-                    "choose a directory outside it (reports must not land in the project)"
-                )
-            object.__setattr__(self, "artifacts_dir", resolved)
-        return self
+    @field_validator("artifacts_dir")
+    @classmethod
+    def _artifacts_outside_root(cls, value: Path | None, info: ValidationInfo) -> Path | None:
+        if value is None:
+            return None
+        resolved = value.expanduser().resolve()
+        root = info.data.get("root")
+        if root is not None and (resolved == root or root in resolved.parents):
+            raise ValueError(
+                f"{resolved} is inside the project {root}; choose a directory outside it "
+                "(reports must not land in the project)"
+            )
+        return resolved
 
 
 def default_artifacts_base() -> Path:
