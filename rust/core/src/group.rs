@@ -32,29 +32,90 @@ pub const OTHER_GROUP_ID: &str = "gother";
 /// Message of that group.
 pub const OTHER_GROUP_MESSAGE: &str = "other causes";
 
-#[inline]
+// Character classes as bit flags of one table lookup (the hot loop classifies every byte).
+const WORD: u8 = 1;
+const HEX: u8 = 2;
+const PATH: u8 = 4; // P ∪ S
+const SEPARATOR: u8 = 8;
+const DIGIT: u8 = 16;
+const PREFIX: u8 = 32;
+const QUOTE: u8 = 64;
+
+const fn class_table() -> [u8; 256] {
+    let mut t = [0u8; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        let mut flags = 0;
+        if c.is_ascii_alphanumeric() || c == b'_' {
+            flags |= WORD | PATH;
+        }
+        if c.is_ascii_hexdigit() {
+            flags |= HEX;
+        }
+        if matches!(c, b'.' | b'~' | b'+' | b'@' | b'%' | b'-') {
+            flags |= PATH;
+        }
+        if c == b'/' || c == b'\\' {
+            flags |= PATH | SEPARATOR;
+        }
+        if c.is_ascii_digit() {
+            flags |= DIGIT;
+        }
+        if matches!(c, b'b' | b'B' | b'r' | b'R' | b'u' | b'U' | b'f' | b'F') {
+            flags |= PREFIX;
+        }
+        if c == b'\'' || c == b'"' {
+            flags |= QUOTE;
+        }
+        t[b] = flags;
+        b += 1;
+    }
+    t
+}
+
+static CLASS: [u8; 256] = class_table();
+
+#[inline(always)]
+fn has(b: u8, flag: u8) -> bool {
+    CLASS[b as usize] & flag != 0
+}
+
+#[inline(always)]
 fn is_word(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b == b'_'
+    has(b, WORD)
 }
 
-#[inline]
+#[inline(always)]
 fn is_hex(b: u8) -> bool {
-    b.is_ascii_hexdigit()
+    has(b, HEX)
 }
 
-#[inline]
+#[inline(always)]
 fn is_path_char(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'~' | b'+' | b'@' | b'%' | b'-' | b'/' | b'\\')
+    has(b, PATH)
 }
 
-#[inline]
+#[inline(always)]
 fn is_separator(b: u8) -> bool {
-    b == b'/' || b == b'\\'
+    has(b, SEPARATOR)
 }
 
-#[inline]
+#[inline(always)]
 fn is_string_prefix(b: u8) -> bool {
-    matches!(b, b'b' | b'B' | b'r' | b'R' | b'u' | b'U' | b'f' | b'F')
+    has(b, PREFIX)
+}
+
+/// True when some rule may match at `i` (the preconditions of the grammar's rules);
+/// elsewhere the byte is copied.
+#[inline(always)]
+fn may_start_token(s: &[u8], i: usize) -> bool {
+    let c = CLASS[s[i] as usize];
+    if c & (QUOTE | DIGIT) != 0 {
+        return true;
+    }
+    let prev = if i > 0 { CLASS[s[i - 1] as usize] } else { 0 };
+    (c & PATH != 0 && prev & PATH == 0) || (c & HEX != 0 && prev & WORD == 0)
 }
 
 /// End of the closed string opening at `i` (index after the closing quote), if any.
@@ -199,6 +260,18 @@ fn normalize_prefix(message: &str, limit: usize) -> String {
         // Stop past the limit, at a character boundary.
         if out_chars > limit && s[i] & 0xC0 != 0x80 {
             break;
+        }
+        if !may_start_token(s, i) {
+            // Copy the run of bytes where no rule can start, in one go.
+            let start = i;
+            i += 1;
+            while i < s.len() && !may_start_token(s, i) {
+                i += 1;
+            }
+            out.extend_from_slice(&s[start..i]);
+            // A character is counted at its first byte.
+            out_chars += s[start..i].iter().filter(|&&b| b & 0xC0 != 0x80).count();
+            continue;
         }
         let b = s[i];
         let prev = if i > 0 { Some(s[i - 1]) } else { None };
