@@ -36,7 +36,9 @@ What a report holds (the same test stream for both formats, cut at each file's s
   (``os.copy_file_range`` when available).
 
 Sizes: a file ends at the first test boundary at or after ``target_bytes`` minus the
-closing bytes, so it is ``target_bytes`` plus at most one test (a few KB).
+closing bytes, so a JUnit file is ``target_bytes`` plus at most one test (a few KB); a
+pytest-json-report file also ends with the package collectors (about 60 bytes per module),
+so it can be up to 0.1 % larger (1 GB: +0.7 MB).
 Determinism: the same ``(fmt, target_bytes, seed, module_offset, GENERATOR_VERSION)``
 gives the same bytes on every machine (``random.Random(seed)`` only; no clock, no
 hash-seed dependence). Speed: about 25 MB/s (JUnit) and 33 MB/s (pytest-json-report)
