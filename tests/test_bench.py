@@ -206,7 +206,9 @@ def _bench(capsys, *argv: str) -> tuple[int, dict]:
 
 def test_bench_reports_tiny(tmp_path, capsys):
     plot = tmp_path / "plot.png"
-    argv = ["reports", "--sizes", "200kB,300kB", "--reps", "1", "--warmup", "0", "--cache-dir", str(tmp_path)]
+    saved = tmp_path / "saved.json"
+    argv = ["reports", "--sizes", "200kB,300kB", "--reps", "1", "--warmup", "0", "--cache-dir", str(tmp_path),
+            "--save", str(saved)]
     try:
         import matplotlib  # noqa: F401
 
@@ -233,6 +235,15 @@ def test_bench_reports_tiny(tmp_path, capsys):
     assert {t["target"].split(" (")[0] for t in doc["targets"]} >= {"native >= 400 MB/s", "native >= 10x pure"}
     if plot is not None:
         assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert json.loads(saved.read_text()) == doc
+    from pytest_mcp_server.bench import main
+
+    assert main(["markdown", str(saved)]) == 0
+    md = capsys.readouterr().out
+    lines = md.splitlines()
+    for r in rows:
+        (line,) = [x for x in lines if x.startswith(f"| {r['format']} | {r['size']} | {r['parser']} |")]
+        assert line.endswith("| ok |" if r.get("truth_ok") else "| not installed |")
     # cached: a second run does not regenerate (same file, same mtime)
     f = Path(rows[0]["file"])
     mtime = f.stat().st_mtime_ns

@@ -1,4 +1,4 @@
-"""``pytest-mcp-server bench {reports,shards,suite,generate} ...``.
+"""``pytest-mcp-server bench {reports,shards,suite,markdown,generate} ...``.
 
 Exit status: 0 when every measured parser/mode ran and every count matched the truth;
 1 when some parser failed or counted wrong (the table marks it); 2 for bad arguments.
@@ -6,7 +6,9 @@ Timing targets never change the exit status (they are reported, not asserted).
 
 Output: a table on stdout (progress bars on stderr); ``--json`` prints one JSON document
 instead (``{"bench", "command", "machine", "started", "elapsed_s", "rows", "targets"}``);
-``--plot FILE.png`` draws the figures (needs matplotlib: the ``bench`` extra).
+``--save FILE.json`` also writes that document (``bench markdown FILE.json`` turns it into
+the tables of ``benches/RESULTS.md``); ``--plot FILE.png`` draws the figures (needs
+matplotlib: the ``bench`` extra).
 """
 
 from __future__ import annotations
@@ -51,6 +53,8 @@ def _names(text: str) -> list[str]:
 
 def _common(p: argparse.ArgumentParser, *, reps_default: str) -> None:
     p.add_argument("--json", action="store_true", help="print a JSON document instead of the table")
+    p.add_argument("--save", type=Path, default=None, metavar="FILE.json",
+                   help="also write the JSON document to FILE.json (for 'bench markdown')")
     p.add_argument("--cache-dir", type=Path, default=None,
                    help=f"where generated files are kept between runs (default: {common.default_cache_dir()})")
     p.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"generator seed (default {DEFAULT_SEED})")
@@ -67,7 +71,7 @@ def _common(p: argparse.ArgumentParser, *, reps_default: str) -> None:
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="pytest-mcp-server bench",
                                 description="Benchmarks of the report engine and the server (figures: benches/RESULTS.md).")
-    sub = p.add_subparsers(dest="mode", required=True, metavar="{reports,shards,suite,generate}")
+    sub = p.add_subparsers(dest="mode", required=True, metavar="{reports,shards,suite,markdown,generate}")
 
     r = sub.add_parser("reports", help="every parser on generated reports of several sizes, side by side")
     r.add_argument("--sizes", type=_sizes, default=_sizes("10MB,100MB,1GB"), help="comma-separated (default 10MB,100MB,1GB)")
@@ -90,6 +94,9 @@ def build_parser() -> argparse.ArgumentParser:
     u.add_argument("--ways", type=_names, default=None, help="only these of: pytest,mcp,cli (default all)")
     _common(u, reps_default="default 3")
 
+    md = sub.add_parser("markdown", help="print the Markdown tables of saved runs (--save files), for RESULTS.md")
+    md.add_argument("files", nargs="+", type=Path)
+
     g = sub.add_parser("generate", help="write one synthetic report and its truth sidecar")
     g.add_argument("out", type=Path)
     g.add_argument("--format", choices=FORMATS, default="junit")
@@ -111,6 +118,12 @@ def main(argv: list[str]) -> int:
 
         return gen_main([str(args.out), "--format", args.format, "--size", str(args.size), "--seed", str(args.seed),
                          "--module-offset", str(args.module_offset)])
+    if args.mode == "markdown":
+        from .render import markdown
+
+        for f in args.files:
+            sys.stdout.write(markdown(json.loads(f.read_text(encoding="utf-8"))) + "\n")
+        return 0
     if args.reps is not None and args.reps < 1:
         parser.error("--reps must be >= 1")
     cache = args.cache_dir or common.default_cache_dir()
@@ -159,6 +172,9 @@ def main(argv: list[str]) -> int:
             print("pytest-mcp-server bench: --plot needs matplotlib: pip install 'pytest-mcp-server[bench]'",
                   file=sys.stderr)
             return 2
+    if args.save is not None:
+        args.save.parent.mkdir(parents=True, exist_ok=True)
+        args.save.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
     if args.json:
         sys.stdout.write(json.dumps(doc, indent=1) + "\n")
     else:

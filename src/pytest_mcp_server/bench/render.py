@@ -155,3 +155,54 @@ def suite_table(rows: list[dict[str, Any]], title: str):
             style="red" if (not r.get("ok")) or r.get("truth_ok") is False else None,
         )
     return t
+
+
+# ---------------------------------------------------------------------------------------
+# Markdown (for benches/RESULTS.md)
+
+
+def _md_table(header: list[str], rows: list[list[str]], right: set[int]) -> str:
+    align = ["---:" if i in right else "---" for i in range(len(header))]
+    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(align) + " |"]
+    lines += ["| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+def markdown(doc: dict[str, Any]) -> str:
+    """Markdown tables of one saved run (``--save``): the rows, then the targets."""
+    m = doc["machine"]
+    out = [f"`{doc['command']}`: {doc['elapsed_s']:.0f} s, started {doc['started']}, load average "
+           f"{m.get('loadavg')} at the start and {m.get('loadavg_end')} at the end; git {m.get('git')}.\n"]
+    rows = doc["rows"]
+    if doc["bench"] == "suite":
+        header = ["way", "median s", "min-max s", "added s", "added %", "agent text bytes", "counts vs truth"]
+        body = [[r["way"], _f(r.get("median_s"), ".2f"),
+                 f"{r['min_s']:.2f}-{r['max_s']:.2f}" if r.get("min_s") is not None else "-",
+                 _f(r.get("added_s"), "+.2f"), _f(r.get("added_pct"), "+.1f"), _f(r.get("agent_bytes"), "d"),
+                 counts_cell(r)] for r in rows]
+        out.append(_md_table(header, body, {1, 2, 3, 4, 5}))
+    else:
+        shards = doc["bench"] == "shards"
+        header = ["format", "files x size" if shards else "size", "parser", "median s", "min-max s", "MB/s", "CPU s",
+                  "peak RSS MiB"] + (["threads", "vs one-by-one"] if shards else []) + ["time / native", "counts vs truth"]
+        body = []
+        for r in rows:
+            cells = [r["format"], f"{r['files']} x {r['size']}" if shards else r["size"], r["parser"],
+                     _f(r.get("median_s"), ".3f"),
+                     f"{r['min_s']:.3f}-{r['max_s']:.3f}" if r.get("min_s") is not None else "-",
+                     _f(r.get("mb_s"), ".0f"), _f(r.get("cpu_s"), ".2f"),
+                     _f(r["peak_rss"] / MIB if r.get("peak_rss") else None, ".1f")]
+            if shards:
+                cells += [str(r.get("threads") or "-"),
+                          _f(r.get("vs_one_by_one"), ".2f") + ("x" if r.get("vs_one_by_one") else "")]
+            cells += [_f(r.get("vs_native"), ".1f") + ("x" if r.get("vs_native") else ""), counts_cell(r)]
+            body.append(cells)
+        n = len(header)
+        out.append(_md_table(header, body, set(range(3, n - 1))))
+    if doc.get("targets"):
+        body = [[t["format"], t["size"], t["target"],
+                 "-" if t["value"] is None else f"{t['value']:.1f} {t['unit']}".strip(),
+                 {True: "yes", False: "**no**", None: "n/a"}[t["met"]]] for t in doc["targets"]]
+        out.append("\nTargets (reported, not asserted):\n\n" + _md_table(["format", "size", "target", "measured", "met"],
+                                                                           body, set()))
+    return "\n".join(out)
