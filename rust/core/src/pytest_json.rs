@@ -21,7 +21,7 @@ use crate::error::{ErrorKind, ReportError};
 use crate::record::{CollectionErrorRecord, Item, Outcome, Phase, TestRecord};
 use crate::text::{duration_us_from_f64, HeadTail, ATTR_CAP};
 
-use lexer::{Capped, Discard, Fail, Kind, Lexer, ShortStr, StrSink};
+use lexer::{Capped, Discard, Fail, Key, Kind, Lexer, ShortStr, StrSink};
 
 /// Parse a pytest-json-report document from `reader` (positioned at byte 0), handing each
 /// record to `sink` in report order.
@@ -204,8 +204,20 @@ impl<'a, R: Read> Parser<'a, R> {
         self.lx.string(sink).map_err(|f| self.fail(f))
     }
 
-    fn next_key(&mut self, key: &mut ShortStr, first: &mut bool) -> Result<bool, ReportError> {
-        self.lx.next_key(key, first).map_err(|f| self.fail(f))
+    /// The next key: an index into `known`, None at the end of the object; other keys
+    /// are skipped with their values.
+    fn next_known(
+        &mut self,
+        known: &[&str],
+        first: &mut bool,
+    ) -> Result<Option<usize>, ReportError> {
+        loop {
+            match self.lx.next_key(known, first).map_err(|f| self.fail(f))? {
+                Key::End => return Ok(None),
+                Key::Known(i) => return Ok(Some(i)),
+                Key::Other => self.skip()?,
+            }
+        }
     }
 
     fn next_element(&mut self, first: &mut bool) -> Result<bool, ReportError> {
@@ -253,24 +265,12 @@ impl<'a, R: Read> Parser<'a, R> {
             }
         }
         self.lx.begin_object().map_err(|f| self.fail(f))?;
-        let mut key = ShortStr::new();
         let mut first = true;
         let mut seen = Seen(0);
-        while self.next_key(&mut key, &mut first)? {
-            let name = key.get().unwrap_or("");
-            let bit = match name {
-                "exitcode" => 0,
-                "summary" => 1,
-                "root" => 2,
-                "collectors" => 3,
-                "tests" => 4,
-                _ => {
-                    self.skip()?;
-                    continue;
-                }
-            };
-            let name: &'static str =
-                ["exitcode", "summary", "root", "collectors", "tests"][bit as usize];
+        const KEYS: [&str; 5] = ["exitcode", "summary", "root", "collectors", "tests"];
+        while let Some(index) = self.next_known(&KEYS, &mut first)? {
+            let bit = index as u32;
+            let name: &'static str = KEYS[index];
             if !seen.mark(bit) {
                 self.duplicate(name, &|| "the report object".to_string())?;
                 continue;
@@ -370,25 +370,16 @@ impl<'a, R: Read> Parser<'a, R> {
         }
         let start = self.lx.offset();
         self.lx.begin_object().map_err(|f| self.fail(f))?;
-        let mut key = ShortStr::new();
         let mut first = true;
         let mut seen = Seen(0);
         let mut node_id: Option<String> = None;
         let mut outcome: Option<bool> = None; // Some(failed?)
         let mut longrepr: Option<(String, u64)> = None;
         let mut ok = true;
-        while self.next_key(&mut key, &mut first)? {
-            let name = key.get().unwrap_or("");
-            let bit = match name {
-                "nodeid" => 0,
-                "outcome" => 1,
-                "longrepr" => 2,
-                _ => {
-                    self.skip()?;
-                    continue;
-                }
-            };
-            let name: &'static str = ["nodeid", "outcome", "longrepr"][bit as usize];
+        const KEYS: [&str; 3] = ["nodeid", "outcome", "longrepr"];
+        while let Some(index) = self.next_known(&KEYS, &mut first)? {
+            let bit = index as u32;
+            let name: &'static str = KEYS[index];
             if !seen.mark(bit) {
                 ok = false;
                 self.duplicate(name, &whose)?;
@@ -470,26 +461,14 @@ impl<'a, R: Read> Parser<'a, R> {
         }
         let start = self.lx.offset();
         self.lx.begin_object().map_err(|f| self.fail(f))?;
-        let mut key = ShortStr::new();
         let mut first = true;
         let mut seen = Seen(0);
         let mut entry = Entry::default();
         let mut ok = true;
-        while self.next_key(&mut key, &mut first)? {
-            let name = key.get().unwrap_or("");
-            let bit = match name {
-                "nodeid" => 0,
-                "outcome" => 1,
-                "setup" => 2,
-                "call" => 3,
-                "teardown" => 4,
-                _ => {
-                    self.skip()?;
-                    continue;
-                }
-            };
-            let name: &'static str =
-                ["nodeid", "outcome", "setup", "call", "teardown"][bit as usize];
+        const KEYS: [&str; 5] = ["nodeid", "outcome", "setup", "call", "teardown"];
+        while let Some(index) = self.next_known(&KEYS, &mut first)? {
+            let bit = index as u32;
+            let name: &'static str = KEYS[index];
             if !seen.mark(bit) {
                 ok = false;
                 self.duplicate(name, &whose)?;
@@ -568,28 +547,16 @@ impl<'a, R: Read> Parser<'a, R> {
         }
         let start = self.lx.offset();
         self.lx.begin_object().map_err(|f| self.fail(f))?;
-        let mut key = ShortStr::new();
         let mut first = true;
         let mut seen = Seen(0);
         let mut data = PhaseData::default();
         let (mut has_duration, mut has_outcome, mut ok) = (false, false, true);
-        while self.next_key(&mut key, &mut first)? {
-            let name = key.get().unwrap_or("");
-            let bit = match name {
-                "duration" => 0,
-                "outcome" => 1,
-                "longrepr" => 2,
-                "crash" => 3,
-                "stdout" => 4,
-                "stderr" => 5,
-                _ => {
-                    self.skip()?;
-                    continue;
-                }
-            };
-            let name: &'static str = [
-                "duration", "outcome", "longrepr", "crash", "stdout", "stderr",
-            ][bit as usize];
+        const KEYS: [&str; 6] = [
+            "duration", "outcome", "longrepr", "crash", "stdout", "stderr",
+        ];
+        while let Some(index) = self.next_known(&KEYS, &mut first)? {
+            let bit = index as u32;
+            let name: &'static str = KEYS[index];
             if !seen.mark(bit) {
                 ok = false;
                 self.duplicate(name, whose)?;
@@ -664,23 +631,14 @@ impl<'a, R: Read> Parser<'a, R> {
         want_details: bool,
     ) -> Result<Option<Crash>, ReportError> {
         self.lx.begin_object().map_err(|f| self.fail(f))?;
-        let mut key = ShortStr::new();
         let mut first = true;
         let mut seen = Seen(0);
         let mut crash = Crash::default();
         let mut ok = true;
-        while self.next_key(&mut key, &mut first)? {
-            let name = key.get().unwrap_or("");
-            let bit = match name {
-                "path" => 0,
-                "lineno" => 1,
-                "message" => 2,
-                _ => {
-                    self.skip()?;
-                    continue;
-                }
-            };
-            let name: &'static str = ["path", "lineno", "message"][bit as usize];
+        const KEYS: [&str; 3] = ["path", "lineno", "message"];
+        while let Some(index) = self.next_known(&KEYS, &mut first)? {
+            let bit = index as u32;
+            let name: &'static str = KEYS[index];
             if !seen.mark(bit) {
                 ok = false;
                 self.duplicate(name, whose)?;

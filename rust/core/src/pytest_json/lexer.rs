@@ -124,8 +124,8 @@ impl ShortStr {
         if self.too_long {
             None
         } else {
-            // Only whole valid segments are pushed, so this is valid UTF-8.
-            std::str::from_utf8(&self.bytes[..self.len]).ok()
+            // SAFETY: only whole `&str` pushes are stored (all or nothing).
+            Some(unsafe { std::str::from_utf8_unchecked(&self.bytes[..self.len]) })
         }
     }
 }
@@ -142,6 +142,17 @@ impl StrSink for ShortStr {
         self.bytes[self.len..self.len + s.len()].copy_from_slice(s.as_bytes());
         self.len += s.len();
     }
+}
+
+/// What `next_key` found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Key {
+    /// The object's closing `}`.
+    End,
+    /// The key `known[i]`.
+    Known(usize),
+    /// Any other key.
+    Other,
 }
 
 /// The kind of the next value, from its first byte.
@@ -196,6 +207,20 @@ pub struct Lexer<R: Read> {
     text: Vec<u8>,
 }
 
+/// "expected `what`, found `found`" (or the end of input) at `offset`; out of line so
+/// that the hot paths stay small.
+#[cold]
+#[inline(never)]
+fn expected<T>(offset: u64, what: &'static str, found: Option<u8>) -> Result<T, Fail> {
+    let what = match found {
+        Some(b) => format!("expected {what}, found {}", show(b)),
+        None => format!("the input ends where {what} was expected (truncated file?)"),
+    };
+    Err(Fail::Syntax { offset, what })
+}
+
+#[cold]
+#[inline(never)]
 fn syntax<T>(offset: u64, what: impl Into<String>) -> Result<T, Fail> {
     Err(Fail::Syntax {
         offset,
@@ -253,7 +278,7 @@ const FAST_NUMBER_BYTES: usize = 40;
 /// the end of input), of at most `FAST_NUMBER_BYTES` bytes: (its length, the number).
 /// None sends the caller to the streaming path, which also words the errors.
 #[inline]
-fn short_number(b: &[u8], at_eof: bool) -> Option<(usize, Number)> {
+fn short_number(b: &[u8], at_eof: bool, need_value: bool) -> Option<(usize, Number)> {
     let n = b.len().min(FAST_NUMBER_BYTES);
     let mut i = usize::from(b.first() == Some(&b'-'));
     let int_start = i;
@@ -268,6 +293,7 @@ fn short_number(b: &[u8], at_eof: bool) -> Option<(usize, Number)> {
     }
     let int_end = i;
     let mut is_integer = true;
+    let mut exponent: Option<(usize, usize)> = None;
     if i < n && b[i] == b'.' {
         is_integer = false;
         i += 1;
@@ -292,6 +318,7 @@ fn short_number(b: &[u8], at_eof: bool) -> Option<(usize, Number)> {
         if i == from {
             return None;
         }
+        exponent = Some((from, i));
     }
     // The number must visibly end here: a following byte that is no digit, or the end.
     match b.get(i) {
@@ -306,6 +333,16 @@ fn short_number(b: &[u8], at_eof: bool) -> Option<(usize, Number)> {
         // At most 18 digits always fit in an i64; longer ones take the checked path.
         if int_end - int_start > 18 {
             return None;
+        }
+        if !need_value {
+            return Some((
+                i,
+                Number {
+                    is_integer,
+                    int_value: 0,
+                    value: 0.0,
+                },
+            ));
         }
         let magnitude: i64 = text[int_start..].parse().ok()?;
         let negative = int_start == 1;
@@ -324,6 +361,29 @@ fn short_number(b: &[u8], at_eof: bool) -> Option<(usize, Number)> {
             },
         ));
     }
+    if !need_value {
+        // Only the range matters: below 10^307 (integer digits + exponent) it is finite.
+        let exp: i64 = match exponent {
+            None => 0,
+            // At most FAST_NUMBER_BYTES digits: an i64 may still overflow, then parse.
+            Some((from, to)) => text[from..to].parse::<i64>().unwrap_or(i64::MAX),
+        };
+        let exp = if exponent.is_some_and(|(from, _)| b[from - 1] == b'-') {
+            -exp
+        } else {
+            exp
+        };
+        if (int_end - int_start) as i64 + exp <= 307 {
+            return Some((
+                i,
+                Number {
+                    is_integer,
+                    int_value: 0,
+                    value: 0.0,
+                },
+            ));
+        }
+    }
     let value: f64 = text.parse().ok()?;
     if !value.is_finite() {
         return None;
@@ -336,6 +396,12 @@ fn short_number(b: &[u8], at_eof: bool) -> Option<(usize, Number)> {
             value,
         },
     ))
+}
+
+/// `a == b` for short byte strings (keys), without a call to `memcmp`.
+#[inline]
+fn same_short(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x == y)
 }
 
 /// Decoded string bytes batched before a push to the sink.
@@ -358,6 +424,30 @@ fn flush<S: StrSink>(sink: &mut S, out: &mut Vec<u8>) {
 /// a report.
 #[inline]
 fn skip_plain(buf: &[u8], mut i: usize) -> usize {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SSE2 is part of x86_64: 16 bytes per step. A signed compare with 0x20 flags
+        // both control bytes and non-ASCII bytes (negative as i8).
+        use std::arch::x86_64::*;
+        // SAFETY: loads stay within `buf` (i + 16 <= len); SSE2 is always present.
+        unsafe {
+            let space = _mm_set1_epi8(0x20);
+            let quote = _mm_set1_epi8(b'"' as i8);
+            let backslash = _mm_set1_epi8(b'\\' as i8);
+            while i + 16 <= buf.len() {
+                let v = _mm_loadu_si128(buf.as_ptr().add(i) as *const __m128i);
+                let special = _mm_or_si128(
+                    _mm_cmplt_epi8(v, space),
+                    _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)),
+                );
+                let mask = _mm_movemask_epi8(special);
+                if mask != 0 {
+                    return i + mask.trailing_zeros() as usize;
+                }
+                i += 16;
+            }
+        }
+    }
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
     while i + 8 <= buf.len() {
@@ -492,6 +582,22 @@ impl<R: Read> Lexer<R> {
     /// The next byte after whitespace, not consumed; None at end of input.
     #[inline]
     pub fn peek(&mut self) -> Result<Option<u8>, Fail> {
+        // Compact JSON has no whitespace or one space (": ", ", ") before a token.
+        if self.pos < self.end {
+            let b = self.buf[self.pos];
+            if !is_ws(b) {
+                return Ok(Some(b));
+            }
+            if self.pos + 1 < self.end && !is_ws(self.buf[self.pos + 1]) {
+                self.pos += 1;
+                return Ok(Some(self.buf[self.pos]));
+            }
+        }
+        self.peek_slow()
+    }
+
+    #[inline(never)]
+    fn peek_slow(&mut self) -> Result<Option<u8>, Fail> {
         loop {
             while self.pos < self.end {
                 let b = self.buf[self.pos];
@@ -506,19 +612,17 @@ impl<R: Read> Lexer<R> {
         }
     }
 
-    /// Like `peek`, but the end of input is an error (a value or delimiter is due).
+    /// Like `peek`, but the end of input is an error (`what` was due).
     #[inline]
-    fn peek_due(&mut self, what: &str) -> Result<u8, Fail> {
+    fn peek_due(&mut self, what: &'static str) -> Result<u8, Fail> {
         match self.peek()? {
             Some(b) => Ok(b),
-            None => syntax(
-                self.offset(),
-                format!("the input ends where {what} was expected (truncated file?)"),
-            ),
+            None => expected(self.offset(), what, None),
         }
     }
 
     /// The kind of the next value; fails on a byte that cannot start a value.
+    #[inline]
     pub fn kind(&mut self) -> Result<Kind, Fail> {
         let b = self.peek_due("a value")?;
         Ok(match b {
@@ -528,15 +632,11 @@ impl<R: Read> Lexer<R> {
             b'-' | b'0'..=b'9' => Kind::Number,
             b't' | b'f' => Kind::Bool,
             b'n' => Kind::Null,
-            other => {
-                return syntax(
-                    self.offset(),
-                    format!("{} cannot start a JSON value", show(other)),
-                )
-            }
+            other => return expected(self.offset(), "a JSON value", Some(other)),
         })
     }
 
+    #[inline]
     fn open(&mut self) -> Result<(), Fail> {
         if self.depth >= MAX_DEPTH {
             return syntax(
@@ -561,31 +661,51 @@ impl<R: Read> Lexer<R> {
         self.open()
     }
 
-    /// The next key of the object being read, into `key` (None when the key is too long
-    /// to be one the caller knows), or false at the closing `}`. `first` is true before
-    /// the first key.
-    pub fn next_key(&mut self, key: &mut ShortStr, first: &mut bool) -> Result<bool, Fail> {
+    /// The next key of the object being read, as an index into `known` when it is one
+    /// of them (compared after unescaping), or `Key::End` at the closing `}` (consumed).
+    /// `first` is true before the first key.
+    pub fn next_key(&mut self, known: &[&str], first: &mut bool) -> Result<Key, Fail> {
         let b = self.peek_due("a key or '}'")?;
         if b == b'}' {
             self.pos += 1;
             self.depth -= 1;
-            return Ok(false);
+            return Ok(Key::End);
         }
         if !*first {
             if b != b',' {
-                return syntax(
-                    self.offset(),
-                    format!(
-                        "expected ',' or '}}' after an object member, found {}",
-                        show(b)
-                    ),
-                );
+                return expected(self.offset(), "',' or '}' after an object member", Some(b));
             }
             self.pos += 1;
         }
         *first = false;
-        self.key(key)?;
-        Ok(true)
+        let b = self.peek_due("a key")?;
+        if b != b'"' {
+            return expected(self.offset(), "a string key", Some(b));
+        }
+        // Fast path: a key without escapes, whole in the buffer, compared in place.
+        let from = self.pos + 1;
+        let to = skip_plain(&self.buf[..self.end], from);
+        let key = if to < self.end && self.buf[to] == b'"' {
+            let raw = &self.buf[from..to];
+            let found = known.iter().position(|k| same_short(k.as_bytes(), raw));
+            self.pos = to + 1;
+            found
+        } else {
+            let mut decoded = ShortStr::new();
+            self.string(&mut decoded)?;
+            decoded
+                .get()
+                .and_then(|d| known.iter().position(|k| *k == d))
+        };
+        let b = self.peek_due("':'")?;
+        if b != b':' {
+            return expected(self.offset(), "':' after a key", Some(b));
+        }
+        self.pos += 1;
+        Ok(match key {
+            Some(i) => Key::Known(i),
+            None => Key::Other,
+        })
     }
 
     /// A key and its `:`.
@@ -595,19 +715,13 @@ impl<R: Read> Lexer<R> {
     {
         let b = self.peek_due("a key")?;
         if b != b'"' {
-            return syntax(
-                self.offset(),
-                format!("expected a string key, found {}", show(b)),
-            );
+            return expected(self.offset(), "a string key", Some(b));
         }
         key.reset();
         self.string(key)?;
         let b = self.peek_due("':'")?;
         if b != b':' {
-            return syntax(
-                self.offset(),
-                format!("expected ':' after a key, found {}", show(b)),
-            );
+            return expected(self.offset(), "':' after a key", Some(b));
         }
         self.pos += 1;
         Ok(())
@@ -624,13 +738,7 @@ impl<R: Read> Lexer<R> {
         }
         if !*first {
             if b != b',' {
-                return syntax(
-                    self.offset(),
-                    format!(
-                        "expected ',' or ']' after an array element, found {}",
-                        show(b)
-                    ),
-                );
+                return expected(self.offset(), "',' or ']' after an array element", Some(b));
             }
             self.pos += 1;
             if self.peek_due("a value")? == b']' {
@@ -648,6 +756,14 @@ impl<R: Read> Lexer<R> {
         let start = self.offset();
         debug_assert_eq!(self.buf[self.pos], b'"');
         self.pos += 1;
+        if !S::KEEPS {
+            // Validation only: the common case is one plain run up to the quote.
+            let to = skip_plain(&self.buf[..self.end], self.pos);
+            if to < self.end && self.buf[to] == b'"' {
+                self.pos = to + 1;
+                return Ok(());
+            }
+        }
         let mut out = std::mem::take(&mut self.text);
         out.clear();
         let result = self.string_body(sink, &mut out, start);
@@ -663,6 +779,13 @@ impl<R: Read> Lexer<R> {
     ) -> Result<(), Fail> {
         loop {
             let plain_end = skip_plain(&self.buf[..self.end], self.pos);
+            if S::KEEPS && out.is_empty() && plain_end < self.end && self.buf[plain_end] == b'"' {
+                // The whole (rest of the) string is one plain run: no batching needed.
+                // SAFETY: `skip_plain` passed only printable ASCII.
+                sink.push(unsafe { std::str::from_utf8_unchecked(&self.buf[self.pos..plain_end]) });
+                self.pos = plain_end + 1;
+                return Ok(());
+            }
             if S::KEEPS && plain_end > self.pos {
                 let seg = &self.buf[self.pos..plain_end];
                 if out.len() + seg.len() > SCRATCH_FLUSH {
@@ -827,9 +950,17 @@ impl<R: Read> Lexer<R> {
     /// Read a number (the next value must be one). Integers must be within ±(2^63-1),
     /// other numbers must not overflow a double (docs/ENGINE.md); else `Fail::Syntax`.
     pub fn number(&mut self) -> Result<Number, Fail> {
+        self.number_with(true)
+    }
+
+    /// `number`, but `value` is only computed when `need_value` (else 0.0): the range
+    /// check alone rarely needs the conversion.
+    fn number_with(&mut self, need_value: bool) -> Result<Number, Fail> {
         // Nearly every number is short and whole in the buffer: read it from there.
         self.ensure(FAST_NUMBER_BYTES)?;
-        if let Some((len, number)) = short_number(&self.buf[self.pos..self.end], self.eof) {
+        if let Some((len, number)) =
+            short_number(&self.buf[self.pos..self.end], self.eof, need_value)
+        {
             self.pos += len;
             return Ok(number);
         }
@@ -1039,7 +1170,7 @@ impl<R: Read> Lexer<R> {
                 }
                 Kind::String => self.string(&mut Discard)?,
                 Kind::Number => {
-                    self.number()?;
+                    self.number_with(false)?;
                 }
                 Kind::Bool | Kind::Null => self.literal()?,
             }
