@@ -480,6 +480,39 @@ def test_valid_edge_cases_give_the_same_bytes(tmp_path):
     assert summary["duration_s"] == 1.5
 
 
+@needs_native
+@pytest.mark.parametrize(
+    "number",
+    [
+        "0.00013637542724609375",
+        "9.918212890625e-05",
+        "1" + "0" * 30 + "e-30",
+        "0." + "0" * 400 + "15e400",
+        "1." + "9" * 900,
+        "2.5000000000000000000000000000000000000000000000000000000000001e-6",
+        "1e-400",
+        "12345678901234567",
+        "-0.5",
+    ],
+)
+def test_long_and_odd_duration_numbers_convert_the_same(tmp_path, number):
+    doc = ('{"exitcode": 0, "summary": {}, "tests": [{"nodeid": "t", "outcome": "passed", '
+           '"call": {"outcome": "passed", "duration": ' + number + "}}]}").encode()
+    summary = both(write(tmp_path, doc))
+    x = float(number)  # correctly rounded, as docs/ENGINE.md *Durations* asks
+    expected_us = int(x * 1e6 + 0.5) if 0 <= x < 1e9 else 0
+    assert summary["duration_s"] == expected_us / 1e6
+
+
+@needs_native
+def test_nesting_up_to_the_limit_is_fine_in_both_backends(tmp_path):
+    # The root object is level 1: 1023 arrays inside it reach the limit of 1024.
+    doc = b'{"exitcode": 0, "summary": {}, "x": ' + b"[" * 1023 + b"]" * 1023 + b"}"
+    assert both(write(tmp_path, doc))["counts"]["total"] == 0
+    deeper = b'{"exitcode": 0, "summary": {}, "x": ' + b"[" * 1024 + b"]" * 1024 + b"}"
+    assert error_kinds(write(tmp_path, deeper)) == ("malformed", "malformed")
+
+
 @pytest.mark.parametrize("chunk", [1, 5, 4096])
 def test_pure_reader_gives_the_same_records_whatever_the_read_size(chunk):
     """Surrogate pairs and backslash runs cut across reads are judged the same."""

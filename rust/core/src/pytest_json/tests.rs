@@ -489,3 +489,35 @@ fn root_prefix_is_stripped_with_either_separator() {
     assert_eq!(strip_root("t.py", None), "t.py");
     assert_eq!(strip_root("/proj", Some("/proj")), "/proj");
 }
+
+#[test]
+fn long_numbers_convert_like_a_correctly_rounded_parse_of_their_whole_text() {
+    // Past FAST_NUMBER_BYTES the lexer keeps at most 800 significant digits and a
+    // sticky digit; the double must still equal the correctly rounded value.
+    let halfway = format!("9007199254740993{}", "0".repeat(900)); // 2^53 + 1, then zeros
+    let above_halfway = format!("{halfway}1");
+    let cases = [
+        format!("0.{}1", "0".repeat(300)),
+        format!("1{}e-300", "0".repeat(250)),
+        format!("{}e-883", halfway),
+        format!("{}e-884", above_halfway),
+        format!("-{}.5e-995", "1".repeat(1000)),
+        format!("1.{}", "9".repeat(2000)),
+        format!("0.{}e{}", "0".repeat(5000), "0".repeat(50) + "5"),
+        format!("1e-{}", "0".repeat(60) + "9"),
+        "123456789012345678".to_string(),
+        "-922337203685477580.5".to_string(),
+    ];
+    for text in &cases {
+        let doc = format!("{text},");
+        let mut lx = lexer::Lexer::new(doc.as_bytes());
+        let n = lx.number().unwrap_or_else(|e| panic!("{}...: {e:?}", &text[..text.len().min(40)]));
+        let expected: f64 = text.parse().unwrap();
+        assert_eq!(n.value.to_bits(), expected.to_bits(), "{}...", &text[..text.len().min(40)]);
+        assert_eq!(lx.offset(), text.len() as u64);
+    }
+    for text in [format!("1{}", "0".repeat(19)), format!("1{}e400", "0".repeat(50)), "1e99999999999999999999999".to_string()] {
+        let doc = format!("{text},");
+        assert!(lexer::Lexer::new(doc.as_bytes()).number().is_err(), "{text}");
+    }
+}
