@@ -215,36 +215,59 @@ class ProcessOutcome:
     stderr_tail: str
 
 
+_PROC = Path("/proc")
+
+
 def _group_alive(pgid: int) -> bool:
+    """True while a process of group ``pgid`` is still running.
+
+    On Linux the group's members are read from ``/proc`` and zombies do not count (a
+    killed grandchild stays a zombie until its new parent reaps it, which a container's
+    init may never do). Elsewhere ``killpg(pgid, 0)`` decides; EPERM is taken as alive.
+    """
+    if _PROC.is_dir():
+        for entry in os.scandir(_PROC):
+            if not entry.name.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry.name}/stat", "rb") as f:
+                    fields = f.read().rsplit(b")", 1)[1].split()
+            except (OSError, IndexError):
+                continue
+            if len(fields) > 2 and fields[2] == str(pgid).encode() and fields[0] not in (b"Z", b"X"):
+                return True
+        return False
     try:
         os.killpg(pgid, 0)
     except ProcessLookupError:
         return False
-    except PermissionError:  # the id now belongs to someone else's group
-        return False
+    except PermissionError:
+        return True
     return True
 
 
 async def kill_group(pgid: int, grace_s: float = KILL_GRACE_S) -> None:
     """SIGTERM the process group ``pgid``; SIGKILL whatever is left after ``grace_s``.
 
-    Returns when the group has no member left (or after the SIGKILL). Safe to call on
-    a group that is already gone.
+    Returns as soon as no member is running (zombies aside), or shortly after the
+    SIGKILL. Safe to call on a group that is already gone.
     """
     try:
         os.killpg(pgid, signal.SIGTERM)
-    except (ProcessLookupError, PermissionError):
+    except ProcessLookupError:
         return
+    except PermissionError:
+        pass
     deadline = time.monotonic() + grace_s
     while time.monotonic() < deadline:
-        await anyio.sleep(0.02)
+        await anyio.sleep(0.03)
         if not _group_alive(pgid):
             return
     try:
         os.killpg(pgid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         return
-    for _ in range(100):  # SIGKILL cannot be ignored; wait until the kernel has reaped them
+    for _ in range(25):  # SIGKILL cannot be ignored; give the kernel a moment
         if not _group_alive(pgid):
             return
         await anyio.sleep(0.02)

@@ -753,7 +753,7 @@ def render_discover(result: DiscoverResult, *, files_shown: int = 30) -> str:
     n_files = len(result.files) + result.files_omitted
     errors = len(result.collection_errors)
     head = "COLLECTED" if result.total and not errors else ("COLLECTION ERRORS" if errors else "NO TESTS")
-    line = f"{head} {result.total} tests in {n_files} files"
+    line = f"{head} {result.total} test{'s' if result.total != 1 else ''} in {n_files} file{'s' if n_files != 1 else ''}"
     if errors:
         line += f", {errors} collection error{'s' if errors != 1 else ''}"
     lines = [f"{line} in {result.duration_s:.2f}s"]

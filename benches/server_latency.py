@@ -1,0 +1,131 @@
+#!/usr/bin/env python
+"""The server's latency targets (issue #3), measured, not asserted.
+
+1. Start-up: from spawning ``python -m pytest_mcp_server`` to its answer to
+   ``initialize`` (raw JSON-RPC over the pipes, one line each way). Target < 0.5 s.
+   For reference: ``python -c pass``, and importing the MCP SDK's server alone.
+2. Overhead on a small suite: ``execute_tests`` measured at the SDK client (one server
+   started once, warm) against the very same pytest argv run directly with the same
+   environment (the server's event plugin and report flags included), interleaved.
+   Target: median overhead < 50 ms.
+
+Usage: ``python benches/server_latency.py [--reps 15] [--tests 20] [--json]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import anyio
+
+PLUGIN_DIR = Path(__file__).resolve().parents[1] / "src" / "pytest_mcp_server" / "_pytest_plugin"
+
+
+def timed(argv: list[str], **kw) -> float:
+    start = time.perf_counter()
+    subprocess.run(argv, check=True, capture_output=True, **kw)
+    return time.perf_counter() - start
+
+
+def startup(root: Path, reps: int) -> dict[str, float]:
+    init = {
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}},
+    }
+    answers = []
+    for _ in range(reps):
+        start = time.perf_counter()
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "pytest_mcp_server", "--root", str(root)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        )
+        proc.stdin.write((json.dumps(init) + "\n").encode())
+        proc.stdin.flush()
+        line = proc.stdout.readline()
+        answers.append(time.perf_counter() - start)
+        assert b'"result"' in line, line
+        proc.stdin.close()
+        proc.wait()
+    python = [timed([sys.executable, "-c", "pass"]) for _ in range(reps)]
+    sdk = [timed([sys.executable, "-c", "import mcp.server.lowlevel, mcp.server.stdio"]) for _ in range(reps)]
+    return {
+        "initialize_answered_s": statistics.median(answers),
+        "python_bare_s": statistics.median(python),
+        "import_mcp_server_s": statistics.median(sdk),
+    }
+
+
+def make_suite(root: Path, n: int) -> None:
+    (root / "tests").mkdir(parents=True)
+    (root / "pyproject.toml").write_text(
+        '[tool.pytest.ini_options]\ntestpaths = ["tests"]\naddopts = "-p no:hypothesispytest -p no:anyio"\n'
+    )
+    body = "".join(f"def test_{i}():\n    assert {i} + 1 == {i + 1}\n\n" for i in range(n))
+    (root / "tests" / "test_small.py").write_text(body)
+
+
+async def overhead(root: Path, artifacts: Path, reps: int) -> dict[str, float]:
+    from mcp import Client, StdioServerParameters
+
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "pytest_mcp_server", "--root", str(root), "--artifacts-dir", str(artifacts)],
+        env=dict(os.environ),
+    )
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PLUGIN_DIR), env.get("PYTHONPATH", "")) if p)
+    via_mcp, direct = [], []
+    async with Client(params, mode="legacy") as client:
+        for i in range(reps + 2):
+            start = time.perf_counter()
+            result = await client.call_tool("execute_tests", {})
+            took = time.perf_counter() - start
+            assert result.structured_content["status"] == "passed", result.content[0].text
+            run_dir = str(Path(result.structured_content["report_path"]).parent)
+            with tempfile.TemporaryDirectory() as tmp:
+                argv = [a.replace(run_dir, tmp) for a in result.structured_content["command"]]
+                open(Path(tmp) / "events.txt", "w").close()
+                direct_s = await anyio.to_thread.run_sync(lambda: timed(argv, cwd=root, env=env))
+            if i >= 2:  # warm-up
+                via_mcp.append(took)
+                direct.append(direct_s)
+    return {
+        "mcp_median_s": statistics.median(via_mcp),
+        "direct_median_s": statistics.median(direct),
+        "overhead_median_ms": (statistics.median(via_mcp) - statistics.median(direct)) * 1000,
+        "overhead_paired_median_ms": statistics.median(a - b for a, b in zip(via_mcp, direct)) * 1000,
+    }
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--reps", type=int, default=15)
+    ap.add_argument("--tests", type=int, default=20)
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "suite"
+        make_suite(root, args.tests)
+        out = {"reps": args.reps, "tests": args.tests, "load_avg_1m": os.getloadavg()[0]}
+        out.update(startup(root, max(5, args.reps // 2)))
+        out.update(anyio.run(overhead, root, Path(tmp) / "artifacts", args.reps))
+    if args.json:
+        print(json.dumps(out, indent=2))
+    else:
+        for k, v in out.items():
+            print(f"{k:28s} {v:.3f}" if isinstance(v, float) else f"{k:28s} {v}")
+        print(f"target: initialize < 0.5 s -> {'met' if out['initialize_answered_s'] < 0.5 else 'NOT met'}")
+        print(f"target: overhead < 50 ms   -> {'met' if out['overhead_median_ms'] < 50 else 'NOT met'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
