@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import random
 import re
 from dataclasses import dataclass, field
@@ -155,9 +156,16 @@ def xml_text(max_size: int = 40) -> st.SearchStrategy[str]:
     return st.text(xml_chars, max_size=max_size)
 
 
+_LINE_CHARS = st.one_of(
+    st.sampled_from([c for c in SPECIAL_CHARS if c not in "\r\n\u0085\u2028:"]),
+    st.characters(min_codepoint=0x20, max_codepoint=0x7E, exclude_characters=":"),
+    st.characters(exclude_categories=("Cs", "Cc", "Zl", "Zp"), exclude_characters="\ufffe\uffff:\u0085"),
+)
+
+
 def xml_line(max_size: int = 30) -> st.SearchStrategy[str]:
-    """A text without line breaks (for names and one-line messages)."""
-    return st.text(xml_chars.filter(lambda c: c not in "\r\n\u0085\u2028"), max_size=max_size)
+    """A text without line breaks or ``:`` (for names and one-line messages)."""
+    return st.text(_LINE_CHARS, max_size=max_size)
 
 
 IDENT = st.from_regex(r"[a-z_][a-z0-9_]{0,8}", fullmatch=True)
@@ -526,8 +534,8 @@ def _junit_identity(draw, prefix: str, index: int, pytest_suite: bool):
         st.one_of(
             st.just(""),
             st.sampled_from(["[0]", "[a.b/c-1]", "[x y]", "[é😀]", "_with.dots", "[\\]", "[<&>]"]),
-            xml_line(12).filter(lambda s: ":" not in s).map(lambda s: "_" + s),
-            xml_line(12).filter(lambda s: ":" not in s).map(lambda s: "[" + s + "]"),
+            xml_line(12).map(lambda s: "_" + s),
+            xml_line(12).map(lambda s: "[" + s + "]"),
         )
     )
     modparts = draw(st.lists(IDENT, min_size=1, max_size=3))
@@ -860,14 +868,14 @@ JSON_DURATIONS = st.one_of(
     st.sampled_from(
         [
             "0", "0.0", "-0", "-0.0", "1e-3", "1E+2", "2.5e0", "0.0000005", "0.0000004999",
-            "1e400", "-1e400", "-1", "1e9", "999999999.9999", "123456789012345678901234567890",
-            "0.00015997886657714844", "1e-400",
+            "-1", "1e9", "999999999.9999", "9223372036854775807", "1e308",
+            "0.00015997886657714844", "1e-400", "-1e-400",
         ]
     ).map(Num),
 )
 
 JSON_ANY = st.recursive(
-    st.one_of(st.none(), st.booleans(), st.integers(-(2**70), 2**70), st.floats(allow_nan=False, allow_infinity=False), st.text(json_chars, max_size=10)),
+    st.one_of(st.none(), st.booleans(), st.integers(-(2**63) + 1, 2**63 - 1), st.floats(allow_nan=False, allow_infinity=False), st.text(json_chars, max_size=10)),
     lambda children: st.one_of(
         st.lists(children, max_size=4),
         st.lists(st.tuples(st.text(json_chars, max_size=6), children), max_size=4).map(Obj),
@@ -1224,3 +1232,149 @@ def budgets_dicts(draw) -> dict[str, int]:
         if draw(st.booleans()):
             out[name] = draw(st.one_of(st.just(lo), st.integers(lo, hi)))
     return out
+
+
+# --------------------------------------------------------------------------------------
+# Running both backends and checking what they say (the engine is imported lazily, so
+# the strategies above stay usable without it).
+
+# Examples checked, by test (``PYTEST_CURRENT_TEST``): the soak report prints them.
+STATS: dict[str, int] = {}
+# Set by tests/conftest.py from ``--soak=MINUTES`` (0: the normal, quick run).
+SOAK_MINUTES: float = 0.0
+# A backend call that takes longer than this is a hang: the process dumps its stacks
+# and exits (faulthandler), so CI never waits forever.
+HANG_SECONDS = 300
+
+
+def fuzz_settings(examples: int, **kwargs):
+    """Hypothesis settings of a fuzz test: ``examples`` per run normally; under
+    ``--soak`` many more per run (conftest loops the run until the time is spent)."""
+    from hypothesis import HealthCheck, settings
+
+    soak = SOAK_MINUTES > 0
+    return settings(
+        max_examples=max(examples * 4, 100) if soak else examples,
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much, HealthCheck.function_scoped_fixture],
+        database=None if soak else settings.default.database,
+        print_blob=True,
+        **kwargs,
+    )
+
+
+def count_example() -> None:
+    key = os.environ.get("PYTEST_CURRENT_TEST", "?").rsplit(" ", 1)[0]
+    STATS[key] = STATS.get(key, 0) + 1
+
+
+def run_backend(paths: list[str], backend: str, budgets: dict[str, int], fmt: str = "auto") -> tuple:
+    """``("ok", bytes)``, ``("error", kind, message)`` or ``("crash", description)``
+    (anything but a ``ReportError``, a pyo3 ``PanicException`` included)."""
+    from pytest_mcp_server.engine import summarize_bytes
+    from pytest_mcp_server.models import Budgets, ReportError
+
+    try:
+        return ("ok", summarize_bytes(paths, format=fmt, backend=backend, budgets=Budgets(**budgets)))
+    except ReportError as exc:
+        return ("error", exc.kind, str(exc))
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as exc:  # noqa: BLE001 - a panic is a BaseException
+        return ("crash", f"{type(exc).__name__}: {exc}")
+
+
+def _first_difference(a: bytes, b: bytes) -> str:
+    i = next((k for k in range(min(len(a), len(b))) if a[k] != b[k]), min(len(a), len(b)))
+    return f"first difference at byte {i}:\n  native: {a[max(i - 120, 0) : i + 120]!r}\n  pure:   {b[max(i - 120, 0) : i + 120]!r}"
+
+
+def differential(paths: list[str], budgets: dict[str, int], fmt: str = "auto") -> tuple:
+    """Run both backends; assert they agree (same bytes, or the same error kind) and
+    that neither crashed. Returns the native result."""
+    import faulthandler
+
+    count_example()
+    faulthandler.dump_traceback_later(HANG_SECONDS, exit=True)
+    try:
+        native = run_backend(paths, "native", budgets, fmt)
+        pure = run_backend(paths, "pure", budgets, fmt)
+    finally:
+        faulthandler.cancel_dump_traceback_later()
+    assert native[0] != "crash", f"native crashed: {native[1]}"
+    assert pure[0] != "crash", f"pure crashed: {pure[1]}"
+    if native[0] == "ok" and pure[0] == "ok":
+        assert native[1] == pure[1], "the backends wrote different summaries; " + _first_difference(native[1], pure[1])
+    elif native[0] == "error" and pure[0] == "error":
+        assert native[1] == pure[1], f"different error kinds: native {native[1]!r} ({native[2]}) vs pure {pure[1]!r} ({pure[2]})"
+    else:
+        show = lambda r: f"summary {r[1][:300]!r}..." if r[0] == "ok" else f"error {r[1]!r}: {r[2]}"  # noqa: E731
+        raise AssertionError(f"one backend refused the input: native {show(native)} / pure {show(pure)}")
+    return native
+
+
+_MARKER = re.compile(r"\.\.\. \[[0-9]+ lines omitted\]\Z")
+
+
+def check_invariants(raw: bytes, budgets: dict[str, int], paths: list[str]) -> dict:
+    """What every summary satisfies whatever the input (docs/ENGINE.md): the public
+    model accepts it, counts add up, every budget holds, nothing is cut silently."""
+    import orjson
+
+    from pytest_mcp_server.models import Budgets, ReportSummary
+
+    ReportSummary.model_validate_json(raw)
+    s = orjson.loads(raw)
+    b = Budgets(**budgets)
+    c = s["counts"]
+    om = s["omitted"]
+    assert s["files"] == paths
+    assert c["total"] == sum(c[k] for k in ("passed", "failed", "errors", "skipped", "xfailed", "xpassed"))
+    assert c["flaky"] <= c["total"]
+    assert len(s["failures"]) <= b.max_failures
+    assert len(s["collection_errors"]) <= b.max_collection_errors
+    # every failing test and collection error is listed or counted as omitted
+    assert len(s["failures"]) + om["failures"] + len(s["collection_errors"]) + om["collection_errors"] == c["failed"] + c["errors"]
+    assert len(s["groups"]) <= b.max_groups
+    for g in s["groups"]:
+        assert g["count"] >= 1 and len(g["examples"]) <= min(b.max_examples, g["count"])
+        assert re.fullmatch(r"g[0-9a-f]{8}|gother", g["id"]), g["id"]
+        assert len(g["message"]) <= b.max_message_chars
+    assert len(s["slowest"]) <= b.max_slowest
+    durations = [t["duration_s"] for t in s["slowest"]]
+    assert all(d > 0 for d in durations) and durations == sorted(durations, reverse=True)
+    for f in s["failures"]:
+        assert f["outcome"] in ("failed", "error")
+        assert "\n" not in f["message"] and len(f["message"]) <= b.max_message_chars, f["message"]
+        for line in f["traceback"].split("\n"):
+            assert len(line) <= b.max_line_chars or _MARKER.match(line), (line, b.max_line_chars)
+        for stream in ("stdout", "stderr"):
+            if f[stream] is not None:
+                assert len(f[stream].encode("utf-8", "surrogatepass")) <= b.max_output_bytes
+    for e in s["collection_errors"]:
+        assert "\n" not in e["message"] and len(e["message"]) <= b.max_message_chars
+    assert all(v >= 0 for v in om.values())
+    return s
+
+
+def check_truth(raw: bytes, truth: Truth, budgets: dict[str, int], paths: list[str]) -> None:
+    """The summary says what the generated document holds (counts, durations, the
+    failing tests with their phases, collection errors, slowest, omitted counts)."""
+    from pytest_mcp_server.models import Budgets
+
+    s = check_invariants(raw, budgets, paths)
+    b = Budgets(**budgets)
+    assert s["format"] == truth.format
+    assert s["counts"] == truth.counts
+    assert s["duration_s"] == truth.total_us / 1e6
+    fails = truth.failures
+    got = [(f["node_id"], f["outcome"], f["phase"]) for f in s["failures"]]
+    assert got == fails[: b.max_failures]
+    assert s["omitted"]["failures"] == max(0, len(fails) - b.max_failures)
+    assert [e["path"] for e in s["collection_errors"]] == list(truth.collection_errors[: b.max_collection_errors])
+    assert s["omitted"]["collection_errors"] == max(0, len(truth.collection_errors) - b.max_collection_errors)
+    assert [(t["node_id"], t["duration_s"]) for t in s["slowest"]] == truth.slowest(b.max_slowest)
+    # every listed failure points at a group; groups count failures, largest first
+    counts = [g["count"] for g in s["groups"]]
+    assert counts == sorted(counts, reverse=True)
+    assert sum(counts) <= len(fails) + len(truth.collection_errors)
