@@ -187,6 +187,8 @@ def parse_pytest_json(
         parser.run(events)
     except _Malformed as exc:
         raise parser.malformed(exc.what) from None
+    except StopIteration:  # ijson raises on a premature end; this is a safety net
+        raise parser.malformed("the input ends inside the document (truncated file?)") from None
     except (ijson.JSONError, UnicodeDecodeError) as exc:
         if reader.violation is not None:
             raise parser.malformed(reader.violation[1], reader.violation[0]) from None
@@ -267,25 +269,37 @@ class _Parser:
     # -- events ---------------------------------------------------------------------
 
     def event(self) -> tuple[str, object]:
-        try:
-            ev, value = self._next()
-        except StopIteration:  # ijson raises on a premature end; this is a safety net
-            raise _Malformed("the input ends inside the document (truncated file?)") from None
+        """The next ijson event, keeping ``depth`` (the nesting limit is checked here)."""
+        ev, value = self._next()
         if ev == "start_map" or ev == "start_array":
-            self.depth += 1
-            if self.depth > MAX_DEPTH:
-                raise _Malformed(f"arrays/objects nested deeper than {MAX_DEPTH} levels")
+            self.opened()
         elif ev == "end_map" or ev == "end_array":
             self.depth -= 1
         return ev, value
 
+    def opened(self) -> None:
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise _Malformed(f"arrays/objects nested deeper than {MAX_DEPTH} levels")
+
     def skip(self, ev: str) -> None:
         """Skip the value that starts with event ``ev`` (ijson validates it)."""
-        if ev == "start_map" or ev == "start_array":
-            outer = self.depth - 1
-            event = self.event
-            while self.depth > outer:
-                event()
+        if ev != "start_map" and ev != "start_array":
+            return
+        # The hot loop of the pure parser: events of ignored values, kept lean.
+        nxt = self._next
+        depth = self.depth
+        outer = depth - 1
+        while depth > outer:
+            ev = nxt()[0]
+            if ev == "start_map" or ev == "start_array":
+                depth += 1
+                if depth > MAX_DEPTH:
+                    self.depth = depth
+                    raise _Malformed(f"arrays/objects nested deeper than {MAX_DEPTH} levels")
+            elif ev == "end_map" or ev == "end_array":
+                depth -= 1
+        self.depth = depth
 
     def expect(self, ev: str, wanted: str, what: Callable[[], str]) -> bool:
         """True if the value starting with ``ev`` is of event kind ``wanted``; else report
@@ -297,22 +311,30 @@ class _Parser:
         return False
 
     def keys(self):
-        """The keys of the object just opened, each followed by its value's first event."""
-        event = self.event
+        """The keys of the object just opened, each with its value's first event."""
+        nxt = self._next
         while True:
-            ev, key = event()
+            ev, key = nxt()
             if ev == "end_map":
+                self.depth -= 1
                 return
-            yield key, event()
+            first = nxt()
+            if first[0] == "start_map" or first[0] == "start_array":
+                self.opened()
+            yield key, first
 
     def items(self):
         """The first events of the elements of the array just opened."""
-        event = self.event
+        nxt = self._next
         while True:
-            ev = event()
-            if ev[0] == "end_array":
+            first = nxt()
+            ev = first[0]
+            if ev == "end_array":
+                self.depth -= 1
                 return
-            yield ev
+            if ev == "start_map" or ev == "start_array":
+                self.opened()
+            yield first
 
     def duplicate(self, key: str, whose: str, ev: str) -> None:
         self.structural(f"{whose} has the key {key!r} twice")
