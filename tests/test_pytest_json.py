@@ -444,6 +444,10 @@ def test_huge_texts_are_capped_while_streaming(tmp_path):
         b'{"exitcode": 0, "summary": {}, "tests": [{"nodeid": "a", "outcome": "passed", "call": null}]}',
         b'{"exitcode": 0, "summary": {}, "tests": [{"nodeid": "a", "outcome": "passed", "outcome": "failed"}]}',
         b'{"tests": [{"nodeid": "a"}], "summary": {}, "exitcode": 0}',
+        b'{"exitcode": 0, "summary": {}, "tests": [{"nodeid": "a", "outcome": "passed", "call": {"outcome": "passed"}}]}',
+        b'{"exitcode": 0, "summary": {}, "tests": [{"nodeid": "a", "outcome": "failed", "call": {"duration": 1,'
+        b' "outcome": "failed", "crash": {"lineno": 3.0}}}]}',
+        b'{"exitcode": 0, "summary": {}, "collectors": [{"nodeid": "c.py", "outcome": "failed", "longrepr": null}]}',
     ],
 )
 def test_malformed_snippets_are_malformed_in_both_backends(tmp_path, doc):
@@ -511,6 +515,16 @@ def test_nesting_up_to_the_limit_is_fine_in_both_backends(tmp_path):
     assert both(write(tmp_path, doc))["counts"]["total"] == 0
     deeper = b'{"exitcode": 0, "summary": {}, "x": ' + b"[" * 1024 + b"]" * 1024 + b"}"
     assert error_kinds(write(tmp_path, deeper)) == ("malformed", "malformed")
+
+
+@needs_native
+def test_root_applies_to_the_tests_after_it(tmp_path):
+    crash = {"path": "/proj/t.py", "lineno": 1, "message": "assert 0"}
+    entry = {"nodeid": "t.py::x", "outcome": "failed", "call": phase("failed", crash=crash)}
+    before = write(tmp_path, {"exitcode": 1, "root": "/proj", "summary": {}, "tests": [entry]}, "before.json")
+    after = write(tmp_path, {"exitcode": 1, "summary": {}, "tests": [entry], "root": "/proj"}, "after.json")
+    assert both(before)["failures"][0]["location"]["path"] == "t.py"
+    assert both(after)["failures"][0]["location"]["path"] == "/proj/t.py"
 
 
 @pytest.mark.parametrize("chunk", [1, 5, 4096])
