@@ -124,6 +124,8 @@ def test_256_failures_from_3_causes_are_3_to_6_groups_under_6kb(tmp_path):
     assert text.startswith("FAILED 256 failed in ")
     for cause in ("KeyError", "TimeoutError", "AssertionError"):
         assert cause in text
+    # the hint names this tool's budget (max_failures is --maxfail here)
+    assert "236 more failures (raise failures_listed)" in text and "raise max_failures" not in text
 
 
 def test_selection_markers_keywords_maxfail_and_last_failed(every_outcome):

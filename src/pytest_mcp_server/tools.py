@@ -733,7 +733,7 @@ def render_execute(result: ExecuteResult) -> str:
     not green, a hint and where the report is."""
     from .render import render_text
 
-    text = render_text(result.summary, verdict=VERDICTS[result.status])
+    text = _tool_budget_names(render_text(result.summary, verdict=VERDICTS[result.status]))
     tail: list[str] = []
     if result.status == "no_tests":
         tail.append(
@@ -783,12 +783,18 @@ def render_summarize(result: SummarizeResult) -> str:
     the requested node ids that matched no failure."""
     from .render import render_text
 
-    text = render_text(result.summary)
+    text = _tool_budget_names(render_text(result.summary))
     if result.not_failing:
         text += (
             "\nNo failure for: " + ", ".join(result.not_failing) + " (passed, skipped, or not in the report)\n"
         )
     return text
+
+
+def _tool_budget_names(text: str) -> str:
+    # render.py names the engine's budget (max_failures); in these tools max_failures is
+    # pytest's --maxfail and the listing budget is failures_listed.
+    return text.replace("(raise max_failures)", "(raise failures_listed)")
 
 
 def render_failure(detail: ToolFailureDetail) -> str:
