@@ -114,11 +114,6 @@ impl ShortStr {
         }
     }
 
-    fn clear(&mut self) {
-        self.len = 0;
-        self.too_long = false;
-    }
-
     /// The string, or None when it is longer than any name compared against.
     pub fn get(&self) -> Option<&str> {
         if self.too_long {
@@ -708,17 +703,13 @@ impl<R: Read> Lexer<R> {
         })
     }
 
-    /// A key and its `:`.
-    fn key<S: StrSink>(&mut self, key: &mut S) -> Result<(), Fail>
-    where
-        S: KeyTarget,
-    {
+    /// A key (validated, not kept) and its `:`.
+    fn skip_key(&mut self) -> Result<(), Fail> {
         let b = self.peek_due("a key")?;
         if b != b'"' {
             return expected(self.offset(), "a string key", Some(b));
         }
-        key.reset();
-        self.string(key)?;
+        self.string(&mut Discard)?;
         let b = self.peek_due("':'")?;
         if b != b':' {
             return expected(self.offset(), "':' after a key", Some(b));
@@ -1143,7 +1134,6 @@ impl<R: Read> Lexer<R> {
     }
 
     fn skip_with(&mut self, stack: &mut Vec<bool>) -> Result<(), Fail> {
-        let mut key = Discard;
         loop {
             // A value is due here.
             match self.kind()? {
@@ -1154,7 +1144,7 @@ impl<R: Read> Lexer<R> {
                         self.depth -= 1;
                     } else {
                         stack.push(true);
-                        self.key(&mut key)?;
+                        self.skip_key()?;
                         continue;
                     }
                 }
@@ -1187,7 +1177,7 @@ impl<R: Read> Lexer<R> {
                 if b == b',' {
                     self.pos += 1;
                     if is_object {
-                        self.key(&mut key)?;
+                        self.skip_key()?;
                     } else if self.peek_due("a value")? == b']' {
                         return syntax(self.offset(), "a trailing ',' before ']' is not JSON");
                     }
@@ -1217,19 +1207,4 @@ impl<R: Read> Lexer<R> {
             ),
         }
     }
-}
-
-/// A string sink that can be reset before a key is read into it.
-pub trait KeyTarget {
-    fn reset(&mut self);
-}
-
-impl KeyTarget for ShortStr {
-    fn reset(&mut self) {
-        self.clear();
-    }
-}
-
-impl KeyTarget for Discard {
-    fn reset(&mut self) {}
 }

@@ -277,8 +277,8 @@ fn nesting_is_limited_to_max_depth() {
     // The root object is level 1: MAX_DEPTH - 1 more levels are fine, one more is not.
     let nested = |levels: usize| {
         let mut s = b"{\"exitcode\": 0, \"summary\": {}, \"x\": ".to_vec();
-        s.extend(std::iter::repeat(b'[').take(levels));
-        s.extend(std::iter::repeat(b']').take(levels));
+        s.extend(std::iter::repeat_n(b'[', levels));
+        s.extend(std::iter::repeat_n(b']', levels));
         s.push(b'}');
         s
     };
@@ -458,8 +458,7 @@ fn captured_output_keeps_the_tail_of_all_phases_together() {
             "setup": {"duration": 0, "outcome": "passed", "stdout": "aaaé"},
             "call": {"duration": 0, "outcome": "failed", "stdout": "bbb"}}]"#,
     );
-    let mut budgets = Budgets::default();
-    budgets.max_output_bytes = 4;
+    let budgets = Budgets { max_output_bytes: 4, ..Budgets::default() };
     let items = parse_with(&doc, &budgets, usize::MAX).unwrap();
     let t = tests_of(&items)[0];
     // "aaaébbb" (8 bytes): the last 4 start inside 'é', so the cut moves on to "bbb".
