@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from server_support import MODES, Project, connect, run, text_of
 
-from pytest_mcp_server.tools import DiscoverResult, ExecuteResult, SummarizeResult
+from pytest_mcp_server.tools import DiscoverResult, ExecuteResult, SummarizeResult, ToolFailureDetail
 
 EVERY_OUTCOME_COUNTS = {
     "total": 30, "passed": 18, "failed": 6, "errors": 2, "skipped": 2, "xfailed": 1, "xpassed": 1, "flaky": 0,
@@ -239,3 +239,51 @@ def test_summarize_report_drills_into_one_test_without_rerunning(every_outcome):
     j = SummarizeResult.model_validate(junit.structured_content)
     assert j.summary.format == "junit"
     assert j.summary.counts.failed == 6 and j.summary.counts.errors == 2
+
+
+def test_execution_failures_are_tool_errors_with_kind_exit_and_tails(every_outcome):
+    root = every_outcome.root
+    (root / "tests" / "crash").mkdir()
+    (root / "tests" / "crash" / "test_kill.py").write_text(
+        "import os, signal\n\ndef test_sigkill():\n    os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    (root / "tests" / "crash" / "test_exit.py").write_text("import os\n\ndef test_exit():\n    os._exit(1)\n")
+    (root / "tests" / "internal").mkdir()
+    (root / "tests" / "internal" / "conftest.py").write_text(
+        "def pytest_collection_finish(session):\n    raise RuntimeError('hook exploded')\n"
+    )
+    (root / "tests" / "internal" / "test_x.py").write_text("def test_x():\n    pass\n")
+    calls = {
+        "killed": {"node_ids": ["tests/crash/test_kill.py"]},
+        "exited": {"node_ids": ["tests/crash/test_exit.py"]},
+        "usage": {"node_ids": ["tests/test_skips.py::test_not_there"]},
+        "internal": {"node_ids": ["tests/internal"]},
+    }
+
+    async def body():
+        async with connect(every_outcome.params(), "legacy") as client:
+            return {name: await client.call_tool("execute_tests", args) for name, args in calls.items()}
+
+    results = run(body)
+    details = {name: ToolFailureDetail.model_validate(r.structured_content) for name, r in results.items()}
+    assert all(r.is_error for r in results.values())
+
+    killed = details["killed"]
+    assert killed.kind == "crashed" and killed.signal == "SIGKILL" and killed.exit_code is None
+    assert "killed by SIGKILL" in killed.message and killed.command[-1] == "tests/crash/test_kill.py"
+
+    exited = details["exited"]
+    assert exited.kind == "crashed" and exited.exit_code == 1 and "wrote no report" in exited.message
+
+    usage = details["usage"]
+    assert usage.kind == "usage_error" and usage.exit_code == 4
+    assert "test_not_there" in usage.message and "not found" in (usage.stdout_tail or "") + (usage.stderr_tail or "")
+
+    internal = details["internal"]
+    assert internal.kind == "internal_error" and internal.exit_code == 3
+    assert "hook exploded" in (internal.stdout_tail or "") + (internal.stderr_tail or "")
+    for name, result in results.items():
+        text = text_of(result)
+        assert text.startswith(f"ERROR {details[name].kind}: ") and "Command: " in text
+    # nothing is kept of runs that produced no result
+    assert not any((every_outcome.artifacts / "runs").glob("*/*"))

@@ -29,6 +29,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -594,7 +595,7 @@ class Runner:
         if code == 4:
             raise self._failure(
                 "usage_error",
-                "pytest refused the command line (exit 4): " + _last_line(outcome.stderr_tail or outcome.stdout_tail),
+                "pytest refused the command line (exit 4): " + _error_line(outcome.stderr_tail + "\n" + outcome.stdout_tail),
                 outcome,
                 argv,
             )
@@ -787,6 +788,17 @@ def _read_collected(events: Path, offset: int, limit: int) -> tuple[int, dict[st
             else:
                 other_files.add(path)
     return total, files, len(other_files), page
+
+
+def _error_line(text: str) -> str:
+    """pytest's own error line (``ERROR: not found: ...`` with its ``(...)`` detail, or
+    argparse's ``...: error: ...``), else the last line."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    for i in range(len(lines) - 1, -1, -1):
+        if re.match(r"(?i)error: (?!usage:)|\S+: error: ", lines[i]):
+            detail = lines[i + 1] if i + 1 < len(lines) and lines[i + 1].startswith("(") else ""
+            return (lines[i] + (" " + detail if detail else ""))[:500]
+    return _last_line(text)
 
 
 def _last_line(text: str) -> str:
