@@ -643,9 +643,8 @@ class Runner:
     def discover_argv(self, params: DiscoverParams, interp: Interpreter, tmp: Path) -> list[str]:
         """The argv of a collect-only run."""
         argv = [interp.python, "-m", "pytest", "-p", PLUGIN_NAME, f"--mcp-events={tmp / 'events.txt'}"]
+        # JUnit only: pytest-json-report would list every collected item again (+70% time at 100k tests)
         argv += ["--collect-only", "-qq", f"--junitxml={tmp / 'junit.xml'}"]
-        if interp.has_json_report:  # its collection errors carry the real message, JUnit's say "collection failure"
-            argv += ["--json-report", f"--json-report-file={tmp / 'report.json'}", "--json-report-omit=keywords"]
         if params.markers:
             argv += ["-m", params.markers]
         if params.keywords:
@@ -668,7 +667,7 @@ class Runner:
                 (tmp / "events.txt").touch()
                 argv = self.discover_argv(params, interp, tmp)
                 outcome = await self._run(argv, self.config.max_timeout_s, None, None)
-                report = self._report_file(tmp, interp)
+                report = tmp / "junit.xml"
                 self._status(outcome, argv, report, self.config.max_timeout_s)
                 page = await anyio.to_thread.run_sync(
                     partial(_read_collected, tmp / "events.txt", params.offset, params.limit)
