@@ -183,3 +183,14 @@ def test_plugin_dir_holds_only_the_plugin():
     names = sorted(p.name for p in runner_mod.PLUGIN_DIR.iterdir() if p.name != "__pycache__")
     assert names == ["pytest_mcp_server_events.py"]
     assert os.path.basename(runner_mod.PLUGIN_DIR) == "_pytest_plugin"
+
+
+def test_rotation_never_removes_a_run_in_progress(tmp_path):
+    (tmp_path / "proj").mkdir()
+    runner = Runner(ServerConfig(root=tmp_path / "proj", artifacts_dir=tmp_path / "art"))
+    running = runner.new_run_dir()
+    (running / "events.txt").touch()
+    finished = runner.new_run_dir()
+    for _ in range(KEEP_RUNS + 3):
+        runner.new_run_dir()
+    assert running.exists() and not finished.exists()

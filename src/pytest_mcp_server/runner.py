@@ -460,12 +460,20 @@ class Runner:
         return run_dir
 
     def rotate(self) -> None:
-        """Keep the newest ``KEEP_RUNS`` run directories of this project."""
+        """Keep the newest ``KEEP_RUNS`` run directories of this project; a run still in
+        progress (its events file was touched within the maximum timeout) is never
+        removed, however many newer runs there are."""
         try:
             runs = sorted(p for p in self.runs_dir.iterdir() if p.is_dir() and not p.is_symlink())
         except FileNotFoundError:
             return
+        now = time.time()
         for old in runs[:-KEEP_RUNS]:
+            try:
+                if now - (old / "events.txt").stat().st_mtime < self.config.max_timeout_s + 60:
+                    continue
+            except FileNotFoundError:
+                pass
             shutil.rmtree(old, ignore_errors=True)
 
     # -- execute_tests --------------------------------------------------------------
