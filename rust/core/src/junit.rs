@@ -15,7 +15,7 @@ use std::io::{Cursor, Read};
 use crate::budgets::Budgets;
 use crate::error::ReportError;
 use crate::record::{CollectionErrorRecord, Item, Outcome, Phase, TestRecord};
-use crate::text::{duration_us_from_text, HeadTail};
+use crate::text::{duration_us_from_f64, duration_us_from_text, HeadTail};
 
 use decode::{Mode, DECL_WINDOW};
 use lexer::{Attrs, Elem, Handler, Lexer, Slot};
@@ -59,7 +59,7 @@ pub fn parse_junit<R: Read>(
     };
     let file_offsets = prologue.mode.is_utf8_on_disk();
     let mut lexer = Lexer::new(src, path, prologue.decl_end, bom_len as u64, file_offsets);
-    let mut junit = Junit { budgets, sink, suites: Vec::new(), case: None, held: None };
+    let mut junit = Junit::new(budgets, sink);
     lexer.run(&mut junit)?;
     junit.flush();
     Ok(())
@@ -83,8 +83,10 @@ enum Capture {
     Stderr,
 }
 
-/// An open `<testcase>`.
+/// The open `<testcase>` (at most one: a testcase inside a testcase is an ordinary
+/// element of the outer one). Its buffers are reused from case to case.
 struct Case {
+    open: bool,
     depth: usize,
     pytest_suite: bool,
     classname: String,
@@ -113,20 +115,58 @@ struct Junit<'b, 's> {
     sink: &'s mut dyn FnMut(Item),
     /// Open `testsuite` elements outside testcases: (depth, name is "pytest").
     suites: Vec<(usize, bool)>,
-    case: Option<Case>,
+    case: Case,
     held: Option<Held>,
+    /// The node id of the case being closed, as UTF-8 (reused buffer).
+    node_id: Vec<u8>,
+    /// The node id prefix (all but the name) of the last case and what it was made of:
+    /// consecutive cases mostly share their classname, so it is rarely rebuilt.
+    prefix: Vec<u8>,
+    prefix_of: (String, Option<String>, bool),
+}
+
+impl<'b, 's> Junit<'b, 's> {
+    fn new(budgets: &'b Budgets, sink: &'s mut dyn FnMut(Item)) -> Self {
+        Junit {
+            budgets,
+            sink,
+            suites: Vec::new(),
+            case: Case {
+                open: false,
+                depth: 0,
+                pytest_suite: false,
+                classname: String::new(),
+                name: String::new(),
+                file: None,
+                line: None,
+                duration_us: 0,
+                chosen: None,
+                flaky_result: false,
+                capture: Capture::None,
+                capture_depth: 0,
+                text: HeadTail::new(0, 0),
+                stdout: HeadTail::for_output(budgets.max_output_bytes),
+                stderr: HeadTail::for_output(budgets.max_output_bytes),
+            },
+            held: None,
+            node_id: Vec::new(),
+            prefix: Vec::new(),
+            prefix_of: (String::new(), None, false),
+        }
+    }
 }
 
 impl Handler for Junit<'_, '_> {
-    fn start(&mut self, elem: Elem, attrs: &Attrs, depth: usize) -> Result<(), ReportError> {
-        let Some(case) = self.case.as_mut() else {
+    fn start(&mut self, elem: Elem, attrs: &mut Attrs, depth: usize) -> Result<(), ReportError> {
+        if !self.case.open {
             match elem {
                 Elem::Testsuite => self.suites.push((depth, attrs.get(Slot::Name) == Some("pytest"))),
-                Elem::Testcase => self.case = Some(self.open_case(attrs, depth)),
+                Elem::Testcase => self.open_case(attrs, depth),
                 _ => {}
             }
             return Ok(());
-        };
+        }
+        let case = &mut self.case;
         if depth != case.depth + 1 {
             return Ok(());
         }
@@ -158,38 +198,29 @@ impl Handler for Junit<'_, '_> {
     }
 
     fn end(&mut self, elem: Elem, depth: usize) -> Result<(), ReportError> {
-        match self.case.as_mut() {
-            Some(case) if depth == case.depth => {
-                let case = self.case.take().expect("an open testcase");
-                self.close_case(case);
+        if self.case.open {
+            if depth == self.case.depth {
+                self.close_case();
+            } else if self.case.capture != Capture::None && depth == self.case.capture_depth {
+                self.case.capture = Capture::None;
             }
-            Some(case) => {
-                if case.capture != Capture::None && depth == case.capture_depth {
-                    case.capture = Capture::None;
-                }
-            }
-            None => {
-                if elem == Elem::Testsuite && self.suites.last().is_some_and(|&(d, _)| d == depth) {
-                    self.suites.pop();
-                }
-            }
+        } else if elem == Elem::Testsuite && self.suites.last().is_some_and(|&(d, _)| d == depth) {
+            self.suites.pop();
         }
         Ok(())
     }
 
     #[inline]
     fn capturing(&self) -> bool {
-        self.case.as_ref().is_some_and(|c| c.capture != Capture::None)
+        self.case.open && self.case.capture != Capture::None
     }
 
     fn text(&mut self, s: &str) {
-        if let Some(case) = self.case.as_mut() {
-            match case.capture {
-                Capture::Text => case.text.push(s),
-                Capture::Stdout => case.stdout.push(s),
-                Capture::Stderr => case.stderr.push(s),
-                Capture::None => {}
-            }
+        match self.case.capture {
+            Capture::Text => self.case.text.push(s),
+            Capture::Stdout => self.case.stdout.push(s),
+            Capture::Stderr => self.case.stderr.push(s),
+            Capture::None => {}
         }
     }
 }
@@ -226,29 +257,51 @@ fn result_of(elem: Elem, attrs: &Attrs) -> Chosen {
     }
 }
 
-impl Junit<'_, '_> {
-    fn open_case(&self, attrs: &Attrs, depth: usize) -> Case {
-        Case {
-            depth,
-            pytest_suite: self.suites.last().is_some_and(|&(_, pytest)| pytest),
-            classname: attrs.get(Slot::Classname).unwrap_or("").to_string(),
-            name: attrs.get(Slot::Name).unwrap_or("").to_string(),
-            file: attrs.get(Slot::File).map(str::to_string),
-            line: attrs.get(Slot::Line).map(str::to_string),
-            duration_us: attrs.get(Slot::Time).map_or(0, |t| duration_us_from_text(t, true)),
-            chosen: None,
-            flaky_result: false,
-            capture: Capture::None,
-            capture_depth: 0,
-            text: HeadTail::new(0, 0),
-            stdout: HeadTail::for_output(self.budgets.max_output_bytes),
-            stderr: HeadTail::for_output(self.budgets.max_output_bytes),
+fn set_optional(slot: &mut Option<String>, value: Option<&str>) {
+    match (slot.as_mut(), value) {
+        (Some(buf), Some(v)) => {
+            buf.clear();
+            buf.push_str(v);
         }
+        (None, Some(v)) => *slot = Some(v.to_string()),
+        (_, None) => *slot = None,
+    }
+}
+
+impl Junit<'_, '_> {
+    fn open_case(&mut self, attrs: &mut Attrs, depth: usize) {
+        let pytest_suite = self.suites.last().is_some_and(|&(_, pytest)| pytest);
+        let case = &mut self.case;
+        case.open = true;
+        case.depth = depth;
+        case.pytest_suite = pytest_suite;
+        attrs.take_into(Slot::Classname, &mut case.classname);
+        attrs.take_into(Slot::Name, &mut case.name);
+        set_optional(&mut case.file, attrs.get(Slot::File));
+        set_optional(&mut case.line, attrs.get(Slot::Line));
+        case.duration_us = attrs.get(Slot::Time).map_or(0, duration_us_fast);
+        case.chosen = None;
+        case.flaky_result = false;
+        case.capture = Capture::None;
     }
 
-    fn close_case(&mut self, case: Case) {
+    fn close_case(&mut self) {
+        let max_output = self.budgets.max_output_bytes;
+        let case = &mut self.case;
+        case.open = false;
+        case.capture = Capture::None;
+        let chosen = case.chosen.take();
+        // Take the texts, leaving empty ones (no allocation) for the next case.
+        let text = std::mem::replace(&mut case.text, HeadTail::new(0, 0));
+        let (stdout, stderr) = if case.stdout.is_empty() && case.stderr.is_empty() {
+            (None, None)
+        } else {
+            (
+                Some(std::mem::replace(&mut case.stdout, HeadTail::for_output(max_output))),
+                Some(std::mem::replace(&mut case.stderr, HeadTail::for_output(max_output))),
+            )
+        };
         let file = case.file.as_deref().unwrap_or("");
-        let Case { chosen, text, stdout, stderr, flaky_result, duration_us, .. } = case;
         if let Some(chosen) = chosen.as_ref().filter(|c| c.collection) {
             let (text, omitted) = text.finish();
             let record = CollectionErrorRecord {
@@ -264,19 +317,29 @@ impl Junit<'_, '_> {
             (self.sink)(Item::CollectionError(record));
             return;
         }
-        let node_id = node_id(&case.classname, &case.name, file, case.pytest_suite);
+        let (cached_classname, cached_file, cached_pytest) = &mut self.prefix_of;
+        if *cached_classname != case.classname || *cached_file != case.file || *cached_pytest != case.pytest_suite {
+            self.prefix.clear();
+            write_node_prefix(&mut self.prefix, &case.classname, file, case.pytest_suite);
+            cached_classname.clone_from(&case.classname);
+            cached_file.clone_from(&case.file);
+            *cached_pytest = case.pytest_suite;
+        }
+        self.node_id.clear();
+        self.node_id.extend_from_slice(&self.prefix);
+        self.node_id.extend_from_slice(case.name.as_bytes());
         let outcome = chosen.as_ref().map_or(Outcome::Passed, |c| c.outcome);
         let mut record = TestRecord {
-            node_id,
+            node_id: String::new(),
             outcome: Some(outcome),
-            duration_us,
-            flaky: flaky_result && !outcome.is_problem(),
+            duration_us: case.duration_us,
+            flaky: case.flaky_result && !outcome.is_problem(),
             ..TestRecord::default()
         };
         if let Some(chosen) = chosen.filter(|c| c.outcome.is_problem()) {
             let (text, text_omitted) = text.finish();
-            let (out, out_omitted) = stdout.finish();
-            let (err, err_omitted) = stderr.finish();
+            let (out, out_omitted) = stdout.map_or((String::new(), 0), HeadTail::finish);
+            let (err, err_omitted) = stderr.map_or((String::new(), 0), HeadTail::finish);
             record.phase = chosen.phase;
             record.exception = chosen.exception;
             record.message = chosen.message;
@@ -291,20 +354,23 @@ impl Junit<'_, '_> {
         self.push_test(record);
     }
 
-    /// Merge `record` into the held test when it retries it, else emit the held one.
-    fn push_test(&mut self, record: TestRecord) {
+    /// Merge `record` (whose node id is in `self.node_id`) into the held test when it
+    /// retries it, else emit the held one and hold this.
+    fn push_test(&mut self, mut record: TestRecord) {
         let passed = record.outcome() == Outcome::Passed;
         let failed = record.outcome().is_problem();
         match self.held.as_mut() {
-            Some(held) if held.record.node_id == record.node_id => {
+            Some(held) if held.record.node_id.as_bytes() == self.node_id.as_slice() => {
                 held.any_passed |= passed;
                 held.any_failed |= failed;
                 let duration_us = held.record.duration_us.saturating_add(record.duration_us);
                 let flaky = held.record.flaky || record.flaky || (held.any_passed && held.any_failed);
+                record.node_id = std::mem::take(&mut held.record.node_id);
                 held.record = TestRecord { duration_us, flaky, ..record };
             }
             _ => {
                 self.flush();
+                record.node_id = into_string(self.node_id.clone());
                 self.held = Some(Held { record, any_passed: passed, any_failed: failed });
             }
         }
@@ -315,6 +381,33 @@ impl Junit<'_, '_> {
             (self.sink)(Item::Test(held.record));
         }
     }
+}
+
+/// `time` in seconds -> microseconds, as `duration_us_from_text(_, true)`, with a fast
+/// path for the usual plain `digits[.digits]` of at most 15 digits: then `m / 10^k`
+/// (both exact doubles) is one correctly rounded division, the value `str::parse`
+/// gives (Clinger's fast path).
+fn duration_us_fast(s: &str) -> u64 {
+    const POW10: [f64; 16] = [1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15];
+    let mut mantissa: u64 = 0;
+    let mut digits = 0usize;
+    let mut fraction_digits = 0usize;
+    let mut seen_dot = false;
+    for &c in s.as_bytes() {
+        match c {
+            b'0'..=b'9' => {
+                mantissa = mantissa.wrapping_mul(10).wrapping_add((c - b'0') as u64);
+                digits += 1;
+                fraction_digits += seen_dot as usize;
+            }
+            b'.' if !seen_dot => seen_dot = true,
+            _ => return duration_us_from_text(s, true),
+        }
+    }
+    if digits == 0 || digits > 15 {
+        return duration_us_from_text(s, true);
+    }
+    duration_us_from_f64(mantissa as f64 / POW10[fraction_digits])
 }
 
 /// `file` without a leading `./`; None when empty.
@@ -333,41 +426,99 @@ fn parse_line(s: &str) -> Option<u64> {
 
 /// The pytest-style node id of a testcase (docs/ENGINE.md, *JUnit XML*, rules 1-3).
 pub fn node_id(classname: &str, name: &str, file: &str, pytest_suite: bool) -> String {
-    // Rule 1: a `.py` file attribute anchors the path.
+    let mut id = Vec::new();
+    write_node_prefix(&mut id, classname, file, pytest_suite);
+    id.extend_from_slice(name.as_bytes());
+    into_string(id)
+}
+
+/// A node id written by [`write_node_prefix`] and a name as a `String`.
+fn into_string(bytes: Vec<u8>) -> String {
+    debug_assert!(std::str::from_utf8(&bytes).is_ok());
+    // SAFETY: `write_node_prefix` writes only whole `&str`s, ASCII literals, and ASCII bytes
+    // in place of ASCII bytes of a `&str`, so the bytes are valid UTF-8.
+    unsafe { String::from_utf8_unchecked(bytes) }
+}
+
+/// Push `s` with every `.` replaced by `with` (one byte, or `::`). A plain mapped copy:
+/// these strings are short, and pushing piece by piece costs more.
+#[inline]
+fn push_replacing_dots(out: &mut Vec<u8>, s: &str, with: &'static [u8]) {
+    if !s.contains('.') {
+        out.extend_from_slice(s.as_bytes());
+        return;
+    }
+    if with.len() == 1 {
+        let start = out.len();
+        out.extend_from_slice(s.as_bytes());
+        for b in &mut out[start..] {
+            if *b == b'.' {
+                *b = with[0];
+            }
+        }
+        return;
+    }
+    for (i, segment) in s.split('.').enumerate() {
+        if i > 0 {
+            out.extend_from_slice(with);
+        }
+        out.extend_from_slice(segment.as_bytes());
+    }
+}
+
+/// [`node_id`] without the test name (everything before it) as UTF-8 into `out`,
+/// without allocating. Only whole `&str`s, ASCII literals and ASCII bytes in place of
+/// ASCII bytes are written, so `out` stays valid UTF-8.
+fn write_node_prefix(out: &mut Vec<u8>, classname: &str, file: &str, pytest_suite: bool) {
+    // Rule 1: a `.py` file attribute anchors the path; its module is the path with `/`
+    // and `\` read as `.`.
     let path = file.strip_prefix("./").unwrap_or(file);
     if let Some(stem) = path.strip_suffix(".py") {
-        let module: String = stem.chars().map(|c| if c == '/' || c == '\\' { '.' } else { c }).collect();
-        if classname == module {
-            return format!("{path}::{name}");
-        }
-        if let Some(rest) = classname.strip_prefix(module.as_str()).and_then(|r| r.strip_prefix('.')) {
-            return format!("{path}::{}::{name}", rest.replace('.', "::"));
+        let (c, m) = (classname.as_bytes(), stem.as_bytes());
+        let module_matches =
+            c.len() >= m.len() && c.iter().zip(m).all(|(&x, &y)| x == if y == b'/' || y == b'\\' { b'.' } else { y });
+        if module_matches && (c.len() == m.len() || c[m.len()] == b'.') {
+            out.extend_from_slice(path.as_bytes());
+            out.extend_from_slice(b"::");
+            if c.len() > m.len() {
+                push_replacing_dots(out, &classname[m.len() + 1..], b"::");
+                out.extend_from_slice(b"::");
+            }
+            return;
         }
     }
-    // Rule 2: pytest's dotted classname; trailing capitalised segments are classes.
+    // Rule 2: pytest's dotted classname; the trailing segments starting with an ASCII
+    // capital are classes, the rest the module.
     if pytest_suite && !classname.is_empty() {
-        let segments: Vec<&str> = classname.split('.').collect();
-        let classes =
-            segments.iter().rev().take_while(|s| s.as_bytes().first().is_some_and(u8::is_ascii_uppercase)).count();
-        let modules = segments.len() - classes;
-        if modules > 0 {
-            let mut id = String::with_capacity(classname.len() + name.len() + 8);
-            id.push_str(&segments[..modules].join("/"));
-            id.push_str(".py");
-            for class in &segments[modules..] {
-                id.push_str("::");
-                id.push_str(class);
+        let b = classname.as_bytes();
+        let mut classes_start = b.len();
+        loop {
+            let end = if classes_start == b.len() { b.len() } else { classes_start - 1 };
+            let start = b[..end].iter().rposition(|&c| c == b'.').map_or(0, |i| i + 1);
+            if !b.get(start).is_some_and(u8::is_ascii_uppercase) || start == end {
+                break;
             }
-            id.push_str("::");
-            id.push_str(name);
-            return id;
+            classes_start = start;
+            if start == 0 {
+                break;
+            }
+        }
+        if classes_start > 0 {
+            let module_end = if classes_start == b.len() { b.len() } else { classes_start - 1 };
+            push_replacing_dots(out, &classname[..module_end], b"/");
+            out.extend_from_slice(b".py");
+            if classes_start < b.len() {
+                out.extend_from_slice(b"::");
+                push_replacing_dots(out, &classname[classes_start..], b"::");
+            }
+            out.extend_from_slice(b"::");
+            return;
         }
     }
     // Rule 3.
-    if classname.is_empty() {
-        name.to_string()
-    } else {
-        format!("{classname}::{name}")
+    if !classname.is_empty() {
+        out.extend_from_slice(classname.as_bytes());
+        out.extend_from_slice(b"::");
     }
 }
 

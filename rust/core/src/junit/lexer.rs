@@ -50,6 +50,25 @@ pub enum Elem {
 }
 
 impl Elem {
+    /// The element name of a known kind (`Other` has none).
+    fn name(self) -> &'static [u8] {
+        match self {
+            Elem::Testsuites => b"testsuites",
+            Elem::Testsuite => b"testsuite",
+            Elem::Testcase => b"testcase",
+            Elem::Failure => b"failure",
+            Elem::Error => b"error",
+            Elem::Skipped => b"skipped",
+            Elem::FlakyFailure => b"flakyFailure",
+            Elem::FlakyError => b"flakyError",
+            Elem::RerunFailure => b"rerunFailure",
+            Elem::RerunError => b"rerunError",
+            Elem::SystemOut => b"system-out",
+            Elem::SystemErr => b"system-err",
+            Elem::Other => b"",
+        }
+    }
+
     fn classify(name: &[u8]) -> Elem {
         match name {
             b"testcase" => Elem::Testcase,
@@ -101,6 +120,24 @@ fn slot_for(elem: Elem, name: &[u8]) -> Option<Slot> {
     }
 }
 
+impl Slot {
+    fn bit(self) -> u8 {
+        1 << self as u8
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Slot::Classname => "classname",
+            Slot::Name => "name",
+            Slot::File => "file",
+            Slot::Line => "line",
+            Slot::Time => "time",
+            Slot::Type => "type",
+            Slot::Message => "message",
+        }
+    }
+}
+
 /// One decoded attribute value, capped at `ATTR_CAP` bytes (cut back to a character
 /// boundary; the bytes beyond are counted in `omitted`).
 #[derive(Debug, Default)]
@@ -119,7 +156,16 @@ impl AttrValue {
         self.full = false;
     }
 
+    #[inline]
     fn push(&mut self, s: &str) {
+        if !self.full && self.value.len() + s.len() <= ATTR_CAP {
+            self.value.push_str(s);
+            return;
+        }
+        self.push_capped(s);
+    }
+
+    fn push_capped(&mut self, s: &str) {
         if self.full {
             self.omitted += s.len() as u64;
             return;
@@ -145,6 +191,8 @@ impl AttrValue {
 #[derive(Debug, Default)]
 pub struct Attrs {
     slots: [AttrValue; 7],
+    /// Slots set by the current tag (`Slot::bit`).
+    set: u8,
 }
 
 impl Attrs {
@@ -155,21 +203,57 @@ impl Attrs {
     pub fn omitted(&self, slot: Slot) -> u64 {
         self.slots[slot as usize].omitted
     }
+
+    /// Move the value into `out` (empty when absent) without copying; the lexer reuses
+    /// what `out` held.
+    pub fn take_into(&mut self, slot: Slot, out: &mut String) {
+        let value = &mut self.slots[slot as usize];
+        if value.present {
+            std::mem::swap(&mut value.value, out);
+        } else {
+            out.clear();
+        }
+    }
 }
 
 /// What the JUnit rules do with the lexer's events. `depth` counts open elements with
 /// the element itself (the root is 1).
 pub trait Handler {
-    fn start(&mut self, elem: Elem, attrs: &Attrs, depth: usize) -> Result<(), ReportError>;
+    fn start(&mut self, elem: Elem, attrs: &mut Attrs, depth: usize) -> Result<(), ReportError>;
     fn end(&mut self, elem: Elem, depth: usize) -> Result<(), ReportError>;
     /// True when character data at this point is kept (then `text` gets it).
     fn capturing(&self) -> bool;
     fn text(&mut self, s: &str);
 }
 
+/// Byte classes for the hot loops: ASCII name characters, name start characters and
+/// whitespace (non-ASCII bytes are 0: names are checked by `names` there).
+const NAME: u8 = 1;
+const NAME_START: u8 = 2;
+const SPACE: u8 = 4;
+
+static CLASS: [u8; 256] = {
+    let mut table = [0u8; 256];
+    let mut b = 0;
+    while b < 128 {
+        let c = b as u8;
+        if is_name_ascii(c) {
+            table[b] |= NAME;
+        }
+        if is_name_start_ascii(c) {
+            table[b] |= NAME_START;
+        }
+        if matches!(c, b' ' | b'\t' | b'\n' | b'\r') {
+            table[b] |= SPACE;
+        }
+        b += 1;
+    }
+    table
+};
+
 #[inline]
 fn is_space(b: u8) -> bool {
-    matches!(b, b' ' | b'\t' | b'\n' | b'\r')
+    CLASS[b as usize] & SPACE != 0
 }
 
 #[inline]
@@ -218,12 +302,8 @@ fn find_bad_char(bytes: &[u8]) -> Option<usize> {
     const BLOCK: usize = 64;
     let mut base = 0;
     for block in bytes.chunks(BLOCK) {
-        // Branch-free test per block (vectorised); exact search only in hit blocks.
-        let mut hit = 0u8;
-        for &b in block {
-            hit |= (is_bad_control(b) as u8) | ((b == 0xEF) as u8);
-        }
-        if hit != 0 {
+        // A quick test per block (SSE2 on x86_64); exact search only in hit blocks.
+        if block_may_hold_bad_char(block) {
             for (j, &b) in block.iter().enumerate() {
                 let i = base + j;
                 if is_bad_control(b) {
@@ -237,6 +317,41 @@ fn find_bad_char(bytes: &[u8]) -> Option<usize> {
         base += block.len();
     }
     None
+}
+
+/// Whether `block` has a C0 control other than tab/LF/CR, or a 0xEF byte (the lead of
+/// U+FFFE/U+FFFF, checked exactly by the caller).
+#[cfg(target_arch = "x86_64")]
+#[inline]
+fn block_may_hold_bad_char(block: &[u8]) -> bool {
+    use std::arch::x86_64::*;
+    let mut chunks = block.chunks_exact(16);
+    // SAFETY: SSE2 is part of the x86_64 baseline; loads are unaligned loads of 16
+    // bytes from a 16-byte chunk.
+    let vector_hit = unsafe {
+        let (tab, lf, cr, ef, max_control) =
+            (_mm_set1_epi8(9), _mm_set1_epi8(10), _mm_set1_epi8(13), _mm_set1_epi8(0xEFu8 as i8), _mm_set1_epi8(0x1F));
+        let mut acc = _mm_setzero_si128();
+        for chunk in chunks.by_ref() {
+            let x = _mm_loadu_si128(chunk.as_ptr() as *const __m128i);
+            let control = _mm_cmpeq_epi8(_mm_max_epu8(x, max_control), max_control);
+            let allowed =
+                _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, tab), _mm_cmpeq_epi8(x, lf)), _mm_cmpeq_epi8(x, cr));
+            acc = _mm_or_si128(acc, _mm_or_si128(_mm_andnot_si128(allowed, control), _mm_cmpeq_epi8(x, ef)));
+        }
+        _mm_movemask_epi8(acc) != 0
+    };
+    vector_hit || chunks.remainder().iter().any(|&b| is_bad_control(b) || b == 0xEF)
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+#[inline]
+fn block_may_hold_bad_char(block: &[u8]) -> bool {
+    let mut hit = 0u8;
+    for &b in block {
+        hit |= (is_bad_control(b) as u8) | ((b == 0xEF) as u8);
+    }
+    hit != 0
 }
 
 /// An error located after the last valid byte, raised when the lexer gets there.
@@ -277,7 +392,16 @@ impl<'a> Input<'a> {
 
     /// Make at least `want` bytes available (fewer only at the end of the input or before
     /// a pending error); returns how many are.
+    #[inline]
     fn fill(&mut self, want: usize) -> Result<usize, ReportError> {
+        if self.end - self.pos >= want {
+            return Ok(self.end - self.pos);
+        }
+        self.fill_slow(want)
+    }
+
+    #[inline(never)]
+    fn fill_slow(&mut self, want: usize) -> Result<usize, ReportError> {
         while self.end - self.pos < want {
             if self.pending.is_some() || (self.eof && self.raw_end == self.end) {
                 break;
@@ -383,7 +507,16 @@ impl<'a> Input<'a> {
     }
 
     /// Consume `b` or fail with "expected `what`".
+    #[inline]
     fn expect(&mut self, b: u8, what: &str) -> Result<(), ReportError> {
+        if self.pos < self.end && self.buf[self.pos] == b {
+            self.pos += 1;
+            return Ok(());
+        }
+        self.expect_slow(b, what)
+    }
+
+    fn expect_slow(&mut self, b: u8, what: &str) -> Result<(), ReportError> {
         if self.pos == self.end && self.fill(1)? == 0 {
             return Err(self.stop(what));
         }
@@ -395,7 +528,21 @@ impl<'a> Input<'a> {
     }
 
     /// Skip whitespace; true if there was some.
+    #[inline]
     fn skip_space(&mut self) -> Result<bool, ReportError> {
+        let start = self.pos;
+        while self.pos < self.end {
+            if !is_space(self.buf[self.pos]) {
+                return Ok(self.pos > start);
+            }
+            self.pos += 1;
+        }
+        // (Positions are not comparable across a refill: it moves the buffer.)
+        let skipped = self.pos > start;
+        Ok(self.skip_space_slow()? || skipped)
+    }
+
+    fn skip_space_slow(&mut self) -> Result<bool, ReportError> {
         let mut any = false;
         loop {
             let avail = self.avail();
@@ -423,14 +570,45 @@ impl<'a> Input<'a> {
         Ok(s.chars().next())
     }
 
+    /// The length of an ASCII name at `pos` that ends (at an ASCII byte) inside the
+    /// buffer, if there is one: the names the fast paths read in place.
+    #[inline]
+    fn ascii_name_len(&self) -> Option<usize> {
+        let avail = self.avail();
+        let first = *avail.first()?;
+        if CLASS[first as usize] & NAME_START == 0 {
+            return None;
+        }
+        let n = avail[1..].iter().position(|&b| CLASS[b as usize] & NAME == 0)?;
+        (avail[n + 1] < 0x80).then_some(n + 1)
+    }
+
     /// Read an XML name into `out`. Fails unless a name starts at `pos`.
+    #[inline]
     fn read_name(&mut self, out: &mut Vec<u8>, what: &str) -> Result<(), ReportError> {
+        // Fast path: an ASCII name ending (at an ASCII byte) inside the buffer.
+        let avail = self.avail();
+        if let Some(&first) = avail.first() {
+            if CLASS[first as usize] & NAME_START != 0 {
+                if let Some(n) = avail[1..].iter().position(|&b| CLASS[b as usize] & NAME == 0) {
+                    if avail[n + 1] < 0x80 {
+                        out.extend_from_slice(&avail[..n + 1]);
+                        self.pos += n + 1;
+                        return Ok(());
+                    }
+                }
+            }
+        }
+        self.read_name_slow(out, what)
+    }
+
+    fn read_name_slow(&mut self, out: &mut Vec<u8>, what: &str) -> Result<(), ReportError> {
         if self.pos == self.end && self.fill(1)? == 0 {
             return Err(self.stop(what));
         }
         let first = self.buf[self.pos];
         if first < 0x80 {
-            if !is_name_start_ascii(first) {
+            if CLASS[first as usize] & NAME_START == 0 {
                 return Err(self.malformed(&format!("expected {what}")));
             }
             out.push(first);
@@ -447,7 +625,7 @@ impl<'a> Input<'a> {
         }
         loop {
             let avail = self.avail();
-            let n = avail.iter().position(|&b| !is_name_ascii(b)).unwrap_or(avail.len());
+            let n = avail.iter().position(|&b| CLASS[b as usize] & NAME == 0).unwrap_or(avail.len());
             out.extend_from_slice(&avail[..n]);
             self.pos += n;
             if self.pos == self.end {
@@ -561,6 +739,8 @@ pub struct Lexer<'a> {
     names: Vec<u8>,
     frames: Vec<(usize, Elem)>,
     attrs: Attrs,
+    /// Attribute names of the current tag that are not slots (for duplicates; slot
+    /// names are tracked by `attrs.set`).
     seen_attrs: Vec<(usize, usize)>,
     seen_attr_bytes: Vec<u8>,
     seen_attr_set: HashSet<Vec<u8>>,
@@ -668,6 +848,15 @@ impl<'a> Lexer<'a> {
     /// Text between markup inside the root element, up to the next `<`.
     fn content_text<H: Handler>(&mut self, h: &mut H) -> Result<(), ReportError> {
         let capture = h.capturing();
+        if !capture {
+            // Usually only indentation lies between tags.
+            let avail = self.inp.avail();
+            let n = avail.iter().position(|&b| !is_space(b)).unwrap_or(avail.len());
+            if n < avail.len() && avail[n] == b'<' {
+                self.inp.pos += n;
+                return Ok(());
+            }
+        }
         loop {
             if self.inp.pos == self.inp.end && self.inp.fill(1)? == 0 {
                 let name = self.top_name();
@@ -725,22 +914,47 @@ impl<'a> Lexer<'a> {
 
     fn top_name(&self) -> String {
         match self.frames.last() {
-            Some(&(start, _)) => String::from_utf8_lossy(&self.names[start..]).into_owned(),
+            Some(&(start, Elem::Other)) => String::from_utf8_lossy(&self.names[start..]).into_owned(),
+            Some(&(_, elem)) => String::from_utf8_lossy(elem.name()).into_owned(),
             None => String::new(),
         }
     }
 
     fn start_tag<H: Handler>(&mut self, h: &mut H) -> Result<(), ReportError> {
         self.inp.pos += 1; // '<'
+                           // Known element names are not stored (the kind names them); others are, for
+                           // matching their end tags.
         let name_start = self.names.len();
-        self.inp.read_name(&mut self.names, "an element name after '<'")?;
-        let elem = Elem::classify(&self.names[name_start..]);
-        for slot in &mut self.attrs.slots {
-            slot.reset();
+        let elem = match self.inp.ascii_name_len() {
+            Some(len) => {
+                let name = &self.inp.avail()[..len];
+                let elem = Elem::classify(name);
+                if elem == Elem::Other {
+                    self.names.extend_from_slice(name);
+                }
+                self.inp.pos += len;
+                elem
+            }
+            None => {
+                self.inp.read_name(&mut self.names, "an element name after '<'")?;
+                let elem = Elem::classify(&self.names[name_start..]);
+                if elem != Elem::Other {
+                    self.names.truncate(name_start);
+                }
+                elem
+            }
+        };
+        let mut set = self.attrs.set;
+        while set != 0 {
+            self.attrs.slots[set.trailing_zeros() as usize].reset();
+            set &= set - 1;
         }
-        self.seen_attrs.clear();
-        self.seen_attr_bytes.clear();
-        self.seen_attr_set.clear();
+        self.attrs.set = 0;
+        if !self.seen_attrs.is_empty() {
+            self.seen_attrs.clear();
+            self.seen_attr_bytes.clear();
+            self.seen_attr_set.clear();
+        }
         let empty = loop {
             let had_space = self.inp.skip_space()?;
             match self.inp.peek() {
@@ -762,7 +976,8 @@ impl<'a> Lexer<'a> {
         if !self.root_seen {
             self.root_seen = true;
             if !matches!(elem, Elem::Testsuites | Elem::Testsuite) {
-                let name = String::from_utf8_lossy(&self.names[name_start..]).into_owned();
+                let name = if elem == Elem::Other { &self.names[name_start..] } else { elem.name() };
+                let name = String::from_utf8_lossy(name).into_owned();
                 return Err(self.inp.error(
                     ErrorKind::NotAReport,
                     format!(
@@ -772,7 +987,7 @@ impl<'a> Lexer<'a> {
                 ));
             }
         }
-        h.start(elem, &self.attrs, depth)?;
+        h.start(elem, &mut self.attrs, depth)?;
         if empty {
             self.names.truncate(name_start);
             h.end(elem, depth)?;
@@ -783,16 +998,56 @@ impl<'a> Lexer<'a> {
     }
 
     fn attribute(&mut self, elem: Elem) -> Result<(), ReportError> {
-        self.scratch.clear();
-        let mut name = std::mem::take(&mut self.scratch);
-        self.inp.read_name(&mut name, "an attribute name")?;
-        if self.is_duplicate_attribute(&name) {
-            let shown = String::from_utf8_lossy(&name).into_owned();
-            self.scratch = name;
-            return Err(self.inp.malformed(&format!("duplicate attribute '{shown}'")));
+        // Fast path: the name lies in the buffer; a slot name is checked for duplicates
+        // by its bit, any other is kept in `seen_attr_bytes`.
+        let slot = match self.inp.ascii_name_len() {
+            Some(len) => {
+                let name = &self.inp.avail()[..len];
+                let slot = slot_for(elem, name);
+                if slot.is_none() {
+                    let start = self.seen_attr_bytes.len();
+                    self.seen_attr_bytes.extend_from_slice(name);
+                    self.inp.pos += len;
+                    self.check_other_attribute(start)?;
+                } else {
+                    self.inp.pos += len;
+                }
+                slot
+            }
+            None => {
+                let start = self.seen_attr_bytes.len();
+                self.inp.read_name(&mut self.seen_attr_bytes, "an attribute name")?;
+                let slot = slot_for(elem, &self.seen_attr_bytes[start..]);
+                if slot.is_none() {
+                    self.check_other_attribute(start)?;
+                } else {
+                    self.seen_attr_bytes.truncate(start);
+                }
+                slot
+            }
+        };
+        if let Some(slot) = slot {
+            if self.attrs.set & slot.bit() != 0 {
+                return Err(self.inp.malformed(&format!("duplicate attribute '{}'", slot.name())));
+            }
+            self.attrs.set |= slot.bit();
         }
-        let slot = slot_for(elem, &name);
-        self.scratch = name;
+        // Fast path: `="value"` with nothing to decode, all in the buffer.
+        let avail = self.inp.avail();
+        if avail.len() > 2 && avail[0] == b'=' && (avail[1] == b'"' || avail[1] == b'\'') {
+            let quote = avail[1];
+            if let Some(i) = find_attr_stop(quote, &avail[2..]) {
+                if avail[2 + i] == quote {
+                    if let Some(slot) = slot {
+                        let value = &mut self.attrs.slots[slot as usize];
+                        value.present = true;
+                        value.push(as_str(&avail[2..2 + i]));
+                    }
+                    self.inp.pos += i + 3;
+                    return Ok(());
+                }
+            }
+        }
         self.inp.skip_space()?;
         self.inp.expect(b'=', "'=' after an attribute name")?;
         self.inp.skip_space()?;
@@ -814,12 +1069,23 @@ impl<'a> Lexer<'a> {
         }
     }
 
-    fn is_duplicate_attribute(&mut self, name: &[u8]) -> bool {
+    /// Fail if the name just appended at `start` of `seen_attr_bytes` was seen before in
+    /// this tag; else record it.
+    fn check_other_attribute(&mut self, start: usize) -> Result<(), ReportError> {
+        if self.is_duplicate_attribute(start) {
+            let shown = String::from_utf8_lossy(&self.seen_attr_bytes[start..]).into_owned();
+            return Err(self.inp.malformed(&format!("duplicate attribute '{shown}'")));
+        }
+        Ok(())
+    }
+
+    /// Whether the name just appended at `start` of `seen_attr_bytes` was seen before
+    /// in this tag; records it.
+    fn is_duplicate_attribute(&mut self, start: usize) -> bool {
+        let name = &self.seen_attr_bytes[start..];
         // A linear scan is fastest for the usual handful of attributes; a set past 16.
         if self.seen_attrs.len() < 16 {
             let dup = self.seen_attrs.iter().any(|&(s, e)| &self.seen_attr_bytes[s..e] == name);
-            let start = self.seen_attr_bytes.len();
-            self.seen_attr_bytes.extend_from_slice(name);
             self.seen_attrs.push((start, self.seen_attr_bytes.len()));
             if self.seen_attrs.len() == 16 {
                 for &(s, e) in &self.seen_attrs {
@@ -828,7 +1094,12 @@ impl<'a> Lexer<'a> {
             }
             dup
         } else {
-            !self.seen_attr_set.insert(name.to_vec())
+            let dup = !self.seen_attr_set.insert(name.to_vec());
+            if !dup {
+                // Past 16 the set holds the names; keep the byte list from growing.
+                self.seen_attr_bytes.truncate(start);
+            }
+            dup
         }
     }
 
@@ -837,16 +1108,29 @@ impl<'a> Lexer<'a> {
         let Some(&(name_start, elem)) = self.frames.last() else {
             return Err(self.inp.malformed("an end tag after the root element closed"));
         };
-        self.scratch.clear();
-        let mut name = std::mem::take(&mut self.scratch);
-        let read = self.inp.read_name(&mut name, "an element name after '</'");
-        let matches = name == self.names[name_start..];
-        let shown = String::from_utf8_lossy(&name).into_owned();
-        self.scratch = name;
-        read?;
-        if !matches {
-            let open = self.top_name();
-            return Err(self.inp.malformed(&format!("end tag </{shown}> does not match the open element <{open}>")));
+        let expected: &[u8] = if elem == Elem::Other { &self.names[name_start..] } else { elem.name() };
+        // Fast path: the expected name, then a byte that cannot continue a name.
+        let avail = self.inp.avail();
+        let n = expected.len();
+        let in_place =
+            avail.len() > n && &avail[..n] == expected && avail[n] < 0x80 && CLASS[avail[n] as usize] & NAME == 0;
+        if in_place {
+            self.inp.pos += n;
+        } else {
+            self.scratch.clear();
+            let mut name = std::mem::take(&mut self.scratch);
+            let read = self.inp.read_name(&mut name, "an element name after '</'");
+            let expected: &[u8] = if elem == Elem::Other { &self.names[name_start..] } else { elem.name() };
+            let matches = name == expected;
+            let shown = (!matches).then(|| String::from_utf8_lossy(&name).into_owned());
+            self.scratch = name;
+            read?;
+            if let Some(shown) = shown {
+                let open = String::from_utf8_lossy(expected).into_owned();
+                return Err(self
+                    .inp
+                    .malformed(&format!("end tag </{shown}> does not match the open element <{open}>")));
+            }
         }
         self.inp.skip_space()?;
         self.inp.expect(b'>', "'>' closing an end tag")?;
@@ -1044,27 +1328,14 @@ fn read_attr_value(inp: &mut Input<'_>, quote: u8, mut dest: Option<&mut AttrVal
             return Err(inp.stop("the closing quote of an attribute value"));
         }
         let avail = inp.avail();
-        let found = memchr3(quote, b'&', b'<', avail);
+        let found = find_attr_stop(quote, avail);
         let stop = found.unwrap_or(avail.len());
-        match dest.as_deref_mut() {
-            Some(value) if stop > 0 => {
-                let mut piece_end = stop;
-                if found.is_none() && avail[stop - 1] == b'\r' && !inp.eof {
-                    piece_end -= 1;
-                }
-                push_attr_piece(value, &avail[..piece_end]);
-                inp.pos += piece_end;
-                if piece_end < stop {
-                    inp.fill(2)?;
-                    if inp.end - inp.pos < 2 {
-                        value.push(" ");
-                        inp.pos += 1;
-                    }
-                    continue;
-                }
+        if let Some(value) = dest.as_deref_mut() {
+            if stop > 0 {
+                value.push(as_str(&avail[..stop]));
             }
-            _ => inp.pos += stop,
         }
+        inp.pos += stop;
         if found.is_none() {
             continue;
         }
@@ -1077,6 +1348,17 @@ fn read_attr_value(inp: &mut Input<'_>, quote: u8, mut dest: Option<&mut AttrVal
                 }
             }
             b'<' => return Err(inp.malformed("'<' in an attribute value (write '&lt;')")),
+            b'\t' | b'\n' | b'\r' => {
+                // End-of-line handling (CRLF -> LF), then attribute-value normalisation.
+                let cr = inp.buf[inp.pos] == b'\r';
+                inp.pos += 1;
+                if cr && inp.peek_filled()? == Some(b'\n') {
+                    inp.pos += 1;
+                }
+                if let Some(value) = dest.as_deref_mut() {
+                    value.push(" ");
+                }
+            }
             _ => {
                 inp.pos += 1;
                 return Ok(());
@@ -1085,14 +1367,85 @@ fn read_attr_value(inp: &mut Input<'_>, quote: u8, mut dest: Option<&mut AttrVal
     }
 }
 
-fn push_attr_piece(value: &mut AttrValue, piece: &[u8]) {
-    let mut rest = piece;
-    while let Some(i) = memchr3(b'\t', b'\n', b'\r', rest) {
-        value.push(as_str(&rest[..i]));
-        value.push(" ");
-        rest = if rest[i] == b'\r' && rest.get(i + 1) == Some(&b'\n') { &rest[i + 2..] } else { &rest[i + 1..] };
+const LOW_BITS: u64 = 0x0101_0101_0101_0101;
+const HIGH_BITS: u64 = 0x8080_8080_8080_8080;
+
+/// High bit set in each byte of `word` equal to `b` (exact up to the first match; a
+/// borrow may mark bytes after it, which the callers never look at).
+#[inline(always)]
+fn bytes_equal(word: u64, b: u8) -> u64 {
+    let x = word ^ (LOW_BITS * b as u64);
+    x.wrapping_sub(LOW_BITS) & !x & HIGH_BITS
+}
+
+/// High bit set in each byte of `word` below 0x20 (same caveat).
+#[inline(always)]
+fn bytes_below_space(word: u64) -> u64 {
+    word.wrapping_sub(LOW_BITS * 0x20) & !word & HIGH_BITS
+}
+
+/// The first `quote`, `&`, `<` or byte below 0x20 (after validation: tab, LF or CR,
+/// which normalisation replaces) in `bytes`, eight bytes at a time (SWAR): attribute
+/// values are mostly short, where this beats setting up a vector search.
+#[inline]
+fn find_attr_stop(quote: u8, bytes: &[u8]) -> Option<usize> {
+    let mut words = bytes.chunks_exact(8);
+    for (k, word) in words.by_ref().enumerate() {
+        let word = u64::from_le_bytes(word.try_into().expect("8 bytes"));
+        let hits =
+            bytes_equal(word, quote) | bytes_equal(word, b'&') | bytes_equal(word, b'<') | bytes_below_space(word);
+        if hits != 0 {
+            return Some(k * 8 + (hits.trailing_zeros() / 8) as usize);
+        }
     }
-    if !rest.is_empty() {
-        value.push(as_str(rest));
+    let done = bytes.len() - words.remainder().len();
+    words.remainder().iter().position(|&b| b == quote || b == b'&' || b == b'<' || b < 0x20).map(|j| done + j)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bad_character_scan_matches_a_plain_scan() {
+        for len in [0usize, 1, 15, 16, 17, 63, 64, 65, 200] {
+            for at in 0..len {
+                for b in [0u8, 8, 9, 10, 11, 13, 0x1F, 0x20, 0x7F, 0xEF] {
+                    let mut bytes = vec![b'a'; len];
+                    bytes[at] = b;
+                    let plain = bytes.iter().position(|&c| is_bad_control(c));
+                    // A lone 0xEF is invalid UTF-8, so only controls are found exactly;
+                    // 0xEF must at least trigger the exact check.
+                    assert_eq!(find_bad_char(&bytes), plain, "{b:#x} at {at} of {len}");
+                    assert_eq!(block_may_hold_bad_char(&bytes), plain.is_some() || b == 0xEF);
+                }
+            }
+        }
+        assert_eq!(find_bad_char("ab\u{FFFE}".as_bytes()), Some(2));
+        assert_eq!(find_bad_char("ab\u{FFFF}".as_bytes()), Some(2));
+        assert_eq!(find_bad_char("ab\u{FFFD}\u{F000}".as_bytes()), None);
+    }
+
+    #[test]
+    fn swar_attribute_scan_matches_a_plain_scan() {
+        // Every position and neighbour of each stop byte, in words and tails.
+        let stops = [b'"', b'\'', b'&', b'<', b'\t', b'\n', b'\r', 0x00, 0x1F];
+        let others = [b'a', b' ', b'!', 0x7F, 0x80, 0xFF, 0x21, 0x3B, 0x3D];
+        for len in 0..40 {
+            for at in 0..len.max(1) {
+                for &stop in &stops {
+                    for &other in &others {
+                        let mut bytes = vec![other; len];
+                        if at < len {
+                            bytes[at] = stop;
+                        }
+                        for quote in [b'"', b'\''] {
+                            let plain = bytes.iter().position(|&b| b == quote || b == b'&' || b == b'<' || b < 0x20);
+                            assert_eq!(find_attr_stop(quote, &bytes), plain, "{bytes:?} quote {quote}");
+                        }
+                    }
+                }
+            }
+        }
     }
 }

@@ -11,13 +11,13 @@
 
 /// `:`, `A-Z`, `_`, `a-z`.
 #[inline]
-pub fn is_name_start_ascii(b: u8) -> bool {
+pub const fn is_name_start_ascii(b: u8) -> bool {
     b.is_ascii_alphabetic() || b == b'_' || b == b':'
 }
 
 /// Name start characters plus `-`, `.`, `0-9`.
 #[inline]
-pub fn is_name_ascii(b: u8) -> bool {
+pub const fn is_name_ascii(b: u8) -> bool {
     b.is_ascii_alphanumeric() || matches!(b, b'_' | b':' | b'-' | b'.')
 }
 

@@ -221,3 +221,53 @@ fn chunk_boundaries_do_not_change_the_result() {
     assert_eq!(t.stdout.as_deref(), Some("o\n"));
     assert_eq!(t.duration_us, 1_500_000);
 }
+
+#[test]
+fn refills_at_every_kind_of_place_give_the_same_records() {
+    // A document of a few MB with every construct, read with several read sizes, so that
+    // buffer refills (which move the buffer) fall inside names, whitespace, attribute
+    // values, references, CRLFs, comments, CDATA and end tags.
+    let mut doc = String::from("<?xml version=\"1.0\"?>\r\n<testsuites>\r\n<testsuite name=\"pytest\">\n");
+    for i in 0..12_000 {
+        doc.push_str(&format!(
+            "  <testcase \t classname=\"pkg.test_m{m}.TestC\"\r\n   name=\"t_{i}[&quot;é{i}&quot;]\"  time = '0.{i}' >\
+             <!-- c{i} --><?pi {i}?>{res}<system-out>o{i}\r\nline &amp; <![CDATA[raw <{i}>\r\n]]></system-out>\
+             </testcase\n>\r\n",
+            m = i % 7,
+            res = if i % 3 == 0 {
+                format!("<failure message=\"m{i}\r\n&#10;x\">t{i}\r\n]]&gt;</failure>")
+            } else {
+                String::new()
+            },
+        ));
+    }
+    doc.push_str("</testsuite></testsuites>\n");
+    struct Sizes<'a> {
+        data: &'a [u8],
+        sizes: &'a [usize],
+        turn: usize,
+    }
+    impl Read for Sizes<'_> {
+        fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+            let n = self.sizes[self.turn % self.sizes.len()].min(out.len()).min(self.data.len());
+            self.turn += 1;
+            out[..n].copy_from_slice(&self.data[..n]);
+            self.data = &self.data[n..];
+            Ok(n)
+        }
+    }
+    let render = |sizes: &[usize]| {
+        let mut out = Vec::new();
+        let reader = Sizes { data: doc.as_bytes(), sizes, turn: 0 };
+        parse_junit(reader, "t.xml", &Budgets::default(), &mut |i| out.push(format!("{i:?}"))).unwrap();
+        out
+    };
+    let reference = render(&[usize::MAX]);
+    assert_eq!(reference.len(), 12_000);
+    assert!(reference[0].contains("pkg/test_m0.py::TestC::t_0[\\\"é0\\\"]"));
+    assert!(reference[0].contains("text: Some(\"t0\\n]]>\")"));
+    assert!(reference[0].contains("stdout: Some(\"o0\\nline & raw <0>\\n\")"));
+    for sizes in [&[1usize, 7, 4093][..], &[65_537, 3], &[131_071], &[262_143, 5, 11]] {
+        assert_eq!(render(sizes), reference, "read sizes {sizes:?}");
+    }
+}
