@@ -450,12 +450,12 @@ class Runner:
     # -- artifacts ------------------------------------------------------------------
 
     def new_run_dir(self) -> Path:
-        """Create ``<runs_dir>/<run id>`` (ids sort by start time) and remove the oldest
+        """Create ``<runs_dir>/<run id>`` (ids sort by start time, UTC) and remove the oldest
         run directories beyond ``KEEP_RUNS``."""
         self.runs_dir.mkdir(parents=True, exist_ok=True)
         now_ns = time.time_ns()  # one reading: the id's second and fraction must agree, or ids misorder
         seconds, fraction = divmod(now_ns, 1_000_000_000)
-        run_id = time.strftime("%Y%m%d-%H%M%S", time.localtime(seconds)) + f"-{fraction:09d}-{secrets.token_hex(3)}"
+        run_id = time.strftime("%Y%m%d-%H%M%S", time.gmtime(seconds)) + f"-{fraction:09d}-{secrets.token_hex(3)}"  # UTC: no DST repeats
         run_dir = self.runs_dir / run_id
         run_dir.mkdir(mode=0o700)
         self.rotate()
