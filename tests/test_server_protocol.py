@@ -10,7 +10,7 @@ import time
 
 import anyio
 import pytest
-from server_support import MODES, Project, connect, pid_alive, run, still_serving, text_of, wait_for
+from server_support import MODES, Project, connect, pid_alive, run, still_serving, wait_for
 
 from pytest_mcp_server.tools import TOOLS, ExecuteResult, input_schema, output_schema
 
