@@ -82,7 +82,7 @@ async def overhead(root: Path, artifacts: Path, reps: int) -> dict[str, float]:
     )
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PLUGIN_DIR), env.get("PYTHONPATH", "")) if p)
-    via_mcp, direct = [], []
+    via_mcp, direct, outside = [], [], []
     async with Client(params, mode="legacy") as client:
         for i in range(reps + 2):
             start = time.perf_counter()
@@ -97,11 +97,14 @@ async def overhead(root: Path, artifacts: Path, reps: int) -> dict[str, float]:
             if i >= 2:  # warm-up
                 via_mcp.append(took)
                 direct.append(direct_s)
+                outside.append(took - result.structured_content["duration_s"])
     return {
         "mcp_median_s": statistics.median(via_mcp),
         "direct_median_s": statistics.median(direct),
         "overhead_median_ms": (statistics.median(via_mcp) - statistics.median(direct)) * 1000,
         "overhead_paired_median_ms": statistics.median(a - b for a, b in zip(via_mcp, direct)) * 1000,
+        # the part spent outside the pytest process (MCP round trip, validation, reports)
+        "outside_pytest_median_ms": statistics.median(outside) * 1000,
     }
 
 
