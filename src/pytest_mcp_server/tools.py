@@ -729,11 +729,13 @@ VERDICTS: dict[str, str] = {
 
 def render_execute(result: ExecuteResult) -> str:
     """The text block of ``execute_tests``: ``render.render_text`` with a verdict that
-    reflects ``status`` (``PASSED``/``FAILED``/``NO TESTS``/``INTERRUPTED``), then, when
-    not green, a hint and where the report is."""
+    reflects ``status`` (``PASSED``/``FAILED``/``NO TESTS``/``INTERRUPTED``) and the
+    run's wall time, then, when not green, a hint and where the report is."""
     from .render import render_text
 
-    text = _tool_budget_names(render_text(result.summary, verdict=VERDICTS[result.status]))
+    # the verdict line's time is the run's wall time, as in pytest's own summary line
+    shown = result.summary.model_copy(update={"duration_s": result.duration_s})
+    text = _tool_budget_names(render_text(shown, verdict=VERDICTS[result.status]))
     tail: list[str] = []
     if result.status == "no_tests":
         tail.append(
