@@ -188,14 +188,22 @@ def test_project_venv_without_plugins_runs_with_junit_and_refuses_workers(tmp_pa
 
 def test_python_option_and_workers_with_xdist(tmp_path):
     project = Project("every_outcome", tmp_path)
+    totals = set()
+
+    async def on_progress(done, total, message):
+        totals.add(total)
+
     async def body():
         async with connect(project.params("--python", sys.executable), "auto") as client:
-            return await client.call_tool("execute_tests", {"workers": 2, "node_ids": ["tests/test_asserts.py"]})
+            return await client.call_tool(
+                "execute_tests", {"workers": 2, "node_ids": ["tests/test_asserts.py"]}, progress_callback=on_progress
+            )
 
     result = run(body)
     res = ExecuteResult.model_validate(result.structured_content)
     assert res.command[0] == sys.executable and res.command[res.command.index("-n") + 1] == "2"
     assert res.summary.counts.total == 21 and res.summary.counts.failed == 3
+    assert totals <= {21.0}  # with xdist the total comes from the workers' collection
     # the workers are pytest processes too: all gone
     assert len(project.pytest_marks()) == 3
     assert wait_until_gone([m["pid"] for m in project.pytest_marks()], timeout=5) == []
