@@ -8,8 +8,8 @@ that removes only trailing whitespace gives the full report's summary.
 
 Offsets: a normal run takes the first bytes (BOM and sniffing edges), the last bytes,
 cuts inside multi-byte UTF-8 characters, an even spread and a few seeded random ones
-(fewer for the large files). ``--soak`` takes every offset of files up to 64 KiB and
-about 4,000 offsets of each larger file.
+(fewer for the large files). ``--soak`` takes every offset of files up to 4 KiB, about
+1,000 offsets of files up to 64 KiB and about 250 of each larger file.
 """
 
 from __future__ import annotations
@@ -36,9 +36,9 @@ def offsets(data: bytes, seed: str) -> list[int]:
     """Where to cut ``data`` (sorted, unique, each in ``0..len``)."""
     n = len(data)
     if strategies.SOAK_MINUTES > 0:
-        if n <= 64 * 1024:
+        if n <= 4096:
             return list(range(n + 1))
-        step = max(1, n // 4000)
+        step = max(1, n // (1000 if n <= 64 * 1024 else 250))
         return sorted(set(range(0, n + 1, step)) | set(range(0, 64)) | set(range(max(0, n - 64), n + 1)))
     rnd = random.Random(seed)
     spread = 12 if n > 100_000 else 24
