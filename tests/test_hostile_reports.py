@@ -539,17 +539,7 @@ def test_utf16_with_bom_equals_the_utf8_report(tmp_path, codec, bom):
     ("data", "expected"),
     [
         pytest.param(b"\xff\xfe" + '{"exitcode": 0, "summary": {}}'.encode("utf-16-le"), None, id="utf16-json"),
-        pytest.param(
-            '<testsuite><testcase name="a"/></testsuite>'.encode("utf-16-le"),
-            "malformed",
-            id="utf16-xml-without-bom",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="pure/junit.py: UTF-16 without a BOM or declaration is read as UTF-16 by expat's autodetection (a "
-                "summary); native reads UTF-8 and refuses the NUL bytes (malformed), as ENGINE.md says (encoding from a BOM "
-                "or the declaration)",
-            ),
-        ),
+        pytest.param('<testsuite><testcase name="a"/></testsuite>'.encode("utf-16-le"), "malformed", id="utf16-xml-without-bom"),
         pytest.param(b"\xff\xfe" + '<?xml version="1.0" encoding="UTF-8"?><testsuite/>'.encode("utf-16-le"), None, id="utf16-bom-declares-utf8"),
         pytest.param(b"\xff\xfe<\x00t\x00", "malformed", id="utf16-truncated"),
         pytest.param(b"\xff\xfe<\x00", "malformed", id="utf16-odd-length"),

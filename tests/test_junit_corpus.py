@@ -522,6 +522,12 @@ SNIPPETS: list[tuple[bytes, str | None]] = [
     (b'<?xml version="1.0" encoding="US-ASCII"?><testsuites/>', None),
     (_utf16(UTF16_DOC, "utf-16-le", codecs.BOM_UTF16_LE), None),
     (_utf16(UTF16_DOC, "utf-16-be", codecs.BOM_UTF16_BE), None),
+    (b"<testsuite name='pytest'><testcase classname='a.test_b' name='outer'><testcase name='inner'>"
+     b"<failure>deep</failure></testcase><failure message='m'>x<testcase name='in-failure'>y</testcase>z</failure>"
+     b"</testcase></testsuite>", None),  # fmt: skip
+    (b"<testsuite><testcase name='n' file='x.py' line='99999999999999999999'><error/></testcase></testsuite>", None),
+    (b"<testsuite><testcase name='t'><skipped message='xfail-marked test passes unexpectedly' type='pytest.xfail'/>"
+     b"</testcase></testsuite>", None),  # fmt: skip
     # forbidden: markup declarations wherever markup may start
     (b"<!DOCTYPE testsuites><testsuites/>", "forbidden"),
     (b"<!DOCTYPE>", "forbidden"),
@@ -586,6 +592,7 @@ SNIPPETS: list[tuple[bytes, str | None]] = [
     (codecs.BOM_UTF16_LE + "<testsuites>".encode("utf-16-le") + b"\x00\xdc" + "</testsuites>".encode("utf-16-le"),
      "malformed"),  # fmt: skip
     (codecs.BOM_UTF16_LE + "<testsuites/>".encode("utf-16-le") + b"\x20", "malformed"),
+    ("<testsuites/>".encode("utf-16-le"), "malformed"),  # UTF-16 needs its byte order mark
     (b"<testsuites a='1' a='2'/>", "malformed"),
     (b"<testsuites a=1/>", "malformed"),
     (b"<testsuites a='1'b='2'/>", "malformed"),

@@ -449,9 +449,11 @@ class _Parser:
         self.held: TestRecord | None = None
         self.held_passed = False
         self.held_failed = False
-        # The last two chunks fed to expat (to look at the bytes where it stopped).
-        self.window = b""
-        self.window_base = 0
+        # The chunk being fed to expat and the bytes before it (to look at where
+        # expat stopped: a declaration keyword starts at most a few bytes back).
+        self.current = b""
+        self.current_base = 0
+        self.tail = b""
         self.fed = 0
         self.ahead = b""
         # Where the prolog token after the last complete one starts.
@@ -474,9 +476,10 @@ class _Parser:
 
     def run(self, first: bytes) -> None:
         pending = first
+        read_size = CHUNK
         while True:
             # Read one chunk ahead to know when the current one is the last.
-            self.ahead = _read(self.f, self.path, CHUNK)
+            self.ahead = _read(self.f, self.path, read_size)
             final = not self.ahead
             try:
                 data = self.decode(pending, final)
@@ -488,18 +491,34 @@ class _Parser:
                     f"{exc.message}; regenerate the report or fix its encoding",
                     f"byte {self.fed} of the text decoded to UTF-8",
                 ) from None
+            if self.fed == 0 and data[1:2] == b"\x00":
+                # expat would take '<' NUL for UTF-16 without a byte order mark and
+                # switch encodings; the rules say UTF-8 here, where NUL is not allowed.
+                raise ReportError(
+                    "malformed",
+                    self.path,
+                    "control character U+0000, which XML does not allow (UTF-16 needs a byte order mark); "
+                    "regenerate the report or fix its encoding",
+                    "byte 1",
+                )
+            chunk_start = self.fed
             self.feed(data, final)
             if final:
                 break
             pending = self.ahead
+            # expat 2.5 rescans an unfinished token from its start at every call, so a
+            # huge token (a long attribute value or comment) fed in fixed chunks costs
+            # quadratic time; while no event happens, read ever larger chunks.
+            if self.p.CurrentByteIndex < chunk_start:
+                read_size = min(read_size * 2, 64 * 1024 * 1024)
+            else:
+                read_size = CHUNK
         self.flush()
 
     def feed(self, data: bytes, final: bool) -> None:
-        if len(self.window) > CHUNK:
-            drop = len(self.window) - CHUNK
-            self.window = self.window[drop:]
-            self.window_base += drop
-        self.window += data
+        self.tail = self.current[-64:] if len(self.current) >= 64 else (self.tail + self.current)[-64:]
+        self.current = data
+        self.current_base = self.fed
         self.fed += len(data)
         try:
             self.p.Parse(data, final)
@@ -510,16 +529,18 @@ class _Parser:
 
     def expat_error(self, exc: expat.ExpatError) -> ReportError:
         where = f"line {exc.lineno}, column {exc.offset + 1}"
-        at = self.p.ErrorByteIndex - self.window_base
+        window = self.tail + self.current
+        window_base = self.current_base - len(self.tail)
+        at = self.p.ErrorByteIndex - window_base
         # Where the offending markup may start: before the root, right after the last
         # complete prolog token (expat may only fail a few bytes into '<!DOCTYPE...');
         # inside the root, expat stops just after '<!'; after it, at the '<'.
         starts = [at, at - 2]
         if not self.root_seen:
-            starts.insert(0, self.prolog_end - self.window_base)
+            starts.insert(0, self.prolog_end - window_base)
         for start in starts:
-            if 0 <= start < len(self.window) and self.window[start : start + 2] == b"<!":
-                ahead = self.peek(start, 10)
+            if 0 <= start < len(window) and window[start : start + 2] == b"<!":
+                ahead = self.peek(window, start, 10)
                 for keyword in _DECLARATIONS:
                     if ahead[2:].startswith(keyword):
                         return self.forbidden(keyword.decode(), where)
@@ -531,20 +552,20 @@ class _Parser:
             where,
         )
 
-    def peek(self, start: int, n: int) -> bytes:
-        """``n`` bytes of the decoded text at window offset ``start``, reading on if needed
-        (the parse is over: the decoder's state no longer matters)."""
-        while len(self.window) - start < n:
+    def peek(self, window: bytes, start: int, n: int) -> bytes:
+        """``n`` bytes of the decoded text at ``window`` offset ``start``, reading on if
+        needed (the parse is over: the decoder's state no longer matters)."""
+        while len(window) - start < n:
             raw = self.ahead or _read(self.f, self.path, 64)
             self.ahead = b""
             if not raw:
                 break
             try:
-                self.window += self.decode(raw, False)
+                window += self.decode(raw, False)
             except _DecodeError as exc:
-                self.window += exc.valid
+                window += exc.valid
                 break
-        return self.window[start : start + n]
+        return window[start : start + n]
 
     def forbidden(self, keyword: str, where: str) -> ReportError:
         return ReportError(

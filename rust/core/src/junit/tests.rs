@@ -271,3 +271,41 @@ fn refills_at_every_kind_of_place_give_the_same_records() {
         assert_eq!(render(sizes), reference, "read sizes {sizes:?}");
     }
 }
+
+#[test]
+fn fast_time_parsing_equals_the_documented_rule() {
+    // Deterministic pseudo-random decimals of every shape the fast path takes, and
+    // the shapes it hands to the general rule.
+    let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut next = || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let mut samples: Vec<String> = [
+        "0", "0.0", "5.", ".5", "007.250", "0.0000005", "0.0000004999", "999999999.999999", "1000000000", "1,5",
+        "1,234.5", " 1.5 ", "1e3", "-1", "+2.5", "", ".", "abc", "123456789012345", "1234567890123456", "0.1234567",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    for _ in 0..20_000 {
+        let int_digits = (next() % 10) as usize;
+        let frac_digits = (next() % 10) as usize;
+        let mut s = String::new();
+        for _ in 0..int_digits {
+            s.push(char::from(b'0' + (next() % 10) as u8));
+        }
+        if next() % 4 != 0 {
+            s.push('.');
+        }
+        for _ in 0..frac_digits {
+            s.push(char::from(b'0' + (next() % 10) as u8));
+        }
+        samples.push(s);
+    }
+    for s in &samples {
+        assert_eq!(duration_us_fast(s), duration_us_from_text(s, true), "{s:?}");
+    }
+}
