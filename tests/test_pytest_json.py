@@ -19,6 +19,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import random
 import re
 import subprocess
 import sys
@@ -525,6 +526,21 @@ def test_root_applies_to_the_tests_after_it(tmp_path):
     after = write(tmp_path, {"exitcode": 1, "summary": {}, "tests": [entry], "root": "/proj"}, "after.json")
     assert both(before)["failures"][0]["location"]["path"] == "t.py"
     assert both(after)["failures"][0]["location"]["path"] == "/proj/t.py"
+
+
+def test_pure_capping_of_one_huge_string_equals_the_streaming_head_tail():
+    """``_capped`` encodes only the ends of a huge string; it must cut like ``HeadTail``."""
+    from pytest_mcp_server.pure.pytest_json import _capped
+    from pytest_mcp_server.pure.text import HeadTail
+
+    rng = random.Random(5)
+    pieces = ["a", "é", "€", "😀", "\n", "xyz"]
+    for _ in range(300):
+        s = "".join(rng.choice(pieces) for _ in range(rng.choice([0, 3, 5000, 40_000, 100_000])))
+        head_cap, tail_cap = rng.choice([(64 * 1024, 64 * 1024), (0, 2048), (0, 0), (0, 1), (7, 5), (0, 70_000)])
+        reference = HeadTail(head_cap, tail_cap)
+        reference.push(s)
+        assert _capped(s, head_cap, tail_cap) == reference.finish()
 
 
 @pytest.mark.parametrize("chunk", [1, 5, 4096])
