@@ -54,7 +54,8 @@ class _CheckedReader:
     JSON, inside or outside strings), then ends. ``violation`` says what and where.
 
     A leading UTF-8 byte order mark is dropped (the sniffer accepts one). Memory: one
-    read plus ``_HOLD`` bytes kept back so that an escape pair is always seen whole.
+    read (``_READ_SIZE``, up to ``_MAX_READ_SIZE`` inside a long string) plus ``_HOLD``
+    bytes kept back so that an escape pair is always seen whole.
     """
 
     _HOLD = 11
