@@ -354,3 +354,71 @@ def test_output_is_streamed_not_held_256_mb_leave_the_server_memory_flat(slow):
     before, after, loud = run(body)
     assert ExecuteResult.model_validate(loud.structured_content).status == "passed"
     assert after - before < 48 * 1024, (before, after)  # 256 MB went through, the peak barely moved
+
+
+ESCAPEE = "hang/test_hang.py::test_hangs_with_an_escapee"
+
+
+def _started_with_escapee(project: Project) -> bool:
+    return len(project.pytest_marks()) == 1 and len(project.child_pids()) == 2
+
+
+@pytest.mark.parametrize("how", ["timeout", "cancel"])
+def test_a_process_that_left_the_group_with_setsid_is_killed_too(slow, how):
+    """The server is a child subreaper (Linux): when the group is killed, the escapee's
+    parent dies, the escapee is re-parented to the server, which kills it (the run's
+    token in its environment says it belongs to this run)."""
+
+    async def body():
+        async with connect(slow.params(), "auto") as client:
+            if how == "timeout":
+                return await client.call_tool("execute_tests", {"node_ids": [ESCAPEE], "timeout_s": 4})
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(client.call_tool, "execute_tests", {"node_ids": [ESCAPEE]})
+                await wait_for(lambda: _started_with_escapee(slow), what="pytest, its child and the escapee")
+                tg.cancel_scope.cancel()
+            await still_serving(client, "auto")
+
+    try:
+        result = run(body)
+        if how == "timeout":
+            assert ToolFailureDetail.model_validate(result.structured_content).kind == "timeout"
+        pids = _all_pids(slow)
+        assert len(pids) == 3
+        assert wait_until_gone(pids, timeout=10) == []
+    finally:
+        for pid in _all_pids(slow):
+            if pid_alive(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
+def test_sigkill_to_the_server_leaves_no_process(slow):
+    """A server killed outright cannot clean up; pytest asked the kernel for a signal
+    when its parent dies (PR_SET_PDEATHSIG, set by the event plugin) and kills its own
+    group."""
+
+    async def body():
+        async with connect(slow.params(), "legacy") as client:
+            async with anyio.create_task_group() as tg:
+
+                async def call():
+                    try:
+                        await client.call_tool("execute_tests", {"node_ids": [HANG]})
+                    except Exception:  # the connection dies with the server
+                        pass
+
+                tg.start_soon(call)
+                await wait_for(lambda: _started_with_children(slow), what="pytest and its children")
+                os.kill(slow.pytest_marks()[0]["ppid"], signal.SIGKILL)
+                await anyio.sleep(0.5)
+                tg.cancel_scope.cancel()
+
+    try:
+        run(body)
+        pids = _all_pids(slow)
+        assert len(pids) == 3
+        assert wait_until_gone(pids, timeout=10) == []
+    finally:
+        for pid in _all_pids(slow):
+            if pid_alive(pid):
+                os.kill(pid, signal.SIGKILL)

@@ -13,7 +13,9 @@ How pytest is run (``run_process``):
 * In its own session/process group (``start_new_session``). Timeout, cancellation and
   server shutdown kill the whole group: SIGTERM, then SIGKILL after ``KILL_GRACE_S``.
   After a normal exit the group is also killed, so processes a test left behind do not
-  survive the run.
+  survive the run. Processes that left the group (``setsid``) are found by the run's
+  token in their environment (``RUN_MARKER``, Linux) and killed with it. If the server
+  itself dies, the event plugin in pytest does the same (``PR_SET_PDEATHSIG``).
 * stdout/stderr are read in chunks as they come and only a bounded tail is kept
   (``TAIL_BYTES``), so a test printing 1 GB does not grow the server's memory.
 * Progress: the plugin appends a line per finished test to an events file, which the
@@ -79,6 +81,11 @@ until collection finished)."""
 # Process groups started by this process and not yet reaped; killed at exit as a last
 # resort (the normal paths kill them themselves).
 LIVE_GROUPS: set[int] = set()
+
+RUN_MARKER = "PYTEST_MCP_SERVER_RUN"
+"""Set in each run's environment (a fresh token per run) and inherited by every process
+the run starts: with it the server finds (Linux, /proc) the run's processes that left its
+process group (``setsid``, double fork), wherever they were re-parented."""
 
 
 # --------------------------------------------------------------------------------------
@@ -219,59 +226,101 @@ class ProcessOutcome:
 _PROC = Path("/proc")
 
 
-def _group_alive(pgid: int) -> bool:
-    """True while a process of group ``pgid`` is still running.
-
-    On Linux the group's members are read from ``/proc`` and zombies do not count (a
-    killed grandchild stays a zombie until its new parent reaps it, which a container's
-    init may never do). Elsewhere ``killpg(pgid, 0)`` decides; EPERM is taken as alive.
-    """
-    if _PROC.is_dir():
-        for entry in os.scandir(_PROC):
-            if not entry.name.isdigit():
-                continue
-            try:
-                with open(f"/proc/{entry.name}/stat", "rb") as f:
-                    fields = f.read().rsplit(b")", 1)[1].split()
-            except (OSError, IndexError):
-                continue
-            if len(fields) > 2 and fields[2] == str(pgid).encode() and fields[0] not in (b"Z", b"X"):
-                return True
-        return False
+def _proc_stat(pid: str) -> tuple[bytes, int] | None:
+    """(state, process group) of a process from /proc, or None when it is gone."""
     try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+        return fields[0], int(fields[2])
+    except (OSError, IndexError, ValueError):
+        return None
 
 
-async def kill_group(pgid: int, grace_s: float = KILL_GRACE_S) -> None:
-    """SIGTERM the process group ``pgid``; SIGKILL whatever is left after ``grace_s``.
-
-    Returns as soon as no member is running (zombies aside), or shortly after the
-    SIGKILL. Safe to call on a group that is already gone.
-    """
+def _run_token_of(pid: str) -> str | None:
     try:
-        os.killpg(pgid, signal.SIGTERM)
-    except ProcessLookupError:
-        return
-    except PermissionError:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            env = f.read()
+    except OSError:
+        return None
+    prefix = RUN_MARKER.encode() + b"="
+    for item in env.split(b"\0"):
+        if item.startswith(prefix):
+            return item[len(prefix) :].decode("ascii", "replace")
+    return None
+
+
+def run_members(pgid: int, token: str | None) -> tuple[bool, list[int]]:
+    """The running processes of a run: (any member of group ``pgid`` is running, pids
+    outside the group that carry the run's ``token``).
+
+    Linux reads /proc, where zombies do not count (a killed grandchild stays a zombie
+    until its new parent reaps it, which a container's init may never do). Elsewhere
+    only ``killpg(pgid, 0)`` decides (EPERM counts as running) and escapees are not seen.
+    """
+    if not _PROC.is_dir():
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return False, []
+        except PermissionError:
+            return True, []
+        return True, []
+    in_group = False
+    escaped: list[int] = []
+    for entry in os.scandir(_PROC):
+        if not entry.name.isdigit():
+            continue
+        stat = _proc_stat(entry.name)
+        if stat is None or stat[0] in (b"Z", b"X"):
+            continue
+        if stat[1] == pgid:
+            in_group = True
+        elif token is not None and _run_token_of(entry.name) == token:
+            escaped.append(int(entry.name))
+    return in_group, escaped
+
+
+def _signal_run(pgid: int, escaped: list[int], sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
         pass
+    for pid in escaped:
+        try:
+            os.kill(pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+async def kill_group(pgid: int, token: str | None = None, grace_s: float = KILL_GRACE_S) -> None:
+    """Stop a run: SIGTERM its process group ``pgid`` and the processes that left the
+    group but carry its ``token`` (see ``RUN_MARKER``); SIGKILL whatever still runs after
+    ``grace_s``. Processes forked meanwhile are signalled as they appear.
+
+    Returns as soon as nothing of the run is running (zombies aside), or shortly after
+    the SIGKILL. Safe to call on a run that is already gone.
+    """
+    in_group, escaped = run_members(pgid, token)
+    if not in_group and not escaped:
+        return
+    signalled = set(escaped)
+    _signal_run(pgid, escaped, signal.SIGTERM)
     deadline = time.monotonic() + grace_s
     while time.monotonic() < deadline:
         await anyio.sleep(0.03)
-        if not _group_alive(pgid):
+        in_group, escaped = run_members(pgid, token)
+        if not in_group and not escaped:
             return
-    try:
-        os.killpg(pgid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        return
-    for _ in range(25):  # SIGKILL cannot be ignored; give the kernel a moment
-        if not _group_alive(pgid):
-            return
+        new = [p for p in escaped if p not in signalled]
+        if new:
+            signalled.update(new)
+            _signal_run(pgid, new, signal.SIGTERM)
+    for _ in range(25):  # SIGKILL cannot be ignored; repeat for anything forked meanwhile
+        _signal_run(pgid, escaped, signal.SIGKILL)
         await anyio.sleep(0.02)
+        in_group, escaped = run_members(pgid, token)
+        if not in_group and not escaped:
+            return
 
 
 def kill_live_groups_now() -> None:
@@ -308,8 +357,11 @@ async def run_process(
 
     Returns a ``ProcessOutcome``; on timeout the group is killed and ``timed_out`` is
     set. If the caller is cancelled, the group is killed (shielded) before the
-    cancellation propagates. Raises ``OSError`` when the program cannot be started.
+    cancellation propagates. Processes of the run that left the group are killed with
+    it (``env[RUN_MARKER]`` identifies them). Raises ``OSError`` when the program cannot
+    be started.
     """
+    token = env.get(RUN_MARKER)
     start = time.monotonic()
     proc = await anyio.open_process(
         argv,
@@ -335,7 +387,7 @@ async def run_process(
                 await proc.wait()
             timed_out = scope.cancelled_caught
             with anyio.CancelScope(shield=True):
-                await kill_group(pgid)
+                await kill_group(pgid, token)
             # The pipes reach EOF once every holder is dead; a process that escaped the
             # group (setsid) could hold them open: stop reading after a moment.
             with anyio.move_on_after(1.0):
@@ -344,7 +396,7 @@ async def run_process(
             tg.cancel_scope.cancel()
     finally:
         with anyio.CancelScope(shield=True):
-            await kill_group(pgid)
+            await kill_group(pgid, token)
             LIVE_GROUPS.discard(pgid)
             with anyio.move_on_after(5):
                 await proc.aclose()
@@ -397,11 +449,14 @@ class Runner:
 
     # -- environment ----------------------------------------------------------------
 
-    def child_env(self) -> dict[str, str]:
+    def child_env(self, *, run: bool = False) -> dict[str, str]:
         """The child's environment: the server's own, with the event plugin's directory
-        first on ``PYTHONPATH``."""
+        first on ``PYTHONPATH``; for a run, a fresh ``RUN_MARKER`` token."""
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PLUGIN_DIR), env.get("PYTHONPATH", "")) if p)
+        env.pop(RUN_MARKER, None)
+        if run:
+            env[RUN_MARKER] = secrets.token_hex(8)
         return env
 
     async def interpreter(self, *, refresh: bool = False) -> Interpreter:
@@ -552,7 +607,7 @@ class Runner:
     ) -> ProcessOutcome:
         try:
             return await run_process(
-                argv, cwd=self.root, env=self.child_env(), timeout_s=timeout, events=events, progress=progress
+                argv, cwd=self.root, env=self.child_env(run=True), timeout_s=timeout, events=events, progress=progress
             )
         except OSError as exc:
             raise ToolFailure(

@@ -12,11 +12,63 @@ the run goes on):
 * ``i "<node id>"``: a collected node id, JSON-encoded (only with --collect-only).
 
 In xdist workers it does nothing: the controller sees every report.
+
+On Linux it also guards against the server's sudden death (SIGKILL, a crash): pytest
+asks the kernel for SIGHUP when its parent dies (``PR_SET_PDEATHSIG``) and then kills its
+own process group, grandchildren included, and the run's processes that left the group
+(they carry the run's ``PYTEST_MCP_SERVER_RUN`` token), so no orphan runs on. Only when
+pytest leads its own process group (the server starts it so), never in xdist workers.
 """
 
 import json
+import os
+import signal
+import sys
 
 import pytest
+
+PR_SET_PDEATHSIG = 1
+
+
+def _kill_escaped(token):
+    # processes of this run that left the group (setsid) still carry the run's token
+    me = os.getpid()
+    marker = ("PYTEST_MCP_SERVER_RUN=" + token).encode()
+    for name in os.listdir("/proc"):
+        if name.isdigit() and int(name) != me:
+            try:
+                with open("/proc/%s/environ" % name, "rb") as f:
+                    if marker in f.read().split(b"\0"):
+                        os.kill(int(name), signal.SIGKILL)
+            except OSError:
+                pass
+
+
+def _kill_own_group(signum=None, frame=None):
+    token = os.environ.get("PYTEST_MCP_SERVER_RUN")
+    if token:
+        _kill_escaped(token)
+    try:
+        os.killpg(os.getpgid(0), signal.SIGKILL)
+    except OSError:
+        os._exit(1)
+
+
+def _guard_parent_death():
+    if not sys.platform.startswith("linux") or os.getpgid(0) != os.getpid():
+        return
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+    except (OSError, AttributeError):
+        return
+    parent = os.getppid()
+    signal.signal(signal.SIGHUP, _kill_own_group)
+    if libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGHUP), 0, 0, 0) != 0:
+        return
+    if os.getppid() != parent:  # the parent died before the request took effect
+        _kill_own_group()
 
 
 def pytest_addoption(parser):
@@ -59,4 +111,5 @@ def pytest_configure(config):
     path = config.getoption("mcp_events", None)
     if not path or hasattr(config, "workerinput"):
         return
+    _guard_parent_death()
     config.pluginmanager.register(_EventWriter(path, config.getoption("collectonly", False)), "pytest-mcp-events")
