@@ -501,6 +501,15 @@ def _result_children(draw, kind: str):
     elif kind == "skipped":
         children.append(elem("skipped", typ=draw(st.sampled_from(["pytest.skip", "", "skip", "pytest.xfailed", None])) or None, text=draw(st.booleans())))
         outcome = "skipped"
+    elif kind == "xpassed":
+        # pytest's XPASS marker (checked before the xfail type)
+        attrs = [("message", "xfail-marked test passes unexpectedly")]
+        if draw(st.booleans()):
+            attrs.append(("type", draw(st.sampled_from(["pytest.xfail", "pytest.skip", ""]))))
+        children.append(("skipped", attrs, ""))
+        if draw(st.booleans()):
+            children.append(elem("skipped", typ="pytest.xfail", text=False))
+        outcome = "xpassed"
     elif kind == "xfailed":
         children.append(elem("skipped", typ="pytest.xfail", text=draw(st.booleans())))
         if draw(st.booleans()):
@@ -508,11 +517,14 @@ def _result_children(draw, kind: str):
         outcome = "xfailed"
     else:  # pragma: no cover
         raise AssertionError(kind)
-    # Non-result children anywhere among the results.
+    # Non-result children anywhere among the results; a nested <testcase> is not a test
+    # but an ordinary element (its own results do not count).
     for _ in range(draw(st.integers(0, 2))):
-        tag = draw(st.sampled_from(["system-out", "system-err", "properties", "properties"]))
+        tag = draw(st.sampled_from(["system-out", "system-err", "properties", "properties", "nested-testcase"]))
         if tag == "properties":
             children.append(("properties", [], ""))
+        elif tag == "nested-testcase":
+            children.append(("nested-testcase", [], ""))
         else:
             out = draw(xml_text(60))
             if draw(st.integers(0, 40)) == 0:
@@ -572,8 +584,8 @@ def _junit_logical_test(draw, prefix: str, index: int, suite_name: str | None):
     classname, name, file = draw(_junit_identity(prefix, index, suite_name == "pytest"))
     node_id = junit_node_id(classname, name, file, suite_name)
     attempts = draw(st.integers(1, 3)) if draw(st.integers(0, 4)) == 0 else 1
-    kinds_single = ["passed", "passed", "failed", "error", "skipped", "xfailed", "flaky"]
-    kinds_retry = ["passed", "failed", "error", "skipped", "xfailed"]
+    kinds_single = ["passed", "passed", "failed", "error", "skipped", "xfailed", "xpassed", "flaky"]
+    kinds_retry = ["passed", "failed", "error", "skipped", "xfailed", "xpassed"]
     cases: list[_Case] = []
     for _ in range(attempts):
         kind = draw(st.sampled_from(kinds_single if attempts == 1 else kinds_retry))
@@ -604,12 +616,15 @@ def _junit_logical_test(draw, prefix: str, index: int, suite_name: str | None):
 @st.composite
 def _junit_collection_error(draw, prefix: str, index: int, suite_name: str | None):
     name = "tests.test_broken_" + prefix + str(index) + draw(st.sampled_from(["", ".sub_mod", ".a.b"]))
-    attrs = [("name", name), ("classname", "")]
+    classname = draw(st.sampled_from(["", "", "tests.test_mod.TestBroken", "tests.test_mod"]))
+    attrs = [("name", name), ("classname", classname)]
     if draw(st.booleans()):
         attrs.append(("time", draw(st.sampled_from(["0.000", "1.5", "3"]))))
     err_attrs = [("message", "collection failure")]
     children = [("error", err_attrs, draw(traceback_texts()))]
-    return _Case(attrs, children, "collection", None, False, 0), junit_collection_path(name, suite_name)
+    # a class that failed to collect (non-empty classname): the node id of rules 1-3
+    path = junit_node_id(classname, name, None, suite_name) if classname else junit_collection_path(name, suite_name)
+    return _Case(attrs, children, "collection", None, False, 0), path
 
 
 @dataclass
@@ -625,8 +640,13 @@ ENCODINGS = [
     ("full", "utf-8", b"", "utf-8"),
     ("full", None, b"\xef\xbb\xbf", "utf-8"),
     ("full", "UTF-8", b"\xef\xbb\xbf", "utf-8"),
+    ("full", "utf8", b"", "utf-8"),
     ("ascii", "US-ASCII", b"", "ascii"),
     ("ascii", "us-ascii", b"", "ascii"),
+    ("ascii", "ASCII", b"", "ascii"),
+    ("latin-1", "iso8859-1", b"", "latin-1"),
+    ("latin-1", "ISO_8859-1", b"", "latin-1"),
+    ("full", "utf16", b"\xff\xfe", "utf-16-le"),
     ("latin-1", "ISO-8859-1", b"", "latin-1"),
     ("latin-1", "iso-8859-1", b"", "latin-1"),
     ("latin-1", "latin-1", b"", "latin-1"),
@@ -744,6 +764,13 @@ def junit_docs(draw, prefix: str = "") -> Doc:
                 w.start("properties", [])
                 w.start("property", [("name", "k"), ("value", "v &amp; w")], empty=True)
                 w.end("properties")
+                continue
+            if tag == "nested-testcase":
+                w.start("testcase", [("name", "inner"), ("classname", "nested")])
+                w.start("error", [("message", "not a result of the outer case")], empty=True)
+                w.start("skipped", [("type", "pytest.xfail")], empty=True)
+                w.end("testcase")
+                features.add("nested-testcase")
                 continue
             if not body and rnd.random() < 0.5:
                 w.start(tag, attrs, empty=True)
@@ -1061,7 +1088,7 @@ INTERESTING_BYTES = [
     b"-", b"null", b"\r", b"\n", b"\xef\xbb\xbf", b"\xff\xfe", b'"nodeid"', b'"tests":', b"\x80",
 ]
 
-UNSUPPORTED_ENCODINGS = ["EBCDIC", "Shift_JIS", "UTF-32", "ASCII", "windows-1252", "UTF-7", "utf8", "", "UTF-16LE", "cp1252"]
+UNSUPPORTED_ENCODINGS = ["EBCDIC", "Shift_JIS", "UTF-32", "ASCII", "windows-1252", "UTF-7", "utf8", "", "UTF-16LE", "cp1252", "latin_1", "utf-16be", "us_ascii"]
 
 
 def _find_all(data: bytes, pattern: bytes) -> list[re.Match]:
