@@ -381,8 +381,9 @@ def test_real_pytest_junitxml_matches_pytest_summary(pytest_run: dict, backend: 
     by_id = {f.node_id: f for f in s.failures}
     assert by_id["test_mod.py::test_fail"].exception == "AssertionError"
     assert by_id["test_mod.py::test_setup_error"].exception == "RuntimeError"
-    # pytest's message attribute for an error names the phase and the crash line.
-    assert by_id["test_mod.py::test_setup_error"].message == 'failed on setup with "RuntimeError: setup boom"'
+    # pytest's message attribute wraps the crash line: 'failed on setup with "RuntimeError: setup boom"';
+    # the wrapper is removed so setup errors of different causes do not share one group.
+    assert by_id["test_mod.py::test_setup_error"].message == "setup boom"
     assert [e.path for e in s.collection_errors] == ["test_broken_import.py"]
     assert s.collection_errors[0].exception == "ModuleNotFoundError"
     assert s.collection_errors[0].message == "No module named 'not_a_module_anywhere_xyz'"

@@ -252,9 +252,21 @@ fn result_of(elem: Elem, attrs: &Attrs) -> Chosen {
         phase,
         collection,
         exception: if details { kind.filter(|k| !k.is_empty()).map(str::to_string) } else { None },
-        message: if details { message.map(str::to_string) } else { None },
+        message: if details { message.map(|m| unwrap_phase_message(m).to_string()) } else { None },
         message_omitted: if details { attrs.omitted(Slot::Message) } else { 0 },
     }
+}
+
+/// pytest writes a setup/teardown error's message as `failed on setup with "<reason>"`
+/// (`_pytest/junitxml.py`, `append_error`); the reason alone is the message, so that
+/// errors of different causes do not share one group.
+fn unwrap_phase_message(m: &str) -> &str {
+    for prefix in ["failed on setup with \"", "failed on teardown with \""] {
+        if let Some(rest) = m.strip_prefix(prefix) {
+            return rest.strip_suffix('"').unwrap_or(rest);
+        }
+    }
+    m
 }
 
 fn set_optional(slot: &mut Option<String>, value: Option<&str>) {

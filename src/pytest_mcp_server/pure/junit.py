@@ -354,6 +354,20 @@ def _parse_line(s: str | None) -> int | None:
     return n if n < 2**64 else None
 
 
+_PHASE_MESSAGE_PREFIXES = ('failed on setup with "', 'failed on teardown with "')
+
+
+def _unwrap_phase_message(message: str) -> str:
+    """pytest writes a setup/teardown error's message as ``failed on setup with "<reason>"``
+    (``_pytest/junitxml.py``, ``append_error``); the reason alone is the message, so that
+    errors of different causes do not share one group (twin of ``unwrap_phase_message``)."""
+    for prefix in _PHASE_MESSAGE_PREFIXES:
+        if message.startswith(prefix):
+            rest = message[len(prefix) :]
+            return rest[:-1] if rest.endswith('"') else rest
+    return message
+
+
 class _Chosen:
     """The result element that decides a testcase so far (the first of the worst kind)."""
 
@@ -385,7 +399,7 @@ class _Chosen:
             self.outcome = "skipped"
         details = self.outcome in ("failed", "error")
         self.exception = (kind or None) if details else None
-        self.message = message if details else None
+        self.message = _unwrap_phase_message(message) if details and message is not None else None
         self.message_omitted = message_omitted if details else 0
 
 
