@@ -46,12 +46,14 @@ def verdict_word(summary: ReportSummary) -> str:
     return "PASSED"
 
 
-def render_text(summary: ReportSummary, verdict: str | None = None) -> str:
+def render_text(summary: ReportSummary, verdict: str | None = None, failures_budget: str = "--max-failures") -> str:
     """The compact text of a summary.
 
     ``verdict`` replaces the first word of the first line (``FAILED``/``PASSED``/
-    ``NO TESTS``), e.g. ``INTERRUPTED`` for a run pytest stopped. Returns text ending in a
-    newline; its first line is always ``<VERDICT> <counts phrase>``.
+    ``NO TESTS``), e.g. ``INTERRUPTED`` for a run pytest stopped. ``failures_budget`` is
+    the name the reader knows the failures-listed budget by (the CLI flag, or a tool's
+    argument). Returns text ending in a newline; its first line is always
+    ``<VERDICT> <counts phrase>``.
     """
     lines = [f"{verdict or verdict_word(summary)} {counts_phrase(summary)}"]
     groups_by_id = {g.id: g for g in summary.groups}
@@ -83,7 +85,7 @@ def render_text(summary: ReportSummary, verdict: str | None = None) -> str:
     if slow:
         lines.append("")
         lines.append("Slowest: " + ", ".join(f"{s.node_id} {_seconds(s.duration_s)}" for s in slow))
-    omitted = _omitted_phrase(summary)
+    omitted = _omitted_phrase(summary, failures_budget)
     if omitted:
         lines.append("")
         lines.append(omitted)
@@ -113,11 +115,11 @@ def _failure_lines(failure: Failure, *, full: bool, grouped: bool) -> list[str]:
     return out
 
 
-def _omitted_phrase(summary: ReportSummary) -> str:
+def _omitted_phrase(summary: ReportSummary, failures_budget: str) -> str:
     o = summary.omitted
     parts = []
     if o.failures:
-        parts.append(f"{o.failures} more failures (raise max_failures)")
+        parts.append(f"{o.failures} more failures (raise {failures_budget})")
     if o.groups:
         parts.append(f"{o.groups} more groups")
     if o.collection_errors:

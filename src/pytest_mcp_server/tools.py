@@ -735,7 +735,7 @@ def render_execute(result: ExecuteResult) -> str:
 
     # the verdict line's time is the run's wall time, as in pytest's own summary line
     shown = result.summary.model_copy(update={"duration_s": result.duration_s})
-    text = _tool_budget_names(render_text(shown, verdict=VERDICTS[result.status]))
+    text = render_text(shown, verdict=VERDICTS[result.status], failures_budget="failures_listed")
     tail: list[str] = []
     if result.status == "no_tests":
         tail.append(
@@ -785,18 +785,12 @@ def render_summarize(result: SummarizeResult) -> str:
     the requested node ids that matched no failure."""
     from .render import render_text
 
-    text = _tool_budget_names(render_text(result.summary))
+    text = render_text(result.summary, failures_budget="failures_listed")
     if result.not_failing:
         text += (
             "\nNo failure for: " + ", ".join(result.not_failing) + " (passed, skipped, or not in the report)\n"
         )
     return text
-
-
-def _tool_budget_names(text: str) -> str:
-    # render.py names the engine's budget (max_failures); in these tools max_failures is
-    # pytest's --maxfail and the listing budget is failures_listed.
-    return text.replace("(raise max_failures)", "(raise failures_listed)")
 
 
 def render_failure(detail: ToolFailureDetail) -> str:
