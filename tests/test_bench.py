@@ -273,7 +273,7 @@ def test_bench_marks_a_failing_parser_and_wrong_counts(tmp_path, capsys):
 
 def test_bench_shards_tiny(tmp_path, capsys):
     code, doc = _bench(capsys, "shards", "--files", "3", "--shard-size", "100kB", "--reps", "1", "--warmup", "0",
-                       "--cache-dir", str(tmp_path))
+                       "--cache-dir", str(tmp_path), "--modes", "native-parallel,native-1-thread,native-one-by-one,pure")
     rows = doc["rows"]
     assert [(r["format"], r["parser"]) for r in rows] == [
         (fmt, m) for fmt in gen.FORMATS for m in ("native-parallel", "native-1-thread", "native-one-by-one", "pure")

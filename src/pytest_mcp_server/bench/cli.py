@@ -86,7 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--shard-size", type=_size, default=parse_size("4MB"), help="size of each shard (default 4MB)")
     s.add_argument("--formats", type=_formats, default=list(FORMATS), help="junit,pytest-json (default both)")
     s.add_argument("--modes", type=_names, default=None,
-                   help="only these (native-parallel,native-1-thread,native-one-by-one,pure; default all)")
+                   help="only these (native-parallel,native-1-thread,native-one-by-one,pure; default the three native ones)")
     _common(s, reps_default="default 5")
 
     u = sub.add_parser("suite", help="a generated pytest project run plainly, over MCP, and through the CLI")

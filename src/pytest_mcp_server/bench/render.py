@@ -93,7 +93,7 @@ def plot_reports(rows: list[dict[str, Any]], path: str, title: str) -> None:
         for name in names:
             pr = sorted((r for r in frows if r["parser"] == name), key=lambda r: r["bytes"])
             xs = [r["bytes"] / 1e6 for r in pr]
-            style = dict(marker="o", linewidth=2.5 if name == "native" else 1.5)
+            style = dict(marker="o", linewidth=2.5 if name == "native" else 1.5, zorder=3 if name == "native" else 2)
             for row_i, key, scale in ((0, "mb_s", 1), (1, "peak_rss", 1 / MIB)):
                 ys = [r[key] * scale for r in pr]
                 ax = axes[row_i][col]

@@ -11,7 +11,8 @@ shards as they do in a split suite). Modes, each in its own process
 * ``native-1-thread``: the same call with ``RAYON_NUM_THREADS=1``;
 * ``native-one-by-one``: one ``summarize_bytes([file])`` per file, nothing merged (what a
   caller without the multi-file API would do);
-* ``pure``: the pure backend on all files in one call.
+* ``pure``: the pure backend on all files in one call (only with ``--modes ...,pure``:
+  at about 6 MB/s it takes minutes).
 
 Rows carry the same figures as ``bench reports`` plus ``threads`` (threads of the process
 after the runs: 1 + the rayon pool), ``parallelism`` (CPU seconds / wall seconds of the
@@ -30,6 +31,7 @@ from .generate import format_size
 from .reports import _row_from_result
 
 SHARDS_TARGET = 1.7
+DEFAULT_MODES = ("native-parallel", "native-1-thread", "native-one-by-one")  # pure: only when asked for
 
 
 def run_shards(
@@ -64,7 +66,7 @@ def run_shards(
         group: list[dict[str, Any]] = []
         for mode in parsers.SHARD_MODES:
             name, desc, _, _ = mode
-            if modes and name not in modes:
+            if (modes and name not in modes) or (not modes and name not in DEFAULT_MODES):
                 continue
             row: dict[str, Any] = {"bench": "shards", "format": fmt, "files": files, "size": format_size(shard_size),
                                    "bytes": truth["bytes"], "parser": name, "description": desc}
