@@ -52,11 +52,20 @@ def offsets(data: bytes, seed: str) -> list[int]:
 
 
 def _complete_until(data: bytes) -> int:
-    """Cuts at or before this offset remove part of the document itself (its last
-    ``>`` for XML, its last ``}`` for JSON); later cuts only drop trailing bytes."""
+    """Cuts at or before this offset remove part of the document itself: the ``>`` that
+    ends the XML root element (trailing comments, PIs and whitespace may follow it) or
+    the JSON root's last ``}``; later cuts only drop what follows the root."""
     stripped = data.lstrip(b"\xef\xbb\xbf \t\r\n")
-    last = data.rfind(b"}") if stripped[:1] == b"{" else data.rfind(b">")
-    return last
+    if stripped[:1] == b"{":
+        return data.rfind(b"}")
+    end = len(data.rstrip(b" \t\r\n"))
+    while True:  # peel trailing comments and processing instructions off
+        if data[:end].endswith(b"-->") and data.rfind(b"<!--", 0, end) >= 0:
+            end = len(data[: data.rfind(b"<!--", 0, end)].rstrip(b" \t\r\n"))
+        elif data[:end].endswith(b"?>") and data.rfind(b"<?", 0, end) > 0:
+            end = len(data[: data.rfind(b"<?", 0, end)].rstrip(b" \t\r\n"))
+        else:
+            return data.rfind(b">", 0, end)
 
 
 # Files whose cuts expose a bug still pending in its owner's module (strict xfail: the
