@@ -364,15 +364,9 @@ def test_sigterm_to_the_server_mid_run_leaves_no_process(tmp_path):
         _reap_leftovers(project.child_pids())
 
 
-ESCAPE = (
-    "runner.py kills the run's process group; a great-grandchild that called setsid() left the group and "
-    "survives the run (timeout, cancel, disconnect, SIGTERM alike). A fix: make the server a child subreaper "
-    "(prctl PR_SET_CHILD_SUBREAPER) and kill every descendant it adopts, or run each pytest in its own cgroup"
-)
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason=ESCAPE)
 def test_a_grandchild_that_left_the_process_group_is_cleaned_up_too(tmp_path):
     project = Project(tmp_path)
 
@@ -390,15 +384,9 @@ def test_a_grandchild_that_left_the_process_group_is_cleaned_up_too(tmp_path):
         _reap_leftovers(project.child_pids())
 
 
-SIGKILL = (
-    "a server killed with SIGKILL cannot kill its runs: pytest and its grandchildren are orphaned and run on "
-    "(here: until their 300 s sleep ends). A fix: PR_SET_PDEATHSIG in the child, or the event plugin exiting "
-    "when its parent (the server) is gone"
-)
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason=SIGKILL)
 def test_sigkill_to_the_server_mid_run_leaves_no_process(tmp_path):
     project = Project(tmp_path)
 
