@@ -232,7 +232,10 @@ def test_bench_reports_tiny(tmp_path, capsys):
     native = [r for r in rows if r["parser"] == "native"]
     assert all(r["vs_native"] == 1.0 for r in native)
     assert code == 0
-    assert {t["target"].split(" (")[0] for t in doc["targets"]} >= {"native >= 400 MB/s", "native >= 10x pure"}
+    targets = {(t["format"], t["size"], t["target"].split(" (")[0]) for t in doc["targets"]}
+    assert ("junit", "300kB", "native >= 400 MB/s") in targets
+    assert ("pytest-json", "200kB", "native >= 10x pure") in targets
+    assert ("junit", "200kB-300kB", "native peak RSS <= 64 MiB") in targets
     if plot is not None:
         assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert json.loads(saved.read_text()) == doc

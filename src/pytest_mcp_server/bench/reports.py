@@ -111,37 +111,46 @@ def _add_ratios(group: list[dict[str, Any]]) -> None:
 
 
 def target_checks(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The issue's targets, per format at the largest size measured: ``{format, size,
-    target, value, met}`` (``met`` None when a figure is missing)."""
+    """The issues' targets, per format: throughput at the largest size measured (the
+    issue says "on 1 GB"), the ratios at every size, peak RSS over all sizes. Each is
+    ``{format, size, target, value, unit, met}`` (``met`` None when a figure is
+    missing; a figure from a parser whose counts are wrong never meets a target)."""
     out: list[dict[str, Any]] = []
     by_fmt: dict[str, list[dict[str, Any]]] = {}
     for r in rows:
         by_fmt.setdefault(r["format"], []).append(r)
     for fmt, frows in by_fmt.items():
         tg = TARGETS[fmt]
-        largest = max(r["target_bytes"] for r in frows)
-        at = {r["parser"]: r for r in frows if r["target_bytes"] == largest}
-        native = at.get("native")
-        size = format_size(largest)
 
-        def add(target: str, value: float | None, met: bool | None, unit: str = "") -> None:
+        def add(size: str, target: str, value: float | None, met: bool | None, unit: str) -> None:
             out.append({"format": fmt, "size": size, "target": target, "value": value, "unit": unit, "met": met})
 
+        sizes = sorted({r["target_bytes"] for r in frows})
+        at_size = {n: {r["parser"]: r for r in frows if r["target_bytes"] == n} for n in sizes}
+        largest = sizes[-1]
+        native = at_size[largest].get("native")
         nat_ok = bool(native and native.get("ok") and native.get("truth_ok"))
-        v = native.get("mb_s") if native and native.get("ok") else None
-        add(f"native >= {tg['mb_s']:.0f} MB/s", v, (v >= tg["mb_s"]) if v is not None and nat_ok else None, "MB/s")
-        pure = at.get("pure")
-        v = pure.get("vs_native") if pure and pure.get("ok") else None
-        add(f"native >= {tg['vs_pure']:.0f}x pure", v, (v >= tg["vs_pure"]) if v is not None else None, "x")
-        alts = [r for p, r in at.items() if p not in ("native", "pure") and r.get("ok") and r.get("vs_native")]
-        best = min(alts, key=lambda r: r["vs_native"]) if alts else None
-        v = best["vs_native"] if best else None
-        add(f"native >= {tg['vs_best_alt']:.0f}x fastest alternative" + (f" ({best['parser']})" if best else ""),
-            v, (v >= tg["vs_best_alt"]) if v is not None else None, "x")
-        peaks = [r["peak_rss"] for r in frows if r["parser"] == "native" and r.get("ok") and r.get("peak_rss")]
-        v = max(peaks) / 2**20 if peaks else None
-        add("native peak RSS <= 64 MiB at every size", v, (v <= 64) if v is not None else None, "MiB")
-        peaks = [r["peak_rss"] for r in frows if r["parser"] == "pure" and r.get("ok") and r.get("peak_rss")]
-        v = max(peaks) / 2**20 if peaks else None
-        add("pure peak RSS <= 128 MiB at every size", v, (v <= 128) if v is not None else None, "MiB")
+        v = native.get("mb_s") if nat_ok else None
+        add(format_size(largest), f"native >= {tg['mb_s']:.0f} MB/s", v, (v >= tg["mb_s"]) if v is not None else None,
+            "MB/s")
+        for n in sizes:
+            at = at_size[n]
+            nat = at.get("native")
+            if not (nat and nat.get("ok") and nat.get("truth_ok")):
+                continue
+            pure = at.get("pure")
+            v = pure.get("vs_native") if pure and pure.get("ok") else None
+            add(format_size(n), f"native >= {tg['vs_pure']:.0f}x pure", v, (v >= tg["vs_pure"]) if v is not None else None,
+                "x")
+            alts = [r for p, r in at.items() if p not in ("native", "pure") and r.get("ok") and r.get("vs_native")]
+            best = min(alts, key=lambda r: r["vs_native"]) if alts else None
+            v = best["vs_native"] if best else None
+            add(format_size(n), f"native >= {tg['vs_best_alt']:.0f}x fastest alternative"
+                + (f" ({best['parser']})" if best else ""), v, (v >= tg["vs_best_alt"]) if v is not None else None, "x")
+        all_sizes = f"{format_size(sizes[0])}-{format_size(largest)}" if len(sizes) > 1 else format_size(largest)
+        for parser, limit in (("native", tg["peak_rss"]), ("pure", PURE_PEAK_RSS_TARGET)):
+            peaks = [r["peak_rss"] for r in frows if r["parser"] == parser and r.get("ok") and r.get("peak_rss")]
+            v = max(peaks) / 2**20 if peaks else None
+            add(all_sizes, f"{parser} peak RSS <= {limit // 2**20} MiB (whole process, every size)", v,
+                (v <= limit / 2**20) if v is not None else None, "MiB")
     return out
