@@ -21,7 +21,10 @@ Ways (each run ``warmup`` times, then ``reps`` times, interleaved so drift hits 
 * ``cli``: the human path: ``python -m pytest --junitxml=...`` then
   ``pytest-mcp-server summarize`` of the report; ``agent_bytes`` is the summary text.
 
-``added_s`` / ``added_pct``: the median minus the ``pytest`` way's median.
+``added_s`` / ``added_pct``: the median minus the ``pytest`` way's median. For ``mcp``,
+``pytest_in_server_s`` lists the wall time of the pytest process the server reports
+(``duration_s`` of the result) and ``outside_pytest_median_s`` the median of the rest
+(transport, validation, summary, rendering): where the added time goes.
 """
 
 from __future__ import annotations
@@ -268,6 +271,11 @@ def run_suite(
         if w == "pytest":
             base = r["median_s"]
         out.append(r)
+    m = rows.get("mcp")
+    if m is not None and m.get("pytest_in_server_s") and len(m["pytest_in_server_s"]) == len(m["times_s"]):
+        inside = m["pytest_in_server_s"]
+        m["pytest_in_server_median_s"] = common.stats(inside)["median"]
+        m["outside_pytest_median_s"] = common.stats([t - p for t, p in zip(m["times_s"], inside)])["median"]
     for r in out:
         if base and r.get("median_s") is not None and r["way"] != "pytest":
             r["added_s"] = r["median_s"] - base
@@ -353,12 +361,12 @@ async def _one_mcp(client, truth: dict[str, Any], row: dict[str, Any], *, timed:
     row["agent_bytes"] = sum(len(t.encode("utf-8")) for t in texts)
     row["structured_bytes"] = len(json.dumps(structured, separators=(",", ":")).encode("utf-8"))
     row["server_command"] = structured.get("command")
-    row["pytest_s_in_server"] = structured.get("duration_s")
     counts = dict(structured["summary"]["counts"])
     row["counts"] = counts
     row["truth_ok"], row["mismatch"] = common.check_counts(counts, {"counts": truth["counts"], "duration_us": None})
     if timed:
         row["times_s"].append(dt)
+        row.setdefault("pytest_in_server_s", []).append(structured.get("duration_s"))
 
 
 def _one_plain(way: str, root: Path, truth: dict[str, Any], work: Path, rows: dict, timed: bool, timeout: float) -> None:
