@@ -88,7 +88,7 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function):
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config) -> None:
     rows = getattr(config, "_soak_rows", [])
-    if not strategies.SOAK_MINUTES:
+    if not strategies.SOAK_MINUTES or not (rows or strategies.STATS):
         return
     tr = terminalreporter
     tr.section("soak figures")
