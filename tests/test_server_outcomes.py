@@ -124,6 +124,15 @@ def test_256_failures_from_3_causes_are_3_to_6_groups_under_6kb(tmp_path):
     assert text.startswith("FAILED 256 failed in ")
     for cause in ("KeyError", "TimeoutError", "AssertionError"):
         assert cause in text
+    # every listed failure is named exactly once: in full (the first of its group) or on
+    # its group's "also in" line; the groups' e.g. lines are left out as redundant
+    for failure in res.summary.failures:
+        assert text.count(failure.node_id + " ") + text.count(failure.node_id + ",") + text.count(failure.node_id + "\n") == 1, failure.node_id
+    listed_groups = {f.group for f in res.summary.failures}
+    assert sum(line.startswith("  also in g") for line in text.splitlines()) == sum(
+        1 for g in listed_groups if sum(f.group == g for f in res.summary.failures) > 1
+    )
+    assert "e.g." not in text
     # the hint names this tool's budget (max_failures is --maxfail here)
     assert "236 more failures (raise failures_listed)" in text and "raise max_failures" not in text
 

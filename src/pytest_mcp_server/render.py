@@ -2,8 +2,11 @@
 
 The text is what an agent reads (the MCP tools' text block) and what the CLI prints. It
 never lists passing tests and never repeats the structured JSON. Full detail (traceback,
-output tail) is given once per failure group; further failures of the same group get one
-line, so 256 failures from 3 causes stay a few kilobytes.
+output tail) is given once per failure group, for its first listed failure; the group's
+other listed failures follow it as node ids on one ``also:`` line, and a group's ``e.g.``
+examples are printed only when none of its failures is listed. So 256 failures from 3
+causes stay a few kilobytes, and a 20,000-test suite with 580 failures from 4 causes
+under 6 KB (benches/RESULTS.md, ``bench suite``).
 """
 
 from __future__ import annotations
@@ -57,24 +60,34 @@ def render_text(summary: ReportSummary, verdict: str | None = None, failures_bud
     """
     lines = [f"{verdict or verdict_word(summary)} {counts_phrase(summary)}"]
     groups_by_id = {g.id: g for g in summary.groups}
+    listed_groups = {f.group for f in summary.failures}
     if summary.failures and any(g.count > 1 for g in summary.groups):
         lines.append("")
         lines.append("Failure groups (same exception and message):")
         for g in summary.groups:
             what = f"{g.exception}: {g.message}" if g.exception else g.message
             lines.append(f"  {g.id} x{g.count}  {what}")
-            if g.examples:
+            if g.examples and g.id not in listed_groups:
                 lines.append(f"      e.g. {', '.join(g.examples)}")
     if summary.failures:
         lines.append("")
         shown = len(summary.failures)
         total = shown + summary.omitted.failures
         lines.append(f"Failures ({shown} of {total}):" if summary.omitted.failures else "Failures:")
-        detailed_groups: set[str] = set()
+        # Report order, except that a known group's later failures join its first one.
+        also: dict[str, list[str]] = {}
+        order: list[Failure] = []
         for failure in summary.failures:
-            first_of_group = failure.group not in detailed_groups
-            detailed_groups.add(failure.group)
-            lines.extend(_failure_lines(failure, full=first_of_group, grouped=failure.group in groups_by_id))
+            if failure.group in groups_by_id and failure.group in also:
+                also[failure.group].append(failure.node_id)
+                continue
+            also.setdefault(failure.group, [])
+            order.append(failure)
+        for failure in order:
+            lines.extend(_failure_lines(failure))
+            others = also.get(failure.group) if failure.group in groups_by_id else None
+            if others:
+                lines.append(f"  also in {failure.group}: {', '.join(others)}")
     if summary.collection_errors:
         lines.append("")
         lines.append("Collection errors:")
@@ -92,7 +105,7 @@ def render_text(summary: ReportSummary, verdict: str | None = None, failures_bud
     return "\n".join(lines) + "\n"
 
 
-def _failure_lines(failure: Failure, *, full: bool, grouped: bool) -> list[str]:
+def _failure_lines(failure: Failure) -> list[str]:
     where = ""
     if failure.location is not None:
         loc = failure.location
@@ -101,9 +114,6 @@ def _failure_lines(failure: Failure, *, full: bool, grouped: bool) -> list[str]:
     label = "ERROR" if failure.outcome == "error" else "FAILED"
     out = [f"- {label}{phase} {failure.node_id}{where}"]
     what = f"{failure.exception}: {failure.message}" if failure.exception else failure.message
-    if not full:
-        out.append(f"    {what}  (same cause as above, group {failure.group})" if grouped else f"    {what}")
-        return out
     if what:
         out.append(f"    {what}")
     if failure.traceback:
