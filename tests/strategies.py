@@ -1101,10 +1101,8 @@ def _mutate(draw, doc: Doc) -> tuple[bytes, str]:
     n = len(data)
     kinds = ["truncate", "flip", "insert", "delete", "duplicate", "swap"]
     if doc.format == "junit":
-        kinds += ["dup_attr", "drop_end", "stray_end", "rename_end", "encoding", "bom", "doctype", "bad_entity", "nul", "latin1_as_utf8"]
-        # "declaration_anywhere" still finds the known pure/native divergence recorded as
-        # strict-xfail regressions in test_property_parity.py (PURE_DECLARATION_SCAN);
-        # it joins the draw again once pure/junit.py is fixed.
+        kinds += ["dup_attr", "drop_end", "stray_end", "rename_end", "encoding", "bom", "doctype", "bad_entity", "nul", "latin1_as_utf8",
+                  "declaration_anywhere"]
     else:
         kinds += ["dup_key", "wrong_type", "drop_key", "lone_surrogate", "huge_number", "nul", "bad_outcome", "deep"]
     kind = draw(st.sampled_from(kinds))

@@ -546,12 +546,20 @@ class _Parser:
         window = self.tail + self.current
         window_base = self.current_base - len(self.tail)
         at = self.p.ErrorByteIndex - window_base
-        # Where the offending markup may start: before the root, right after the last
-        # complete prolog token (expat may only fail a few bytes into '<!DOCTYPE...');
-        # inside the root, expat stops just after '<!'; after it, at the '<'.
-        starts = [at, at - 2]
+        # A declaration keyword is 'forbidden' only where markup can start; anywhere
+        # else (an attribute value, inside a tag, after a broken '<!') the earlier
+        # error makes the file 'malformed' (ENGINE.md). Where markup starts: before
+        # the root, right after the last complete prolog token (expat may only fail a
+        # few bytes into '<!DOCTYPE...'); after the root, at the '<' of the first
+        # markup ("junk after document element"); else expat stops just after a '<!'
+        # that opened markup (when it stops at the '<' itself, that '<' was not
+        # allowed there).
         if not self.root_seen:
-            starts.insert(0, self.prolog_end - window_base)
+            starts = [self.prolog_end - window_base]
+        elif exc.code == expat.errors.codes[expat.errors.XML_ERROR_JUNK_AFTER_DOC_ELEMENT]:
+            starts = [at]
+        else:
+            starts = [at - 2]
         for start in starts:
             if 0 <= start < len(window) and window[start : start + 2] == b"<!":
                 ahead = self.peek(window, start, 10)
