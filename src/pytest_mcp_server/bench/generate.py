@@ -41,8 +41,9 @@ pytest-json-report file also ends with the package collectors (about 60 bytes pe
 so it can be up to 0.1 % larger (1 GB: +0.7 MB).
 Determinism: the same ``(fmt, target_bytes, seed, module_offset, GENERATOR_VERSION)``
 gives the same bytes on every machine (``random.Random(seed)`` only; no clock, no
-hash-seed dependence). Speed: about 25 MB/s (JUnit) and 33 MB/s (pytest-json-report)
-on one core of the 2-core bench machine, i.e. 1 GB in 30-40 s.
+hash-seed dependence). Speed (one core of the 2-core bench machine, otherwise quiet):
+37 MB/s for JUnit XML and 45 MB/s for pytest-json-report, so 1 GB in 22-27 s, in about
+60 MB of memory (benches/RESULTS.md).
 
 Truth (``Truth`` dict, also the sidecar JSON): ``format``, ``seed``, ``target_bytes``,
 ``bytes`` (actual file size), ``generator_version``, ``module_offset``, ``modules``,
