@@ -377,9 +377,9 @@ impl<'a, R: Read> Parser<'a, R> {
         let mut longrepr: Option<(String, u64)> = None;
         let mut ok = true;
         const KEYS: [&str; 3] = ["nodeid", "outcome", "longrepr"];
-        while let Some(index) = self.next_known(&KEYS, &mut first)? {
-            let bit = index as u32;
-            let name: &'static str = KEYS[index];
+        while let Some(key) = self.next_known(&KEYS, &mut first)? {
+            let bit = key as u32;
+            let name: &'static str = KEYS[key];
             if !seen.mark(bit) {
                 ok = false;
                 self.duplicate(name, &whose)?;
@@ -466,9 +466,9 @@ impl<'a, R: Read> Parser<'a, R> {
         let mut entry = Entry::default();
         let mut ok = true;
         const KEYS: [&str; 5] = ["nodeid", "outcome", "setup", "call", "teardown"];
-        while let Some(index) = self.next_known(&KEYS, &mut first)? {
-            let bit = index as u32;
-            let name: &'static str = KEYS[index];
+        while let Some(key) = self.next_known(&KEYS, &mut first)? {
+            let bit = key as u32;
+            let name: &'static str = KEYS[key];
             if !seen.mark(bit) {
                 ok = false;
                 self.duplicate(name, &whose)?;

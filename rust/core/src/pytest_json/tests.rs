@@ -520,3 +520,19 @@ fn long_numbers_convert_like_a_correctly_rounded_parse_of_their_whole_text() {
         assert!(lexer::Lexer::new(doc.as_bytes()).number().is_err(), "{text}");
     }
 }
+
+#[test]
+fn structural_errors_name_the_element_of_the_array() {
+    // The element's index, not the index of the key among the known ones.
+    let message = |data: &[u8]| parse(data).err().expect("an error").message;
+    let tests = message(&report(r#"[{"nodeid": "a", "outcome": "weird"}]"#));
+    assert!(tests.starts_with("tests[0].outcome must be one of"), "{tests}");
+    let collectors = message(
+        br#"{"exitcode": 0, "summary": {}, "collectors": [{"nodeid": "a", "outcome": "passed"},
+            {"nodeid": "b", "outcome": "failed", "longrepr": 5}]}"#,
+    );
+    assert!(
+        collectors.starts_with("collectors[1].longrepr must be a string"),
+        "{collectors}"
+    );
+}
