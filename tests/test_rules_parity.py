@@ -23,6 +23,8 @@ from pytest_mcp_server.pure.records import CollectionErrorRecord, TestRecord
 
 CORPUS = Path("/work/shared/corpus")
 SAMPLE_JSON = CORPUS / "pytest-json-report" / "sample_report.json"
+# Shared with the Rust unit tests of rust/core/src/cut.rs (include_str!).
+FIXTURES = Path(__file__).parent / "fixtures"
 
 
 def _load_native():
@@ -53,43 +55,9 @@ IMPLEMENTATIONS = [
 # Traceback cutting: concrete cases.
 
 # pytest --tb=long output of a test whose request failed inside `requests`/`urllib3`,
-# with a chained exception (the shape pytest writes; the paths are a venv's).
-REQUESTS_TRACEBACK = """\
-self = <tests.test_api.TestApi object at 0x7f00>
-
-    def test_get(self):
-        url = URL
-        headers = {}
-        params = {}
-        timeout = 3
->       r = requests.get(url, headers=headers, params=params, timeout=timeout)
-
-tests/test_api.py:14: 
-_ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _
-.venv/lib/python3.11/site-packages/requests/api.py:73: in get
-    return request("get", url, params=params, **kwargs)
-tests/helpers.py:9: in request
-    return session.request(method=method, url=url, **kwargs)
-.venv/lib/python3.11/site-packages/requests/sessions.py:589: in request
-    resp = self.send(prep, **send_kwargs)
-_ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _
-
-self = <urllib3.connection.HTTPConnection object at 0x7f01>
-
-    def _new_conn(self):
->       sock = connection.create_connection(
-E       ConnectionRefusedError: [Errno 111] Connection refused
-
-.venv/lib/python3.11/site-packages/urllib3/connection.py:203: ConnectionRefusedError
-
-The above exception was the direct cause of the following exception:
-
-    def test_other():
->       raise RuntimeError('boom')
-E       RuntimeError: boom
-
-tests/test_api.py:30: RuntimeError
-"""
+# with a chained exception (the shape pytest writes; the paths are a venv's); the Rust
+# unit tests of cut.rs read the same file.
+REQUESTS_TRACEBACK = (FIXTURES / "tracebacks" / "requests_chained.txt").read_text()
 
 
 @pytest.mark.parametrize("impl", IMPLEMENTATIONS)

@@ -389,42 +389,7 @@ mod tests {
 
     /// pytest's long format for a test calling into a library that raised (the shape
     /// of `pytest --tb=long` output with a chained exception).
-    const CHAINED: &str = "\
-self = <tests.test_api.TestApi object at 0x7f00>
-
-    def test_get(self):
-        url = URL
-        headers = {}
-        params = {}
-        timeout = 3
->       r = requests.get(url, headers=headers, params=params, timeout=timeout)
-
-tests/test_api.py:14: 
-_ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _
-.venv/lib/python3.11/site-packages/requests/api.py:73: in get
-    return request(\"get\", url, params=params, **kwargs)
-tests/helpers.py:9: in request
-    return session.request(method=method, url=url, **kwargs)
-.venv/lib/python3.11/site-packages/requests/sessions.py:589: in request
-    resp = self.send(prep, **send_kwargs)
-_ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _
-
-self = <urllib3.connection.HTTPConnection object at 0x7f01>
-
-    def _new_conn(self):
->       sock = connection.create_connection(
-E       ConnectionRefusedError: [Errno 111] Connection refused
-
-.venv/lib/python3.11/site-packages/urllib3/connection.py:203: ConnectionRefusedError
-
-The above exception was the direct cause of the following exception:
-
-    def test_other():
->       raise RuntimeError('boom')
-E       RuntimeError: boom
-
-tests/test_api.py:30: RuntimeError
-";
+    const CHAINED: &str = include_str!("../../../tests/fixtures/tracebacks/requests_chained.txt");
 
     #[test]
     fn library_frames_go_and_everything_essential_stays() {
