@@ -185,6 +185,11 @@ REGRESSIONS: list[tuple[str, bytes, str, str | None]] = [
     ("doctype-space-then-eof", b'<?xml version="1.0"?>\n<!DOCTYPE ', "forbidden", None),
     ("doctype-keyword-only", b"<!DOCTYPE", "forbidden", None),
     ("doctype-with-subset-open", b"<!DOCTYPE r [", "forbidden", None),
+    # ENGINE.md: a start tag has at most 1024 attributes (issue #5 c; `name` is one of them)
+    ("attributes-at-the-limit", b"<testsuite><testcase name='a'" + b"".join(b" a%d='v'" % i for i in range(1023)) + b"/></testsuite>", "ok", None),
+    ("attributes-above-the-limit", b"<testsuite><testcase name='a'" + b"".join(b" a%d='v'" % i for i in range(1024)) + b"/></testsuite>", "malformed", None),
+    ("attributes-above-the-limit-before-the-root-check", b"<html" + b"".join(b" a%d='v'" % i for i in range(1025)) + b"/>", "malformed", None),
+    ("attributes-at-the-limit-on-another-root", b"<html" + b"".join(b" a%d='v'" % i for i in range(1024)) + b"/>", "not_a_report", None),
 ]
 
 

@@ -31,6 +31,12 @@ use crate::text::{floor_char_boundary, ATTR_CAP};
 /// Bytes read at a time.
 pub const CHUNK: usize = 256 * 1024;
 
+/// The most attributes a start tag may have; one more is `malformed` (docs/ENGINE.md,
+/// *JUnit XML*). JUnit writers put at most a dozen on an element; the limit bounds the
+/// memory of the duplicate-attribute check (a 12 MB tag of 1,000,000 attributes would
+/// otherwise keep every name). The pure backend checks the same limit.
+pub const MAX_ATTRIBUTES: usize = 1024;
+
 /// The elements the JUnit rules look at; everything else is `Other`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Elem {
@@ -955,6 +961,7 @@ impl<'a> Lexer<'a> {
             self.seen_attr_bytes.clear();
             self.seen_attr_set.clear();
         }
+        let mut count = 0usize;
         let empty = loop {
             let had_space = self.inp.skip_space()?;
             match self.inp.peek() {
@@ -968,7 +975,13 @@ impl<'a> Lexer<'a> {
                     self.inp.expect(b'>', "'>' after '/' in a start tag")?;
                     break true;
                 }
-                Some(_) if had_space => self.attribute(elem)?,
+                Some(_) if had_space => {
+                    count += 1;
+                    if count > MAX_ATTRIBUTES {
+                        return Err(self.too_many_attributes(elem, name_start));
+                    }
+                    self.attribute(elem)?
+                }
                 Some(_) => return Err(self.inp.malformed("expected whitespace, '>' or '/>' in a start tag")),
             }
         };
@@ -995,6 +1008,21 @@ impl<'a> Lexer<'a> {
             self.frames.push((name_start, elem));
         }
         Ok(())
+    }
+
+    /// The error for a start tag with more than [`MAX_ATTRIBUTES`] attributes, at the
+    /// first one too many.
+    fn too_many_attributes(&self, elem: Elem, name_start: usize) -> ReportError {
+        let name = if elem == Elem::Other { &self.names[name_start..] } else { elem.name() };
+        self.inp.error(
+            ErrorKind::Malformed,
+            format!(
+                "the start tag <{}> has more than {MAX_ATTRIBUTES} attributes (a JUnit writer puts at most a dozen \
+                 on an element; the limit bounds the parser's memory); the report is corrupted or not JUnit XML, \
+                 regenerate it",
+                String::from_utf8_lossy(name)
+            ),
+        )
     }
 
     fn attribute(&mut self, elem: Elem) -> Result<(), ReportError> {

@@ -194,6 +194,27 @@ fn refusals_have_the_documented_kinds() {
 }
 
 #[test]
+fn a_start_tag_may_have_at_most_max_attributes() {
+    use super::lexer::MAX_ATTRIBUTES;
+    let tag = |n: usize, root: &str| {
+        let attrs: String = (0..n).map(|i| format!(" a{i}=\"v\"")).collect();
+        format!("<testsuite><testcase name='t'{attrs}/><{root}/></testsuite>")
+    };
+    // At the limit (the testcase's own `name` counts too): a passing test.
+    let t = tests(&tag(MAX_ATTRIBUTES - 1, "x"));
+    assert_eq!(t.len(), 1);
+    // One more: malformed, at the first attribute too many, naming the element.
+    let err = parse(tag(MAX_ATTRIBUTES, "x").as_bytes()).unwrap_err();
+    assert_eq!(err.kind, ErrorKind::Malformed);
+    assert!(err.message.contains("<testcase> has more than 1024 attributes"), "{}", err.message);
+    assert!(err.position.as_deref().unwrap_or("").starts_with("byte "), "{:?}", err.position);
+    // Checked while reading the tag, so before the root element's name.
+    let attrs = |n: usize| (0..n).map(|i| format!(" a{i}='v'")).collect::<String>();
+    assert_eq!(kind(format!("<html{}/>", attrs(MAX_ATTRIBUTES + 1)).as_bytes()), Some(ErrorKind::Malformed));
+    assert_eq!(kind(format!("<html{}/>", attrs(MAX_ATTRIBUTES)).as_bytes()), Some(ErrorKind::NotAReport));
+}
+
+#[test]
 fn chunk_boundaries_do_not_change_the_result() {
     // A reader that returns one byte at a time exercises every refill path.
     struct Trickle<'a>(&'a [u8]);
