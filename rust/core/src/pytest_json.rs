@@ -122,15 +122,25 @@ struct Parser<'a, R: Read> {
     chain: Option<RerunChain>,
 }
 
-/// Bits of the known keys seen in one object, for the duplicate-key rule.
-struct Seen(u32);
+/// The reading of one object's known keys: before its first key or not, which of the
+/// known keys (bits of their indexes, at most 32) were seen (the duplicate-key rule),
+/// and whether the object still follows the format (`ok`: false after a repeated key,
+/// a value of the wrong kind or what the caller marks; the error is reported and the
+/// caller drops the object). Handed to `Parser::next_field` until it returns None.
+struct Fields {
+    first: bool,
+    seen: u32,
+    ok: bool,
+}
 
-impl Seen {
-    /// Marks `bit`; false if it was already marked (a duplicate key).
-    fn mark(&mut self, bit: u32) -> bool {
-        let fresh = self.0 & (1 << bit) == 0;
-        self.0 |= 1 << bit;
-        fresh
+impl Fields {
+    /// For an object whose `{` was just consumed.
+    fn new() -> Self {
+        Fields {
+            first: true,
+            seen: 0,
+            ok: true,
+        }
     }
 }
 
@@ -204,30 +214,79 @@ impl<'a, R: Read> Parser<'a, R> {
         self.lx.string(sink).map_err(|f| self.fail(f))
     }
 
-    /// The next key: an index into `known`, None at the end of the object; other keys
-    /// are skipped with their values.
-    fn next_known(
+    /// The next known key of the object being read, as an index into `known` (at most
+    /// 32 names): only its first occurrence, whose value is next; None at the object's
+    /// closing `}` (consumed). Other keys are skipped with their values. A known key
+    /// seen before in this object is a structural error named after `whose` (e.g.
+    /// "tests[3]"): reported at the value's offset, the value skipped and `fields.ok`
+    /// set to false. Errors: syntax and I/O errors of the lexer; a structural error
+    /// once the document is known to be a report.
+    fn next_field(
         &mut self,
         known: &[&str],
-        first: &mut bool,
+        whose: &dyn Fn() -> String,
+        fields: &mut Fields,
     ) -> Result<Option<usize>, ReportError> {
         loop {
-            match self.lx.next_key(known, first).map_err(|f| self.fail(f))? {
+            match self
+                .lx
+                .next_key(known, &mut fields.first)
+                .map_err(|f| self.fail(f))?
+            {
                 Key::End => return Ok(None),
-                Key::Known(i) => return Ok(Some(i)),
                 Key::Other => self.skip()?,
+                Key::Known(i) => {
+                    let bit = 1u32 << i;
+                    if fields.seen & bit == 0 {
+                        fields.seen |= bit;
+                        return Ok(Some(i));
+                    }
+                    fields.ok = false;
+                    let offset = self.lx.offset();
+                    self.structural(
+                        offset,
+                        format!("{} has the key {:?} twice", whose(), known[i]),
+                    )?;
+                    self.skip()?;
+                }
             }
         }
     }
 
-    fn next_element(&mut self, first: &mut bool) -> Result<bool, ReportError> {
-        self.lx.next_element(first).map_err(|f| self.fail(f))
+    /// `expect_kind` for the value of a field (`what` names it); a mismatch breaks the
+    /// object (`fields.ok`).
+    fn field_kind(
+        &mut self,
+        wanted: Kind,
+        what: &dyn Fn() -> String,
+        fields: &mut Fields,
+    ) -> Result<bool, ReportError> {
+        let right = self.expect_kind(wanted, what)?;
+        fields.ok &= right;
+        Ok(right)
     }
 
-    fn duplicate(&mut self, key: &str, whose: &dyn Fn() -> String) -> Result<(), ReportError> {
-        let offset = self.lx.offset();
-        self.structural(offset, format!("{} has the key {key:?} twice", whose()))?;
-        self.skip()
+    /// At the end of an object (which started at byte `start`): the first required key
+    /// not present (name, present) is a structural error, unless the object is already
+    /// broken.
+    fn require(
+        &mut self,
+        start: u64,
+        whose: &dyn Fn() -> String,
+        fields: &mut Fields,
+        present: &[(&str, bool)],
+    ) -> Result<(), ReportError> {
+        for &(name, has) in present {
+            if fields.ok && !has {
+                fields.ok = false;
+                self.structural(start, format!("{} has no {name:?}", whose()))?;
+            }
+        }
+        Ok(())
+    }
+
+    fn next_element(&mut self, first: &mut bool) -> Result<bool, ReportError> {
+        self.lx.next_element(first).map_err(|f| self.fail(f))
     }
 
     fn emit(&mut self, item: Item) {
@@ -265,17 +324,11 @@ impl<'a, R: Read> Parser<'a, R> {
             }
         }
         self.lx.begin_object().map_err(|f| self.fail(f))?;
-        let mut first = true;
-        let mut seen = Seen(0);
+        let mut fields = Fields::new();
         const KEYS: [&str; 5] = ["exitcode", "summary", "root", "collectors", "tests"];
-        while let Some(index) = self.next_known(&KEYS, &mut first)? {
-            let bit = index as u32;
-            let name: &'static str = KEYS[index];
-            if !seen.mark(bit) {
-                self.duplicate(name, &|| "the report object".to_string())?;
-                continue;
-            }
-            match bit {
+        let whose = || "the report object".to_string();
+        while let Some(key) = self.next_field(&KEYS, &whose, &mut fields)? {
+            match key {
                 0 => {
                     self.has_exitcode = true;
                     self.exitcode()?;
@@ -370,27 +423,17 @@ impl<'a, R: Read> Parser<'a, R> {
         }
         let start = self.lx.offset();
         self.lx.begin_object().map_err(|f| self.fail(f))?;
-        let mut first = true;
-        let mut seen = Seen(0);
+        let mut fields = Fields::new();
         let mut node_id: Option<String> = None;
         let mut outcome: Option<bool> = None; // Some(failed?)
         let mut longrepr: Option<(String, u64)> = None;
-        let mut ok = true;
         const KEYS: [&str; 3] = ["nodeid", "outcome", "longrepr"];
-        while let Some(key) = self.next_known(&KEYS, &mut first)? {
-            let bit = key as u32;
-            let name: &'static str = KEYS[key];
-            if !seen.mark(bit) {
-                ok = false;
-                self.duplicate(name, &whose)?;
+        while let Some(key) = self.next_field(&KEYS, &whose, &mut fields)? {
+            let field = || format!("collectors[{index}].{}", KEYS[key]);
+            if !self.field_kind(Kind::String, &field, &mut fields)? {
                 continue;
             }
-            let field = || format!("collectors[{index}].{name}");
-            if !self.expect_kind(Kind::String, &field)? {
-                ok = false;
-                continue;
-            }
-            match bit {
+            match key {
                 0 => {
                     let mut s = Capped::new(ATTR_CAP);
                     self.string_into(&mut s)?;
@@ -408,16 +451,12 @@ impl<'a, R: Read> Parser<'a, R> {
                 }
             }
         }
-        for (name, present) in [
+        let present = [
             ("nodeid", node_id.is_some()),
             ("outcome", outcome.is_some()),
-        ] {
-            if ok && !present {
-                ok = false;
-                self.structural(start, format!("collectors[{index}] has no {name:?}"))?;
-            }
-        }
-        if ok && outcome == Some(true) {
+        ];
+        self.require(start, &whose, &mut fields, &present)?;
+        if fields.ok && outcome == Some(true) {
             let (text, text_bytes_omitted) = match longrepr {
                 Some((t, n)) => (Some(t), n),
                 None => (None, 0),
@@ -461,38 +500,27 @@ impl<'a, R: Read> Parser<'a, R> {
         }
         let start = self.lx.offset();
         self.lx.begin_object().map_err(|f| self.fail(f))?;
-        let mut first = true;
-        let mut seen = Seen(0);
+        let mut fields = Fields::new();
         let mut entry = Entry::default();
-        let mut ok = true;
         const KEYS: [&str; 5] = ["nodeid", "outcome", "setup", "call", "teardown"];
-        while let Some(key) = self.next_known(&KEYS, &mut first)? {
-            let bit = key as u32;
-            let name: &'static str = KEYS[key];
-            if !seen.mark(bit) {
-                ok = false;
-                self.duplicate(name, &whose)?;
-                continue;
-            }
-            let field = || format!("tests[{index}].{name}");
-            match bit {
+        while let Some(key) = self.next_field(&KEYS, &whose, &mut fields)? {
+            let field = || format!("tests[{index}].{}", KEYS[key]);
+            match key {
                 0 => {
-                    if self.expect_kind(Kind::String, &field)? {
+                    if self.field_kind(Kind::String, &field, &mut fields)? {
                         let mut s = Capped::new(ATTR_CAP);
                         self.string_into(&mut s)?;
                         entry.node_id = Some(s.text);
-                    } else {
-                        ok = false;
                     }
                 }
                 1 => {
-                    if self.expect_kind(Kind::String, &field)? {
+                    if self.field_kind(Kind::String, &field, &mut fields)? {
                         let offset = self.lx.offset();
                         let mut s = ShortStr::new();
                         self.string_into(&mut s)?;
                         entry.outcome = s.get().and_then(entry_outcome);
                         if entry.outcome.is_none() {
-                            ok = false;
+                            fields.ok = false;
                             self.structural(
                                 offset,
                                 format!(
@@ -501,8 +529,6 @@ impl<'a, R: Read> Parser<'a, R> {
                                 ),
                             )?;
                         }
-                    } else {
-                        ok = false;
                     }
                 }
                 _ => {
@@ -518,22 +544,18 @@ impl<'a, R: Read> Parser<'a, R> {
                             ))
                     );
                     match self.phase(&field, want_details)? {
-                        Some(data) => entry.phases[(bit - 2) as usize] = Some(data),
-                        None => ok = false,
+                        Some(data) => entry.phases[key - 2] = Some(data),
+                        None => fields.ok = false,
                     }
                 }
             }
         }
-        for (name, present) in [
+        let present = [
             ("nodeid", entry.node_id.is_some()),
             ("outcome", entry.outcome.is_some()),
-        ] {
-            if ok && !present {
-                ok = false;
-                self.structural(start, format!("tests[{index}] has no {name:?}"))?;
-            }
-        }
-        Ok(if ok { Some(entry) } else { None })
+        ];
+        self.require(start, &whose, &mut fields, &present)?;
+        Ok(if fields.ok { Some(entry) } else { None })
     }
 
     /// A phase object; None if it broke the format.
@@ -547,32 +569,23 @@ impl<'a, R: Read> Parser<'a, R> {
         }
         let start = self.lx.offset();
         self.lx.begin_object().map_err(|f| self.fail(f))?;
-        let mut first = true;
-        let mut seen = Seen(0);
+        let mut fields = Fields::new();
         let mut data = PhaseData::default();
-        let (mut has_duration, mut has_outcome, mut ok) = (false, false, true);
+        let (mut has_duration, mut has_outcome) = (false, false);
         const KEYS: [&str; 6] = [
             "duration", "outcome", "longrepr", "crash", "stdout", "stderr",
         ];
-        while let Some(index) = self.next_known(&KEYS, &mut first)? {
-            let bit = index as u32;
-            let name: &'static str = KEYS[index];
-            if !seen.mark(bit) {
-                ok = false;
-                self.duplicate(name, whose)?;
-                continue;
-            }
-            let field = || format!("{}.{name}", whose());
-            let wanted = match bit {
+        while let Some(key) = self.next_field(&KEYS, whose, &mut fields)? {
+            let field = || format!("{}.{}", whose(), KEYS[key]);
+            let wanted = match key {
                 0 => Kind::Number,
                 3 => Kind::Object,
                 _ => Kind::String,
             };
-            if !self.expect_kind(wanted, &field)? {
-                ok = false;
+            if !self.field_kind(wanted, &field, &mut fields)? {
                 continue;
             }
-            match bit {
+            match key {
                 0 => {
                     let n = self.lx.number().map_err(|f| self.fail(f))?;
                     data.duration_us = duration_us_from_f64(n.value);
@@ -595,7 +608,7 @@ impl<'a, R: Read> Parser<'a, R> {
                 }
                 3 => match self.crash(&field, want_details)? {
                     Some(crash) => data.crash = Some(crash),
-                    None => ok = false,
+                    None => fields.ok = false,
                 },
                 _ => {
                     let kept = if want_details {
@@ -606,7 +619,7 @@ impl<'a, R: Read> Parser<'a, R> {
                         self.string_into(&mut Discard)?;
                         None
                     };
-                    if bit == 4 {
+                    if key == 4 {
                         data.stdout = kept;
                     } else {
                         data.stderr = kept;
@@ -614,13 +627,9 @@ impl<'a, R: Read> Parser<'a, R> {
                 }
             }
         }
-        for (name, present) in [("duration", has_duration), ("outcome", has_outcome)] {
-            if ok && !present {
-                ok = false;
-                self.structural(start, format!("{} has no {name:?}", whose()))?;
-            }
-        }
-        Ok(if ok { Some(data) } else { None })
+        let present = [("duration", has_duration), ("outcome", has_outcome)];
+        self.require(start, whose, &mut fields, &present)?;
+        Ok(if fields.ok { Some(data) } else { None })
     }
 
     /// A `crash` object (`path`, `lineno`, `message`, each optional); None if it broke
@@ -631,26 +640,16 @@ impl<'a, R: Read> Parser<'a, R> {
         want_details: bool,
     ) -> Result<Option<Crash>, ReportError> {
         self.lx.begin_object().map_err(|f| self.fail(f))?;
-        let mut first = true;
-        let mut seen = Seen(0);
+        let mut fields = Fields::new();
         let mut crash = Crash::default();
-        let mut ok = true;
         const KEYS: [&str; 3] = ["path", "lineno", "message"];
-        while let Some(index) = self.next_known(&KEYS, &mut first)? {
-            let bit = index as u32;
-            let name: &'static str = KEYS[index];
-            if !seen.mark(bit) {
-                ok = false;
-                self.duplicate(name, whose)?;
+        while let Some(key) = self.next_field(&KEYS, whose, &mut fields)? {
+            let field = || format!("{}.{}", whose(), KEYS[key]);
+            let wanted = if key == 1 { Kind::Number } else { Kind::String };
+            if !self.field_kind(wanted, &field, &mut fields)? {
                 continue;
             }
-            let field = || format!("{}.{name}", whose());
-            let wanted = if bit == 1 { Kind::Number } else { Kind::String };
-            if !self.expect_kind(wanted, &field)? {
-                ok = false;
-                continue;
-            }
-            match bit {
+            match key {
                 0 => {
                     let mut s = Capped::new(ATTR_CAP);
                     if want_details {
@@ -664,7 +663,7 @@ impl<'a, R: Read> Parser<'a, R> {
                     let offset = self.lx.offset();
                     let n = self.lx.number().map_err(|f| self.fail(f))?;
                     if !n.is_integer {
-                        ok = false;
+                        fields.ok = false;
                         self.structural(offset, format!("{} must be an integer", field()))?;
                     } else if n.int_value >= 0 {
                         crash.line = Some(n.int_value as u64);
@@ -682,7 +681,7 @@ impl<'a, R: Read> Parser<'a, R> {
                 }
             }
         }
-        Ok(if ok { Some(crash) } else { None })
+        Ok(if fields.ok { Some(crash) } else { None })
     }
 
     /// Turn a test entry into a record, applying the retry rule to `rerun` entries.

@@ -41,6 +41,12 @@ _MAX_READ_SIZE = 32 * 1024 * 1024
 _FINAL_OUTCOMES = ("passed", "failed", "error", "skipped", "xfailed", "xpassed")
 _PROBLEMS = ("failed", "error")
 _PHASES = ("setup", "call", "teardown")
+# The keys read in each object (any other key is skipped, duplicates of it too).
+_REPORT_KEYS = ("exitcode", "summary", "root", "collectors", "tests")
+_COLLECTOR_KEYS = ("nodeid", "outcome", "longrepr")
+_TEST_KEYS = ("nodeid", "outcome", *_PHASES)
+_PHASE_KEYS = ("duration", "outcome", "longrepr", "crash", "stdout", "stderr")
+_CRASH_KEYS = ("path", "lineno", "message")
 
 # A \u escape of a UTF-16 surrogate; whether it is an escape depends on the backslashes
 # before it, which the reader counts.
@@ -233,6 +239,66 @@ class _Replay:
         return self._reader.read(n)
 
 
+class _Fields:
+    """The known keys of one object whose ``{`` was just read, in document order, up to
+    its end: iterating yields ``(key, event, value)`` (the value's first ijson event)
+    for the first occurrence of each key in ``names``; the caller reads or skips the
+    value. Other keys are skipped with their values. A key of ``names`` seen again is a
+    structural error naming ``whose`` (e.g. ``"tests[3]"``): reported (raised or held,
+    see ``_Parser.structural``), its value skipped, and ``ok`` set to False, as
+    ``value`` and ``require`` do for their errors; the caller drops a broken object.
+    Iterating raises ``_Malformed`` / ijson errors for invalid JSON and ``ReportError``
+    for a structural error in a report.
+    """
+
+    __slots__ = ("_parser", "_names", "whose", "ok")
+
+    def __init__(self, parser: _Parser, names: tuple[str, ...], whose: str) -> None:
+        self._parser = parser
+        self._names = names
+        self.whose = whose
+        self.ok = True
+
+    def __iter__(self):
+        parser = self._parser
+        names = self._names
+        nxt = parser._next
+        seen: set[str] = set()
+        while True:
+            ev, key = nxt()
+            if ev == "end_map":
+                parser.depth -= 1
+                return
+            ev, value = nxt()
+            if ev == "start_map" or ev == "start_array":
+                parser.opened()
+            if key not in names:
+                parser.skip(ev)
+            elif key in seen:
+                self.ok = False
+                parser.structural(f"{self.whose} has the key {key!r} twice")
+                parser.skip(ev)
+            else:
+                seen.add(key)
+                yield key, ev, value
+
+    def value(self, key: str, ev: str, wanted: str) -> bool:
+        """True if the value of ``key`` (first event ``ev``) is of event kind ``wanted``;
+        else it is reported as ``whose.key``, skipped, and the object is broken."""
+        if self._parser.expect(ev, wanted, lambda: f"{self.whose}.{key}"):
+            return True
+        self.ok = False
+        return False
+
+    def require(self, *present: tuple[str, bool]) -> None:
+        """At the end of the object: the first required key not present (name, present)
+        is reported, unless the object is already broken."""
+        for name, has in present:
+            if self.ok and not has:
+                self.ok = False
+                self._parser.structural(f"{self.whose} has no {name!r}")
+
+
 class _Parser:
     """The state of one parse: identity keys seen, the held structural error, the
     pending rerun chain (docs/ENGINE.md, *pytest-json-report*)."""
@@ -322,19 +388,6 @@ class _Parser:
         self.skip(ev)
         return False
 
-    def keys(self):
-        """The keys of the object just opened, each with its value's first event."""
-        nxt = self._next
-        while True:
-            ev, key = nxt()
-            if ev == "end_map":
-                self.depth -= 1
-                return
-            first = nxt()
-            if first[0] == "start_map" or first[0] == "start_array":
-                self.opened()
-            yield key, first
-
     def items(self):
         """The first events of the elements of the array just opened."""
         nxt = self._next
@@ -348,10 +401,6 @@ class _Parser:
                 self.opened()
             yield first
 
-    def duplicate(self, key: str, whose: str, ev: str) -> None:
-        self.structural(f"{whose} has the key {key!r} twice")
-        self.skip(ev)
-
     def emit(self, record) -> None:
         if self.held_error is None:
             self._emit(record)
@@ -363,15 +412,7 @@ class _Parser:
         ev, _ = self.event()
         if ev != "start_map":  # the first byte was '{', so this cannot happen
             raise _Malformed("the document is not an object")
-        seen: set[str] = set()
-        for key, (ev, value) in self.keys():
-            if key not in ("exitcode", "summary", "root", "collectors", "tests"):
-                self.skip(ev)
-                continue
-            if key in seen:
-                self.duplicate(key, "the report object", ev)
-                continue
-            seen.add(key)
+        for key, ev, value in _Fields(self, _REPORT_KEYS, "the report object"):
             if key == "exitcode":
                 self.has_exitcode = True
                 if self.expect(ev, "number", lambda: "exitcode") and type(value) is not int:
@@ -421,33 +462,19 @@ class _Parser:
         whose = f"collectors[{index}]"
         if not self.expect(ev, "start_map", lambda: whose):
             return
-        seen: set[str] = set()
-        fields: dict[str, str] = {}
-        ok = True
-        for key, (ev, value) in self.keys():
-            if key not in ("nodeid", "outcome", "longrepr"):
-                self.skip(ev)
-                continue
-            if key in seen:
-                ok = False
-                self.duplicate(key, whose, ev)
-                continue
-            seen.add(key)
-            if not self.expect(ev, "string", lambda: f"{whose}.{key}"):
-                ok = False
-                continue
-            fields[key] = value
-        for name in ("nodeid", "outcome"):
-            if ok and name not in fields:
-                ok = False
-                self.structural(f"{whose} has no {name!r}")
-        if ok and fields["outcome"] == "failed":
+        fields = _Fields(self, _COLLECTOR_KEYS, whose)
+        values: dict[str, str] = {}
+        for key, ev, value in fields:
+            if fields.value(key, ev, "string"):
+                values[key] = value
+        fields.require(("nodeid", "nodeid" in values), ("outcome", "outcome" in values))
+        if fields.ok and values["outcome"] == "failed":
             text, omitted = None, 0
-            if "longrepr" in fields:
-                text, omitted = _capped_text(fields["longrepr"])
+            if "longrepr" in values:
+                text, omitted = _capped_text(values["longrepr"])
             self.emit(
                 CollectionErrorRecord(
-                    path=_head_text(fields["nodeid"], ATTR_CAP)[0], text=text, text_bytes_omitted=omitted
+                    path=_head_text(values["nodeid"], ATTR_CAP)[0], text=text, text_bytes_omitted=omitted
                 )
             )
 
@@ -469,78 +496,50 @@ class _Parser:
         whose = f"tests[{index}]"
         if not self.expect(ev, "start_map", lambda: whose):
             return None
-        seen: set[str] = set()
         node_id = outcome = None
         phases: list[dict | None] = [None, None, None]
-        ok = True
-        for key, (ev, value) in self.keys():
-            if key not in ("nodeid", "outcome", "setup", "call", "teardown"):
-                self.skip(ev)
-                continue
-            if key in seen:
-                ok = False
-                self.duplicate(key, whose, ev)
-                continue
-            seen.add(key)
-            field = f"{whose}.{key}"
+        fields = _Fields(self, _TEST_KEYS, whose)
+        for key, ev, value in fields:
             if key == "nodeid":
-                if self.expect(ev, "string", lambda: field):
+                if fields.value(key, ev, "string"):
                     node_id = _head_text(value, ATTR_CAP)[0]
-                else:
-                    ok = False
             elif key == "outcome":
-                if self.expect(ev, "string", lambda: field):
+                if fields.value(key, ev, "string"):
                     if value in _FINAL_OUTCOMES or value == "rerun":
                         outcome = value
                     else:
-                        ok = False
+                        fields.ok = False
                         self.structural(
-                            f"{field} must be one of passed, failed, error, skipped, xfailed, xpassed, rerun"
+                            f"{whose}.outcome must be one of passed, failed, error, skipped, xfailed, xpassed, rerun"
                         )
-                else:
-                    ok = False
             else:
                 want_details = outcome is None or outcome in _PROBLEMS
-                phase = self.phase(field, ev, want_details)
+                phase = self.phase(f"{whose}.{key}", ev, want_details)
                 if phase is None:
-                    ok = False
+                    fields.ok = False
                 else:
                     phases[_PHASES.index(key)] = phase
-        for name, present in (("nodeid", node_id is not None), ("outcome", outcome is not None)):
-            if ok and not present:
-                ok = False
-                self.structural(f"{whose} has no {name!r}")
-        return (node_id, outcome, phases) if ok else None
+        fields.require(("nodeid", node_id is not None), ("outcome", outcome is not None))
+        return (node_id, outcome, phases) if fields.ok else None
 
     def phase(self, whose: str, ev: str, want_details: bool) -> dict | None:
         """A phase object -> dict of what is kept, or None if it broke the format."""
         if not self.expect(ev, "start_map", lambda: whose):
             return None
-        seen: set[str] = set()
-        data: dict = {"duration_us": 0, "failed": False}
-        ok = True
-        for key, (ev, value) in self.keys():
-            if key not in ("duration", "outcome", "longrepr", "crash", "stdout", "stderr"):
-                self.skip(ev)
-                continue
-            if key in seen:
-                ok = False
-                self.duplicate(key, whose, ev)
-                continue
-            seen.add(key)
-            field = f"{whose}.{key}"
+        data: dict = {}
+        fields = _Fields(self, _PHASE_KEYS, whose)
+        for key, ev, value in fields:
             wanted = "number" if key == "duration" else "start_map" if key == "crash" else "string"
-            if not self.expect(ev, wanted, lambda: field):
-                ok = False
+            if not fields.value(key, ev, wanted):
                 continue
             if key == "duration":
                 data["duration_us"] = duration_us_from_float(float(value))
             elif key == "outcome":
                 data["failed"] = value == "failed"
             elif key == "crash":
-                crash = self.crash(field, want_details)
+                crash = self.crash(f"{whose}.crash", want_details)
                 if crash is None:
-                    ok = False
+                    fields.ok = False
                 else:
                     data["crash"] = crash
             elif want_details:
@@ -548,39 +547,26 @@ class _Parser:
                     data["longrepr"] = _capped_text(value)
                 else:
                     data[key] = _capped(value, 0, self.max_output_bytes)
-        for name in ("duration", "outcome"):
-            if ok and name not in seen:
-                ok = False
-                self.structural(f"{whose} has no {name!r}")
-        return data if ok else None
+        # Both are required, so an ok phase has "duration_us" and "failed".
+        fields.require(("duration", "duration_us" in data), ("outcome", "failed" in data))
+        return data if fields.ok else None
 
     def crash(self, whose: str, want_details: bool) -> dict | None:
         """A ``crash`` object (``path``, ``lineno``, ``message``, each optional)."""
-        seen: set[str] = set()
         crash: dict = {}
-        ok = True
-        for key, (ev, value) in self.keys():
-            if key not in ("path", "lineno", "message"):
-                self.skip(ev)
-                continue
-            if key in seen:
-                ok = False
-                self.duplicate(key, whose, ev)
-                continue
-            seen.add(key)
-            field = f"{whose}.{key}"
-            if not self.expect(ev, "number" if key == "lineno" else "string", lambda: field):
-                ok = False
+        fields = _Fields(self, _CRASH_KEYS, whose)
+        for key, ev, value in fields:
+            if not fields.value(key, ev, "number" if key == "lineno" else "string"):
                 continue
             if key == "lineno":
                 if type(value) is not int:
-                    ok = False
-                    self.structural(f"{field} must be an integer")
+                    fields.ok = False
+                    self.structural(f"{whose}.lineno must be an integer")
                 elif value >= 0:
                     crash["line"] = value
             elif want_details:
                 crash[key] = _head_text(value, ATTR_CAP)
-        return crash if ok else None
+        return crash if fields.ok else None
 
     def push_entry(self, node_id: str, outcome: str, phases: list[dict | None]) -> None:
         """Turn a test entry into a record, applying the retry rule to ``rerun`` entries."""
