@@ -413,19 +413,12 @@ def _check_huge(s: dict, case: str, size: int) -> None:
 
 
 HUGE = {"attribute": _huge_attribute, "text": _huge_text, "output": _huge_output, "json-string": _huge_json_string}
-PURE_HOLDS_WHOLE_VALUES = (
-    "the pure pytest-json parser holds a whole JSON string (ijson) before capping it: a 100 MB value "
-    "raises the peak RSS by ~210 MB (5 s) (measured at a9b55dc); "
-    "ENGINE.md: 'A parser never holds more than these caps per test'; issue #5: pure bounded too"
-)
 
 
 def _huge_params():
     for case in HUGE:
         for backend in BACKENDS:
             marks = [pytest.mark.slow]
-            if backend == "pure" and case == "json-string":
-                marks.append(pytest.mark.xfail(strict=True, reason=PURE_HOLDS_WHOLE_VALUES))
             yield pytest.param(case, backend, id=f"{case}-{backend}", marks=marks)
 
 

@@ -600,3 +600,203 @@ def test_native_memory_stays_flat_on_a_large_report(tmp_path):
     assert before > 10_000, "the probe measures a whole interpreter"
     assert path.stat().st_size > 150 << 20
     assert grew_kib < 32 * 1024, f"peak RSS grew by {grew_kib} KiB"
+
+
+# --------------------------------------------------------------------------------------
+# 4. Strings too long to be kept whole: the pure reader cuts their middle before ijson
+#    sees it (``_CheckedReader``); the records and summaries must be those of the whole.
+
+# Raw JSON string content units whose escapes / characters the cuts must not split:
+# a surrogate pair escape, \u and one-letter escapes, 2/3/4-byte UTF-8, escaped
+# backslashes and quotes.
+CUT_UNITS = {
+    "pair-escape": rb"\ud83d\ude00",
+    "u-escapes": rb"x\u00e9\u20ac\n",
+    "utf8": "é€😀".encode(),
+    "backslashes-and-quotes": rb"\\\"\/\t",
+}
+CUT_LEN = 1_300_000  # raw bytes: over the reader's cut threshold (~1.05 MB by default)
+
+
+def _raw_content(unit: bytes, pad: int, size: int = CUT_LEN) -> bytes:
+    """``pad`` ASCII bytes, then ``unit`` repeated to about ``size`` raw bytes."""
+    return b"p" * pad + unit * (size // len(unit))
+
+
+def _cut_doc(contents: list[bytes], root: bytes = b"/proj") -> bytes:
+    """A report with one failed test per raw content, used as node id suffix, longrepr,
+    stdout, stderr and crash message."""
+    tests = []
+    for i, raw in enumerate(contents):
+        tests.append(
+            b'{"nodeid": "t.py::t%d-' % i + raw + b'", "outcome": "failed", "call": {"duration": 0.5, "outcome": "failed",'
+            b' "longrepr": "' + raw + b'", "stdout": "' + raw + b'", "stderr": "x' + raw + b'",'
+            b' "crash": {"path": "/proj/t.py", "lineno": 3, "message": "' + raw + b'"}}}'
+        )
+    return b'{"exitcode": 1, "root": "' + root + b'", "summary": {}, "tests": [' + b", ".join(tests) + b"]}"
+
+
+def _expected_records(doc: bytes, max_output_bytes: int) -> list[tuple]:
+    """What the records of ``_cut_doc`` must hold, from the whole strings (json module)."""
+    from pytest_mcp_server.pure.text import ATTR_CAP, HeadTail
+
+    def head(s: str) -> tuple[str, int]:
+        data = s.encode()
+        if len(data) <= ATTR_CAP:
+            return s, 0
+        cut = ATTR_CAP
+        while data[cut] & 0xC0 == 0x80:
+            cut -= 1
+        return data[:cut].decode(), len(data) - cut
+
+    out = []
+    for t in json.loads(doc)["tests"]:
+        call = t["call"]
+        text = HeadTail.for_text()
+        text.push(call["longrepr"])
+        text, text_omitted = text.finish()
+        message, message_dropped = head(call["crash"]["message"])
+        streams = []
+        for name in ("stdout", "stderr"):
+            tail = HeadTail.for_output(max_output_bytes)
+            tail.push(call[name])
+            streams.append(tail.finish())
+        out.append((
+            head(t["nodeid"])[0], text, text_omitted + message_dropped, message,
+            streams[0][0], streams[1][0], streams[0][1] + streams[1][1],
+        ))
+    return out
+
+
+def _records_as_tuples(records) -> list[tuple]:
+    return [(r.node_id, r.text, r.text_bytes_omitted, r.message, r.stdout, r.stderr, r.output_bytes_omitted) for r in records]
+
+
+@needs_native
+@pytest.mark.slow
+@pytest.mark.parametrize("unit", list(CUT_UNITS), ids=list(CUT_UNITS))
+def test_cut_strings_keep_exact_heads_tails_and_counts(tmp_path, unit):
+    """Every alignment of the cuts against the unit (one pad per byte of it): the pure
+    records equal those of the whole strings, and both backends write the same bytes."""
+    raw_unit = CUT_UNITS[unit]
+    doc = _cut_doc([_raw_content(raw_unit, pad) for pad in range(len(raw_unit))])
+    assert _records_as_tuples(pure_records(doc)) == _expected_records(doc, 2048)
+    summary = both(write(tmp_path, doc), max_failures=100)
+    assert summary["counts"]["failed"] == len(raw_unit)
+    assert summary["omitted"]["text_bytes"] > len(raw_unit) * (CUT_LEN // 6 - 128 * 1024)
+
+
+@needs_native
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "raw",
+    [
+        # long backslash runs where the head and tail cuts fall (even and odd before '"')
+        pytest.param(b"a" + b"\\\\" * 700_000 + b"b", id="escaped-backslash-run"),
+        pytest.param((b"\\\\" * 1000 + b"\\\"") * 700, id="odd-runs-before-quotes"),
+        # a huge string of one 4-byte character: few characters for many bytes
+        pytest.param("😀".encode() * 400_000, id="four-byte-characters"),
+        # the dropped middle spans several pieces of the validation (1 MB each)
+        pytest.param(b"E   x\\n" * 600_000 + "é".encode() * 3, id="several-pieces"),
+        pytest.param(rb"\u0041" * 400_000, id="six-raw-bytes-per-byte"),
+    ],
+)
+def test_cut_strings_with_odd_content_are_exact(tmp_path, raw):
+    doc = _cut_doc([raw])
+    for max_output_bytes in (0, 1, 2048, 1_048_576):
+        assert _records_as_tuples(pure_records(doc, max_output_bytes)) == _expected_records(doc, max_output_bytes)
+        both(write(tmp_path, doc), max_output_bytes=max_output_bytes)
+
+
+@needs_native
+def test_a_cut_root_is_not_used_and_cut_keys_are_ignored(tmp_path):
+    crash = {"path": "/proj/t.py", "lineno": 1, "message": "m"}
+    entry = {"nodeid": "t.py::x", "outcome": "failed", "call": phase("failed", crash=crash)}
+    long_root = "/proj" * 400_000
+    doc = {"exitcode": 1, "root": long_root, "summary": {}, "tests": [entry], "k" * 3_000_000: 1, "collectors": [
+        {"nodeid": "c.py", "outcome": "failed", "longrepr": "L" * 2_000_000}]}
+    summary = both(write(tmp_path, doc))
+    assert summary["failures"][0]["location"]["path"] == "/proj/t.py"
+    assert summary["omitted"]["text_bytes"] == 2_000_000 - 128 * 1024
+
+
+def _middle_doc(middle: bytes, at: int, size: int = 3_000_000, tail: bytes = b'"}}]}') -> bytes:
+    """A report whose one longrepr has ``middle`` at raw offset ``at`` of ``size`` bytes."""
+    head = b'{"exitcode": 1, "summary": {}, "tests": [{"nodeid": "a", "outcome": "failed", "call": {"duration": 1, "outcome": "failed", "longrepr": "'
+    return head + b"x" * at + middle + b"y" * (size - at) + tail
+
+
+# Where the dropped middle starts and ends in _middle_doc (default budgets): about the
+# kept head (~384 KiB raw) and the kept tail (~384 KiB raw before the end).
+_HEAD_CUT = 6 * (64 * 1024 + 1) + 64
+_NEAR = [_HEAD_CUT - 30, _HEAD_CUT - 6, _HEAD_CUT + 3, 1_500_000, 3_000_000 - (6 * 64 * 1024 + 64) - 4]
+
+
+@needs_native
+@pytest.mark.parametrize("at", _NEAR)
+@pytest.mark.parametrize(
+    "middle",
+    [
+        pytest.param(b"\\q", id="invalid-escape"),
+        pytest.param(b"\\u12g4", id="invalid-u-escape"),
+        pytest.param(b"\x01", id="raw-control"),
+        pytest.param(b"\x0b", id="raw-vertical-tab"),
+        pytest.param(b"\xff", id="invalid-utf8"),
+        pytest.param(b"\xc0\xaf", id="overlong-utf8"),
+        pytest.param(b"\xed\xa0\x80", id="utf8-surrogate"),
+        pytest.param(b"\\ud800x", id="lone-high-escape"),
+        pytest.param(b"\\udc00", id="lone-low-escape"),
+        pytest.param(b"\\ud800\\ud800", id="two-high-escapes"),
+        pytest.param(b"\\ud83d\\u0041", id="high-then-other-escape"),
+    ],
+)
+def test_invalid_content_in_a_cut_string_is_malformed_in_both(tmp_path, middle, at):
+    path = write(tmp_path, _middle_doc(middle, at))
+    assert error_kinds(path) == ("malformed", "malformed")
+    # Not a report, but the syntax error is found first.
+    path = write(tmp_path, _middle_doc(middle, at).replace(b'"exitcode": 1, ', b""), "other.json")
+    assert error_kinds(path) == ("malformed", "malformed")
+
+
+@needs_native
+@pytest.mark.parametrize("at", _NEAR)
+def test_valid_escapes_around_the_cuts_give_the_same_bytes(tmp_path, at):
+    for middle in (b"\\ud83d\\ude00", b"\\\\\\ud83d\\ude00", b"\\\\ud800", "😀".encode(), b"\\\\\\\"\\\\"):
+        doc = _middle_doc(middle, at)
+        summary = both(write(tmp_path, doc))
+        whole = json.loads(doc)["tests"][0]["call"]["longrepr"]
+        assert summary["omitted"]["text_bytes"] == len(whole.encode()) - 128 * 1024
+    # A long string in a document that is not a report: not_a_report in both.
+    other = write(tmp_path, _middle_doc(b"\\n", at).replace(b'"exitcode": 1, ', b""), "other.json")
+    assert error_kinds(other) == ("not_a_report", "not_a_report")
+
+
+@needs_native
+@pytest.mark.parametrize("end", [100_000, _HEAD_CUT + 10, 1_200_000, 1_500_001, 2_999_000, 3_000_000])
+@pytest.mark.parametrize("last", [b"", b"\\", b"\\u00", "€".encode()[:2], b"\\ud83d"])
+def test_a_cut_string_ended_by_the_end_of_file_is_malformed_in_both(tmp_path, end, last):
+    doc = _middle_doc(b"", 0)
+    path = write(tmp_path, doc[: doc.index(b'"longrepr": "') + 13 + end] + last)
+    assert error_kinds(path) == ("malformed", "malformed")
+
+
+def test_pure_cut_boundaries_never_split_a_character_or_an_escape():
+    """``_boundary`` on random valid content: both sides decode, and to the whole."""
+    from pytest_mcp_server.pure.pytest_json import _boundary, _decoded_size
+
+    rng = random.Random(7)
+    tokens = [b"a", b"\\\\", b'\\"', b"\\n", b"\\u00e9", b"\\ud83d\\ude00", "é".encode(), "€".encode(), "😀".encode(), b"\\/"]
+    for _ in range(2000):
+        raw = b"".join(rng.choice(tokens) for _ in range(rng.randint(1, 40)))
+        whole, error = _decoded_size(raw)
+        assert error is None
+        cuts = [0]
+        for i in sorted(rng.sample(range(1, len(raw)), min(5, len(raw) - 1))):
+            if i > cuts[-1]:
+                p = _boundary(raw, cuts[-1], i)
+                assert cuts[-1] <= p <= i and i - p <= 21
+                cuts.append(p)
+        pieces = [raw[a:b] for a, b in zip(cuts, cuts[1:] + [len(raw)])]
+        sizes = [_decoded_size(piece) for piece in pieces]
+        assert all(error is None for _, error in sizes), (raw, cuts)
+        assert sum(size for size, _ in sizes) == whole

@@ -3,7 +3,9 @@
 The document is read once with ijson's event parser (the yajl2_c backend when it is
 installed), so memory does not grow with the report: only the test being read is held,
 with its texts capped as docs/ENGINE.md (*Text capping*) says. ijson hands whole strings,
-so one huge string costs its own size while it is read; only its capped part is kept.
+so ``_CheckedReader`` cuts the middle out of a string too long to be kept whole before
+yajl sees it (validating and counting what it drops); the parser adds the count where
+the capped value is used. Memory is a few MB whatever the size of one string.
 
 JSON validity must match the native lexer exactly. yajl deviates from RFC 8259 in two
 ways, which ``_CheckedReader`` corrects before yajl sees the bytes: it decodes a lone
@@ -14,8 +16,9 @@ form feed for whitespace. ``use_float=True`` makes yajl refuse integers beyond
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import BinaryIO
 
 import ijson
@@ -32,53 +35,329 @@ except ImportError:  # pragma: no cover - wheels without the C extension
 # Deepest nesting of arrays/objects accepted; the root object is level 1 (lexer.rs).
 MAX_DEPTH = 1024
 
-# yajl re-scans a token that spans reads from its start at every read, so a string of
-# n bytes read in chunks of c costs O(n^2 / c). The reader doubles its read size while
-# the bytes hold no '"' (inside a long string), up to _MAX_READ_SIZE, which keeps a
-# 100 MB longrepr to seconds; memory is the string itself plus one read.
+# yajl re-scans a token that spans reads from its start at every read, so a token of n
+# bytes read in chunks of c costs O(n^2 / c). Strings never span reads (the reader holds
+# an open string back, and cuts a long one), but a long number can: outside strings the
+# reader doubles its read size while the bytes hold no '"', up to _MAX_READ_SIZE.
 _READ_SIZE = 1024 * 1024
 _MAX_READ_SIZE = 32 * 1024 * 1024
 _FINAL_OUTCOMES = ("passed", "failed", "error", "skipped", "xfailed", "xpassed")
 _PROBLEMS = ("failed", "error")
 _PHASES = ("setup", "call", "teardown")
-# The keys read in each object (any other key is skipped, duplicates of it too).
-_REPORT_KEYS = ("exitcode", "summary", "root", "collectors", "tests")
-_COLLECTOR_KEYS = ("nodeid", "outcome", "longrepr")
-_TEST_KEYS = ("nodeid", "outcome", *_PHASES)
-_PHASE_KEYS = ("duration", "outcome", "longrepr", "crash", "stdout", "stderr")
-_CRASH_KEYS = ("path", "lineno", "message")
+# The keys read in each object, with the ijson event their value must start with (None:
+# the caller checks). Any other key is skipped, duplicates of it too.
+_REPORT_KINDS = {"exitcode": None, "summary": None, "root": "string", "collectors": "start_array", "tests": "start_array"}
+_COLLECTOR_KINDS = {"nodeid": "string", "outcome": "string", "longrepr": "string"}
+_TEST_KINDS = {"nodeid": "string", "outcome": "string", **dict.fromkeys(_PHASES, "start_map")}
+_PHASE_KINDS = {
+    "duration": "number",
+    "outcome": "string",
+    "longrepr": "string",
+    "crash": "start_map",
+    "stdout": "string",
+    "stderr": "string",
+}
+_CRASH_KINDS = {"path": "string", "lineno": "number", "message": "string"}
 
 # A \u escape of a UTF-16 surrogate; whether it is an escape depends on the backslashes
 # before it, which the reader counts.
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 _LOW_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][c-fC-F][0-9a-fA-F]{2}")
+_HIGH_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89abAB][0-9a-fA-F]{2}")
+
+# Cutting long strings (see _CheckedReader). One decoded byte comes from at most
+# _RAW_PER_BYTE raw bytes (``\u0041``), so keeping _RAW_PER_BYTE * n raw bytes (plus a
+# margin for the cut moving back to a boundary) keeps at least n decoded bytes.
+_RAW_PER_BYTE = 6
+_CUT_MARGIN = 64
+# The raw head kept of a cut string: enough for TEXT_HEAD (longrepr) and ATTR_CAP (node
+# ids, crash path and message, root: all keep a head) plus the byte after it.
+_HEAD_RAW = _RAW_PER_BYTE * (max(TEXT_HEAD, ATTR_CAP) + 1) + _CUT_MARGIN
+# A string is cut once its raw content exceeds head + tail + this (shorter ones go whole).
+_CUT_SLACK = 256 * 1024
+# The dropped middle is validated and counted in pieces of about this many raw bytes.
+_PIECE = 1024 * 1024
+
+
+def _tail_raw(max_output_bytes: int) -> int:
+    """Raw bytes kept at the end of a cut string: enough for TEXT_TAIL (longrepr) and
+    ``max_output_bytes`` (the tail of stdout/stderr)."""
+    return _RAW_PER_BYTE * max(TEXT_TAIL, max_output_bytes) + _CUT_MARGIN
+
+
+class _CutString(str):
+    """A string value whose middle the reader dropped: the text is its head and tail
+    joined, ``dropped`` the UTF-8 bytes of the middle (decoded, not raw JSON bytes)."""
+
+    dropped: int
+
+
+def _with_dropped(value: str, dropped: int) -> _CutString:
+    cut = _CutString(value)
+    cut.dropped = dropped
+    return cut
+
+
+def _escaped_quotes(data: bytes) -> int:
+    """How many '"' in ``data`` follow an odd run of backslashes (escaped quotes), the
+    runs counted within ``data``. ``count(k backslashes + '"')`` is the number of quotes
+    after at least k backslashes; their alternating sum counts the odd runs."""
+    total, sign, pattern = 0, 1, b'\\"'
+    while True:
+        n = data.count(pattern)
+        if not n:
+            return total
+        total += sign * n
+        sign = -sign
+        pattern = b"\\" + pattern
+        if len(pattern) > 18:  # long runs: count them one by one instead
+            runs = _QUOTE_AFTER_BACKSLASHES.finditer(data)
+            return sum(1 for m in runs if (m.end() - m.start()) % 2 == 0)
+
+
+_QUOTE_AFTER_BACKSLASHES = re.compile(rb'\\+"')
+
+
+def _quote_is_escaped(data: bytes, q: int, lead: int) -> bool:
+    """Whether the '"' at ``q`` follows an odd run of backslashes; ``lead`` backslashes
+    precede ``data`` (counted only when the run reaches its start)."""
+    r = _run_start(data, 0, q - 1) if q and data[q - 1] == 0x5C else q
+    run = q - r + (lead if r == 0 else 0)
+    return run % 2 == 1
+
+
+def _run_start(data: bytes | bytearray, lo: int, e: int) -> int:
+    """Start of the run of backslashes that ends at ``e`` (a backslash), not before ``lo``."""
+    r = e
+    for _ in range(16):
+        if r == lo or data[r - 1] != 0x5C:
+            return r
+        r -= 1
+    return lo + len(bytes(data[lo:r]).rstrip(b"\\"))
+
+
+def _boundary(data: bytes | bytearray, lo: int, i: int) -> int:
+    """A place at or before ``i`` (``lo < i < len(data)``) where the raw JSON string
+    content ``data[lo:]`` may be split: not inside a UTF-8 character, an escape or an
+    escaped surrogate pair; ``lo`` must be such a place. At most 21 bytes before ``i``.
+
+    For valid content both sides are valid and decode to the whole; for invalid content
+    one side is invalid. The start of a run of backslashes is a place (the byte before
+    is no backslash, so it ends a character or an escape), and inside a run the
+    backslashes pair up from its start.
+    """
+    for _ in range(3):
+        if i > lo and 0x80 <= data[i] < 0xC0:  # a UTF-8 continuation byte
+            i -= 1
+    b = data.rfind(b"\\", max(lo, i - 12), i)
+    if b < 0:  # no escape (nor escaped pair: 12 bytes) reaches i
+        return i
+    # b ends its run (the last backslash before i).
+    if (b - _run_start(data, lo, b)) % 2 == 1:  # an even run: escaped backslashes
+        return b + 1
+    if b - 1 >= lo and data[b - 1] == 0x5C:  # an odd run: the last one starts an escape
+        return b
+    # A lone backslash starts an escape: keep it with a high surrogate escape before it.
+    if b - 6 >= lo and _HIGH_SURROGATE_ESCAPE.match(data, b - 6):
+        if (b - 6 - _run_start(data, lo, b - 6)) % 2 == 0:
+            return b - 6
+    return b
+
+
+def _decoded_size(raw: bytes) -> tuple[int, tuple[int, str] | None]:
+    """(UTF-8 bytes that the raw JSON string content ``raw`` decodes to, None), or
+    (0, (index in ``raw`` near the error, what)) when ``raw`` is not valid content:
+    invalid UTF-8, a raw control character, an invalid escape, a lone surrogate
+    escape; the native lexer refuses the same (lexer.rs, ``string``)."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return 0, (exc.start, "invalid UTF-8 in a string")
+    try:
+        value, end = _scanstring(text + '"', 0, True)
+    except json.JSONDecodeError as exc:
+        return 0, (exc.pos, f"{exc.msg.removesuffix(' at')} in a string")
+    if end != len(text) + 1:  # pragma: no cover - the reader splits between quotes
+        return 0, (end, "an unescaped '\"' inside a string")
+    if value.isascii():
+        return len(value), None
+    try:
+        return len(value.encode("utf-8")), None
+    except UnicodeEncodeError as exc:
+        return 0, (exc.start, "lone surrogate escape (not a Unicode character)")
+
+
+_scanstring = json.decoder.scanstring
 
 
 class _CheckedReader:
-    """A binary reader over ``f`` that hands on the bytes up to the first thing yajl would
-    wrongly accept (a lone surrogate escape, a vertical tab or form feed: never valid
-    JSON, inside or outside strings), then ends. ``violation`` says what and where.
+    """A binary reader over ``f`` for yajl, in two stages.
 
-    A leading UTF-8 byte order mark is dropped (the sniffer accepts one). Memory: one
-    read (``_READ_SIZE``, up to ``_MAX_READ_SIZE`` inside a long string) plus ``_HOLD``
-    bytes kept back so that an escape pair is always seen whole.
+    1. Checks: it hands on the bytes up to the first thing yajl would wrongly accept (a
+       lone surrogate escape, a vertical tab or form feed: never valid JSON, inside or
+       outside strings), then ends. ``violation`` says what and where.
+    2. Long strings: it tracks, from the quotes and the backslashes before them, where
+       strings are, and holds an open string back until it ends. A string whose raw
+       content grows beyond ``_HEAD_RAW + _tail_raw(max_output_bytes) + _CUT_SLACK``
+       bytes is cut: its head (``_HEAD_RAW`` raw bytes) is handed on at once, the rest
+       goes through a window of which only the last ``_tail_raw`` raw bytes are handed
+       on with the closing quote. Every dropped byte is validated as the native lexer
+       does (``_decoded_size``; an error ends the input with a ``violation``) and its
+       decoded UTF-8 size is counted. The read that hands on the tail returns it alone
+       (up to the closing quote) and sets ``last_cut`` to the count, so the next ijson
+       event, produced from that read alone, is the cut string (``_Fields``);
+       any other read clears ``last_cut``. The cuts fall between characters and escapes
+       (``_boundary``), so yajl sees valid JSON exactly when the file is.
+
+    A leading UTF-8 byte order mark is dropped (the sniffer accepts one). Memory: about
+    one read (``_READ_SIZE``; up to ``_MAX_READ_SIZE`` outside strings) plus one open or
+    cut string's kept part (about 1 MB with the default budgets; ``max_output_bytes``
+    beyond 64 KiB raises it to ~6x that). ``handed_on`` is the file offset reached.
     """
 
     _HOLD = 11
 
-    def __init__(self, f: BinaryIO) -> None:
+    def __init__(self, f: BinaryIO, max_output_bytes: int = 0) -> None:
         self._f = f
         self._pending = b""
         self._at_start = True
         self._eof = False
-        self._backslashes = 0  # backslashes ending the bytes handed on so far
+        self._backslashes = 0  # backslashes ending the bytes checked so far
         self._paired_low = -1  # offset of a low surrogate escape already paired
-        self.handed_on = 0
+        self._checked = 0  # file offset of the end of the bytes checked
+        self.handed_on = 0  # file offset of the end of the bytes handed on
         self.violation: tuple[int, str] | None = None
+        self.last_cut: int | None = None
         self._read_size = _READ_SIZE
+        self._in_string = False
+        self._tail_raw = _tail_raw(max_output_bytes)
+        self._cut_above = _HEAD_RAW + self._tail_raw + _CUT_SLACK
+        self._unread = b""
+        self._segments = self._split()
 
     def read(self, n: int = -1) -> bytes:
-        if n == 0 or self.violation is not None:
+        """The next bytes for yajl (b"" at the end). ``n`` is ignored except for 0."""
+        if n == 0:
+            return b""
+        self.last_cut = None
+        if self._unread:
+            out, self._unread = self._unread, b""
+            return out
+        for out, self.handed_on, self.last_cut in self._segments:
+            if out:
+                return out
+        return b""
+
+    def unread(self, data: bytes) -> None:
+        """Hand ``data`` (the end of the last read) on again at the next read."""
+        self._unread = data
+
+    # -- stage 2: strings ------------------------------------------------------------
+
+    def _split(self) -> Iterator[tuple[bytes, int, int | None]]:
+        """The checked bytes as (bytes to hand on, file offset of their end, the dropped
+        count when they are a cut string's tail up to its closing quote, else None)."""
+        held = b""  # the open string's content so far (from its first byte), held back
+        carry = None  # bytes after a cut string's closing quote, to go through again
+        while True:
+            if carry is not None:
+                chunk, carry = carry, None
+            else:
+                chunk = self._checked_chunk()
+                if not chunk:
+                    if held:
+                        yield held, self._checked, None
+                    return
+            data = held + chunk if held else chunk
+            end = self._checked  # the file offset of the end of data
+            # Quotes not escaped switch strings on and off (valid JSON has no backslash
+            # outside strings; a file that does is refused by yajl before any cut).
+            flips = data.count(b'"')
+            if flips:
+                flips -= _escaped_quotes(data)
+                if flips % 2:
+                    self._in_string = not self._in_string
+            if not self._in_string:
+                held = b""
+                yield data, end, None
+                continue
+            if flips:  # the last quote not escaped opens the string
+                q = len(data)
+                while True:
+                    q = data.rfind(b'"', 0, q)
+                    if not _quote_is_escaped(data, q, 0):
+                        break
+                start = q + 1
+            else:  # the string goes on from the start of data
+                start = 0
+            if len(data) - start <= self._cut_above:
+                held = data[start:]
+                if start:
+                    yield data[:start], end - len(held), None
+                continue
+            held = b""
+            head = _boundary(data, start, start + _HEAD_RAW)
+            yield data[:head], end - (len(data) - head), None
+            carry = yield from self._cut(bytearray(data[head:]), end - (len(data) - head))
+            if carry is None:
+                return
+
+    def _cut(self, window: bytearray, offset: int):
+        """Read on through the string being cut: ``window`` holds its raw content after
+        the head (starting at a boundary), at file offset ``offset``. Yields its tail
+        (with the dropped count and the closing quote), and returns the bytes after the
+        quote, or None at the end of the input (or at an invalid dropped byte)."""
+        dropped = 0
+
+        def drop(upto: int) -> bool:
+            nonlocal dropped, offset
+            p = _boundary(window, 0, upto)
+            if p == 0:
+                return True
+            size, error = _decoded_size(bytes(window[:p]))
+            if error is not None:
+                self.violation = (offset + error[0], error[1])
+                return False
+            dropped += size
+            del window[:p]
+            offset += p
+            return True
+
+        while True:
+            while len(window) > self._tail_raw + _PIECE:
+                if not drop(_PIECE):
+                    return None
+            chunk = self._checked_chunk()
+            if not chunk:  # the input ends inside the string: yajl will say so
+                if len(window) > self._tail_raw and not drop(len(window) - self._tail_raw):
+                    return None
+                yield bytes(window), self._checked, None
+                return None
+            lead = len(window) - len(window.rstrip(b"\\")) if window.endswith(b"\\") else 0
+            quotes = chunk.count(b'"')
+            if quotes and lead % 2:
+                quotes -= _escaped_quotes(b"\\" + chunk)
+            elif quotes:
+                quotes -= _escaped_quotes(chunk)
+            if not quotes:
+                window += chunk
+                continue
+            q = chunk.find(b'"')
+            while _quote_is_escaped(chunk, q, lead):
+                q = chunk.find(b'"', q + 1)
+            window += chunk[:q]
+            if len(window) > self._tail_raw and not drop(len(window) - self._tail_raw):
+                return None
+            self._in_string = False
+            rest = chunk[q + 1 :]
+            yield bytes(window) + b'"', self._checked - len(rest), dropped
+            return rest
+
+    # -- stage 1: checks -------------------------------------------------------------
+
+    def _checked_chunk(self) -> bytes:
+        """The next bytes of the file up to the first violation (b"" at the end)."""
+        if self.violation is not None:
             return b""
         while True:
             data = self._pending
@@ -86,7 +365,7 @@ class _CheckedReader:
                 chunk = self._f.read(self._read_size)
                 self._eof = not chunk
                 data += chunk
-                if b'"' in chunk:
+                if self._in_string or b'"' in chunk:
                     self._read_size = _READ_SIZE
                 else:
                     self._read_size = min(2 * self._read_size, _MAX_READ_SIZE)
@@ -97,7 +376,7 @@ class _CheckedReader:
                 self._at_start = False
                 if data.startswith(b"\xef\xbb\xbf"):
                     data = data[3:]
-                    self.handed_on = 3
+                    self._checked = 3
             limit = len(data) if self._eof else len(data) - self._HOLD
             if limit > 0 or self._eof:
                 break
@@ -110,7 +389,7 @@ class _CheckedReader:
         stripped = out.rstrip(b"\\")
         trailing = len(out) - len(stripped)
         self._backslashes = self._backslashes + trailing if not stripped else trailing
-        self.handed_on += len(out)
+        self._checked += len(out)
         return out
 
     def _first_violation(self, data: bytes, limit: int) -> int | None:
@@ -123,13 +402,13 @@ class _CheckedReader:
             p = m.start()
             if p >= end:
                 break
-            offset = self.handed_on + p
+            offset = self._checked + p
             if offset == self._paired_low:
                 continue
             run = 1
             while run <= p and data[p - run] == 0x5C:
                 run += 1
-            if run > p:  # the run reaches the bytes handed on before
+            if run > p:  # the run reaches the bytes checked before
                 run += self._backslashes
             if run % 2 == 0:  # an escaped backslash, then a plain "u"
                 continue
@@ -140,7 +419,7 @@ class _CheckedReader:
             self.violation = (offset, f"lone surrogate escape \\u{unit:04x} (not a Unicode character)")
             return p
         if bad is not None:
-            self.violation = (self.handed_on + end, f"byte 0x{data[end]:02x} (not JSON whitespace, and not allowed raw in a string)")
+            self.violation = (self._checked + end, f"byte 0x{data[end]:02x} (not JSON whitespace, and not allowed raw in a string)")
             return end
         return None
 
@@ -178,7 +457,7 @@ def parse_pytest_json(
     format needs one; ``unreadable`` when reading fails. Rules: docs/ENGINE.md,
     *pytest-json-report*; the native parser (``pytest_json.rs``) gives the same records.
     """
-    reader = _CheckedReader(f)
+    reader = _CheckedReader(f, budgets["max_output_bytes"])
     parser = _Parser(reader, path, budgets["max_output_bytes"], emit)
     try:
         # Find the first byte that is not whitespace; whitespace is not handed to ijson.
@@ -201,7 +480,8 @@ def parse_pytest_json(
                 "pass a pytest-json-report file (pytest --json-report)",
                 f"byte {offset}",
             )
-        events = _ijson.basic_parse(_Replay(head, reader), use_float=True)
+        reader.unread(head)
+        events = _ijson.basic_parse(reader, use_float=True)
         parser.run(events)
     except _Malformed as exc:
         raise parser.malformed(exc.what) from None
@@ -223,46 +503,35 @@ def _yajl_reason(exc: Exception) -> str:
     return text.splitlines()[0].removeprefix("b'").strip()
 
 
-class _Replay:
-    """The already-read ``head``, then the rest of ``reader``."""
-
-    def __init__(self, head: bytes, reader: _CheckedReader) -> None:
-        self._head = head
-        self._reader = reader
-
-    def read(self, n: int = -1) -> bytes:
-        if n == 0:
-            return b""
-        if self._head:
-            head, self._head = self._head, b""
-            return head
-        return self._reader.read(n)
-
-
 class _Fields:
     """The known keys of one object whose ``{`` was just read, in document order, up to
     its end: iterating yields ``(key, event, value)`` (the value's first ijson event)
-    for the first occurrence of each key in ``names``; the caller reads or skips the
-    value. Other keys are skipped with their values. A key of ``names`` seen again is a
-    structural error naming ``whose`` (e.g. ``"tests[3]"``): reported (raised or held,
-    see ``_Parser.structural``), its value skipped, and ``ok`` set to False, as
-    ``value`` and ``require`` do for their errors; the caller drops a broken object.
-    Iterating raises ``_Malformed`` / ijson errors for invalid JSON and ``ReportError``
-    for a structural error in a report.
+    for the first occurrence of each key of ``kinds`` whose value starts with the event
+    ``kinds[key]`` (any, for None); the caller reads or skips the value. Other keys are
+    skipped with their values. A key seen again, or a value of the wrong kind, is a
+    structural error naming ``whose`` (e.g. ``"tests[3]"``; ``"tests[3].outcome must
+    be a string, not null"``, with ``prefix`` "tests[3]."): reported (raised or held,
+    see ``_Parser.structural``), the value skipped, and ``ok`` set to False, as
+    ``require`` does for its error and the caller for its own; the caller drops a
+    broken object. A string value the reader cut comes as a ``_CutString`` (with the
+    dropped count). Iterating raises ``_Malformed`` / ijson errors for invalid JSON and
+    ``ReportError`` for a structural error in a report.
     """
 
-    __slots__ = ("_parser", "_names", "whose", "ok")
+    __slots__ = ("_parser", "_kinds", "whose", "_prefix", "ok")
 
-    def __init__(self, parser: _Parser, names: tuple[str, ...], whose: str) -> None:
+    def __init__(self, parser: _Parser, kinds: dict[str, str | None], whose: str, prefix: str) -> None:
         self._parser = parser
-        self._names = names
+        self._kinds = kinds
         self.whose = whose
+        self._prefix = prefix
         self.ok = True
 
     def __iter__(self):
         parser = self._parser
-        names = self._names
+        kinds = self._kinds
         nxt = parser._next
+        reader = parser.reader
         seen: set[str] = set()
         while True:
             ev, key = nxt()
@@ -272,7 +541,8 @@ class _Fields:
             ev, value = nxt()
             if ev == "start_map" or ev == "start_array":
                 parser.opened()
-            if key not in names:
+            wanted = kinds.get(key, "")
+            if wanted == "":  # not a key read here
                 parser.skip(ev)
             elif key in seen:
                 self.ok = False
@@ -280,15 +550,15 @@ class _Fields:
                 parser.skip(ev)
             else:
                 seen.add(key)
+                if wanted is not None and ev != wanted:
+                    self.ok = False
+                    parser.expect(ev, wanted, lambda: self._prefix + key)
+                    continue
+                # Set only while the last event came from the read of a cut string's
+                # tail, which gives no other event: this value is that string.
+                if reader.last_cut is not None and ev == "string":
+                    value = _with_dropped(value, reader.last_cut)
                 yield key, ev, value
-
-    def value(self, key: str, ev: str, wanted: str) -> bool:
-        """True if the value of ``key`` (first event ``ev``) is of event kind ``wanted``;
-        else it is reported as ``whose.key``, skipped, and the object is broken."""
-        if self._parser.expect(ev, wanted, lambda: f"{self.whose}.{key}"):
-            return True
-        self.ok = False
-        return False
 
     def require(self, *present: tuple[str, bool]) -> None:
         """At the end of the object: the first required key not present (name, present)
@@ -412,7 +682,7 @@ class _Parser:
         ev, _ = self.event()
         if ev != "start_map":  # the first byte was '{', so this cannot happen
             raise _Malformed("the document is not an object")
-        for key, ev, value in _Fields(self, _REPORT_KEYS, "the report object"):
+        for key, ev, value in _Fields(self, _REPORT_KINDS, "the report object", ""):
             if key == "exitcode":
                 self.has_exitcode = True
                 if self.expect(ev, "number", lambda: "exitcode") and type(value) is not int:
@@ -422,9 +692,9 @@ class _Parser:
                 if self.expect(ev, "start_map", lambda: "summary"):
                     self.skip(ev)
             elif key == "root":
-                if self.expect(ev, "string", lambda: "root"):
-                    # A root cut at the cap could strip a wrong prefix: then none is.
-                    self.root = value if len(value.encode("utf-8")) <= ATTR_CAP else None
+                # A root cut at the cap could strip a wrong prefix: then none is.
+                cut = type(value) is _CutString or len(value.encode("utf-8")) > ATTR_CAP
+                self.root = None if cut else value
             elif key == "collectors":
                 self.collectors(ev)
             else:
@@ -462,11 +732,8 @@ class _Parser:
         whose = f"collectors[{index}]"
         if not self.expect(ev, "start_map", lambda: whose):
             return
-        fields = _Fields(self, _COLLECTOR_KEYS, whose)
-        values: dict[str, str] = {}
-        for key, ev, value in fields:
-            if fields.value(key, ev, "string"):
-                values[key] = value
+        fields = _Fields(self, _COLLECTOR_KINDS, whose, whose + ".")
+        values: dict[str, str] = {key: value for key, _, value in fields}
         fields.require(("nodeid", "nodeid" in values), ("outcome", "outcome" in values))
         if fields.ok and values["outcome"] == "failed":
             text, omitted = None, 0
@@ -498,20 +765,18 @@ class _Parser:
             return None
         node_id = outcome = None
         phases: list[dict | None] = [None, None, None]
-        fields = _Fields(self, _TEST_KEYS, whose)
+        fields = _Fields(self, _TEST_KINDS, whose, whose + ".")
         for key, ev, value in fields:
             if key == "nodeid":
-                if fields.value(key, ev, "string"):
-                    node_id = _head_text(value, ATTR_CAP)[0]
+                node_id = _head_text(value, ATTR_CAP)[0]
             elif key == "outcome":
-                if fields.value(key, ev, "string"):
-                    if value in _FINAL_OUTCOMES or value == "rerun":
-                        outcome = value
-                    else:
-                        fields.ok = False
-                        self.structural(
-                            f"{whose}.outcome must be one of passed, failed, error, skipped, xfailed, xpassed, rerun"
-                        )
+                if value in _FINAL_OUTCOMES or value == "rerun":
+                    outcome = value
+                else:
+                    fields.ok = False
+                    self.structural(
+                        f"{whose}.outcome must be one of passed, failed, error, skipped, xfailed, xpassed, rerun"
+                    )
             else:
                 want_details = outcome is None or outcome in _PROBLEMS
                 phase = self.phase(f"{whose}.{key}", ev, want_details)
@@ -527,11 +792,8 @@ class _Parser:
         if not self.expect(ev, "start_map", lambda: whose):
             return None
         data: dict = {}
-        fields = _Fields(self, _PHASE_KEYS, whose)
-        for key, ev, value in fields:
-            wanted = "number" if key == "duration" else "start_map" if key == "crash" else "string"
-            if not fields.value(key, ev, wanted):
-                continue
+        fields = _Fields(self, _PHASE_KINDS, whose, whose + ".")
+        for key, _, value in fields:
             if key == "duration":
                 data["duration_us"] = duration_us_from_float(float(value))
             elif key == "outcome":
@@ -554,10 +816,8 @@ class _Parser:
     def crash(self, whose: str, want_details: bool) -> dict | None:
         """A ``crash`` object (``path``, ``lineno``, ``message``, each optional)."""
         crash: dict = {}
-        fields = _Fields(self, _CRASH_KEYS, whose)
-        for key, ev, value in fields:
-            if not fields.value(key, ev, "number" if key == "lineno" else "string"):
-                continue
+        fields = _Fields(self, _CRASH_KINDS, whose, whose + ".")
+        for key, _, value in fields:
             if key == "lineno":
                 if type(value) is not int:
                     fields.ok = False
@@ -631,7 +891,10 @@ def _passed_after_reruns(chain: tuple[str, int]) -> TestRecord:
 
 
 def _head_text(s: str, cap: int) -> tuple[str, int]:
-    """(the first ``cap`` bytes of ``s`` cut back to a character boundary, bytes dropped)."""
+    """(the first ``cap`` bytes of ``s`` cut back to a character boundary, bytes dropped).
+
+    For a ``_CutString`` the bytes the reader dropped count too (its kept head holds
+    more than ``cap`` bytes, so the cut falls there)."""
     if len(s) * 4 <= cap:  # cannot exceed the cap: skip encoding
         return s, 0
     data = s.encode("utf-8")
@@ -640,7 +903,8 @@ def _head_text(s: str, cap: int) -> tuple[str, int]:
     cut = cap
     while cut > 0 and (data[cut] & 0xC0) == 0x80:
         cut -= 1
-    return data[:cut].decode("utf-8"), len(data) - cut
+    dropped = s.dropped if type(s) is _CutString else 0
+    return data[:cut].decode("utf-8"), len(data) - cut + dropped
 
 
 def _capped_text(s: str) -> tuple[str, int]:
@@ -651,8 +915,13 @@ def _capped(s: str, head_cap: int, tail_cap: int) -> tuple[str, int]:
     """``HeadTail(head_cap, tail_cap)`` fed ``s`` then finished, without encoding all of a
     huge ``s`` at once: only its first ``head_cap`` and last ``tail_cap`` characters
     are encoded (each character is at least one byte), and its UTF-8 length
-    is counted in slices. Same result as ``HeadTail`` (tested against it)."""
-    if len(s) <= (head_cap + tail_cap) // 4 or len(s) <= 4096:
+    is counted in slices. Same result as ``HeadTail`` (tested against it).
+
+    A ``_CutString`` gives the result of the whole string: its kept head holds more
+    than ``head_cap`` bytes and its kept tail at least ``tail_cap`` (``_CheckedReader``),
+    so the cuts fall there, and the dropped bytes are added to the total."""
+    cut = type(s) is _CutString
+    if not cut and (len(s) <= (head_cap + tail_cap) // 4 or len(s) <= 4096):
         ht = HeadTail(head_cap, tail_cap)
         ht.push(s)
         return ht.finish()
@@ -660,6 +929,8 @@ def _capped(s: str, head_cap: int, tail_cap: int) -> tuple[str, int]:
         total = len(s)
     else:
         total = sum(len(s[i : i + _COUNT_SLICE].encode("utf-8")) for i in range(0, len(s), _COUNT_SLICE))
+    if cut:
+        total += s.dropped
     if total <= head_cap + tail_cap:
         return s, 0
     head = s[:head_cap].encode("utf-8")
