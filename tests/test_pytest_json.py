@@ -693,6 +693,9 @@ def test_cut_strings_keep_exact_heads_tails_and_counts(tmp_path, unit):
     [
         # long backslash runs where the head and tail cuts fall (even and odd before '"')
         pytest.param(b"a" + b"\\\\" * 700_000 + b"b", id="escaped-backslash-run"),
+        # ... and one that runs up to the closing quote, across reads (a regex that
+        # backtracked through each partial run took minutes here)
+        pytest.param(b"\\\\" * 1_500_000, id="backslash-run-to-the-quote"),
         pytest.param((b"\\\\" * 1000 + b"\\\"") * 700, id="odd-runs-before-quotes"),
         # a huge string of one 4-byte character: few characters for many bytes
         pytest.param("😀".encode() * 400_000, id="four-byte-characters"),

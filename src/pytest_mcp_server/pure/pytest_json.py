@@ -115,7 +115,9 @@ def _escaped_quotes(data: bytes) -> int:
             return sum(1 for m in runs if (m.end() - m.start()) % 2 == 0)
 
 
-_QUOTE_AFTER_BACKSLASHES = re.compile(rb'\\+"')
+# A whole run of backslashes and the quote after it; the lookbehind starts a match only
+# at the start of a run, so a long run not followed by a quote costs its length once.
+_QUOTE_AFTER_BACKSLASHES = re.compile(rb'(?<!\\)\\+"')
 
 
 def _quote_is_escaped(data: bytes, q: int, lead: int) -> bool:
