@@ -110,7 +110,7 @@ def _escaped_quotes(data: bytes) -> int:
         total += sign * n
         sign = -sign
         pattern = b"\\" + pattern
-        if len(pattern) > 18:  # long runs: count them one by one instead
+        if len(pattern) > 5:  # runs of 4 or more: count them one by one instead
             runs = _QUOTE_AFTER_BACKSLASHES.finditer(data)
             return sum(1 for m in runs if (m.end() - m.start()) % 2 == 0)
 
@@ -135,7 +135,11 @@ def _run_start(data: bytes | bytearray, lo: int, e: int) -> int:
         if r == lo or data[r - 1] != 0x5C:
             return r
         r -= 1
-    return lo + len(bytes(data[lo:r]).rstrip(b"\\"))
+    # A long run: back a block at a time while the block is all backslashes (no copy).
+    while r - lo >= 4096 and data.count(b"\\", r - 4096, r) == 4096:
+        r -= 4096
+    start = max(lo, r - 4096)
+    return start + len(bytes(data[start:r]).rstrip(b"\\"))
 
 
 def _boundary(data: bytes | bytearray, lo: int, i: int) -> int:
