@@ -175,6 +175,11 @@ REGRESSIONS: list[tuple[str, bytes, str, str | None]] = [
     ("declaration-after-a-bare-ampersand", b"<testsuite>&<!DOCTYPE x></testsuite>", "malformed", None),
     ("declaration-after-a-prolog-comment", b"<!-- c --><!ENTITY a 'b'><testsuite/>", "forbidden", None),
     ("declaration-after-an-epilog-comment", b"<testsuite/><!-- c --><!DOCTYPE x>", "forbidden", None),
+    # pure said ok (expat skipped the transcoded U+FEFF as a UTF-8 byte order mark); found
+    # by soak #3 (the "bom" mutation on a UTF-16 document)
+    ("utf16le-bom-then-feff", b"\xff\xfe\xff\xfe" + '<testsuite><testcase name="a"/></testsuite>'.encode("utf-16-le"), "malformed", None),
+    ("utf16be-bom-then-feff", b"\xfe\xff\xfe\xff" + '<?xml version="1.0" encoding="UTF-16"?><testsuite/>'.encode("utf-16-be"), "malformed", None),
+    ("utf16le-bom-then-zwnbsp-in-the-root", b"\xff\xfe" + '<testsuite>\ufeff<testcase name="a"/></testsuite>'.encode("utf-16-le"), "ok", None),
     ("declaration-in-a-comment", b"<testsuite><!-- <!DOCTYPE x> --></testsuite>", "ok", None),
     ("declaration-in-cdata", b"<testsuite><![CDATA[<!DOCTYPE]]></testsuite>", "ok", None),
     ("declaration-in-a-pi", b"<?pi <!DOCTYPE x?><testsuite/>", "ok", None),

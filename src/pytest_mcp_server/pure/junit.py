@@ -932,6 +932,17 @@ class _Parser:
                     "regenerate the report or fix its encoding",
                     "byte 1",
                 )
+            if self.guard.pos == 0 and self.mode in ("utf-16-le", "utf-16-be") and data.startswith(b"\xef\xbb\xbf"):
+                # A U+FEFF after the UTF-16 byte order mark is a character before the
+                # root (native: text before the root element); in UTF-8 expat would skip
+                # it as a byte order mark.
+                raise ReportError(
+                    "malformed",
+                    self.path,
+                    "not well-formed XML: text before the root element (a second byte order mark, U+FEFF); "
+                    "the report is corrupted, regenerate it",
+                    "byte 0 of the text decoded to UTF-8",
+                )
             chunk_start = self.fed
             self.push(data, final)
             if final:
