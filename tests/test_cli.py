@@ -137,3 +137,37 @@ def test_importing_the_package_does_not_import_the_mcp_sdk():
     code = "import sys, pytest_mcp_server; pytest_mcp_server.summarize; print('mcp' in sys.modules)"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.stdout.strip() == "False", proc.stderr
+
+
+def test_later_failures_of_a_group_are_node_ids_or_one_line(tmp_path):
+    """render.py: full detail once per group; a listed group's later failures are one
+    'also in' line of node ids; those of groups cut from the list (--max-groups 1) get
+    a header and a message line each, no traceback."""
+    causes = [("KeyError", 4), ("ValueError", 3), ("TimeoutError", 2)]  # group sizes, largest first
+    cases = []
+    for exc, n in causes:
+        for i in range(n):
+            body = f"def test_{exc}_{i}():\n&gt;       raise {exc}('x')\nE       {exc}: x [trace {exc}-{i}]\n\ntests/test_m.py:{i + 1}: {exc}"
+            cases.append(
+                f'<testcase classname="tests.test_m" name="test_{exc}_{i}" file="tests/test_m.py" time="0.1">'
+                f'<failure message="{exc}: x" type="{exc}">{body}</failure></testcase>'
+            )
+    report = tmp_path / "r.xml"
+    report.write_text(f'<testsuite tests="{len(cases)}">{"".join(cases)}</testsuite>')
+    for backend in BACKENDS:
+        out = run_cli("summarize", str(report), "--backend", backend, "--max-groups", "1")
+        assert out.returncode == 1, out.stderr
+        text = out.stdout
+        assert "more groups" in text
+        # KeyError is the one listed group: its first failure in full, 3 node ids after it
+        assert text.count("[trace KeyError-") == 1
+        also = [line for line in text.splitlines() if line.startswith("  also in ")]
+        assert len(also) == 1 and also[0].endswith(
+            "tests/test_m.py::test_KeyError_1, tests/test_m.py::test_KeyError_2, tests/test_m.py::test_KeyError_3"
+        ), text
+        # the groups cut from the list: the first failure of each in full, the rest one line each
+        for exc, n in causes[1:]:
+            assert text.count(f"[trace {exc}-") == 1, text
+            for i in range(1, n):
+                entry = f"- FAILED tests/test_m.py::test_{exc}_{i}  at tests/test_m.py\n    {exc}: x\n"
+                assert entry in text and text.count(f"test_{exc}_{i}") == 1, text

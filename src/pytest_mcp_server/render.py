@@ -2,9 +2,10 @@
 
 The text is what an agent reads (the MCP tools' text block) and what the CLI prints. It
 never lists passing tests and never repeats the structured JSON. Full detail (traceback,
-output tail) is given once per failure group, for its first listed failure; the group's
-other listed failures follow it as node ids on one ``also:`` line, and a group's ``e.g.``
-examples are printed only when none of its failures is listed. So 256 failures from 3
+output tail) is given once per failure group, for its first listed failure; the other
+listed failures of a group in the groups list follow it as node ids on one ``also in``
+line (those of a group the budget left out of the list get one line each), and a
+group's ``e.g.`` examples are printed only when none of its failures is listed. So 256 failures from 3
 causes stay a few kilobytes, and a 20,000-test suite with 580 failures from 4 causes
 under 6 KB (benches/RESULTS.md, ``bench suite``).
 """
@@ -74,20 +75,21 @@ def render_text(summary: ReportSummary, verdict: str | None = None, failures_bud
         shown = len(summary.failures)
         total = shown + summary.omitted.failures
         lines.append(f"Failures ({shown} of {total}):" if summary.omitted.failures else "Failures:")
-        # Report order, except that a known group's later failures join its first one.
-        also: dict[str, list[str]] = {}
-        order: list[Failure] = []
+        # Report order, except that a listed group's later failures join its first one
+        # as node ids; a later failure of a group cut from the list gets one line.
+        later: dict[str, list[str]] = {}
+        entries: list[tuple[Failure, bool]] = []
         for failure in summary.failures:
-            if failure.group in groups_by_id and failure.group in also:
-                also[failure.group].append(failure.node_id)
+            first = failure.group not in later
+            if not first and failure.group in groups_by_id:
+                later[failure.group].append(failure.node_id)
                 continue
-            also.setdefault(failure.group, [])
-            order.append(failure)
-        for failure in order:
-            lines.extend(_failure_lines(failure))
-            others = also.get(failure.group) if failure.group in groups_by_id else None
-            if others:
-                lines.append(f"  also in {failure.group}: {', '.join(others)}")
+            later.setdefault(failure.group, [])
+            entries.append((failure, first))
+        for failure, first in entries:
+            lines.extend(_failure_lines(failure, full=first))
+            if first and later[failure.group]:
+                lines.append(f"  also in {failure.group}: {', '.join(later[failure.group])}")
     if summary.collection_errors:
         lines.append("")
         lines.append("Collection errors:")
@@ -105,7 +107,7 @@ def render_text(summary: ReportSummary, verdict: str | None = None, failures_bud
     return "\n".join(lines) + "\n"
 
 
-def _failure_lines(failure: Failure) -> list[str]:
+def _failure_lines(failure: Failure, *, full: bool) -> list[str]:
     where = ""
     if failure.location is not None:
         loc = failure.location
@@ -116,6 +118,8 @@ def _failure_lines(failure: Failure) -> list[str]:
     what = f"{failure.exception}: {failure.message}" if failure.exception else failure.message
     if what:
         out.append(f"    {what}")
+    if not full:
+        return out
     if failure.traceback:
         out.extend(("    " + line).rstrip() for line in failure.traceback.split("\n"))
     for name, tail in (("stdout", failure.stdout), ("stderr", failure.stderr)):
