@@ -120,9 +120,10 @@ def _escaped_quotes(data: bytes) -> int:
 _QUOTE_AFTER_BACKSLASHES = re.compile(rb'(?<!\\)\\+"')
 
 
-def _quote_is_escaped(data: bytes, q: int, lead: int) -> bool:
-    """Whether the '"' at ``q`` follows an odd run of backslashes; ``lead`` backslashes
-    precede ``data`` (counted only when the run reaches its start)."""
+def _is_escaped(data: bytes, q: int, lead: int) -> bool:
+    """Whether the byte at ``q`` (a '"', or the '\\' of a ``\\u`` escape) follows an odd
+    run of backslashes, i.e. is escaped; ``lead`` backslashes precede ``data`` (counted
+    only when the run reaches its start)."""
     r = _run_start(data, 0, q - 1) if q and data[q - 1] == 0x5C else q
     run = q - r + (lead if r == 0 else 0)
     return run % 2 == 1
@@ -291,7 +292,7 @@ class _CheckedReader:
                 q = len(data)
                 while True:
                     q = data.rfind(b'"', 0, q)
-                    if not _quote_is_escaped(data, q, 0):
+                    if not _is_escaped(data, q, 0):
                         break
                 start = q + 1
             else:  # the string goes on from the start of data
@@ -349,7 +350,7 @@ class _CheckedReader:
                 window += chunk
                 continue
             q = chunk.find(b'"')
-            while _quote_is_escaped(chunk, q, lead):
+            while _is_escaped(chunk, q, lead):
                 q = chunk.find(b'"', q + 1)
             window += chunk[:q]
             if len(window) > self._tail_raw and not drop(len(window) - self._tail_raw):
@@ -411,12 +412,7 @@ class _CheckedReader:
             offset = self._checked + p
             if offset == self._paired_low:
                 continue
-            run = 1
-            while run <= p and data[p - run] == 0x5C:
-                run += 1
-            if run > p:  # the run reaches the bytes checked before
-                run += self._backslashes
-            if run % 2 == 0:  # an escaped backslash, then a plain "u"
+            if _is_escaped(data, p, self._backslashes):  # an escaped backslash, then a plain "u"
                 continue
             unit = int(data[p + 2 : p + 6], 16)
             if unit < 0xDC00 and _LOW_SURROGATE_ESCAPE.match(data, p + 6):
