@@ -302,30 +302,6 @@ def test_client_disconnect_kills_the_group(slow):
     assert wait_until_gone(pids, timeout=15) == []
 
 
-def test_server_sigterm_kills_running_groups(slow):
-    async def body():
-        async with connect(slow.params(), "auto") as client:
-            async with anyio.create_task_group() as tg:
-                failed = []
-
-                async def call():
-                    try:
-                        await client.call_tool("execute_tests", {"node_ids": [HANG]})
-                    except Exception as exc:  # the connection goes away
-                        failed.append(exc)
-
-                tg.start_soon(call)
-                await wait_for(lambda: _started_with_children(slow), what="pytest and its children")
-                server_pid = slow.pytest_marks()[0]["ppid"]
-                os.kill(server_pid, signal.SIGTERM)
-                assert wait_until_gone([server_pid], timeout=15) == []
-                tg.cancel_scope.cancel()
-            return server_pid
-
-    run(body)
-    assert wait_until_gone(_all_pids(slow), timeout=5) == []
-
-
 def test_a_process_left_behind_by_a_passing_test_does_not_survive_the_run(slow):
     async def body():
         async with connect(slow.params(env={"SLOW_STEP_S": "0"}), "auto") as client:
