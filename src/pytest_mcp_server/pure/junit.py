@@ -993,26 +993,24 @@ class _Parser:
         # else (an attribute value, inside a tag, after a broken '<!') the earlier
         # error makes the file 'malformed' (ENGINE.md). Where markup starts: before
         # the root, right after the last complete prolog token (expat may only fail a
-        # few bytes into '<!DOCTYPE...'); after the root, at the '<' of the first
-        # markup ("junk after document element"); else expat stops just after a '<!'
-        # that opened markup (when it stops at the '<' itself, that '<' was not
-        # allowed there).
+        # few bytes into '<!DOCTYPE...'); at the '<' expat stops at for junk after the
+        # root or a file that ends inside markup; else just before where expat stopped,
+        # after a '<!' that opened markup (when it stops at the '<' itself, that '<'
+        # was not allowed there).
         if not self.root_seen:
-            starts = [self.prolog_end - window_base]
+            start = self.prolog_end - window_base
         elif exc.code in (
             expat.errors.codes[expat.errors.XML_ERROR_JUNK_AFTER_DOC_ELEMENT],
-            # the file ends inside markup: expat stops at its '<'
             expat.errors.codes[expat.errors.XML_ERROR_UNCLOSED_TOKEN],
         ):
-            starts = [at]
+            start = at
         else:
-            starts = [at - 2]
-        for start in starts:
-            if 0 <= start < len(window) and window[start : start + 2] == b"<!":
-                ahead = self.peek(window, start, 10)
-                for keyword in _DECLARATIONS:
-                    if ahead[2:].startswith(keyword):
-                        return self.forbidden(keyword.decode(), where)
+            start = at - 2
+        if 0 <= start < len(window) and window[start : start + 2] == b"<!":
+            ahead = self.peek(window, start, 10)
+            for keyword in _DECLARATIONS:
+                if ahead[2:].startswith(keyword):
+                    return self.forbidden(keyword.decode(), where)
         message = expat.ErrorString(exc.code)
         return ReportError(
             "malformed",
