@@ -37,15 +37,23 @@ def timed(argv: list[str], **kw) -> float:
 
 def startup(root: Path, reps: int) -> dict[str, float]:
     init = {
-        "jsonrpc": "2.0", "id": 1, "method": "initialize",
-        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}},
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "bench", "version": "0"},
+        },
     }
     answers = []
     for _ in range(reps):
         start = time.perf_counter()
         proc = subprocess.Popen(
             [sys.executable, "-m", "pytest_mcp_server", "--root", str(root)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
         )
         proc.stdin.write((json.dumps(init) + "\n").encode())
         proc.stdin.flush()
@@ -102,7 +110,7 @@ async def overhead(root: Path, artifacts: Path, reps: int) -> dict[str, float]:
         "mcp_median_s": statistics.median(via_mcp),
         "direct_median_s": statistics.median(direct),
         "overhead_median_ms": (statistics.median(via_mcp) - statistics.median(direct)) * 1000,
-        "overhead_paired_median_ms": statistics.median(a - b for a, b in zip(via_mcp, direct)) * 1000,
+        "overhead_paired_median_ms": statistics.median(a - b for a, b in zip(via_mcp, direct, strict=False)) * 1000,
         # the part spent outside the pytest process (MCP round trip, validation, reports)
         "outside_pytest_median_ms": statistics.median(outside) * 1000,
     }

@@ -139,7 +139,16 @@ def run_pytest(tree: Path, python: Path) -> tuple[str, dict[str, int], float]:
 async def run_mcp(tree: Path, python: Path, artifacts: Path) -> tuple[dict, str, float]:
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "pytest_mcp_server", "--root", str(tree), "--python", str(python), "--artifacts-dir", str(artifacts)],
+        args=[
+            "-m",
+            "pytest_mcp_server",
+            "--root",
+            str(tree),
+            "--python",
+            str(python),
+            "--artifacts-dir",
+            str(artifacts),
+        ],
     )
     async with Client(params, read_timeout_seconds=1800) as client:
         start = time.monotonic()

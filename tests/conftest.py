@@ -39,7 +39,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "fuzz: a differential fuzz test; looped until its time share is spent under --soak")
+    config.addinivalue_line(
+        "markers", "fuzz: a differential fuzz test; looped until its time share is spent under --soak"
+    )
     strategies.SOAK_MINUTES = float(config.getoption("soak") or 0.0)
     config._soak_rows = []  # type: ignore[attr-defined]
 
@@ -98,10 +100,21 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
         if key not in looped:
             rows.append({"test": key, "runs": 1, "examples": n, "seconds": None, "distinct_failures": None})
     for r in rows:
-        tr.write_line(f"{r['examples']:>9} examples  {r['runs']:>5} runs  {r['seconds'] or '-':>8} s  failures {r['distinct_failures']}  {r['test']}")
+        tr.write_line(
+            f"{r['examples']:>9} examples  {r['runs']:>5} runs  {r['seconds'] or '-':>8} s  failures {r['distinct_failures']}  {r['test']}"
+        )
     total = sum(r["examples"] for r in rows)
     tr.write_line(f"{total:>9} examples in total")
     path = config.getoption("soak_report")
     if path:
         with open(path, "w") as f:
-            json.dump({"minutes": strategies.SOAK_MINUTES, "exitstatus": int(exitstatus), "rows": rows, "total_examples": total}, f, indent=2)
+            json.dump(
+                {
+                    "minutes": strategies.SOAK_MINUTES,
+                    "exitstatus": int(exitstatus),
+                    "rows": rows,
+                    "total_examples": total,
+                },
+                f,
+                indent=2,
+            )

@@ -129,9 +129,40 @@ def expected_us(raw: str | None, junit: bool) -> int:
 
 # Characters that stress escaping, normalisation, grouping and UTF-8 boundaries.
 SPECIAL_CHARS = [
-    "<", ">", "&", '"', "'", "]", "\t", "\n", "\r", " ", ":", ".", "/", "\\", "_", "E",
-    "é", "ß", "\u00a0", "\u0085", "\u2028", "\u200b", "\u05d0", "\u0301", "…", "€",
-    "\U0001f600", "\U0001d518", "\U00010348", "\ufffd", "\U0010fffd", "\x7f", "\x80", "\x9f",
+    "<",
+    ">",
+    "&",
+    '"',
+    "'",
+    "]",
+    "\t",
+    "\n",
+    "\r",
+    " ",
+    ":",
+    ".",
+    "/",
+    "\\",
+    "_",
+    "E",
+    "é",
+    "ß",
+    "\u00a0",
+    "\u0085",
+    "\u2028",
+    "\u200b",
+    "\u05d0",
+    "\u0301",
+    "…",
+    "€",
+    "\U0001f600",
+    "\U0001d518",
+    "\U00010348",
+    "\ufffd",
+    "\U0010fffd",
+    "\x7f",
+    "\x80",
+    "\x9f",
 ]
 
 # Valid XML 1.0 characters (no other controls, no surrogates, no U+FFFE/U+FFFF).
@@ -213,8 +244,8 @@ MESSAGES = [
     "ValueError: bad value 17",
     "KeyError: 'user-42'",
     "ConnectionError: connection to 10.0.0.7:5432 refused",
-    "failed on setup with \"ConnectionError: connection to 10.0.0.7:5432 refused\"",
-    "failed on teardown with \"RuntimeError: resource was not released\"",
+    'failed on setup with "ConnectionError: connection to 10.0.0.7:5432 refused"',
+    'failed on teardown with "RuntimeError: resource was not released"',
     "Expected 'a.b' but got \"c d\" at /srv/app/x.py",
     "TimeoutError: id 3f2a9c1e-7b1d-4c8e-9a2f-0c1d2e3f4a5b after 1.25 s at 0xdeadBEEF",
     "expected:<1> but was:<2>",
@@ -419,9 +450,35 @@ JUNIT_TIMES = st.one_of(
     st.floats(0, 5000).map(repr),
     st.sampled_from(
         [
-            "0", "0.000", "1.5", " 2.25 ", "0,160", "1,234.5", "12,5", "", "abc", "inf", "nan",
-            "NaN", "1e3", "1E-3", "-1", "-0.0", ".5", "5.", "1_000", "1e9", "999999999.9999",
-            "0.0000005", "0.0000004999", "+3", "1e400", "\t7\n", "0x10", "1,2,3", "1.2.3",
+            "0",
+            "0.000",
+            "1.5",
+            " 2.25 ",
+            "0,160",
+            "1,234.5",
+            "12,5",
+            "",
+            "abc",
+            "inf",
+            "nan",
+            "NaN",
+            "1e3",
+            "1E-3",
+            "-1",
+            "-0.0",
+            ".5",
+            "5.",
+            "1_000",
+            "1e9",
+            "999999999.9999",
+            "0.0000005",
+            "0.0000004999",
+            "+3",
+            "1e400",
+            "\t7\n",
+            "0x10",
+            "1,2,3",
+            "1.2.3",
         ]
     ),
 )
@@ -450,7 +507,16 @@ def _result_children(draw, kind: str):
         attrs: list[tuple[str, str]] = []
         if msg and draw(st.booleans()):
             attrs.append(("message", draw(st.one_of(st.sampled_from(MESSAGES), xml_text(30)))))
-        t = typ if typ is not None else draw(st.one_of(st.none(), st.sampled_from(["AssertionError", "ValueError", "", "java.lang.AssertionError", "pytest.skip"])))
+        t = (
+            typ
+            if typ is not None
+            else draw(
+                st.one_of(
+                    st.none(),
+                    st.sampled_from(["AssertionError", "ValueError", "", "java.lang.AssertionError", "pytest.skip"]),
+                )
+            )
+        )
         if t is not None:
             attrs.append(("type", t))
         body = draw(traceback_texts()) if text else ""
@@ -474,8 +540,8 @@ def _result_children(draw, kind: str):
                 st.none(),
                 st.sampled_from(
                     [
-                        "failed on setup with \"ValueError: x\"",
-                        "failed on teardown with \"RuntimeError: y\"",
+                        'failed on setup with "ValueError: x"',
+                        'failed on teardown with "RuntimeError: y"',
                         "failed on setup",
                         "failed on teardownX",
                         "Failed on setup",
@@ -499,7 +565,13 @@ def _result_children(draw, kind: str):
         elif msg is not None and msg.startswith("failed on teardown"):
             phase = "teardown"
     elif kind == "skipped":
-        children.append(elem("skipped", typ=draw(st.sampled_from(["pytest.skip", "", "skip", "pytest.xfailed", None])) or None, text=draw(st.booleans())))
+        children.append(
+            elem(
+                "skipped",
+                typ=draw(st.sampled_from(["pytest.skip", "", "skip", "pytest.xfailed", None])) or None,
+                text=draw(st.booleans()),
+            )
+        )
         outcome = "skipped"
     elif kind == "xpassed":
         # pytest's XPASS marker (checked before the xfail type)
@@ -609,7 +681,13 @@ def _junit_logical_test(draw, prefix: str, index: int, suite_name: str | None):
     else:
         outs = {c.outcome for c in cases}
         flaky = "passed" in outs and bool(outs & {"failed", "error"})
-    row = (node_id, final.outcome, final.phase if final.outcome in ("failed", "error") else None, flaky, sum(c.us for c in cases))
+    row = (
+        node_id,
+        final.outcome,
+        final.phase if final.outcome in ("failed", "error") else None,
+        flaky,
+        sum(c.us for c in cases),
+    )
     return cases, row
 
 
@@ -723,7 +801,11 @@ def junit_docs(draw, prefix: str = "") -> Doc:
         attrs = []
         if s.name is not None:
             attrs.append(("name", s.name))
-        for k in draw(st.sets(st.sampled_from(["tests", "failures", "errors", "skipped", "time", "timestamp", "hostname"]), max_size=4)):
+        for k in draw(
+            st.sets(
+                st.sampled_from(["tests", "failures", "errors", "skipped", "time", "timestamp", "hostname"]), max_size=4
+            )
+        ):
             attrs.append((k, draw(st.sampled_from(["3", "0", "-1", "abc", "2020-09-04T16:18:04", "1.5"]))))
         return attrs
 
@@ -867,7 +949,10 @@ def json_dump(value, rnd, ascii_only: bool = False, indent: int | None = None, l
     if isinstance(value, Obj):
         if not value:
             return "{}"
-        items = [nl + json_escape(k, rnd, ascii_only) + colon + json_dump(v, rnd, ascii_only, indent, level + 1) for k, v in value]
+        items = [
+            nl + json_escape(k, rnd, ascii_only) + colon + json_dump(v, rnd, ascii_only, indent, level + 1)
+            for k, v in value
+        ]
         return "{" + comma.join(items) + nl_end + "}"
     if isinstance(value, list):
         if not value:
@@ -894,15 +979,35 @@ JSON_DURATIONS = st.one_of(
     st.integers(0, 100).map(lambda x: Num(str(x))),
     st.sampled_from(
         [
-            "0", "0.0", "-0", "-0.0", "1e-3", "1E+2", "2.5e0", "0.0000005", "0.0000004999",
-            "-1", "1e9", "999999999.9999", "9223372036854775807", "1e308",
-            "0.00015997886657714844", "1e-400", "-1e-400",
+            "0",
+            "0.0",
+            "-0",
+            "-0.0",
+            "1e-3",
+            "1E+2",
+            "2.5e0",
+            "0.0000005",
+            "0.0000004999",
+            "-1",
+            "1e9",
+            "999999999.9999",
+            "9223372036854775807",
+            "1e308",
+            "0.00015997886657714844",
+            "1e-400",
+            "-1e-400",
         ]
     ).map(Num),
 )
 
 JSON_ANY = st.recursive(
-    st.one_of(st.none(), st.booleans(), st.integers(-(2**63) + 1, 2**63 - 1), st.floats(allow_nan=False, allow_infinity=False), st.text(json_chars, max_size=10)),
+    st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(-(2**63) + 1, 2**63 - 1),
+        st.floats(allow_nan=False, allow_infinity=False),
+        st.text(json_chars, max_size=10),
+    ),
     lambda children: st.one_of(
         st.lists(children, max_size=4),
         st.lists(st.tuples(st.text(json_chars, max_size=6), children), max_size=4).map(Obj),
@@ -916,13 +1021,20 @@ def _json_phase(draw, outcome: str, with_details: bool):
     fields: list[tuple[str, object]] = [("duration", draw(JSON_DURATIONS)), ("outcome", outcome)]
     if with_details:
         if draw(st.booleans()):
-            crash = [("path", draw(st.sampled_from(["/home/u/proj/tests/test_x.py", "tests/test_x.py", "/elsewhere/y.py", ""]))),
-                     ("lineno", draw(st.integers(0, 10_000))),
-                     ("message", draw(st.one_of(st.sampled_from(MESSAGES), st.text(json_chars, max_size=30))))]
+            crash = [
+                (
+                    "path",
+                    draw(st.sampled_from(["/home/u/proj/tests/test_x.py", "tests/test_x.py", "/elsewhere/y.py", ""])),
+                ),
+                ("lineno", draw(st.integers(0, 10_000))),
+                ("message", draw(st.one_of(st.sampled_from(MESSAGES), st.text(json_chars, max_size=30)))),
+            ]
             _rng(draw).shuffle(crash)
             fields.append(("crash", Obj(crash)))
         if draw(st.booleans()):
-            fields.append(("traceback", [Obj([("path", "tests/test_x.py"), ("lineno", 3), ("message", "AssertionError")])]))
+            fields.append(
+                ("traceback", [Obj([("path", "tests/test_x.py"), ("lineno", 3), ("message", "AssertionError")])])
+            )
         if draw(st.booleans()):
             fields.append(("longrepr", draw(traceback_texts())))
     for stream in ("stdout", "stderr"):
@@ -945,7 +1057,11 @@ def _phases_for(outcome: str, draw) -> tuple[list[tuple[str, str]], str | None]:
     if outcome == "passed" or outcome == "xpassed":
         plan = [("setup", "passed"), ("call", "passed"), ("teardown", "passed")]
     elif outcome == "failed":
-        plan = [("setup", "passed"), ("call", "failed"), ("teardown", draw(st.sampled_from(["passed", "passed", "failed"])))]
+        plan = [
+            ("setup", "passed"),
+            ("call", "failed"),
+            ("teardown", draw(st.sampled_from(["passed", "passed", "failed"]))),
+        ]
     elif outcome == "rerun":
         plan = [("setup", "passed"), ("call", "failed"), ("teardown", "passed")]
     elif outcome == "error":
@@ -959,7 +1075,14 @@ def _phases_for(outcome: str, draw) -> tuple[list[tuple[str, str]], str | None]:
             )
         )
     elif outcome == "skipped":
-        plan = draw(st.sampled_from([[("setup", "skipped"), ("teardown", "passed")], [("setup", "passed"), ("call", "skipped"), ("teardown", "passed")]]))
+        plan = draw(
+            st.sampled_from(
+                [
+                    [("setup", "skipped"), ("teardown", "passed")],
+                    [("setup", "passed"), ("call", "skipped"), ("teardown", "passed")],
+                ]
+            )
+        )
     elif outcome == "xfailed":
         plan = [("setup", "passed"), ("call", "skipped"), ("teardown", "passed")]
     else:  # pragma: no cover
@@ -995,7 +1118,9 @@ def _json_test_entries(draw, prefix: str, index: int, root: str):
         if draw(st.booleans()):
             fields.append(("keywords", [nodeid.rsplit("::", 1)[-1], "tests", ""]))
         for name, ph_outcome in plan:
-            ph = draw(_json_phase(ph_outcome, ph_outcome == "failed" or (ph_outcome == "skipped" and draw(st.booleans()))))
+            ph = draw(
+                _json_phase(ph_outcome, ph_outcome == "failed" or (ph_outcome == "skipped" and draw(st.booleans())))
+            )
             fields.append((name, ph))
             total_us += sum(expected_us(str(v), junit=False) for k, v in ph if k == "duration")
         if draw(st.integers(0, 6)) == 0:
@@ -1029,7 +1154,9 @@ def json_docs(draw, prefix: str = "") -> Doc:
             features.add("reruns")
         if entries and ("outcome", "rerun") in entries[-1]:
             features.add("lone-rerun")
-    collectors: list[Obj] = [Obj([("nodeid", ""), ("outcome", "passed"), ("result", [Obj([("nodeid", "tests"), ("type", "Dir")])])])]
+    collectors: list[Obj] = [
+        Obj([("nodeid", ""), ("outcome", "passed"), ("result", [Obj([("nodeid", "tests"), ("type", "Dir")])])])
+    ]
     coll_paths: list[str] = []
     for j in range(draw(st.integers(0, 3))):
         outcome = draw(st.sampled_from(["failed", "passed", "failed"]))
@@ -1065,7 +1192,11 @@ def json_docs(draw, prefix: str = "") -> Doc:
     rnd.shuffle(top)
     indent = draw(st.sampled_from([None, None, 2]))
     ascii_only = draw(st.booleans())
-    text = draw(st.sampled_from(["", "\n", " \t\r\n"])) + json_dump(Obj(top), rnd, ascii_only, indent) + draw(st.sampled_from(["", "\n", "  \n"]))
+    text = (
+        draw(st.sampled_from(["", "\n", " \t\r\n"]))
+        + json_dump(Obj(top), rnd, ascii_only, indent)
+        + draw(st.sampled_from(["", "\n", "  \n"]))
+    )
     bom = b"\xef\xbb\xbf" if draw(st.integers(0, 10)) == 0 else b""
     data = bom + text.encode("utf-8")
     if len(data) > 128 * 1024:
@@ -1081,14 +1212,71 @@ def valid_docs(prefix: str = "") -> st.SearchStrategy[Doc]:
 # Mutations
 
 INTERESTING_BYTES = [
-    b"<", b">", b"&", b"\x00", b"\xff", b"\xfe", b"\xc3", b"\xe2\x82", b"\xed\xa0\x80", b"\xf4\x90\x80\x80",
-    b"]]>", b"<!DOCTYPE x>", b"&unknown;", b"&#0;", b"&#xD800;", b"&#x110000;", b"&#99999999999;", b"&amp",
-    b"<!--", b"-->", b"<?", b"?>", b"<![CDATA[", b"</testcase>", b"<testcase name='x'>", b"<testsuite>",
-    b'"', b"'", b"\\", b"\\u", b"\\ud800", b"\\udc00", b"{", b"}", b"[", b"]", b",", b":", b"1e999",
-    b"-", b"null", b"\r", b"\n", b"\xef\xbb\xbf", b"\xff\xfe", b'"nodeid"', b'"tests":', b"\x80",
+    b"<",
+    b">",
+    b"&",
+    b"\x00",
+    b"\xff",
+    b"\xfe",
+    b"\xc3",
+    b"\xe2\x82",
+    b"\xed\xa0\x80",
+    b"\xf4\x90\x80\x80",
+    b"]]>",
+    b"<!DOCTYPE x>",
+    b"&unknown;",
+    b"&#0;",
+    b"&#xD800;",
+    b"&#x110000;",
+    b"&#99999999999;",
+    b"&amp",
+    b"<!--",
+    b"-->",
+    b"<?",
+    b"?>",
+    b"<![CDATA[",
+    b"</testcase>",
+    b"<testcase name='x'>",
+    b"<testsuite>",
+    b'"',
+    b"'",
+    b"\\",
+    b"\\u",
+    b"\\ud800",
+    b"\\udc00",
+    b"{",
+    b"}",
+    b"[",
+    b"]",
+    b",",
+    b":",
+    b"1e999",
+    b"-",
+    b"null",
+    b"\r",
+    b"\n",
+    b"\xef\xbb\xbf",
+    b"\xff\xfe",
+    b'"nodeid"',
+    b'"tests":',
+    b"\x80",
 ]
 
-UNSUPPORTED_ENCODINGS = ["EBCDIC", "Shift_JIS", "UTF-32", "ASCII", "windows-1252", "UTF-7", "utf8", "", "UTF-16LE", "cp1252", "latin_1", "utf-16be", "us_ascii"]
+UNSUPPORTED_ENCODINGS = [
+    "EBCDIC",
+    "Shift_JIS",
+    "UTF-32",
+    "ASCII",
+    "windows-1252",
+    "UTF-7",
+    "utf8",
+    "",
+    "UTF-16LE",
+    "cp1252",
+    "latin_1",
+    "utf-16be",
+    "us_ascii",
+]
 
 
 def _find_all(data: bytes, pattern: bytes) -> list[re.Match]:
@@ -1101,8 +1289,19 @@ def _mutate(draw, doc: Doc) -> tuple[bytes, str]:
     n = len(data)
     kinds = ["truncate", "flip", "insert", "delete", "duplicate", "swap"]
     if doc.format == "junit":
-        kinds += ["dup_attr", "drop_end", "stray_end", "rename_end", "encoding", "bom", "doctype", "bad_entity", "nul", "latin1_as_utf8",
-                  "declaration_anywhere"]
+        kinds += [
+            "dup_attr",
+            "drop_end",
+            "stray_end",
+            "rename_end",
+            "encoding",
+            "bom",
+            "doctype",
+            "bad_entity",
+            "nul",
+            "latin1_as_utf8",
+            "declaration_anywhere",
+        ]
     else:
         kinds += ["dup_key", "wrong_type", "drop_key", "lone_surrogate", "huge_number", "nul", "bad_outcome", "deep"]
     kind = draw(st.sampled_from(kinds))
@@ -1113,7 +1312,9 @@ def _mutate(draw, doc: Doc) -> tuple[bytes, str]:
         p = min(pos, n - 1)
         return data[:p] + bytes([data[p] ^ draw(st.integers(1, 255))]) + data[p + 1 :], kind
     if kind == "insert":
-        return data[:pos] + draw(st.one_of(st.sampled_from(INTERESTING_BYTES), st.binary(min_size=1, max_size=8))) + data[pos:], kind
+        return data[:pos] + draw(
+            st.one_of(st.sampled_from(INTERESTING_BYTES), st.binary(min_size=1, max_size=8))
+        ) + data[pos:], kind
     if kind == "delete":
         return data[:pos] + data[pos + draw(st.integers(1, 64)) :], kind
     if kind == "duplicate":
@@ -1133,7 +1334,9 @@ def _mutate(draw, doc: Doc) -> tuple[bytes, str]:
             m = draw(st.sampled_from(ms))
             return data[: m.start()] + data[m.end() :], kind
     if kind == "stray_end":
-        return data[:pos] + draw(st.sampled_from([b"</testcase>", b"</x>", b"</testsuites>", b"<testcase>"])) + data[pos:], kind
+        return data[:pos] + draw(st.sampled_from([b"</testcase>", b"</x>", b"</testsuites>", b"<testcase>"])) + data[
+            pos:
+        ], kind
     if kind == "rename_end":
         ms = _find_all(data, rb"</([a-z-]+)")
         if ms:
@@ -1149,7 +1352,9 @@ def _mutate(draw, doc: Doc) -> tuple[bytes, str]:
             return body.replace(b"?>", f' encoding="{enc}"?>'.encode(), 1), kind
         return f'<?xml version="1.0" encoding="{enc}"?>'.encode() + body, kind
     if kind == "bom":
-        return draw(st.sampled_from([b"\xff\xfe", b"\xfe\xff", b"\xef\xbb\xbf", b"\xef\xbb", b"\x00\x00\xfe\xff"])) + data, kind
+        return draw(
+            st.sampled_from([b"\xff\xfe", b"\xfe\xff", b"\xef\xbb\xbf", b"\xef\xbb", b"\x00\x00\xfe\xff"])
+        ) + data, kind
     if kind == "doctype":
         dt = draw(
             st.sampled_from(
@@ -1167,24 +1372,48 @@ def _mutate(draw, doc: Doc) -> tuple[bytes, str]:
     if kind == "declaration_anywhere":
         # a markup declaration at any byte: in text (forbidden), in an attribute value or
         # a tag (an earlier well-formedness error: malformed), in a comment (ignored)
-        decl = draw(st.sampled_from([b"<!DOCTYPE x>", b"<!ENTITY a 'b'>", b"<!ELEMENT", b"<!ATTLIST", b"<!NOTATION n SYSTEM 'x'>", b"<!DOCTYPE"]))
+        decl = draw(
+            st.sampled_from(
+                [
+                    b"<!DOCTYPE x>",
+                    b"<!ENTITY a 'b'>",
+                    b"<!ELEMENT",
+                    b"<!ATTLIST",
+                    b"<!NOTATION n SYSTEM 'x'>",
+                    b"<!DOCTYPE",
+                ]
+            )
+        )
         return data[:pos] + decl + data[pos:], kind
     if kind == "bad_entity":
-        return data[:pos] + draw(st.sampled_from([b"&nbsp;", b"&a;", b"&#0;", b"&#xFFFE;", b"&#x1F;", b"&;", b"&#;", b"&#x;", b"& "])) + data[pos:], kind
+        return data[:pos] + draw(
+            st.sampled_from([b"&nbsp;", b"&a;", b"&#0;", b"&#xFFFE;", b"&#x1F;", b"&;", b"&#;", b"&#x;", b"& "])
+        ) + data[pos:], kind
     if kind == "nul":
         return data[:pos] + b"\x00" + data[pos:], kind
     if kind == "latin1_as_utf8":
         # declare latin-1 / US-ASCII over UTF-8 bytes (valid latin-1, invalid ASCII)
         body = data[3:] if data.startswith(b"\xef\xbb\xbf") else data
         body = re.sub(rb"^<\?xml[^>]*\?>", b"", body)
-        return f'<?xml version="1.0" encoding="{draw(st.sampled_from(["ISO-8859-1", "US-ASCII"]))}"?>'.encode() + body + "<!-- é😀 -->".encode(), kind
+        return (
+            f'<?xml version="1.0" encoding="{draw(st.sampled_from(["ISO-8859-1", "US-ASCII"]))}"?>'.encode()
+            + body
+            + "<!-- é😀 -->".encode(),
+            kind,
+        )
     if kind == "dup_key":
-        ms = _find_all(data, rb'"(nodeid|outcome|duration|tests|exitcode|summary|longrepr|crash|call|setup)"\s*:\s*("(?:[^"\\]|\\.)*"|[-0-9.eE+]+|null|true|false)')
+        ms = _find_all(
+            data,
+            rb'"(nodeid|outcome|duration|tests|exitcode|summary|longrepr|crash|call|setup)"\s*:\s*("(?:[^"\\]|\\.)*"|[-0-9.eE+]+|null|true|false)',
+        )
         if ms:
             m = draw(st.sampled_from(ms))
             return data[: m.end()] + b"," + m.group(0) + data[m.end() :], kind
     if kind == "wrong_type":
-        ms = _find_all(data, rb'"(nodeid|outcome|duration|tests|summary|longrepr|crash|call|setup|lineno|message|stdout|path|collectors|exitcode)"\s*:\s*')
+        ms = _find_all(
+            data,
+            rb'"(nodeid|outcome|duration|tests|summary|longrepr|crash|call|setup|lineno|message|stdout|path|collectors|exitcode)"\s*:\s*',
+        )
         if ms:
             m = draw(st.sampled_from(ms))
             repl = draw(st.sampled_from([b"1", b"null", b'"x"', b"[]", b"{}", b"true", b"1.5", b'["a"]']))
@@ -1195,7 +1424,10 @@ def _mutate(draw, doc: Doc) -> tuple[bytes, str]:
                 return data[: m.end()] + repl + rest[v.end() :], kind
             return data[: m.end()] + repl + b"," + rest, kind
     if kind == "drop_key":
-        ms = _find_all(data, rb'"(exitcode|summary|tests|nodeid|outcome|duration)"\s*:\s*("(?:[^"\\]|\\.)*"|[-0-9.eE+]+|null|true|false)\s*,?')
+        ms = _find_all(
+            data,
+            rb'"(exitcode|summary|tests|nodeid|outcome|duration)"\s*:\s*("(?:[^"\\]|\\.)*"|[-0-9.eE+]+|null|true|false)\s*,?',
+        )
         if ms:
             m = draw(st.sampled_from(ms))
             return data[: m.start()] + data[m.end() :], kind
@@ -1203,13 +1435,29 @@ def _mutate(draw, doc: Doc) -> tuple[bytes, str]:
         ms = _find_all(data, rb'"(?:[^"\\]|\\.)*"')
         if ms:
             m = draw(st.sampled_from(ms))
-            s = draw(st.sampled_from([b"\\ud800", b"\\udfff", b"\\ud83d\\u0041", b"\\u12", b"\\x41", b"\\ud83d\\ude00"]))
+            s = draw(
+                st.sampled_from([b"\\ud800", b"\\udfff", b"\\ud83d\\u0041", b"\\u12", b"\\x41", b"\\ud83d\\ude00"])
+            )
             return data[: m.start() + 1] + s + data[m.start() + 1 :], kind
     if kind == "huge_number":
         ms = _find_all(data, rb"(?<=[:\[,\s])-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?")
         if ms:
             m = draw(st.sampled_from(ms))
-            num = draw(st.sampled_from([b"1e400", b"-1e400", b"18446744073709551616", b"-9223372036854775809", b"99999999999999999999999999999999", b"1e-400", b"-0", b"0.1e1", b"1" * 400]))
+            num = draw(
+                st.sampled_from(
+                    [
+                        b"1e400",
+                        b"-1e400",
+                        b"18446744073709551616",
+                        b"-9223372036854775809",
+                        b"99999999999999999999999999999999",
+                        b"1e-400",
+                        b"-0",
+                        b"0.1e1",
+                        b"1" * 400,
+                    ]
+                )
+            )
             return data[: m.start()] + num + data[m.end() :], kind
     if kind == "bad_outcome":
         ms = _find_all(data, rb'"outcome"\s*:\s*"[a-z]*"')
@@ -1243,7 +1491,20 @@ def mutated_docs(draw) -> Doc:
 @st.composite
 def prefixed_noise(draw) -> Doc:
     """A report-like first byte followed by arbitrary bytes."""
-    head = draw(st.sampled_from([b"<", b"<testsuites>", b"<testsuite><testcase name='a'>", b"{", b'{"exitcode": 0, "summary": {}, "tests": [', b"\xef\xbb\xbf<", b"\xff\xfe<\x00", b" \n"]))
+    head = draw(
+        st.sampled_from(
+            [
+                b"<",
+                b"<testsuites>",
+                b"<testsuite><testcase name='a'>",
+                b"{",
+                b'{"exitcode": 0, "summary": {}, "tests": [',
+                b"\xef\xbb\xbf<",
+                b"\xff\xfe<\x00",
+                b" \n",
+            ]
+        )
+    )
     return Doc("noise", head + draw(st.binary(max_size=200)), None, frozenset({"noise"}))
 
 
@@ -1297,7 +1558,12 @@ def fuzz_settings(examples: int, **kwargs):
     return settings(
         max_examples=max(examples * 4, 100) if soak else examples,
         deadline=None,
-        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much, HealthCheck.function_scoped_fixture],
+        suppress_health_check=[
+            HealthCheck.too_slow,
+            HealthCheck.data_too_large,
+            HealthCheck.filter_too_much,
+            HealthCheck.function_scoped_fixture,
+        ],
         # The quick run is derandomized (the same examples every time: CI stays
         # deterministic); --soak explores with fresh random seeds.
         derandomize=not soak,
@@ -1350,7 +1616,9 @@ def differential(paths: list[str], budgets: dict[str, int], fmt: str = "auto") -
     if native[0] == "ok" and pure[0] == "ok":
         assert native[1] == pure[1], "the backends wrote different summaries; " + _first_difference(native[1], pure[1])
     elif native[0] == "error" and pure[0] == "error":
-        assert native[1] == pure[1], f"different error kinds: native {native[1]!r} ({native[2]}) vs pure {pure[1]!r} ({pure[2]})"
+        assert native[1] == pure[1], (
+            f"different error kinds: native {native[1]!r} ({native[2]}) vs pure {pure[1]!r} ({pure[2]})"
+        )
     else:
         show = lambda r: f"summary {r[1][:300]!r}..." if r[0] == "ok" else f"error {r[1]!r}: {r[2]}"  # noqa: E731
         raise AssertionError(f"one backend refused the input: native {show(native)} / pure {show(pure)}")
@@ -1378,7 +1646,10 @@ def check_invariants(raw: bytes, budgets: dict[str, int], paths: list[str]) -> d
     assert len(s["failures"]) <= b.max_failures
     assert len(s["collection_errors"]) <= b.max_collection_errors
     # every failing test and collection error is listed or counted as omitted
-    assert len(s["failures"]) + om["failures"] + len(s["collection_errors"]) + om["collection_errors"] == c["failed"] + c["errors"]
+    assert (
+        len(s["failures"]) + om["failures"] + len(s["collection_errors"]) + om["collection_errors"]
+        == c["failed"] + c["errors"]
+    )
     assert len(s["groups"]) <= b.max_groups
     for g in s["groups"]:
         assert g["count"] >= 1 and len(g["examples"]) <= min(b.max_examples, g["count"])

@@ -102,7 +102,7 @@ def test_junit_content_is_pytest_like(reports):
     assert int(suite.get("errors")) == truth["counts"]["errors"]
     cases = list(suite.iter("testcase"))
     names = [c.get("name") for c in cases]
-    assert any('<' in n or '&' in n or '"' in n for n in names), "escaped characters in names"
+    assert any("<" in n or "&" in n or '"' in n for n in names), "escaped characters in names"
     failures = [c.find("failure") for c in cases if c.find("failure") is not None]
     lengths = [f.text.count("\n") + 1 for f in failures]
     assert min(lengths) >= 30 and max(lengths) <= 200
@@ -207,8 +207,19 @@ def _bench(capsys, *argv: str) -> tuple[int, dict]:
 def test_bench_reports_tiny(tmp_path, capsys):
     plot = tmp_path / "plot.png"
     saved = tmp_path / "saved.json"
-    argv = ["reports", "--sizes", "200kB,300kB", "--reps", "1", "--warmup", "0", "--cache-dir", str(tmp_path),
-            "--save", str(saved)]
+    argv = [
+        "reports",
+        "--sizes",
+        "200kB,300kB",
+        "--reps",
+        "1",
+        "--warmup",
+        "0",
+        "--cache-dir",
+        str(tmp_path),
+        "--save",
+        str(saved),
+    ]
     try:
         import matplotlib  # noqa: F401
 
@@ -250,8 +261,22 @@ def test_bench_reports_tiny(tmp_path, capsys):
     # cached: a second run does not regenerate (same file, same mtime)
     f = Path(rows[0]["file"])
     mtime = f.stat().st_mtime_ns
-    code, _ = _bench(capsys, "reports", "--sizes", "200kB", "--formats", "junit", "--parsers", "etree",
-                     "--reps", "1", "--warmup", "0", "--cache-dir", str(tmp_path))
+    code, _ = _bench(
+        capsys,
+        "reports",
+        "--sizes",
+        "200kB",
+        "--formats",
+        "junit",
+        "--parsers",
+        "etree",
+        "--reps",
+        "1",
+        "--warmup",
+        "0",
+        "--cache-dir",
+        str(tmp_path),
+    )
     assert code == 0 and f.stat().st_mtime_ns == mtime
 
 
@@ -260,11 +285,21 @@ def test_bench_marks_a_failing_parser_and_wrong_counts(tmp_path, capsys):
 
     path = tmp_path / "r.xml"
     truth = gen.generate(path, "junit", 50_000)
-    res = common.spawn({"fmt": "junit", "parser": "etree", "paths": [str(tmp_path / "missing.xml")], "warmup": 0,
-                        "reps": 1, "mem_limit": 0}, timeout=60)
+    res = common.spawn(
+        {
+            "fmt": "junit",
+            "parser": "etree",
+            "paths": [str(tmp_path / "missing.xml")],
+            "warmup": 0,
+            "reps": 1,
+            "mem_limit": 0,
+        },
+        timeout=60,
+    )
     assert res["ok"] is False and "missing.xml" in res["error"]
-    res = common.spawn({"fmt": "junit", "parser": "etree", "paths": [str(path)], "warmup": 0, "reps": 1,
-                        "mem_limit": 0}, timeout=60)
+    res = common.spawn(
+        {"fmt": "junit", "parser": "etree", "paths": [str(path)], "warmup": 0, "reps": 1, "mem_limit": 0}, timeout=60
+    )
     assert res["ok"] and common.check_counts(res["counts"], truth) == (True, {})
     wrong = json.loads(json.dumps(truth))
     wrong["counts"]["failed"] += 1
@@ -275,8 +310,22 @@ def test_bench_marks_a_failing_parser_and_wrong_counts(tmp_path, capsys):
 
 
 def test_bench_shards_tiny(tmp_path, capsys):
-    code, doc = _bench(capsys, "shards", "--files", "3", "--shard-size", "100kB", "--reps", "1", "--warmup", "0",
-                       "--cache-dir", str(tmp_path), "--modes", "native-parallel,native-1-thread,native-one-by-one,pure")
+    code, doc = _bench(
+        capsys,
+        "shards",
+        "--files",
+        "3",
+        "--shard-size",
+        "100kB",
+        "--reps",
+        "1",
+        "--warmup",
+        "0",
+        "--cache-dir",
+        str(tmp_path),
+        "--modes",
+        "native-parallel,native-1-thread,native-one-by-one,pure",
+    )
     rows = doc["rows"]
     assert [(r["format"], r["parser"]) for r in rows] == [
         (fmt, m) for fmt in gen.FORMATS for m in ("native-parallel", "native-1-thread", "native-one-by-one", "pure")
@@ -291,8 +340,20 @@ def test_bench_shards_tiny(tmp_path, capsys):
 
 @pytest.mark.slow
 def test_bench_suite_tiny(tmp_path, capsys):
-    code, doc = _bench(capsys, "suite", "--tests", "120", "--reps", "1", "--warmup", "0", "--cache-dir",
-                       str(tmp_path), "--timeout", "300")
+    code, doc = _bench(
+        capsys,
+        "suite",
+        "--tests",
+        "120",
+        "--reps",
+        "1",
+        "--warmup",
+        "0",
+        "--cache-dir",
+        str(tmp_path),
+        "--timeout",
+        "300",
+    )
     rows = {r["way"]: r for r in doc["rows"]}
     assert list(rows) == ["pytest", "mcp", "cli"]
     truth = json.loads((tmp_path / "suite-120-s20240611-v1.truth.json").read_text())

@@ -37,7 +37,14 @@ def test_json_report_of_the_demo_has_exact_counts_and_exit_1(backend):
     summary = json.loads(proc.stdout)
     assert summary["format"] == "pytest-json"
     assert summary["counts"] == {
-        "total": 14, "passed": 5, "failed": 3, "errors": 2, "skipped": 2, "xfailed": 1, "xpassed": 1, "flaky": 0,
+        "total": 14,
+        "passed": 5,
+        "failed": 3,
+        "errors": 2,
+        "skipped": 2,
+        "xfailed": 1,
+        "xpassed": 1,
+        "flaky": 0,
     }
     by_id = {f["node_id"]: f for f in summary["failures"]}
     assert set(by_id) == {
@@ -60,7 +67,14 @@ def test_junit_report_of_the_demo_has_exact_counts_and_pytest_node_ids(backend):
     summary = json.loads(proc.stdout)
     assert summary["format"] == "junit"
     assert summary["counts"] == {
-        "total": 14, "passed": 6, "failed": 3, "errors": 2, "skipped": 2, "xfailed": 1, "xpassed": 0, "flaky": 0,
+        "total": 14,
+        "passed": 6,
+        "failed": 3,
+        "errors": 2,
+        "skipped": 2,
+        "xfailed": 1,
+        "xpassed": 0,
+        "flaky": 0,
     }
     ids = [f["node_id"] for f in summary["failures"]]
     assert "tests/test_orders.py::TestInventory::test_lookup" in ids
@@ -79,7 +93,9 @@ def test_text_output_starts_with_the_verdict_and_names_failures_with_locations()
 
 
 def test_backends_print_identical_json():
-    outs = {b: run_cli("summarize", "--json", "--backend", b, str(DEMO_JUNIT), str(DEMO_JUNIT)).stdout for b in BACKENDS}
+    outs = {
+        b: run_cli("summarize", "--json", "--backend", b, str(DEMO_JUNIT), str(DEMO_JUNIT)).stdout for b in BACKENDS
+    }
     assert len(set(outs.values())) == 1
 
 
@@ -108,7 +124,11 @@ def test_a_green_report_exits_0(tmp_path):
         ("text.txt", b"hello world\n", "not_a_report"),
         ("nunit.xml", b'<?xml version="1.0"?><test-run id="2"></test-run>', "not_a_report"),
         ("cut.xml", b'<testsuite><testcase name="a">', "malformed"),
-        ("xxe.xml", b'<?xml version="1.0"?><!DOCTYPE r [<!ENTITY x SYSTEM "file:///etc/passwd">]><testsuite>&x;</testsuite>', "forbidden"),
+        (
+            "xxe.xml",
+            b'<?xml version="1.0"?><!DOCTYPE r [<!ENTITY x SYSTEM "file:///etc/passwd">]><testsuite>&x;</testsuite>',
+            "forbidden",
+        ),
     ],
 )
 def test_unreadable_inputs_exit_2_with_a_message_and_no_stdout(tmp_path, name, content, kind):

@@ -99,5 +99,9 @@ def test_every_cut_gives_the_same_answer_in_both_backends(tmp_path, path):
                 if result[0] == "ok":
                     accepted_truncated.append(k)
             elif tail_is_blank(k):
-                assert result == full, f"cut at {k} of {len(data)} (only trailing whitespace removed) changed the summary"
-    assert not accepted_truncated, f"truncated copies were summarised as if whole, cut at bytes {accepted_truncated[:20]} of {len(data)}"
+                assert result == full, (
+                    f"cut at {k} of {len(data)} (only trailing whitespace removed) changed the summary"
+                )
+    assert not accepted_truncated, (
+        f"truncated copies were summarised as if whole, cut at bytes {accepted_truncated[:20]} of {len(data)}"
+    )

@@ -179,7 +179,9 @@ def both(paths: list[str], fmt: str = "auto") -> dict[str, dict]:
         assert r["growth_kb"] <= MEMORY_BOUND_MB * 1024, f"{b}: peak RSS grew by {r['growth_kb'] // 1024} MB"
         assert r["seconds"] <= TIME_BOUND_S
     n, p = results["native"], results["pure"]
-    assert n["result"] == p["result"], f"native {n.get('kind', 'ok')} vs pure {p.get('kind', 'ok')}: {n.get('message')} / {p.get('message')}"
+    assert n["result"] == p["result"], (
+        f"native {n.get('kind', 'ok')} vs pure {p.get('kind', 'ok')}: {n.get('message')} / {p.get('message')}"
+    )
     if n["result"] == "ok":
         assert n["sha256"] == p["sha256"], "the backends wrote different summaries"
     else:
@@ -241,14 +243,21 @@ def test_billion_laughs_is_forbidden(tmp_path):
 
 def test_quadratic_blowup_is_forbidden(tmp_path):
     """One 100 KB entity referenced 20,000 times (2 GB if expanded)."""
-    head = b'<?xml version="1.0"?>\n<!DOCTYPE t [<!ENTITY a "' + b"A" * 100_000 + b'">]>\n<testsuite><testcase name="x"><failure>'
+    head = (
+        b'<?xml version="1.0"?>\n<!DOCTYPE t [<!ENTITY a "'
+        + b"A" * 100_000
+        + b'">]>\n<testsuite><testcase name="x"><failure>'
+    )
     path = write_stream(tmp_path / "quad.xml", [head, b"&a;" * 20_000, b"</failure></testcase></testsuite>"])
     assert kind(both([path])) == "forbidden"
 
 
 def test_undefined_entities_without_a_dtd_are_malformed(tmp_path):
     """No DTD, a million references to an undefined entity: refused at the first one."""
-    path = write_stream(tmp_path / "undef.xml", [b"<testsuite><testcase name='x'><failure>", b"&a;" * 1_000_000, b"</failure></testcase></testsuite>"])
+    path = write_stream(
+        tmp_path / "undef.xml",
+        [b"<testsuite><testcase name='x'><failure>", b"&a;" * 1_000_000, b"</failure></testcase></testsuite>"],
+    )
     assert kind(both([path])) == "malformed"
 
 
@@ -289,11 +298,21 @@ SECRET = "hostile-secret-" + "7f3a"
 @pytest.mark.parametrize(
     "template",
     [
-        pytest.param('<!DOCTYPE t [<!ENTITY x SYSTEM "file://{secret}">]>\n<testsuite><testcase name="&x;"/></testsuite>', id="general-entity-file"),
-        pytest.param('<!DOCTYPE t [<!ENTITY x SYSTEM "{url}">]>\n<testsuite><testcase name="a"><failure>&x;</failure></testcase></testsuite>', id="general-entity-url"),
+        pytest.param(
+            '<!DOCTYPE t [<!ENTITY x SYSTEM "file://{secret}">]>\n<testsuite><testcase name="&x;"/></testsuite>',
+            id="general-entity-file",
+        ),
+        pytest.param(
+            '<!DOCTYPE t [<!ENTITY x SYSTEM "{url}">]>\n<testsuite><testcase name="a"><failure>&x;</failure></testcase></testsuite>',
+            id="general-entity-url",
+        ),
         pytest.param('<!DOCTYPE t [<!ENTITY % p SYSTEM "{url}"> %p;]>\n<testsuite/>', id="parameter-entity-url"),
-        pytest.param('<!DOCTYPE testsuite SYSTEM "{url}">\n<testsuite><testcase name="a"/></testsuite>', id="external-dtd-url"),
-        pytest.param('<?xml version="1.0"?><!DOCTYPE t PUBLIC "-//x//y" "file://{secret}"><testsuite/>', id="public-id-file"),
+        pytest.param(
+            '<!DOCTYPE testsuite SYSTEM "{url}">\n<testsuite><testcase name="a"/></testsuite>', id="external-dtd-url"
+        ),
+        pytest.param(
+            '<?xml version="1.0"?><!DOCTYPE t PUBLIC "-//x//y" "file://{secret}"><testsuite/>', id="public-id-file"
+        ),
     ],
 )
 def test_external_entities_are_forbidden_and_never_fetched(tmp_path, listener, template):
@@ -333,7 +352,13 @@ DEPTH = 100_000
 def test_100000_nested_suites_are_answered(tmp_path):
     path = write_stream(
         tmp_path / "deep.xml",
-        [b"<testsuites>", b"<testsuite>" * DEPTH, b'<testcase name="deep"><failure message="m"/></testcase>', b"</testsuite>" * DEPTH, b"</testsuites>"],
+        [
+            b"<testsuites>",
+            b"<testsuite>" * DEPTH,
+            b'<testcase name="deep"><failure message="m"/></testcase>',
+            b"</testsuite>" * DEPTH,
+            b"</testsuites>",
+        ],
     )
     r = both([path])
     if kind(r) == "ok":  # a limit on depth would be a clear error; if accepted, it is correct
@@ -343,7 +368,12 @@ def test_100000_nested_suites_are_answered(tmp_path):
 def test_100000_nested_elements_inside_a_failure(tmp_path):
     path = write_stream(
         tmp_path / "deeptext.xml",
-        [b'<testsuite><testcase name="a"><failure message="m">', b"<b>x" * DEPTH, b"</b>" * DEPTH, b"</failure></testcase></testsuite>"],
+        [
+            b'<testsuite><testcase name="a"><failure message="m">',
+            b"<b>x" * DEPTH,
+            b"</b>" * DEPTH,
+            b"</failure></testcase></testsuite>",
+        ],
     )
     r = both([path])
     if kind(r) == "ok":
@@ -362,7 +392,10 @@ def test_100000_unclosed_elements_are_malformed(tmp_path):
 def test_100000_nested_json_values_are_answered(tmp_path, nest):
     """ENGINE.md: nesting beyond 1024 levels is ``malformed`` (RFC 8259 section 9)."""
     opening, closing = nest
-    path = write_stream(tmp_path / "deep.json", [b'{"exitcode": 0, "summary": {}, "x": ', opening * DEPTH, b"1", closing * DEPTH, b', "tests": []}'])
+    path = write_stream(
+        tmp_path / "deep.json",
+        [b'{"exitcode": 0, "summary": {}, "x": ', opening * DEPTH, b"1", closing * DEPTH, b', "tests": []}'],
+    )
     assert kind(both([path])) == "malformed"
 
 
@@ -379,18 +412,35 @@ def test_json_nesting_at_the_limit_is_accepted(tmp_path):
 
 
 def _huge_attribute(path: Path, size: int) -> str:
-    return write_stream(path, [b'<testsuite><testcase name="a"><failure message="', *repeat(b"x", size), b'">body</failure></testcase></testsuite>'])
+    return write_stream(
+        path,
+        [
+            b'<testsuite><testcase name="a"><failure message="',
+            *repeat(b"x", size),
+            b'">body</failure></testcase></testsuite>',
+        ],
+    )
 
 
 def _huge_text(path: Path, size: int) -> str:
     return write_stream(
-        path, [b'<testsuite><testcase name="a"><failure message="m">', *repeat("E   line of text é\n".encode(), size), b"</failure></testcase></testsuite>"]
+        path,
+        [
+            b'<testsuite><testcase name="a"><failure message="m">',
+            *repeat("E   line of text é\n".encode(), size),
+            b"</failure></testcase></testsuite>",
+        ],
     )
 
 
 def _huge_output(path: Path, size: int) -> str:
     return write_stream(
-        path, [b'<testsuite><testcase name="a"><failure message="m"/><system-out>', *repeat("out é\n".encode(), size), b"</system-out></testcase></testsuite>"]
+        path,
+        [
+            b'<testsuite><testcase name="a"><failure message="m"/><system-out>',
+            *repeat("out é\n".encode(), size),
+            b"</system-out></testcase></testsuite>",
+        ],
     )
 
 
@@ -470,7 +520,7 @@ def test_a_start_tag_with_very_many_attributes(tmp_path, count, expected):
 # Over-long attribute values (more than the pure guard's 1 MB span): the pure backend
 # gives expat only their head and checks the rest itself, as expat would; the kind and
 # the summary (the message's omitted bytes included) must stay native's.
-_FILLER = "ab&amp;&lt;&#10;&#x1F600;\u00e9\u20ac\U0001F600\r\n\t\rcd&quot;&apos;&gt;&#65;>".encode()
+_FILLER = "ab&amp;&lt;&#10;&#x1F600;\u00e9\u20ac\U0001f600\r\n\t\rcd&quot;&apos;&gt;&#65;>".encode()
 
 
 def _long_value(middle: bytes, size: int = 3 * MB, closing: bytes = b'"') -> list[bytes]:
@@ -500,39 +550,73 @@ def _long_value(middle: bytes, size: int = 3 * MB, closing: bytes = b'"') -> lis
         pytest.param(lambda: _long_value(b"\xff"), "malformed", id="invalid-utf8"),
         pytest.param(lambda: _long_value(b"\xed\xa0\x80"), "malformed", id="utf8-surrogate"),
         pytest.param(lambda: _long_value(b"\xef\xbf\xbe"), "malformed", id="u-fffe"),
-        pytest.param(lambda: _long_value(b"&amp", closing=b"&amp\""), "malformed", id="unfinished-reference-at-the-end"),
-        pytest.param(lambda: _long_value(b"", closing=b"\xc3\""), "malformed", id="unfinished-character-at-the-end"),
+        pytest.param(lambda: _long_value(b"&amp", closing=b'&amp"'), "malformed", id="unfinished-reference-at-the-end"),
+        pytest.param(lambda: _long_value(b"", closing=b'\xc3"'), "malformed", id="unfinished-character-at-the-end"),
         pytest.param(lambda: _long_value(b"", closing=b""), "malformed", id="eof-in-the-value"),
-        pytest.param(lambda: _long_value(b"", closing=b'" message="again"'), "malformed", id="duplicate-after-the-value"),
-        pytest.param(lambda: _long_value(b"", closing=b'"x="1"'), "malformed", id="no-space-after-the-value"),
-        pytest.param(lambda: _long_value(b"", closing=b'"/></testcase></testsuite><x'), "malformed", id="error-after-the-value"),
         pytest.param(
-            lambda: [b'<testsuite><testcase name="', *repeat(_FILLER, 3 * MB), b'"><failure message="m"/></testcase></testsuite>'],
+            lambda: _long_value(b"", closing=b'" message="again"'), "malformed", id="duplicate-after-the-value"
+        ),
+        pytest.param(lambda: _long_value(b"", closing=b'"x="1"'), "malformed", id="no-space-after-the-value"),
+        pytest.param(
+            lambda: _long_value(b"", closing=b'"/></testcase></testsuite><x'), "malformed", id="error-after-the-value"
+        ),
+        pytest.param(
+            lambda: [
+                b'<testsuite><testcase name="',
+                *repeat(_FILLER, 3 * MB),
+                b'"><failure message="m"/></testcase></testsuite>',
+            ],
             "ok",
             id="long-testcase-name",
         ),
         pytest.param(
-            lambda: [b"<testsuite><testcase name='a'><failure message='", *repeat(b'x"', 3 * MB), b"' type='", *repeat(b"T", 2 * MB), b"'/></testcase></testsuite>"],
+            lambda: [
+                b"<testsuite><testcase name='a'><failure message='",
+                *repeat(b'x"', 3 * MB),
+                b"' type='",
+                *repeat(b"T", 2 * MB),
+                b"'/></testcase></testsuite>",
+            ],
             "ok",
             id="two-long-values-single-quotes",
         ),
         pytest.param(
-            lambda: [b'<?xml version="1.0" encoding="ISO-8859-1"?><testsuite><testcase name="a"><failure message="', *repeat(b"\xe9&lt;", 3 * MB), b'"/></testcase></testsuite>'],
+            lambda: [
+                b'<?xml version="1.0" encoding="ISO-8859-1"?><testsuite><testcase name="a"><failure message="',
+                *repeat(b"\xe9&lt;", 3 * MB),
+                b'"/></testcase></testsuite>',
+            ],
             "ok",
             id="latin-1",
         ),
         pytest.param(
-            lambda: [b"<testsuite><x a='", *repeat(b"v", 2 * MB), b"'", *(b" b%d='v'" % i for i in range(MAX_ATTRIBUTES)), b"/></testsuite>"],
+            lambda: [
+                b"<testsuite><x a='",
+                *repeat(b"v", 2 * MB),
+                b"'",
+                *(b" b%d='v'" % i for i in range(MAX_ATTRIBUTES)),
+                b"/></testsuite>",
+            ],
             "malformed",
             id="too-many-attributes-after-a-long-value",
         ),
         pytest.param(
-            lambda: [b"<testsuite><x a='", *repeat(b"v", 2 * MB), b"'", *(b" b%d='v'" % i for i in range(MAX_ATTRIBUTES - 1)), b"/></testsuite>"],
+            lambda: [
+                b"<testsuite><x a='",
+                *repeat(b"v", 2 * MB),
+                b"'",
+                *(b" b%d='v'" % i for i in range(MAX_ATTRIBUTES - 1)),
+                b"/></testsuite>",
+            ],
             "ok",
             id="a-long-value-and-the-most-attributes",
         ),
         pytest.param(
-            lambda: [b"<testsuite><testcase name='a'><system-out>", *repeat(b"text &amp; more\n", 3 * MB), b"</system-out></testcase></testsuite>"],
+            lambda: [
+                b"<testsuite><testcase name='a'><system-out>",
+                *repeat(b"text &amp; more\n", 3 * MB),
+                b"</system-out></testcase></testsuite>",
+            ],
             "ok",
             id="long-text-is-left-to-expat",
         ),
@@ -553,7 +637,8 @@ def test_200000_distinct_failures_stay_bounded(tmp_path):
         yield b'<testsuite name="pytest">'
         for start in range(0, 200_000, 10_000):
             yield b"".join(
-                b'<testcase classname="tests.test_x" name="t%d" time="0.01"><failure message="E%dkind: broken %s"/></testcase>' % (i, i, b"q" * (i % 7))
+                b'<testcase classname="tests.test_x" name="t%d" time="0.01"><failure message="E%dkind: broken %s"/></testcase>'
+                % (i, i, b"q" * (i % 7))
                 for i in range(start, start + 10_000)
             )
         yield b"</testsuite>"
@@ -572,16 +657,48 @@ def test_200000_distinct_failures_stay_bounded(tmp_path):
 @pytest.mark.parametrize(
     ("data", "expected"),
     [
-        pytest.param(b'<testsuite><testcase name="a"><failure message="\xff"/></testcase></testsuite>', "malformed", id="xml-invalid-byte-in-attribute"),
-        pytest.param(b'<testsuite><testcase name="a"><failure>\xc3</failure></testcase></testsuite>', "malformed", id="xml-truncated-sequence"),
+        pytest.param(
+            b'<testsuite><testcase name="a"><failure message="\xff"/></testcase></testsuite>',
+            "malformed",
+            id="xml-invalid-byte-in-attribute",
+        ),
+        pytest.param(
+            b'<testsuite><testcase name="a"><failure>\xc3</failure></testcase></testsuite>',
+            "malformed",
+            id="xml-truncated-sequence",
+        ),
         pytest.param(b'<testsuite><testcase name="\xc0\xaf"/></testsuite>', "malformed", id="xml-overlong"),
-        pytest.param(b'<testsuite><testcase name="\xed\xa0\x80"/></testsuite>', "malformed", id="xml-encoded-surrogate"),
-        pytest.param(b'<testsuite><testcase name="\xf4\x90\x80\x80"/></testsuite>', "malformed", id="xml-beyond-unicode"),
-        pytest.param(b'<?xml version="1.0" encoding="US-ASCII"?><testsuite><testcase name="\xc3\xa9"/></testsuite>', "malformed", id="xml-non-ascii-in-us-ascii"),
-        pytest.param(b'{"exitcode": 0, "summary": {}, "tests": [{"nodeid": "\xff", "outcome": "passed"}]}', "malformed", id="json-invalid-byte"),
-        pytest.param(b'{"exitcode": 0, "summary": {}, "tests": [{"nodeid": "\xed\xa0\x80", "outcome": "passed"}]}', "malformed", id="json-encoded-surrogate"),
-        pytest.param(b'{"exitcode": 0, "summary": {}, "tests": [{"nodeid": "\\ud800", "outcome": "passed"}]}', "malformed", id="json-lone-surrogate-escape"),
-        pytest.param(b'{"exitcode": 0, "summary": {}, "tests": [{"nodeid": "\\ud83d\\ude00", "outcome": "passed"}]}', "ok", id="json-surrogate-pair-escape"),
+        pytest.param(
+            b'<testsuite><testcase name="\xed\xa0\x80"/></testsuite>', "malformed", id="xml-encoded-surrogate"
+        ),
+        pytest.param(
+            b'<testsuite><testcase name="\xf4\x90\x80\x80"/></testsuite>', "malformed", id="xml-beyond-unicode"
+        ),
+        pytest.param(
+            b'<?xml version="1.0" encoding="US-ASCII"?><testsuite><testcase name="\xc3\xa9"/></testsuite>',
+            "malformed",
+            id="xml-non-ascii-in-us-ascii",
+        ),
+        pytest.param(
+            b'{"exitcode": 0, "summary": {}, "tests": [{"nodeid": "\xff", "outcome": "passed"}]}',
+            "malformed",
+            id="json-invalid-byte",
+        ),
+        pytest.param(
+            b'{"exitcode": 0, "summary": {}, "tests": [{"nodeid": "\xed\xa0\x80", "outcome": "passed"}]}',
+            "malformed",
+            id="json-encoded-surrogate",
+        ),
+        pytest.param(
+            b'{"exitcode": 0, "summary": {}, "tests": [{"nodeid": "\\ud800", "outcome": "passed"}]}',
+            "malformed",
+            id="json-lone-surrogate-escape",
+        ),
+        pytest.param(
+            b'{"exitcode": 0, "summary": {}, "tests": [{"nodeid": "\\ud83d\\ude00", "outcome": "passed"}]}',
+            "ok",
+            id="json-surrogate-pair-escape",
+        ),
     ],
 )
 def test_invalid_utf8(tmp_path, data, expected):
@@ -617,13 +734,23 @@ def test_utf16_with_bom_equals_the_utf8_report(tmp_path, codec, bom):
     ("data", "expected"),
     [
         pytest.param(b"\xff\xfe" + '{"exitcode": 0, "summary": {}}'.encode("utf-16-le"), None, id="utf16-json"),
-        pytest.param('<testsuite><testcase name="a"/></testsuite>'.encode("utf-16-le"), "malformed", id="utf16-xml-without-bom"),
-        pytest.param(b"\xff\xfe" + '<?xml version="1.0" encoding="UTF-8"?><testsuite/>'.encode("utf-16-le"), None, id="utf16-bom-declares-utf8"),
+        pytest.param(
+            '<testsuite><testcase name="a"/></testsuite>'.encode("utf-16-le"), "malformed", id="utf16-xml-without-bom"
+        ),
+        pytest.param(
+            b"\xff\xfe" + '<?xml version="1.0" encoding="UTF-8"?><testsuite/>'.encode("utf-16-le"),
+            None,
+            id="utf16-bom-declares-utf8",
+        ),
         pytest.param(b"\xff\xfe<\x00t\x00", "malformed", id="utf16-truncated"),
         pytest.param(b"\xff\xfe<\x00", "malformed", id="utf16-odd-length"),
         pytest.param(b"\xef\xbb\xbf\xef\xbb\xbf<testsuite/>", None, id="double-bom"),
-        pytest.param(b'<?xml version="1.0" encoding="UTF-32"?><testsuite/>', "unsupported_encoding", id="utf32-declared"),
-        pytest.param(b'<?xml version="1.0" encoding="EBCDIC-US"?><testsuite/>', "unsupported_encoding", id="ebcdic-declared"),
+        pytest.param(
+            b'<?xml version="1.0" encoding="UTF-32"?><testsuite/>', "unsupported_encoding", id="utf32-declared"
+        ),
+        pytest.param(
+            b'<?xml version="1.0" encoding="EBCDIC-US"?><testsuite/>', "unsupported_encoding", id="ebcdic-declared"
+        ),
     ],
 )
 def test_mixed_and_odd_encodings(tmp_path, data, expected):
@@ -640,9 +767,17 @@ def test_mixed_and_odd_encodings(tmp_path, data, expected):
         pytest.param(b'<testsuite><testcase name="a\x00b"/></testsuite>', "malformed", id="xml-nul-in-attribute"),
         pytest.param(b"<testsuite/>\x00", "malformed", id="xml-nul-after-root"),
         pytest.param(b'<testsuite><testcase name="a&#0;b"/></testsuite>', "malformed", id="xml-nul-char-ref"),
-        pytest.param(b'{"exitcode": 0, "summary": {}, "tests": [{"nodeid": "a\x00", "outcome": "passed"}]}', "malformed", id="json-raw-nul-in-string"),
+        pytest.param(
+            b'{"exitcode": 0, "summary": {}, "tests": [{"nodeid": "a\x00", "outcome": "passed"}]}',
+            "malformed",
+            id="json-raw-nul-in-string",
+        ),
         pytest.param(b'{"exitcode": 0, "summary": {}}\x00', "malformed", id="json-nul-after-root"),
-        pytest.param(b'{"exitcode": 1, "summary": {}, "tests": [{"nodeid": "a\\u0000b", "outcome": "failed", "call": {"duration": 0, "outcome": "failed", "longrepr": "E  x\\u0000y"}}]}', "ok", id="json-escaped-nul"),
+        pytest.param(
+            b'{"exitcode": 1, "summary": {}, "tests": [{"nodeid": "a\\u0000b", "outcome": "failed", "call": {"duration": 0, "outcome": "failed", "longrepr": "E  x\\u0000y"}}]}',
+            "ok",
+            id="json-escaped-nul",
+        ),
     ],
 )
 def test_nul_bytes(tmp_path, data, expected):
@@ -652,7 +787,11 @@ def test_nul_bytes(tmp_path, data, expected):
 def _json_test(duration: bytes = b"1", lineno: bytes = b"3", exitcode: bytes = b"1") -> bytes:
     return (
         b'{"exitcode": ' + exitcode + b', "summary": {}, "tests": [{"nodeid": "t.py::a", "outcome": "failed", '
-        b'"call": {"duration": ' + duration + b', "outcome": "failed", "crash": {"path": "t.py", "lineno": ' + lineno + b', "message": "boom"}}}]}'
+        b'"call": {"duration": '
+        + duration
+        + b', "outcome": "failed", "crash": {"path": "t.py", "lineno": '
+        + lineno
+        + b', "message": "boom"}}}]}'
     )
 
 
@@ -674,9 +813,21 @@ def _json_test(duration: bytes = b"1", lineno: bytes = b"3", exitcode: bytes = b
         pytest.param(_json_test(lineno=b"1.5"), "malformed", None, id="json-lineno-not-integer"),
         pytest.param(_json_test(exitcode=b"1e400"), "malformed", None, id="json-exitcode-overflows"),
         pytest.param(b'<testsuite><testcase name="a" time="1e400"/></testsuite>', "ok", 0.0, id="junit-time-overflows"),
-        pytest.param(b'<testsuite><testcase name="a" time="1e-400"/></testsuite>', "ok", 0.0, id="junit-time-underflows"),
-        pytest.param(b'<testsuite><testcase name="a" time="' + b"9" * 5000 + b'"/></testsuite>', "ok", 0.0, id="junit-time-5000-digits"),
-        pytest.param(b'<testsuite><testcase name="a" line="99999999999999999999999"><failure/></testcase></testsuite>', "ok", 0.0, id="junit-line-beyond-u64"),
+        pytest.param(
+            b'<testsuite><testcase name="a" time="1e-400"/></testsuite>', "ok", 0.0, id="junit-time-underflows"
+        ),
+        pytest.param(
+            b'<testsuite><testcase name="a" time="' + b"9" * 5000 + b'"/></testsuite>',
+            "ok",
+            0.0,
+            id="junit-time-5000-digits",
+        ),
+        pytest.param(
+            b'<testsuite><testcase name="a" line="99999999999999999999999"><failure/></testcase></testsuite>',
+            "ok",
+            0.0,
+            id="junit-line-beyond-u64",
+        ),
     ],
 )
 def test_numbers_out_of_range(tmp_path, data, expected, duration_s):
@@ -690,12 +841,30 @@ def test_numbers_out_of_range(tmp_path, data, expected, duration_s):
     ("data", "expected"),
     [
         pytest.param(b'{"exitcode": 0, "exitcode": 1, "summary": {}}', "malformed", id="json-duplicate-exitcode"),
-        pytest.param(b'{"exitcode": 0, "summary": {}, "tests": [], "tests": []}', "malformed", id="json-duplicate-tests"),
-        pytest.param(b'{"exitcode": 0, "summary": {}, "tests": [{"nodeid": "a", "nodeid": "b", "outcome": "passed"}]}', "malformed", id="json-duplicate-nodeid"),
-        pytest.param(b'{"exitcode": 0, "summary": {}, "tests": [{"nodeid": "a", "outcome": "passed", "outcome": "failed"}]}', "malformed", id="json-duplicate-outcome"),
-        pytest.param(b'{"exitcode": 0, "summary": {}, "x": 1, "x": 2, "tests": [{"nodeid": "a", "outcome": "passed", "k": 1, "k": 2}]}', "ok", id="json-duplicate-ignored-keys"),
-        pytest.param(b'<testsuite><testcase name="a" name="b"/></testsuite>', "malformed", id="xml-duplicate-attribute"),
-        pytest.param(b"<testsuite><testcase name='a' time='1' time='2'/></testsuite>", "malformed", id="xml-duplicate-time"),
+        pytest.param(
+            b'{"exitcode": 0, "summary": {}, "tests": [], "tests": []}', "malformed", id="json-duplicate-tests"
+        ),
+        pytest.param(
+            b'{"exitcode": 0, "summary": {}, "tests": [{"nodeid": "a", "nodeid": "b", "outcome": "passed"}]}',
+            "malformed",
+            id="json-duplicate-nodeid",
+        ),
+        pytest.param(
+            b'{"exitcode": 0, "summary": {}, "tests": [{"nodeid": "a", "outcome": "passed", "outcome": "failed"}]}',
+            "malformed",
+            id="json-duplicate-outcome",
+        ),
+        pytest.param(
+            b'{"exitcode": 0, "summary": {}, "x": 1, "x": 2, "tests": [{"nodeid": "a", "outcome": "passed", "k": 1, "k": 2}]}',
+            "ok",
+            id="json-duplicate-ignored-keys",
+        ),
+        pytest.param(
+            b'<testsuite><testcase name="a" name="b"/></testsuite>', "malformed", id="xml-duplicate-attribute"
+        ),
+        pytest.param(
+            b"<testsuite><testcase name='a' time='1' time='2'/></testsuite>", "malformed", id="xml-duplicate-time"
+        ),
     ],
 )
 def test_duplicate_keys_and_attributes(tmp_path, data, expected):
@@ -732,7 +901,9 @@ def test_a_file_that_grows_while_being_read(tmp_path, backend, finish):
     """Either the reader reaches the (current) end first: the document is unfinished,
     ``malformed``; or the writer closes it first: a summary of every test written."""
     path = tmp_path / "growing.xml"
-    path.write_bytes(b'<testsuites><testsuite name="pytest">' + b"".join(b'<testcase name="t%d"/>' % i for i in range(50_000)))
+    path.write_bytes(
+        b'<testsuites><testsuite name="pytest">' + b"".join(b'<testcase name="t%d"/>' % i for i in range(50_000))
+    )
     stop = threading.Event()
     writer = threading.Thread(target=_grow, args=(path, stop, finish, 0.5), daemon=True)
     writer.start()

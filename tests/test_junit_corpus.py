@@ -33,7 +33,8 @@ XML_FILES = sorted(CORPUS.rglob("*.xml"))
 BACKENDS = ["native", "pure"]
 
 needs_native = pytest.mark.skipif(
-    not native_available(), reason="the Rust extension is not built; run `pip install -e . --no-deps --no-build-isolation`"
+    not native_available(),
+    reason="the Rust extension is not built; run `pip install -e . --no-deps --no-build-isolation`",
 )
 needs_corpus = pytest.mark.skipif(not CORPUS.is_dir(), reason=f"the shared corpus is not at {CORPUS}")
 
@@ -209,7 +210,10 @@ EXPECTED = {
     # custom classname and the one with properties), a skip, two failures, an xfail.
     TR + "python-xunit-pytest.xml": (
         dict(total=10, passed=6, failed=2, errors=0, skipped=1, xfailed=1, xpassed=0, flaky=0),
-        {"tests/test_lib.py::test_always_fail": ("failed", "call"), "tests/test_lib.py::test_error": ("failed", "call")},
+        {
+            "tests/test_lib.py::test_always_fail": ("failed", "call"),
+            "tests/test_lib.py::test_error": ("failed", "call"),
+        },
         {"first_message": "assert False"},
     ),
     # pytest xunit1 (file + line attributes): rule 1 gives path::Class::name; 3 pass, a
@@ -238,7 +242,7 @@ EXPECTED = {
 @pytest.mark.parametrize("rel", sorted(EXPECTED))
 def test_exact_counts_on_chosen_corpus_files(rel: str, backend: str) -> None:
     counts, failures, extra = EXPECTED[rel]
-    s = summarize(str(CORPUS / rel), backend=backend, max_traceback_lines=10_000)
+    s = summarize(str(CORPUS / rel), backend=backend, budgets=Budgets(max_traceback_lines=10_000))
     assert s.counts.model_dump() == counts
     assert {f.node_id: (f.outcome, f.phase) for f in s.failures} == failures
     first = s.failures[0] if s.failures else None
@@ -417,7 +421,7 @@ def test_a_20_mb_text_node_is_capped_with_the_marker(tmp_path: Path) -> None:
     path.write_text(f'<testsuite><testcase name="big"><failure message="m">{body}</failure></testcase></testsuite>')
     omitted = len(body) - 2 * 64 * 1024
     for backend in BACKENDS:
-        s = summarize(str(path), backend=backend, max_traceback_lines=10_000)
+        s = summarize(str(path), backend=backend, budgets=Budgets(max_traceback_lines=10_000))
         assert s.omitted.text_bytes == omitted
         assert f"... [{omitted} bytes omitted]" in s.failures[0].traceback
     assert _both(path, max_traceback_lines=10_000)[0] == "ok"
@@ -503,7 +507,9 @@ def _utf16(text: str, codec: str, bom: bytes) -> bytes:
     return bom + text.encode(codec)
 
 
-UTF16_DOC = '<?xml version="1.0" encoding="UTF-16"?><testsuite><testcase name="é𝄞"><failure>x</failure></testcase></testsuite>'
+UTF16_DOC = (
+    '<?xml version="1.0" encoding="UTF-16"?><testsuite><testcase name="é𝄞"><failure>x</failure></testcase></testsuite>'
+)
 
 # (snippet, kind or None for a valid report). Each was checked against expat by hand;
 # the point of the test is that the native lexer agrees with it.
@@ -512,7 +518,10 @@ SNIPPETS: list[tuple[bytes, str | None]] = [
     (b'<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\r\n<testsuites/>\r\n', None),
     (b"<?xml version='1.0'?><!-- c --><?pi data?><testsuites><!-- x-y --></testsuites><!-- end --><?e?>\n", None),
     (b"\xef\xbb\xbf<testsuites/>", None),
-    (b"<testsuites><testsuite><testcase name='a'><![CDATA[<!DOCTYPE html>]]></testcase></testsuite></testsuites>", None),
+    (
+        b"<testsuites><testsuite><testcase name='a'><![CDATA[<!DOCTYPE html>]]></testcase></testsuite></testsuites>",
+        None,
+    ),
     (b"<testsuites><!-- <!DOCTYPE html> --></testsuites>", None),
     (b'<testsuites a="]]>" b=\'"\' c="&#60;&#x3c;&lt;"/>', None),
     (b"<testsuites>]]</testsuites>", None),
@@ -523,12 +532,18 @@ SNIPPETS: list[tuple[bytes, str | None]] = [
     (b'<?xml version="1.0" encoding="US-ASCII"?><testsuites/>', None),
     (_utf16(UTF16_DOC, "utf-16-le", codecs.BOM_UTF16_LE), None),
     (_utf16(UTF16_DOC, "utf-16-be", codecs.BOM_UTF16_BE), None),
-    (b"<testsuite name='pytest'><testcase classname='a.test_b' name='outer'><testcase name='inner'>"
-     b"<failure>deep</failure></testcase><failure message='m'>x<testcase name='in-failure'>y</testcase>z</failure>"
-     b"</testcase></testsuite>", None),  # fmt: skip
+    (
+        b"<testsuite name='pytest'><testcase classname='a.test_b' name='outer'><testcase name='inner'>"
+        b"<failure>deep</failure></testcase><failure message='m'>x<testcase name='in-failure'>y</testcase>z</failure>"
+        b"</testcase></testsuite>",
+        None,
+    ),  # fmt: skip
     (b"<testsuite><testcase name='n' file='x.py' line='99999999999999999999'><error/></testcase></testsuite>", None),
-    (b"<testsuite><testcase name='t'><skipped message='xfail-marked test passes unexpectedly' type='pytest.xfail'/>"
-     b"</testcase></testsuite>", None),  # fmt: skip
+    (
+        b"<testsuite><testcase name='t'><skipped message='xfail-marked test passes unexpectedly' type='pytest.xfail'/>"
+        b"</testcase></testsuite>",
+        None,
+    ),  # fmt: skip
     # forbidden: markup declarations wherever markup may start
     (b"<!DOCTYPE testsuites><testsuites/>", "forbidden"),
     (b"<!DOCTYPE>", "forbidden"),
@@ -590,8 +605,10 @@ SNIPPETS: list[tuple[bytes, str | None]] = [
     (b'\xef\xbb\xbf<?xml version="1.0" encoding="latin-1"?><testsuites/>', "malformed"),
     (b'<?xml version="1.0" encoding="US-ASCII"?><testsuites>\xc3\xa9</testsuites>', "malformed"),
     (codecs.BOM_UTF16_LE + '<?xml version="1.0" encoding="UTF-8"?><testsuites/>'.encode("utf-16-le"), "malformed"),
-    (codecs.BOM_UTF16_LE + "<testsuites>".encode("utf-16-le") + b"\x00\xdc" + "</testsuites>".encode("utf-16-le"),
-     "malformed"),  # fmt: skip
+    (
+        codecs.BOM_UTF16_LE + "<testsuites>".encode("utf-16-le") + b"\x00\xdc" + "</testsuites>".encode("utf-16-le"),
+        "malformed",
+    ),  # fmt: skip
     (codecs.BOM_UTF16_LE + "<testsuites/>".encode("utf-16-le") + b"\x20", "malformed"),
     ("<testsuites/>".encode("utf-16-le"), "malformed"),  # UTF-16 needs its byte order mark
     (b"<testsuites a='1' a='2'/>", "malformed"),
@@ -731,7 +748,7 @@ def test_node_ids_cap_and_normalise_attributes(tmp_path: Path) -> None:
         encoding="utf-8",
     )
     for backend in BACKENDS:
-        s = summarize(str(path), backend=backend, max_message_chars=100_000)
+        s = summarize(str(path), backend=backend, budgets=Budgets(max_message_chars=100_000))
         f = s.failures[0]
         assert f.node_id == "pkg/test_m.py::TestA::t[a b]"
         assert f.location.path == "pkg/test_m.py" and f.location.line is None

@@ -138,7 +138,11 @@ def test_explicit_format_matches_auto_and_refuses_the_other(scratch, doc, budget
 
 @pytest.mark.fuzz
 @fuzz_settings(150)
-@given(doc=st.one_of(mutated_docs(), mutated_docs(), prefixed_noise()), budgets=budgets_dicts(), fmt=st.sampled_from(["auto", "auto", "junit", "pytest-json"]))
+@given(
+    doc=st.one_of(mutated_docs(), mutated_docs(), prefixed_noise()),
+    budgets=budgets_dicts(),
+    fmt=st.sampled_from(["auto", "auto", "junit", "pytest-json"]),
+)
 def test_damaged_documents_give_identical_bytes_or_the_same_error_kind(scratch, doc, budgets, fmt):
     _events(doc)
     path = scratch.write(doc.data)
@@ -177,9 +181,24 @@ REGRESSIONS: list[tuple[str, bytes, str, str | None]] = [
     ("declaration-after-an-epilog-comment", b"<testsuite/><!-- c --><!DOCTYPE x>", "forbidden", None),
     # pure said ok (expat skipped the transcoded U+FEFF as a UTF-8 byte order mark); found
     # by soak #3 (the "bom" mutation on a UTF-16 document)
-    ("utf16le-bom-then-feff", b"\xff\xfe\xff\xfe" + '<testsuite><testcase name="a"/></testsuite>'.encode("utf-16-le"), "malformed", None),
-    ("utf16be-bom-then-feff", b"\xfe\xff\xfe\xff" + '<?xml version="1.0" encoding="UTF-16"?><testsuite/>'.encode("utf-16-be"), "malformed", None),
-    ("utf16le-bom-then-zwnbsp-in-the-root", b"\xff\xfe" + '<testsuite>\ufeff<testcase name="a"/></testsuite>'.encode("utf-16-le"), "ok", None),
+    (
+        "utf16le-bom-then-feff",
+        b"\xff\xfe\xff\xfe" + '<testsuite><testcase name="a"/></testsuite>'.encode("utf-16-le"),
+        "malformed",
+        None,
+    ),
+    (
+        "utf16be-bom-then-feff",
+        b"\xfe\xff\xfe\xff" + '<?xml version="1.0" encoding="UTF-16"?><testsuite/>'.encode("utf-16-be"),
+        "malformed",
+        None,
+    ),
+    (
+        "utf16le-bom-then-zwnbsp-in-the-root",
+        b"\xff\xfe" + '<testsuite>\ufeff<testcase name="a"/></testsuite>'.encode("utf-16-le"),
+        "ok",
+        None,
+    ),
     ("declaration-in-a-comment", b"<testsuite><!-- <!DOCTYPE x> --></testsuite>", "ok", None),
     ("declaration-in-cdata", b"<testsuite><![CDATA[<!DOCTYPE]]></testsuite>", "ok", None),
     ("declaration-in-a-pi", b"<?pi <!DOCTYPE x?><testsuite/>", "ok", None),
@@ -191,10 +210,30 @@ REGRESSIONS: list[tuple[str, bytes, str, str | None]] = [
     ("doctype-keyword-only", b"<!DOCTYPE", "forbidden", None),
     ("doctype-with-subset-open", b"<!DOCTYPE r [", "forbidden", None),
     # ENGINE.md: a start tag has at most 1024 attributes (issue #5 c; `name` is one of them)
-    ("attributes-at-the-limit", b"<testsuite><testcase name='a'" + b"".join(b" a%d='v'" % i for i in range(1023)) + b"/></testsuite>", "ok", None),
-    ("attributes-above-the-limit", b"<testsuite><testcase name='a'" + b"".join(b" a%d='v'" % i for i in range(1024)) + b"/></testsuite>", "malformed", None),
-    ("attributes-above-the-limit-before-the-root-check", b"<html" + b"".join(b" a%d='v'" % i for i in range(1025)) + b"/>", "malformed", None),
-    ("attributes-at-the-limit-on-another-root", b"<html" + b"".join(b" a%d='v'" % i for i in range(1024)) + b"/>", "not_a_report", None),
+    (
+        "attributes-at-the-limit",
+        b"<testsuite><testcase name='a'" + b"".join(b" a%d='v'" % i for i in range(1023)) + b"/></testsuite>",
+        "ok",
+        None,
+    ),
+    (
+        "attributes-above-the-limit",
+        b"<testsuite><testcase name='a'" + b"".join(b" a%d='v'" % i for i in range(1024)) + b"/></testsuite>",
+        "malformed",
+        None,
+    ),
+    (
+        "attributes-above-the-limit-before-the-root-check",
+        b"<html" + b"".join(b" a%d='v'" % i for i in range(1025)) + b"/>",
+        "malformed",
+        None,
+    ),
+    (
+        "attributes-at-the-limit-on-another-root",
+        b"<html" + b"".join(b" a%d='v'" % i for i in range(1024)) + b"/>",
+        "not_a_report",
+        None,
+    ),
 ]
 
 

@@ -39,17 +39,19 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 SERVER = Path(sys.executable).with_name("pytest-mcp-server")
 # Over a minute each: run with --soak (docs/RELIABILITY.md), not in the quick suite.
 soak_only = pytest.mark.skipif(not strategies.SOAK_MINUTES, reason="long (over a minute): runs with --soak=MINUTES")
-pytestmark = pytest.mark.skipif(not SERVER.exists(), reason=f"the console script is not installed next to {sys.executable}")
+pytestmark = pytest.mark.skipif(
+    not SERVER.exists(), reason=f"the console script is not installed next to {sys.executable}"
+)
 
-CONFTEST = '''
+CONFTEST = """
 import json, os, time
 _marks = os.environ.get("FAULTS_MARKS")
 if _marks:
     with open(os.path.join(_marks, "pytest-%d.json" % os.getpid()), "w") as _f:
         json.dump({"pid": os.getpid(), "ppid": os.getppid(), "pgid": os.getpgid(0), "start": time.time()}, _f)
-'''
+"""
 
-SUITE = '''
+SUITE = """
 import time, pytest
 
 @pytest.mark.parametrize("i", range(6))
@@ -72,7 +74,7 @@ def test_skip():
 @pytest.mark.xfail(reason="known")
 def test_xfail():
     assert False
-'''
+"""
 SUITE_COUNTS = {"total": 10, "passed": 6, "failed": 1, "errors": 1, "skipped": 1, "xfailed": 1, "xpassed": 0}
 
 # Grandchildren: "stubborn" ignores SIGTERM and notes its pid.
@@ -96,7 +98,7 @@ def test_hangs_with_stubborn_children():
     time.sleep(300)
 '''
 
-LOUD = '''
+LOUD = """
 import os
 
 GB = 1 << 30
@@ -116,7 +118,7 @@ def test_fails_after_printing_1_gb_captured():
     finally:
         os.close(fd)
     assert False, "printed 1 GB"
-'''
+"""
 
 
 class Project:
@@ -252,12 +254,16 @@ def test_eight_clients_at_once_while_one_disconnects_mid_run(tmp_path):
 
                 async def call():
                     try:
-                        await s.call_tool("execute_tests", {"node_ids": ["hang/test_hang.py::test_hangs_with_stubborn_children"]})
+                        await s.call_tool(
+                            "execute_tests", {"node_ids": ["hang/test_hang.py::test_hangs_with_stubborn_children"]}
+                        )
                     except Exception:  # the connection goes away
                         pass
 
                 tg.start_soon(call)
-                await wait_for(lambda: project.pytest_marks(m) and project.child_pids(m), "the hanging run and its grandchild", 240)
+                await wait_for(
+                    lambda: project.pytest_marks(m) and project.child_pids(m), "the hanging run and its grandchild", 240
+                )
                 dropped["server"] = [project.pytest_marks(m)[0]["ppid"]]
                 tg.cancel_scope.cancel()
         # leaving the context closes the server's stdin: the client is gone
@@ -273,9 +279,13 @@ def test_eight_clients_at_once_while_one_disconnects_mid_run(tmp_path):
     try:
         run(body, 900)
         for i in range(7):
-            all_pids += [x["ppid"] for x in project.pytest_marks(marks[i])] + [x["pid"] for x in project.pytest_marks(marks[i])]
+            all_pids += [x["ppid"] for x in project.pytest_marks(marks[i])] + [
+                x["pid"] for x in project.pytest_marks(marks[i])
+            ]
         all_pids += dropped["server"] + dropped["pids"]
-        assert alive_after(dropped["server"] + dropped["pids"]) == [], "the disconnected client's server or its processes survived"
+        assert alive_after(dropped["server"] + dropped["pids"]) == [], (
+            "the disconnected client's server or its processes survived"
+        )
         for i in range(7):
             assert counts(results[i]) == SUITE_COUNTS, i
         assert alive_after(all_pids) == []
@@ -299,7 +309,9 @@ def test_one_server_keeps_serving_when_one_of_two_runs_is_cancelled(tmp_path):
                 async with anyio.create_task_group() as inner:
 
                     async def hanging():
-                        await s.call_tool("execute_tests", {"node_ids": ["hang/test_hang.py::test_hangs_with_stubborn_children"]})
+                        await s.call_tool(
+                            "execute_tests", {"node_ids": ["hang/test_hang.py::test_hangs_with_stubborn_children"]}
+                        )
 
                     inner.start_soon(hanging)
                     await wait_for(lambda: project.child_pids(), "the stubborn grandchild")
@@ -334,12 +346,17 @@ def test_sigterm_to_the_server_mid_run_leaves_no_process(tmp_path):
 
                     async def call():
                         try:
-                            await s.call_tool("execute_tests", {"node_ids": ["hang/test_hang.py::test_hangs_with_stubborn_children"]})
+                            await s.call_tool(
+                                "execute_tests", {"node_ids": ["hang/test_hang.py::test_hangs_with_stubborn_children"]}
+                            )
                         except Exception:
                             pass
 
                     tg.start_soon(call)
-                await wait_for(lambda: len(project.pytest_marks()) == 2 and len(project.child_pids()) == 2, "two runs and their grandchildren")
+                await wait_for(
+                    lambda: len(project.pytest_marks()) == 2 and len(project.child_pids()) == 2,
+                    "two runs and their grandchildren",
+                )
                 server = project.pytest_marks()[0]["ppid"]
                 os.kill(server, signal.SIGTERM)
                 assert alive_after([server]) == [], "the server ignored SIGTERM"
@@ -360,7 +377,12 @@ def test_sigterm_to_the_server_mid_run_leaves_no_process(tmp_path):
     ("node_id", "status"),
     [
         pytest.param("loud/test_loud.py::test_prints_1_gb_to_the_terminal", "passed", id="terminal"),
-        pytest.param("loud/test_loud.py::test_fails_after_printing_1_gb_captured", "failed", id="captured-into-the-report", marks=soak_only),
+        pytest.param(
+            "loud/test_loud.py::test_fails_after_printing_1_gb_captured",
+            "failed",
+            id="captured-into-the-report",
+            marks=soak_only,
+        ),
     ],
 )
 def test_a_test_that_prints_1_gb_leaves_the_server_memory_flat(tmp_path, node_id, status):
@@ -400,7 +422,11 @@ def _broken(tmp_path: Path, name: str, script: str) -> Path:
 BROKEN = [
     pytest.param(lambda t: t / "nowhere" / "python", "missing", id="missing"),
     pytest.param(lambda t: (t / "notexec").write_text("") or (t / "notexec"), "not-executable", id="not-executable"),
-    pytest.param(lambda t: _broken(t, "crashes", 'echo "Fatal Python error: init_fs_encoding" >&2\nexit 1\n'), "exit-1", id="fails-to-start"),
+    pytest.param(
+        lambda t: _broken(t, "crashes", 'echo "Fatal Python error: init_fs_encoding" >&2\nexit 1\n'),
+        "exit-1",
+        id="fails-to-start",
+    ),
     pytest.param(lambda t: _broken(t, "segv", "kill -SEGV $$\n"), "sigsegv", id="segfaults"),
     pytest.param(lambda t: _broken(t, "garbage", "echo 'not json at all'\nexit 0\n"), "garbage", id="prints-garbage"),
     pytest.param(lambda t: t, "directory", id="a-directory"),
@@ -425,7 +451,13 @@ def test_a_missing_or_broken_interpreter_is_a_clear_error(tmp_path, make, what):
     except Exception as exc:  # the server refused to start: it must have said why
         import subprocess
 
-        proc = subprocess.run([str(SERVER), "--root", str(project.root), "--python", str(python)], input="", capture_output=True, text=True, timeout=60)
+        proc = subprocess.run(
+            [str(SERVER), "--root", str(project.root), "--python", str(python)],
+            input="",
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert proc.returncode == 2, (exc, proc)
         assert "--python" in proc.stderr, proc.stderr
         return

@@ -19,7 +19,14 @@ from server_support import MODES, Project, connect, run, text_of
 from pytest_mcp_server.tools import DiscoverResult, ExecuteResult, SummarizeResult, ToolFailureDetail
 
 EVERY_OUTCOME_COUNTS = {
-    "total": 30, "passed": 18, "failed": 6, "errors": 2, "skipped": 2, "xfailed": 1, "xpassed": 1, "flaky": 0,
+    "total": 30,
+    "passed": 18,
+    "failed": 6,
+    "errors": 2,
+    "skipped": 2,
+    "xfailed": 1,
+    "xpassed": 1,
+    "flaky": 0,
 }
 
 
@@ -60,14 +67,54 @@ def test_every_outcome_exact_counts_every_problem_named_under_8kb(every_outcome,
     assert text.startswith("FAILED 6 failed, 18 passed, 2 errors, 2 skipped, 1 xfailed, 1 xpassed in ")
     # every problem: node id, path:line of the failing line, and the essential message
     expected = [
-        ("tests/test_asserts.py::test_user_dict", tests / "test_asserts.py", 'assert make_user() == {"name"', "{'age': 36} != {'age': 37}"),
-        ("tests/test_asserts.py::test_sorted_list", tests / "test_asserts.py", "assert sorted([5, 3, 1, 4])", "At index 3 diff: 5 != 4"),
-        ("tests/test_asserts.py::test_long_report_string", tests / "test_asserts.py", "assert actual == expected", "total: 120"),
-        ("tests/test_errors.py::test_deep_exception", tests / "test_errors.py", "raise ValueError(f\"bad config key", "ValueError: bad config key 'port' (nested 12 deep)"),
-        ("tests/test_errors.py::test_missing_key", tests / "test_errors.py", 'assert prices["pear"] > 0', "KeyError: 'pear'"),
-        ("tests/test_errors.py::test_prints_a_lot", tests / "test_errors.py", "assert False, \"the printer gave up\"", "the printer gave up"),
-        ("tests/test_errors.py::test_uses_database", tests / "test_errors.py", 'raise ConnectionError("could not', "ConnectionError: could not connect to db at 127.0.0.1:5432"),
-        ("tests/test_errors.py::test_releases_resource", tests / "test_errors.py", 'raise RuntimeError("resource was not', "RuntimeError: resource was not released"),
+        (
+            "tests/test_asserts.py::test_user_dict",
+            tests / "test_asserts.py",
+            'assert make_user() == {"name"',
+            "{'age': 36} != {'age': 37}",
+        ),
+        (
+            "tests/test_asserts.py::test_sorted_list",
+            tests / "test_asserts.py",
+            "assert sorted([5, 3, 1, 4])",
+            "At index 3 diff: 5 != 4",
+        ),
+        (
+            "tests/test_asserts.py::test_long_report_string",
+            tests / "test_asserts.py",
+            "assert actual == expected",
+            "total: 120",
+        ),
+        (
+            "tests/test_errors.py::test_deep_exception",
+            tests / "test_errors.py",
+            'raise ValueError(f"bad config key',
+            "ValueError: bad config key 'port' (nested 12 deep)",
+        ),
+        (
+            "tests/test_errors.py::test_missing_key",
+            tests / "test_errors.py",
+            'assert prices["pear"] > 0',
+            "KeyError: 'pear'",
+        ),
+        (
+            "tests/test_errors.py::test_prints_a_lot",
+            tests / "test_errors.py",
+            'assert False, "the printer gave up"',
+            "the printer gave up",
+        ),
+        (
+            "tests/test_errors.py::test_uses_database",
+            tests / "test_errors.py",
+            'raise ConnectionError("could not',
+            "ConnectionError: could not connect to db at 127.0.0.1:5432",
+        ),
+        (
+            "tests/test_errors.py::test_releases_resource",
+            tests / "test_errors.py",
+            'raise RuntimeError("resource was not',
+            "RuntimeError: resource was not released",
+        ),
     ]
     for node_id, path, source_line, message in expected:
         where = f"tests/{path.name}:{line_of(path, source_line)}"
@@ -88,15 +135,26 @@ def _failure_block(text: str, node_id: str) -> str:
     """The lines of ``text`` about one failure (from its ``- FAILED``/``- ERROR`` line to
     the next one)."""
     lines = text.splitlines()
-    start = next(i for i, ln in enumerate(lines) if re.match(r"- (FAILED|ERROR)\S* ", ln) and f" {node_id} " in ln + " ")
-    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith(("- ", "Collection errors", "Omitted", "Report:", "Slowest"))), len(lines))
+    start = next(
+        i for i, ln in enumerate(lines) if re.match(r"- (FAILED|ERROR)\S* ", ln) and f" {node_id} " in ln + " "
+    )
+    end = next(
+        (
+            i
+            for i in range(start + 1, len(lines))
+            if lines[i].startswith(("- ", "Collection errors", "Omitted", "Report:", "Slowest"))
+        ),
+        len(lines),
+    )
     return "\n".join(lines[start:end])
 
 
 def test_all_green_run_is_under_300_bytes(every_outcome):
     async def body():
         async with connect(every_outcome.params(), "auto") as client:
-            return await client.call_tool("execute_tests", {"node_ids": ["tests/test_asserts.py::test_square_is_non_negative"]})
+            return await client.call_tool(
+                "execute_tests", {"node_ids": ["tests/test_asserts.py::test_square_is_non_negative"]}
+            )
 
     result = run(body)
     res = ExecuteResult.model_validate(result.structured_content)
@@ -127,7 +185,10 @@ def test_256_failures_from_3_causes_are_3_to_6_groups_under_6kb(tmp_path):
     # every listed failure is named exactly once: in full (the first of its group) or on
     # its group's "also in" line; the groups' e.g. lines are left out as redundant
     for failure in res.summary.failures:
-        assert text.count(failure.node_id + " ") + text.count(failure.node_id + ",") + text.count(failure.node_id + "\n") == 1, failure.node_id
+        assert (
+            text.count(failure.node_id + " ") + text.count(failure.node_id + ",") + text.count(failure.node_id + "\n")
+            == 1
+        ), failure.node_id
     listed_groups = {f.group for f in res.summary.failures}
     assert sum(line.startswith("  also in g") for line in text.splitlines()) == sum(
         1 for g in listed_groups if sum(f.group == g for f in res.summary.failures) > 1
@@ -168,7 +229,9 @@ def test_no_tests_is_not_green_and_collection_errors_are_data(every_outcome):
 
     async def body():
         async with connect(every_outcome.params(), "legacy") as client:
-            none = await client.call_tool("execute_tests", {"node_ids": ["tests/test_skips.py"], "keywords": "nothing_matches_this"})
+            none = await client.call_tool(
+                "execute_tests", {"node_ids": ["tests/test_skips.py"], "keywords": "nothing_matches_this"}
+            )
             interrupted = await client.call_tool("execute_tests", {})
             return none, interrupted
 
@@ -200,7 +263,9 @@ def test_discover_pages_node_ids_and_lists_collection_errors(every_outcome, mode
                 assert not r.is_error, text_of(r)
                 pages.append(r)
                 offset = r.structured_content["next_offset"]
-            selected = await client.call_tool("discover_tests", {"node_ids": ["tests/test_skips.py"], "markers": "xfail"})
+            selected = await client.call_tool(
+                "discover_tests", {"node_ids": ["tests/test_skips.py"], "markers": "xfail"}
+            )
             return pages, selected
 
     pages, selected = run(body)
@@ -218,7 +283,10 @@ def test_discover_pages_node_ids_and_lists_collection_errors(every_outcome, mode
     assert "tests/test_asserts.py::test_user_dict" in text
 
     sel = DiscoverResult.model_validate(selected.structured_content)
-    assert sel.total == 2 and sel.node_ids == ["tests/test_skips.py::test_known_bug", "tests/test_skips.py::test_fixed_since"]
+    assert sel.total == 2 and sel.node_ids == [
+        "tests/test_skips.py::test_known_bug",
+        "tests/test_skips.py::test_fixed_since",
+    ]
     assert sel.next_offset is None
 
 
@@ -230,7 +298,10 @@ def test_summarize_report_drills_into_one_test_without_rerunning(every_outcome):
             every_outcome.clear_marks()
             story = await client.call_tool(
                 "summarize_report",
-                {"paths": [report], "node_ids": ["tests/test_errors.py::test_prints_a_lot", "tests/test_asserts.py::test_addition"]},
+                {
+                    "paths": [report],
+                    "node_ids": ["tests/test_errors.py::test_prints_a_lot", "tests/test_asserts.py::test_addition"],
+                },
             )
             junit = await client.call_tool("summarize_report", {"paths": [str(Path(report).parent / "junit.xml")]})
             return story, junit

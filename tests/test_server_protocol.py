@@ -96,7 +96,9 @@ def test_server_answers_ping_and_other_calls_during_a_run(slow, mode):
             async with anyio.create_task_group() as tg:
 
                 async def long_run():
-                    state["result"] = await client.call_tool("execute_tests", {"node_ids": ["tests/test_slow.py::test_step"]})
+                    state["result"] = await client.call_tool(
+                        "execute_tests", {"node_ids": ["tests/test_slow.py::test_step"]}
+                    )
                     state["run_done"] = True
 
                 tg.start_soon(long_run)
@@ -120,7 +122,17 @@ def test_max_concurrent_bounds_parallel_runs(slow):
             async with anyio.create_task_group() as tg:
 
                 async def one(i):
-                    results.append(await client.call_tool("execute_tests", {"node_ids": [f"tests/test_slow.py::test_step[{i}]", f"tests/test_slow.py::test_step[{i + 1}]"]}))
+                    results.append(
+                        await client.call_tool(
+                            "execute_tests",
+                            {
+                                "node_ids": [
+                                    f"tests/test_slow.py::test_step[{i}]",
+                                    f"tests/test_slow.py::test_step[{i + 1}]",
+                                ]
+                            },
+                        )
+                    )
 
                 tg.start_soon(one, 0)
                 tg.start_soon(one, 4)

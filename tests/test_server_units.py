@@ -41,8 +41,37 @@ def ours_accept(expr: str, markers: bool = True) -> bool:
 
 
 GRAMMAR_BITS = st.sampled_from(
-    ["a", "b_1", "not", "and", "or", "(", ")", " ", "\t", "=", ",", "'x'", '"y"', "1", "-2", "True", "None",
-     "x.y", "t[1-2]", "::", "\\", "/", "+", ";", "$", "'", "é", "\n", "if"]
+    [
+        "a",
+        "b_1",
+        "not",
+        "and",
+        "or",
+        "(",
+        ")",
+        " ",
+        "\t",
+        "=",
+        ",",
+        "'x'",
+        '"y"',
+        "1",
+        "-2",
+        "True",
+        "None",
+        "x.y",
+        "t[1-2]",
+        "::",
+        "\\",
+        "/",
+        "+",
+        ";",
+        "$",
+        "'",
+        "é",
+        "\n",
+        "if",
+    ]
 )
 
 
@@ -115,10 +144,28 @@ def test_execute_argv_is_built_only_from_validated_fields(tmp_path):
     interp = Interpreter("/py", "9.0", has_json_report=True, has_xdist=True)
     argv = runner.execute_argv(params, interp, Path("/r"), Path("/r/events.txt"))
     assert argv == [
-        "/py", "-m", "pytest", "-p", "pytest_mcp_server_events", "--mcp-events=/r/events.txt",
-        "--junitxml=/r/junit.xml", "--json-report", "--json-report-file=/r/report.json", "--json-report-omit=keywords",
-        "--maxfail=3", "-x", "--lf", "-n", "2", "-m", "slow and not db", "-k", "parse",
-        "--", "tests", "tests/test_x.py::C::t[a b]",
+        "/py",
+        "-m",
+        "pytest",
+        "-p",
+        "pytest_mcp_server_events",
+        "--mcp-events=/r/events.txt",
+        "--junitxml=/r/junit.xml",
+        "--json-report",
+        "--json-report-file=/r/report.json",
+        "--json-report-omit=keywords",
+        "--maxfail=3",
+        "-x",
+        "--lf",
+        "-n",
+        "2",
+        "-m",
+        "slow and not db",
+        "-k",
+        "parse",
+        "--",
+        "tests",
+        "tests/test_x.py::C::t[a b]",
     ]
 
 
@@ -137,7 +184,7 @@ def test_tail_keeps_a_bounded_end_of_a_huge_stream():
     for _ in range(3000):  # about 18 MB
         tail.feed(chunk)
         assert len(tail.buf) <= 1000
-    tail.feed("the end\n".encode())
+    tail.feed(b"the end\n")
     text = tail.text()
     assert text.startswith("[... ") and text.endswith("é\nthe end\n")
     assert "\ufffd" not in text  # the cut first character was dropped, not garbled

@@ -28,7 +28,9 @@ def _add_budget_flags(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("budgets (what the summary keeps; cuts are counted in 'omitted')")
     for name, flag in _BUDGET_FLAGS.items():
         field = Budgets.model_fields[name]
-        group.add_argument(flag, type=int, default=None, metavar="N", help=f"{field.description} (default {field.default})")
+        group.add_argument(
+            flag, type=int, default=None, metavar="N", help=f"{field.description} (default {field.default})"
+        )
 
 
 def _build_parser() -> argparse.ArgumentParser:
@@ -46,16 +48,39 @@ def _build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="{serve,summarize,bench}")
 
     serve = sub.add_parser("serve", help="run the MCP stdio server (the default)")
-    serve.add_argument("--root", default=".", help="the project; every path an agent gives must be inside it (default: .)")
-    serve.add_argument("--python", default=None, help="interpreter that runs the project's tests (default: <root>/.venv, <root>/venv, $VIRTUAL_ENV, else this one)")
-    serve.add_argument("--max-timeout", type=float, default=600.0, metavar="SECONDS", help="largest timeout_s an agent may ask for (default 600)")
+    serve.add_argument(
+        "--root", default=".", help="the project; every path an agent gives must be inside it (default: .)"
+    )
+    serve.add_argument(
+        "--python",
+        default=None,
+        help="interpreter that runs the project's tests (default: <root>/.venv, <root>/venv, $VIRTUAL_ENV, else this one)",
+    )
+    serve.add_argument(
+        "--max-timeout",
+        type=float,
+        default=600.0,
+        metavar="SECONDS",
+        help="largest timeout_s an agent may ask for (default 600)",
+    )
     serve.add_argument("--max-concurrent", type=int, default=2, metavar="N", help="pytest runs at once (default 2)")
-    serve.add_argument("--artifacts-dir", default=None, help="where run reports are kept (default: the user cache directory)")
+    serve.add_argument(
+        "--artifacts-dir", default=None, help="where run reports are kept (default: the user cache directory)"
+    )
 
     summ = sub.add_parser("summarize", help="summarise JUnit XML / pytest-json-report files")
-    summ.add_argument("paths", nargs="+", metavar="PATH", help="report files; several (CI shards) merge into one summary")
-    summ.add_argument("--format", choices=("auto", "junit", "pytest-json"), default="auto", help="report format (default: sniffed)")
-    summ.add_argument("--backend", choices=("auto", "native", "pure"), default="auto", help="report engine backend (default: native if available)")
+    summ.add_argument(
+        "paths", nargs="+", metavar="PATH", help="report files; several (CI shards) merge into one summary"
+    )
+    summ.add_argument(
+        "--format", choices=("auto", "junit", "pytest-json"), default="auto", help="report format (default: sniffed)"
+    )
+    summ.add_argument(
+        "--backend",
+        choices=("auto", "native", "pure"),
+        default="auto",
+        help="report engine backend (default: native if available)",
+    )
     summ.add_argument("--json", action="store_true", help="print the summary JSON instead of text")
     _add_budget_flags(summ)
 

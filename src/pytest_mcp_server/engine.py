@@ -80,22 +80,22 @@ def summarize(
     *,
     format: FormatChoice = "auto",
     backend: Backend = "auto",
-    **budgets: int,
+    budgets: Budgets | None = None,
 ) -> ReportSummary:
     """Summarise one or more JUnit XML / pytest-json-report files into a ``ReportSummary``.
 
     ``paths``: a path or a list of paths; several files (CI shards) merge into one
     summary, in input order. ``format``: ``auto`` (sniffed from the first bytes),
     ``junit`` or ``pytest-json``. ``backend``: ``auto`` (native if importable, else pure),
-    ``native`` or ``pure``. ``budgets``: the fields of ``Budgets`` (``max_failures=20``,
-    ``max_traceback_lines=40``, ...), validated by pydantic.
+    ``native`` or ``pure``. ``budgets``: a ``Budgets`` (None: its defaults), e.g.
+    ``Budgets(max_failures=10)``.
 
     Raises ``ReportError`` (``kind``: ``not_found``, ``unreadable``, ``not_a_report``,
     ``malformed``, ``forbidden``, ``unsupported_encoding``, ``mixed_formats``) naming the
     file and the position where reading stopped; ``pydantic.ValidationError`` for bad
-    budgets; ``ValueError`` for an empty path list or an unknown format/backend.
+    budgets given to ``Budgets``; ``ValueError`` for an empty path list or an unknown format/backend.
     """
-    raw = summarize_bytes(paths, format=format, backend=backend, budgets=Budgets(**budgets))
+    raw = summarize_bytes(paths, format=format, backend=backend, budgets=budgets)
     return ReportSummary.model_validate_json(raw)
 
 

@@ -510,7 +510,9 @@ class Runner:
         self.runs_dir.mkdir(parents=True, exist_ok=True)
         now_ns = time.time_ns()  # one reading: the id's second and fraction must agree, or ids misorder
         seconds, fraction = divmod(now_ns, 1_000_000_000)
-        run_id = time.strftime("%Y%m%d-%H%M%S", time.gmtime(seconds)) + f"-{fraction:09d}-{secrets.token_hex(3)}"  # UTC: no DST repeats
+        run_id = (
+            time.strftime("%Y%m%d-%H%M%S", time.gmtime(seconds)) + f"-{fraction:09d}-{secrets.token_hex(3)}"
+        )  # UTC: no DST repeats
         run_dir = self.runs_dir / run_id
         run_dir.mkdir(mode=0o700)
         self.rotate()
@@ -660,7 +662,8 @@ class Runner:
         if code == 4:
             raise self._failure(
                 "usage_error",
-                "pytest refused the command line (exit 4): " + _error_line(outcome.stderr_tail + "\n" + outcome.stdout_tail),
+                "pytest refused the command line (exit 4): "
+                + _error_line(outcome.stderr_tail + "\n" + outcome.stdout_tail),
                 outcome,
                 argv,
             )
@@ -695,9 +698,7 @@ class Runner:
         self, report: Path, budgets: Budgets, outcome: ProcessOutcome, argv: list[str]
     ) -> ReportSummary:
         try:
-            return await anyio.to_thread.run_sync(
-                partial(engine_summarize, [str(report)], **budgets.model_dump())
-            )
+            return await anyio.to_thread.run_sync(partial(engine_summarize, [str(report)], budgets=budgets))
         except ReportError as exc:
             raise self._failure(
                 "crashed", f"the report pytest wrote cannot be read ({exc.kind}): {exc}", outcome, argv
@@ -765,13 +766,11 @@ class Runner:
         Raises ``ToolFailure(report_error)`` for a file that is not a readable report.
         """
         bases = [self.root, self.artifacts_base.resolve() if self.artifacts_base.exists() else self.artifacts_base]
-        paths = [
-            str(resolve_inside(p, bases, f"paths[{i}]", must_be_file=True)) for i, p in enumerate(params.paths)
-        ]
+        paths = [str(resolve_inside(p, bases, f"paths[{i}]", must_be_file=True)) for i, p in enumerate(params.paths)]
         budgets = params.budgets()
         try:
             if not params.node_ids:
-                summary = await anyio.to_thread.run_sync(partial(engine_summarize, paths, **budgets.model_dump()))
+                summary = await anyio.to_thread.run_sync(partial(engine_summarize, paths, budgets=budgets))
                 return SummarizeResult(summary=summary, not_failing=[])
             return await anyio.to_thread.run_sync(partial(_filtered_summary, paths, params.node_ids, budgets))
         except ReportError as exc:
@@ -792,15 +791,17 @@ def _filtered_summary(paths: list[str], wanted: list[str], budgets: Budgets) -> 
     last listed match with the real budgets and keep only the matches."""
     probe = engine_summarize(
         paths,
-        max_failures=10_000,
-        max_traceback_lines=3,
-        max_line_chars=8,
-        max_message_chars=8,
-        max_output_bytes=0,
-        max_groups=0,
-        max_examples=0,
-        max_slowest=0,
-        max_collection_errors=10_000,
+        budgets=Budgets(
+            max_failures=10_000,
+            max_traceback_lines=3,
+            max_line_chars=8,
+            max_message_chars=8,
+            max_output_bytes=0,
+            max_groups=0,
+            max_examples=0,
+            max_slowest=0,
+            max_collection_errors=10_000,
+        ),
     )
     matched = [i for i, f in enumerate(probe.failures) if any(_matches(f.node_id, w) for w in wanted)]
     listed = matched[: budgets.max_failures]
@@ -811,7 +812,7 @@ def _filtered_summary(paths: list[str], wanted: list[str], budgets: Budgets) -> 
         and not any(_matches(c.path, w) for c in probe.collection_errors)
     ]
     full = engine_summarize(
-        paths, **budgets.model_copy(update={"max_failures": (listed[-1] + 1) if listed else 0}).model_dump()
+        paths, budgets=budgets.model_copy(update={"max_failures": (listed[-1] + 1) if listed else 0})
     )
     failures = [f for f in full.failures if any(_matches(f.node_id, w) for w in wanted)][: budgets.max_failures]
     group_ids = {f.group for f in failures}

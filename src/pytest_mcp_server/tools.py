@@ -355,7 +355,9 @@ def check_expression(expr: str, *, markers: bool) -> str:
     check_plain_text(expr.replace("\t", " "), "expression")
     stripped = expr.strip(" \t")
     if stripped[:1] in ("-", "@"):
-        raise ValueError(f"starts with {stripped[0]!r}, which pytest would read as an option; write ({stripped}) instead")
+        raise ValueError(
+            f"starts with {stripped[0]!r}, which pytest would read as an option; write ({stripped}) instead"
+        )
     _ExprParser(stripped, allow_kwargs=markers).parse()
     return stripped
 
@@ -400,6 +402,7 @@ def check_node_ids_exist(node_ids: tuple[str, ...] | list[str], root: Path, fiel
 
 # --------------------------------------------------------------------------------------
 # Parameters
+
 
 def _node_id(value: str) -> str:
     if len(value) > MAX_NODE_ID_CHARS:
@@ -524,7 +527,9 @@ def parse_params(model: type[_Params], arguments: Mapping[str, Any] | None) -> A
         return model.model_validate(dict(arguments or {}))
     except ValidationError as exc:
         err = exc.errors(include_url=False)[0]
-        field = "".join(f"[{p}]" if isinstance(p, int) else (f".{p}" if i else str(p)) for i, p in enumerate(err["loc"]))
+        field = "".join(
+            f"[{p}]" if isinstance(p, int) else (f".{p}" if i else str(p)) for i, p in enumerate(err["loc"])
+        )
         field = field or "arguments"
         if err["type"] == "extra_forbidden":
             reason = f"unknown argument; {_tool_name(model)} takes {', '.join(model.model_fields)}"
@@ -755,7 +760,9 @@ def render_discover(result: DiscoverResult, *, files_shown: int = 30) -> str:
     n_files = len(result.files) + result.files_omitted
     errors = len(result.collection_errors)
     head = "COLLECTED" if result.total and not errors else ("COLLECTION ERRORS" if errors else "NO TESTS")
-    line = f"{head} {result.total} test{'s' if result.total != 1 else ''} in {n_files} file{'s' if n_files != 1 else ''}"
+    line = (
+        f"{head} {result.total} test{'s' if result.total != 1 else ''} in {n_files} file{'s' if n_files != 1 else ''}"
+    )
     if errors:
         line += f", {errors} collection error{'s' if errors != 1 else ''}"
     lines = [f"{line} in {result.duration_s:.2f}s"]
@@ -772,7 +779,7 @@ def render_discover(result: DiscoverResult, *, files_shown: int = 30) -> str:
         if more:
             lines.append(f"  ... {more} more files")
     if result.node_ids:
-        last = (result.next_offset or result.total)
+        last = result.next_offset or result.total
         lines += ["", f"Node ids {last - len(result.node_ids) + 1}-{last} of {result.total}:"]
         lines += result.node_ids
     if result.next_offset is not None:
@@ -787,9 +794,7 @@ def render_summarize(result: SummarizeResult) -> str:
 
     text = render_text(result.summary, failures_budget="failures_listed")
     if result.not_failing:
-        text += (
-            "\nNo failure for: " + ", ".join(result.not_failing) + " (passed, skipped, or not in the report)\n"
-        )
+        text += "\nNo failure for: " + ", ".join(result.not_failing) + " (passed, skipped, or not in the report)\n"
     return text
 
 

@@ -37,7 +37,7 @@ def _kill_escaped(token):
     for name in os.listdir("/proc"):
         if name.isdigit() and int(name) != me:
             try:
-                with open("/proc/%s/environ" % name, "rb") as f:
+                with open(f"/proc/{name}/environ", "rb") as f:
                     if marker in f.read().split(b"\0"):
                         os.kill(int(name), signal.SIGKILL)
             except OSError:

@@ -53,31 +53,54 @@ def _names(text: str) -> list[str]:
 
 def _common(p: argparse.ArgumentParser, *, reps_default: str) -> None:
     p.add_argument("--json", action="store_true", help="print a JSON document instead of the table")
-    p.add_argument("--save", type=Path, default=None, metavar="FILE.json",
-                   help="also write the JSON document to FILE.json (for 'bench markdown')")
-    p.add_argument("--cache-dir", type=Path, default=None,
-                   help=f"where generated files are kept between runs (default: {common.default_cache_dir()})")
+    p.add_argument(
+        "--save",
+        type=Path,
+        default=None,
+        metavar="FILE.json",
+        help="also write the JSON document to FILE.json (for 'bench markdown')",
+    )
+    p.add_argument(
+        "--cache-dir",
+        type=Path,
+        default=None,
+        help=f"where generated files are kept between runs (default: {common.default_cache_dir()})",
+    )
     p.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"generator seed (default {DEFAULT_SEED})")
     p.add_argument("--reps", type=int, default=None, help=f"timed runs per measurement ({reps_default})")
     p.add_argument("--warmup", type=int, default=1, help="untimed runs first (default 1)")
-    p.add_argument("--timeout", type=float, default=1800.0, metavar="SECONDS",
-                   help="limit per measuring process (default 1800)")
-    p.add_argument("--mem-limit", type=_size, default=parse_size("16GiB"), metavar="SIZE",
-                   help="address-space limit per measuring process; a parser that needs more is reported as failed "
-                        "(default 16GiB; 0 for none)")
+    p.add_argument(
+        "--timeout", type=float, default=1800.0, metavar="SECONDS", help="limit per measuring process (default 1800)"
+    )
+    p.add_argument(
+        "--mem-limit",
+        type=_size,
+        default=parse_size("16GiB"),
+        metavar="SIZE",
+        help="address-space limit per measuring process; a parser that needs more is reported as failed "
+        "(default 16GiB; 0 for none)",
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="pytest-mcp-server bench",
-                                description="Benchmarks of the report engine and the server (figures: benches/RESULTS.md).")
+    p = argparse.ArgumentParser(
+        prog="pytest-mcp-server bench",
+        description="Benchmarks of the report engine and the server (figures: benches/RESULTS.md).",
+    )
     sub = p.add_subparsers(dest="mode", required=True, metavar="{reports,shards,suite,markdown,generate}")
 
     r = sub.add_parser("reports", help="every parser on generated reports of several sizes, side by side")
-    r.add_argument("--sizes", type=_sizes, default=_sizes("10MB,100MB,1GB"), help="comma-separated (default 10MB,100MB,1GB)")
+    r.add_argument(
+        "--sizes", type=_sizes, default=_sizes("10MB,100MB,1GB"), help="comma-separated (default 10MB,100MB,1GB)"
+    )
     r.add_argument("--formats", type=_formats, default=list(FORMATS), help="junit,pytest-json (default both)")
-    r.add_argument("--parsers", type=_names, default=None,
-                   help="only these (native,pure,etree,lxml,junitparser,json,orjson,ijson; default all available)")
+    r.add_argument(
+        "--parsers",
+        type=_names,
+        default=None,
+        help="only these (native,pure,etree,lxml,junitparser,json,orjson,ijson; default all available)",
+    )
     r.add_argument("--plot", default=None, metavar="FILE.png", help="draw throughput and peak RSS against size")
     _common(r, reps_default="default 5 below 500 MB, 3 above")
 
@@ -85,8 +108,12 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--files", type=int, default=64, help="number of shard files (default 64)")
     s.add_argument("--shard-size", type=_size, default=parse_size("4MB"), help="size of each shard (default 4MB)")
     s.add_argument("--formats", type=_formats, default=list(FORMATS), help="junit,pytest-json (default both)")
-    s.add_argument("--modes", type=_names, default=None,
-                   help="only these (native-parallel,native-1-thread,native-one-by-one,pure; default the three native ones)")
+    s.add_argument(
+        "--modes",
+        type=_names,
+        default=None,
+        help="only these (native-parallel,native-1-thread,native-one-by-one,pure; default the three native ones)",
+    )
     _common(s, reps_default="default 5")
 
     u = sub.add_parser("suite", help="a generated pytest project run plainly, over MCP, and through the CLI")
@@ -116,8 +143,19 @@ def main(argv: list[str]) -> int:
     if args.mode == "generate":
         from .generate import main as gen_main
 
-        return gen_main([str(args.out), "--format", args.format, "--size", str(args.size), "--seed", str(args.seed),
-                         "--module-offset", str(args.module_offset)])
+        return gen_main(
+            [
+                str(args.out),
+                "--format",
+                args.format,
+                "--size",
+                str(args.size),
+                "--seed",
+                str(args.seed),
+                "--module-offset",
+                str(args.module_offset),
+            ]
+        )
     if args.mode == "markdown":
         from .render import markdown
 
@@ -141,41 +179,88 @@ def main(argv: list[str]) -> int:
         if args.mode == "reports":
             from .reports import run_reports, target_checks
 
-            rows = run_reports(args.sizes, args.formats, cache=cache, seed=args.seed, parser_names=args.parsers,
-                               reps=args.reps, warmup=args.warmup, timeout=args.timeout, mem_limit=args.mem_limit,
-                               progress=progress)
+            rows = run_reports(
+                args.sizes,
+                args.formats,
+                cache=cache,
+                seed=args.seed,
+                parser_names=args.parsers,
+                reps=args.reps,
+                warmup=args.warmup,
+                timeout=args.timeout,
+                mem_limit=args.mem_limit,
+                progress=progress,
+            )
             targets = target_checks(rows)
         elif args.mode == "shards":
             from .shards import SHARDS_TARGET, run_shards
 
-            rows = run_shards(args.formats, files=args.files, shard_size=args.shard_size, cache=cache, seed=args.seed,
-                              modes=args.modes, reps=args.reps or 5, warmup=args.warmup, timeout=args.timeout,
-                              mem_limit=args.mem_limit, progress=progress)
+            rows = run_shards(
+                args.formats,
+                files=args.files,
+                shard_size=args.shard_size,
+                cache=cache,
+                seed=args.seed,
+                modes=args.modes,
+                reps=args.reps or 5,
+                warmup=args.warmup,
+                timeout=args.timeout,
+                mem_limit=args.mem_limit,
+                progress=progress,
+            )
             for r in rows:
                 if r["parser"] == "native-parallel":
                     v = r.get("vs_one_by_one")
-                    targets.append({"format": r["format"], "size": f"{r['files']} x {r['size']}",
-                                    "target": f"parallel merge >= {SHARDS_TARGET}x one-by-one", "value": v, "unit": "x",
-                                    "met": (v >= SHARDS_TARGET) if v is not None else None})
+                    targets.append(
+                        {
+                            "format": r["format"],
+                            "size": f"{r['files']} x {r['size']}",
+                            "target": f"parallel merge >= {SHARDS_TARGET}x one-by-one",
+                            "value": v,
+                            "unit": "x",
+                            "met": (v >= SHARDS_TARGET) if v is not None else None,
+                        }
+                    )
         else:
             from .suite import run_suite
 
-            rows, targets = run_suite(tests=args.tests, ways=args.ways, cache=cache, seed=args.seed,
-                                      reps=args.reps or 3, warmup=args.warmup, timeout=args.timeout, progress=progress)
+            rows, targets = run_suite(
+                tests=args.tests,
+                ways=args.ways,
+                cache=cache,
+                seed=args.seed,
+                reps=args.reps or 3,
+                warmup=args.warmup,
+                timeout=args.timeout,
+                progress=progress,
+            )
     elapsed = time.monotonic() - t0
     machine["loadavg_end"] = common.machine_info().get("loadavg")
     command = "pytest-mcp-server bench " + shlex.join(argv)
-    doc = {"bench": args.mode, "command": command, "machine": machine, "started": started,
-           "elapsed_s": round(elapsed, 1), "rows": rows, "targets": targets}
+    doc = {
+        "bench": args.mode,
+        "command": command,
+        "machine": machine,
+        "started": started,
+        "elapsed_s": round(elapsed, 1),
+        "rows": rows,
+        "targets": targets,
+    }
     if getattr(args, "plot", None):
         from .render import plot_reports
 
         try:
-            plot_reports(rows, args.plot, f"{command}\n{machine.get('cpu', '?')}, {machine.get('cpus')} CPUs, "
-                                          f"Python {machine['python']}, {started}")
+            plot_reports(
+                rows,
+                args.plot,
+                f"{command}\n{machine.get('cpu', '?')}, {machine.get('cpus')} CPUs, "
+                f"Python {machine['python']}, {started}",
+            )
         except ImportError:
-            print("pytest-mcp-server bench: --plot needs matplotlib: pip install 'pytest-mcp-server[bench]'",
-                  file=sys.stderr)
+            print(
+                "pytest-mcp-server bench: --plot needs matplotlib: pip install 'pytest-mcp-server[bench]'",
+                file=sys.stderr,
+            )
             return 2
     if args.save is not None:
         args.save.parent.mkdir(parents=True, exist_ok=True)
@@ -195,8 +280,10 @@ def _print_tables(doc: dict[str, Any]) -> None:
 
     console = Console(width=max(140, Console().width))
     m = doc["machine"]
-    title = (f"{doc['command']}  ({m.get('cpu', '?')}, {m.get('cpus')} CPUs, load {m.get('loadavg')}, "
-             f"{doc['elapsed_s']:.0f} s)")
+    title = (
+        f"{doc['command']}  ({m.get('cpu', '?')}, {m.get('cpus')} CPUs, load {m.get('loadavg')}, "
+        f"{doc['elapsed_s']:.0f} s)"
+    )
     if doc["bench"] == "suite":
         console.print(suite_table(doc["rows"], title))
     else:

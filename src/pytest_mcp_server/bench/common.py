@@ -108,8 +108,17 @@ def spawn(
 
 
 def _failed(error: str) -> dict[str, Any]:
-    return {"ok": False, "error": error, "times_s": [], "warmup_s": [], "cpu_s": [], "counts": None,
-            "baseline_rss": 0, "peak_rss": 0, "threads": 0}
+    return {
+        "ok": False,
+        "error": error,
+        "times_s": [],
+        "warmup_s": [],
+        "cpu_s": [],
+        "counts": None,
+        "baseline_rss": 0,
+        "peak_rss": 0,
+        "threads": 0,
+    }
 
 
 def stats(times: list[float]) -> dict[str, float | None]:
@@ -143,8 +152,11 @@ def check_counts(counts: dict[str, int] | None, truth: dict[str, Any]) -> tuple[
 def sum_truths(truths: list[dict[str, Any]]) -> dict[str, Any]:
     """The truth of several files taken together (counts and durations add up)."""
     counts = {k: sum(t["counts"][k] for t in truths) for k in truths[0]["counts"]}
-    return {"counts": counts, "duration_us": sum(t["duration_us"] for t in truths),
-            "bytes": sum(t["bytes"] for t in truths)}
+    return {
+        "counts": counts,
+        "duration_us": sum(t["duration_us"] for t in truths),
+        "bytes": sum(t["bytes"] for t in truths),
+    }
 
 
 def machine_info() -> dict[str, Any]:
@@ -183,8 +195,16 @@ def machine_info() -> dict[str, Any]:
         info["native"] = None
     try:
         here = Path(__file__).resolve().parent
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=here, capture_output=True, text=True, timeout=5)
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=here, capture_output=True, text=True, timeout=5)
+        commit = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=here, capture_output=True, text=True, timeout=5
+        )
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=here,
+            capture_output=True,
+            text=True,
+            timeout=5,
+        )
         if commit.returncode == 0:
             info["git"] = commit.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
     except (OSError, subprocess.SubprocessError):

@@ -98,7 +98,7 @@ _XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]
 
 def _bin_xml_escape(s: str) -> str:
     """pytest's junitxml ``bin_xml_escape``: chars XML 1.0 forbids become ``#xHH``."""
-    return _XML_INVALID.sub(lambda m: "#x%02X" % ord(m.group()), s)
+    return _XML_INVALID.sub(lambda m: f"#x{ord(m.group()):02X}", s)
 
 
 def xml_text(s: str) -> str:
@@ -135,40 +135,191 @@ def duration_us(x: float) -> int:
 # ---------------------------------------------------------------------------------------
 # Vocabulary
 
-_PKGS = ["api", "core", "models", "utils", "db", "auth", "billing", "search", "cli", "io",
-         "net", "storage", "sched", "ui", "plugins", "reports"]
-_TOPICS = ["users", "orders", "invoices", "parser", "config", "cache", "session", "tokens",
-           "migrations", "queries", "render", "upload", "retry", "limits", "webhooks",
-           "permissions", "export", "import", "timezone", "currency", "search_index",
-           "pagination", "serializers", "validators", "middleware", "signals"]
-_VERBS = ["create", "update", "delete", "parse", "render", "validate", "load", "save",
-          "merge", "split", "resolve", "encode", "decode", "retry", "refresh", "list",
-          "filter", "sort", "lock", "sync"]
-_NOUNS = ["user", "order", "invoice", "token", "payload", "row", "record", "schema",
-          "page", "header", "timestamp", "amount", "config", "path", "query", "batch"]
-_CLASSES = ["TestCreate", "TestUpdate", "TestValidation", "TestEdgeCases", "TestApi",
-            "TestSerializer", "TestPermissions", "TestRetry", "TestRegression", "TestCli"]
+_PKGS = [
+    "api",
+    "core",
+    "models",
+    "utils",
+    "db",
+    "auth",
+    "billing",
+    "search",
+    "cli",
+    "io",
+    "net",
+    "storage",
+    "sched",
+    "ui",
+    "plugins",
+    "reports",
+]
+_TOPICS = [
+    "users",
+    "orders",
+    "invoices",
+    "parser",
+    "config",
+    "cache",
+    "session",
+    "tokens",
+    "migrations",
+    "queries",
+    "render",
+    "upload",
+    "retry",
+    "limits",
+    "webhooks",
+    "permissions",
+    "export",
+    "import",
+    "timezone",
+    "currency",
+    "search_index",
+    "pagination",
+    "serializers",
+    "validators",
+    "middleware",
+    "signals",
+]
+_VERBS = [
+    "create",
+    "update",
+    "delete",
+    "parse",
+    "render",
+    "validate",
+    "load",
+    "save",
+    "merge",
+    "split",
+    "resolve",
+    "encode",
+    "decode",
+    "retry",
+    "refresh",
+    "list",
+    "filter",
+    "sort",
+    "lock",
+    "sync",
+]
+_NOUNS = [
+    "user",
+    "order",
+    "invoice",
+    "token",
+    "payload",
+    "row",
+    "record",
+    "schema",
+    "page",
+    "header",
+    "timestamp",
+    "amount",
+    "config",
+    "path",
+    "query",
+    "batch",
+]
+_CLASSES = [
+    "TestCreate",
+    "TestUpdate",
+    "TestValidation",
+    "TestEdgeCases",
+    "TestApi",
+    "TestSerializer",
+    "TestPermissions",
+    "TestRetry",
+    "TestRegression",
+    "TestCli",
+]
 # Parameter ids as pytest writes them: non-ASCII escaped to \\uXXXX text, special
 # characters kept (they must be escaped by the report writers).
-_PARAM_BASES = ['a<b&"c"', "x>y", "'quoted'", "http://h/p?a=1&b=2", "\\u00fcn\\u00efc\\u00f6d\\u00e9",
-                "None", "True", "0.5", "-1", "empty", "utf8-\\u2713", "tab\\t", "a b", "<tag/>",
-                "1e-09", "path/to/file.py", "{'k': [1, 2]}", "int", "str"]
-_FIXTURES = ["db_session", "client", "tmp_path", "settings", "user_factory", "api_token",
-             "event_loop", "redis", "monkeypatch", "caplog"]
+_PARAM_BASES = [
+    'a<b&"c"',
+    "x>y",
+    "'quoted'",
+    "http://h/p?a=1&b=2",
+    "\\u00fcn\\u00efc\\u00f6d\\u00e9",
+    "None",
+    "True",
+    "0.5",
+    "-1",
+    "empty",
+    "utf8-\\u2713",
+    "tab\\t",
+    "a b",
+    "<tag/>",
+    "1e-09",
+    "path/to/file.py",
+    "{'k': [1, 2]}",
+    "int",
+    "str",
+]
+_FIXTURES = [
+    "db_session",
+    "client",
+    "tmp_path",
+    "settings",
+    "user_factory",
+    "api_token",
+    "event_loop",
+    "redis",
+    "monkeypatch",
+    "caplog",
+]
 _SITE = [
     ("/usr/lib/python3.11/site-packages/requests/sessions.py", 589, "request", "resp = self.send(prep, **send_kwargs)"),
-    ("/usr/lib/python3.11/site-packages/requests/adapters.py", 519, "send", "raise ConnectionError(e, request=request)"),
-    ("/usr/lib/python3.11/site-packages/sqlalchemy/engine/base.py", 1412, "execute", "return meth(self, distilled_params, execution_options)"),
-    ("/usr/lib/python3.11/site-packages/sqlalchemy/engine/default.py", 922, "do_execute", "cursor.execute(statement, parameters)"),
-    ("/usr/lib/python3.11/site-packages/pydantic/main.py", 212, "__init__", "validated_self = self.__pydantic_validator__.validate_python(data, self_instance=self)"),
-    ("/usr/lib/python3.11/json/decoder.py", 355, "raw_decode", "raise JSONDecodeError(\"Expecting value\", s, err.value) from None"),
+    (
+        "/usr/lib/python3.11/site-packages/requests/adapters.py",
+        519,
+        "send",
+        "raise ConnectionError(e, request=request)",
+    ),
+    (
+        "/usr/lib/python3.11/site-packages/sqlalchemy/engine/base.py",
+        1412,
+        "execute",
+        "return meth(self, distilled_params, execution_options)",
+    ),
+    (
+        "/usr/lib/python3.11/site-packages/sqlalchemy/engine/default.py",
+        922,
+        "do_execute",
+        "cursor.execute(statement, parameters)",
+    ),
+    (
+        "/usr/lib/python3.11/site-packages/pydantic/main.py",
+        212,
+        "__init__",
+        "validated_self = self.__pydantic_validator__.validate_python(data, self_instance=self)",
+    ),
+    (
+        "/usr/lib/python3.11/json/decoder.py",
+        355,
+        "raw_decode",
+        'raise JSONDecodeError("Expecting value", s, err.value) from None',
+    ),
     ("/usr/lib/python3.11/site-packages/_pytest/python_api.py", 952, "raises", "func(*args[1:], **kwargs)"),
-    ("/usr/lib/python3.11/site-packages/httpx/_client.py", 1015, "_send_single_request", "response = transport.handle_request(request)"),
+    (
+        "/usr/lib/python3.11/site-packages/httpx/_client.py",
+        1015,
+        "_send_single_request",
+        "response = transport.handle_request(request)",
+    ),
     ("/usr/lib/python3.11/asyncio/base_events.py", 653, "run_until_complete", "return future.result()"),
     ("/usr/lib/python3.11/site-packages/django/db/models/query.py", 637, "get", "raise self.model.DoesNotExist("),
 ]
-_APP = ["app/services/orders.py", "app/models/user.py", "app/api/views.py", "app/db/session.py",
-        "app/utils/dates.py", "app/billing/invoice.py", "app/search/index.py", "app/core/config.py"]
+_APP = [
+    "app/services/orders.py",
+    "app/models/user.py",
+    "app/api/views.py",
+    "app/db/session.py",
+    "app/utils/dates.py",
+    "app/billing/invoice.py",
+    "app/search/index.py",
+    "app/core/config.py",
+]
 
 # Failure causes: (exception, crash message template, is_assertion). "@N@" becomes a
 # number, so messages differ while normalising to the same group.
@@ -184,27 +335,68 @@ _CAUSES = [
     ("ValueError", "ValueError: invalid literal for int() with base 10: 'abc@N@'", False),
     ("TypeError", "TypeError: unsupported operand type(s) for +: 'int' and 'NoneType'", False),
     ("AttributeError", "AttributeError: 'NoneType' object has no attribute 'id'", False),
-    ("requests.exceptions.ConnectionError", "requests.exceptions.ConnectionError: HTTPConnectionPool(host='10.0.0.@N@', port=8080): Max retries exceeded with url: /api/v1/orders/@N@", False),
+    (
+        "requests.exceptions.ConnectionError",
+        "requests.exceptions.ConnectionError: HTTPConnectionPool(host='10.0.0.@N@', port=8080): Max retries exceeded with url: /api/v1/orders/@N@",
+        False,
+    ),
     ("TimeoutError", "TimeoutError: operation timed out after @N@.5 seconds", False),
-    ("json.decoder.JSONDecodeError", "json.decoder.JSONDecodeError: Expecting value: line 1 column @N@ (char @M@)", False),
-    ("sqlalchemy.exc.IntegrityError", "sqlalchemy.exc.IntegrityError: (psycopg2.errors.UniqueViolation) duplicate key value violates unique constraint \"users_email_key\"\nDETAIL:  Key (email)=(user@N@@example.com) already exists.", False),
-    ("UnicodeDecodeError", "UnicodeDecodeError: 'utf-8' codec can't decode byte 0xe9 in position @N@: invalid continuation byte", False),
+    (
+        "json.decoder.JSONDecodeError",
+        "json.decoder.JSONDecodeError: Expecting value: line 1 column @N@ (char @M@)",
+        False,
+    ),
+    (
+        "sqlalchemy.exc.IntegrityError",
+        'sqlalchemy.exc.IntegrityError: (psycopg2.errors.UniqueViolation) duplicate key value violates unique constraint "users_email_key"\nDETAIL:  Key (email)=(user@N@@example.com) already exists.',
+        False,
+    ),
+    (
+        "UnicodeDecodeError",
+        "UnicodeDecodeError: 'utf-8' codec can't decode byte 0xe9 in position @N@: invalid continuation byte",
+        False,
+    ),
     ("AssertionError", "assert 'caf\u00e9 \u2713' == 'cafe \u2713'", True),
-    ("pydantic_core._pydantic_core.ValidationError", "pydantic_core._pydantic_core.ValidationError: 1 validation error for Order\namount\n  Input should be greater than 0 [type=greater_than, input_value=-@N@, input_type=int]", False),
+    (
+        "pydantic_core._pydantic_core.ValidationError",
+        "pydantic_core._pydantic_core.ValidationError: 1 validation error for Order\namount\n  Input should be greater than 0 [type=greater_than, input_value=-@N@, input_type=int]",
+        False,
+    ),
 ]
 _ERROR_CAUSES = [
-    ("sqlalchemy.exc.OperationalError", "sqlalchemy.exc.OperationalError: (psycopg2.OperationalError) connection to server at \"10.0.0.5\", port 5432 failed: Connection refused"),
-    ("FileNotFoundError", "FileNotFoundError: [Errno 2] No such file or directory: '/tmp/pytest-of-ci/pytest-@N@/fixtures/data.json'"),
+    (
+        "sqlalchemy.exc.OperationalError",
+        'sqlalchemy.exc.OperationalError: (psycopg2.OperationalError) connection to server at "10.0.0.5", port 5432 failed: Connection refused',
+    ),
+    (
+        "FileNotFoundError",
+        "FileNotFoundError: [Errno 2] No such file or directory: '/tmp/pytest-of-ci/pytest-@N@/fixtures/data.json'",
+    ),
     ("RuntimeError", "RuntimeError: Event loop is closed"),
     ("PermissionError", "PermissionError: [Errno 13] Permission denied: '/var/run/app-@N@.sock'"),
-    ("redis.exceptions.ConnectionError", "redis.exceptions.ConnectionError: Error 111 connecting to localhost:6379. Connection refused."),
+    (
+        "redis.exceptions.ConnectionError",
+        "redis.exceptions.ConnectionError: Error 111 connecting to localhost:6379. Connection refused.",
+    ),
     ("AssertionError", "AssertionError: leaked @N@ open file handles"),
 ]
-_SKIP_REASONS = ["needs a GPU", "requires Python < 3.11", "flaky on CI (see #@N@)", "network access disabled",
-                 "not implemented on win32", "slow test: run with --runslow", "postgres not available",
-                 "feature flag 'new_billing' is off"]
-_XFAIL_REASONS = ["bug #@N@", "known issue with timezone handling", "upstream regression in 2.@N@",
-                  "not supported yet", "race condition (see #@N@)"]
+_SKIP_REASONS = [
+    "needs a GPU",
+    "requires Python < 3.11",
+    "flaky on CI (see #@N@)",
+    "network access disabled",
+    "not implemented on win32",
+    "slow test: run with --runslow",
+    "postgres not available",
+    "feature flag 'new_billing' is off",
+]
+_XFAIL_REASONS = [
+    "bug #@N@",
+    "known issue with timezone handling",
+    "upstream regression in 2.@N@",
+    "not supported yet",
+    "race condition (see #@N@)",
+]
 _LOG_LINES = [
     "2024-06-11 12:00:@N@,123 INFO     app.db:session.py:88 connected to 10.0.0.5:5432",
     "2024-06-11 12:00:@N@,456 DEBUG    app.api:views.py:212 GET /api/v1/orders/@N@ -> 200 (12.3 ms)",
@@ -212,7 +404,7 @@ _LOG_LINES = [
     "\x1b[32mPASSED\x1b[0m step @N@ \u2713",
     "caf\u00e9 r\u00e9sum\u00e9 na\u00efve \u65e5\u672c\u8a9e \u2014 \U0001f680 done",
     "processing batch @N@/128 ...",
-    "payload = {\"id\": @N@, \"name\": \"O'Brien & <Sons>\", \"tags\": [\"a\", \"b\"]}",
+    'payload = {"id": @N@, "name": "O\'Brien & <Sons>", "tags": ["a", "b"]}',
     "\x1b[31mERROR\x1b[0m retrying in @N@ ms (attempt 2 of 5)",
     "\tindented with a tab; trailing spaces   ",
 ]
@@ -248,19 +440,19 @@ def _source_lines(rng: random.Random, n: int) -> list[str]:
         k = rng.randrange(8)
         v, o = rng.choice(_VERBS), rng.choice(_NOUNS)
         if k == 0:
-            out.append(f"        {o} = {o}_factory(name=\"{o}-{rng.randrange(100)}\", active=True)")
+            out.append(f'        {o} = {o}_factory(name="{o}-{rng.randrange(100)}", active=True)')
         elif k == 1:
-            out.append(f"        result = client.post(\"/api/v1/{o}s\", json={{\"{o}\": {o}.id}})")
+            out.append(f'        result = client.post("/api/v1/{o}s", json={{"{o}": {o}.id}})')
         elif k == 2:
             out.append(f"        # {v} the {o} and check the side effects")
         elif k == 3:
-            out.append(f"        with pytest.raises(ValueError, match=\"invalid {o}\"):")
+            out.append(f'        with pytest.raises(ValueError, match="invalid {o}"):')
         elif k == 4:
             out.append(f"            {v}_{o}({o}, strict=True)")
         elif k == 5:
             out.append("")
         elif k == 6:
-            out.append(f"        expected = {{\"id\": {rng.randrange(1000)}, \"status\": \"ok\", \"{o}\": [1, 2, 3]}}")
+            out.append(f'        expected = {{"id": {rng.randrange(1000)}, "status": "ok", "{o}": [1, 2, 3]}}')
         else:
             out.append(f"        assert {o}.{v}d_at is not None")
     return out
@@ -301,7 +493,9 @@ def _make_failure(rng: random.Random, target_lines: int, setup: bool) -> _Failur
         lines.append("    @pytest.fixture")
         lines.append(f"    def {fixture}(request):")
     else:
-        lines.append(f"self = <@@MOD@@.TestCase object at 0x7f{rng.randrange(16**10):010x}>, {fixture} = <{fixture.title()} id={rng.randrange(10**6)}>")
+        lines.append(
+            f"self = <@@MOD@@.TestCase object at 0x7f{rng.randrange(16**10):010x}>, {fixture} = <{fixture.title()} id={rng.randrange(10**6)}>"
+        )
         lines.append("")
         lines.append(f"    def @@FUNC@@(self, {fixture}):")
     if is_assert:
@@ -407,7 +601,11 @@ class _Pools:
         # JUnit: (message attribute, body text), escaped
         self.fail_xml = [(xml_attr(f.crash), xml_text(f.text)) for f in self.failures]
         self.err_xml = [
-            (xml_attr(f'failed on setup with "{f.crash}"'), xml_attr(f'failed on teardown with "{f.crash}"'), xml_text(f.text))
+            (
+                xml_attr(f'failed on setup with "{f.crash}"'),
+                xml_attr(f'failed on teardown with "{f.crash}"'),
+                xml_text(f.text),
+            )
             for f in self.errors
         ]
         self.fail_json = [self._json_phase(f) for f in self.failures]
@@ -523,8 +721,22 @@ def _modules(rng: random.Random, mix: Mix, module_offset: int) -> Iterator[_Modu
                     kind, detail, out, err = XFAILED, randrange(len(_XFAIL_REASONS)), -1, -1
                 else:
                     kind, detail, out, err = XPASSED, 0, -1, -1
-                tests.append(_Test(kind, classname, name, prefix + name, lineno, setup_s, call_s, teardown_s,
-                                   detail, out, err, randrange(1, 9999)))
+                tests.append(
+                    _Test(
+                        kind,
+                        classname,
+                        name,
+                        prefix + name,
+                        lineno,
+                        setup_s,
+                        call_s,
+                        teardown_s,
+                        detail,
+                        out,
+                        err,
+                        randrange(1, 9999),
+                    )
+                )
         yield _Module(path, dotted, pkg, tests, classes, -1)
 
 
@@ -597,7 +809,9 @@ def _write_junit(path: str, target: int, seed: int, mix: Mix, module_offset: int
             n_modules += 1
             if mod.collection_error >= 0:
                 text = pools.coll_xml[mod.collection_error].replace("@@PATH@@", mod.path)
-                add(f'<testcase classname="" name="{mod.dotted}" time="0.000"><error message="collection failure">{text}</error></testcase>')
+                add(
+                    f'<testcase classname="" name="{mod.dotted}" time="0.000"><error message="collection failure">{text}</error></testcase>'
+                )
                 counts["errors"] += 1
                 n_coll += 1
                 n_tests += 1
@@ -622,7 +836,11 @@ def _write_junit(path: str, target: int, seed: int, mix: Mix, module_offset: int
                 if kind == FAILED:
                     counts["failed"] += 1
                     msg, body = fail_xml[t.detail]
-                    body = body.replace("@@PATH@@", mod.path).replace("@@FUNC@@", t.name.split("[", 1)[0]).replace("@@MOD@@", mod.dotted)
+                    body = (
+                        body.replace("@@PATH@@", mod.path)
+                        .replace("@@FUNC@@", t.name.split("[", 1)[0])
+                        .replace("@@MOD@@", mod.dotted)
+                    )
                     inner = f'<failure message="{msg}">{body}</failure>'
                 elif kind == ERR_SETUP or kind == ERR_TEARDOWN:
                     counts["errors"] += 1
@@ -632,7 +850,9 @@ def _write_junit(path: str, target: int, seed: int, mix: Mix, module_offset: int
                 elif kind == SKIPPED:
                     counts["skipped"] += 1
                     reason = skip_xml[t.detail]
-                    add(f'{open_tag}><skipped type="pytest.skip" message="{reason}">/ci/work/{mod.path}:{t.lineno}: {reason}</skipped></testcase>')
+                    add(
+                        f'{open_tag}><skipped type="pytest.skip" message="{reason}">/ci/work/{mod.path}:{t.lineno}: {reason}</skipped></testcase>'
+                    )
                     continue
                 else:  # XFAILED
                     counts["xfailed"] += 1
@@ -657,7 +877,9 @@ def _write_junit(path: str, target: int, seed: int, mix: Mix, module_offset: int
         f.seek(suite_offset)
         f.write((suite + " " * (_SUITE_PAD - len(suite) - 1) + ">").encode())
         size = out.written
-    return _truth("junit", path, target, seed, module_offset, size, n_modules, n_tests, counts, n_coll, total_us, first_failure)
+    return _truth(
+        "junit", path, target, seed, module_offset, size, n_modules, n_tests, counts, n_coll, total_us, first_failure
+    )
 
 
 def _copy_into(dst, src_path: str) -> None:
@@ -745,15 +967,18 @@ def _write_pytest_json(path: str, target: int, seed: int, mix: Mix, module_offse
                 n_tests += 1
                 nid = jstr(t.nodeid)
                 entry = f'{{"nodeid": {nid}, "type": "Function", "lineno": {t.lineno}}}'
-                cls = t.nodeid[len(mod.path) + 2:].split("::")[0] if t.nodeid.count("::") == 2 else ""
+                cls = t.nodeid[len(mod.path) + 2 :].split("::")[0] if t.nodeid.count("::") == 2 else ""
                 if cls:
                     class_results.setdefault(cls, []).append(entry)
                 else:
                     results.append(entry)
                 kind = t.kind
                 func = t.name.split("[", 1)[0]
-                kw = f'[{jstr(t.name)}, {jstr(mod.path.rsplit("/", 1)[1])}, "work", ""]' if "[" not in t.name else \
-                    f'[{jstr(t.name)}, "parametrize", "pytestmark", {jstr(t.name[len(func) + 1:-1])}, {jstr(mod.path.rsplit("/", 1)[1])}, "work", ""]'
+                kw = (
+                    f'[{jstr(t.name)}, {jstr(mod.path.rsplit("/", 1)[1])}, "work", ""]'
+                    if "[" not in t.name
+                    else f'[{jstr(t.name)}, "parametrize", "pytestmark", {jstr(t.name[len(func) + 1 : -1])}, {jstr(mod.path.rsplit("/", 1)[1])}, "work", ""]'
+                )
                 s_setup = t.setup_s
                 s_td = t.teardown_s
                 us = duration_us(s_setup) + duration_us(s_td)
@@ -763,7 +988,7 @@ def _write_pytest_json(path: str, target: int, seed: int, mix: Mix, module_offse
                 if kind == PASSED or kind == XPASSED:
                     outcome = "passed" if kind == PASSED else "xpassed"
                     counts[outcome] += 1
-                    extra = f", \"stdout\": {out_json[t.out]}" if t.out >= 0 else ""
+                    extra = f', "stdout": {out_json[t.out]}' if t.out >= 0 else ""
                     call_part = f', "call": {{"duration": {rd(t.call_s)}, "outcome": "passed"{extra}}}'
                 elif kind == FAILED:
                     outcome = "failed"
@@ -777,7 +1002,9 @@ def _write_pytest_json(path: str, target: int, seed: int, mix: Mix, module_offse
                     if t.number % 50 == 0:
                         extra += _LOG_RECORD % t.number
                     phase = f', "call": {{"duration": {rd(t.call_s)}, "outcome": "failed", {crash_tb}{extra}, "longrepr": {longrepr}}}'
-                    call_part = phase.replace("@@PATH@@", mod.path).replace("@@FUNC@@", func).replace("@@MOD@@", mod.dotted)
+                    call_part = (
+                        phase.replace("@@PATH@@", mod.path).replace("@@FUNC@@", func).replace("@@MOD@@", mod.dotted)
+                    )
                 elif kind == ERR_SETUP or kind == ERR_TEARDOWN:
                     outcome = "error"
                     counts["errors"] += 1
@@ -803,32 +1030,48 @@ def _write_pytest_json(path: str, target: int, seed: int, mix: Mix, module_offse
                         f"@pytest.mark.xfail(reason={xfail_reasons[t.detail]!r})\n    def {func}():\n"
                         f">       assert False\nE       assert False\n\n{mod.path}:{t.lineno + 2}: AssertionError"
                     )
-                    call_part = f', "call": {{"duration": {rd(t.call_s)}, "outcome": "skipped", "longrepr": {jstr(longrepr)}}}'
+                    call_part = (
+                        f', "call": {{"duration": {rd(t.call_s)}, "outcome": "skipped", "longrepr": {jstr(longrepr)}}}'
+                    )
                 if kind not in (PASSED, XPASSED, SKIPPED, XFAILED) and first_failure is None:
                     first_failure = t.nodeid
                 total_us += us
                 setup = f'"setup": {{"duration": {rd(s_setup)}, {setup_extra or _PASSED}}}'
                 teardown = f'"teardown": {{"duration": {rd(s_td)}, {td_extra or _PASSED}}}'
-                add(f'{"" if first_test else ", "}{{"nodeid": {nid}, "lineno": {t.lineno}, "outcome": "{outcome}", '
-                    f'"keywords": {kw}, {setup}{call_part}, {teardown}}}')
+                add(
+                    f'{"" if first_test else ", "}{{"nodeid": {nid}, "lineno": {t.lineno}, "outcome": "{outcome}", '
+                    f'"keywords": {kw}, {setup}{call_part}, {teardown}}}'
+                )
                 first_test = False
             for cls, entries in class_results.items():
                 results.append(f'{{"nodeid": {jstr(mod.path + "::" + cls)}, "type": "Class"}}')
-                cadd(f'{{"nodeid": {jstr(mod.path + "::" + cls)}, "outcome": "passed", "result": [{", ".join(entries)}]}}')
+                cadd(
+                    f'{{"nodeid": {jstr(mod.path + "::" + cls)}, "outcome": "passed", "result": [{", ".join(entries)}]}}'
+                )
             cadd(f'{{"nodeid": {jstr(mod.path)}, "outcome": "passed", "result": [{", ".join(results)}]}}')
         for d, mods in dirs.items():
-            entries = ", ".join('{"nodeid": %s, "type": "Module"}' % jstr(m) for m in mods)
+            entries = ", ".join(f'{{"nodeid": {jstr(m)}, "type": "Module"}}' for m in mods)
             cadd(f'{{"nodeid": {jstr(d)}, "outcome": "passed", "result": [{entries}]}}')
-        cadd('{"nodeid": "tests", "outcome": "passed", "result": [%s]}' % ", ".join(
-            f'{{"nodeid": {jstr(d)}, "type": "Package"}}' for d in dirs))
+        cadd(
+            '{{"nodeid": "tests", "outcome": "passed", "result": [{}]}}'.format(", ".join(f'{{"nodeid": {jstr(d)}, "type": "Package"}}' for d in dirs))
+        )
         cadd('{"nodeid": "", "outcome": "passed", "result": [{"nodeid": "tests", "type": "Dir"}]}')
         to.flush()
         co.flush()
         tests_bytes, coll_bytes = to.written, co.written
     counts["total"] = sum(counts[k] for k in ("passed", "failed", "errors", "skipped", "xfailed", "xpassed"))
-    summary = {k: counts[v] for k, v in (("passed", "passed"), ("failed", "failed"), ("xfailed", "xfailed"),
-                                         ("xpassed", "xpassed"), ("error", "errors"), ("skipped", "skipped"))
-               if counts[v]}
+    summary = {
+        k: counts[v]
+        for k, v in (
+            ("passed", "passed"),
+            ("failed", "failed"),
+            ("xfailed", "xfailed"),
+            ("xpassed", "xpassed"),
+            ("error", "errors"),
+            ("skipped", "skipped"),
+        )
+        if counts[v]
+    }
     summary["total"] = counts["total"]
     summary["collected"] = n_tests
     env = {
@@ -855,7 +1098,20 @@ def _write_pytest_json(path: str, target: int, seed: int, mix: Mix, module_offse
     os.unlink(coll_tmp)
     os.unlink(tests_tmp)
     assert size == len(head) + coll_bytes + tests_bytes + 15, "byte accounting"
-    return _truth("pytest-json", path, target, seed, module_offset, size, n_modules, n_tests, counts, n_coll, total_us, first_failure)
+    return _truth(
+        "pytest-json",
+        path,
+        target,
+        seed,
+        module_offset,
+        size,
+        n_modules,
+        n_tests,
+        counts,
+        n_coll,
+        total_us,
+        first_failure,
+    )
 
 
 def _truth(fmt, path, target, seed, module_offset, size, n_modules, n_tests, counts, n_coll, total_us, first_failure):

@@ -54,9 +54,9 @@ def _engine(backend: str) -> Callable[[Sequence[str]], Counts]:
 
 def native_one_by_one(paths: Sequence[str]) -> Counts:
     """The native backend on each file in turn (no merge): the shards baseline."""
-    from ..engine import summarize_bytes
-
     import orjson
+
+    from ..engine import summarize_bytes
 
     total: dict[str, int] = {}
     for p in paths:

@@ -46,7 +46,9 @@ def reports_table(rows: list[dict[str, Any]], title: str):
     for r in rows:
         size = f"{r['files']} x {r['size']}" if shards else r["size"]
         cells = [
-            r["format"], size, r["parser"],
+            r["format"],
+            size,
+            r["parser"],
             _f(r.get("median_s"), ".3f"),
             f"{r['min_s']:.3f}-{r['max_s']:.3f}" if r.get("min_s") is not None else "-",
             _f(r.get("mb_s"), ".0f"),
@@ -54,7 +56,10 @@ def reports_table(rows: list[dict[str, Any]], title: str):
             _f(r["peak_rss"] / MIB if r.get("peak_rss") else None, ".1f"),
         ]
         if shards:
-            cells += [str(r.get("threads") or "-"), _f(r.get("vs_one_by_one"), ".2f") + ("x" if r.get("vs_one_by_one") else "")]
+            cells += [
+                str(r.get("threads") or "-"),
+                _f(r.get("vs_one_by_one"), ".2f") + ("x" if r.get("vs_one_by_one") else ""),
+            ]
         cells += [_f(r.get("vs_native"), ".1f") + ("x" if r.get("vs_native") else ""), counts_cell(r)]
         style = "red" if (not r.get("ok") and r.get("available", True)) or r.get("truth_ok") is False else None
         t.add_row(*cells, style=style)
@@ -98,10 +103,17 @@ def plot_reports(rows: list[dict[str, Any]], path: str, title: str) -> None:
                 ys = [r[key] * scale for r in pr]
                 ax = axes[row_i][col]
                 (line,) = ax.plot(xs, ys, label=name, **style)
-                bad = [(x, y) for x, y, r in zip(xs, ys, pr) if r.get("truth_ok") is False]
+                bad = [(x, y) for x, y, r in zip(xs, ys, pr, strict=False) if r.get("truth_ok") is False]
                 if bad:
-                    ax.plot([b[0] for b in bad], [b[1] for b in bad], "o", markersize=12, markerfacecolor="none",
-                            markeredgecolor="red", label=f"{name}: wrong counts" if row_i == 0 else None)
+                    ax.plot(
+                        [b[0] for b in bad],
+                        [b[1] for b in bad],
+                        "o",
+                        markersize=12,
+                        markerfacecolor="none",
+                        markeredgecolor="red",
+                        label=f"{name}: wrong counts" if row_i == 0 else None,
+                    )
         label = "JUnit XML" if fmt == "junit" else "pytest-json-report"
         ax = axes[0][col]
         ax.set_title(f"{label}: throughput")
@@ -109,15 +121,27 @@ def plot_reports(rows: list[dict[str, Any]], path: str, title: str) -> None:
         ax.set_yscale("log")
         target = 400 if fmt == "junit" else 300
         ax.axhline(target, color="grey", linestyle=":", linewidth=1)
-        ax.annotate(f"target {target} MB/s", (0.01, target), xycoords=("axes fraction", "data"), fontsize=8,
-                    color="grey", va="bottom")
+        ax.annotate(
+            f"target {target} MB/s",
+            (0.01, target),
+            xycoords=("axes fraction", "data"),
+            fontsize=8,
+            color="grey",
+            va="bottom",
+        )
         ax = axes[1][col]
         ax.set_title(f"{label}: peak RSS of the process")
         ax.set_ylabel("MiB (lower is better)")
         ax.set_yscale("log")
         ax.axhline(64, color="grey", linestyle=":", linewidth=1)
-        ax.annotate("native target 64 MiB", (0.01, 64), xycoords=("axes fraction", "data"), fontsize=8, color="grey",
-                    va="bottom")
+        ax.annotate(
+            "native target 64 MiB",
+            (0.01, 64),
+            xycoords=("axes fraction", "data"),
+            fontsize=8,
+            color="grey",
+            va="bottom",
+        )
         sizes = sorted({r["bytes"] / 1e6 for r in frows})
         for row_i in (0, 1):
             a = axes[row_i][col]
@@ -140,8 +164,15 @@ def suite_table(rows: list[dict[str, Any]], title: str):
     from rich.table import Table
 
     t = Table(title=title, title_justify="left")
-    for c, j in (("way", "left"), ("median s", "right"), ("min-max s", "right"), ("added s", "right"),
-                 ("added %", "right"), ("agent text bytes", "right"), ("counts vs truth", "left")):
+    for c, j in (
+        ("way", "left"),
+        ("median s", "right"),
+        ("min-max s", "right"),
+        ("added s", "right"),
+        ("added %", "right"),
+        ("agent text bytes", "right"),
+        ("counts vs truth", "left"),
+    ):
         t.add_column(c, justify=j)
     for r in rows:
         t.add_row(
@@ -171,38 +202,76 @@ def _md_table(header: list[str], rows: list[list[str]], right: set[int]) -> str:
 def markdown(doc: dict[str, Any]) -> str:
     """Markdown tables of one saved run (``--save``): the rows, then the targets."""
     m = doc["machine"]
-    out = [f"`{doc['command']}`: {doc['elapsed_s']:.0f} s, started {doc['started']}, load average "
-           f"{m.get('loadavg')} at the start and {m.get('loadavg_end')} at the end; git {m.get('git')}.\n"]
+    out = [
+        f"`{doc['command']}`: {doc['elapsed_s']:.0f} s, started {doc['started']}, load average "
+        f"{m.get('loadavg')} at the start and {m.get('loadavg_end')} at the end; git {m.get('git')}.\n"
+    ]
     rows = doc["rows"]
     if doc["bench"] == "suite":
         header = ["way", "median s", "min-max s", "added s", "added %", "agent text bytes", "counts vs truth"]
-        body = [[r["way"], _f(r.get("median_s"), ".2f"),
-                 f"{r['min_s']:.2f}-{r['max_s']:.2f}" if r.get("min_s") is not None else "-",
-                 _f(r.get("added_s"), "+.2f"), _f(r.get("added_pct"), "+.1f"), _f(r.get("agent_bytes"), "d"),
-                 counts_cell(r)] for r in rows]
+        body = [
+            [
+                r["way"],
+                _f(r.get("median_s"), ".2f"),
+                f"{r['min_s']:.2f}-{r['max_s']:.2f}" if r.get("min_s") is not None else "-",
+                _f(r.get("added_s"), "+.2f"),
+                _f(r.get("added_pct"), "+.1f"),
+                _f(r.get("agent_bytes"), "d"),
+                counts_cell(r),
+            ]
+            for r in rows
+        ]
         out.append(_md_table(header, body, {1, 2, 3, 4, 5}))
     else:
         shards = doc["bench"] == "shards"
-        header = ["format", "files x size" if shards else "size", "parser", "median s", "min-max s", "MB/s", "CPU s",
-                  "peak RSS MiB"] + (["threads", "vs one-by-one"] if shards else []) + ["time / native", "counts vs truth"]
+        header = (
+            [
+                "format",
+                "files x size" if shards else "size",
+                "parser",
+                "median s",
+                "min-max s",
+                "MB/s",
+                "CPU s",
+                "peak RSS MiB",
+            ]
+            + (["threads", "vs one-by-one"] if shards else [])
+            + ["time / native", "counts vs truth"]
+        )
         body = []
         for r in rows:
-            cells = [r["format"], f"{r['files']} x {r['size']}" if shards else r["size"], r["parser"],
-                     _f(r.get("median_s"), ".3f"),
-                     f"{r['min_s']:.3f}-{r['max_s']:.3f}" if r.get("min_s") is not None else "-",
-                     _f(r.get("mb_s"), ".0f"), _f(r.get("cpu_s"), ".2f"),
-                     _f(r["peak_rss"] / MIB if r.get("peak_rss") else None, ".1f")]
+            cells = [
+                r["format"],
+                f"{r['files']} x {r['size']}" if shards else r["size"],
+                r["parser"],
+                _f(r.get("median_s"), ".3f"),
+                f"{r['min_s']:.3f}-{r['max_s']:.3f}" if r.get("min_s") is not None else "-",
+                _f(r.get("mb_s"), ".0f"),
+                _f(r.get("cpu_s"), ".2f"),
+                _f(r["peak_rss"] / MIB if r.get("peak_rss") else None, ".1f"),
+            ]
             if shards:
-                cells += [str(r.get("threads") or "-"),
-                          _f(r.get("vs_one_by_one"), ".2f") + ("x" if r.get("vs_one_by_one") else "")]
+                cells += [
+                    str(r.get("threads") or "-"),
+                    _f(r.get("vs_one_by_one"), ".2f") + ("x" if r.get("vs_one_by_one") else ""),
+                ]
             cells += [_f(r.get("vs_native"), ".1f") + ("x" if r.get("vs_native") else ""), counts_cell(r)]
             body.append(cells)
         n = len(header)
         out.append(_md_table(header, body, set(range(3, n - 1))))
     if doc.get("targets"):
-        body = [[t["format"], t["size"], t["target"],
-                 "-" if t["value"] is None else f"{t['value']:.1f} {t['unit']}".strip(),
-                 {True: "yes", False: "**no**", None: "n/a"}[t["met"]]] for t in doc["targets"]]
-        out.append("\nTargets (reported, not asserted):\n\n" + _md_table(["format", "size", "target", "measured", "met"],
-                                                                           body, set()))
+        body = [
+            [
+                t["format"],
+                t["size"],
+                t["target"],
+                "-" if t["value"] is None else f"{t['value']:.1f} {t['unit']}".strip(),
+                {True: "yes", False: "**no**", None: "n/a"}[t["met"]],
+            ]
+            for t in doc["targets"]
+        ]
+        out.append(
+            "\nTargets (reported, not asserted):\n\n"
+            + _md_table(["format", "size", "target", "measured", "met"], body, set())
+        )
     return "\n".join(out)

@@ -57,8 +57,14 @@ def run_reports(
                 if parser_names and name not in parser_names:
                     continue
                 row: dict[str, Any] = {
-                    "bench": "reports", "format": fmt, "size": format_size(size), "target_bytes": size,
-                    "bytes": truth["bytes"], "tests": truth["tests"], "parser": name, "description": desc,
+                    "bench": "reports",
+                    "format": fmt,
+                    "size": format_size(size),
+                    "target_bytes": size,
+                    "bytes": truth["bytes"],
+                    "tests": truth["tests"],
+                    "parser": name,
+                    "description": desc,
                     "file": str(path),
                 }
                 if not parsers.available(parser):
@@ -66,10 +72,18 @@ def run_reports(
                     group.append(row)
                     continue
                 task = progress.add_task(f"{fmt} {format_size(size)}: {name}", total=warmup + n)
-                job = {"fmt": fmt, "parser": name, "paths": [str(path)], "warmup": warmup, "reps": n,
-                       "mem_limit": mem_limit}
+                job = {
+                    "fmt": fmt,
+                    "parser": name,
+                    "paths": [str(path)],
+                    "warmup": warmup,
+                    "reps": n,
+                    "mem_limit": mem_limit,
+                }
                 t0 = time.monotonic()
-                res = common.spawn(job, timeout=timeout, on_progress=lambda d, t, task=task: progress.update(task, completed=d))
+                res = common.spawn(
+                    job, timeout=timeout, on_progress=lambda d, t, task=task: progress.update(task, completed=d)
+                )
                 progress.remove_task(task)
                 row.update(_row_from_result(res, truth, truth["bytes"]))
                 row["process_s"] = time.monotonic() - t0
@@ -131,8 +145,13 @@ def target_checks(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         native = at_size[largest].get("native")
         nat_ok = bool(native and native.get("ok") and native.get("truth_ok"))
         v = native.get("mb_s") if nat_ok else None
-        add(format_size(largest), f"native >= {tg['mb_s']:.0f} MB/s", v, (v >= tg["mb_s"]) if v is not None else None,
-            "MB/s")
+        add(
+            format_size(largest),
+            f"native >= {tg['mb_s']:.0f} MB/s",
+            v,
+            (v >= tg["mb_s"]) if v is not None else None,
+            "MB/s",
+        )
         for n in sizes:
             at = at_size[n]
             nat = at.get("native")
@@ -140,17 +159,32 @@ def target_checks(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 continue
             pure = at.get("pure")
             v = pure.get("vs_native") if pure and pure.get("ok") else None
-            add(format_size(n), f"native >= {tg['vs_pure']:.0f}x pure", v, (v >= tg["vs_pure"]) if v is not None else None,
-                "x")
+            add(
+                format_size(n),
+                f"native >= {tg['vs_pure']:.0f}x pure",
+                v,
+                (v >= tg["vs_pure"]) if v is not None else None,
+                "x",
+            )
             alts = [r for p, r in at.items() if p not in ("native", "pure") and r.get("ok") and r.get("vs_native")]
             best = min(alts, key=lambda r: r["vs_native"]) if alts else None
             v = best["vs_native"] if best else None
-            add(format_size(n), f"native >= {tg['vs_best_alt']:.0f}x fastest alternative"
-                + (f" ({best['parser']})" if best else ""), v, (v >= tg["vs_best_alt"]) if v is not None else None, "x")
+            add(
+                format_size(n),
+                f"native >= {tg['vs_best_alt']:.0f}x fastest alternative" + (f" ({best['parser']})" if best else ""),
+                v,
+                (v >= tg["vs_best_alt"]) if v is not None else None,
+                "x",
+            )
         all_sizes = f"{format_size(sizes[0])}-{format_size(largest)}" if len(sizes) > 1 else format_size(largest)
         for parser, limit in (("native", tg["peak_rss"]), ("pure", PURE_PEAK_RSS_TARGET)):
             peaks = [r["peak_rss"] for r in frows if r["parser"] == parser and r.get("ok") and r.get("peak_rss")]
             v = max(peaks) / 2**20 if peaks else None
-            add(all_sizes, f"{parser} peak RSS <= {limit // 2**20} MiB (whole process, every size)", v,
-                (v <= limit / 2**20) if v is not None else None, "MiB")
+            add(
+                all_sizes,
+                f"{parser} peak RSS <= {limit // 2**20} MiB (whole process, every size)",
+                v,
+                (v <= limit / 2**20) if v is not None else None,
+                "MiB",
+            )
     return out

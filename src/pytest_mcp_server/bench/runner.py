@@ -60,8 +60,17 @@ def run(job: dict) -> dict:
     """Run one job (see the module docstring) and return the result dict."""
     from .parsers import lookup
 
-    out: dict = {"ok": False, "error": None, "times_s": [], "warmup_s": [], "cpu_s": [], "counts": None,
-                 "baseline_rss": 0, "peak_rss": 0, "threads": 0}
+    out: dict = {
+        "ok": False,
+        "error": None,
+        "times_s": [],
+        "warmup_s": [],
+        "cpu_s": [],
+        "counts": None,
+        "baseline_rss": 0,
+        "peak_rss": 0,
+        "threads": 0,
+    }
     if job.get("mem_limit"):
         limit = int(job["mem_limit"])
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))

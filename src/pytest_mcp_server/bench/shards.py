@@ -56,8 +56,9 @@ def run_shards(
         truths: list[dict[str, Any]] = []
         task = progress.add_task(f"{fmt}: {files} shards of {format_size(shard_size)}", total=files)
         for i in range(files):
-            path, truth, _ = common.ensure_report(sub, fmt, shard_size, seed + i, None,
-                                                  suffix=f"-shard{i:03d}", module_offset=i * 1_000_000)
+            path, truth, _ = common.ensure_report(
+                sub, fmt, shard_size, seed + i, None, suffix=f"-shard{i:03d}", module_offset=i * 1_000_000
+            )
             paths.append(str(path))
             truths.append(truth)
             progress.advance(task)
@@ -68,18 +69,32 @@ def run_shards(
             name, desc, _, _ = mode
             if (modes and name not in modes) or (not modes and name not in DEFAULT_MODES):
                 continue
-            row: dict[str, Any] = {"bench": "shards", "format": fmt, "files": files, "size": format_size(shard_size),
-                                   "bytes": truth["bytes"], "parser": name, "description": desc}
+            row: dict[str, Any] = {
+                "bench": "shards",
+                "format": fmt,
+                "files": files,
+                "size": format_size(shard_size),
+                "bytes": truth["bytes"],
+                "parser": name,
+                "description": desc,
+            }
             if not parsers.available(mode):
                 row.update(available=False, ok=False, error="not installed")
                 group.append(row)
                 continue
             env = {"RAYON_NUM_THREADS": "1"} if name == "native-1-thread" else {}
             t = progress.add_task(f"{fmt} shards: {name}", total=warmup + reps)
-            job = {"fmt": "shards", "parser": name, "paths": paths, "warmup": warmup, "reps": reps,
-                   "mem_limit": mem_limit}
-            res = common.spawn(job, timeout=timeout, env=env,
-                               on_progress=lambda d, n, t=t: progress.update(t, completed=d))
+            job = {
+                "fmt": "shards",
+                "parser": name,
+                "paths": paths,
+                "warmup": warmup,
+                "reps": reps,
+                "mem_limit": mem_limit,
+            }
+            res = common.spawn(
+                job, timeout=timeout, env=env, on_progress=lambda d, n, t=t: progress.update(t, completed=d)
+            )
             progress.remove_task(t)
             row.update(_row_from_result(res, truth, truth["bytes"]))
             row["env"] = env

@@ -88,7 +88,7 @@ def checkout(order):
     return {"id": order["id"], "total": price(order), "status": "paid"}
 '''
 
-_MODULE = '''\
+_MODULE = """\
 import pytest
 
 from app.orders import checkout
@@ -115,7 +115,7 @@ def test_checkout(case, resource):
         order["items"][0]["amount"] = "12.5"
         checkout(order)
     assert checkout(order)["total"] == 27
-'''
+"""
 
 
 def _kinds(rng: random.Random, n: int, mix: Mix) -> str:
@@ -196,8 +196,15 @@ def _env() -> dict[str, str]:
 
 
 def _plain_argv(run_dir: Path) -> list[str]:
-    return [sys.executable, "-m", "pytest", f"--junitxml={run_dir / 'junit.xml'}", "--json-report",
-            f"--json-report-file={run_dir / 'report.json'}", "--json-report-omit=keywords"]
+    return [
+        sys.executable,
+        "-m",
+        "pytest",
+        f"--junitxml={run_dir / 'junit.xml'}",
+        "--json-report",
+        f"--json-report-file={run_dir / 'report.json'}",
+        "--json-report-omit=keywords",
+    ]
 
 
 def _from_server_argv(server_argv: list[str], run_dir: Path) -> list[str]:
@@ -249,8 +256,21 @@ def run_suite(
     ways = [w for w in WAYS if not ways or w in ways]
     root, truth = make_project(cache, tests, seed)
     work = Path(tempfile.mkdtemp(prefix="bench-suite-"))
-    rows = {w: {"bench": "suite", "way": w, "tests": tests, "project": str(root), "times_s": [], "ok": True,
-                "error": None, "agent_bytes": None, "truth_ok": None, "mismatch": {}} for w in ways}
+    rows = {
+        w: {
+            "bench": "suite",
+            "way": w,
+            "tests": tests,
+            "project": str(root),
+            "times_s": [],
+            "ok": True,
+            "error": None,
+            "agent_bytes": None,
+            "truth_ok": None,
+            "mismatch": {},
+        }
+        for w in ways
+    }
     task = progress.add_task(f"suite of {tests} tests: {', '.join(ways)}", total=(warmup + reps) * len(ways))
     try:
         if "mcp" in ways:
@@ -275,7 +295,7 @@ def run_suite(
     if m is not None and m.get("pytest_in_server_s") and len(m["pytest_in_server_s"]) == len(m["times_s"]):
         inside = m["pytest_in_server_s"]
         m["pytest_in_server_median_s"] = common.stats(inside)["median"]
-        m["outside_pytest_median_s"] = common.stats([t - p for t, p in zip(m["times_s"], inside)])["median"]
+        m["outside_pytest_median_s"] = common.stats([t - p for t, p in zip(m["times_s"], inside, strict=False)])["median"]
     for r in out:
         if base and r.get("median_s") is not None and r["way"] != "pytest":
             r["added_s"] = r["median_s"] - base
@@ -284,11 +304,27 @@ def run_suite(
     m = rows.get("mcp")
     if m is not None:
         v = m.get("added_pct")
-        targets.append({"format": "suite", "size": f"{tests} tests", "target": f"execute_tests <= {MAX_ADDED_PCT:.0f}% slower than plain pytest",
-                        "value": v, "unit": "%", "met": (v <= MAX_ADDED_PCT) if v is not None else None})
+        targets.append(
+            {
+                "format": "suite",
+                "size": f"{tests} tests",
+                "target": f"execute_tests <= {MAX_ADDED_PCT:.0f}% slower than plain pytest",
+                "value": v,
+                "unit": "%",
+                "met": (v <= MAX_ADDED_PCT) if v is not None else None,
+            }
+        )
         v = m.get("agent_bytes")
-        targets.append({"format": "suite", "size": f"{tests} tests", "target": f"agent text < {MAX_AGENT_BYTES} bytes",
-                        "value": v, "unit": "bytes", "met": (v < MAX_AGENT_BYTES) if v is not None else None})
+        targets.append(
+            {
+                "format": "suite",
+                "size": f"{tests} tests",
+                "target": f"agent text < {MAX_AGENT_BYTES} bytes",
+                "value": v,
+                "unit": "bytes",
+                "met": (v < MAX_AGENT_BYTES) if v is not None else None,
+            }
+        )
     return out, targets
 
 
@@ -302,8 +338,16 @@ async def _mcp_and_others(root, truth, work, ways, rows, reps, warmup, timeout, 
     artifacts = work / "artifacts"
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "pytest_mcp_server", "--root", str(root), "--artifacts-dir", str(artifacts),
-              "--max-timeout", str(int(timeout))],
+        args=[
+            "-m",
+            "pytest_mcp_server",
+            "--root",
+            str(root),
+            "--artifacts-dir",
+            str(artifacts),
+            "--max-timeout",
+            str(int(timeout)),
+        ],
         env=_env(),
     )
     t0 = time.perf_counter()
@@ -321,8 +365,9 @@ async def _mcp_and_others(root, truth, work, ways, rows, reps, warmup, timeout, 
         if rows["mcp"]["ok"]:
             rows["mcp"].update(ok=False, error=f"{type(exc).__name__}: {exc}"[:300])
         if not any(rows[w]["times_s"] for w in ways if w != "mcp"):
-            _measure_loop(None, root, truth, work, [w for w in ways if w != "mcp"], rows, reps, warmup, timeout,
-                          progress, task)
+            _measure_loop(
+                None, root, truth, work, [w for w in ways if w != "mcp"], rows, reps, warmup, timeout, progress, task
+            )
 
 
 async def _measure_async(client, root, truth, work, ways, rows, reps, warmup, timeout, progress, task) -> None:
@@ -369,7 +414,9 @@ async def _one_mcp(client, truth: dict[str, Any], row: dict[str, Any], *, timed:
         row.setdefault("pytest_in_server_s", []).append(structured.get("duration_s"))
 
 
-def _one_plain(way: str, root: Path, truth: dict[str, Any], work: Path, rows: dict, timed: bool, timeout: float) -> None:
+def _one_plain(
+    way: str, root: Path, truth: dict[str, Any], work: Path, rows: dict, timed: bool, timeout: float
+) -> None:
     row = rows[way]
     if not row["ok"]:
         return

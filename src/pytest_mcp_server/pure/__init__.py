@@ -44,7 +44,9 @@ def _open(path: str):
         raise ReportError("not_found", path, "no such file; check the path") from None
     except OSError as exc:
         raise ReportError(
-            "unreadable", path, f"cannot read the file ({exc.strerror or exc}); check that it is a readable regular file"
+            "unreadable",
+            path,
+            f"cannot read the file ({exc.strerror or exc}); check that it is a readable regular file",
         ) from None
 
 
@@ -53,7 +55,9 @@ def _read_head(path: str, f) -> bytes:
         return f.read(SNIFF_BYTES)
     except OSError as exc:  # e.g. a directory opened on some platforms
         raise ReportError(
-            "unreadable", path, f"cannot read the file ({exc.strerror or exc}); check that it is a readable regular file"
+            "unreadable",
+            path,
+            f"cannot read the file ({exc.strerror or exc}); check that it is a readable regular file",
         ) from None
 
 

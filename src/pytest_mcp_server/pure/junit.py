@@ -70,7 +70,9 @@ def _read(f, path: str, n: int) -> bytes:
         return f.read(n)
     except OSError as exc:
         raise ReportError(
-            "unreadable", path, f"cannot read the file ({exc.strerror or exc}); check that it is a readable regular file"
+            "unreadable",
+            path,
+            f"cannot read the file ({exc.strerror or exc}); check that it is a readable regular file",
         ) from None
 
 
@@ -156,7 +158,9 @@ def _parse_xml_decl(text: bytes, whole: bool) -> bytes | None:
     close = text.find(b"?>", 5)
     if close < 0:
         if whole:
-            raise _DeclError("the XML declaration '<?xml ...' is not closed by '?>'; the file is truncated or not XML", 0)
+            raise _DeclError(
+                "the XML declaration '<?xml ...' is not closed by '?>'; the file is truncated or not XML", 0
+            )
         raise _DeclError("the XML declaration '<?xml ...' is not closed within the first 4 KiB; shorten it", 0)
     decl = text[:close]
     pos = 5
@@ -677,7 +681,11 @@ class _Guard:
         part = w[a:k]
         m = _BAD_IN_VALUE.search(part)
         if m is not None:
-            what = "'<' in an attribute value (write '&lt;')" if part[m.start()] == 0x3C else "a character XML does not allow"
+            what = (
+                "'<' in an attribute value (write '&lt;')"
+                if part[m.start()] == 0x3C
+                else "a character XML does not allow"
+            )
             self.fail(what, a + m.start())
         if not part.isascii():
             try:
@@ -965,7 +973,9 @@ class _Parser:
         try:
             self.guard.push(data, final)
         except _GuardError as exc:
-            raise ReportError("malformed", self.path, exc.message, f"byte {exc.offset} of the text decoded to UTF-8") from None
+            raise ReportError(
+                "malformed", self.path, exc.message, f"byte {exc.offset} of the text decoded to UTF-8"
+            ) from None
 
     def feed(self, data: bytes, final: bool) -> None:
         self.tail = self.current[-64:] if len(self.current) >= 64 else (self.tail + self.current)[-64:]

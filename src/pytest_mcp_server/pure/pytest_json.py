@@ -46,7 +46,13 @@ _PROBLEMS = ("failed", "error")
 _PHASES = ("setup", "call", "teardown")
 # The keys read in each object, with the ijson event their value must start with (None:
 # the caller checks). Any other key is skipped, duplicates of it too.
-_REPORT_KINDS = {"exitcode": None, "summary": None, "root": "string", "collectors": "start_array", "tests": "start_array"}
+_REPORT_KINDS = {
+    "exitcode": None,
+    "summary": None,
+    "root": "string",
+    "collectors": "start_array",
+    "tests": "start_array",
+}
 _COLLECTOR_KINDS = {"nodeid": "string", "outcome": "string", "longrepr": "string"}
 _TEST_KINDS = {"nodeid": "string", "outcome": "string", **dict.fromkeys(_PHASES, "start_map")}
 _PHASE_KINDS = {
@@ -421,7 +427,10 @@ class _CheckedReader:
             self.violation = (offset, f"lone surrogate escape \\u{unit:04x} (not a Unicode character)")
             return p
         if bad is not None:
-            self.violation = (self._checked + end, f"byte 0x{data[end]:02x} (not JSON whitespace, and not allowed raw in a string)")
+            self.violation = (
+                self._checked + end,
+                f"byte 0x{data[end]:02x} (not JSON whitespace, and not allowed raw in a string)",
+            )
             return end
         return None
 
@@ -474,7 +483,13 @@ def parse_pytest_json(
                 raise ReportError("not_a_report", path, "the file is empty; expected a pytest-json-report file")
             # A violation cut the input at the first byte: it is no '{' either.
             offset = reader.handed_on - len(head) if head else reader.violation[0]
-            what = "an array" if head[:1] == b"[" else repr(head[:1].decode("latin-1")) if head else "a byte that is not JSON"
+            what = (
+                "an array"
+                if head[:1] == b"["
+                else repr(head[:1].decode("latin-1"))
+                if head
+                else "a byte that is not JSON"
+            )
             raise ReportError(
                 "not_a_report",
                 path,
@@ -495,7 +510,9 @@ def parse_pytest_json(
         raise parser.malformed(_yajl_reason(exc)) from None
     except OSError as exc:
         raise ReportError(
-            "unreadable", path, f"cannot read the file ({exc.strerror or exc}); check that it is a readable regular file"
+            "unreadable",
+            path,
+            f"cannot read the file ({exc.strerror or exc}); check that it is a readable regular file",
         ) from None
 
 
@@ -704,7 +721,9 @@ class _Parser:
             if self.is_report() and self.held_error is not None:
                 raise self.held_error
         if not self.is_report():
-            missing = " and ".join(k for k, has in (("exitcode", self.has_exitcode), ("summary", self.has_summary)) if not has)
+            missing = " and ".join(
+                k for k, has in (("exitcode", self.has_exitcode), ("summary", self.has_summary)) if not has
+            )
             raise ReportError(
                 "not_a_report",
                 self.path,

@@ -169,7 +169,16 @@ def is_library_path(path: str) -> bool:
     return any(m in p for m in _LIBRARY_MARKERS)
 
 
-_JAVA_LIBRARY_PREFIXES = ("java.", "javax.", "jdk.", "sun.", "org.junit.", "junit.", "org.apache.maven.", "org.hamcrest.")
+_JAVA_LIBRARY_PREFIXES = (
+    "java.",
+    "javax.",
+    "jdk.",
+    "sun.",
+    "org.junit.",
+    "junit.",
+    "org.apache.maven.",
+    "org.hamcrest.",
+)
 
 
 def _is_java_library_frame(line: str) -> bool:
@@ -417,9 +426,7 @@ def _fnv1a64(data: bytes) -> int:
 
 
 def _key_hash(exception: str, normalized: str) -> int:
-    return _fnv1a64(
-        exception.encode("utf-8", "surrogatepass") + b"\0" + normalized.encode("utf-8", "surrogatepass")
-    )
+    return _fnv1a64(exception.encode("utf-8", "surrogatepass") + b"\0" + normalized.encode("utf-8", "surrogatepass"))
 
 
 def _group_id(key_hash: int) -> str:
