@@ -35,7 +35,10 @@ const TRACEBACK: &str = "self = <tests.api.test_users.TestCreate object at 0x7f3
 /// A small pytest-like JUnit report (used when the generator's file is absent).
 fn synthetic_junit(tests: usize) -> Vec<u8> {
     let mut s = String::from("<?xml version=\"1.0\" encoding=\"utf-8\"?><testsuites name=\"pytest tests\"><testsuite name=\"pytest\" tests=\"0\">");
-    let body = TRACEBACK.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;");
+    let body = TRACEBACK
+        .replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;");
     for i in 0..tests {
         let cls = format!("tests.pkg.test_mod_{}.TestCase", i / 100);
         if i % 50 == 7 {
@@ -47,7 +50,9 @@ fn synthetic_junit(tests: usize) -> Vec<u8> {
                 "<testcase classname=\"{cls}\" name=\"test_{i}\" time=\"0.000\"><skipped type=\"pytest.skip\" message=\"needs a GPU\">/ci/tests/pkg/test_mod.py:3: needs a GPU</skipped></testcase>"
             ));
         } else {
-            s.push_str(&format!("<testcase classname=\"{cls}\" name=\"test_{i}\" time=\"0.003\" />"));
+            s.push_str(&format!(
+                "<testcase classname=\"{cls}\" name=\"test_{i}\" time=\"0.003\" />"
+            ));
         }
     }
     s.push_str("</testsuite></testsuites>");
@@ -95,8 +100,16 @@ fn serde_json_escape(s: &str) -> String {
 fn inputs() -> Vec<(Format, String, Vec<u8>, Option<PathBuf>)> {
     let mut out = Vec::new();
     for (format, var, name) in [
-        (Format::Junit, "REPORT_BENCH_JUNIT", "junit-10MB-s20240611-v1.xml"),
-        (Format::PytestJson, "REPORT_BENCH_JSON", "pytest-json-10MB-s20240611-v1.json"),
+        (
+            Format::Junit,
+            "REPORT_BENCH_JUNIT",
+            "junit-10MB-s20240611-v1.xml",
+        ),
+        (
+            Format::PytestJson,
+            "REPORT_BENCH_JSON",
+            "pytest-json-10MB-s20240611-v1.json",
+        ),
     ] {
         match generated(var, name) {
             Some(path) => {
@@ -109,7 +122,12 @@ fn inputs() -> Vec<(Format, String, Vec<u8>, Option<PathBuf>)> {
                     Format::Junit => synthetic_junit(20_000),
                     Format::PytestJson => synthetic_json(8_000),
                 };
-                out.push((format, format!("synthetic-{}", format.as_str()), bytes, None));
+                out.push((
+                    format,
+                    format!("synthetic-{}", format.as_str()),
+                    bytes,
+                    None,
+                ));
             }
         }
     }
@@ -130,8 +148,15 @@ fn parsers(c: &mut Criterion) {
                     n += 1;
                 };
                 let r = match format {
-                    Format::Junit => report_core::junit::parse_junit(&bytes[..], "bench", &budgets, &mut sink),
-                    Format::PytestJson => report_core::pytest_json::parse_pytest_json(&bytes[..], "bench", &budgets, &mut sink),
+                    Format::Junit => {
+                        report_core::junit::parse_junit(&bytes[..], "bench", &budgets, &mut sink)
+                    }
+                    Format::PytestJson => report_core::pytest_json::parse_pytest_json(
+                        &bytes[..],
+                        "bench",
+                        &budgets,
+                        &mut sink,
+                    ),
                 };
                 r.expect("the bench input parses");
                 n
@@ -140,7 +165,10 @@ fn parsers(c: &mut Criterion) {
         if let Some(path) = path {
             let paths = vec![path.to_string_lossy().into_owned()];
             group.bench_function("summarize_files (file, builder, JSON)", |b| {
-                b.iter(|| report_core::summarize_files(black_box(&paths), None, &budgets).expect("summarises"))
+                b.iter(|| {
+                    report_core::summarize_files(black_box(&paths), None, &budgets)
+                        .expect("summarises")
+                })
             });
         }
         group.finish();

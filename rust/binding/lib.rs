@@ -7,7 +7,12 @@ use pyo3::types::{PyBytes, PyDict};
 
 use report_core::{Budgets, Format};
 
-create_exception!(_native, NativeReportError, PyException, "args: (kind, path, message, position)");
+create_exception!(
+    _native,
+    NativeReportError,
+    PyException,
+    "args: (kind, path, message, position)"
+);
 
 /// Summarise report files; returns the canonical summary JSON bytes.
 #[pyfunction]
@@ -19,7 +24,9 @@ fn summarize_files<'py>(
 ) -> PyResult<Bound<'py, PyBytes>> {
     let wanted = Format::parse_choice(format).map_err(PyValueError::new_err)?;
     if paths.is_empty() {
-        return Err(PyValueError::new_err("paths is empty: give at least one report file"));
+        return Err(PyValueError::new_err(
+            "paths is empty: give at least one report file",
+        ));
     }
     let mut b = Budgets::default();
     for name in Budgets::NAMES {
@@ -32,7 +39,12 @@ fn summarize_files<'py>(
     let result = py.detach(|| report_core::summarize_files(&paths, wanted, &b));
     match result {
         Ok(bytes) => Ok(PyBytes::new(py, &bytes)),
-        Err(e) => Err(NativeReportError::new_err((e.kind.as_str(), e.path, e.message, e.position))),
+        Err(e) => Err(NativeReportError::new_err((
+            e.kind.as_str(),
+            e.path,
+            e.message,
+            e.position,
+        ))),
     }
 }
 

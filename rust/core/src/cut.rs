@@ -91,14 +91,23 @@ pub(crate) fn parse_location(line: &str) -> Option<LocationLine<'_>> {
     let after_first = first.len_utf8();
     if let Some(colon) = memchr::memchr(b':', &b[after_first..]).map(|p| p + after_first) {
         if let Some((number, rest)) = location_tail(line, colon) {
-            return Some(LocationLine { path: &line[..colon], line: number, rest });
+            return Some(LocationLine {
+                path: &line[..colon],
+                line: number,
+                rest,
+            });
         }
     }
     // A Windows drive: `C:\dir\x.py:12: in f`.
-    if b.len() > 3 && b[0].is_ascii_alphabetic() && b[1] == b':' && (b[2] == b'\\' || b[2] == b'/') {
+    if b.len() > 3 && b[0].is_ascii_alphabetic() && b[1] == b':' && (b[2] == b'\\' || b[2] == b'/')
+    {
         if let Some(colon) = memchr::memchr(b':', &b[3..]).map(|p| p + 3) {
             if let Some((number, rest)) = location_tail(line, colon) {
-                return Some(LocationLine { path: &line[..colon], line: number, rest });
+                return Some(LocationLine {
+                    path: &line[..colon],
+                    line: number,
+                    rest,
+                });
             }
         }
     }
@@ -117,7 +126,11 @@ fn native_frame_path(line: &str) -> Option<&str> {
 /// `_ _ _ …` (stripped: `^_( _)+$`).
 fn is_separator_line(line: &str) -> bool {
     let t = strip(line).as_bytes();
-    t.len() >= 3 && t.len() % 2 == 1 && t.iter().enumerate().all(|(i, &b)| b == if i % 2 == 0 { b'_' } else { b' ' })
+    t.len() >= 3
+        && t.len() % 2 == 1
+        && t.iter()
+            .enumerate()
+            .all(|(i, &b)| b == if i % 2 == 0 { b'_' } else { b' ' })
 }
 
 const CHAIN_LINES: [&str; 2] = [
@@ -130,7 +143,13 @@ fn is_chain_line(line: &str) -> bool {
     CHAIN_LINES.contains(&t)
 }
 
-const LIBRARY_MARKERS: [&str; 5] = ["/site-packages/", "/dist-packages/", "/_pytest/", "/pluggy/", "/lib/python3."];
+const LIBRARY_MARKERS: [&str; 5] = [
+    "/site-packages/",
+    "/dist-packages/",
+    "/_pytest/",
+    "/pluggy/",
+    "/lib/python3.",
+];
 
 /// Library code: the path with `\` read as `/` and a `/` put in front contains one of
 /// [`LIBRARY_MARKERS`], or the path starts with `<frozen `.
@@ -144,8 +163,16 @@ pub(crate) fn is_library_path(path: &str) -> bool {
     LIBRARY_MARKERS.iter().any(|m| p.contains(m))
 }
 
-const JAVA_LIBRARY_PREFIXES: [&str; 8] =
-    ["java.", "javax.", "jdk.", "sun.", "org.junit.", "junit.", "org.apache.maven.", "org.hamcrest."];
+const JAVA_LIBRARY_PREFIXES: [&str; 8] = [
+    "java.",
+    "javax.",
+    "jdk.",
+    "sun.",
+    "org.junit.",
+    "junit.",
+    "org.apache.maven.",
+    "org.hamcrest.",
+];
 
 /// A Java stack frame of library code: leading whitespace, then `at ` + a library
 /// package (`\tat java.lang.Thread.run(Thread.java:748)`).
@@ -201,7 +228,10 @@ pub fn cut_traceback(text: &str, max_lines: usize, max_line_chars: usize) -> (St
     let Some(first) = first else {
         return (String::new(), 0);
     };
-    let last = all.iter().rposition(|l| !strip(l).is_empty()).expect("a non-blank line exists");
+    let last = all
+        .iter()
+        .rposition(|l| !strip(l).is_empty())
+        .expect("a non-blank line exists");
     let lines = &all[first..=last];
     let n = lines.len();
     let mut dropped = vec![false; n];
@@ -217,21 +247,36 @@ pub fn cut_traceback(text: &str, max_lines: usize, max_line_chars: usize) -> (St
         let chain = !separator && is_chain_line(line);
         if separator || chain {
             let block = block_separator.len() - 1;
-            frames.push(Frame { start: frame_start, end: i, block, section_end: chain });
+            frames.push(Frame {
+                start: frame_start,
+                end: i,
+                block,
+                section_end: chain,
+            });
             block_separator.push(if separator { Some(i) } else { None });
             frame_start = i + 1;
             frame_has_text = false;
             continue;
         }
         if frame_has_text && parse_location(line).is_some_and(|loc| loc.rest.starts_with("in ")) {
-            frames.push(Frame { start: frame_start, end: i, block: block_separator.len() - 1, section_end: false });
+            frames.push(Frame {
+                start: frame_start,
+                end: i,
+                block: block_separator.len() - 1,
+                section_end: false,
+            });
             frame_start = i;
         }
         if !strip(line).is_empty() {
             frame_has_text = true;
         }
     }
-    frames.push(Frame { start: frame_start, end: n, block: block_separator.len() - 1, section_end: true });
+    frames.push(Frame {
+        start: frame_start,
+        end: n,
+        block: block_separator.len() - 1,
+        section_end: true,
+    });
 
     let mut block_kept = vec![false; block_separator.len()];
     for frame in &frames {
@@ -242,7 +287,9 @@ pub fn cut_traceback(text: &str, max_lines: usize, max_line_chars: usize) -> (St
             .find_map(|l| parse_location(l).map(|loc| loc.path))
             .or_else(|| body.iter().find_map(|l| native_frame_path(l)));
         if !frame.section_end && path.is_some_and(is_library_path) {
-            dropped[frame.start..frame.end].iter_mut().for_each(|d| *d = true);
+            dropped[frame.start..frame.end]
+                .iter_mut()
+                .for_each(|d| *d = true);
         } else {
             block_kept[frame.block] = true;
         }
@@ -263,7 +310,11 @@ pub fn cut_traceback(text: &str, max_lines: usize, max_line_chars: usize) -> (St
         if let Some(path) = native_frame_path(lines[i]) {
             let indent = indentation(lines[i]);
             let mut end = i + 1;
-            while end < n && !dropped[end] && !strip(lines[end]).is_empty() && indentation(lines[end]) > indent {
+            while end < n
+                && !dropped[end]
+                && !strip(lines[end]).is_empty()
+                && indentation(lines[end]) > indent
+            {
                 end += 1;
             }
             if is_library_path(path) {
@@ -281,7 +332,9 @@ pub fn cut_traceback(text: &str, max_lines: usize, max_line_chars: usize) -> (St
     // Steps 4-5: source context before each frame's first `>` line: the last 3
     // non-blank lines and what follows them stay; earlier lines go unless essential.
     for frame in &frames {
-        let Some(arrow) = (frame.start..frame.end).find(|&j| !dropped[j] && lines[j].starts_with('>')) else {
+        let Some(arrow) =
+            (frame.start..frame.end).find(|&j| !dropped[j] && lines[j].starts_with('>'))
+        else {
             continue;
         };
         let mut non_blank_seen = 0;
@@ -369,7 +422,10 @@ pub(crate) fn push_capped(out: &mut String, s: &str, max_chars: usize) {
     match s.char_indices().nth(max_chars) {
         None => out.push_str(s),
         Some(_) => {
-            let keep = s.char_indices().nth(max_chars.saturating_sub(1)).map_or(s.len(), |(i, _)| i);
+            let keep = s
+                .char_indices()
+                .nth(max_chars.saturating_sub(1))
+                .map_or(s.len(), |(i, _)| i);
             out.push_str(&s[..keep]);
             out.push('…');
         }
@@ -485,7 +541,10 @@ java.lang.AssertionError: expected
         assert_eq!(lines.len(), 10);
         assert_eq!(&lines[..3], &["line 1", "line 2", "line 3"]);
         assert_eq!(lines[3], "... [91 lines omitted]");
-        assert_eq!(&lines[4..], &["line 95", "line 96", "line 97", "line 98", "line 99", "line 100"]);
+        assert_eq!(
+            &lines[4..],
+            &["line 95", "line 96", "line 97", "line 98", "line 99", "line 100"]
+        );
         assert_eq!(omitted, 91);
     }
 
@@ -498,7 +557,10 @@ java.lang.AssertionError: expected
         }
         let (cut, omitted) = cut_traceback(&text, 6, 200);
         // pieces: gap(3) d e f > E0..E19 -> head 2 = [gap3, d], tail 3 = E17..E19.
-        assert_eq!(cut, "... [3 lines omitted]\nd\n... [20 lines omitted]\nE   17\nE   18\nE   19");
+        assert_eq!(
+            cut,
+            "... [3 lines omitted]\nd\n... [20 lines omitted]\nE   17\nE   18\nE   19"
+        );
         assert_eq!(omitted, 23);
     }
 
@@ -513,9 +575,15 @@ java.lang.AssertionError: expected
     #[test]
     fn location_lines() {
         let loc = parse_location("tests/test_x.py:12: in helper").unwrap();
-        assert_eq!((loc.path, loc.line, loc.rest), ("tests/test_x.py", 12, "in helper"));
+        assert_eq!(
+            (loc.path, loc.line, loc.rest),
+            ("tests/test_x.py", 12, "in helper")
+        );
         let loc = parse_location("C:\\src\\x.py:3: ValueError").unwrap();
-        assert_eq!((loc.path, loc.line, loc.rest), ("C:\\src\\x.py", 3, "ValueError"));
+        assert_eq!(
+            (loc.path, loc.line, loc.rest),
+            ("C:\\src\\x.py", 3, "ValueError")
+        );
         assert_eq!(parse_location("test_spark.py:821:").unwrap().rest, "");
         assert!(parse_location("E   x.py:1: y").is_none());
         assert!(parse_location(">   x.py:1: y").is_none());

@@ -39,7 +39,12 @@ pub struct ReportError {
 
 impl ReportError {
     pub fn new(kind: ErrorKind, path: &str, message: impl Into<String>) -> Self {
-        ReportError { kind, path: path.to_string(), message: message.into(), position: None }
+        ReportError {
+            kind,
+            path: path.to_string(),
+            message: message.into(),
+            position: None,
+        }
     }
 
     pub fn at(mut self, position: impl Into<String>) -> Self {

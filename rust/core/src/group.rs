@@ -125,7 +125,9 @@ fn match_string(s: &[u8], i: usize) -> Option<usize> {
     // Opens at a word start, or after a one- or two-letter string prefix (`b'..'`,
     // `rb"..."`) that itself starts a word.
     let opens = !word_before(i)
-        || (1..=2).any(|k| i >= k && s[i - k..i].iter().all(|&b| is_string_prefix(b)) && !word_before(i - k));
+        || (1..=2).any(|k| {
+            i >= k && s[i - k..i].iter().all(|&b| is_string_prefix(b)) && !word_before(i - k)
+        });
     if !opens {
         return None;
     }
@@ -174,7 +176,10 @@ fn match_uuid(s: &[u8], i: usize) -> Option<usize> {
 }
 
 fn match_0x(s: &[u8], i: usize) -> Option<usize> {
-    if s[i] == b'0' && matches!(s.get(i + 1), Some(b'x' | b'X')) && s.get(i + 2).is_some_and(|&b| is_hex(b)) {
+    if s[i] == b'0'
+        && matches!(s.get(i + 1), Some(b'x' | b'X'))
+        && s.get(i + 2).is_some_and(|&b| is_hex(b))
+    {
         let mut j = i + 2;
         while j < s.len() && is_hex(s[j]) {
             j += 1;
@@ -220,7 +225,9 @@ fn match_ipv4(s: &[u8], i: usize) -> Option<usize> {
         }
         j = end;
     }
-    if j < s.len() && (is_word(s[j]) || (s[j] == b'.' && s.get(j + 1).is_some_and(|b| b.is_ascii_digit()))) {
+    if j < s.len()
+        && (is_word(s[j]) || (s[j] == b'.' && s.get(j + 1).is_some_and(|b| b.is_ascii_digit())))
+    {
         return None;
     }
     if s.get(j) == Some(&b':') && s.get(j + 1).is_some_and(|b| b.is_ascii_digit()) {
@@ -335,7 +342,11 @@ fn normalize_prefix(message: &str, limit: usize) -> String {
 /// FNV-1a 64 of `exception or ""`, a NUL byte, then `normalized` (UTF-8).
 pub fn key_hash(exception: Option<&str>, normalized: &str) -> u64 {
     let mut h = FNV_OFFSET;
-    let parts: [&[u8]; 3] = [exception.unwrap_or("").as_bytes(), b"\0", normalized.as_bytes()];
+    let parts: [&[u8]; 3] = [
+        exception.unwrap_or("").as_bytes(),
+        b"\0",
+        normalized.as_bytes(),
+    ];
     for part in parts {
         for &b in part {
             h ^= u64::from(b);
@@ -394,7 +405,10 @@ mod tests {
 
     #[test]
     fn numbers_hex_uuid_addr_paths() {
-        assert_eq!(n("refused after 12 retries in 0.25s"), "refused after <n> retries in <n>s");
+        assert_eq!(
+            n("refused after 12 retries in 0.25s"),
+            "refused after <n> retries in <n>s"
+        );
         assert_eq!(n("object at 0x7f3b2c1d0e80>"), "object at <hex>>");
         assert_eq!(n("commit 3f2a9c1b done"), "commit <hex> done");
         assert_eq!(n("deadbeef stays"), "deadbeef stays");
@@ -402,7 +416,10 @@ mod tests {
         assert_eq!(n("to 10.0.0.7:6379 refused"), "to <addr> refused");
         assert_eq!(n("from 192.168.1.1, ok"), "from <addr>, ok");
         assert_eq!(n("version 1.2.3.4.5"), "version <n>.<n>.<n>");
-        assert_eq!(n("file /tmp/pytest-of-root/pytest-12/x.json missing"), "file <path> missing");
+        assert_eq!(
+            n("file /tmp/pytest-of-root/pytest-12/x.json missing"),
+            "file <path> missing"
+        );
         assert_eq!(n("see tests/test_x.py:12"), "see <path>:<n>");
         assert_eq!(n("C:\\Users\\me\\x.txt"), "C:<path>");
         assert_eq!(n("worker_3 died"), "worker_<n> died");
@@ -413,12 +430,21 @@ mod tests {
 
     #[test]
     fn group_key_ignores_varying_parts() {
-        let a = group_key(Some("ConnectionError"), "connect to 10.0.0.1:5432 refused after 3 retries");
-        let b = group_key(Some("ConnectionError"), "connect to 172.16.4.20:6379 refused after 17 retries");
+        let a = group_key(
+            Some("ConnectionError"),
+            "connect to 10.0.0.1:5432 refused after 3 retries",
+        );
+        let b = group_key(
+            Some("ConnectionError"),
+            "connect to 172.16.4.20:6379 refused after 17 retries",
+        );
         assert_eq!(a, b);
         assert_eq!(a.1, "connect to <addr> refused after <n> retries");
         assert!(a.0.starts_with('g') && a.0.len() == 9);
-        let c = group_key(Some("TimeoutError"), "connect to 10.0.0.1:5432 refused after 3 retries");
+        let c = group_key(
+            Some("TimeoutError"),
+            "connect to 10.0.0.1:5432 refused after 3 retries",
+        );
         assert_ne!(a.0, c.0);
         assert_eq!(group_key(None, "x"), group_key(Some(""), "x"));
     }
@@ -434,7 +460,10 @@ mod tests {
         for message in messages {
             let repeated = message.repeat(5);
             for max in 0..60 {
-                assert_eq!(normalize_capped(&repeated, max), crate::cut::capped(&normalize_message(&repeated), max));
+                assert_eq!(
+                    normalize_capped(&repeated, max),
+                    crate::cut::capped(&normalize_message(&repeated), max)
+                );
             }
         }
     }

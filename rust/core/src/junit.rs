@@ -41,7 +41,10 @@ pub fn parse_junit<R: Read>(
     sink: &mut dyn FnMut(Item),
 ) -> Result<(), ReportError> {
     let mut head = Vec::with_capacity(DECL_WINDOW);
-    (&mut reader).take(DECL_WINDOW as u64).read_to_end(&mut head).map_err(|e| ReportError::from_io(path, &e))?;
+    (&mut reader)
+        .take(DECL_WINDOW as u64)
+        .read_to_end(&mut head)
+        .map_err(|e| ReportError::from_io(path, &e))?;
     let whole = head.len() < DECL_WINDOW;
     let prologue = decode::read_prologue(path, &head, whole)?;
     let bom_len = prologue.bom_len;
@@ -49,7 +52,8 @@ pub fn parse_junit<R: Read>(
     // The byte order mark is skipped by reading past it.
     let mut rest = rest;
     let mut skipped = [0u8; 3];
-    rest.read_exact(&mut skipped[..bom_len]).map_err(|e| ReportError::from_io(path, &e))?;
+    rest.read_exact(&mut skipped[..bom_len])
+        .map_err(|e| ReportError::from_io(path, &e))?;
     let src: Box<dyn Read + '_> = match prologue.mode {
         Mode::Utf8 => Box::new(rest),
         Mode::Ascii => Box::new(decode::AsciiOnly::new(rest, bom_len as u64)),
@@ -160,7 +164,9 @@ impl Handler for Junit<'_, '_> {
     fn start(&mut self, elem: Elem, attrs: &mut Attrs, depth: usize) -> Result<(), ReportError> {
         if !self.case.open {
             match elem {
-                Elem::Testsuite => self.suites.push((depth, attrs.get(Slot::Name) == Some("pytest"))),
+                Elem::Testsuite => self
+                    .suites
+                    .push((depth, attrs.get(Slot::Name) == Some("pytest"))),
                 Elem::Testcase => self.open_case(attrs, depth),
                 _ => {}
             }
@@ -251,9 +257,21 @@ fn result_of(elem: Elem, attrs: &Attrs) -> Chosen {
         outcome,
         phase,
         collection,
-        exception: if details { kind.filter(|k| !k.is_empty()).map(str::to_string) } else { None },
-        message: if details { message.map(|m| unwrap_phase_message(m).to_string()) } else { None },
-        message_omitted: if details { attrs.omitted(Slot::Message) } else { 0 },
+        exception: if details {
+            kind.filter(|k| !k.is_empty()).map(str::to_string)
+        } else {
+            None
+        },
+        message: if details {
+            message.map(|m| unwrap_phase_message(m).to_string())
+        } else {
+            None
+        },
+        message_omitted: if details {
+            attrs.omitted(Slot::Message)
+        } else {
+            0
+        },
     }
 }
 
@@ -309,8 +327,14 @@ impl Junit<'_, '_> {
             (None, None)
         } else {
             (
-                Some(std::mem::replace(&mut case.stdout, HeadTail::for_output(max_output))),
-                Some(std::mem::replace(&mut case.stderr, HeadTail::for_output(max_output))),
+                Some(std::mem::replace(
+                    &mut case.stdout,
+                    HeadTail::for_output(max_output),
+                )),
+                Some(std::mem::replace(
+                    &mut case.stderr,
+                    HeadTail::for_output(max_output),
+                )),
             )
         };
         let file = case.file.as_deref().unwrap_or("");
@@ -330,7 +354,10 @@ impl Junit<'_, '_> {
             return;
         }
         let (cached_classname, cached_file, cached_pytest) = &mut self.prefix_of;
-        if *cached_classname != case.classname || *cached_file != case.file || *cached_pytest != case.pytest_suite {
+        if *cached_classname != case.classname
+            || *cached_file != case.file
+            || *cached_pytest != case.pytest_suite
+        {
             self.prefix.clear();
             write_node_prefix(&mut self.prefix, &case.classname, file, case.pytest_suite);
             cached_classname.clone_from(&case.classname);
@@ -376,14 +403,23 @@ impl Junit<'_, '_> {
                 held.any_passed |= passed;
                 held.any_failed |= failed;
                 let duration_us = held.record.duration_us.saturating_add(record.duration_us);
-                let flaky = held.record.flaky || record.flaky || (held.any_passed && held.any_failed);
+                let flaky =
+                    held.record.flaky || record.flaky || (held.any_passed && held.any_failed);
                 record.node_id = std::mem::take(&mut held.record.node_id);
-                held.record = TestRecord { duration_us, flaky, ..record };
+                held.record = TestRecord {
+                    duration_us,
+                    flaky,
+                    ..record
+                };
             }
             _ => {
                 self.flush();
                 record.node_id = into_string(self.node_id.clone());
-                self.held = Some(Held { record, any_passed: passed, any_failed: failed });
+                self.held = Some(Held {
+                    record,
+                    any_passed: passed,
+                    any_failed: failed,
+                });
             }
         }
     }
@@ -400,7 +436,9 @@ impl Junit<'_, '_> {
 /// (both exact doubles) is one correctly rounded division, the value `str::parse`
 /// gives (Clinger's fast path).
 fn duration_us_fast(s: &str) -> u64 {
-    const POW10: [f64; 16] = [1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15];
+    const POW10: [f64; 16] = [
+        1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+    ];
     let mut mantissa: u64 = 0;
     let mut digits = 0usize;
     let mut fraction_digits = 0usize;
@@ -487,8 +525,10 @@ fn write_node_prefix(out: &mut Vec<u8>, classname: &str, file: &str, pytest_suit
     let path = file.strip_prefix("./").unwrap_or(file);
     if let Some(stem) = path.strip_suffix(".py") {
         let (c, m) = (classname.as_bytes(), stem.as_bytes());
-        let module_matches =
-            c.len() >= m.len() && c.iter().zip(m).all(|(&x, &y)| x == if y == b'/' || y == b'\\' { b'.' } else { y });
+        let module_matches = c.len() >= m.len()
+            && c.iter()
+                .zip(m)
+                .all(|(&x, &y)| x == if y == b'/' || y == b'\\' { b'.' } else { y });
         if module_matches && (c.len() == m.len() || c[m.len()] == b'.') {
             out.extend_from_slice(path.as_bytes());
             out.extend_from_slice(b"::");
@@ -505,8 +545,15 @@ fn write_node_prefix(out: &mut Vec<u8>, classname: &str, file: &str, pytest_suit
         let b = classname.as_bytes();
         let mut classes_start = b.len();
         loop {
-            let end = if classes_start == b.len() { b.len() } else { classes_start - 1 };
-            let start = b[..end].iter().rposition(|&c| c == b'.').map_or(0, |i| i + 1);
+            let end = if classes_start == b.len() {
+                b.len()
+            } else {
+                classes_start - 1
+            };
+            let start = b[..end]
+                .iter()
+                .rposition(|&c| c == b'.')
+                .map_or(0, |i| i + 1);
             if !b.get(start).is_some_and(u8::is_ascii_uppercase) || start == end {
                 break;
             }
@@ -516,7 +563,11 @@ fn write_node_prefix(out: &mut Vec<u8>, classname: &str, file: &str, pytest_suit
             }
         }
         if classes_start > 0 {
-            let module_end = if classes_start == b.len() { b.len() } else { classes_start - 1 };
+            let module_end = if classes_start == b.len() {
+                b.len()
+            } else {
+                classes_start - 1
+            };
             push_replacing_dots(out, &classname[..module_end], b"/");
             out.extend_from_slice(b".py");
             if classes_start < b.len() {
@@ -537,7 +588,12 @@ fn write_node_prefix(out: &mut Vec<u8>, classname: &str, file: &str, pytest_suit
 /// The path of a collection error: with an empty classname, the name (pytest writes the
 /// module's dotted path there) converted by rule 2's module rule in pytest's suite;
 /// with a classname (a class that failed to collect), the node id of rules 1-3.
-pub fn collection_error_path(classname: &str, name: &str, file: &str, pytest_suite: bool) -> String {
+pub fn collection_error_path(
+    classname: &str,
+    name: &str,
+    file: &str,
+    pytest_suite: bool,
+) -> String {
     if !classname.is_empty() {
         return node_id(classname, name, file, pytest_suite);
     }

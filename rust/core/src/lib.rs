@@ -48,7 +48,9 @@ impl Format {
             "auto" => Ok(None),
             "junit" => Ok(Some(Format::Junit)),
             "pytest-json" => Ok(Some(Format::PytestJson)),
-            other => Err(format!("format must be 'auto', 'junit' or 'pytest-json', not {other:?}")),
+            other => Err(format!(
+                "format must be 'auto', 'junit' or 'pytest-json', not {other:?}"
+            )),
         }
     }
 }
@@ -65,7 +67,10 @@ pub fn sniff(path: &str, head: &[u8]) -> Result<Format, ReportError> {
     } else {
         head
     };
-    let first = head.iter().copied().find(|b| !matches!(b, b' ' | b'\t' | b'\r' | b'\n'));
+    let first = head
+        .iter()
+        .copied()
+        .find(|b| !matches!(b, b' ' | b'\t' | b'\r' | b'\n'));
     match first {
         None => Err(ReportError::new(
             ErrorKind::NotAReport,
@@ -98,8 +103,16 @@ fn summarize_one(path: &str, wanted: Option<Format>, budgets: &Budgets) -> FileP
 }
 
 /// Parse one file into `builder` (after the records already in it).
-fn summarize_into(path: &str, wanted: Option<Format>, budgets: &Budgets, mut builder: SummaryBuilder) -> FilePart {
-    let fail = |format, err| FilePart { format, result: Err(err) };
+fn summarize_into(
+    path: &str,
+    wanted: Option<Format>,
+    budgets: &Budgets,
+    mut builder: SummaryBuilder,
+) -> FilePart {
+    let fail = |format, err| FilePart {
+        format,
+        result: Err(err),
+    };
     let mut file = match File::open(path) {
         Ok(f) => f,
         Err(e) => return fail(None, ReportError::from_io(path, &e)),
@@ -123,7 +136,10 @@ fn summarize_into(path: &str, wanted: Option<Format>, budgets: &Budgets, mut bui
                 ReportError::new(
                     ErrorKind::NotAReport,
                     path,
-                    format!("expected {expected}, but the file looks like {}; check --format", found.as_str()),
+                    format!(
+                        "expected {expected}, but the file looks like {}; check --format",
+                        found.as_str()
+                    ),
                 ),
             );
         }
@@ -138,18 +154,28 @@ fn summarize_into(path: &str, wanted: Option<Format>, budgets: &Budgets, mut bui
             Format::PytestJson => pytest_json::parse_pytest_json(file, path, budgets, &mut sink),
         }
     };
-    FilePart { format: Some(found), result: parsed.map(|()| builder) }
+    FilePart {
+        format: Some(found),
+        result: parsed.map(|()| builder),
+    }
 }
 
 /// Summarise report files into canonical summary JSON bytes (docs/ENGINE.md).
 ///
 /// Files are parsed in parallel (rayon) and merged in input order; the result equals
 /// feeding them one by one. The first failing file in input order gives the error.
-pub fn summarize_files(paths: &[String], wanted: Option<Format>, budgets: &Budgets) -> Result<Vec<u8>, ReportError> {
+pub fn summarize_files(
+    paths: &[String],
+    wanted: Option<Format>,
+    budgets: &Budgets,
+) -> Result<Vec<u8>, ReportError> {
     let parts: Vec<FilePart> = if paths.len() == 1 {
         vec![summarize_one(&paths[0], wanted, budgets)]
     } else {
-        paths.par_iter().map(|p| summarize_one(p, wanted, budgets)).collect()
+        paths
+            .par_iter()
+            .map(|p| summarize_one(p, wanted, budgets))
+            .collect()
     };
     let mut merged: Option<(Format, SummaryBuilder)> = None;
     for (path, part) in paths.iter().zip(parts) {

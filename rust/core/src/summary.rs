@@ -33,13 +33,17 @@ fn first_meaningful_line(s: &str) -> Option<&str> {
 /// The first line that, stripped, starts with `E `: the rest, stripped (pytest's
 /// explanation lines).
 fn first_e_line(s: &str) -> Option<&str> {
-    s.split('\n').find_map(|l| strip(l).strip_prefix("E ").map(strip))
+    s.split('\n')
+        .find_map(|l| strip(l).strip_prefix("E ").map(strip))
 }
 
 /// `^([A-Za-z_][A-Za-z0-9_.]*): (.*)$` -> (exception, rest).
 fn split_exception_prefix(line: &str) -> Option<(&str, &str)> {
     let b = line.as_bytes();
-    if !b.first().is_some_and(|&c| c.is_ascii_alphabetic() || c == b'_') {
+    if !b
+        .first()
+        .is_some_and(|&c| c.is_ascii_alphabetic() || c == b'_')
+    {
         return None;
     }
     let mut i = 1;
@@ -51,8 +55,11 @@ fn split_exception_prefix(line: &str) -> Option<(&str, &str)> {
 
 fn is_identifier(s: &str) -> bool {
     let b = s.as_bytes();
-    b.first().is_some_and(|&c| c.is_ascii_alphabetic() || c == b'_')
-        && b[1..].iter().all(|&c| c.is_ascii_alphanumeric() || c == b'_' || c == b'.')
+    b.first()
+        .is_some_and(|&c| c.is_ascii_alphabetic() || c == b'_')
+        && b[1..]
+            .iter()
+            .all(|&c| c.is_ascii_alphanumeric() || c == b'_' || c == b'.')
 }
 
 /// pytest's final location line `^\S.*:[0-9]+: ([A-Za-z_][A-Za-z0-9_.]*)$` -> group 1.
@@ -67,7 +74,10 @@ fn trailing_exception(line: &str) -> Option<&str> {
         return None;
     }
     let head = &line.as_bytes()[..sep];
-    let digits_start = head.iter().rposition(|b| !b.is_ascii_digit()).map_or(0, |p| p + 1);
+    let digits_start = head
+        .iter()
+        .rposition(|b| !b.is_ascii_digit())
+        .map_or(0, |p| p + 1);
     let colon = digits_start.checked_sub(1)?;
     (digits_start < head.len() && head[colon] == b':' && colon >= first.len_utf8()).then_some(name)
 }
@@ -87,12 +97,18 @@ fn describe<'a>(
         .unwrap_or("");
     let (exception, line) = match exception.filter(|e| !e.is_empty()) {
         Some(e) => {
-            let rest = line.strip_prefix(e).and_then(|r| r.strip_prefix(": ")).unwrap_or(line);
+            let rest = line
+                .strip_prefix(e)
+                .and_then(|r| r.strip_prefix(": "))
+                .unwrap_or(line);
             (Some(e), rest)
         }
         None => match split_exception_prefix(line) {
             Some((e, rest)) => (Some(e), rest),
-            None => (text.rsplit('\n').map(chomp).find_map(trailing_exception), line),
+            None => (
+                text.rsplit('\n').map(chomp).find_map(trailing_exception),
+                line,
+            ),
         },
     };
     // A bare `raise ValueError` / `<failure type="java.lang.AssertionError"/>`: the
@@ -105,7 +121,10 @@ fn describe<'a>(
 
 /// The location from the last `path:N: ` line of `text` (see `cut::parse_location`).
 fn location_from_text(text: &str) -> Option<(String, Option<u64>)> {
-    text.rsplit('\n').map(chomp).find_map(parse_location).map(|loc| (loc.path.to_owned(), Some(loc.line)))
+    text.rsplit('\n')
+        .map(chomp)
+        .find_map(parse_location)
+        .map(|loc| (loc.path.to_owned(), Some(loc.line)))
 }
 
 /// Empty captured output is written as null.
@@ -301,17 +320,33 @@ impl SummaryBuilder {
         if self.slowest.len() == cap && self.slowest[cap - 1].duration_us >= duration_us {
             return;
         }
-        let at = self.slowest.partition_point(|s| s.duration_us >= duration_us);
-        self.slowest.insert(at, Slow { duration_us, seq, node_id });
+        let at = self
+            .slowest
+            .partition_point(|s| s.duration_us >= duration_us);
+        self.slowest.insert(
+            at,
+            Slow {
+                duration_us,
+                seq,
+                node_id,
+            },
+        );
         self.slowest.truncate(cap);
     }
 
     fn push_failure(&mut self, mut record: TestRecord, seq: u64) {
         self.failures_total += 1;
-        self.text_bytes_omitted = self.text_bytes_omitted.saturating_add(record.text_bytes_omitted);
-        self.output_bytes_omitted = self.output_bytes_omitted.saturating_add(record.output_bytes_omitted);
-        let (exception, line) =
-            describe(record.exception.as_deref(), record.message.as_deref(), record.text.as_deref());
+        self.text_bytes_omitted = self
+            .text_bytes_omitted
+            .saturating_add(record.text_bytes_omitted);
+        self.output_bytes_omitted = self
+            .output_bytes_omitted
+            .saturating_add(record.output_bytes_omitted);
+        let (exception, line) = describe(
+            record.exception.as_deref(),
+            record.message.as_deref(),
+            record.text.as_deref(),
+        );
         let max_chars = self.budgets.max_message_chars;
         let group = self.add_to_group(exception, line, seq, &record.node_id);
         let (exception, message) = (exception.map(str::to_owned), capped(line, max_chars));
@@ -321,8 +356,11 @@ impl SummaryBuilder {
                 Some(path) => Some((path, record.line)),
                 None => location_from_text(&text),
             };
-            let (traceback, traceback_omitted) =
-                cut_traceback(&text, self.budgets.max_traceback_lines, self.budgets.max_line_chars);
+            let (traceback, traceback_omitted) = cut_traceback(
+                &text,
+                self.budgets.max_traceback_lines,
+                self.budgets.max_line_chars,
+            );
             self.failures.push(ListedFailure {
                 node_id: record.node_id.clone(),
                 outcome: record.outcome(),
@@ -343,7 +381,13 @@ impl SummaryBuilder {
     /// Count a failure in its group (creating it, or `gother` when the table is full).
     /// The key's message is the whole message line normalised, then capped like a
     /// message: it is also the group's listed message.
-    fn add_to_group(&mut self, exception: Option<&str>, message: &str, seq: u64, node_id: &str) -> GroupRef {
+    fn add_to_group(
+        &mut self,
+        exception: Option<&str>,
+        message: &str,
+        seq: u64,
+        node_id: &str,
+    ) -> GroupRef {
         let normalized = normalize_capped(message, self.budgets.max_message_chars);
         let exception = exception.unwrap_or("");
         let mut key = String::with_capacity(exception.len() + 1 + normalized.len());
@@ -368,8 +412,11 @@ impl SummaryBuilder {
                 self.groups.len() - 1
             }
             None => {
-                let example =
-                    if self.other.examples.len() < max_examples { vec![(seq, node_id.to_owned())] } else { Vec::new() };
+                let example = if self.other.examples.len() < max_examples {
+                    vec![(seq, node_id.to_owned())]
+                } else {
+                    Vec::new()
+                };
                 self.other.absorb(1, seq, example, max_examples);
                 return GroupRef::Other;
             }
@@ -385,12 +432,24 @@ impl SummaryBuilder {
     fn push_collection_error(&mut self, record: CollectionErrorRecord) {
         self.counts.errors += 1;
         self.collection_total += 1;
-        self.text_bytes_omitted = self.text_bytes_omitted.saturating_add(record.text_bytes_omitted);
+        self.text_bytes_omitted = self
+            .text_bytes_omitted
+            .saturating_add(record.text_bytes_omitted);
         if self.collection_errors.len() < self.budgets.max_collection_errors {
-            let (exception, line) =
-                describe(record.exception.as_deref(), record.message.as_deref(), record.text.as_deref());
-            let (exception, message) = (exception.map(str::to_owned), capped(line, self.budgets.max_message_chars));
-            self.collection_errors.push(ListedCollectionError { path: record.path, exception, message });
+            let (exception, line) = describe(
+                record.exception.as_deref(),
+                record.message.as_deref(),
+                record.text.as_deref(),
+            );
+            let (exception, message) = (
+                exception.map(str::to_owned),
+                capped(line, self.budgets.max_message_chars),
+            );
+            self.collection_errors.push(ListedCollectionError {
+                path: record.path,
+                exception,
+                message,
+            });
         }
     }
 
@@ -411,12 +470,18 @@ impl SummaryBuilder {
         self.counts.xpassed += c.xpassed;
         self.counts.flaky += c.flaky;
         self.duration_us = self.duration_us.saturating_add(other.duration_us);
-        self.text_bytes_omitted = self.text_bytes_omitted.saturating_add(other.text_bytes_omitted);
-        self.output_bytes_omitted = self.output_bytes_omitted.saturating_add(other.output_bytes_omitted);
+        self.text_bytes_omitted = self
+            .text_bytes_omitted
+            .saturating_add(other.text_bytes_omitted);
+        self.output_bytes_omitted = self
+            .output_bytes_omitted
+            .saturating_add(other.output_bytes_omitted);
 
         // Groups, in other's first-appearance order: the order sequential pushes
         // would have met their keys.
-        let shift = |examples: Examples| -> Examples { examples.into_iter().map(|(s, n)| (s + offset, n)).collect() };
+        let shift = |examples: Examples| -> Examples {
+            examples.into_iter().map(|(s, n)| (s + offset, n)).collect()
+        };
         let mut remap: Vec<GroupRef> = Vec::with_capacity(other.groups.len());
         for group in other.groups {
             let examples = shift(group.examples);
@@ -426,21 +491,39 @@ impl SummaryBuilder {
                 merge_examples(&mut mine.examples, examples, max_examples);
                 remap.push(GroupRef::Tracked(index));
             } else if self.groups.len() < self.group_limit {
-                self.group_index.insert(group.key.clone(), self.groups.len());
-                self.groups.push(Group { first_seq: group.first_seq + offset, examples, ..group });
+                self.group_index
+                    .insert(group.key.clone(), self.groups.len());
+                self.groups.push(Group {
+                    first_seq: group.first_seq + offset,
+                    examples,
+                    ..group
+                });
                 remap.push(GroupRef::Tracked(self.groups.len() - 1));
             } else {
-                self.other.absorb(group.count, group.first_seq + offset, examples, max_examples);
+                self.other.absorb(
+                    group.count,
+                    group.first_seq + offset,
+                    examples,
+                    max_examples,
+                );
                 remap.push(GroupRef::Other);
             }
         }
         if other.other.count > 0 {
             let o = other.other;
-            self.other.absorb(o.count, o.first_seq + offset, shift(o.examples), max_examples);
+            self.other.absorb(
+                o.count,
+                o.first_seq + offset,
+                shift(o.examples),
+                max_examples,
+            );
         }
 
         self.failures_total += other.failures_total;
-        let room = self.budgets.max_failures.saturating_sub(self.failures.len());
+        let room = self
+            .budgets
+            .max_failures
+            .saturating_sub(self.failures.len());
         for mut failure in other.failures.into_iter().take(room) {
             failure.group = match failure.group {
                 GroupRef::Tracked(index) => remap[index],
@@ -450,8 +533,12 @@ impl SummaryBuilder {
         }
 
         self.collection_total += other.collection_total;
-        let room = self.budgets.max_collection_errors.saturating_sub(self.collection_errors.len());
-        self.collection_errors.extend(other.collection_errors.into_iter().take(room));
+        let room = self
+            .budgets
+            .max_collection_errors
+            .saturating_sub(self.collection_errors.len());
+        self.collection_errors
+            .extend(other.collection_errors.into_iter().take(room));
 
         for slow in other.slowest {
             self.consider_slow(slow.duration_us, slow.seq + offset, slow.node_id);
@@ -474,8 +561,12 @@ impl SummaryBuilder {
         };
 
         // Groups: largest first, ties by first appearance; `gother` takes part.
-        let mut order: Vec<(u64, u64, GroupRef)> =
-            self.groups.iter().enumerate().map(|(i, g)| (g.count, g.first_seq, GroupRef::Tracked(i))).collect();
+        let mut order: Vec<(u64, u64, GroupRef)> = self
+            .groups
+            .iter()
+            .enumerate()
+            .map(|(i, g)| (g.count, g.first_seq, GroupRef::Tracked(i)))
+            .collect();
         if self.other.count > 0 {
             order.push((self.other.count, self.other.first_seq, GroupRef::Other));
         }
@@ -514,7 +605,10 @@ impl SummaryBuilder {
                 phase: f.phase.map(Phase::as_str),
                 exception: f.exception.as_deref(),
                 message: &f.message,
-                location: f.location.as_ref().map(|(path, line)| LocationJson { path, line: *line }),
+                location: f
+                    .location
+                    .as_ref()
+                    .map(|(path, line)| LocationJson { path, line: *line }),
                 traceback: &f.traceback,
                 stdout: f.stdout.as_deref(),
                 stderr: f.stderr.as_deref(),
@@ -535,12 +629,19 @@ impl SummaryBuilder {
             collection_errors: self
                 .collection_errors
                 .iter()
-                .map(|e| CollectionErrorJson { path: &e.path, exception: e.exception.as_deref(), message: &e.message })
+                .map(|e| CollectionErrorJson {
+                    path: &e.path,
+                    exception: e.exception.as_deref(),
+                    message: &e.message,
+                })
                 .collect(),
             slowest: self
                 .slowest
                 .iter()
-                .map(|s| SlowJson { node_id: &s.node_id, duration_s: s.duration_us as f64 / 1e6 })
+                .map(|s| SlowJson {
+                    node_id: &s.node_id,
+                    duration_s: s.duration_us as f64 / 1e6,
+                })
                 .collect(),
             omitted: OmittedJson {
                 failures: self.failures_total - self.failures.len() as u64,
@@ -641,7 +742,12 @@ mod tests {
     use serde_json::{json, Value};
 
     fn test(node_id: &str, outcome: Outcome, duration_us: u64) -> TestRecord {
-        TestRecord { node_id: node_id.into(), outcome: Some(outcome), duration_us, ..Default::default() }
+        TestRecord {
+            node_id: node_id.into(),
+            outcome: Some(outcome),
+            duration_us,
+            ..Default::default()
+        }
     }
 
     fn failure(node_id: &str, message: &str, text: &str) -> Item {
@@ -665,26 +771,52 @@ mod tests {
         };
         // The record's message, exception prefix split off.
         assert_eq!(
-            d(None, Some("\n  AssertionError: assert 'a' == 'b'\n  - b\n"), None),
+            d(
+                None,
+                Some("\n  AssertionError: assert 'a' == 'b'\n  - b\n"),
+                None
+            ),
             (Some("AssertionError".into()), "assert 'a' == 'b'".into())
         );
         // A known exception's prefix is removed once.
-        assert_eq!(d(Some("KeyError"), Some("KeyError: 'x'"), None), (Some("KeyError".into()), "'x'".into()));
-        assert_eq!(d(Some("java.lang.AssertionError"), Some("expected:<1>"), None).1, "expected:<1>");
+        assert_eq!(
+            d(Some("KeyError"), Some("KeyError: 'x'"), None),
+            (Some("KeyError".into()), "'x'".into())
+        );
+        assert_eq!(
+            d(Some("java.lang.AssertionError"), Some("expected:<1>"), None).1,
+            "expected:<1>"
+        );
         // Old pytest writes the whole long representation in `message`: its E line wins.
         let long = "self = <X>\n\n>       f()\nE   ValueError: bad\n\nx.py:3: ValueError";
-        assert_eq!(d(None, Some(long), None), (Some("ValueError".into()), "bad".into()));
+        assert_eq!(
+            d(None, Some(long), None),
+            (Some("ValueError".into()), "bad".into())
+        );
         // No message: the first E line of the text, then pytest's last location line.
         let text = "    def test():\n>       assert 1 == 2\nE       assert 1 == 2\n\ntests/t.py:2: AssertionError\r\n";
-        assert_eq!(d(None, None, Some(text)), (Some("AssertionError".into()), "assert 1 == 2".into()));
-        // A line that only repeats the exception leaves an empty message.
-        assert_eq!(d(None, None, Some("E   ValueError\n\nx.py:3: ValueError")), (Some("ValueError".into()), "".into()));
         assert_eq!(
-            d(Some("java.lang.Error"), None, Some("java.lang.Error\n\tat x")),
+            d(None, None, Some(text)),
+            (Some("AssertionError".into()), "assert 1 == 2".into())
+        );
+        // A line that only repeats the exception leaves an empty message.
+        assert_eq!(
+            d(None, None, Some("E   ValueError\n\nx.py:3: ValueError")),
+            (Some("ValueError".into()), "".into())
+        );
+        assert_eq!(
+            d(
+                Some("java.lang.Error"),
+                None,
+                Some("java.lang.Error\n\tat x")
+            ),
             (Some("java.lang.Error".into()), "".into())
         );
         // Neither: the first meaningful line of the text, no exception.
-        assert_eq!(d(None, Some("  "), Some("\n boom \n")), (None, "boom".into()));
+        assert_eq!(
+            d(None, Some("  "), Some("\n boom \n")),
+            (None, "boom".into())
+        );
         assert_eq!(d(None, None, None), (None, String::new()));
         assert_eq!(trailing_exception("a:1: X"), Some("X"));
         assert_eq!(trailing_exception(":1: X"), None);
@@ -694,15 +826,40 @@ mod tests {
 
     #[test]
     fn a_small_run_gives_the_expected_summary() {
-        let budgets = Budgets { max_failures: 2, max_groups: 2, max_examples: 2, max_slowest: 3, ..Budgets::default() };
+        let budgets = Budgets {
+            max_failures: 2,
+            max_groups: 2,
+            max_examples: 2,
+            max_slowest: 3,
+            ..Budgets::default()
+        };
         let mut b = SummaryBuilder::new(&budgets);
         b.push(Item::Test(test("t::pass_fast", Outcome::Passed, 10)));
         b.push(Item::Test(test("t::pass_slow", Outcome::Passed, 2_500_000)));
-        b.push(failure("t::a", "ConnectionError: refused after 3 retries", ""));
-        b.push(Item::Test(TestRecord { flaky: true, ..test("t::flaky", Outcome::Passed, 2_500_000) }));
-        b.push(failure("t::b", "KeyError: 'x'", "E   KeyError\n\nt.py:9: KeyError"));
-        b.push(failure("t::c", "ConnectionError: refused after 12 retries", ""));
-        b.push(failure("t::d", "ConnectionError: refused after 1 retries", ""));
+        b.push(failure(
+            "t::a",
+            "ConnectionError: refused after 3 retries",
+            "",
+        ));
+        b.push(Item::Test(TestRecord {
+            flaky: true,
+            ..test("t::flaky", Outcome::Passed, 2_500_000)
+        }));
+        b.push(failure(
+            "t::b",
+            "KeyError: 'x'",
+            "E   KeyError\n\nt.py:9: KeyError",
+        ));
+        b.push(failure(
+            "t::c",
+            "ConnectionError: refused after 12 retries",
+            "",
+        ));
+        b.push(failure(
+            "t::d",
+            "ConnectionError: refused after 1 retries",
+            "",
+        ));
         b.push(Item::Test(test("t::skip", Outcome::Skipped, 0)));
         b.push(failure("t::e", "OSError: disk full", ""));
         b.push(Item::CollectionError(CollectionErrorRecord {
@@ -716,7 +873,8 @@ mod tests {
             json!({"total": 10, "passed": 3, "failed": 5, "errors": 1, "skipped": 1, "xfailed": 0, "xpassed": 0, "flaky": 1})
         );
         assert_eq!(v["duration_s"], json!(5.005010));
-        let (conn_id, _) = crate::group::group_key(Some("ConnectionError"), "refused after 3 retries");
+        let (conn_id, _) =
+            crate::group::group_key(Some("ConnectionError"), "refused after 3 retries");
         assert_eq!(
             v["groups"],
             json!([
@@ -727,8 +885,14 @@ mod tests {
             ])
         );
         assert_eq!(v["failures"].as_array().unwrap().len(), 2);
-        assert_eq!(v["failures"][1]["location"], json!({"path": "t.py", "line": 9}));
-        assert_eq!(v["failures"][1]["traceback"], "E   KeyError\n\nt.py:9: KeyError");
+        assert_eq!(
+            v["failures"][1]["location"],
+            json!({"path": "t.py", "line": 9})
+        );
+        assert_eq!(
+            v["failures"][1]["traceback"],
+            "E   KeyError\n\nt.py:9: KeyError"
+        );
         assert_eq!(v["failures"][0]["location"], Value::Null);
         assert_eq!(v["failures"][0]["group"], conn_id);
         assert_eq!(
@@ -759,7 +923,12 @@ mod tests {
             r#"{"format":"pytest-json","files":["x.json"],"counts":{"total":1,"passed":1,"failed":0,"errors":0,"skipped":0,"xfailed":0,"xpassed":0,"flaky":0},"duration_s":1e-6,"failures":[],"groups":[],"collection_errors":[],"slowest":[{"node_id":"a","duration_s":1e-6}],"omitted":{"failures":0,"groups":0,"collection_errors":0,"traceback_lines":0,"output_bytes":0,"text_bytes":0}}"#
         );
         // Forms orjson writes for the same doubles (checked against orjson 3.x).
-        for (us, text) in [(0u64, "0.0"), (123, "0.000123"), (1_500_000, "1.5"), (u64::MAX, "18446744073709.55")] {
+        for (us, text) in [
+            (0u64, "0.0"),
+            (123, "0.000123"),
+            (1_500_000, "1.5"),
+            (u64::MAX, "18446744073709.55"),
+        ] {
             assert_eq!(serde_json::to_string(&(us as f64 / 1e6)).unwrap(), text);
         }
     }
@@ -774,8 +943,15 @@ mod tests {
                     &format!("ConnectionError: host {}.0.0.1 refused", i % 5 + 1),
                     "E  x\n\nt.py:1: ConnectionError",
                 ),
-                1 => failure(&format!("t::g{i}"), &format!("Error{}: boom", i % 11), "boom"),
-                2 => Item::CollectionError(CollectionErrorRecord { path: format!("c{i}.py"), ..Default::default() }),
+                1 => failure(
+                    &format!("t::g{i}"),
+                    &format!("Error{}: boom", i % 11),
+                    "boom",
+                ),
+                2 => Item::CollectionError(CollectionErrorRecord {
+                    path: format!("c{i}.py"),
+                    ..Default::default()
+                }),
                 4 => Item::Test(TestRecord {
                     flaky: i % 2 == 0,
                     ..test(&format!("t::p{i}"), Outcome::Passed, (i * 37) % 11)
@@ -847,11 +1023,21 @@ mod tests {
                     checked += 1;
                     overflowed_by_merging |= !first_overflowed && merged.groups_overflowed();
                     let got = merged.finish(Format::Junit, &["a".into(), "b".into(), "c".into()]);
-                    assert_eq!(String::from_utf8(got).unwrap(), String::from_utf8(expected.clone()).unwrap());
+                    assert_eq!(
+                        String::from_utf8(got).unwrap(),
+                        String::from_utf8(expected.clone()).unwrap()
+                    );
                 }
             }
-            assert!(checked >= 5, "limit {limit}: only {checked} splits were exact");
-            assert_eq!(overflowed_by_merging, limit == 6, "merging into a full table is exercised");
+            assert!(
+                checked >= 5,
+                "limit {limit}: only {checked} splits were exact"
+            );
+            assert_eq!(
+                overflowed_by_merging,
+                limit == 6,
+                "merging into a full table is exercised"
+            );
         }
         // The small limit does overflow: `gother` is exercised.
         let mut whole = SummaryBuilder::with_group_limit(&budgets, 6);

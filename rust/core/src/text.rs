@@ -13,7 +13,11 @@ pub fn duration_us_from_text(raw: &str, junit: bool) -> u64 {
     let s = raw.trim_matches(|c: char| c == ' ' || c == '\t' || c == '\n' || c == '\r');
     let owned;
     let s = if junit && s.contains(',') {
-        owned = if s.contains('.') { s.replace(',', "") } else { s.replace(',', ".") };
+        owned = if s.contains('.') {
+            s.replace(',', "")
+        } else {
+            s.replace(',', ".")
+        };
         owned.as_str()
     } else {
         s
@@ -111,7 +115,14 @@ pub struct HeadTail {
 
 impl HeadTail {
     pub fn new(head_cap: usize, tail_cap: usize) -> Self {
-        HeadTail { head_cap, tail_cap, head: String::new(), tail: String::new(), split: false, total: 0 }
+        HeadTail {
+            head_cap,
+            tail_cap,
+            head: String::new(),
+            tail: String::new(),
+            split: false,
+            total: 0,
+        }
     }
 
     /// A failure text (TEXT_HEAD + TEXT_TAIL).

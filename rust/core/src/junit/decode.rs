@@ -68,8 +68,9 @@ pub fn read_prologue(path: &str, head: &[u8], whole: bool) -> Result<Prologue, R
         }
         _ => &head[bom_len..],
     };
-    let malformed =
-        |msg: String, at: usize| ReportError::new(ErrorKind::Malformed, path, msg).at(format!("byte {}", bom_len + at));
+    let malformed = |msg: String, at: usize| {
+        ReportError::new(ErrorKind::Malformed, path, msg).at(format!("byte {}", bom_len + at))
+    };
     let (decl_end, declared) = match parse_xml_decl(text, whole) {
         Ok(None) => (0, None),
         Ok(Some((end, enc))) => (end, enc),
@@ -119,7 +120,11 @@ pub fn read_prologue(path: &str, head: &[u8], whole: bool) -> Result<Prologue, R
         (_, Some(Family::Latin1)) => Mode::Latin1,
         (_, None | Some(Family::Utf8)) => Mode::Utf8,
     };
-    Ok(Prologue { mode, bom_len, decl_end })
+    Ok(Prologue {
+        mode,
+        bom_len,
+        decl_end,
+    })
 }
 
 /// Accepted encoding names, compared case-insensitively.
@@ -146,8 +151,12 @@ fn is_xml_space(b: u8) -> bool {
 /// `Ok(None)`: no declaration. `Ok(Some((end, encoding)))`: `end` is the offset after
 /// `?>`. `Err((message, offset))`.
 #[allow(clippy::type_complexity)]
-pub fn parse_xml_decl(text: &[u8], whole: bool) -> Result<Option<(usize, Option<&[u8]>)>, (String, usize)> {
-    if !(text.starts_with(b"<?xml") && text.len() > 5 && (is_xml_space(text[5]) || text[5] == b'?')) {
+pub fn parse_xml_decl(
+    text: &[u8],
+    whole: bool,
+) -> Result<Option<(usize, Option<&[u8]>)>, (String, usize)> {
+    if !(text.starts_with(b"<?xml") && text.len() > 5 && (is_xml_space(text[5]) || text[5] == b'?'))
+    {
         return Ok(None);
     }
     let Some(close) = memchr::memmem::find(&text[5..], b"?>").map(|i| i + 5) else {
@@ -263,7 +272,9 @@ impl<'a> Pseudo<'a> {
         loop {
             match self.at(self.pos) {
                 Some(c) if c == quote => break,
-                Some(c) if c.is_ascii_alphanumeric() || matches!(c, b'.' | b'-' | b'_') => self.pos += 1,
+                Some(c) if c.is_ascii_alphanumeric() || matches!(c, b'.' | b'-' | b'_') => {
+                    self.pos += 1
+                }
                 _ => return Err(self.pos),
             }
         }
@@ -313,7 +324,11 @@ pub struct AsciiOnly<R> {
 
 impl<R: Read> AsciiOnly<R> {
     pub fn new(inner: R, raw_offset: u64) -> Self {
-        AsciiOnly { inner, raw_offset, failed: None }
+        AsciiOnly {
+            inner,
+            raw_offset,
+            failed: None,
+        }
     }
 }
 
@@ -350,7 +365,12 @@ pub struct Latin1ToUtf8<R> {
 
 impl<R: Read> Latin1ToUtf8<R> {
     pub fn new(inner: R) -> Self {
-        Latin1ToUtf8 { inner, raw: vec![0; RAW_CHUNK], pending: Vec::with_capacity(2 * RAW_CHUNK), pending_pos: 0 }
+        Latin1ToUtf8 {
+            inner,
+            raw: vec![0; RAW_CHUNK],
+            pending: Vec::with_capacity(2 * RAW_CHUNK),
+            pending_pos: 0,
+        }
     }
 }
 
@@ -393,7 +413,12 @@ struct Utf16State {
 
 impl Utf16State {
     fn new(little: bool) -> Self {
-        Utf16State { little, odd: None, high: None, units: 0 }
+        Utf16State {
+            little,
+            odd: None,
+            high: None,
+            units: 0,
+        }
     }
 
     /// Decode `raw` into `out`; on an invalid unit, stop before it and return the error.
@@ -453,7 +478,10 @@ impl Utf16State {
 
     fn finish(&self) -> Result<(), String> {
         if self.odd.is_some() || self.high.is_some() {
-            return Err("the UTF-16 text ends in the middle of a character; the file is truncated".to_string());
+            return Err(
+                "the UTF-16 text ends in the middle of a character; the file is truncated"
+                    .to_string(),
+            );
         }
         Ok(())
     }
@@ -519,25 +547,54 @@ mod tests {
     use super::*;
 
     fn kind(head: &[u8]) -> Result<Mode, ErrorKind> {
-        read_prologue("t.xml", head, true).map(|p| p.mode).map_err(|e| e.kind)
+        read_prologue("t.xml", head, true)
+            .map(|p| p.mode)
+            .map_err(|e| e.kind)
     }
 
     #[test]
     fn declarations_are_checked_like_expat() {
         assert_eq!(kind(b"<?xml version=\"1.0\"?><a/>"), Ok(Mode::Utf8));
-        assert_eq!(kind(b"<?xml version = '' encoding = 'Latin-1' standalone='no' ?><a/>"), Ok(Mode::Latin1));
-        assert_eq!(kind(b"<?xml version=\"1.0\" encoding=\"us-ascii\"?><a/>"), Ok(Mode::Ascii));
-        assert_eq!(kind(b"<?xml encoding=\"utf-8\"?><a/>"), Err(ErrorKind::Malformed));
-        assert_eq!(kind(b"<?xml version=\"1.0\" standalone=\"yes\" encoding=\"utf-8\"?>"), Err(ErrorKind::Malformed));
-        assert_eq!(kind(b"<?xml version=\"1.0\"encoding=\"utf-8\"?>"), Err(ErrorKind::Malformed));
+        assert_eq!(
+            kind(b"<?xml version = '' encoding = 'Latin-1' standalone='no' ?><a/>"),
+            Ok(Mode::Latin1)
+        );
+        assert_eq!(
+            kind(b"<?xml version=\"1.0\" encoding=\"us-ascii\"?><a/>"),
+            Ok(Mode::Ascii)
+        );
+        assert_eq!(
+            kind(b"<?xml encoding=\"utf-8\"?><a/>"),
+            Err(ErrorKind::Malformed)
+        );
+        assert_eq!(
+            kind(b"<?xml version=\"1.0\" standalone=\"yes\" encoding=\"utf-8\"?>"),
+            Err(ErrorKind::Malformed)
+        );
+        assert_eq!(
+            kind(b"<?xml version=\"1.0\"encoding=\"utf-8\"?>"),
+            Err(ErrorKind::Malformed)
+        );
         assert_eq!(kind(b"<?xml version=\"1 0\"?>"), Err(ErrorKind::Malformed));
-        assert_eq!(kind(b"<?xml version=\"1.0\" encoding=\"1x\"?>"), Err(ErrorKind::Malformed));
-        assert_eq!(kind(b"<?xml version=\"1.0\" encoding=\"windows-1252\"?>"), Err(ErrorKind::UnsupportedEncoding));
+        assert_eq!(
+            kind(b"<?xml version=\"1.0\" encoding=\"1x\"?>"),
+            Err(ErrorKind::Malformed)
+        );
+        assert_eq!(
+            kind(b"<?xml version=\"1.0\" encoding=\"windows-1252\"?>"),
+            Err(ErrorKind::UnsupportedEncoding)
+        );
         assert_eq!(kind(b"<?xml?>"), Err(ErrorKind::Malformed));
         assert_eq!(kind(b"<?xml version=\"1.0\""), Err(ErrorKind::Malformed));
         assert_eq!(kind(b"<?xml-stylesheet href=\"x\"?><a/>"), Ok(Mode::Utf8));
-        assert_eq!(kind(b"<?xml version=\"1.0\" encoding=\"utf-16\"?><a/>"), Err(ErrorKind::Malformed));
-        assert_eq!(kind(b"\xef\xbb\xbf<?xml version=\"1.0\" encoding=\"latin1\"?><a/>"), Err(ErrorKind::Malformed));
+        assert_eq!(
+            kind(b"<?xml version=\"1.0\" encoding=\"utf-16\"?><a/>"),
+            Err(ErrorKind::Malformed)
+        );
+        assert_eq!(
+            kind(b"\xef\xbb\xbf<?xml version=\"1.0\" encoding=\"latin1\"?><a/>"),
+            Err(ErrorKind::Malformed)
+        );
     }
 
     #[test]
@@ -549,13 +606,17 @@ mod tests {
         }
         assert_eq!(kind(&raw), Ok(Mode::Utf16Le));
         let mut out = String::new();
-        Utf16ToUtf8::new(&raw[2..], true).read_to_string(&mut out).unwrap();
+        Utf16ToUtf8::new(&raw[2..], true)
+            .read_to_string(&mut out)
+            .unwrap();
         assert_eq!(out, text);
         // A lone low surrogate: the valid prefix comes out, then the error.
         let mut bad = raw[2..6].to_vec();
         bad.extend_from_slice(&0xDC00u16.to_le_bytes());
         let mut out = Vec::new();
-        let err = Utf16ToUtf8::new(&bad[..], true).read_to_end(&mut out).unwrap_err();
+        let err = Utf16ToUtf8::new(&bad[..], true)
+            .read_to_end(&mut out)
+            .unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::InvalidData);
         assert_eq!(out, b"<?");
     }
@@ -563,10 +624,14 @@ mod tests {
     #[test]
     fn latin1_and_ascii_adapters() {
         let mut out = String::new();
-        Latin1ToUtf8::new(&b"caf\xe9"[..]).read_to_string(&mut out).unwrap();
+        Latin1ToUtf8::new(&b"caf\xe9"[..])
+            .read_to_string(&mut out)
+            .unwrap();
         assert_eq!(out, "café");
         let mut out = Vec::new();
-        let err = AsciiOnly::new(&b"ab\xc3\xa9"[..], 0).read_to_end(&mut out).unwrap_err();
+        let err = AsciiOnly::new(&b"ab\xc3\xa9"[..], 0)
+            .read_to_end(&mut out)
+            .unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::InvalidData);
         assert_eq!(out, b"ab");
     }

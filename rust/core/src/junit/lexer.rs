@@ -24,7 +24,9 @@ use std::io::{self, Read};
 use memchr::{memchr, memchr3};
 
 use super::decode::DecodeError;
-use super::names::{is_name_ascii, is_name_non_ascii, is_name_start_ascii, is_name_start_non_ascii};
+use super::names::{
+    is_name_ascii, is_name_non_ascii, is_name_start_ascii, is_name_start_non_ascii,
+};
 use crate::error::{ErrorKind, ReportError};
 use crate::text::{floor_char_boundary, ATTR_CAP};
 
@@ -290,7 +292,10 @@ fn check_chars(bytes: &[u8]) -> Check {
     };
     if let Some(i) = find_bad_char(&bytes[..valid]) {
         let what = if bytes[i] < 0x20 {
-            format!("control character U+{:04X}, which XML does not allow", bytes[i])
+            format!(
+                "control character U+{:04X}, which XML does not allow",
+                bytes[i]
+            )
         } else {
             "U+FFFE/U+FFFF, which XML does not allow".to_string()
         };
@@ -315,7 +320,10 @@ fn find_bad_char(bytes: &[u8]) -> Option<usize> {
                 if is_bad_control(b) {
                     return Some(i);
                 }
-                if b == 0xEF && bytes.get(i + 1) == Some(&0xBF) && matches!(bytes.get(i + 2), Some(0xBE | 0xBF)) {
+                if b == 0xEF
+                    && bytes.get(i + 1) == Some(&0xBF)
+                    && matches!(bytes.get(i + 2), Some(0xBE | 0xBF))
+                {
                     return Some(i);
                 }
             }
@@ -335,19 +343,33 @@ fn block_may_hold_bad_char(block: &[u8]) -> bool {
     // SAFETY: SSE2 is part of the x86_64 baseline; loads are unaligned loads of 16
     // bytes from a 16-byte chunk.
     let vector_hit = unsafe {
-        let (tab, lf, cr, ef, max_control) =
-            (_mm_set1_epi8(9), _mm_set1_epi8(10), _mm_set1_epi8(13), _mm_set1_epi8(0xEFu8 as i8), _mm_set1_epi8(0x1F));
+        let (tab, lf, cr, ef, max_control) = (
+            _mm_set1_epi8(9),
+            _mm_set1_epi8(10),
+            _mm_set1_epi8(13),
+            _mm_set1_epi8(0xEFu8 as i8),
+            _mm_set1_epi8(0x1F),
+        );
         let mut acc = _mm_setzero_si128();
         for chunk in chunks.by_ref() {
             let x = _mm_loadu_si128(chunk.as_ptr() as *const __m128i);
             let control = _mm_cmpeq_epi8(_mm_max_epu8(x, max_control), max_control);
-            let allowed =
-                _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, tab), _mm_cmpeq_epi8(x, lf)), _mm_cmpeq_epi8(x, cr));
-            acc = _mm_or_si128(acc, _mm_or_si128(_mm_andnot_si128(allowed, control), _mm_cmpeq_epi8(x, ef)));
+            let allowed = _mm_or_si128(
+                _mm_or_si128(_mm_cmpeq_epi8(x, tab), _mm_cmpeq_epi8(x, lf)),
+                _mm_cmpeq_epi8(x, cr),
+            );
+            acc = _mm_or_si128(
+                acc,
+                _mm_or_si128(_mm_andnot_si128(allowed, control), _mm_cmpeq_epi8(x, ef)),
+            );
         }
         _mm_movemask_epi8(acc) != 0
     };
-    vector_hit || chunks.remainder().iter().any(|&b| is_bad_control(b) || b == 0xEF)
+    vector_hit
+        || chunks
+            .remainder()
+            .iter()
+            .any(|&b| is_bad_control(b) || b == 0xEF)
 }
 
 #[cfg(not(target_arch = "x86_64"))]
@@ -414,7 +436,9 @@ impl<'a> Input<'a> {
             }
             if self.eof {
                 // The input ended inside a UTF-8 sequence.
-                self.pending = Some(Pending::Malformed("the file ends inside a UTF-8 character".into()));
+                self.pending = Some(Pending::Malformed(
+                    "the file ends inside a UTF-8 character".into(),
+                ));
                 break;
             }
             if self.pos > 0 && self.buf.len() - self.raw_end < CHUNK / 2 {
@@ -437,10 +461,15 @@ impl<'a> Input<'a> {
                     // Keep what was validated; the error fires when the lexer gets there.
                     self.validate();
                     if self.pending.is_none() {
-                        self.pending = Some(match e.get_ref().and_then(|inner| inner.downcast_ref::<DecodeError>()) {
-                            Some(d) => Pending::Malformed(d.message.clone()),
-                            None => Pending::Io(e),
-                        });
+                        self.pending = Some(
+                            match e
+                                .get_ref()
+                                .and_then(|inner| inner.downcast_ref::<DecodeError>())
+                            {
+                                Some(d) => Pending::Malformed(d.message.clone()),
+                                None => Pending::Io(e),
+                            },
+                        );
                     }
                     continue;
                 }
@@ -460,8 +489,9 @@ impl<'a> Input<'a> {
             Check::Invalid(n, what) => {
                 self.end += n;
                 self.raw_end = self.end;
-                self.pending =
-                    Some(Pending::Malformed(format!("{what}; the file is corrupted or not in the declared encoding")));
+                self.pending = Some(Pending::Malformed(format!(
+                    "{what}; the file is corrupted or not in the declared encoding"
+                )));
             }
         }
     }
@@ -490,14 +520,17 @@ impl<'a> Input<'a> {
     /// truncated file.
     fn stop(&mut self, expected: &str) -> ReportError {
         match self.pending.take() {
-            Some(Pending::Malformed(msg)) => {
-                self.error(ErrorKind::Malformed, format!("{msg}; regenerate the report or fix its encoding"))
-            }
+            Some(Pending::Malformed(msg)) => self.error(
+                ErrorKind::Malformed,
+                format!("{msg}; regenerate the report or fix its encoding"),
+            ),
             Some(Pending::Io(e)) => self.error(
                 ErrorKind::Unreadable,
                 format!("cannot read the file ({e}); check that it is a readable regular file"),
             ),
-            None => self.malformed(&format!("the file ends where {expected} was expected (truncated?)")),
+            None => self.malformed(&format!(
+                "the file ends where {expected} was expected (truncated?)"
+            )),
         }
     }
 
@@ -552,7 +585,10 @@ impl<'a> Input<'a> {
         let mut any = false;
         loop {
             let avail = self.avail();
-            let n = avail.iter().position(|&b| !is_space(b)).unwrap_or(avail.len());
+            let n = avail
+                .iter()
+                .position(|&b| !is_space(b))
+                .unwrap_or(avail.len());
             self.pos += n;
             any |= n > 0;
             if self.pos < self.end || self.fill(1)? == 0 {
@@ -585,7 +621,9 @@ impl<'a> Input<'a> {
         if CLASS[first as usize] & NAME_START == 0 {
             return None;
         }
-        let n = avail[1..].iter().position(|&b| CLASS[b as usize] & NAME == 0)?;
+        let n = avail[1..]
+            .iter()
+            .position(|&b| CLASS[b as usize] & NAME == 0)?;
         (avail[n + 1] < 0x80).then_some(n + 1)
     }
 
@@ -596,7 +634,10 @@ impl<'a> Input<'a> {
         let avail = self.avail();
         if let Some(&first) = avail.first() {
             if CLASS[first as usize] & NAME_START != 0 {
-                if let Some(n) = avail[1..].iter().position(|&b| CLASS[b as usize] & NAME == 0) {
+                if let Some(n) = avail[1..]
+                    .iter()
+                    .position(|&b| CLASS[b as usize] & NAME == 0)
+                {
                     if avail[n + 1] < 0x80 {
                         out.extend_from_slice(&avail[..n + 1]);
                         self.pos += n + 1;
@@ -631,7 +672,10 @@ impl<'a> Input<'a> {
         }
         loop {
             let avail = self.avail();
-            let n = avail.iter().position(|&b| CLASS[b as usize] & NAME == 0).unwrap_or(avail.len());
+            let n = avail
+                .iter()
+                .position(|&b| CLASS[b as usize] & NAME == 0)
+                .unwrap_or(avail.len());
             out.extend_from_slice(&avail[..n]);
             self.pos += n;
             if self.pos == self.end {
@@ -679,7 +723,9 @@ impl<'a> Input<'a> {
                         b';' if digits > 0 => break,
                         _ => {
                             self.pos -= 1;
-                            return Err(self.malformed("bad character reference (expected '&#N;' or '&#xH;')"));
+                            return Err(self.malformed(
+                                "bad character reference (expected '&#N;' or '&#xH;')",
+                            ));
                         }
                     };
                     digits += 1;
@@ -687,27 +733,38 @@ impl<'a> Input<'a> {
                 }
                 match char::from_u32(value).filter(|&c| is_xml_char(c as u32)) {
                     Some(c) => Ok(c),
-                    None => Err(self.malformed("a character reference to a character XML does not allow")),
+                    None => {
+                        Err(self
+                            .malformed("a character reference to a character XML does not allow"))
+                    }
                 }
             }
             Some(_) => {
                 self.pos -= 1;
                 self.fill(5)?;
                 let avail = self.avail();
-                for (text, c) in [(&b"lt;"[..], '<'), (b"gt;", '>'), (b"amp;", '&'), (b"quot;", '"'), (b"apos;", '\'')]
-                {
+                for (text, c) in [
+                    (&b"lt;"[..], '<'),
+                    (b"gt;", '>'),
+                    (b"amp;", '&'),
+                    (b"quot;", '"'),
+                    (b"apos;", '\''),
+                ] {
                     if avail.starts_with(text) {
                         self.pos += text.len();
                         return Ok(c);
                     }
                 }
                 let mut name = Vec::new();
-                self.read_name(&mut name, "an entity name after '&' (write '&amp;' for a literal '&')")?;
+                self.read_name(
+                    &mut name,
+                    "an entity name after '&' (write '&amp;' for a literal '&')",
+                )?;
                 if self.next_byte()? != Some(b';') {
                     self.pos -= 1;
-                    return Err(
-                        self.malformed("an entity reference not closed by ';' (write '&amp;' for a literal '&')")
-                    );
+                    return Err(self.malformed(
+                        "an entity reference not closed by ';' (write '&amp;' for a literal '&')",
+                    ));
                 }
                 match name.as_slice() {
                     b"lt" => Ok('<'),
@@ -761,7 +818,13 @@ impl<'a> Lexer<'a> {
     /// `src` yields UTF-8 (already transcoded); `skip` bytes (the XML declaration,
     /// checked by `decode`) are skipped; positions are reported as `offset_bias` + the
     /// offset in `src`.
-    pub fn new(src: Box<dyn Read + 'a>, path: &str, skip: usize, offset_bias: u64, file_offsets: bool) -> Self {
+    pub fn new(
+        src: Box<dyn Read + 'a>,
+        path: &str,
+        skip: usize,
+        offset_bias: u64,
+        file_offsets: bool,
+    ) -> Self {
         let mut lexer = Lexer {
             inp: Input {
                 src,
@@ -820,8 +883,11 @@ impl<'a> Lexer<'a> {
                     }
                     Some(b'<') => self.markup(h)?,
                     Some(_) => {
-                        let what =
-                            if self.root_seen { "text after the root element" } else { "text before the root element" };
+                        let what = if self.root_seen {
+                            "text after the root element"
+                        } else {
+                            "text before the root element"
+                        };
                         return Err(self.inp.malformed(what));
                     }
                 }
@@ -844,7 +910,9 @@ impl<'a> Lexer<'a> {
             b'!' => self.bang(h),
             _ => {
                 if self.frames.is_empty() && self.root_seen {
-                    return Err(self.inp.malformed("a second element after the root element closed"));
+                    return Err(self
+                        .inp
+                        .malformed("a second element after the root element closed"));
                 }
                 self.start_tag(h)
             }
@@ -857,7 +925,10 @@ impl<'a> Lexer<'a> {
         if !capture {
             // Usually only indentation lies between tags.
             let avail = self.inp.avail();
-            let n = avail.iter().position(|&b| !is_space(b)).unwrap_or(avail.len());
+            let n = avail
+                .iter()
+                .position(|&b| !is_space(b))
+                .unwrap_or(avail.len());
             if n < avail.len() && avail[n] == b'<' {
                 self.inp.pos += n;
                 return Ok(());
@@ -920,7 +991,9 @@ impl<'a> Lexer<'a> {
 
     fn top_name(&self) -> String {
         match self.frames.last() {
-            Some(&(start, Elem::Other)) => String::from_utf8_lossy(&self.names[start..]).into_owned(),
+            Some(&(start, Elem::Other)) => {
+                String::from_utf8_lossy(&self.names[start..]).into_owned()
+            }
             Some(&(_, elem)) => String::from_utf8_lossy(elem.name()).into_owned(),
             None => String::new(),
         }
@@ -942,7 +1015,8 @@ impl<'a> Lexer<'a> {
                 elem
             }
             None => {
-                self.inp.read_name(&mut self.names, "an element name after '<'")?;
+                self.inp
+                    .read_name(&mut self.names, "an element name after '<'")?;
                 let elem = Elem::classify(&self.names[name_start..]);
                 if elem != Elem::Other {
                     self.names.truncate(name_start);
@@ -982,14 +1056,22 @@ impl<'a> Lexer<'a> {
                     }
                     self.attribute(elem)?
                 }
-                Some(_) => return Err(self.inp.malformed("expected whitespace, '>' or '/>' in a start tag")),
+                Some(_) => {
+                    return Err(self
+                        .inp
+                        .malformed("expected whitespace, '>' or '/>' in a start tag"))
+                }
             }
         };
         let depth = self.frames.len() + 1;
         if !self.root_seen {
             self.root_seen = true;
             if !matches!(elem, Elem::Testsuites | Elem::Testsuite) {
-                let name = if elem == Elem::Other { &self.names[name_start..] } else { elem.name() };
+                let name = if elem == Elem::Other {
+                    &self.names[name_start..]
+                } else {
+                    elem.name()
+                };
                 let name = String::from_utf8_lossy(name).into_owned();
                 return Err(self.inp.error(
                     ErrorKind::NotAReport,
@@ -1013,7 +1095,11 @@ impl<'a> Lexer<'a> {
     /// The error for a start tag with more than [`MAX_ATTRIBUTES`] attributes, at the
     /// first one too many.
     fn too_many_attributes(&self, elem: Elem, name_start: usize) -> ReportError {
-        let name = if elem == Elem::Other { &self.names[name_start..] } else { elem.name() };
+        let name = if elem == Elem::Other {
+            &self.names[name_start..]
+        } else {
+            elem.name()
+        };
         self.inp.error(
             ErrorKind::Malformed,
             format!(
@@ -1054,7 +1140,8 @@ impl<'a> Lexer<'a> {
             }
             None => {
                 let start = self.seen_attr_bytes.len();
-                self.inp.read_name(&mut self.seen_attr_bytes, "an attribute name")?;
+                self.inp
+                    .read_name(&mut self.seen_attr_bytes, "an attribute name")?;
                 let slot = slot_for(elem, &self.seen_attr_bytes[start..]);
                 if slot.is_none() {
                     self.check_other_attribute(start)?;
@@ -1066,7 +1153,9 @@ impl<'a> Lexer<'a> {
         };
         if let Some(slot) = slot {
             if self.attrs.set & slot.bit() != 0 {
-                return Err(self.inp.malformed(&format!("duplicate attribute '{}'", slot.name())));
+                return Err(self
+                    .inp
+                    .malformed(&format!("duplicate attribute '{}'", slot.name())));
             }
             self.attrs.set |= slot.bit();
         }
@@ -1118,7 +1207,9 @@ impl<'a> Lexer<'a> {
     fn check_other_attribute(&mut self, start: usize) -> Result<(), ReportError> {
         if self.is_duplicate_attribute(start) {
             let shown = String::from_utf8_lossy(&self.seen_attr_bytes[start..]).into_owned();
-            return Err(self.inp.malformed(&format!("duplicate attribute '{shown}'")));
+            return Err(self
+                .inp
+                .malformed(&format!("duplicate attribute '{shown}'")));
         }
         Ok(())
     }
@@ -1129,11 +1220,15 @@ impl<'a> Lexer<'a> {
         let name = &self.seen_attr_bytes[start..];
         // A linear scan is fastest for the usual handful of attributes; a set past 16.
         if self.seen_attrs.len() < 16 {
-            let dup = self.seen_attrs.iter().any(|&(s, e)| &self.seen_attr_bytes[s..e] == name);
+            let dup = self
+                .seen_attrs
+                .iter()
+                .any(|&(s, e)| &self.seen_attr_bytes[s..e] == name);
             self.seen_attrs.push((start, self.seen_attr_bytes.len()));
             if self.seen_attrs.len() == 16 {
                 for &(s, e) in &self.seen_attrs {
-                    self.seen_attr_set.insert(self.seen_attr_bytes[s..e].to_vec());
+                    self.seen_attr_set
+                        .insert(self.seen_attr_bytes[s..e].to_vec());
                 }
             }
             dup
@@ -1150,30 +1245,42 @@ impl<'a> Lexer<'a> {
     fn end_tag<H: Handler>(&mut self, h: &mut H) -> Result<(), ReportError> {
         self.inp.pos += 2; // '</'
         let Some(&(name_start, elem)) = self.frames.last() else {
-            return Err(self.inp.malformed("an end tag after the root element closed"));
+            return Err(self
+                .inp
+                .malformed("an end tag after the root element closed"));
         };
-        let expected: &[u8] = if elem == Elem::Other { &self.names[name_start..] } else { elem.name() };
+        let expected: &[u8] = if elem == Elem::Other {
+            &self.names[name_start..]
+        } else {
+            elem.name()
+        };
         // Fast path: the expected name, then a byte that cannot continue a name.
         let avail = self.inp.avail();
         let n = expected.len();
-        let in_place =
-            avail.len() > n && &avail[..n] == expected && avail[n] < 0x80 && CLASS[avail[n] as usize] & NAME == 0;
+        let in_place = avail.len() > n
+            && &avail[..n] == expected
+            && avail[n] < 0x80
+            && CLASS[avail[n] as usize] & NAME == 0;
         if in_place {
             self.inp.pos += n;
         } else {
             self.scratch.clear();
             let mut name = std::mem::take(&mut self.scratch);
             let read = self.inp.read_name(&mut name, "an element name after '</'");
-            let expected: &[u8] = if elem == Elem::Other { &self.names[name_start..] } else { elem.name() };
+            let expected: &[u8] = if elem == Elem::Other {
+                &self.names[name_start..]
+            } else {
+                elem.name()
+            };
             let matches = name == expected;
             let shown = (!matches).then(|| String::from_utf8_lossy(&name).into_owned());
             self.scratch = name;
             read?;
             if let Some(shown) = shown {
                 let open = String::from_utf8_lossy(expected).into_owned();
-                return Err(self
-                    .inp
-                    .malformed(&format!("end tag </{shown}> does not match the open element <{open}>")));
+                return Err(self.inp.malformed(&format!(
+                    "end tag </{shown}> does not match the open element <{open}>"
+                )));
             }
         }
         self.inp.skip_space()?;
@@ -1190,12 +1297,16 @@ impl<'a> Lexer<'a> {
         self.inp.pos += 2;
         self.scratch.clear();
         let mut target = std::mem::take(&mut self.scratch);
-        let read = self.inp.read_name(&mut target, "a processing instruction target after '<?'");
+        let read = self
+            .inp
+            .read_name(&mut target, "a processing instruction target after '<?'");
         let reserved = target.eq_ignore_ascii_case(b"xml");
         self.scratch = target;
         read?;
         if reserved {
-            return Err(self.inp.malformed("an XML declaration ('<?xml') that is not at the start of the file"));
+            return Err(self
+                .inp
+                .malformed("an XML declaration ('<?xml') that is not at the start of the file"));
         }
         self.inp.fill(2)?;
         if self.inp.avail().starts_with(b"?>") {
@@ -1203,7 +1314,9 @@ impl<'a> Lexer<'a> {
             return Ok(());
         }
         if !self.inp.skip_space()? {
-            return Err(self.inp.malformed("expected whitespace or '?>' after a processing instruction target"));
+            return Err(self
+                .inp
+                .malformed("expected whitespace or '?>' after a processing instruction target"));
         }
         self.skip_until_marker(b'?', b">", "'?>' closing a processing instruction")
     }
@@ -1262,7 +1375,9 @@ impl<'a> Lexer<'a> {
             return Err(self.inp.stop("markup after '<!'"));
         }
         self.inp.pos += 2;
-        Err(self.inp.malformed("expected '<!--' or '<![CDATA[' after '<!'"))
+        Err(self
+            .inp
+            .malformed("expected '<!--' or '<![CDATA[' after '<!'"))
     }
 
     /// After `<!--`: up to `-->`; `--` inside is an error (as in expat).
@@ -1346,7 +1461,11 @@ fn emit_normalised<H: Handler>(h: &mut H, piece: &[u8]) {
     while let Some(i) = memchr(b'\r', rest) {
         h.text(as_str(&rest[..i]));
         h.text("\n");
-        rest = if rest.get(i + 1) == Some(&b'\n') { &rest[i + 2..] } else { &rest[i + 1..] };
+        rest = if rest.get(i + 1) == Some(&b'\n') {
+            &rest[i + 2..]
+        } else {
+            &rest[i + 1..]
+        };
     }
     if !rest.is_empty() {
         h.text(as_str(rest));
@@ -1366,7 +1485,11 @@ fn as_str(bytes: &[u8]) -> &str {
 /// After the opening quote: read an attribute value up to `quote`, decoding it into
 /// `dest` (normalised: literal tab/LF/CR/CRLF -> one space; references decoded) or only
 /// checking it.
-fn read_attr_value(inp: &mut Input<'_>, quote: u8, mut dest: Option<&mut AttrValue>) -> Result<(), ReportError> {
+fn read_attr_value(
+    inp: &mut Input<'_>,
+    quote: u8,
+    mut dest: Option<&mut AttrValue>,
+) -> Result<(), ReportError> {
     loop {
         if inp.pos == inp.end && inp.fill(1)? == 0 {
             return Err(inp.stop("the closing quote of an attribute value"));
@@ -1455,13 +1578,20 @@ fn find_attr_stop(quote: u8, bytes: &[u8]) -> Option<usize> {
         let mut chunks = bytes.chunks_exact(16);
         // SAFETY: SSE2 is part of the x86_64 baseline; each load reads one 16-byte chunk.
         unsafe {
-            let (q, amp, lt, max_control) =
-                (_mm_set1_epi8(quote as i8), _mm_set1_epi8(b'&' as i8), _mm_set1_epi8(b'<' as i8), _mm_set1_epi8(0x1F));
+            let (q, amp, lt, max_control) = (
+                _mm_set1_epi8(quote as i8),
+                _mm_set1_epi8(b'&' as i8),
+                _mm_set1_epi8(b'<' as i8),
+                _mm_set1_epi8(0x1F),
+            );
             for (k, chunk) in chunks.by_ref().enumerate() {
                 let x = _mm_loadu_si128(chunk.as_ptr() as *const __m128i);
                 let hits = _mm_or_si128(
                     _mm_or_si128(_mm_cmpeq_epi8(x, q), _mm_cmpeq_epi8(x, amp)),
-                    _mm_or_si128(_mm_cmpeq_epi8(x, lt), _mm_cmpeq_epi8(_mm_max_epu8(x, max_control), max_control)),
+                    _mm_or_si128(
+                        _mm_cmpeq_epi8(x, lt),
+                        _mm_cmpeq_epi8(_mm_max_epu8(x, max_control), max_control),
+                    ),
                 );
                 let mask = _mm_movemask_epi8(hits);
                 if mask != 0 {
@@ -1483,14 +1613,20 @@ fn find_attr_stop_swar(quote: u8, bytes: &[u8]) -> Option<usize> {
     let mut words = bytes.chunks_exact(8);
     for (k, word) in words.by_ref().enumerate() {
         let word = u64::from_le_bytes(word.try_into().expect("8 bytes"));
-        let hits =
-            bytes_equal(word, quote) | bytes_equal(word, b'&') | bytes_equal(word, b'<') | bytes_below_space(word);
+        let hits = bytes_equal(word, quote)
+            | bytes_equal(word, b'&')
+            | bytes_equal(word, b'<')
+            | bytes_below_space(word);
         if hits != 0 {
             return Some(k * 8 + (hits.trailing_zeros() / 8) as usize);
         }
     }
     let done = bytes.len() - words.remainder().len();
-    words.remainder().iter().position(|&b| b == quote || b == b'&' || b == b'<' || b < 0x20).map(|j| done + j)
+    words
+        .remainder()
+        .iter()
+        .position(|&b| b == quote || b == b'&' || b == b'<' || b < 0x20)
+        .map(|j| done + j)
 }
 
 #[cfg(test)]
@@ -1508,7 +1644,10 @@ mod tests {
                     // A lone 0xEF is invalid UTF-8, so only controls are found exactly;
                     // 0xEF must at least trigger the exact check.
                     assert_eq!(find_bad_char(&bytes), plain, "{b:#x} at {at} of {len}");
-                    assert_eq!(block_may_hold_bad_char(&bytes), plain.is_some() || b == 0xEF);
+                    assert_eq!(
+                        block_may_hold_bad_char(&bytes),
+                        plain.is_some() || b == 0xEF
+                    );
                 }
             }
         }
@@ -1531,9 +1670,19 @@ mod tests {
                             bytes[at] = stop;
                         }
                         for quote in [b'"', b'\''] {
-                            let plain = bytes.iter().position(|&b| b == quote || b == b'&' || b == b'<' || b < 0x20);
-                            assert_eq!(find_attr_stop(quote, &bytes), plain, "{bytes:?} quote {quote}");
-                            assert_eq!(find_attr_stop_swar(quote, &bytes), plain, "{bytes:?} quote {quote}");
+                            let plain = bytes
+                                .iter()
+                                .position(|&b| b == quote || b == b'&' || b == b'<' || b < 0x20);
+                            assert_eq!(
+                                find_attr_stop(quote, &bytes),
+                                plain,
+                                "{bytes:?} quote {quote}"
+                            );
+                            assert_eq!(
+                                find_attr_stop_swar(quote, &bytes),
+                                plain,
+                                "{bytes:?} quote {quote}"
+                            );
                         }
                     }
                 }

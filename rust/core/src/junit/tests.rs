@@ -7,7 +7,9 @@ use crate::record::{Item, Outcome, Phase};
 
 fn parse(xml: &[u8]) -> Result<Vec<Item>, ReportError> {
     let mut items = Vec::new();
-    parse_junit(xml, "t.xml", &Budgets::default(), &mut |item| items.push(item))?;
+    parse_junit(xml, "t.xml", &Budgets::default(), &mut |item| {
+        items.push(item)
+    })?;
     Ok(items)
 }
 
@@ -39,8 +41,10 @@ text</failure><error message="failed on teardown with &quot;x&quot;">td</error><
         <testcase classname="tests.test_a" name="setup"><error message="failed on setup with &quot;E&quot;"/></testcase>
         </testsuite></testsuites>"#,
     );
-    let got: Vec<(&str, Outcome, Option<Phase>)> =
-        t.iter().map(|r| (r.node_id.as_str(), r.outcome(), r.phase)).collect();
+    let got: Vec<(&str, Outcome, Option<Phase>)> = t
+        .iter()
+        .map(|r| (r.node_id.as_str(), r.outcome(), r.phase))
+        .collect();
     assert_eq!(
         got,
         vec![
@@ -48,29 +52,61 @@ text</failure><error message="failed on teardown with &quot;x&quot;">td</error><
             ("tests/test_a.py::skip", Outcome::Skipped, None),
             ("tests/test_a.py::xf", Outcome::XFailed, None),
             ("tests/test_a.py::xp", Outcome::XPassed, None),
-            ("tests/test_a.py::TestK::f", Outcome::Error, Some(Phase::Teardown)),
+            (
+                "tests/test_a.py::TestK::f",
+                Outcome::Error,
+                Some(Phase::Teardown)
+            ),
             ("tests/test_a.py::setup", Outcome::Error, Some(Phase::Setup)),
         ]
     );
     assert_eq!(t[0].duration_us, 500_000);
     assert_eq!(t[4].text.as_deref(), Some("td"));
-    assert_eq!(t[4].message.as_deref(), Some("x"), "pytest's phase wrapper is removed");
+    assert_eq!(
+        t[4].message.as_deref(),
+        Some("x"),
+        "pytest's phase wrapper is removed"
+    );
     assert_eq!(t[4].exception, None);
     assert_eq!(t[1].message, None, "details only for failed/error");
 }
 
 #[test]
 fn node_id_rules() {
-    assert_eq!(node_id("tests.test_x.TestA", "t[1]", "tests/test_x.py", false), "tests/test_x.py::TestA::t[1]");
-    assert_eq!(node_id("tests.test_x", "t", "./tests/test_x.py", false), "tests/test_x.py::t");
-    assert_eq!(node_id("pkg.test_x", "t", "src\\pkg\\test_x.py", false), "pkg.test_x::t");
-    assert_eq!(node_id("tests.sub.test_x.TestA.TestB", "t", "", true), "tests/sub/test_x.py::TestA::TestB::t");
+    assert_eq!(
+        node_id("tests.test_x.TestA", "t[1]", "tests/test_x.py", false),
+        "tests/test_x.py::TestA::t[1]"
+    );
+    assert_eq!(
+        node_id("tests.test_x", "t", "./tests/test_x.py", false),
+        "tests/test_x.py::t"
+    );
+    assert_eq!(
+        node_id("pkg.test_x", "t", "src\\pkg\\test_x.py", false),
+        "pkg.test_x::t"
+    );
+    assert_eq!(
+        node_id("tests.sub.test_x.TestA.TestB", "t", "", true),
+        "tests/sub/test_x.py::TestA::TestB::t"
+    );
     assert_eq!(node_id("TestA", "t", "", true), "TestA::t");
-    assert_eq!(node_id("com.example.FooTest", "t", "", false), "com.example.FooTest::t");
+    assert_eq!(
+        node_id("com.example.FooTest", "t", "", false),
+        "com.example.FooTest::t"
+    );
     assert_eq!(node_id("", "t", "", false), "t");
-    assert_eq!(collection_error_path("", "tests.test_x", "", true), "tests/test_x.py");
-    assert_eq!(collection_error_path("", "tests.test_x", "", false), "tests.test_x");
-    assert_eq!(collection_error_path("tests.test_x", "TestA", "", true), "tests/test_x.py::TestA");
+    assert_eq!(
+        collection_error_path("", "tests.test_x", "", true),
+        "tests/test_x.py"
+    );
+    assert_eq!(
+        collection_error_path("", "tests.test_x", "", false),
+        "tests.test_x"
+    );
+    assert_eq!(
+        collection_error_path("tests.test_x", "TestA", "", true),
+        "tests/test_x.py::TestA"
+    );
 }
 
 #[test]
@@ -158,8 +194,14 @@ fn refusals_have_the_documented_kinds() {
     use ErrorKind::*;
     let cases: &[(&[u8], Option<ErrorKind>)] = &[
         (b"<testsuites/>", None),
-        (b"<?xml version=\"1.0\"?>\n<!-- c --><?pi x?><testsuites/>\n<!-- end -->\n", None),
-        (b"<!DOCTYPE testsuites [<!ENTITY a \"b\">]><testsuites/>", Some(Forbidden)),
+        (
+            b"<?xml version=\"1.0\"?>\n<!-- c --><?pi x?><testsuites/>\n<!-- end -->\n",
+            None,
+        ),
+        (
+            b"<!DOCTYPE testsuites [<!ENTITY a \"b\">]><testsuites/>",
+            Some(Forbidden),
+        ),
         (b"<!DOCTYPE>", Some(Forbidden)),
         (b"<!ENTITY % p \"x\">", Some(Forbidden)),
         (b"<testsuites><!DOCTYPE x></testsuites>", Some(Forbidden)),
@@ -184,9 +226,18 @@ fn refusals_have_the_documented_kinds() {
         (b"<testsuites><!-- a -- b --></testsuites>", Some(Malformed)),
         (b"<testsuites><?xml x?></testsuites>", Some(Malformed)),
         (b"<testsuites a='<'/>", Some(Malformed)),
-        (b"<?xml version=\"1.0\" encoding=\"EBCDIC\"?><testsuites/>", Some(UnsupportedEncoding)),
-        (b"<?xml version=\"1.0\" encoding=\"us-ascii\"?><testsuites>\xc3\xa9</testsuites>", Some(Malformed)),
-        (b"<?xml version=\"1.0\" encoding=\"ISO-8859-1\"?><testsuites name='\xe9'/>", None),
+        (
+            b"<?xml version=\"1.0\" encoding=\"EBCDIC\"?><testsuites/>",
+            Some(UnsupportedEncoding),
+        ),
+        (
+            b"<?xml version=\"1.0\" encoding=\"us-ascii\"?><testsuites>\xc3\xa9</testsuites>",
+            Some(Malformed),
+        ),
+        (
+            b"<?xml version=\"1.0\" encoding=\"ISO-8859-1\"?><testsuites name='\xe9'/>",
+            None,
+        ),
     ];
     for (xml, want) in cases {
         assert_eq!(kind(xml), *want, "{}", String::from_utf8_lossy(xml));
@@ -206,12 +257,27 @@ fn a_start_tag_may_have_at_most_max_attributes() {
     // One more: malformed, at the first attribute too many, naming the element.
     let err = parse(tag(MAX_ATTRIBUTES, "x").as_bytes()).unwrap_err();
     assert_eq!(err.kind, ErrorKind::Malformed);
-    assert!(err.message.contains("<testcase> has more than 1024 attributes"), "{}", err.message);
-    assert!(err.position.as_deref().unwrap_or("").starts_with("byte "), "{:?}", err.position);
+    assert!(
+        err.message
+            .contains("<testcase> has more than 1024 attributes"),
+        "{}",
+        err.message
+    );
+    assert!(
+        err.position.as_deref().unwrap_or("").starts_with("byte "),
+        "{:?}",
+        err.position
+    );
     // Checked while reading the tag, so before the root element's name.
     let attrs = |n: usize| (0..n).map(|i| format!(" a{i}='v'")).collect::<String>();
-    assert_eq!(kind(format!("<html{}/>", attrs(MAX_ATTRIBUTES + 1)).as_bytes()), Some(ErrorKind::Malformed));
-    assert_eq!(kind(format!("<html{}/>", attrs(MAX_ATTRIBUTES)).as_bytes()), Some(ErrorKind::NotAReport));
+    assert_eq!(
+        kind(format!("<html{}/>", attrs(MAX_ATTRIBUTES + 1)).as_bytes()),
+        Some(ErrorKind::Malformed)
+    );
+    assert_eq!(
+        kind(format!("<html{}/>", attrs(MAX_ATTRIBUTES)).as_bytes()),
+        Some(ErrorKind::NotAReport)
+    );
 }
 
 #[test]
@@ -233,8 +299,16 @@ fn chunk_boundaries_do_not_change_the_result() {
                </testcase><!-- c-c --><?p q?></testsuite>";
     let direct = tests(xml);
     let mut trickled = Vec::new();
-    parse_junit(Trickle(xml.as_bytes()), "t.xml", &Budgets::default(), &mut |i| trickled.push(i)).unwrap();
-    let Item::Test(t) = &trickled[0] else { panic!() };
+    parse_junit(
+        Trickle(xml.as_bytes()),
+        "t.xml",
+        &Budgets::default(),
+        &mut |i| trickled.push(i),
+    )
+    .unwrap();
+    let Item::Test(t) = &trickled[0] else {
+        panic!()
+    };
     assert_eq!(format!("{:?}", t), format!("{:?}", direct[0]));
     assert_eq!(t.node_id, "a/test_b.py::é ");
     assert_eq!(t.text.as_deref(), Some("x\ny]]]>c\nd"));
@@ -248,7 +322,8 @@ fn refills_at_every_kind_of_place_give_the_same_records() {
     // A document of a few MB with every construct, read with several read sizes, so that
     // buffer refills (which move the buffer) fall inside names, whitespace, attribute
     // values, references, CRLFs, comments, CDATA and end tags.
-    let mut doc = String::from("<?xml version=\"1.0\"?>\r\n<testsuites>\r\n<testsuite name=\"pytest\">\n");
+    let mut doc =
+        String::from("<?xml version=\"1.0\"?>\r\n<testsuites>\r\n<testsuite name=\"pytest\">\n");
     for i in 0..12_000 {
         doc.push_str(&format!(
             "  <testcase \t classname=\"pkg.test_m{m}.TestC\"\r\n   name=\"t_{i}[&quot;é{i}&quot;]\"  time = '0.{i}' >\
@@ -270,7 +345,9 @@ fn refills_at_every_kind_of_place_give_the_same_records() {
     }
     impl Read for Sizes<'_> {
         fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
-            let n = self.sizes[self.turn % self.sizes.len()].min(out.len()).min(self.data.len());
+            let n = self.sizes[self.turn % self.sizes.len()]
+                .min(out.len())
+                .min(self.data.len());
             self.turn += 1;
             out[..n].copy_from_slice(&self.data[..n]);
             self.data = &self.data[n..];
@@ -279,8 +356,15 @@ fn refills_at_every_kind_of_place_give_the_same_records() {
     }
     let render = |sizes: &[usize]| {
         let mut out = Vec::new();
-        let reader = Sizes { data: doc.as_bytes(), sizes, turn: 0 };
-        parse_junit(reader, "t.xml", &Budgets::default(), &mut |i| out.push(format!("{i:?}"))).unwrap();
+        let reader = Sizes {
+            data: doc.as_bytes(),
+            sizes,
+            turn: 0,
+        };
+        parse_junit(reader, "t.xml", &Budgets::default(), &mut |i| {
+            out.push(format!("{i:?}"))
+        })
+        .unwrap();
         out
     };
     let reference = render(&[usize::MAX]);
@@ -288,7 +372,12 @@ fn refills_at_every_kind_of_place_give_the_same_records() {
     assert!(reference[0].contains("pkg/test_m0.py::TestC::t_0[\\\"é0\\\"]"));
     assert!(reference[0].contains("text: Some(\"t0\\n]]>\")"));
     assert!(reference[0].contains("stdout: Some(\"o0\\nline & raw <0>\\n\")"));
-    for sizes in [&[1usize, 7, 4093][..], &[65_537, 3], &[131_071], &[262_143, 5, 11]] {
+    for sizes in [
+        &[1usize, 7, 4093][..],
+        &[65_537, 3],
+        &[131_071],
+        &[262_143, 5, 11],
+    ] {
         assert_eq!(render(sizes), reference, "read sizes {sizes:?}");
     }
 }

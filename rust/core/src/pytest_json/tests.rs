@@ -458,7 +458,10 @@ fn captured_output_keeps_the_tail_of_all_phases_together() {
             "setup": {"duration": 0, "outcome": "passed", "stdout": "aaaé"},
             "call": {"duration": 0, "outcome": "failed", "stdout": "bbb"}}]"#,
     );
-    let budgets = Budgets { max_output_bytes: 4, ..Budgets::default() };
+    let budgets = Budgets {
+        max_output_bytes: 4,
+        ..Budgets::default()
+    };
     let items = parse_with(&doc, &budgets, usize::MAX).unwrap();
     let t = tests_of(&items)[0];
     // "aaaébbb" (8 bytes): the last 4 start inside 'é', so the cut moves on to "bbb".
@@ -510,14 +513,28 @@ fn long_numbers_convert_like_a_correctly_rounded_parse_of_their_whole_text() {
     for text in &cases {
         let doc = format!("{text},");
         let mut lx = lexer::Lexer::new(doc.as_bytes());
-        let n = lx.number().unwrap_or_else(|e| panic!("{}...: {e:?}", &text[..text.len().min(40)]));
+        let n = lx
+            .number()
+            .unwrap_or_else(|e| panic!("{}...: {e:?}", &text[..text.len().min(40)]));
         let expected: f64 = text.parse().unwrap();
-        assert_eq!(n.value.to_bits(), expected.to_bits(), "{}...", &text[..text.len().min(40)]);
+        assert_eq!(
+            n.value.to_bits(),
+            expected.to_bits(),
+            "{}...",
+            &text[..text.len().min(40)]
+        );
         assert_eq!(lx.offset(), text.len() as u64);
     }
-    for text in [format!("1{}", "0".repeat(19)), format!("1{}e400", "0".repeat(50)), "1e99999999999999999999999".to_string()] {
+    for text in [
+        format!("1{}", "0".repeat(19)),
+        format!("1{}e400", "0".repeat(50)),
+        "1e99999999999999999999999".to_string(),
+    ] {
         let doc = format!("{text},");
-        assert!(lexer::Lexer::new(doc.as_bytes()).number().is_err(), "{text}");
+        assert!(
+            lexer::Lexer::new(doc.as_bytes()).number().is_err(),
+            "{text}"
+        );
     }
 }
 
@@ -526,7 +543,10 @@ fn structural_errors_name_the_element_of_the_array() {
     // The element's index, not the index of the key among the known ones.
     let message = |data: &[u8]| parse(data).err().expect("an error").message;
     let tests = message(&report(r#"[{"nodeid": "a", "outcome": "weird"}]"#));
-    assert!(tests.starts_with("tests[0].outcome must be one of"), "{tests}");
+    assert!(
+        tests.starts_with("tests[0].outcome must be one of"),
+        "{tests}"
+    );
     let collectors = message(
         br#"{"exitcode": 0, "summary": {}, "collectors": [{"nodeid": "a", "outcome": "passed"},
             {"nodeid": "b", "outcome": "failed", "longrepr": 5}]}"#,
