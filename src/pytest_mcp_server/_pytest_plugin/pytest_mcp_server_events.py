@@ -20,17 +20,22 @@ own process group, grandchildren included, and the run's processes that left the
 pytest leads its own process group (the server starts it so), never in xdist workers.
 """
 
+# Annotations stay unevaluated strings, so the ``X | None`` spellings below also work on Python 3.8.
+from __future__ import annotations
+
 import json
 import os
 import signal
 import sys
+from collections.abc import Sequence
+from types import FrameType
 
 import pytest
 
 PR_SET_PDEATHSIG = 1
 
 
-def _kill_escaped(token):
+def _kill_escaped(token: str) -> None:
     # processes of this run that left the group (setsid) still carry the run's token
     me = os.getpid()
     marker = ("PYTEST_MCP_SERVER_RUN=" + token).encode()
@@ -44,7 +49,7 @@ def _kill_escaped(token):
                 pass
 
 
-def _kill_own_group(signum=None, frame=None):
+def _kill_own_group(signum: int | None = None, frame: FrameType | None = None) -> None:
     token = os.environ.get("PYTEST_MCP_SERVER_RUN")
     if token:
         _kill_escaped(token)
@@ -54,7 +59,7 @@ def _kill_own_group(signum=None, frame=None):
         os._exit(1)
 
 
-def _guard_parent_death():
+def _guard_parent_death() -> None:
     if not sys.platform.startswith("linux") or os.getpgid(0) != os.getpid():
         return
     try:
@@ -71,22 +76,22 @@ def _guard_parent_death():
         _kill_own_group()
 
 
-def pytest_addoption(parser):
+def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--mcp-events", dest="mcp_events", default=None, help="(pytest-mcp-server internal)")
 
 
 class _EventWriter:
-    def __init__(self, path, collect_only):
+    def __init__(self, path: str, collect_only: bool) -> None:
         self.file = open(path, "a", encoding="utf-8", buffering=1)
         self.collect_only = collect_only
         self.total_sent = False
 
-    def _collected(self, n):
+    def _collected(self, n: int) -> None:
         if not self.total_sent:
             self.total_sent = True
-            self.file.write("c %d\n" % n)
+            self.file.write(f"c {n}\n")
 
-    def pytest_collection_finish(self, session):
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
         self._collected(len(session.items))
         if self.collect_only:
             write = self.file.write
@@ -95,19 +100,19 @@ class _EventWriter:
             self.file.flush()
 
     @pytest.hookimpl(optionalhook=True)
-    def pytest_xdist_node_collection_finished(self, node, ids):
+    def pytest_xdist_node_collection_finished(self, node: object, ids: Sequence[str]) -> None:
         self._collected(len(ids))
 
-    def pytest_runtest_logreport(self, report):
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when == "teardown":
             self.file.write("t\n")
 
-    def pytest_unconfigure(self, config):
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
         self.file.close()
 
 
 @pytest.hookimpl(trylast=True)
-def pytest_configure(config):
+def pytest_configure(config: pytest.Config) -> None:
     path = config.getoption("mcp_events", None)
     if not path or hasattr(config, "workerinput"):
         return
