@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from typing import IO
 from xml.parsers import expat
 
 from ..models import ReportError
@@ -50,7 +51,7 @@ _RESULT_TAGS = frozenset(("failure", "error", "skipped"))
 Emit = Callable[[TestRecord | CollectionErrorRecord], None]
 
 
-def parse_junit(f, path: str, budgets: dict[str, int], emit: Emit) -> None:
+def parse_junit(f: IO[bytes], path: str, budgets: dict[str, int], emit: Emit) -> None:
     """Parse a JUnit XML document from binary file ``f`` (at byte 0), calling ``emit``
     with each ``TestRecord`` / ``CollectionErrorRecord`` in report order.
 
@@ -65,7 +66,7 @@ def parse_junit(f, path: str, budgets: dict[str, int], emit: Emit) -> None:
     _Parser(f, path, budgets, emit, mode).run(head[bom_len:])
 
 
-def _read(f, path: str, n: int) -> bytes:
+def _read(f: IO[bytes], path: str, n: int) -> bytes:
     try:
         return f.read(n)
     except OSError as exc:
@@ -100,13 +101,15 @@ def _read_prologue(path: str, head: bytes, whole: bool) -> tuple[str, int]:
     except _DeclError as exc:
         raise ReportError("malformed", path, exc.message, f"byte {bom_len + exc.offset}") from None
     family = None
+    declared_name = ""  # read only when family is set, that is when there is a declaration
     if declared is not None:
-        family = _ENCODINGS.get(declared.decode("ascii").lower())
+        declared_name = declared.decode("ascii")
+        family = _ENCODINGS.get(declared_name.lower())
         if family is None:
             raise ReportError(
                 "unsupported_encoding",
                 path,
-                f"the XML declaration names the encoding {declared.decode('ascii')!r}; only UTF-8, US-ASCII, "
+                f"the XML declaration names the encoding {declared_name!r}; only UTF-8, US-ASCII, "
                 "ISO-8859-1 and UTF-16 are supported: convert the file to UTF-8 (e.g. with iconv)",
                 "byte 0",
             )
@@ -115,7 +118,7 @@ def _read_prologue(path: str, head: bytes, whole: bool) -> tuple[str, int]:
         return ReportError(
             "malformed",
             path,
-            f"the byte order mark says {bom} but the XML declaration says {declared.decode('ascii')!r}; "
+            f"the byte order mark says {bom} but the XML declaration says {declared_name!r}; "
             "fix the declaration or re-encode the file",
             f"byte {bom_len}",
         )
@@ -270,7 +273,8 @@ class _Utf16:
         except UnicodeDecodeError as exc:
             valid = data[: exc.start].decode(self.codec).encode("utf-8")
             raise _DecodeError(
-                f"invalid UTF-16 (unpaired surrogate) at code unit {exc.start // 2}; the file is corrupted or not UTF-16",
+                f"invalid UTF-16 (unpaired surrogate) at code unit {exc.start // 2}; "
+                "the file is corrupted or not UTF-16",
                 valid,
             ) from None
         if final and self.carry:
@@ -284,7 +288,7 @@ class _Utf16:
             return exc.valid
 
 
-def _decoder(mode: str):
+def _decoder(mode: str) -> Callable[[bytes, bool], bytes]:
     """A function (raw chunk, final) -> UTF-8 bytes for ``mode``; raises ``_DecodeError``."""
     if mode == "utf8":
         return lambda chunk, final: chunk
@@ -595,6 +599,7 @@ class _Guard:
                     self.state = "end"
                     continue
                 m = _ELEMENT_NAME.match(w, p + 1)
+                assert m is not None  # a starred pattern matches, if only the empty string
                 if m.end() == n:
                     if final or n - p >= 65536:
                         self.mode = "off"  # a huge name: expat decides
@@ -873,7 +878,7 @@ class _Stop(Exception):
 
 
 class _Parser:
-    def __init__(self, f, path: str, budgets: dict[str, int], emit: Emit, mode: str) -> None:
+    def __init__(self, f: IO[bytes], path: str, budgets: dict[str, int], emit: Emit, mode: str) -> None:
         self.f = f
         self.path = path
         self.emit = emit
@@ -1058,7 +1063,7 @@ class _Parser:
 
     # -- expat handlers
 
-    def doctype(self, *args) -> None:
+    def doctype(self, *args: object) -> None:
         raise _Stop(self.forbidden("DOCTYPE", self.position()))
 
     def prolog_token(self, data: str) -> None:
@@ -1140,7 +1145,7 @@ class _Parser:
         chosen = case.chosen
         if chosen is not None and chosen.collection:
             text, omitted = case.text.finish()
-            record = CollectionErrorRecord(
+            error_record = CollectionErrorRecord(
                 path=collection_error_path(case.classname, case.name, file, case.pytest_suite),
                 exception=chosen.exception,
                 # pytest's "collection failure" is a marker, not a message: the builder
@@ -1150,7 +1155,7 @@ class _Parser:
                 text_bytes_omitted=omitted,
             )
             self.flush()
-            self.emit(record)
+            self.emit(error_record)
             return
         outcome = "passed" if chosen is None else chosen.outcome
         problem = outcome in ("failed", "error")
@@ -1161,6 +1166,7 @@ class _Parser:
             flaky=case.flaky_result and not problem,
         )
         if problem:
+            assert chosen is not None  # only a result element makes a test fail or error
             text, text_omitted = case.text.finish()
             out, out_omitted = case.stdout.finish()
             err, err_omitted = case.stderr.finish()
