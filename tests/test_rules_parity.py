@@ -3,7 +3,7 @@
 Each rule is checked two ways: concrete expected outputs (worked out by hand from
 docs/ENGINE.md) on realistic pytest tracebacks for both implementations, and hypothesis
 runs that feed the same random inputs to ``pytest_mcp_server._native`` and to
-``pytest_mcp_server.pure.summary`` and demand identical results.
+``pytest_mcp_server.pure`` (cut, group, summary) and demand identical results.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import random
 from pathlib import Path
+from types import SimpleNamespace
 
 import orjson
 import pytest
@@ -18,7 +19,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pytest_mcp_server.models import Budgets, ReportSummary
-from pytest_mcp_server.pure import summary as pure
+from pytest_mcp_server.pure import cut as pure_cut
+from pytest_mcp_server.pure import group as pure_group
+from pytest_mcp_server.pure import summary as pure_summary
 from pytest_mcp_server.pure.records import CollectionErrorRecord, TestRecord
 
 CORPUS = Path("/work/shared/corpus")
@@ -44,9 +47,10 @@ def _load_native():
 native, NATIVE_MISSING = _load_native()
 needs_native = pytest.mark.skipif(native is None, reason=NATIVE_MISSING)
 
-# Implementations under test: the pure one always, the native one when built.
+# Implementations under test: the pure one always, the native one when built (the pure
+# rule functions live in two modules; the native ones in one).
 IMPLEMENTATIONS = [
-    pytest.param(pure, id="pure"),
+    pytest.param(SimpleNamespace(cut_traceback=pure_cut.cut_traceback, group_key=pure_group.group_key), id="pure"),
     pytest.param(native, id="native", marks=needs_native),
 ]
 
@@ -211,8 +215,8 @@ def test_normaliser_placeholders(impl, message, normalized):
 
 def test_group_id_is_fnv1a_of_exception_nul_message():
     # FNV-1a 64 of the single byte 0x00 (exception None, message "") is 0xaf63bd4c8601b7df.
-    assert pure.group_key(None, "") == ("gaf63bd4c", "")
-    assert pure.group_key("", "x") == pure.group_key(None, "x")
+    assert pure_group.group_key(None, "") == ("gaf63bd4c", "")
+    assert pure_group.group_key("", "x") == pure_group.group_key(None, "x")
 
 
 # --------------------------------------------------------------------------------------
@@ -255,14 +259,14 @@ messages = st.lists(
 @settings(max_examples=3000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(exception=st.one_of(st.none(), st.sampled_from(["", "ValueError", "é.Error"])), message=messages)
 def test_group_key_parity(exception, message):
-    assert native.group_key(exception, message) == pure.group_key(exception, message)
+    assert native.group_key(exception, message) == pure_group.group_key(exception, message)
 
 
 @needs_native
 @settings(max_examples=1000, deadline=None)
 @given(message=st.one_of(st.text(max_size=80), st.text(st.characters(max_codepoint=127), max_size=80)))
 def test_group_key_parity_on_any_text(message):
-    assert native.group_key("E", message) == pure.group_key("E", message)
+    assert native.group_key("E", message) == pure_group.group_key("E", message)
 
 
 traceback_lines = st.lists(
@@ -312,21 +316,23 @@ traceback_lines = st.lists(
 )
 def test_cut_traceback_parity(lines, newline, max_lines, max_line_chars):
     text = newline.join(lines)
-    assert native.cut_traceback(text, max_lines, max_line_chars) == pure.cut_traceback(text, max_lines, max_line_chars)
+    assert native.cut_traceback(text, max_lines, max_line_chars) == pure_cut.cut_traceback(
+        text, max_lines, max_line_chars
+    )
 
 
 @needs_native
 @settings(max_examples=300, deadline=None)
 @given(text=st.text(max_size=300), max_lines=st.integers(3, 20))
 def test_cut_traceback_parity_on_any_text(text, max_lines):
-    assert native.cut_traceback(text, max_lines, 20) == pure.cut_traceback(text, max_lines, 20)
+    assert native.cut_traceback(text, max_lines, 20) == pure_cut.cut_traceback(text, max_lines, 20)
 
 
 @given(lines=traceback_lines, max_lines=st.integers(3, 45), max_line_chars=st.integers(8, 60))
 @settings(max_examples=500, deadline=None)
 def test_cut_traceback_invariants(lines, max_lines, max_line_chars):
     text = "\n".join(lines)
-    cut, omitted = pure.cut_traceback(text, max_lines, max_line_chars)
+    cut, omitted = pure_cut.cut_traceback(text, max_lines, max_line_chars)
     out = cut.split("\n") if cut else []
     assert len(out) <= max_lines
     markers = [line for line in out if line.startswith("... [") and line.endswith(" lines omitted]")]
@@ -372,7 +378,7 @@ def _records():
 
 
 def test_pure_builder_summary_matches_hand_derived_values():
-    builder = pure.SummaryBuilder(BUDGETS.model_dump())
+    builder = pure_summary.SummaryBuilder(BUDGETS.model_dump())
     for record in _records():
         builder.push(record)
     raw = builder.finish("junit", ["a.xml", "b.xml"])
@@ -391,11 +397,11 @@ def test_pure_builder_summary_matches_hand_derived_values():
     )
     assert summary.duration_s == 5.005013  # 10 + 2.5e6 * 2 + 5 failures * 1000 + 3 us
 
-    conn_id, conn_message = pure.group_key("ConnectionError", "refused by 10.0.0.1:5432 after 3 retries")
+    conn_id, conn_message = pure_group.group_key("ConnectionError", "refused by 10.0.0.1:5432 after 3 retries")
     assert conn_message == "refused by <addr> after <n> retries"
     assert [(g.id, g.count, g.exception, g.message, g.examples) for g in summary.groups] == [
         (conn_id, 3, "ConnectionError", conn_message, ["t.py::a", "t.py::c"]),
-        (pure.group_key("KeyError", "'x'")[0], 1, "KeyError", "<str>", ["t.py::b"]),
+        (pure_group.group_key("KeyError", "'x'")[0], 1, "KeyError", "<str>", ["t.py::b"]),
     ]
 
     first, second = summary.failures
@@ -432,7 +438,7 @@ def test_pure_builder_summary_matches_hand_derived_values():
 
 
 def test_pure_builder_caps_messages_and_fills_gother():
-    builder = pure.SummaryBuilder(BUDGETS.model_dump(), group_limit=2)
+    builder = pure_summary.SummaryBuilder(BUDGETS.model_dump(), group_limit=2)
     for record in _records():
         builder.push(record)
     summary = orjson.loads(builder.finish("pytest-json", ["r.json"]))
@@ -440,7 +446,7 @@ def test_pure_builder_caps_messages_and_fills_gother():
     # limit: `gother` has 1 member, ties with KeyError, appeared later -> not listed.
     assert [g["exception"] for g in summary["groups"]] == ["ConnectionError", "KeyError"]
     assert summary["omitted"]["groups"] == 1
-    builder = pure.SummaryBuilder(Budgets(max_groups=5, max_message_chars=40).model_dump(), group_limit=2)
+    builder = pure_summary.SummaryBuilder(Budgets(max_groups=5, max_message_chars=40).model_dump(), group_limit=2)
     for record in _records():
         builder.push(record)
     summary = orjson.loads(builder.finish("pytest-json", ["r.json"]))

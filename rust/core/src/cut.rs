@@ -1,6 +1,6 @@
 //! Traceback cutting (docs/ENGINE.md, *Traceback cutting*), and the line rules it shares
 //! with the builder (location lines, whitespace). Mirrored by `cut_traceback` in
-//! `pure/summary.py`; `tests/test_rules_parity.py` checks both give the same output.
+//! `pure/cut.py`; `tests/test_rules_parity.py` checks both give the same output.
 //!
 //! Exact rules (all classes ASCII; "stripped" = without leading/trailing
 //! space, tab, LF, CR, VT, FF):

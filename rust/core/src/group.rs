@@ -1,27 +1,8 @@
 //! Failure groups (docs/ENGINE.md, *Groups*): the key normaliser and the group id.
-//! Mirrored exactly by `normalize_message`/`group_key` in `pure/summary.py`.
+//! Mirrored exactly by `normalize_message`/`group_key` in `pure/group.py`.
 //!
-//! Normaliser grammar: one left-to-right scan over the message; at each position the
-//! first rule that matches (in this order) emits its placeholder and the scan continues
-//! after the match; otherwise the character is copied. ASCII classes only:
-//! W = `[A-Za-z0-9_]`, H = `[0-9A-Fa-f]`, P = `[A-Za-z0-9_.~+@%-]`, S = `[/\\]`,
-//! "prev" = the character before the position in the input (none at the start).
-//!
-//! 1. `<str>`: a quote `'` or `"` that opens (prev is none or not W; or prev is one or
-//!    two of `[bBrRuUfF]` (a string prefix) themselves preceded by none or a non-W),
-//!    up to the next same quote with no `\n` between. An unclosed quote is copied.
-//! 2. `<path>`: at a run start (prev is none or not in P∪S) the maximal run of P∪S
-//!    characters, if it contains S and has at least two non-empty S-separated parts.
-//! 3. `<uuid>`: at a word start (prev none or not W), `H{8}-H{4}-H{4}-H{4}-H{12}` not
-//!    followed by W.
-//! 4. `<hex>`: `0x` or `0X` followed by one or more H (all of them).
-//! 5. `<hex>`: at a word start, the maximal W-run if it is at least 8 long, all H, with
-//!    at least one digit and one letter.
-//! 6. `<addr>`: at a digit whose prev is none or neither W nor `.`, four dot-separated
-//!    maximal digit runs of 1 to 3 digits, not followed by W nor by `.` + digit; then
-//!    an optional `:` + digits (the port).
-//! 7. `<n>`: a maximal digit run, plus `.` + a maximal digit run when a digit follows
-//!    the dot.
+//! The normaliser grammar (rules 1-7, `<str>` ... `<n>`) is written once, in
+//! docs/ENGINE.md, *Groups*; the scanner below implements it by hand, byte by byte.
 
 /// FNV-1a 64 offset basis and prime (docs/ENGINE.md, *Groups*).
 const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
@@ -244,7 +225,8 @@ fn match_number(s: &[u8], i: usize) -> usize {
     j
 }
 
-/// The message with its variable parts replaced by placeholders (grammar above).
+/// The message with its variable parts replaced by placeholders (grammar: docs/ENGINE.md,
+/// *Groups*).
 pub fn normalize_message(message: &str) -> String {
     normalize_prefix(message, usize::MAX)
 }

@@ -1,6 +1,10 @@
 """The pure-Python backend: the fallback where the extension cannot load, and the oracle
 the native code is checked against. Streams like the native one (pyexpat with handlers,
 ijson), and writes the same canonical JSON bytes (docs/ENGINE.md).
+
+Each module is the twin of the same-named module of ``rust/core/src``: this one of
+``lib.rs`` (sniffing, ``summarize_files``), ``cut``, ``group``, ``summary``, ``junit``,
+``pytest_json``, ``text`` and ``records`` (``record.rs``) of theirs.
 """
 
 from __future__ import annotations

@@ -1,0 +1,301 @@
+"""Traceback cutting, and the line rules it shares with the builder (location lines,
+whitespace, capping): the twin of ``rust/core/src/cut.rs``, rule for rule.
+
+The rules are in docs/ENGINE.md, *Traceback cutting* (exact edge cases: the module docs
+of ``cut.rs``); ``tests/test_rules_parity.py`` checks both backends give the same output.
+Character counts are code points (``len``), which equal Rust's Unicode scalar values for
+every string a parser yields.
+"""
+
+from __future__ import annotations
+
+from .text import U64_MAX
+
+# The whitespace the line rules strip (ASCII: space, tab, LF, CR, VT, FF), and other ASCII classes.
+WHITESPACE = " \t\n\r\x0b\x0c"
+_DIGITS = frozenset("0123456789")
+_SEPARATORS = frozenset("/\\")
+_LETTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
+
+
+def strip(s: str) -> str:
+    """``s`` without leading and trailing ``WHITESPACE``."""
+    return s.strip(WHITESPACE)
+
+
+def chomp(line: str) -> str:
+    """A line as ``cut_traceback`` and the message rules read it: one trailing ``\\r`` removed."""
+    return line[:-1] if line.endswith("\r") else line
+
+
+def _is_e_line(line: str) -> bool:
+    return line.startswith("E ") or line == "E"
+
+
+def capped(s: str, max_chars: int) -> str:
+    """``s`` cut to ``max_chars`` code points: a longer one keeps ``max_chars - 1`` and
+    ends with ``…`` (docs/ENGINE.md, *Messages*, *Traceback cutting* step 8)."""
+    if len(s) > max_chars:
+        return s[: max(max_chars - 1, 0)] + "…"
+    return s
+
+
+def _location_tail(line: str, colon: int) -> tuple[int, str] | None:
+    """``:N:`` + (space | end) at index ``colon``: (N, rest)."""
+    start = end = colon + 1
+    n = len(line)
+    while end < n and line[end] in _DIGITS:
+        end += 1
+    if end == start or end >= n or line[end] != ":":
+        return None
+    number = int(line[start:end])
+    if number > U64_MAX:
+        return None
+    if end + 1 == n:
+        return number, ""
+    if line[end + 1] == " ":
+        return number, line[end + 2 :]
+    return None
+
+
+def parse_location(line: str) -> tuple[str, int, str] | None:
+    """A ``path:N: rest`` line -> (path, N, rest), else None (rules: ``cut.rs``).
+
+    The path is ``\\S[^:]*`` (tried first) or a Windows drive ``[A-Za-z]:[\\\\/][^:]*``;
+    lines starting with whitespace, ``>``, ``E `` or equal to ``E`` never match.
+    """
+    if not line:
+        return None
+    first = line[0]
+    if first in WHITESPACE or first == ">" or _is_e_line(line):
+        return None
+    colon = line.find(":", 1)
+    if colon != -1:
+        tail = _location_tail(line, colon)
+        if tail is not None:
+            return line[:colon], tail[0], tail[1]
+    if len(line) > 3 and first in _LETTERS and line[1] == ":" and line[2] in _SEPARATORS:
+        colon = line.find(":", 3)
+        if colon != -1:
+            tail = _location_tail(line, colon)
+            if tail is not None:
+                return line[:colon], tail[0], tail[1]
+    return None
+
+
+def _native_frame_path(line: str) -> str | None:
+    """The path of ``  File "path", line N, in f``."""
+    t = line.lstrip(WHITESPACE)
+    if not t.startswith('File "'):
+        return None
+    t = t[6:]
+    close = t.find('"')
+    if close == -1:
+        return None
+    after = t[close + 1 :]
+    if not after.startswith(", line ") or len(after) < 8 or after[7] not in _DIGITS:
+        return None
+    return t[:close]
+
+
+def _is_separator_line(line: str) -> bool:
+    t = strip(line)
+    return len(t) >= 3 and len(t) % 2 == 1 and t == "_ " * (len(t) // 2) + "_"
+
+
+_CHAIN_LINES = (
+    "The above exception was the direct cause of the following exception:",
+    "During handling of the above exception, another exception occurred:",
+)
+
+
+def _is_chain_line(line: str) -> bool:
+    return strip(line) in _CHAIN_LINES
+
+
+_LIBRARY_MARKERS = ("/site-packages/", "/dist-packages/", "/_pytest/", "/pluggy/", "/lib/python3.")
+
+
+def is_library_path(path: str) -> bool:
+    """Library code: ``/`` + the path with ``\\`` read as ``/`` contains a library
+    marker (site-packages, dist-packages, _pytest, pluggy, lib/python3.), or the path
+    starts with ``<frozen ``."""
+    if path.startswith("<frozen "):
+        return True
+    p = "/" + path.replace("\\", "/")
+    return any(m in p for m in _LIBRARY_MARKERS)
+
+
+_JAVA_LIBRARY_PREFIXES = (
+    "java.",
+    "javax.",
+    "jdk.",
+    "sun.",
+    "org.junit.",
+    "junit.",
+    "org.apache.maven.",
+    "org.hamcrest.",
+)
+
+
+def _is_java_library_frame(line: str) -> bool:
+    t = line.lstrip(" \t")
+    if len(t) == len(line) or not t.startswith("at "):
+        return False
+    return t[3:].startswith(_JAVA_LIBRARY_PREFIXES)
+
+
+def _is_essential(line: str) -> bool:
+    return _is_e_line(line) or line.startswith(">") or parse_location(line) is not None
+
+
+def _indentation(line: str) -> int:
+    return len(line) - len(line.lstrip(WHITESPACE))
+
+
+def cut_traceback(text: str, max_lines: int, max_line_chars: int) -> tuple[str, int]:
+    """Cut a failure's long representation down (docs/ENGINE.md, *Traceback cutting*).
+
+    Returns (cut text joined by ``\\n``, number of input lines dropped). ``max_lines``
+    (at least 3) is the most lines returned, marker lines included; a kept line longer
+    than ``max_line_chars`` (at least 8) code points keeps ``max_line_chars - 1`` and
+    ``…``. Exact rules: the top of ``rust/core/src/cut.rs``.
+    """
+    max_lines = max(max_lines, 3)
+    max_line_chars = max(max_line_chars, 8)
+
+    # Step 1.
+    all_lines = [chomp(line) for line in text.split("\n")]
+    first = next((i for i, line in enumerate(all_lines) if strip(line)), None)
+    if first is None:
+        return "", 0
+    last = next(i for i in range(len(all_lines) - 1, -1, -1) if strip(all_lines[i]))
+    lines = all_lines[first : last + 1]
+    n = len(lines)
+    dropped = [False] * n
+
+    # Step 2: frames (start, end, block, section_end) and blocks.
+    frames: list[tuple[int, int, int, bool]] = []
+    block_separator: list[int | None] = [None]
+    frame_start = 0
+    frame_has_text = False
+    for i, line in enumerate(lines):
+        separator = _is_separator_line(line)
+        chain = not separator and _is_chain_line(line)
+        if separator or chain:
+            frames.append((frame_start, i, len(block_separator) - 1, chain))
+            block_separator.append(i if separator else None)
+            frame_start = i + 1
+            frame_has_text = False
+            continue
+        if frame_has_text:
+            loc = parse_location(line)
+            if loc is not None and loc[2].startswith("in "):
+                frames.append((frame_start, i, len(block_separator) - 1, False))
+                frame_start = i
+        if strip(line):
+            frame_has_text = True
+    frames.append((frame_start, n, len(block_separator) - 1, True))
+
+    block_kept = [False] * len(block_separator)
+    for start, end, block, section_end in frames:
+        path = None
+        for j in range(end - 1, start - 1, -1):
+            loc = parse_location(lines[j])
+            if loc is not None:
+                path = loc[0]
+                break
+        else:
+            for j in range(start, end):
+                path = _native_frame_path(lines[j])
+                if path is not None:
+                    break
+        if not section_end and path is not None and is_library_path(path):
+            for j in range(start, end):
+                dropped[j] = True
+        else:
+            block_kept[block] = True
+    for block, separator_index in enumerate(block_separator):
+        if separator_index is not None and not block_kept[block]:
+            dropped[separator_index] = True
+
+    # Step 3: native-format and Java library frames in the kept lines.
+    i = 0
+    while i < n:
+        if dropped[i]:
+            i += 1
+            continue
+        path = _native_frame_path(lines[i])
+        if path is not None:
+            indent = _indentation(lines[i])
+            end = i + 1
+            while end < n and not dropped[end] and strip(lines[end]) and _indentation(lines[end]) > indent:
+                end += 1
+            if is_library_path(path):
+                for j in range(i, end):
+                    dropped[j] = True
+            i = end
+            continue
+        if _is_java_library_frame(lines[i]):
+            dropped[i] = True
+        i += 1
+
+    # Steps 4-5: before a frame's first `>` line, its last 3 non-blank lines and what
+    # follows them stay; earlier lines go unless essential (or all blank).
+    for start, end, _block, _section_end in frames:
+        arrow = next((j for j in range(start, end) if not dropped[j] and lines[j].startswith(">")), None)
+        if arrow is None:
+            continue
+        non_blank_seen = 0
+        keep_from = start
+        for j in range(arrow - 1, start - 1, -1):
+            if not dropped[j] and strip(lines[j]):
+                non_blank_seen += 1
+                if non_blank_seen == 3:
+                    keep_from = j
+                    break
+        # Only blank lines before the kept context (pytest's blank line after a
+        # separator): nothing worth a marker.
+        if all(dropped[j] or not strip(lines[j]) for j in range(start, keep_from)):
+            continue
+        for j in range(start, keep_from):
+            if not _is_essential(lines[j]):
+                dropped[j] = True
+
+    # Step 7 (runs of dropped lines -> one marker: an int), then step 6 (head + tail).
+    pieces: list[str | int] = []
+    for j, is_dropped in enumerate(dropped):
+        if is_dropped:
+            _add_gap(pieces, 1)
+        else:
+            pieces.append(lines[j])
+    if len(pieces) > max_lines:
+        head = max_lines // 3
+        tail = max_lines - head - 1
+        middle = sum(p if isinstance(p, int) else 1 for p in pieces[head : len(pieces) - tail])
+        cut: list[str | int] = pieces[:head]
+        _add_gap(cut, middle)
+        for p in pieces[len(pieces) - tail :]:
+            if isinstance(p, int):
+                _add_gap(cut, p)
+            else:
+                cut.append(p)
+        pieces = cut
+
+    # Step 8, and the output.
+    out = []
+    omitted = 0
+    for p in pieces:
+        if isinstance(p, int):
+            omitted += p
+            out.append(f"... [{p} lines omitted]")
+        else:
+            out.append(capped(p, max_line_chars))
+    return "\n".join(out), omitted
+
+
+def _add_gap(pieces: list[str | int], n: int) -> None:
+    if pieces and isinstance(pieces[-1], int):
+        pieces[-1] += n
+    else:
+        pieces.append(n)

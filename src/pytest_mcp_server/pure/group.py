@@ -1,0 +1,113 @@
+"""Failure groups: the key normaliser and the group id; the twin of
+``rust/core/src/group.rs``, rule for rule.
+
+The normaliser grammar is written once, in docs/ENGINE.md, *Groups* (the numbered rules
+``<str>`` ... ``<n>``); both scanners implement it and ``tests/test_rules_parity.py``
+runs them against each other.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .cut import capped
+from .text import U64_MAX
+
+# Id and message of the group that collects failures past the tracked-groups limit.
+OTHER_GROUP_ID = "gother"
+OTHER_GROUP_MESSAGE = "other causes"
+
+# FNV-1a 64 offset basis and prime (docs/ENGINE.md, *Groups*).
+_FNV_OFFSET = 0xCBF29CE484222325
+_FNV_PRIME = 0x100000001B3
+
+# The grammar as one ordered alternation, one capturing group per rule (explicit ASCII
+# classes). `finditer` is exactly the scanner: it finds the leftmost position where a
+# rule matches, tries the rules in order there, and goes on after the match; every
+# other character is copied. The leading lookahead only skips positions where no rule
+# can start (speed). Tested against the hand-written scanner of group.rs.
+_W = "A-Za-z0-9_"
+_H = "0-9A-Fa-f"
+_P = "A-Za-z0-9_.~+@%\\-"  # the hyphen escaped: it must not form a range
+_PS = _P + "/\\\\"
+_PFX = "bBrRuUfF"
+_RULES = (
+    # 1 <str>: at a word start, or after a 1-2 letter string prefix at a word start.
+    rf"""(?=['"])(?:(?<![{_W}])|(?<=[{_PFX}])(?<![{_W}][{_PFX}])|(?<=[{_PFX}]{{2}})(?<![{_W}][{_PFX}]{{2}}))"""
+    r"""(?:'[^'\n]*'|"[^"\n]*")""",
+    # 2 <path>: a maximal P∪S run (at a run start) with two non-empty parts. P and S
+    # are disjoint, so possessive quantifiers change nothing but the speed.
+    rf"(?<![{_PS}])[/\\]*+[{_P}]++(?:[/\\]++[{_P}]++)++[/\\]*+(?![{_PS}])",
+    # 3 <uuid>
+    rf"(?<![{_W}])[{_H}]{{8}}-[{_H}]{{4}}-[{_H}]{{4}}-[{_H}]{{4}}-[{_H}]{{12}}(?![{_W}])",
+    # 4 <hex>
+    rf"0[xX][{_H}]+",
+    # 5 <hex>: a whole word of at least 8 hex digits, with a digit and a letter.
+    rf"(?<![{_W}])(?=[{_H}]*[0-9])(?=[{_H}]*[A-Fa-f])[{_H}]{{8,}}(?![{_W}])",
+    # 6 <addr>: four maximal 1-3 digit runs, not glued to a word or another `.digit`.
+    rf"(?<![{_W}.])[0-9]{{1,3}}(?![0-9])\.[0-9]{{1,3}}(?![0-9])\.[0-9]{{1,3}}(?![0-9])\.[0-9]{{1,3}}"
+    rf"(?![{_W}])(?!\.[0-9])(?::[0-9]+)?",
+    # 7 <n>
+    r"[0-9]+(?:\.[0-9]+)?",
+)
+_TOKEN = re.compile(rf"""(?=['"{_PS}])(?:""" + "|".join(f"({rule})" for rule in _RULES) + ")")
+# Indexed by the number of the rule (= its capturing group) that matched.
+_PLACEHOLDERS = ("", "<str>", "<path>", "<uuid>", "<hex>", "<hex>", "<addr>", "<n>")
+
+
+def normalize_message(message: str) -> str:
+    """The message with its variable parts replaced by placeholders (grammar:
+    docs/ENGINE.md, *Groups*; identical to ``normalize_message`` in ``group.rs``)."""
+    return _normalize_prefix(message, None)
+
+
+def normalize_capped(message: str, max_chars: int) -> str:
+    """``capped(normalize_message(message), max_chars)``: the message of a group key
+    (docs/ENGINE.md, *Groups*), without normalising more of a long message than needed."""
+    return capped(_normalize_prefix(message, max_chars), max_chars)
+
+
+def _normalize_prefix(message: str, limit: int | None) -> str:
+    """The normalised message, or a prefix of it longer than ``limit`` characters (the
+    scan stops there; each output character depends only on the input)."""
+    out: list[str] = []
+    out_chars = 0
+    pos = 0
+    for m in _TOKEN.finditer(message):
+        start = m.start()
+        if start > pos:
+            out.append(message[pos:start])
+            out_chars += start - pos
+        placeholder = _PLACEHOLDERS[m.lastindex or 0]  # never 0: each rule is a group
+        out.append(placeholder)
+        out_chars += len(placeholder)
+        pos = m.end()
+        if limit is not None and out_chars > limit:
+            return "".join(out)
+    out.append(message[pos:])
+    return "".join(out)
+
+
+def key_hash(exception: str, normalized: str) -> int:
+    """FNV-1a 64 of UTF-8(``exception`` + ``\\0`` + ``normalized``)."""
+    data = exception.encode("utf-8", "surrogatepass") + b"\0" + normalized.encode("utf-8", "surrogatepass")
+    h = _FNV_OFFSET
+    for b in data:
+        h = ((h ^ b) * _FNV_PRIME) & U64_MAX
+    return h
+
+
+def group_id(hash: int) -> str:
+    """The group id of a key hash: ``g`` + its first 8 lowercase hex digits."""
+    return f"g{hash >> 32:08x}"
+
+
+def group_key(exception: str | None, message: str) -> tuple[str, str]:
+    """(group id, normalised message) of a failure (docs/ENGINE.md, *Groups*).
+
+    The id is ``g`` + the first 8 lowercase hex digits of FNV-1a 64 of
+    UTF-8(``exception or ""`` + ``\\0`` + normalised message); ``None`` and ``""``
+    give the same id.
+    """
+    normalized = normalize_message(message)
+    return group_id(key_hash(exception or "", normalized)), normalized
