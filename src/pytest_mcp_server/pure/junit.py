@@ -20,7 +20,7 @@ from typing import IO
 from xml.parsers import expat
 
 from ..models import ReportError
-from .records import SEVERITY, CollectionErrorRecord, TestRecord
+from .records import SEVERITY, CollectionErrorRecord, Emit, TestRecord
 from .text import ATTR_CAP, HeadTail, _head, duration_us_from_text
 
 CHUNK = 256 * 1024
@@ -47,8 +47,6 @@ _ENCODINGS = {
 # Markup declarations refused as ``forbidden`` after ``<!`` (DTDs are never read).
 _DECLARATIONS = (b"DOCTYPE", b"ENTITY", b"ELEMENT", b"ATTLIST", b"NOTATION")
 _RESULT_TAGS = frozenset(("failure", "error", "skipped"))
-
-Emit = Callable[[TestRecord | CollectionErrorRecord], None]
 
 
 def parse_junit(f: IO[bytes], path: str, budgets: dict[str, int], emit: Emit) -> None:

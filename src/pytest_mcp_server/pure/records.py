@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 # Severity for "worst wins": error > failed > xpassed > xfailed > skipped > passed.
@@ -42,3 +43,7 @@ class CollectionErrorRecord:
     message: str | None = None
     text: str | None = None
     text_bytes_omitted: int = 0
+
+
+# What a parser calls with each record, in report order.
+Emit = Callable[[TestRecord | CollectionErrorRecord], None]
