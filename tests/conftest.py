@@ -1,4 +1,14 @@
-"""Test-suite options: ``--soak=MINUTES`` runs the differential fuzz tests for that long.
+"""Shared fixtures and the ``--soak=MINUTES`` option of the test suite.
+
+Fixtures:
+
+* ``backend``: runs a test once per engine backend, ``"native"`` and ``"pure"`` (the
+  native run is skipped with ``backends.NATIVE_MISSING`` when the extension does not
+  import). Comparing the two on one input is ``backends.summary_in_both`` and friends.
+* ``corpus_dir``: the shared corpus directory (``corpus.ROOT``), or a skip saying where it
+  was looked for.
+
+``--soak=MINUTES`` runs the differential fuzz tests for that long.
 
 Normal runs (CI, ``python -m pytest``) keep the fuzz tests quick: a bounded number of
 hypothesis examples each (``strategies.fuzz_settings``). With ``--soak=MINUTES``:
@@ -21,9 +31,36 @@ from __future__ import annotations
 import json
 import time
 import traceback
+from pathlib import Path
 
+import backends
+import corpus
+import peak_memory
 import pytest
 import strategies
+
+
+@pytest.fixture(params=[pytest.param("native", marks=backends.needs_native), "pure"])
+def backend(request: pytest.FixtureRequest) -> str:
+    """The backend a test runs on: ``"native"`` (skipped when the extension does not
+    import) and ``"pure"``, as ``summarize(..., backend=backend)`` takes them."""
+    return str(request.param)
+
+
+@pytest.fixture(scope="session")
+def corpus_dir() -> Path:
+    """The shared corpus directory; skips the test (with where it was looked for) when
+    it is missing."""
+    if not corpus.AVAILABLE:
+        pytest.skip(corpus.MISSING_REASON)
+    return corpus.ROOT
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _end_memory_workers():
+    """The worker processes of ``peak_memory.measure`` live as long as a test module."""
+    yield
+    peak_memory.close_workers()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -78,7 +115,7 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function):
         {
             "test": key,
             "runs": runs,
-            "examples": strategies.STATS.get(key, 0),
+            "examples": backends.EXAMPLES_CHECKED.get(key, 0),
             "seconds": round(time.monotonic() - start, 1),
             "distinct_failures": len(failures),
         }
@@ -90,18 +127,19 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function):
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config) -> None:
     rows = getattr(config, "_soak_rows", [])
-    if not strategies.SOAK_MINUTES or not (rows or strategies.STATS):
+    if not strategies.SOAK_MINUTES or not (rows or backends.EXAMPLES_CHECKED):
         return
     tr = terminalreporter
     tr.section("soak figures")
     # tests that are not looped (e.g. corpus truncation) still count their examples
     looped = {r["test"] for r in rows}
-    for key, n in sorted(strategies.STATS.items()):
+    for key, n in sorted(backends.EXAMPLES_CHECKED.items()):
         if key not in looped:
             rows.append({"test": key, "runs": 1, "examples": n, "seconds": None, "distinct_failures": None})
     for r in rows:
         tr.write_line(
-            f"{r['examples']:>9} examples  {r['runs']:>5} runs  {r['seconds'] or '-':>8} s  failures {r['distinct_failures']}  {r['test']}"
+            f"{r['examples']:>9} examples  {r['runs']:>5} runs  {r['seconds'] or '-':>8} s"
+            f"  failures {r['distinct_failures']}  {r['test']}"
         )
     total = sum(r["examples"] for r in rows)
     tr.write_line(f"{total:>9} examples in total")

@@ -1,7 +1,7 @@
 """Hypothesis strategies that build JUnit XML and pytest-json-report documents.
 
-Used by the differential (native == pure) tests of issues #2 and #5. Nothing here
-imports the engine: a strategy builds a *logical* report first (tests, retries,
+Used by the differential (native == pure) fuzz tests (test_property_parity.py). Nothing
+here imports the engine: a strategy builds a *logical* report first (tests, retries,
 collection errors, durations), renders it into bytes with a random choice of the
 dialect's features, and keeps the *truth* the summary must show (docs/ENGINE.md).
 
@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import random
 import re
 from dataclasses import dataclass, field
@@ -1537,16 +1536,12 @@ def budgets_dicts(draw) -> dict[str, int]:
 
 
 # --------------------------------------------------------------------------------------
-# Running both backends and checking what they say (the engine is imported lazily, so
-# the strategies above stay usable without it).
+# Fuzz settings and what every summary must satisfy (the engine is imported lazily, so
+# the strategies above stay usable without it). Running both backends and comparing them
+# is tests/backends.py.
 
-# Examples checked, by test (``PYTEST_CURRENT_TEST``): the soak report prints them.
-STATS: dict[str, int] = {}
 # Set by tests/conftest.py from ``--soak=MINUTES`` (0: the normal, quick run).
 SOAK_MINUTES: float = 0.0
-# A backend call that takes longer than this is a hang: the process dumps its stacks
-# and exits (faulthandler), so CI never waits forever.
-HANG_SECONDS = 300
 
 
 def fuzz_settings(examples: int, **kwargs):
@@ -1571,58 +1566,6 @@ def fuzz_settings(examples: int, **kwargs):
         print_blob=True,
         **kwargs,
     )
-
-
-def count_example() -> None:
-    key = os.environ.get("PYTEST_CURRENT_TEST", "?").rsplit(" ", 1)[0]
-    STATS[key] = STATS.get(key, 0) + 1
-
-
-def run_backend(paths: list[str], backend: str, budgets: dict[str, int], fmt: str = "auto") -> tuple:
-    """``("ok", bytes)``, ``("error", kind, message)`` or ``("crash", description)``
-    (anything but a ``ReportError``, a pyo3 ``PanicException`` included)."""
-    from pytest_mcp_server.engine import summarize_bytes
-    from pytest_mcp_server.models import Budgets, ReportError
-
-    try:
-        return ("ok", summarize_bytes(paths, format=fmt, backend=backend, budgets=Budgets(**budgets)))
-    except ReportError as exc:
-        return ("error", exc.kind, str(exc))
-    except (KeyboardInterrupt, SystemExit):
-        raise
-    except BaseException as exc:  # noqa: BLE001 - a panic is a BaseException
-        return ("crash", f"{type(exc).__name__}: {exc}")
-
-
-def _first_difference(a: bytes, b: bytes) -> str:
-    i = next((k for k in range(min(len(a), len(b))) if a[k] != b[k]), min(len(a), len(b)))
-    return f"first difference at byte {i}:\n  native: {a[max(i - 120, 0) : i + 120]!r}\n  pure:   {b[max(i - 120, 0) : i + 120]!r}"
-
-
-def differential(paths: list[str], budgets: dict[str, int], fmt: str = "auto") -> tuple:
-    """Run both backends; assert they agree (same bytes, or the same error kind) and
-    that neither crashed. Returns the native result."""
-    import faulthandler
-
-    count_example()
-    faulthandler.dump_traceback_later(HANG_SECONDS, exit=True)
-    try:
-        native = run_backend(paths, "native", budgets, fmt)
-        pure = run_backend(paths, "pure", budgets, fmt)
-    finally:
-        faulthandler.cancel_dump_traceback_later()
-    assert native[0] != "crash", f"native crashed: {native[1]}"
-    assert pure[0] != "crash", f"pure crashed: {pure[1]}"
-    if native[0] == "ok" and pure[0] == "ok":
-        assert native[1] == pure[1], "the backends wrote different summaries; " + _first_difference(native[1], pure[1])
-    elif native[0] == "error" and pure[0] == "error":
-        assert native[1] == pure[1], (
-            f"different error kinds: native {native[1]!r} ({native[2]}) vs pure {pure[1]!r} ({pure[2]})"
-        )
-    else:
-        show = lambda r: f"summary {r[1][:300]!r}..." if r[0] == "ok" else f"error {r[1]!r}: {r[2]}"  # noqa: E731
-        raise AssertionError(f"one backend refused the input: native {show(native)} / pure {show(pure)}")
-    return native
 
 
 _MARKER = re.compile(r"\.\.\. \[[0-9]+ lines omitted\]\Z")

@@ -1,7 +1,7 @@
-"""Every real-world report of the shared corpus, cut at many offsets (issue #5, item 2).
+"""Every real-world report of the shared corpus, cut at many offsets.
 
 Each cut is fed to both backends: no crash, no hang (a backend call stuck for
-``strategies.HANG_SECONDS`` kills the run with a stack dump), the same bytes or the same
+``backends.HANG_SECONDS`` kills the run with a stack dump), the same bytes or the same
 error kind. Beyond parity, a cut that removes part of a report that is valid in full
 must be refused (a truncated report is never summarised as if it were whole), and a cut
 that removes only trailing whitespace gives the full report's summary.
@@ -17,19 +17,13 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
+import corpus
 import pytest
 import strategies
-from strategies import check_invariants, differential, run_backend
+from backends import needs_native, result_in_both, run_backend
+from strategies import check_invariants
 
-from pytest_mcp_server.engine import native_available
-
-CORPUS = Path("/work/shared/corpus")
-FILES = sorted(p for p in CORPUS.rglob("*") if p.is_file()) if CORPUS.is_dir() else []
-
-pytestmark = [
-    pytest.mark.skipif(not native_available(), reason="the Rust extension is not built"),
-    pytest.mark.skipif(not FILES, reason=f"the shared corpus is not at {CORPUS}"),
-]
+pytestmark = needs_native
 
 
 def offsets(data: bytes, seed: str) -> list[int]:
@@ -68,19 +62,18 @@ def _complete_until(data: bytes) -> int:
             return data.rfind(b">", 0, end)
 
 
-# Files whose cuts expose a bug still pending in its owner's module (strict xfail: the
-# mark must go when the fix lands). Reproducers are in test_property_parity.REGRESSIONS.
+# Files whose cuts expose a bug still pending in its owner's module, by path in the corpus
+# (strict xfail: the mark must go when the fix lands). Reproducers are in
+# test_property_parity.REGRESSIONS.
 PENDING: dict[str, str] = {}
 
 
-def _params():
-    for p in FILES:
-        rel = str(p.relative_to(CORPUS))
-        marks = [pytest.mark.xfail(strict=True, reason=PENDING[rel])] if rel in PENDING else []
-        yield pytest.param(p, id=rel, marks=marks)
-
-
-@pytest.mark.parametrize("path", list(_params()))
+@pytest.mark.parametrize(
+    "path",
+    corpus.params(
+        corpus.files(), marks={rel: pytest.mark.xfail(strict=True, reason=why) for rel, why in PENDING.items()}
+    ),
+)
 def test_every_cut_gives_the_same_answer_in_both_backends(tmp_path, path):
     data = path.read_bytes()
     target = str(tmp_path / "cut")
@@ -91,7 +84,7 @@ def test_every_cut_gives_the_same_answer_in_both_backends(tmp_path, path):
     accepted_truncated = []
     for k in offsets(data, path.name):
         Path(target).write_bytes(data[:k])
-        result = differential([target], {})
+        result = result_in_both([target], {})
         if result[0] == "ok":
             check_invariants(result[1], {}, [target])
         if full[0] == "ok":

@@ -1,4 +1,4 @@
-"""Differential fuzzing of the two backends (issues #2 and #5, item 1).
+"""Differential fuzzing of the two backends: random documents, the same answer from both.
 
 Hypothesis builds JUnit XML and pytest-json-report documents (``tests/strategies.py``):
 
@@ -19,7 +19,9 @@ from __future__ import annotations
 import itertools
 from pathlib import Path
 
+import backends
 import pytest
+from backends import needs_native, result_in_both, run_backend
 from hypothesis import event, given
 from hypothesis import strategies as st
 from strategies import (
@@ -27,19 +29,15 @@ from strategies import (
     budgets_dicts,
     check_invariants,
     check_truth,
-    differential,
     fuzz_settings,
     json_docs,
     junit_docs,
     mutated_docs,
     prefixed_noise,
-    run_backend,
     valid_docs,
 )
 
-from pytest_mcp_server.engine import native_available
-
-pytestmark = pytest.mark.skipif(not native_available(), reason="the Rust extension is not built")
+pytestmark = needs_native
 
 
 class Scratch:
@@ -75,7 +73,7 @@ def _events(doc: Doc) -> None:
 def test_valid_junit_gives_identical_bytes_and_the_truth(scratch, doc, budgets):
     _events(doc)
     path = scratch.write(doc.data)
-    result = differential([path], budgets)
+    result = result_in_both([path], budgets)
     assert result[0] == "ok", f"a valid JUnit document was refused: {result}"
     check_truth(result[1], doc.truth, budgets, [path])
 
@@ -86,7 +84,7 @@ def test_valid_junit_gives_identical_bytes_and_the_truth(scratch, doc, budgets):
 def test_valid_pytest_json_gives_identical_bytes_and_the_truth(scratch, doc, budgets):
     _events(doc)
     path = scratch.write(doc.data)
-    result = differential([path], budgets)
+    result = result_in_both([path], budgets)
     assert result[0] == "ok", f"a valid pytest-json document was refused: {result}"
     check_truth(result[1], doc.truth, budgets, [path])
 
@@ -102,7 +100,7 @@ def test_shards_summarise_like_one_report(scratch, docs, budgets):
     """Several files merge in input order: the truth of all of them, identical bytes
     (the native backend parses them in parallel threads)."""
     paths = [scratch.write(d.data, f"shard{i}") for i, d in enumerate(docs)]
-    result = differential(paths, budgets)
+    result = result_in_both(paths, budgets)
     assert result[0] == "ok", result
     truth = docs[0].truth
     for d in docs[1:]:
@@ -116,7 +114,7 @@ def test_shards_summarise_like_one_report(scratch, docs, budgets):
 def test_mixed_formats_are_refused_by_both(scratch, junit, pytest_json, order, data):
     docs = [junit, pytest_json, data.draw(st.sampled_from([junit, pytest_json]))]
     paths = [scratch.write(docs[i].data, f"mixed{i}") for i in order]
-    result = differential(paths, {})
+    result = result_in_both(paths, {})
     assert result[:2] == ("error", "mixed_formats")
 
 
@@ -125,11 +123,11 @@ def test_mixed_formats_are_refused_by_both(scratch, junit, pytest_json, order, d
 @given(doc=valid_docs(), budgets=budgets_dicts())
 def test_explicit_format_matches_auto_and_refuses_the_other(scratch, doc, budgets):
     path = scratch.write(doc.data)
-    auto = differential([path], budgets)
-    same = differential([path], budgets, fmt=doc.format)
+    auto = result_in_both([path], budgets)
+    same = result_in_both([path], budgets, fmt=doc.format)
     assert same == auto
     other = "pytest-json" if doc.format == "junit" else "junit"
-    assert differential([path], budgets, fmt=other)[:2] == ("error", "not_a_report")
+    assert result_in_both([path], budgets, fmt=other)[:2] == ("error", "not_a_report")
 
 
 # --------------------------------------------------------------------------------------
@@ -146,7 +144,7 @@ def test_explicit_format_matches_auto_and_refuses_the_other(scratch, doc, budget
 def test_damaged_documents_give_identical_bytes_or_the_same_error_kind(scratch, doc, budgets, fmt):
     _events(doc)
     path = scratch.write(doc.data)
-    result = differential([path], budgets, fmt=fmt)
+    result = result_in_both([path], budgets, fmt=fmt)
     event(f"result:{result[0]}:{result[1] if result[0] == 'error' else doc.format}")
     if result[0] == "ok":
         check_invariants(result[1], budgets, [path])
@@ -157,7 +155,7 @@ def test_damaged_documents_give_identical_bytes_or_the_same_error_kind(scratch, 
 @given(docs=st.lists(st.one_of(valid_docs(), mutated_docs()), min_size=2, max_size=3), budgets=budgets_dicts())
 def test_the_first_failing_shard_decides_in_both(scratch, docs, budgets):
     paths = [scratch.write(d.data, f"any{i}") for i, d in enumerate(docs)]
-    result = differential(paths, budgets)
+    result = result_in_both(paths, budgets)
     event(f"result:{result[0]}:{result[1] if result[0] == 'error' else 'ok'}")
     if result[0] == "ok":
         check_invariants(result[1], budgets, paths)
@@ -169,8 +167,8 @@ def test_the_first_failing_shard_decides_in_both(scratch, docs, budgets):
 # fix is still pending in the owner's module -> strict xfail until it lands).
 
 REGRESSIONS: list[tuple[str, bytes, str, str | None]] = [
-    # pure said forbidden (where markup cannot start); found by fuzz/replay_parity.py on the
-    # cargo-fuzz corpus, fixed in pure/junit.py's expat_error
+    # pure said forbidden where expat sees broken markup first (found by replaying the
+    # cargo-fuzz corpus, fuzz/replay_parity.py)
     ("declaration-after-broken-markup", b'<!<!ENTITY x "y">', "malformed", None),
     ("declaration-in-an-attribute-value", b'<testsuite><testcase name="<!DOCTYPE x>"/></testsuite>', "malformed", None),
     ("declaration-inside-a-tag", b"<testsuite><x <!DOCTYPE/></testsuite>", "malformed", None),
@@ -179,8 +177,8 @@ REGRESSIONS: list[tuple[str, bytes, str, str | None]] = [
     ("declaration-after-a-bare-ampersand", b"<testsuite>&<!DOCTYPE x></testsuite>", "malformed", None),
     ("declaration-after-a-prolog-comment", b"<!-- c --><!ENTITY a 'b'><testsuite/>", "forbidden", None),
     ("declaration-after-an-epilog-comment", b"<testsuite/><!-- c --><!DOCTYPE x>", "forbidden", None),
-    # pure said ok (expat skipped the transcoded U+FEFF as a UTF-8 byte order mark); found
-    # by soak #3 (the "bom" mutation on a UTF-16 document)
+    # pure said ok: expat skipped a second U+FEFF, transcoded from UTF-16, as if it were a
+    # UTF-8 byte order mark (found by the "bom" mutation on a UTF-16 document)
     (
         "utf16le-bom-then-feff",
         b"\xff\xfe\xff\xfe" + '<testsuite><testcase name="a"/></testsuite>'.encode("utf-16-le"),
@@ -204,12 +202,13 @@ REGRESSIONS: list[tuple[str, bytes, str, str | None]] = [
     ("declaration-in-a-pi", b"<?pi <!DOCTYPE x?><testsuite/>", "ok", None),
     ("declaration-in-text", b"<testsuite>text <!DOCTYPE x></testsuite>", "forbidden", None),
     ("declaration-after-the-root", b"<testsuite/><!ATTLIST x y CDATA #IMPLIED>", "forbidden", None),
-    # pure said malformed (fixed in ed15602): found by test_corpus_truncation, testXxe-xxe.xml cut at 55
+    # pure said malformed for a DOCTYPE cut before its end (found by test_corpus_truncation:
+    # testXxe-xxe.xml cut at byte 55)
     ("doctype-name-then-eof", b"<!DOCTYPE x", "forbidden", None),
     ("doctype-space-then-eof", b'<?xml version="1.0"?>\n<!DOCTYPE ', "forbidden", None),
     ("doctype-keyword-only", b"<!DOCTYPE", "forbidden", None),
     ("doctype-with-subset-open", b"<!DOCTYPE r [", "forbidden", None),
-    # ENGINE.md: a start tag has at most 1024 attributes (issue #5 c; `name` is one of them)
+    # ENGINE.md: a start tag has at most 1024 attributes (`name` is one of them)
     (
         "attributes-at-the-limit",
         b"<testsuite><testcase name='a'" + b"".join(b" a%d='v'" % i for i in range(1023)) + b"/></testsuite>",
@@ -247,7 +246,7 @@ def _regression_params():
 def test_regression(tmp_path, data, expected):
     path = str(tmp_path / "report")
     Path(path).write_bytes(data)
-    result = differential([path], {})
+    result = result_in_both([path], {})
     assert (result[0] if result[0] == "ok" else result[1]) == expected
     if result[0] == "ok":
         check_invariants(result[1], {}, [path])
@@ -255,17 +254,15 @@ def test_regression(tmp_path, data, expected):
 
 def test_differential_detects_a_divergence(tmp_path, monkeypatch):
     """The checker itself can fail: a backend answering differently is caught."""
-    import strategies
-
     path = str(tmp_path / "r.xml")
     Path(path).write_bytes(b'<testsuite><testcase name="a"/></testsuite>')
-    real = strategies.run_backend
+    real = backends.run_backend
 
     def lying(paths, backend, budgets, fmt="auto"):
         out = real(paths, backend, budgets, fmt)
         return out if backend == "native" else ("ok", out[1].replace(b'"passed":1', b'"passed":2'))
 
-    monkeypatch.setattr(strategies, "run_backend", lying)
+    monkeypatch.setattr(backends, "run_backend", lying)
     with pytest.raises(AssertionError, match="different summaries"):
-        differential([path], {})
+        result_in_both([path], {})
     assert run_backend([path], "pure", {})[0] == "ok"
