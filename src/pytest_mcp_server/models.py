@@ -46,6 +46,30 @@ class Budgets(_Frozen):
     max_collection_errors: int = Field(20, ge=0, le=10_000, description="collection errors listed")
 
 
+def budget_bounds(name: str) -> tuple[int, int]:
+    """The (smallest, largest) value ``Budgets`` accepts for the field ``name``
+    (e.g. ``budget_bounds("max_traceback_lines") == (3, 10_000)``), read from the model
+    so that the tool parameters that set a budget share its bounds.
+    Raises ``KeyError`` for an unknown field."""
+    low: int | None = None
+    high: int | None = None
+    for item in Budgets.model_fields[name].metadata:
+        low = getattr(item, "ge", low)
+        high = getattr(item, "le", high)
+    if low is None or high is None:
+        raise TypeError(f"Budgets.{name} has no ge/le bounds; give the field both")
+    return low, high
+
+
+EXECUTE_BUDGETS = Budgets(max_traceback_lines=30, max_output_bytes=1024)
+"""``execute_tests``' default budgets: a run's answer is read in full at once, so its
+tracebacks and captured output are shorter than the engine's defaults (``Budgets()``)."""
+
+FULL_STORY = Budgets(max_traceback_lines=400, max_line_chars=1000, max_message_chars=4000, max_output_bytes=32_768)
+"""``summarize_report``'s default budgets when ``node_ids`` is given: the full story of a
+few tests (long tracebacks, messages and output), without re-running them."""
+
+
 class Counts(_Frozen):
     """Tests by outcome (pytest semantics). ``total`` is the sum of the six outcomes;
     a collection error counts as one ``errors``; ``flaky`` tests are also counted by

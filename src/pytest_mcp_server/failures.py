@@ -1,0 +1,77 @@
+"""Why a tool call produced no result: ``ToolFailure`` and its structured detail.
+
+Raised by the validation and the workflows; the MCP adapter turns it into a tool error
+(``is_error``) whose structured content is the ``ToolFailureDetail``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from .models import _Frozen
+
+FailureKind = Literal[
+    "invalid_argument",
+    "timeout",
+    "usage_error",
+    "internal_error",
+    "crashed",
+    "pytest_missing",
+    "report_error",
+]
+"""Why a tool call did not produce a result.
+
+* ``invalid_argument``: refused before any process started (``field`` names the argument).
+* ``timeout``: pytest ran longer than ``timeout_s``; its process group was killed.
+* ``usage_error``: pytest exited 4 (bad option or node id it could not find).
+* ``internal_error``: pytest exited 3, or the server itself failed.
+* ``crashed``: pytest died from a signal, exited with a code pytest never uses, or wrote no report.
+* ``pytest_missing``: the project's interpreter cannot import pytest.
+* ``report_error``: a report file cannot be summarised (``report_error_kind`` says why).
+"""
+
+
+class ToolFailureDetail(_Frozen):
+    """The structured content of a failed tool call (``is_error``).
+
+    ``kind``: see ``FailureKind``. ``message``: what happened, where, what to do.
+    ``field``: the refused argument (``invalid_argument``), e.g. ``node_ids[2]``.
+    ``exit_code``: pytest's exit status, or ``None`` when it was killed or never ran;
+    ``signal``: the signal that ended it (e.g. ``SIGKILL``). ``command``: the argv run;
+    ``duration_s``: how long it ran, seconds.
+    ``stdout_tail``/``stderr_tail``: the last bytes pytest wrote (bounded).
+    ``report_error_kind``: the report engine's error kind (``report_error``).
+    """
+
+    kind: FailureKind
+    message: str
+    field: str | None = None
+    exit_code: int | None = None
+    signal: str | None = None
+    command: list[str] | None = None
+    duration_s: float | None = None
+    stdout_tail: str | None = None
+    stderr_tail: str | None = None
+    report_error_kind: str | None = None
+
+
+class ToolFailure(Exception):
+    """A tool call that produced no result; carries a ``ToolFailureDetail``.
+
+    ``fields`` are the optional fields of ``ToolFailureDetail`` (``field``,
+    ``exit_code``, ``command`` ...); an unknown one raises ``pydantic.ValidationError``.
+    """
+
+    def __init__(self, kind: FailureKind, message: str, **fields: Any) -> None:
+        self.detail = ToolFailureDetail(kind=kind, message=message, **fields)
+        super().__init__(message)
+
+    @property
+    def kind(self) -> FailureKind:
+        """The failure's ``FailureKind``."""
+        return self.detail.kind
+
+
+def invalid(field: str, reason: str) -> ToolFailure:
+    """A refusal of one argument: ``ToolFailure('invalid_argument', '<field>: <reason>')``."""
+    return ToolFailure("invalid_argument", f"{field}: {reason}", field=field)
