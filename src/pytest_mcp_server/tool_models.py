@@ -1,0 +1,228 @@
+"""What each tool takes and answers: the parameter models (validated arguments of an
+agent) and the result models (structured content of an answer).
+
+Every string an agent sends is checked by a field validator (``validation``,
+``expressions``) before anything reaches an argv or a path; lists and strings have
+size limits; unknown arguments are refused (``extra="forbid"``); nothing is coerced
+(``strict``: a JSON string never becomes an int). The tools' input and output schemas
+are generated from these models (``tools.input_schema``/``tools.output_schema``).
+
+Budget defaults come from the presets next to ``Budgets`` (``EXECUTE_BUDGETS``,
+``Budgets()``, ``FULL_STORY``) and their lower bounds from ``Budgets`` itself.
+No MCP import.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
+
+from .config import TIMEOUT_LIMIT_S
+from .expressions import check_expression
+from .models import EXECUTE_BUDGETS, FULL_STORY, Budgets, CollectionError, ReportSummary, _Frozen, budget_bounds
+from .validation import (
+    MAX_EXPRESSION_CHARS,
+    MAX_NODE_IDS,
+    MAX_REPORT_PATHS,
+    check_filter_node_id,
+    check_node_id_syntax,
+    check_report_path,
+)
+
+# Largest budgets an agent may ask for (the engine accepts more; an answer this large
+# would not help a model).
+MAX_FAILURES_LISTED = 1000
+EXECUTE_MAX_TRACEBACK_LINES = 2000
+EXECUTE_MAX_OUTPUT_BYTES = 262_144
+MAX_WORKERS = 64
+MAX_DISCOVER_OFFSET = 10_000_000
+MAX_DISCOVER_LIMIT = 2000
+DEFAULT_DISCOVER_LIMIT = 100
+
+
+class ParamsModel(BaseModel):
+    """Base of the parameter models: frozen, unknown arguments refused, and strict (a
+    JSON string is never coerced into an int or a bool)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+
+
+NodeId = Annotated[str, AfterValidator(check_node_id_syntax)]
+"""A node id or path from an agent that reaches pytest's argv (``check_node_id_syntax``)."""
+ReportPath = Annotated[str, AfterValidator(check_report_path)]
+"""A report file path from an agent (``check_report_path``)."""
+FilterNodeId = Annotated[str, AfterValidator(check_filter_node_id)]
+"""A node id that only filters a report (``check_filter_node_id``)."""
+
+
+def _summarize_default(budget: str) -> str:
+    """``summarize_report``'s description of a budget's default, from the presets:
+    ``"default 40; 400 with node_ids"``."""
+    plain, story = getattr(Budgets(), budget), getattr(FULL_STORY, budget)
+    return f"default {plain}" if plain == story else f"default {plain}; {story} with node_ids"
+
+
+class _SelectionParams(ParamsModel):
+    node_ids: list[NodeId] = Field(
+        default_factory=list,
+        max_length=MAX_NODE_IDS,
+        description="paths or node ids (file::Class::test[param]); default: testpaths",
+    )
+    markers: str | None = Field(None, max_length=MAX_EXPRESSION_CHARS, description="-m expression, e.g. 'not slow'")
+    keywords: str | None = Field(None, max_length=MAX_EXPRESSION_CHARS, description="-k expression")
+
+    @field_validator("markers")
+    @classmethod
+    def _markers(cls, value: str | None) -> str | None:
+        return _optional_expression(value, markers=True)
+
+    @field_validator("keywords")
+    @classmethod
+    def _keywords(cls, value: str | None) -> str | None:
+        return _optional_expression(value, markers=False)
+
+
+def _optional_expression(value: str | None, *, markers: bool) -> str | None:
+    if value is None:
+        return None
+    stripped = check_expression(value, markers=markers)
+    return stripped or None
+
+
+class ExecuteParams(_SelectionParams):
+    """Arguments of ``execute_tests``. Budgets shape the answer, not the run; their
+    defaults are ``EXECUTE_BUDGETS``."""
+
+    max_failures: int | None = Field(None, ge=1, le=100_000, description="stop after N failures (--maxfail)")
+    failfast: bool = Field(False, description="stop at the first failure (-x)")
+    last_failed: bool = Field(False, description="only tests that failed last run (--lf)")
+    workers: int | None = Field(None, ge=1, le=MAX_WORKERS, description="parallel workers (pytest-xdist -n)")
+    timeout_s: float | None = Field(None, gt=0, le=TIMEOUT_LIMIT_S, description="seconds before the run is killed")
+    failures_listed: int = Field(
+        EXECUTE_BUDGETS.max_failures, ge=budget_bounds("max_failures")[0], le=MAX_FAILURES_LISTED
+    )
+    traceback_lines: int = Field(
+        EXECUTE_BUDGETS.max_traceback_lines,
+        ge=budget_bounds("max_traceback_lines")[0],
+        le=EXECUTE_MAX_TRACEBACK_LINES,
+    )
+    output_bytes: int = Field(
+        EXECUTE_BUDGETS.max_output_bytes,
+        ge=budget_bounds("max_output_bytes")[0],
+        le=EXECUTE_MAX_OUTPUT_BYTES,
+        description="captured output kept per failure",
+    )
+
+    def budgets(self) -> Budgets:
+        """The report engine's budgets for this call: ``EXECUTE_BUDGETS`` with the
+        three budgets given here."""
+        return EXECUTE_BUDGETS.model_copy(
+            update={
+                "max_failures": self.failures_listed,
+                "max_traceback_lines": self.traceback_lines,
+                "max_output_bytes": self.output_bytes,
+            }
+        )
+
+
+class DiscoverParams(_SelectionParams):
+    """Arguments of ``discover_tests``: the selection, and a page of node ids."""
+
+    offset: int = Field(0, ge=0, le=MAX_DISCOVER_OFFSET)
+    limit: int = Field(DEFAULT_DISCOVER_LIMIT, ge=0, le=MAX_DISCOVER_LIMIT, description="node ids per page")
+
+
+class SummarizeParams(ParamsModel):
+    """Arguments of ``summarize_report``. Without ``node_ids`` the engine's default
+    budgets (``Budgets()``) apply; with ``node_ids`` the defaults are ``FULL_STORY``
+    (long tracebacks, output)."""
+
+    paths: list[ReportPath] = Field(
+        min_length=1, max_length=MAX_REPORT_PATHS, description="report files (a run's report_path, or in the project)"
+    )
+    node_ids: list[FilterNodeId] | None = Field(
+        None, max_length=MAX_NODE_IDS, description="only failures of these tests (or tests under these paths)"
+    )
+    failures_listed: int | None = Field(
+        None,
+        ge=budget_bounds("max_failures")[0],
+        le=MAX_FAILURES_LISTED,
+        description=_summarize_default("max_failures"),
+    )
+    traceback_lines: int | None = Field(
+        None,
+        ge=budget_bounds("max_traceback_lines")[0],
+        le=budget_bounds("max_traceback_lines")[1],
+        description=_summarize_default("max_traceback_lines"),
+    )
+    output_bytes: int | None = Field(
+        None,
+        ge=budget_bounds("max_output_bytes")[0],
+        le=budget_bounds("max_output_bytes")[1],
+        description=_summarize_default("max_output_bytes"),
+    )
+
+    def budgets(self) -> Budgets:
+        """The budgets for this call: ``FULL_STORY`` when ``node_ids`` is given, else
+        ``Budgets()``, with the budgets given here."""
+        base = FULL_STORY if self.node_ids else Budgets()
+        changes = {
+            "max_failures": self.failures_listed,
+            "max_traceback_lines": self.traceback_lines,
+            "max_output_bytes": self.output_bytes,
+        }
+        return base.model_copy(update={k: v for k, v in changes.items() if v is not None})
+
+
+RunStatus = Literal["passed", "failed", "no_tests", "interrupted"]
+"""How a run ended: pytest's exits 0, 1, 5 and 2 (see ``ExecuteResult``)."""
+
+
+class ExecuteResult(_Frozen):
+    """The answer of ``execute_tests``.
+
+    ``status``: ``passed`` (exit 0), ``failed`` (exit 1), ``no_tests`` (exit 5: nothing
+    ran, never green), ``interrupted`` (exit 2: collection errors or an interrupt; the
+    summary lists them). ``exit_code``: pytest's. ``duration_s``: wall time of the
+    pytest process, seconds. ``command``: the exact argv run (cwd = the project root).
+    ``report_path``: the report file the summary came from, for ``summarize_report``.
+    ``summary``: the report engine's summary.
+    """
+
+    status: RunStatus
+    exit_code: int
+    duration_s: float
+    command: list[str]
+    report_path: str
+    summary: ReportSummary
+
+
+class DiscoverResult(_Frozen):
+    """The answer of ``discover_tests`` (collection only, nothing runs).
+
+    ``total``: tests collected (after ``-m``/``-k``). ``files``: tests per file, in
+    collection order (at most ``events.MAX_FILES_LISTED`` files; ``files_omitted``
+    counts the rest). ``node_ids``: the page ``[offset, offset+limit)``;
+    ``next_offset``: where the next page starts, or None at the end.
+    ``collection_errors``: files that failed to import. ``duration_s``: wall time of
+    the collect run, seconds.
+    """
+
+    total: int
+    files: dict[str, int]
+    files_omitted: int
+    node_ids: list[str]
+    next_offset: int | None
+    collection_errors: list[CollectionError]
+    duration_s: float
+
+
+class SummarizeResult(_Frozen):
+    """The answer of ``summarize_report``: the engine's ``summary`` (with ``node_ids``,
+    only those tests' failures are listed; counts stay the whole report's) and
+    ``not_failing``: requested node ids that matched no failure (they passed, were
+    skipped, or are not in the report)."""
+
+    summary: ReportSummary
+    not_failing: list[str]

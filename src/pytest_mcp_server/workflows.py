@@ -1,0 +1,438 @@
+"""The tools' workflows: ``Runner.execute``, ``Runner.discover``, ``Runner.summarize``.
+
+No MCP import. A ``Runner`` is built once from a ``ServerConfig``; its methods take
+validated parameter models (``tool_models``) and return result models, or raise
+``ToolFailure``. They build pytest's argv only from validated fields (never a shell,
+never a free-form argument, never ``-p`` from the agent), run it with
+``process.run_process`` (its own process group, bounded output, killed with everything
+it started), cwd = the project root, the server's own environment plus ``PYTHONPATH``
+for the event plugin and the run's ``RUN_MARKER`` token; nothing from the agent.
+
+Each run's reports are kept in ``<artifacts>/runs/<project>-<hash>/<run id>/`` (JUnit XML
+always, pytest-json-report when the project has the plugin); only the newest
+``KEEP_RUNS`` run directories of a project are kept.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import secrets
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Coroutine
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from .config import ServerConfig
+from .engine import summarize as engine_summarize
+from .events import PLUGIN_DIR, PLUGIN_NAME, EventFollower, ProgressFn, read_collected
+from .failures import FailureKind, ToolFailure, invalid
+from .interpreter import Interpreter, find_python, probe_interpreter
+from .models import Budgets, ReportError, ReportSummary, budget_bounds
+from .process import KILL_GRACE_S, RUN_MARKER, ProcessOutcome, run_process, signal_name
+from .tool_models import (
+    DiscoverParams,
+    DiscoverResult,
+    ExecuteParams,
+    ExecuteResult,
+    RunStatus,
+    SummarizeParams,
+    SummarizeResult,
+)
+from .validation import check_node_ids_exist, resolve_inside
+
+KEEP_RUNS = 20
+"""Run directories kept per project (the newest; a run in progress is never removed)."""
+
+FILTER_MAX_FAILURES = budget_bounds("max_failures")[1]
+"""``summarize_report`` with ``node_ids`` looks for the requested tests among the first
+this many failures of a report (the engine's largest ``max_failures``)."""
+
+_PYTEST_STATUSES: dict[int, RunStatus] = {0: "passed", 1: "failed", 2: "interrupted", 5: "no_tests"}
+
+
+class Runner:
+    """The workflows behind the three tools, for one ``ServerConfig``.
+
+    Holds no results between calls: only the configuration, the concurrency limit
+    (``max_concurrent`` pytest processes) and the interpreter probe.
+    """
+
+    def __init__(self, config: ServerConfig) -> None:
+        self.config = config
+        self.root = config.root
+        self.artifacts_base = config.artifacts_base
+        key = hashlib.sha256(str(self.root).encode()).hexdigest()[:10]
+        self.runs_dir = self.artifacts_base / "runs" / f"{self.root.name or 'root'}-{key}"
+        self._slots = anyio.Semaphore(config.max_concurrent)
+        self._probe_lock = anyio.Lock()
+        self._interpreter: Interpreter | None = None
+
+    # -- environment ----------------------------------------------------------------
+
+    def child_env(self, *, run: bool = False) -> dict[str, str]:
+        """The child's environment: the server's own, with the event plugin's directory
+        first on ``PYTHONPATH``; for a run, a fresh ``RUN_MARKER`` token."""
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PLUGIN_DIR), env.get("PYTHONPATH", "")) if p)
+        env.pop(RUN_MARKER, None)
+        if run:
+            env[RUN_MARKER] = secrets.token_hex(8)
+        return env
+
+    async def interpreter(self, *, refresh: bool = False) -> Interpreter:
+        """The project's interpreter, probed once (``interpreter.probe_interpreter``).
+
+        Raises ``ToolFailure(pytest_missing)``; a failed probe is retried on the next
+        call (so installing pytest needs no restart), and ``refresh`` probes again.
+        """
+        async with self._probe_lock:
+            if self._interpreter is None or refresh:
+                python = str(find_python(self.config))
+                self._interpreter = await probe_interpreter(python, cwd=self.root, env=self.child_env())
+            return self._interpreter
+
+    # -- artifacts ------------------------------------------------------------------
+
+    def new_run_dir(self) -> Path:
+        """Create ``<runs_dir>/<run id>`` (ids sort by start time, UTC) and remove the oldest
+        run directories beyond ``KEEP_RUNS``."""
+        self.runs_dir.mkdir(parents=True, exist_ok=True)
+        now_ns = time.time_ns()  # one reading: the id's second and fraction must agree, or ids misorder
+        seconds, fraction = divmod(now_ns, 1_000_000_000)
+        run_id = (
+            time.strftime("%Y%m%d-%H%M%S", time.gmtime(seconds)) + f"-{fraction:09d}-{secrets.token_hex(3)}"
+        )  # UTC: no DST repeats
+        run_dir = self.runs_dir / run_id
+        run_dir.mkdir(mode=0o700)
+        self.rotate()
+        return run_dir
+
+    def rotate(self) -> None:
+        """Keep the newest ``KEEP_RUNS`` run directories of this project; a run still in
+        progress (its events file was touched within the maximum timeout) is never
+        removed, however many newer runs there are."""
+        try:
+            runs = sorted(p for p in self.runs_dir.iterdir() if p.is_dir() and not p.is_symlink())
+        except FileNotFoundError:
+            return
+        now = time.time()
+        for old in runs[:-KEEP_RUNS]:
+            try:
+                if now - (old / "events.txt").stat().st_mtime < self.config.max_timeout_s + 60:
+                    continue
+            except FileNotFoundError:
+                pass
+            shutil.rmtree(old, ignore_errors=True)
+
+    # -- execute_tests --------------------------------------------------------------
+
+    def execute_argv(self, params: ExecuteParams, interp: Interpreter, run_dir: Path, events: Path) -> list[str]:
+        """The exact argv of a run, built only from validated fields."""
+        argv = [interp.python, "-m", "pytest", "-p", PLUGIN_NAME, f"--mcp-events={events}"]
+        argv.append(f"--junitxml={run_dir / 'junit.xml'}")
+        if interp.has_json_report:
+            argv += ["--json-report", f"--json-report-file={run_dir / 'report.json'}", "--json-report-omit=keywords"]
+        if params.max_failures is not None:
+            argv.append(f"--maxfail={params.max_failures}")
+        if params.failfast:
+            argv.append("-x")
+        if params.last_failed:
+            argv.append("--lf")
+        if params.workers is not None:
+            argv += ["-n", str(params.workers)]
+        if params.markers:
+            argv += ["-m", params.markers]
+        if params.keywords:
+            argv += ["-k", params.keywords]
+        if params.node_ids:
+            argv += ["--", *params.node_ids]
+        return argv
+
+    async def execute(self, params: ExecuteParams, progress: ProgressFn | None = None) -> ExecuteResult:
+        """Run the selected tests and summarise the report (the ``execute_tests`` tool).
+
+        ``progress`` is awaited with (tests done, tests collected) as the run goes on.
+        Refuses (before starting pytest) node ids that do not exist inside the root and
+        ``workers`` without pytest-xdist. Raises ``ToolFailure`` for timeouts, crashes,
+        usage and internal errors; failing tests, collection errors (exit 2) and an
+        empty selection (exit 5) are results.
+        """
+        check_node_ids_exist(params.node_ids, self.root)
+        interp = await self.interpreter()
+        if params.workers is not None and not interp.has_xdist:
+            interp = await self.interpreter(refresh=True)
+            if not interp.has_xdist:
+                raise invalid(
+                    "workers",
+                    f"pytest-xdist is not installed in the project's interpreter {interp.python}; "
+                    "omit workers, or install pytest-xdist there",
+                )
+        timeout = min(params.timeout_s or self.config.max_timeout_s, self.config.max_timeout_s)
+        async with self._slots:
+            run_dir = await anyio.to_thread.run_sync(self.new_run_dir)
+            events_path = run_dir / "events.txt"
+            events_path.touch()
+            argv = self.execute_argv(params, interp, run_dir, events_path)
+            watch = partial(EventFollower(events_path).follow, progress) if progress is not None else None
+            keep = False
+            try:
+                outcome = await self._run(argv, timeout, watch)
+                report = self._report_file(run_dir, interp)
+                status = self._status(outcome, argv, report, timeout)
+                summary = await self._summarize_run(report, params.budgets(), outcome, argv)
+                keep = True
+            finally:
+                with anyio.CancelScope(shield=True):
+                    events_path.unlink(missing_ok=True)
+                    if not keep:
+                        shutil.rmtree(run_dir, ignore_errors=True)
+        return ExecuteResult(
+            status=status,
+            exit_code=outcome.exit_code,
+            duration_s=outcome.duration_s,
+            command=argv,
+            report_path=str(report),
+            summary=summary,
+        )
+
+    async def _run(
+        self, argv: list[str], timeout: float, watch: Callable[[], Coroutine[Any, Any, None]] | None = None
+    ) -> ProcessOutcome:
+        try:
+            return await run_process(argv, cwd=self.root, env=self.child_env(run=True), timeout_s=timeout, watch=watch)
+        except OSError as exc:
+            raise ToolFailure(
+                "pytest_missing",
+                f"cannot start {argv[0]}: {exc}; start the server with --python pointing at the project's Python",
+                command=argv,
+            ) from None
+
+    @staticmethod
+    def _report_file(run_dir: Path, interp: Interpreter) -> Path:
+        json_report = run_dir / "report.json"
+        if interp.has_json_report and json_report.is_file() and json_report.stat().st_size > 0:
+            return json_report
+        return run_dir / "junit.xml"
+
+    @staticmethod
+    def _failure(kind: FailureKind, message: str, outcome: ProcessOutcome, argv: list[str]) -> ToolFailure:
+        return ToolFailure(
+            kind,
+            message,
+            exit_code=outcome.exit_code if outcome.exit_code >= 0 else None,
+            signal=signal_name(outcome.exit_code),
+            command=argv,
+            duration_s=outcome.duration_s,
+            stdout_tail=outcome.stdout_tail or None,
+            stderr_tail=outcome.stderr_tail or None,
+        )
+
+    def _status(self, outcome: ProcessOutcome, argv: list[str], report: Path, timeout: float) -> RunStatus:
+        """Map the exit to a status, or raise ``ToolFailure`` for execution failures."""
+        code = outcome.exit_code
+        if outcome.timed_out:
+            raise self._failure(
+                "timeout",
+                f"pytest did not finish within {timeout:g}s and was stopped: its process group was sent SIGTERM, "
+                f"then SIGKILL after {KILL_GRACE_S:g}s. Run fewer tests (node_ids, markers, keywords), use workers, "
+                "or raise timeout_s (the server allows up to "
+                f"{self.config.max_timeout_s:g}s).",
+                outcome,
+                argv,
+            )
+        if code < 0:
+            raise self._failure(
+                "crashed",
+                f"pytest was killed by {signal_name(code)} after {outcome.duration_s:g}s "
+                "(out of memory, a crash in native code, or a test that killed its own process?); see the output tails",
+                outcome,
+                argv,
+            )
+        if code == 4:
+            raise self._failure(
+                "usage_error",
+                "pytest refused the command line (exit 4): "
+                + _error_line(outcome.stderr_tail + "\n" + outcome.stdout_tail),
+                outcome,
+                argv,
+            )
+        if code == 3:
+            raise self._failure(
+                "internal_error",
+                "pytest hit an internal error (exit 3), often a plugin or conftest hook raising: "
+                + _last_line(outcome.stdout_tail or outcome.stderr_tail),
+                outcome,
+                argv,
+            )
+        if code not in _PYTEST_STATUSES:
+            raise self._failure(
+                "crashed",
+                f"pytest exited with {code}, a status pytest itself never uses (a test or conftest called "
+                "sys.exit/os._exit?); see the output tails",
+                outcome,
+                argv,
+            )
+        if not report.is_file() or report.stat().st_size == 0:
+            raise self._failure(
+                "crashed",
+                f"pytest exited with {code} but wrote no report ({report.name}): the process ended before pytest "
+                "finished (a test called os._exit, or the interpreter crashed); see the output tails",
+                outcome,
+                argv,
+            )
+        return _PYTEST_STATUSES[code]
+
+    async def _summarize_run(
+        self, report: Path, budgets: Budgets, outcome: ProcessOutcome, argv: list[str]
+    ) -> ReportSummary:
+        try:
+            return await anyio.to_thread.run_sync(partial(engine_summarize, [str(report)], budgets=budgets))
+        except ReportError as exc:
+            raise self._failure(
+                "crashed", f"the report pytest wrote cannot be read ({exc.kind}): {exc}", outcome, argv
+            ) from None
+
+    # -- discover_tests -------------------------------------------------------------
+
+    def discover_argv(self, params: DiscoverParams, interp: Interpreter, tmp: Path) -> list[str]:
+        """The argv of a collect-only run."""
+        argv = [interp.python, "-m", "pytest", "-p", PLUGIN_NAME, f"--mcp-events={tmp / 'events.txt'}"]
+        # JUnit only: pytest-json-report would list every collected item again (+70% time at 100k tests)
+        argv += ["--collect-only", "-qq", f"--junitxml={tmp / 'junit.xml'}"]
+        if params.markers:
+            argv += ["-m", params.markers]
+        if params.keywords:
+            argv += ["-k", params.keywords]
+        if params.node_ids:
+            argv += ["--", *params.node_ids]
+        return argv
+
+    async def discover(self, params: DiscoverParams) -> DiscoverResult:
+        """Collect the selected tests without running them (the ``discover_tests`` tool).
+
+        Node ids are read from the event file line by line; only the requested page and
+        the per-file counts are kept, so a 100k-test suite costs little memory.
+        """
+        check_node_ids_exist(params.node_ids, self.root)
+        interp = await self.interpreter()
+        async with self._slots:
+            tmp = Path(await anyio.to_thread.run_sync(partial(tempfile.mkdtemp, prefix="pytest-mcp-discover-")))
+            try:
+                (tmp / "events.txt").touch()
+                argv = self.discover_argv(params, interp, tmp)
+                outcome = await self._run(argv, self.config.max_timeout_s)
+                report = tmp / "junit.xml"
+                self._status(outcome, argv, report, self.config.max_timeout_s)
+                page = await anyio.to_thread.run_sync(
+                    partial(read_collected, tmp / "events.txt", params.offset, params.limit)
+                )
+                summary = await self._summarize_run(report, Budgets(max_failures=0), outcome, argv)
+            finally:
+                with anyio.CancelScope(shield=True):
+                    shutil.rmtree(tmp, ignore_errors=True)
+        total, files, files_omitted, node_ids = page
+        end = params.offset + len(node_ids)
+        return DiscoverResult(
+            total=total,
+            files=files,
+            files_omitted=files_omitted,
+            node_ids=node_ids,
+            next_offset=end if end < total else None,
+            collection_errors=summary.collection_errors,
+            duration_s=outcome.duration_s,
+        )
+
+    # -- summarize_report -----------------------------------------------------------
+
+    async def summarize(self, params: SummarizeParams) -> SummarizeResult:
+        """Summarise existing report files (the ``summarize_report`` tool).
+
+        Paths must be regular files inside the project root or the artifacts directory.
+        With ``node_ids``, only failures of those tests (or of tests under those paths)
+        are listed, with the larger ``FULL_STORY`` budgets; counts and groups' counts stay
+        the whole report's. Only the first ``FILTER_MAX_FAILURES`` failures of a report
+        can be filtered. Raises ``ToolFailure(report_error)`` for a file that is not a
+        readable report.
+        """
+        bases = [self.root, self.artifacts_base.resolve() if self.artifacts_base.exists() else self.artifacts_base]
+        paths = [str(resolve_inside(p, bases, f"paths[{i}]", must_be_file=True)) for i, p in enumerate(params.paths)]
+        budgets = params.budgets()
+        try:
+            if not params.node_ids:
+                summary = await anyio.to_thread.run_sync(partial(engine_summarize, paths, budgets=budgets))
+                return SummarizeResult(summary=summary, not_failing=[])
+            return await anyio.to_thread.run_sync(partial(_filtered_summary, paths, params.node_ids, budgets))
+        except ReportError as exc:
+            try:
+                field = f"paths[{paths.index(exc.path)}]"
+            except ValueError:
+                field = "paths"
+            raise ToolFailure(
+                "report_error",
+                f"{field}: {exc} ({exc.kind})",
+                field=field,
+                report_error_kind=exc.kind,
+            ) from None
+
+
+def _matches(node_id: str, wanted: str) -> bool:
+    """A node id is selected by ``wanted`` when equal to it, or under it as a path
+    (``tests/``, ``tests/test_x.py``), a class (``f.py::C``) or a parametrised test."""
+    wanted = wanted.rstrip("/")
+    return node_id == wanted or node_id.startswith((wanted + "::", wanted + "[", wanted + "/"))
+
+
+def _filtered_summary(paths: list[str], wanted: list[str], budgets: Budgets) -> SummarizeResult:
+    """Two passes: find which failures match (tiny budgets, the first
+    ``FILTER_MAX_FAILURES`` failures), then summarise up to the last listed match with
+    the real budgets and keep only the matches."""
+    low = {name: budget_bounds(name)[0] for name in Budgets.model_fields}
+    probe = engine_summarize(
+        paths,
+        budgets=Budgets(**low | {"max_failures": FILTER_MAX_FAILURES, "max_collection_errors": FILTER_MAX_FAILURES}),
+    )
+    matched = [i for i, f in enumerate(probe.failures) if any(_matches(f.node_id, w) for w in wanted)]
+    listed = matched[: budgets.max_failures]
+    not_failing = [
+        w
+        for w in wanted
+        if not any(_matches(f.node_id, w) for f in probe.failures)
+        and not any(_matches(c.path, w) for c in probe.collection_errors)
+    ]
+    full = engine_summarize(
+        paths, budgets=budgets.model_copy(update={"max_failures": (listed[-1] + 1) if listed else 0})
+    )
+    failures = [f for f in full.failures if any(_matches(f.node_id, w) for w in wanted)][: budgets.max_failures]
+    group_ids = {f.group for f in failures}
+    groups = [g for g in full.groups if g.id in group_ids]
+    coll = [c for c in full.collection_errors if any(_matches(c.path, w) for w in wanted)]
+    omitted = full.omitted.model_copy(
+        update={"failures": len(matched) - len(failures), "groups": 0, "collection_errors": 0}
+    )
+    summary = full.model_copy(
+        update={"failures": failures, "groups": groups, "collection_errors": coll, "omitted": omitted}
+    )
+    return SummarizeResult(summary=summary, not_failing=not_failing)
+
+
+def _error_line(text: str) -> str:
+    """pytest's own error line (``ERROR: not found: ...`` with its ``(...)`` detail, or
+    argparse's ``...: error: ...``), else the last line."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    for i in range(len(lines) - 1, -1, -1):
+        if re.match(r"(?i)error: (?!usage:)|\S+: error: ", lines[i]):
+            detail = lines[i + 1] if i + 1 < len(lines) and lines[i + 1].startswith("(") else ""
+            return (lines[i] + (" " + detail if detail else ""))[:500]
+    return _last_line(text)
+
+
+def _last_line(text: str) -> str:
+    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
+    return lines[-1][:500] if lines else "(no output)"
