@@ -12,9 +12,12 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import generate as gen
+
+if TYPE_CHECKING:
+    from rich.progress import Progress, TaskID
 
 MB = 1_000_000  # throughput and sizes use decimal megabytes (10^6 bytes)
 
@@ -36,7 +39,7 @@ def ensure_report(
     fmt: str,
     size: int,
     seed: int,
-    progress: Any | None = None,
+    progress: Progress | None = None,
     *,
     suffix: str = "",
     module_offset: int = 0,
@@ -48,15 +51,27 @@ def ensure_report(
     if truth is not None and truth["seed"] == seed and truth["target_bytes"] == size:
         return path, truth, False
     cache.mkdir(parents=True, exist_ok=True)
-    task = None
-    if progress is not None:
-        task = progress.add_task(f"generate {path.name}", total=size)
-    cb = (lambda n: progress.advance(task, n)) if task is not None else None
-    truth = gen.generate(path, fmt, size, seed, module_offset=module_offset, progress=cb)
-    if task is not None:
-        progress.update(task, completed=size)
-        progress.remove_task(task)
+    if progress is None:
+        return path, gen.generate(path, fmt, size, seed, module_offset=module_offset), True
+    task = progress.add_task(f"generate {path.name}", total=size)
+
+    def advance(written: int) -> None:
+        progress.advance(task, written)
+
+    truth = gen.generate(path, fmt, size, seed, module_offset=module_offset, progress=advance)
+    progress.update(task, completed=size)
+    progress.remove_task(task)
     return path, truth, True
+
+
+def progress_callback(progress: Progress, task: TaskID) -> Callable[[int, int], None]:
+    """An ``on_progress`` for ``spawn``: ``(runs done, runs in all)`` sets ``task``'s
+    completed count to the runs done."""
+
+    def update(done: int, _total: int) -> None:
+        progress.update(task, completed=done)
+
+    return update
 
 
 def spawn(
@@ -131,7 +146,9 @@ def stats(times: list[float]) -> dict[str, float | None]:
 COMPARED = ("passed", "failed", "errors", "skipped", "xfailed", "xpassed", "total", "flaky", "duration_us")
 
 
-def check_counts(counts: dict[str, int] | None, truth: dict[str, Any]) -> tuple[bool | None, dict[str, list[int]]]:
+def check_counts(
+    counts: dict[str, int] | None, truth: dict[str, Any]
+) -> tuple[bool | None, dict[str, list[int | None]]]:
     """Compare a parser's counts with the generator's truth: ``(ok, mismatches)`` where
     mismatches maps a key to ``[parser value, truth value]``. Keys a parser does not give
     (``flaky``, ``duration_us`` for the alternatives) are not compared; the six outcomes
@@ -140,7 +157,7 @@ def check_counts(counts: dict[str, int] | None, truth: dict[str, Any]) -> tuple[
         return None, {}
     expected = dict(truth["counts"])
     expected["duration_us"] = truth["duration_us"]
-    bad = {}
+    bad: dict[str, list[int | None]] = {}
     for key in COMPARED:
         if key not in counts and key in ("flaky", "duration_us"):
             continue
@@ -212,7 +229,7 @@ def machine_info() -> dict[str, Any]:
     return info
 
 
-def make_progress(enabled: bool = True):
+def make_progress(enabled: bool = True) -> Progress:
     """A rich ``Progress`` on stderr (bars, bytes or runs, elapsed and remaining time);
     disabled (a no-op stand-in) when ``enabled`` is false."""
     from rich.console import Console

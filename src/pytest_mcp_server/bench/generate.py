@@ -63,7 +63,7 @@ import random
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, BinaryIO
 
 GENERATOR_VERSION = 1
 DEFAULT_SEED = 20240611
@@ -337,7 +337,8 @@ _CAUSES = [
     ("AttributeError", "AttributeError: 'NoneType' object has no attribute 'id'", False),
     (
         "requests.exceptions.ConnectionError",
-        "requests.exceptions.ConnectionError: HTTPConnectionPool(host='10.0.0.@N@', port=8080): Max retries exceeded with url: /api/v1/orders/@N@",
+        "requests.exceptions.ConnectionError: HTTPConnectionPool(host='10.0.0.@N@', port=8080): "
+        "Max retries exceeded with url: /api/v1/orders/@N@",
         False,
     ),
     ("TimeoutError", "TimeoutError: operation timed out after @N@.5 seconds", False),
@@ -348,7 +349,8 @@ _CAUSES = [
     ),
     (
         "sqlalchemy.exc.IntegrityError",
-        'sqlalchemy.exc.IntegrityError: (psycopg2.errors.UniqueViolation) duplicate key value violates unique constraint "users_email_key"\nDETAIL:  Key (email)=(user@N@@example.com) already exists.',
+        "sqlalchemy.exc.IntegrityError: (psycopg2.errors.UniqueViolation) duplicate key value violates "
+        'unique constraint "users_email_key"\nDETAIL:  Key (email)=(user@N@@example.com) already exists.',
         False,
     ),
     (
@@ -359,14 +361,16 @@ _CAUSES = [
     ("AssertionError", "assert 'caf\u00e9 \u2713' == 'cafe \u2713'", True),
     (
         "pydantic_core._pydantic_core.ValidationError",
-        "pydantic_core._pydantic_core.ValidationError: 1 validation error for Order\namount\n  Input should be greater than 0 [type=greater_than, input_value=-@N@, input_type=int]",
+        "pydantic_core._pydantic_core.ValidationError: 1 validation error for Order\namount\n"
+        "  Input should be greater than 0 [type=greater_than, input_value=-@N@, input_type=int]",
         False,
     ),
 ]
 _ERROR_CAUSES = [
     (
         "sqlalchemy.exc.OperationalError",
-        'sqlalchemy.exc.OperationalError: (psycopg2.OperationalError) connection to server at "10.0.0.5", port 5432 failed: Connection refused',
+        "sqlalchemy.exc.OperationalError: (psycopg2.OperationalError) "
+        'connection to server at "10.0.0.5", port 5432 failed: Connection refused',
     ),
     (
         "FileNotFoundError",
@@ -494,7 +498,8 @@ def _make_failure(rng: random.Random, target_lines: int, setup: bool) -> _Failur
         lines.append(f"    def {fixture}(request):")
     else:
         lines.append(
-            f"self = <@@MOD@@.TestCase object at 0x7f{rng.randrange(16**10):010x}>, {fixture} = <{fixture.title()} id={rng.randrange(10**6)}>"
+            f"self = <@@MOD@@.TestCase object at 0x7f{rng.randrange(16**10):010x}>, "
+            f"{fixture} = <{fixture.title()} id={rng.randrange(10**6)}>"
         )
         lines.append("")
         lines.append(f"    def @@FUNC@@(self, {fixture}):")
@@ -619,8 +624,11 @@ class _Pools:
         phase; the crash is the last traceback entry, relative paths get the root."""
         path, lineno, _ = f.frames[-1]
         crash_path = path if path.startswith("/") else "/ci/work/" + path
-        tb = ", ".join('{"path": %s, "lineno": %d, "message": %s}' % (jstr(p), ln, jstr(m)) for p, ln, m in f.frames)
-        head = f'"crash": {{"path": {jstr(crash_path)}, "lineno": {lineno}, "message": {jstr(f.crash)}}}, "traceback": [{tb}]'
+        tb = ", ".join(f'{{"path": {jstr(p)}, "lineno": {ln:d}, "message": {jstr(m)}}}' for p, ln, m in f.frames)
+        head = (
+            f'"crash": {{"path": {jstr(crash_path)}, "lineno": {lineno}, "message": {jstr(f.crash)}}}, '
+            f'"traceback": [{tb}]'
+        )
         return head, jstr(f.text)
 
 
@@ -751,7 +759,7 @@ def _empty_counts() -> dict[str, int]:
 class _Out:
     """Buffered UTF-8 writer that knows how many bytes it has written."""
 
-    def __init__(self, f, progress: Callable[[int], None] | None) -> None:
+    def __init__(self, f: BinaryIO, progress: Callable[[int], None] | None) -> None:
         self.f = f
         self.parts: list[str] = []
         self.chars = 0
@@ -783,7 +791,9 @@ class _Out:
 _SUITE_PAD = 240  # bytes reserved for the <testsuite ...> start tag
 
 
-def _write_junit(path: str, target: int, seed: int, mix: Mix, module_offset: int, progress) -> dict[str, Any]:
+def _write_junit(
+    path: str, target: int, seed: int, mix: Mix, module_offset: int, progress: Callable[[int], None] | None
+) -> dict[str, Any]:
     pools = _Pools(seed)
     rng = random.Random(seed)
     counts = _empty_counts()
@@ -810,7 +820,8 @@ def _write_junit(path: str, target: int, seed: int, mix: Mix, module_offset: int
             if mod.collection_error >= 0:
                 text = pools.coll_xml[mod.collection_error].replace("@@PATH@@", mod.path)
                 add(
-                    f'<testcase classname="" name="{mod.dotted}" time="0.000"><error message="collection failure">{text}</error></testcase>'
+                    f'<testcase classname="" name="{mod.dotted}" time="0.000">'
+                    f'<error message="collection failure">{text}</error></testcase>'
                 )
                 counts["errors"] += 1
                 n_coll += 1
@@ -851,7 +862,8 @@ def _write_junit(path: str, target: int, seed: int, mix: Mix, module_offset: int
                     counts["skipped"] += 1
                     reason = skip_xml[t.detail]
                     add(
-                        f'{open_tag}><skipped type="pytest.skip" message="{reason}">/ci/work/{mod.path}:{t.lineno}: {reason}</skipped></testcase>'
+                        f'{open_tag}><skipped type="pytest.skip" message="{reason}">'
+                        f"/ci/work/{mod.path}:{t.lineno}: {reason}</skipped></testcase>"
                     )
                     continue
                 else:  # XFAILED
@@ -882,7 +894,7 @@ def _write_junit(path: str, target: int, seed: int, mix: Mix, module_offset: int
     )
 
 
-def _copy_into(dst, src_path: str) -> None:
+def _copy_into(dst: BinaryIO, src_path: str) -> None:
     with open(src_path, "rb") as src:
         dst.flush()
         size = os.fstat(src.fileno()).st_size
@@ -915,7 +927,9 @@ _LOG_RECORD = (
 )
 
 
-def _write_pytest_json(path: str, target: int, seed: int, mix: Mix, module_offset: int, progress) -> dict[str, Any]:
+def _write_pytest_json(
+    path: str, target: int, seed: int, mix: Mix, module_offset: int, progress: Callable[[int], None] | None
+) -> dict[str, Any]:
     pools = _Pools(seed)
     rng = random.Random(seed)
     counts = _empty_counts()
@@ -977,7 +991,8 @@ def _write_pytest_json(path: str, target: int, seed: int, mix: Mix, module_offse
                 kw = (
                     f'[{jstr(t.name)}, {jstr(mod.path.rsplit("/", 1)[1])}, "work", ""]'
                     if "[" not in t.name
-                    else f'[{jstr(t.name)}, "parametrize", "pytestmark", {jstr(t.name[len(func) + 1 : -1])}, {jstr(mod.path.rsplit("/", 1)[1])}, "work", ""]'
+                    else f'[{jstr(t.name)}, "parametrize", "pytestmark", {jstr(t.name[len(func) + 1 : -1])}, '
+                    f'{jstr(mod.path.rsplit("/", 1)[1])}, "work", ""]'
                 )
                 s_setup = t.setup_s
                 s_td = t.teardown_s
@@ -1001,7 +1016,10 @@ def _write_pytest_json(path: str, target: int, seed: int, mix: Mix, module_offse
                         extra += f', "stderr": {out_json[t.err]}'
                     if t.number % 50 == 0:
                         extra += _LOG_RECORD % t.number
-                    phase = f', "call": {{"duration": {rd(t.call_s)}, "outcome": "failed", {crash_tb}{extra}, "longrepr": {longrepr}}}'
+                    phase = (
+                        f', "call": {{"duration": {rd(t.call_s)}, "outcome": "failed", {crash_tb}{extra}, '
+                        f'"longrepr": {longrepr}}}'
+                    )
                     call_part = (
                         phase.replace("@@PATH@@", mod.path).replace("@@FUNC@@", func).replace("@@MOD@@", mod.dotted)
                     )
@@ -1046,14 +1064,17 @@ def _write_pytest_json(path: str, target: int, seed: int, mix: Mix, module_offse
             for cls, entries in class_results.items():
                 results.append(f'{{"nodeid": {jstr(mod.path + "::" + cls)}, "type": "Class"}}')
                 cadd(
-                    f'{{"nodeid": {jstr(mod.path + "::" + cls)}, "outcome": "passed", "result": [{", ".join(entries)}]}}'
+                    f'{{"nodeid": {jstr(mod.path + "::" + cls)}, "outcome": "passed", '
+                    f'"result": [{", ".join(entries)}]}}'
                 )
             cadd(f'{{"nodeid": {jstr(mod.path)}, "outcome": "passed", "result": [{", ".join(results)}]}}')
         for d, mods in dirs.items():
-            entries = ", ".join(f'{{"nodeid": {jstr(m)}, "type": "Module"}}' for m in mods)
-            cadd(f'{{"nodeid": {jstr(d)}, "outcome": "passed", "result": [{entries}]}}')
+            module_entries = ", ".join(f'{{"nodeid": {jstr(m)}, "type": "Module"}}' for m in mods)
+            cadd(f'{{"nodeid": {jstr(d)}, "outcome": "passed", "result": [{module_entries}]}}')
         cadd(
-            '{{"nodeid": "tests", "outcome": "passed", "result": [{}]}}'.format(", ".join(f'{{"nodeid": {jstr(d)}, "type": "Package"}}' for d in dirs))
+            '{{"nodeid": "tests", "outcome": "passed", "result": [{}]}}'.format(
+                ", ".join(f'{{"nodeid": {jstr(d)}, "type": "Package"}}' for d in dirs)
+            )
         )
         cadd('{"nodeid": "", "outcome": "passed", "result": [{"nodeid": "tests", "type": "Dir"}]}')
         to.flush()
@@ -1114,7 +1135,20 @@ def _write_pytest_json(path: str, target: int, seed: int, mix: Mix, module_offse
     )
 
 
-def _truth(fmt, path, target, seed, module_offset, size, n_modules, n_tests, counts, n_coll, total_us, first_failure):
+def _truth(
+    fmt: str,
+    path: str,
+    target: int,
+    seed: int,
+    module_offset: int,
+    size: int,
+    n_modules: int,
+    n_tests: int,
+    counts: dict[str, int],
+    n_coll: int,
+    total_us: int,
+    first_failure: str | None,
+) -> dict[str, Any]:
     return {
         "format": fmt,
         "path": os.fspath(path),
@@ -1180,7 +1214,7 @@ def load_truth(path: str | os.PathLike[str]) -> dict[str, Any] | None:
     generator version, or does not match the file's size."""
     try:
         with open(truth_path(path), encoding="utf-8") as f:
-            truth = json.load(f)
+            truth: dict[str, Any] = json.load(f)
         if truth.get("generator_version") != GENERATOR_VERSION:
             return None
         if os.path.getsize(path) != truth["bytes"]:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 MIB = 2**20
 
@@ -24,7 +27,7 @@ def counts_cell(r: dict[str, Any]) -> str:
     return "-"
 
 
-def reports_table(rows: list[dict[str, Any]], title: str):
+def reports_table(rows: list[dict[str, Any]], title: str) -> Table:
     """A rich ``Table`` of ``bench reports`` / ``bench shards`` rows."""
     from rich.table import Table
 
@@ -66,16 +69,20 @@ def reports_table(rows: list[dict[str, Any]], title: str):
     return t
 
 
-def targets_table(checks: list[dict[str, Any]], title: str = "targets (reported, not asserted)"):
+def targets_table(checks: list[dict[str, Any]], title: str = "targets (reported, not asserted)") -> Table:
+    """A rich ``Table`` of target checks (``{"format", "size", "target", "value", "unit",
+    "met"}`` each; ``met`` None when nothing was measured)."""
     from rich.table import Table
 
     t = Table(title=title, title_justify="left")
-    for c in ("format", "size", "target", "measured", "met"):
-        t.add_column(c)
-    for c in checks:
-        met = {True: "yes", False: "NO", None: "n/a"}[c["met"]]
-        value = "-" if c["value"] is None else f"{c['value']:.1f} {c['unit']}".strip()
-        t.add_row(c["format"], c["size"], c["target"], value, met, style="red" if c["met"] is False else None)
+    for name in ("format", "size", "target", "measured", "met"):
+        t.add_column(name)
+    for check in checks:
+        met = {True: "yes", False: "NO", None: "n/a"}[check["met"]]
+        value = "-" if check["value"] is None else f"{check['value']:.1f} {check['unit']}".strip()
+        t.add_row(
+            check["format"], check["size"], check["target"], value, met, style="red" if check["met"] is False else None
+        )
     return t
 
 
@@ -159,12 +166,12 @@ def plot_reports(rows: list[dict[str, Any]], path: str, title: str) -> None:
     plt.close(fig)
 
 
-def suite_table(rows: list[dict[str, Any]], title: str):
+def suite_table(rows: list[dict[str, Any]], title: str) -> Table:
     """A rich ``Table`` of ``bench suite`` rows (one per way of running the suite)."""
     from rich.table import Table
 
     t = Table(title=title, title_justify="left")
-    for c, j in (
+    columns: tuple[tuple[str, Literal["left", "right"]], ...] = (
         ("way", "left"),
         ("median s", "right"),
         ("min-max s", "right"),
@@ -172,8 +179,9 @@ def suite_table(rows: list[dict[str, Any]], title: str):
         ("added %", "right"),
         ("agent text bytes", "right"),
         ("counts vs truth", "left"),
-    ):
-        t.add_column(c, justify=j)
+    )
+    for name, justify in columns:
+        t.add_column(name, justify=justify)
     for r in rows:
         t.add_row(
             r["way"],

@@ -13,10 +13,13 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import common, parsers
 from .generate import format_size
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
 
 # Targets of issue #2 / #4 (docs: benches/RESULTS.md). Reported, never asserted.
 TARGETS = {
@@ -43,7 +46,7 @@ def run_reports(
     warmup: int,
     timeout: float,
     mem_limit: int,
-    progress: Any,
+    progress: Progress,
 ) -> list[dict[str, Any]]:
     """Measure; returns one row per (size, format, parser) in that order (see module doc)."""
     rows: list[dict[str, Any]] = []
@@ -81,9 +84,7 @@ def run_reports(
                     "mem_limit": mem_limit,
                 }
                 t0 = time.monotonic()
-                res = common.spawn(
-                    job, timeout=timeout, on_progress=lambda d, t, task=task: progress.update(task, completed=d)
-                )
+                res = common.spawn(job, timeout=timeout, on_progress=common.progress_callback(progress, task))
                 progress.remove_task(task)
                 row.update(_row_from_result(res, truth, truth["bytes"]))
                 row["process_s"] = time.monotonic() - t0
@@ -136,7 +137,7 @@ def target_checks(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for fmt, frows in by_fmt.items():
         tg = TARGETS[fmt]
 
-        def add(size: str, target: str, value: float | None, met: bool | None, unit: str) -> None:
+        def add(size: str, target: str, value: float | None, met: bool | None, unit: str, fmt: str = fmt) -> None:
             out.append({"format": fmt, "size": size, "target": target, "value": value, "unit": unit, "met": met})
 
         sizes = sorted({r["target_bytes"] for r in frows})
@@ -144,7 +145,7 @@ def target_checks(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         largest = sizes[-1]
         native = at_size[largest].get("native")
         nat_ok = bool(native and native.get("ok") and native.get("truth_ok"))
-        v = native.get("mb_s") if nat_ok else None
+        v = native.get("mb_s") if native is not None and nat_ok else None
         add(
             format_size(largest),
             f"native >= {tg['mb_s']:.0f} MB/s",

@@ -28,6 +28,7 @@ import os
 import resource
 import sys
 import time
+from typing import Any
 
 
 def _status_kb(field: str) -> int:
@@ -56,11 +57,11 @@ def _cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def run(job: dict) -> dict:
+def run(job: dict[str, Any]) -> dict[str, Any]:
     """Run one job (see the module docstring) and return the result dict."""
     from .parsers import lookup
 
-    out: dict = {
+    out: dict[str, Any] = {
         "ok": False,
         "error": None,
         "times_s": [],

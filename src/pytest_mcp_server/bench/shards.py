@@ -24,11 +24,14 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import common, parsers
 from .generate import format_size
 from .reports import _row_from_result
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
 
 SHARDS_TARGET = 1.7
 DEFAULT_MODES = ("native-parallel", "native-1-thread", "native-one-by-one")  # pure: only when asked for
@@ -46,7 +49,7 @@ def run_shards(
     warmup: int,
     timeout: float,
     mem_limit: int,
-    progress: Any,
+    progress: Progress,
 ) -> list[dict[str, Any]]:
     """Measure; one row per (format, mode)."""
     rows: list[dict[str, Any]] = []
@@ -92,9 +95,7 @@ def run_shards(
                 "reps": reps,
                 "mem_limit": mem_limit,
             }
-            res = common.spawn(
-                job, timeout=timeout, env=env, on_progress=lambda d, n, t=t: progress.update(t, completed=d)
-            )
+            res = common.spawn(job, timeout=timeout, env=env, on_progress=common.progress_callback(progress, t))
             progress.remove_task(t)
             row.update(_row_from_result(res, truth, truth["bytes"]))
             row["env"] = env

@@ -38,10 +38,17 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import common
 from .generate import DEFAULT_MIX, Mix
+
+if TYPE_CHECKING:
+    from mcp import ClientSession
+    from rich.progress import Progress, TaskID
+
+# One row per way, keyed by way: the measured times, counts and errors (see run_suite).
+Rows = dict[str, dict[str, Any]]
 
 SUITE_VERSION = 1
 CASES_PER_MODULE = 200
@@ -160,7 +167,7 @@ def make_project(cache: Path, tests: int, seed: int, mix: Mix = DEFAULT_MIX) -> 
     (tmp / "tests").mkdir()
     (tmp / "conftest.py").write_text(_CONFTEST)
     (tmp / "pytest.ini").write_text("[pytest]\ntestpaths = tests\naddopts = -p no:cacheprovider\n")
-    all_kinds = []
+    all_kinds: list[str] = []
     n_mod = 0
     left = tests
     while left > 0:
@@ -250,13 +257,13 @@ def run_suite(
     reps: int,
     warmup: int,
     timeout: float,
-    progress: Any,
+    progress: Progress,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Measure; returns (rows, target checks)."""
     ways = [w for w in WAYS if not ways or w in ways]
     root, truth = make_project(cache, tests, seed)
     work = Path(tempfile.mkdtemp(prefix="bench-suite-"))
-    rows = {
+    rows: Rows = {
         w: {
             "bench": "suite",
             "way": w,
@@ -278,12 +285,12 @@ def run_suite(
 
             anyio.run(_mcp_and_others, root, truth, work, ways, rows, reps, warmup, timeout, progress, task)
         else:
-            _measure_loop(None, root, truth, work, ways, rows, reps, warmup, timeout, progress, task)
+            _measure_loop(root, truth, work, ways, rows, reps, warmup, timeout, progress, task)
     finally:
         progress.remove_task(task)
         shutil.rmtree(work, ignore_errors=True)
-    out = []
-    base = None
+    out: list[dict[str, Any]] = []
+    base: float | None = None
     for w in ways:
         r = rows[w]
         st = common.stats(r["times_s"])
@@ -295,12 +302,14 @@ def run_suite(
     if m is not None and m.get("pytest_in_server_s") and len(m["pytest_in_server_s"]) == len(m["times_s"]):
         inside = m["pytest_in_server_s"]
         m["pytest_in_server_median_s"] = common.stats(inside)["median"]
-        m["outside_pytest_median_s"] = common.stats([t - p for t, p in zip(m["times_s"], inside, strict=False)])["median"]
+        m["outside_pytest_median_s"] = common.stats([t - p for t, p in zip(m["times_s"], inside, strict=False)])[
+            "median"
+        ]
     for r in out:
         if base and r.get("median_s") is not None and r["way"] != "pytest":
             r["added_s"] = r["median_s"] - base
             r["added_pct"] = 100.0 * (r["median_s"] - base) / base
-    targets = []
+    targets: list[dict[str, Any]] = []
     m = rows.get("mcp")
     if m is not None:
         v = m.get("added_pct")
@@ -328,7 +337,18 @@ def run_suite(
     return out, targets
 
 
-async def _mcp_and_others(root, truth, work, ways, rows, reps, warmup, timeout, progress, task) -> None:
+async def _mcp_and_others(
+    root: Path,
+    truth: dict[str, Any],
+    work: Path,
+    ways: list[str],
+    rows: Rows,
+    reps: int,
+    warmup: int,
+    timeout: float,
+    progress: Progress,
+    task: TaskID,
+) -> None:
     """Start the server once through the SDK's stdio client (``mcp.client.stdio``), then
     measure every way; the server's stderr goes to ``<work>/server.log``."""
     import anyio
@@ -360,17 +380,30 @@ async def _mcp_and_others(root, truth, work, ways, rows, reps, warmup, timeout, 
                     rows["mcp"]["startup_s"] = time.perf_counter() - t0
                     await _measure_async(session, root, truth, work, ways, rows, reps, warmup, timeout, progress, task)
     except Exception as exc:  # noqa: BLE001 - the row says what went wrong
-        while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
-            exc = exc.exceptions[0]
+        cause: BaseException = exc
+        while isinstance(cause, BaseExceptionGroup) and len(cause.exceptions) == 1:
+            cause = cause.exceptions[0]
         if rows["mcp"]["ok"]:
-            rows["mcp"].update(ok=False, error=f"{type(exc).__name__}: {exc}"[:300])
+            rows["mcp"].update(ok=False, error=f"{type(cause).__name__}: {cause}"[:300])
         if not any(rows[w]["times_s"] for w in ways if w != "mcp"):
             _measure_loop(
-                None, root, truth, work, [w for w in ways if w != "mcp"], rows, reps, warmup, timeout, progress, task
+                root, truth, work, [w for w in ways if w != "mcp"], rows, reps, warmup, timeout, progress, task
             )
 
 
-async def _measure_async(client, root, truth, work, ways, rows, reps, warmup, timeout, progress, task) -> None:
+async def _measure_async(
+    client: ClientSession,
+    root: Path,
+    truth: dict[str, Any],
+    work: Path,
+    ways: list[str],
+    rows: Rows,
+    reps: int,
+    warmup: int,
+    timeout: float,
+    progress: Progress,
+    task: TaskID,
+) -> None:
     import anyio
 
     order = sorted(ways, key=lambda w: w != "mcp")  # mcp first: the plain run reuses its argv
@@ -384,21 +417,35 @@ async def _measure_async(client, root, truth, work, ways, rows, reps, warmup, ti
             progress.advance(task)
 
 
-def _measure_loop(client, root, truth, work, ways, rows, reps, warmup, timeout, progress, task) -> None:
+def _measure_loop(
+    root: Path,
+    truth: dict[str, Any],
+    work: Path,
+    ways: list[str],
+    rows: Rows,
+    reps: int,
+    warmup: int,
+    timeout: float,
+    progress: Progress,
+    task: TaskID,
+) -> None:
     for i in range(warmup + reps):
         for w in ways:
             _one_plain(w, root, truth, work, rows, i >= warmup, timeout)
             progress.advance(task)
 
 
-async def _one_mcp(client, truth: dict[str, Any], row: dict[str, Any], *, timed: bool, timeout: float) -> None:
+async def _one_mcp(
+    client: ClientSession, truth: dict[str, Any], row: dict[str, Any], *, timed: bool, timeout: float
+) -> None:
     import anyio
+    from mcp.types import TextContent
 
     t0 = time.perf_counter()
     with anyio.fail_after(timeout + 30):
         result = await client.call_tool("execute_tests", {"timeout_s": timeout})
     dt = time.perf_counter() - t0
-    texts = [c.text for c in result.content if getattr(c, "type", None) == "text"]
+    texts = [c.text for c in result.content if isinstance(c, TextContent)]
     structured = result.structured_content
     if result.is_error or not structured:
         row.update(ok=False, error=("tool error: " + " ".join(texts))[:300])
@@ -415,7 +462,7 @@ async def _one_mcp(client, truth: dict[str, Any], row: dict[str, Any], *, timed:
 
 
 def _one_plain(
-    way: str, root: Path, truth: dict[str, Any], work: Path, rows: dict, timed: bool, timeout: float
+    way: str, root: Path, truth: dict[str, Any], work: Path, rows: Rows, timed: bool, timeout: float
 ) -> None:
     row = rows[way]
     if not row["ok"]:
