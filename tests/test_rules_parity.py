@@ -15,6 +15,7 @@ from types import SimpleNamespace
 
 import orjson
 import pytest
+from backends import needs_native, summary_in_both
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -24,35 +25,23 @@ from pytest_mcp_server.pure import group as pure_group
 from pytest_mcp_server.pure import summary as pure_summary
 from pytest_mcp_server.pure.records import CollectionErrorRecord, TestRecord
 
-CORPUS = Path("/work/shared/corpus")
-SAMPLE_JSON = CORPUS / "pytest-json-report" / "sample_report.json"
 # Shared with the Rust unit tests of rust/core/src/cut.rs (include_str!).
 FIXTURES = Path(__file__).parent / "fixtures"
 
 
-def _load_native():
-    """The extension's rule functions, or the reason they cannot be tested."""
-    try:
-        from pytest_mcp_server import _native
-    except ImportError as exc:
-        return None, f"the Rust extension is not built ({exc}); run `pip install -e . --no-deps --no-build-isolation`"
-    try:
-        _native.group_key(None, "probe 1")
-        _native.cut_traceback("probe", 40, 200)
-    except BaseException as exc:  # a stale build panics on the old todo!() stubs
-        return None, f"the Rust extension is stale ({exc!r}); rebuild it"
-    return _native, ""
+try:
+    from pytest_mcp_server import _native as native
+except ImportError:  # the tests that use it are skipped (needs_native)
+    native = None
 
 
-native, NATIVE_MISSING = _load_native()
-needs_native = pytest.mark.skipif(native is None, reason=NATIVE_MISSING)
-
-# Implementations under test: the pure one always, the native one when built (the pure
-# rule functions live in two modules; the native ones in one).
-IMPLEMENTATIONS = [
-    pytest.param(SimpleNamespace(cut_traceback=pure_cut.cut_traceback, group_key=pure_group.group_key), id="pure"),
-    pytest.param(native, id="native", marks=needs_native),
-]
+@pytest.fixture
+def impl(backend: str) -> SimpleNamespace:
+    """The rule functions ``cut_traceback`` and ``group_key`` of the backend under test
+    (the pure ones live in two modules, the native ones in one)."""
+    if backend == "native":
+        return SimpleNamespace(cut_traceback=native.cut_traceback, group_key=native.group_key)
+    return SimpleNamespace(cut_traceback=pure_cut.cut_traceback, group_key=pure_group.group_key)
 
 
 # --------------------------------------------------------------------------------------
@@ -64,7 +53,6 @@ IMPLEMENTATIONS = [
 REQUESTS_TRACEBACK = (FIXTURES / "tracebacks" / "requests_chained.txt").read_text()
 
 
-@pytest.mark.parametrize("impl", IMPLEMENTATIONS)
 def test_cut_drops_library_frames_and_keeps_essential_lines(impl):
     cut, omitted = impl.cut_traceback(REQUESTS_TRACEBACK, 40, 200)
     lines = cut.split("\n")
@@ -92,9 +80,8 @@ def test_cut_drops_library_frames_and_keeps_essential_lines(impl):
     assert not any("site-packages/requests" in line for line in lines)
 
 
-@pytest.mark.parametrize("impl", IMPLEMENTATIONS)
-def test_cut_on_a_real_pytest_json_report(impl):
-    report = json.loads(SAMPLE_JSON.read_text())
+def test_cut_on_a_real_pytest_json_report(impl, corpus_dir):
+    report = json.loads((corpus_dir / "pytest-json-report" / "sample_report.json").read_text())
     nested = next(t for t in report["tests"] if t["nodeid"].endswith("::test_fail_nested"))
     cut, omitted = impl.cut_traceback(nested["call"]["longrepr"], 40, 200)
     lines = cut.split("\n")
@@ -113,7 +100,6 @@ def test_cut_on_a_real_pytest_json_report(impl):
     assert omitted == 11
 
 
-@pytest.mark.parametrize("impl", IMPLEMENTATIONS)
 def test_cut_native_and_java_tracebacks(impl):
     text = (
         "Traceback (most recent call last):\n"
@@ -147,7 +133,6 @@ def test_cut_native_and_java_tracebacks(impl):
     assert omitted == 5
 
 
-@pytest.mark.parametrize("impl", IMPLEMENTATIONS)
 def test_cut_head_and_tail_with_markers_and_long_lines(impl):
     text = "\r\n\n" + "".join(f"line {i}\r\n" for i in range(1, 101)) + "\n \n"
     cut, omitted = impl.cut_traceback(text, 10, 200)
@@ -168,7 +153,6 @@ def test_cut_head_and_tail_with_markers_and_long_lines(impl):
 # Groups: concrete cases.
 
 
-@pytest.mark.parametrize("impl", IMPLEMENTATIONS)
 def test_300_connection_errors_have_one_key(impl):
     rng = random.Random(7)
     keys = set()
@@ -190,7 +174,6 @@ def test_300_connection_errors_have_one_key(impl):
     assert impl.group_key("TimeoutError", "connection to 1.2.3.4:5 refused after 1 retries")[0] != group_id
 
 
-@pytest.mark.parametrize("impl", IMPLEMENTATIONS)
 @pytest.mark.parametrize(
     "message, normalized",
     [
@@ -495,12 +478,7 @@ def test_merge_stays_exact_when_a_later_file_overflows_the_group_table(tmp_path)
     second = tmp_path / "b.xml"
     second.write_text(_junit(cases))
 
-    from pytest_mcp_server.engine import summarize_bytes
-
-    budgets = Budgets(max_groups=3, max_examples=3)
-    native_bytes = summarize_bytes([first, second], backend="native", budgets=budgets)
-    assert native_bytes == summarize_bytes([first, second], backend="pure", budgets=budgets)
-    summary = orjson.loads(native_bytes)
+    summary = summary_in_both([first, second], max_groups=3, max_examples=3)
     groups = {g["message"]: g for g in summary["groups"]}
     assert groups["shared cause"]["count"] == 2
     assert groups["shared cause"]["examples"] == ["tests/test_m.py::test_a0", "tests/test_m.py::test_b_shared"]
