@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterator
-from typing import BinaryIO
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
+from typing import IO, Any, TypedDict
 
 import ijson
 
 from ..models import ReportError
-from .records import CollectionErrorRecord, TestRecord
+from .records import CollectionErrorRecord, Emit, TestRecord
 from .text import ATTR_CAP, TEXT_HEAD, TEXT_TAIL, HeadTail, duration_us_from_float
 
 try:  # the C backend: fast, and the one whose behaviour the parity tests pin down
@@ -200,7 +200,8 @@ def _decoded_size(raw: bytes) -> tuple[int, tuple[int, str] | None]:
         return 0, (exc.start, "lone surrogate escape (not a Unicode character)")
 
 
-_scanstring = json.decoder.scanstring
+# typeshed leaves this undocumented json.decoder name out; it is the C scanner when built.
+_scanstring: Callable[[str, int, bool], tuple[str, int]] = json.decoder.scanstring  # type: ignore[attr-defined]
 
 
 class _CheckedReader:
@@ -230,7 +231,7 @@ class _CheckedReader:
 
     _HOLD = 11
 
-    def __init__(self, f: BinaryIO, max_output_bytes: int = 0) -> None:
+    def __init__(self, f: IO[bytes], max_output_bytes: int = 0) -> None:
         self._f = f
         self._pending = b""
         self._at_start = True
@@ -256,7 +257,8 @@ class _CheckedReader:
         if self._unread:
             out, self._unread = self._unread, b""
             return out
-        for out, self.handed_on, self.last_cut in self._segments:
+        for out, handed_on, last_cut in self._segments:
+            self.handed_on, self.last_cut = handed_on, last_cut
             if out:
                 return out
         return b""
@@ -315,7 +317,7 @@ class _CheckedReader:
             if carry is None:
                 return
 
-    def _cut(self, window: bytearray, offset: int):
+    def _cut(self, window: bytearray, offset: int) -> Generator[tuple[bytes, int, int | None], None, bytes | None]:
         """Read on through the string being cut: ``window`` holds its raw content after
         the head (starting at a boundary), at file offset ``offset``. Yields its tail
         (with the dropped count and the closing quote), and returns the bytes after the
@@ -454,10 +456,10 @@ _KIND = {
 
 
 def parse_pytest_json(
-    f: BinaryIO,
+    f: IO[bytes],
     path: str,
     budgets: dict[str, int],
-    emit: Callable[[TestRecord | CollectionErrorRecord], None],
+    emit: Emit,
 ) -> None:
     """Parse a pytest-json-report document from ``f`` (binary, at byte 0), calling ``emit``
     with each ``TestRecord`` / ``CollectionErrorRecord`` in report order.
@@ -479,10 +481,12 @@ def parse_pytest_json(
             if head or not chunk:
                 break
         if head[:1] != b"{":
-            if not head and reader.violation is None:
+            if head:
+                offset = reader.handed_on - len(head)
+            elif reader.violation is not None:  # it cut the input at the first byte: no '{' either
+                offset = reader.violation[0]
+            else:
                 raise ReportError("not_a_report", path, "the file is empty; expected a pytest-json-report file")
-            # A violation cut the input at the first byte: it is no '{' either.
-            offset = reader.handed_on - len(head) if head else reader.violation[0]
             what = (
                 "an array"
                 if head[:1] == b"["
@@ -539,14 +543,14 @@ class _Fields:
 
     __slots__ = ("_parser", "_kinds", "whose", "_prefix", "ok")
 
-    def __init__(self, parser: _Parser, kinds: dict[str, str | None], whose: str, prefix: str) -> None:
+    def __init__(self, parser: _Parser, kinds: Mapping[str, str | None], whose: str, prefix: str) -> None:
         self._parser = parser
         self._kinds = kinds
         self.whose = whose
         self._prefix = prefix
         self.ok = True
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[tuple[str, str, Any]]:
         parser = self._parser
         kinds = self._kinds
         nxt = parser._next
@@ -571,7 +575,8 @@ class _Fields:
                 seen.add(key)
                 if wanted is not None and ev != wanted:
                     self.ok = False
-                    parser.expect(ev, wanted, lambda: self._prefix + key)
+                    # expect() calls the lambda before the loop moves on, so key is this one's
+                    parser.expect(ev, wanted, lambda: self._prefix + key)  # noqa: B023
                     continue
                 # Set only while the last event came from the read of a cut string's
                 # tail, which gives no other event: this value is that string.
@@ -588,11 +593,33 @@ class _Fields:
                 self._parser.structural(f"{self.whose} has no {name!r}")
 
 
+class _CrashData(TypedDict, total=False):
+    """What is kept of a phase's ``crash`` object: ``line`` (>= 0), and ``path`` and
+    ``message`` as (head, bytes dropped) when details are wanted."""
+
+    line: int
+    path: tuple[str, int]
+    message: tuple[str, int]
+
+
+class _PhaseData(TypedDict, total=False):
+    """What is kept of a phase object. An accepted phase has ``duration_us`` (integer
+    microseconds) and ``failed``; when details are wanted, the texts come as (kept text,
+    bytes omitted): ``longrepr`` head and tail capped, ``stdout``/``stderr`` tail capped."""
+
+    duration_us: int
+    failed: bool
+    crash: _CrashData
+    longrepr: tuple[str, int]
+    stdout: tuple[str, int]
+    stderr: tuple[str, int]
+
+
 class _Parser:
     """The state of one parse: identity keys seen, the held structural error, the
     pending rerun chain (docs/ENGINE.md, *pytest-json-report*)."""
 
-    def __init__(self, reader: _CheckedReader, path: str, max_output_bytes: int, emit) -> None:
+    def __init__(self, reader: _CheckedReader, path: str, max_output_bytes: int, emit: Emit) -> None:
         self.reader = reader
         self.path = path
         self.max_output_bytes = max_output_bytes
@@ -603,7 +630,8 @@ class _Parser:
         self.has_summary = False
         self.held_error: ReportError | None = None
         self.chain: tuple[str, int] | None = None  # (node id, duration_us) of rerun entries
-        self._next = None
+        # ijson's next (event, value); set by run(). Values are Any: their type follows the event.
+        self._next: Callable[[], tuple[str, Any]]
 
     # -- errors ---------------------------------------------------------------------
 
@@ -677,7 +705,7 @@ class _Parser:
         self.skip(ev)
         return False
 
-    def items(self):
+    def items(self) -> Iterator[tuple[str, Any]]:
         """The first events of the elements of the array just opened."""
         nxt = self._next
         while True:
@@ -690,13 +718,13 @@ class _Parser:
                 self.opened()
             yield first
 
-    def emit(self, record) -> None:
+    def emit(self, record: TestRecord | CollectionErrorRecord) -> None:
         if self.held_error is None:
             self._emit(record)
 
     # -- the document -------------------------------------------------------------
 
-    def run(self, events) -> None:
+    def run(self, events: Iterable[tuple[str, Any]]) -> None:
         self._next = iter(events).__next__
         ev, _ = self.event()
         if ev != "start_map":  # the first byte was '{', so this cannot happen
@@ -778,14 +806,15 @@ class _Parser:
             self.emit(_passed_after_reruns(self.chain))
             self.chain = None
 
-    def test_entry(self, index: int, ev: str):
+    def test_entry(self, index: int, ev: str) -> tuple[str, str, list[_PhaseData | None]] | None:
         """One element of ``tests`` -> (node id, outcome, phases) or None if it broke the
         format (the error is raised or held)."""
         whose = f"tests[{index}]"
         if not self.expect(ev, "start_map", lambda: whose):
             return None
-        node_id = outcome = None
-        phases: list[dict | None] = [None, None, None]
+        node_id: str | None = None
+        outcome: str | None = None
+        phases: list[_PhaseData | None] = [None, None, None]
         fields = _Fields(self, _TEST_KINDS, whose, whose + ".")
         for key, ev, value in fields:
             if key == "nodeid":
@@ -806,13 +835,16 @@ class _Parser:
                 else:
                     phases[_PHASES.index(key)] = phase
         fields.require(("nodeid", node_id is not None), ("outcome", outcome is not None))
-        return (node_id, outcome, phases) if fields.ok else None
+        if not fields.ok:
+            return None
+        assert node_id is not None and outcome is not None  # require() found both
+        return node_id, outcome, phases
 
-    def phase(self, whose: str, ev: str, want_details: bool) -> dict | None:
+    def phase(self, whose: str, ev: str, want_details: bool) -> _PhaseData | None:
         """A phase object -> dict of what is kept, or None if it broke the format."""
         if not self.expect(ev, "start_map", lambda: whose):
             return None
-        data: dict = {}
+        data: _PhaseData = {}
         fields = _Fields(self, _PHASE_KINDS, whose, whose + ".")
         for key, _, value in fields:
             if key == "duration":
@@ -828,15 +860,17 @@ class _Parser:
             elif want_details:
                 if key == "longrepr":
                     data["longrepr"] = _capped_text(value)
+                elif key == "stdout":
+                    data["stdout"] = _capped(value, 0, self.max_output_bytes)
                 else:
-                    data[key] = _capped(value, 0, self.max_output_bytes)
+                    data["stderr"] = _capped(value, 0, self.max_output_bytes)
         # Both are required, so an ok phase has "duration_us" and "failed".
         fields.require(("duration", "duration_us" in data), ("outcome", "failed" in data))
         return data if fields.ok else None
 
-    def crash(self, whose: str, want_details: bool) -> dict | None:
+    def crash(self, whose: str, want_details: bool) -> _CrashData | None:
         """A ``crash`` object (``path``, ``lineno``, ``message``, each optional)."""
-        crash: dict = {}
+        crash: _CrashData = {}
         fields = _Fields(self, _CRASH_KINDS, whose, whose + ".")
         for key, _, value in fields:
             if key == "lineno":
@@ -846,10 +880,13 @@ class _Parser:
                 elif value >= 0:
                     crash["line"] = value
             elif want_details:
-                crash[key] = _head_text(value, ATTR_CAP)
+                if key == "path":
+                    crash["path"] = _head_text(value, ATTR_CAP)
+                else:
+                    crash["message"] = _head_text(value, ATTR_CAP)
         return crash if fields.ok else None
 
-    def push_entry(self, node_id: str, outcome: str, phases: list[dict | None]) -> None:
+    def push_entry(self, node_id: str, outcome: str, phases: list[_PhaseData | None]) -> None:
         """Turn a test entry into a record, applying the retry rule to ``rerun`` entries."""
         duration_us = 0
         for p in phases:
@@ -880,6 +917,7 @@ class _Parser:
         if outcome in _PROBLEMS:
             if failed is not None:
                 p = phases[failed]
+                assert p is not None  # failed indexes a phase that is present
                 if "longrepr" in p:
                     record.text, omitted = p["longrepr"]
                     record.text_bytes_omitted += omitted
@@ -941,8 +979,8 @@ def _capped(s: str, head_cap: int, tail_cap: int) -> tuple[str, int]:
     A ``_CutString`` gives the result of the whole string: its kept head holds more
     than ``head_cap`` bytes and its kept tail at least ``tail_cap`` (``_CheckedReader``),
     so the cuts fall there, and the dropped bytes are added to the total."""
-    cut = type(s) is _CutString
-    if not cut and (len(s) <= (head_cap + tail_cap) // 4 or len(s) <= 4096):
+    cut_string = s if type(s) is _CutString else None
+    if cut_string is None and (len(s) <= (head_cap + tail_cap) // 4 or len(s) <= 4096):
         ht = HeadTail(head_cap, tail_cap)
         ht.push(s)
         return ht.finish()
@@ -950,15 +988,15 @@ def _capped(s: str, head_cap: int, tail_cap: int) -> tuple[str, int]:
         total = len(s)
     else:
         total = sum(len(s[i : i + _COUNT_SLICE].encode("utf-8")) for i in range(0, len(s), _COUNT_SLICE))
-    if cut:
-        total += s.dropped
+    if cut_string is not None:
+        total += cut_string.dropped
     if total <= head_cap + tail_cap:
         return s, 0
     head = s[:head_cap].encode("utf-8")
-    cut = min(head_cap, len(head))
-    while 0 < cut < len(head) and (head[cut] & 0xC0) == 0x80:
-        cut -= 1
-    head = head[:cut]
+    head_end = min(head_cap, len(head))
+    while 0 < head_end < len(head) and (head[head_end] & 0xC0) == 0x80:
+        head_end -= 1
+    head = head[:head_end]
     tail = s[-tail_cap:].encode("utf-8") if tail_cap else b""
     start = max(len(tail) - tail_cap, 0)
     while start < len(tail) and (tail[start] & 0xC0) == 0x80:
@@ -985,7 +1023,7 @@ def _strip_root(path: str, root: str | None) -> str:
     return path
 
 
-def _join_output(parts: list, max_output_bytes: int) -> tuple[str | None, int]:
+def _join_output(parts: list[tuple[str, int] | None], max_output_bytes: int) -> tuple[str | None, int]:
     """The phases' captured output in phase order, tail-capped as one text:
     (None if no phase had any, else the kept tail; bytes omitted)."""
     present = [p for p in parts if p is not None]
