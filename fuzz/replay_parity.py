@@ -2,8 +2,8 @@
 
 cargo-fuzz only sees the Rust core; this feeds every input it found interesting (byte 0
 is the budgets selector of the ``summarize`` target and is dropped) to the native and
-the pure backend and checks they agree (same bytes or same error kind), with the
-invariants of ``tests/strategies.py``. Usage, from the repository root:
+the pure backend and checks they agree (same bytes or same error kind, as
+``tests/backends.py`` compares them), with the invariants of ``tests/strategies.py``. Usage, from the repository root:
 
     python fuzz/replay_parity.py [fuzz/corpus/summarize fuzz/artifacts/summarize ...]
 
@@ -19,7 +19,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
 
-from strategies import check_invariants, differential  # noqa: E402
+from backends import result_in_both  # noqa: E402
+from strategies import check_invariants  # noqa: E402
 
 
 def main(argv: list[str]) -> int:
@@ -36,7 +37,7 @@ def main(argv: list[str]) -> int:
             replayed += 1
             Path(target).write_bytes(data)
             try:
-                result = differential([target], {})
+                result = result_in_both([target], {})
                 if result[0] == "ok":
                     check_invariants(result[1], {}, [target])
             except AssertionError as exc:
