@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""The server's latency targets (issue #3), measured, not asserted.
+"""The server's latency targets (start-up and per-call overhead), measured, not asserted.
 
 1. Start-up: from spawning ``python -m pytest_mcp_server`` to its answer to
    ``initialize`` (raw JSON-RPC over the pipes, one line each way). Target < 0.5 s.
@@ -22,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 
 import anyio
@@ -101,7 +102,7 @@ async def overhead(root: Path, artifacts: Path, reps: int) -> dict[str, float]:
             with tempfile.TemporaryDirectory() as tmp:
                 argv = [a.replace(run_dir, tmp) for a in result.structured_content["command"]]
                 open(Path(tmp) / "events.txt", "w").close()
-                direct_s = await anyio.to_thread.run_sync(lambda: timed(argv, cwd=root, env=env))
+                direct_s = await anyio.to_thread.run_sync(partial(timed, argv, cwd=root, env=env))
             if i >= 2:  # warm-up
                 via_mcp.append(took)
                 direct.append(direct_s)

@@ -167,7 +167,10 @@ def test_later_failures_of_a_group_are_node_ids_or_one_line(tmp_path):
     cases = []
     for exc, n in causes:
         for i in range(n):
-            body = f"def test_{exc}_{i}():\n&gt;       raise {exc}('x')\nE       {exc}: x [trace {exc}-{i}]\n\ntests/test_m.py:{i + 1}: {exc}"
+            body = (
+                f"def test_{exc}_{i}():\n&gt;       raise {exc}('x')\nE       {exc}: x [trace {exc}-{i}]\n"
+                f"\ntests/test_m.py:{i + 1}: {exc}"
+            )
             cases.append(
                 f'<testcase classname="tests.test_m" name="test_{exc}_{i}" file="tests/test_m.py" time="0.1">'
                 f'<failure message="{exc}: x" type="{exc}">{body}</failure></testcase>'

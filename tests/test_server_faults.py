@@ -1,4 +1,5 @@
-"""The server under load and faults, over real stdio (issue #5, item 4).
+"""The server under load and faults, over real stdio: no pytest process may outlive its
+run, and the server keeps serving.
 
 Every server here is the installed console script ``pytest-mcp-server --root DIR``,
 started by the MCP SDK's own stdio client (``mcp.client.stdio.stdio_client`` +

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 from server_support import MODES, Project, connect, run, text_of
 
-from pytest_mcp_server.tools import DiscoverResult, ExecuteResult, SummarizeResult, ToolFailureDetail
+from pytest_mcp_server.failures import ToolFailureDetail
+from pytest_mcp_server.tool_models import DiscoverResult, ExecuteResult, SummarizeResult
 
 EVERY_OUTCOME_COUNTS = {
     "total": 30,

@@ -4,6 +4,8 @@ path containment, argv building, run rotation, output tails, configuration."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -11,17 +13,21 @@ from _pytest.mark.expression import Expression
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from pytest_mcp_server import runner as runner_mod
-from pytest_mcp_server.runner import KEEP_RUNS, Interpreter, Runner, Tail, find_python
-from pytest_mcp_server.tools import (
-    ExecuteParams,
-    ServerConfig,
-    SummarizeParams,
-    ToolFailure,
-    check_expression,
-    parse_params,
-    resolve_inside,
-)
+from pytest_mcp_server.config import ServerConfig, default_artifacts_base
+from pytest_mcp_server.events import PLUGIN_DIR
+from pytest_mcp_server.expressions import check_expression
+from pytest_mcp_server.failures import ToolFailure
+from pytest_mcp_server.interpreter import Interpreter, find_python
+from pytest_mcp_server.models import EXECUTE_BUDGETS, FULL_STORY, Budgets
+from pytest_mcp_server.process import Tail
+from pytest_mcp_server.tools import TOOLS_BY_NAME
+from pytest_mcp_server.validation import resolve_inside
+from pytest_mcp_server.workflows import KEEP_RUNS, Runner
+
+
+def parse_params(tool: str, arguments: dict):
+    """Validate ``arguments`` as the server does for a ``tools/call`` of ``tool``."""
+    return TOOLS_BY_NAME[tool].parse(arguments)
 
 
 def pytest_accepts(expr: str) -> bool:
@@ -130,7 +136,7 @@ def test_execute_argv_is_built_only_from_validated_fields(tmp_path):
     config = ServerConfig(root=tmp_path, artifacts_dir=tmp_path.parent / "art")
     runner = Runner(config)
     params = parse_params(
-        ExecuteParams,
+        "execute_tests",
         {
             "node_ids": ["tests", "tests/test_x.py::C::t[a b]"],
             "markers": " slow and not db ",
@@ -141,7 +147,7 @@ def test_execute_argv_is_built_only_from_validated_fields(tmp_path):
             "workers": 2,
         },
     )
-    interp = Interpreter("/py", "9.0", has_json_report=True, has_xdist=True)
+    interp = Interpreter("/py", has_json_report=True, has_xdist=True)
     argv = runner.execute_argv(params, interp, Path("/r"), Path("/r/events.txt"))
     assert argv == [
         "/py",
@@ -217,19 +223,22 @@ def test_interpreter_order_python_option_then_venvs_then_virtual_env(tmp_path):
 
 
 def test_summarize_budgets_grow_with_node_ids():
-    plain = parse_params(SummarizeParams, {"paths": ["r.json"]}).budgets()
-    story = parse_params(SummarizeParams, {"paths": ["r.json"], "node_ids": ["t.py::x"]}).budgets()
+    plain = parse_params("summarize_report", {"paths": ["r.json"]}).budgets()
+    story = parse_params("summarize_report", {"paths": ["r.json"], "node_ids": ["t.py::x"]}).budgets()
+    assert plain == Budgets() and story == FULL_STORY
     assert plain.max_traceback_lines == 40 and story.max_traceback_lines == 400
     assert story.max_output_bytes == 32768
-    given = parse_params(SummarizeParams, {"paths": ["r.json"], "node_ids": ["t.py"], "traceback_lines": 9}).budgets()
+    given = parse_params(
+        "summarize_report", {"paths": ["r.json"], "node_ids": ["t.py"], "traceback_lines": 9}
+    ).budgets()
     assert given.max_traceback_lines == 9
 
 
 def test_plugin_dir_holds_only_the_plugin():
     # the child's PYTHONPATH gets this directory: nothing else may be importable from it
-    names = sorted(p.name for p in runner_mod.PLUGIN_DIR.iterdir() if p.name != "__pycache__")
+    names = sorted(p.name for p in PLUGIN_DIR.iterdir() if p.name != "__pycache__")
     assert names == ["pytest_mcp_server_events.py"]
-    assert os.path.basename(runner_mod.PLUGIN_DIR) == "_pytest_plugin"
+    assert os.path.basename(PLUGIN_DIR) == "_pytest_plugin"
 
 
 def test_rotation_never_removes_a_run_in_progress(tmp_path):
@@ -241,3 +250,43 @@ def test_rotation_never_removes_a_run_in_progress(tmp_path):
     for _ in range(KEEP_RUNS + 3):
         runner.new_run_dir()
     assert running.exists() and not finished.exists()
+
+
+def test_execute_budgets_default_to_the_execute_preset():
+    # the defaults published in tools/list and those applied must be the same preset
+    assert parse_params("execute_tests", {}).budgets() == EXECUTE_BUDGETS
+    schema = TOOLS_BY_NAME["execute_tests"].params.model_json_schema()["properties"]
+    assert schema["traceback_lines"]["default"] == EXECUTE_BUDGETS.max_traceback_lines
+
+
+def test_argument_errors_name_the_field_and_the_value_given():
+    with pytest.raises(ToolFailure) as info:
+        parse_params("summarize_report", {"paths": ["r.json"], "traceback_lines": 2})
+    assert info.value.detail.field == "traceback_lines"
+    assert "greater than or equal to 3 (got 2)" in str(info.value)
+    with pytest.raises(ToolFailure, match="unknown argument; discover_tests takes node_ids, markers") as info:
+        parse_params("discover_tests", {"args": ["-p", "evil"]})
+    assert info.value.detail.field == "args"
+
+
+def test_artifacts_default_to_the_user_cache_directory(monkeypatch, tmp_path):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    if os.name == "posix" and os.uname().sysname == "Linux":
+        assert default_artifacts_base() == tmp_path / "pytest-mcp-server"
+    (tmp_path / "proj").mkdir()
+    assert ServerConfig(root=tmp_path / "proj").artifacts_base == default_artifacts_base()
+
+
+def test_only_the_adapter_imports_the_mcp_sdk():
+    # the hexagon: catalogue, workflows and domain must stay usable (and testable) without MCP
+    package = Path(__file__).resolve().parents[1] / "src" / "pytest_mcp_server"
+    modules = sorted(p.stem for p in package.glob("*.py") if p.stem not in ("__main__", "mcp_adapter"))
+    assert {"tools", "workflows", "process", "validation"} <= set(modules)
+    code = (
+        "import importlib, sys\n"
+        f"for name in {modules!r}:\n"
+        "    importlib.import_module('pytest_mcp_server.' + name)\n"
+        "print(sorted(m for m in sys.modules if m == 'mcp' or m.startswith('mcp.')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stdout

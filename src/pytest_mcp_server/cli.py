@@ -7,7 +7,8 @@ Subcommands:
   report (message on stderr, nothing on stdout).
 * ``bench ...``: the benchmarks (see ``pytest_mcp_server.bench``).
 
-Only ``summarize`` is imported eagerly; the MCP SDK loads only for ``serve``.
+The options are checked (``config.ServerConfig``, ``models.Budgets``) before anything
+heavy loads; the MCP SDK loads only for ``serve``.
 """
 
 from __future__ import annotations
@@ -16,7 +17,11 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from pydantic import ValidationError
+
+from .config import DEFAULT_MAX_CONCURRENT, DEFAULT_MAX_TIMEOUT_S, SERVER_NAME, ServerConfig, package_version
 from .models import Budgets
+from .validation import describe_validation_error
 
 SUBCOMMANDS = ("serve", "summarize", "bench")
 
@@ -38,13 +43,7 @@ def _build_parser() -> argparse.ArgumentParser:
         prog="pytest-mcp-server",
         description="Run pytest for AI agents over MCP, and summarise test reports compactly.",
     )
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        ver = version("pytest-mcp-server")
-    except PackageNotFoundError:  # pragma: no cover - running from a bare checkout
-        ver = "unknown"
-    parser.add_argument("--version", action="version", version=f"pytest-mcp-server {ver}")
+    parser.add_argument("--version", action="version", version=f"{SERVER_NAME} {package_version()}")
     sub = parser.add_subparsers(dest="command", metavar="{serve,summarize,bench}")
 
     serve = sub.add_parser("serve", help="run the MCP stdio server (the default)")
@@ -54,16 +53,25 @@ def _build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--python",
         default=None,
-        help="interpreter that runs the project's tests (default: <root>/.venv, <root>/venv, $VIRTUAL_ENV, else this one)",
+        help=(
+            "interpreter that runs the project's tests "
+            "(default: <root>/.venv, <root>/venv, $VIRTUAL_ENV, else this one)"
+        ),
     )
     serve.add_argument(
         "--max-timeout",
         type=float,
-        default=600.0,
+        default=DEFAULT_MAX_TIMEOUT_S,
         metavar="SECONDS",
-        help="largest timeout_s an agent may ask for (default 600)",
+        help=f"largest timeout_s an agent may ask for (default {DEFAULT_MAX_TIMEOUT_S:g})",
     )
-    serve.add_argument("--max-concurrent", type=int, default=2, metavar="N", help="pytest runs at once (default 2)")
+    serve.add_argument(
+        "--max-concurrent",
+        type=int,
+        default=DEFAULT_MAX_CONCURRENT,
+        metavar="N",
+        help=f"pytest runs at once (default {DEFAULT_MAX_CONCURRENT})",
+    )
     serve.add_argument(
         "--artifacts-dir", default=None, help="where run reports are kept (default: the user cache directory)"
     )
@@ -90,8 +98,6 @@ def _build_parser() -> argparse.ArgumentParser:
 
 
 def _summarize(args: argparse.Namespace) -> int:
-    from pydantic import ValidationError
-
     from .engine import summarize_bytes
     from .models import ReportError, ReportSummary
     from .render import render_text
@@ -100,10 +106,7 @@ def _summarize(args: argparse.Namespace) -> int:
     try:
         budgets = Budgets(**given)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        name = str(err["loc"][0])
-        print(f"pytest-mcp-server: error: {_BUDGET_FLAGS.get(name, name)}: {err['msg']}", file=sys.stderr)
-        return 2
+        return _option_error(exc, _BUDGET_FLAGS)
     try:
         raw = summarize_bytes(args.paths, format=args.format, backend=args.backend, budgets=budgets)
     except ReportError as exc:
@@ -131,10 +134,6 @@ _SERVE_FLAGS = {
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from pydantic import ValidationError
-
-    from .tools import ServerConfig
-
     try:  # checked before the MCP SDK is imported, so a bad option fails fast
         config = ServerConfig(
             root=args.root,
@@ -144,14 +143,18 @@ def _serve(args: argparse.Namespace) -> int:
             artifacts_dir=args.artifacts_dir,
         )
     except ValidationError as exc:
-        err = exc.errors(include_url=False)[0]
-        flag = _SERVE_FLAGS.get(str(err["loc"][0]), "options") if err["loc"] else "options"
-        msg = err["msg"].removeprefix("Value error, ")
-        print(f"pytest-mcp-server: error: {flag}: {msg}", file=sys.stderr)
-        return 2
+        return _option_error(exc, _SERVE_FLAGS)
     from .mcp_adapter import run_stdio
 
     return run_stdio(config) or 0
+
+
+def _option_error(exc: ValidationError, flags: dict[str, str]) -> int:
+    """Print the first error of ``exc`` as ``<flag>: <reason>`` on stderr; returns 2."""
+    field, reason = describe_validation_error(exc)
+    flag = flags.get(field.split(".", 1)[0].split("[", 1)[0], "options")
+    print(f"{SERVER_NAME}: error: {flag}: {reason}", file=sys.stderr)
+    return 2
 
 
 def main(argv: Sequence[str] | None = None) -> int:

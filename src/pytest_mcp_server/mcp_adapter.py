@@ -1,9 +1,10 @@
 """The MCP adapter: the only module that imports the MCP SDK.
 
-It builds a low-level ``mcp.server.lowlevel.Server`` whose tools come from
-``tools.TOOLS`` (names, descriptions, input/output schemas generated from the domain
-models), translates MCP arguments into domain parameters (``from_mcp_*``) and domain
-results into MCP results (``to_mcp_*``), and serves stdio (``run_stdio``).
+It builds a low-level ``mcp.server.lowlevel.Server`` from the tool catalogue
+(``tools.TOOLS``): ``tools/list`` lists each ``ToolSpec`` with its generated schemas,
+and ``tools/call`` looks the tool up by name, parses its arguments, awaits its workflow
+and answers with the result and its text (``to_mcp_result``) or with the
+``ToolFailure`` as a tool error (``to_mcp_failure``). It serves stdio (``run_stdio``).
 
 Both protocol eras are served by the SDK's dual-era loop: a client that opens with the
 ``initialize`` handshake (2025-11-25) and one that sends 2026-07-28 per-request
@@ -11,7 +12,7 @@ envelopes (``mcp.Client`` in its default mode).
 
 Shutdown: stdin EOF ends the loop, which cancels running tool calls; SIGTERM, SIGINT and
 SIGHUP cancel the loop too. Cancelled calls kill their pytest process group before they
-return (``runner.run_process``); an ``atexit`` hook SIGKILLs any group still listed.
+return (``process.run_process``); an ``atexit`` hook SIGKILLs any group still listed.
 """
 
 from __future__ import annotations
@@ -21,8 +22,6 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import Mapping
-from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 import anyio
@@ -32,35 +31,22 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel
 
-from .runner import ProgressFn, Runner, kill_live_groups_now
-from .tools import (
-    INSTRUCTIONS,
-    TOOLS,
-    DiscoverParams,
-    ExecuteParams,
-    ServerConfig,
-    SummarizeParams,
-    ToolFailure,
-    ToolSpec,
-    input_schema,
-    output_schema,
-    parse_params,
-    render_discover,
-    render_execute,
-    render_failure,
-    render_summarize,
-)
+from .config import SERVER_NAME, ServerConfig, package_version
+from .events import ProgressFn
+from .failures import ToolFailure
+from .process import kill_live_groups_now
+from .render import render_failure
+from .tools import INSTRUCTIONS, TOOLS, TOOLS_BY_NAME, ToolSpec, input_schema, output_schema
+from .workflows import Runner
 
 logger = logging.getLogger("pytest_mcp_server")
-
-SERVER_NAME = "pytest-mcp-server"
 
 
 # --------------------------------------------------------------------------------------
 # Translation
 
 
-def to_mcp_tool(spec: ToolSpec) -> types.Tool:
+def to_mcp_tool(spec: ToolSpec[Any, Any]) -> types.Tool:
     """A tool of ``tools/list``, its schemas generated from the domain models."""
     return types.Tool(
         name=spec.name,
@@ -72,21 +58,6 @@ def to_mcp_tool(spec: ToolSpec) -> types.Tool:
             destructive_hint=None if spec.read_only else False,
         ),
     )
-
-
-def from_mcp_execute(arguments: Mapping[str, Any] | None) -> ExecuteParams:
-    """``tools/call`` arguments of ``execute_tests`` -> ``ExecuteParams`` (or ``ToolFailure``)."""
-    return parse_params(ExecuteParams, arguments)
-
-
-def from_mcp_discover(arguments: Mapping[str, Any] | None) -> DiscoverParams:
-    """``tools/call`` arguments of ``discover_tests`` -> ``DiscoverParams`` (or ``ToolFailure``)."""
-    return parse_params(DiscoverParams, arguments)
-
-
-def from_mcp_summarize(arguments: Mapping[str, Any] | None) -> SummarizeParams:
-    """``tools/call`` arguments of ``summarize_report`` -> ``SummarizeParams`` (or ``ToolFailure``)."""
-    return parse_params(SummarizeParams, arguments)
 
 
 def to_mcp_result(result: BaseModel, text: str) -> types.CallToolResult:
@@ -127,23 +98,20 @@ def to_mcp_progress(ctx: Any) -> ProgressFn:
 def build_server(runner: Runner) -> Server[Any]:
     """The MCP server for one ``Runner`` (one project)."""
     tools = [to_mcp_tool(spec) for spec in TOOLS]
-    names = [spec.name for spec in TOOLS]
 
     async def on_list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         return types.ListToolsResult(tools=tools)
 
     async def on_call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        spec = TOOLS_BY_NAME.get(params.name)
+        if spec is None:
+            raise MCPError(
+                code=types.INVALID_PARAMS,
+                message=f"unknown tool {params.name!r}; tools: {', '.join(TOOLS_BY_NAME)}",
+            )
         try:
-            if params.name == "execute_tests":
-                execute = from_mcp_execute(params.arguments)
-                result = await runner.execute(execute, progress=to_mcp_progress(ctx))
-                return to_mcp_result(result, render_execute(result))
-            if params.name == "discover_tests":
-                found = await runner.discover(from_mcp_discover(params.arguments))
-                return to_mcp_result(found, render_discover(found))
-            if params.name == "summarize_report":
-                summary = await runner.summarize(from_mcp_summarize(params.arguments))
-                return to_mcp_result(summary, render_summarize(summary))
+            result = await spec.handler(runner, spec.parse(params.arguments), to_mcp_progress(ctx))
+            return to_mcp_result(result, spec.render(result))
         except ToolFailure as failure:
             return to_mcp_failure(failure)
         except Exception as exc:  # a bug of ours: say so, keep serving
@@ -155,15 +123,10 @@ def build_server(runner: Runner) -> Server[Any]:
                     "this is a bug in pytest-mcp-server, please report it",
                 )
             )
-        raise MCPError(code=types.INVALID_PARAMS, message=f"unknown tool {params.name!r}; tools: {', '.join(names)}")
 
-    try:
-        server_version = version("pytest-mcp-server")
-    except PackageNotFoundError:  # pragma: no cover
-        server_version = "0"
     return Server(
         SERVER_NAME,
-        version=server_version,
+        version=package_version(),
         instructions=INSTRUCTIONS,
         on_list_tools=on_list_tools,
         on_call_tool=on_call_tool,

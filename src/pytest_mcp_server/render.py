@@ -1,4 +1,6 @@
-"""Compact text for a model or a person: a verdict line, failure groups, failures.
+"""All the text the server and the CLI write: a report summary (``render_text``) and
+each tool's answer (``render_execute``, ``render_discover``, ``render_summarize``,
+``render_failure``).
 
 The text is what an agent reads (the MCP tools' text block) and what the CLI prints. It
 never lists passing tests and never repeats the structured JSON. Full detail (traceback,
@@ -12,7 +14,14 @@ under 6 KB (benches/RESULTS.md, ``bench suite``).
 
 from __future__ import annotations
 
-from .models import Failure, ReportSummary
+import shlex
+from typing import TYPE_CHECKING
+
+from .models import CollectionError, Failure, ReportSummary
+
+if TYPE_CHECKING:  # only for annotations: the CLI's summarize does not load the tools' models
+    from .failures import ToolFailureDetail
+    from .tool_models import DiscoverResult, ExecuteResult, SummarizeResult
 
 _COUNT_ORDER = (
     ("failed", "failed"),
@@ -66,8 +75,7 @@ def render_text(summary: ReportSummary, verdict: str | None = None, failures_bud
         lines.append("")
         lines.append("Failure groups (same exception and message):")
         for g in summary.groups:
-            what = f"{g.exception}: {g.message}" if g.exception else g.message
-            lines.append(f"  {g.id} x{g.count}  {what}")
+            lines.append(f"  {g.id} x{g.count}  {exception_line(g.exception, g.message)}")
             if g.examples and g.id not in listed_groups:
                 lines.append(f"      e.g. {', '.join(g.examples)}")
     if summary.failures:
@@ -90,12 +98,7 @@ def render_text(summary: ReportSummary, verdict: str | None = None, failures_bud
             lines.extend(_failure_lines(failure, full=first))
             if first and later[failure.group]:
                 lines.append(f"  also in {failure.group}: {', '.join(later[failure.group])}")
-    if summary.collection_errors:
-        lines.append("")
-        lines.append("Collection errors:")
-        for ce in summary.collection_errors:
-            what = f"{ce.exception}: {ce.message}" if ce.exception else ce.message
-            lines.append(f"- {ce.path}: {what}")
+    lines.extend(_collection_error_lines(summary.collection_errors))
     slow = [s for s in summary.slowest if s.duration_s >= 1.0]
     if slow:
         lines.append("")
@@ -107,6 +110,20 @@ def render_text(summary: ReportSummary, verdict: str | None = None, failures_bud
     return "\n".join(lines) + "\n"
 
 
+def exception_line(exception: str | None, message: str) -> str:
+    """``"<exception>: <message>"``, or the message alone when the exception type is
+    unknown (a failure, a group or a collection error)."""
+    return f"{exception}: {message}" if exception else message
+
+
+def _collection_error_lines(errors: list[CollectionError]) -> list[str]:
+    """The collection-errors block (a blank line, a title, one line per file), or
+    nothing when there is none."""
+    if not errors:
+        return []
+    return ["", "Collection errors:", *(f"- {ce.path}: {exception_line(ce.exception, ce.message)}" for ce in errors)]
+
+
 def _failure_lines(failure: Failure, *, full: bool) -> list[str]:
     where = ""
     if failure.location is not None:
@@ -115,7 +132,7 @@ def _failure_lines(failure: Failure, *, full: bool) -> list[str]:
     phase = f" in {failure.phase}" if failure.phase and failure.phase != "call" else ""
     label = "ERROR" if failure.outcome == "error" else "FAILED"
     out = [f"- {label}{phase} {failure.node_id}{where}"]
-    what = f"{failure.exception}: {failure.message}" if failure.exception else failure.message
+    what = exception_line(failure.exception, failure.message)
     if what:
         out.append(f"    {what}")
     if not full:
@@ -153,3 +170,89 @@ def _seconds(s: float) -> str:
     if s < 600:
         return f"{s:.1f}s"
     return f"{s / 60:.1f}min"
+
+
+# --------------------------------------------------------------------------------------
+# The tools' text blocks (the structure is for programs; the text never repeats it as JSON)
+
+VERDICTS: dict[str, str] = {
+    "passed": "PASSED",
+    "failed": "FAILED",
+    "no_tests": "NO TESTS",
+    "interrupted": "INTERRUPTED",
+}
+"""The verdict word of ``execute_tests`` for each run status."""
+
+
+def render_execute(result: ExecuteResult) -> str:
+    """The text block of ``execute_tests``: ``render_text`` with a verdict that
+    reflects ``status`` (``PASSED``/``FAILED``/``NO TESTS``/``INTERRUPTED``) and the
+    run's wall time, then, when not green, a hint and where the report is."""
+    # the verdict line's time is the run's wall time, as in pytest's own summary line
+    shown = result.summary.model_copy(update={"duration_s": result.duration_s})
+    text = render_text(shown, verdict=VERDICTS[result.status], failures_budget="failures_listed")
+    tail: list[str] = []
+    if result.status == "no_tests":
+        tail.append(
+            f"No tests ran (pytest exit {result.exit_code}): this is not a pass. Check node_ids, markers and "
+            "keywords; discover_tests shows what is collected."
+        )
+    elif result.status == "interrupted":
+        tail.append(f"pytest stopped early (exit {result.exit_code}); fix the collection errors above and run again.")
+    if result.status != "passed":
+        tail.append(f"Report: {result.report_path} (summarize_report with node_ids for one test's full story)")
+    return text + ("\n" + "\n".join(tail) + "\n" if tail else "")
+
+
+def render_discover(result: DiscoverResult, *, files_shown: int = 30) -> str:
+    """The text block of ``discover_tests``: a verdict line, collection errors, tests
+    per file (the largest ``files_shown``), and the page of node ids."""
+    n_files = len(result.files) + result.files_omitted
+    errors = len(result.collection_errors)
+    head = "COLLECTED" if result.total and not errors else ("COLLECTION ERRORS" if errors else "NO TESTS")
+    line = (
+        f"{head} {result.total} test{'s' if result.total != 1 else ''} in {n_files} file{'s' if n_files != 1 else ''}"
+    )
+    if errors:
+        line += f", {errors} collection error{'s' if errors != 1 else ''}"
+    lines = [f"{line} in {result.duration_s:.2f}s"]
+    lines.extend(_collection_error_lines(result.collection_errors))
+    if result.files:
+        lines += ["", "Tests per file:"]
+        biggest = sorted(result.files.items(), key=lambda kv: -kv[1])[:files_shown]
+        lines += [f"  {count:6d}  {path}" for path, count in biggest]
+        more = n_files - len(biggest)
+        if more:
+            lines.append(f"  ... {more} more files")
+    if result.node_ids:
+        last = result.next_offset or result.total
+        lines += ["", f"Node ids {last - len(result.node_ids) + 1}-{last} of {result.total}:"]
+        lines += result.node_ids
+    if result.next_offset is not None:
+        lines += ["", f"More: call again with offset={result.next_offset}."]
+    return "\n".join(lines) + "\n"
+
+
+def render_summarize(result: SummarizeResult) -> str:
+    """The text block of ``summarize_report``: ``render_text`` of the summary, and
+    the requested node ids that matched no failure."""
+    text = render_text(result.summary, failures_budget="failures_listed")
+    if result.not_failing:
+        text += "\nNo failure for: " + ", ".join(result.not_failing) + " (passed, skipped, or not in the report)\n"
+    return text
+
+
+def render_failure(detail: ToolFailureDetail) -> str:
+    """The text block of a failed call: ``ERROR <kind>: <message>``, then the command,
+    the exit, and the tails of pytest's output."""
+    lines = [f"ERROR {detail.kind}: {detail.message}"]
+    if detail.command:
+        lines.append("Command: " + shlex.join(detail.command))
+    if detail.exit_code is not None or detail.signal:
+        how = f"exit code {detail.exit_code}" if detail.exit_code is not None else f"killed by {detail.signal}"
+        took = f" after {detail.duration_s:g}s" if detail.duration_s is not None else ""
+        lines.append(f"Ended: {how}{took}")
+    for name, tail in (("stdout", detail.stdout_tail), ("stderr", detail.stderr_tail)):
+        if tail:
+            lines += ["", f"{name} (tail):", tail.rstrip("\n")]
+    return "\n".join(lines) + "\n"
