@@ -166,7 +166,7 @@ fn parsers(c: &mut Criterion) {
             let paths = vec![path.to_string_lossy().into_owned()];
             group.bench_function("summarize_files (file, builder, JSON)", |b| {
                 b.iter(|| {
-                    report_core::summarize_files(black_box(&paths), None, &budgets)
+                    report_core::summarize_files(black_box(&paths), None, &budgets, None)
                         .expect("summarises")
                 })
             });

@@ -16,12 +16,17 @@ STUB = Path(__file__).resolve().parents[1] / "src" / "pytest_mcp_server" / "_nat
 
 
 def _stub_declarations() -> dict[str, list[str] | None]:
-    """name -> parameter names (None for classes)."""
+    """name -> parameters as ``name`` or ``name=default`` (None for classes)."""
     tree = ast.parse(STUB.read_text())
     out: dict[str, list[str] | None] = {}
     for node in tree.body:
         if isinstance(node, ast.FunctionDef):
-            out[node.name] = [a.arg for a in node.args.args]
+            args = node.args.args
+            defaults = [None] * (len(args) - len(node.args.defaults)) + node.args.defaults
+            out[node.name] = [
+                a.arg if default is None else f"{a.arg}={ast.unparse(default)}"
+                for a, default in zip(args, defaults, strict=True)
+            ]
         elif isinstance(node, ast.ClassDef):
             out[node.name] = None
     return out
@@ -34,8 +39,13 @@ def test_stub_declares_exactly_the_public_names_of_the_extension():
 
 @pytest.mark.parametrize("name", [n for n, params in _stub_declarations().items() if params is not None])
 def test_stub_parameters_match_the_extension(name):
+    """Names, order and defaults: a parameter the stub marks optional must be optional natively."""
     signature = inspect.signature(getattr(_native, name))
-    assert list(signature.parameters) == _stub_declarations()[name]
+    native = [
+        p.name if p.default is inspect.Parameter.empty else f"{p.name}={p.default!r}"
+        for p in signature.parameters.values()
+    ]
+    assert native == _stub_declarations()[name]
 
 
 def test_native_error_is_an_exception_class():

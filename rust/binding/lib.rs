@@ -14,13 +14,16 @@ create_exception!(
     "args: (kind, path, message, position)"
 );
 
-/// Summarise report files; returns the canonical summary JSON bytes.
+/// Summarise report files; returns the canonical summary JSON bytes. `select`: node-id
+/// selection entries, or None for every test.
 #[pyfunction]
+#[pyo3(signature = (paths, format, budgets, select=None))]
 fn summarize_files<'py>(
     py: Python<'py>,
     paths: Vec<String>,
     format: &str,
     budgets: &Bound<'py, PyDict>,
+    select: Option<Vec<String>>,
 ) -> PyResult<Bound<'py, PyBytes>> {
     let wanted = Format::parse_choice(format).map_err(PyValueError::new_err)?;
     if paths.is_empty() {
@@ -36,7 +39,7 @@ fn summarize_files<'py>(
             .extract()?;
         b.set(name, value);
     }
-    let result = py.detach(|| report_core::summarize_files(&paths, wanted, &b));
+    let result = py.detach(|| report_core::summarize_files(&paths, wanted, &b, select.as_deref()));
     match result {
         Ok(bytes) => Ok(PyBytes::new(py, &bytes)),
         Err(e) => Err(NativeReportError::new_err((
@@ -61,6 +64,18 @@ fn group_key(exception: Option<&str>, message: &str) -> (String, String) {
     report_core::group::group_key(exception, message)
 }
 
+/// The default budgets of report-core, by name (the Python model checks its own against
+/// these).
+#[pyfunction]
+fn default_budgets<'py>(py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+    let defaults = Budgets::default();
+    let dict = PyDict::new(py);
+    for name in Budgets::NAMES {
+        dict.set_item(name, defaults.get(name))?;
+    }
+    Ok(dict)
+}
+
 /// The version of the report-core crate.
 #[pyfunction]
 fn version() -> &'static str {
@@ -73,6 +88,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(summarize_files, m)?)?;
     m.add_function(wrap_pyfunction!(cut_traceback, m)?)?;
     m.add_function(wrap_pyfunction!(group_key, m)?)?;
+    m.add_function(wrap_pyfunction!(default_budgets, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
     Ok(())
 }

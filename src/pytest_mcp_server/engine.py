@@ -9,7 +9,7 @@ against). Both write the same canonical JSON bytes; the rules are in ``docs/ENGI
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Literal
 
 from .models import Budgets, ReportError, ReportSummary
@@ -54,6 +54,7 @@ def summarize_bytes(
     format: FormatChoice = "auto",
     backend: Backend = "auto",
     budgets: Budgets | None = None,
+    select: Sequence[str] | None = None,
 ) -> bytes:
     """Summarise report files and return the canonical summary JSON (UTF-8 bytes).
 
@@ -64,15 +65,16 @@ def summarize_bytes(
     if format not in ("auto", "junit", "pytest-json"):
         raise ValueError(f"format must be 'auto', 'junit' or 'pytest-json', not {format!r}")
     budget_dict = (budgets or Budgets()).model_dump()
+    select_list = _as_select_list(select)
     if resolve_backend(backend) == "native":
         try:
-            return _native.summarize_files(path_list, format, budget_dict)
+            return _native.summarize_files(path_list, format, budget_dict, select_list)
         except _native.NativeReportError as exc:
             kind, path, message, position = exc.args
             raise ReportError(kind, path, message, position) from None
     from .pure import summarize_files
 
-    return summarize_files(path_list, format, budget_dict)
+    return summarize_files(path_list, format, budget_dict, select_list)
 
 
 def summarize(
@@ -81,6 +83,7 @@ def summarize(
     format: FormatChoice = "auto",
     backend: Backend = "auto",
     budgets: Budgets | None = None,
+    select: Sequence[str] | None = None,
 ) -> ReportSummary:
     """Summarise one or more JUnit XML / pytest-json-report files into a ``ReportSummary``.
 
@@ -88,15 +91,28 @@ def summarize(
     summary, in input order. ``format``: ``auto`` (sniffed from the first bytes),
     ``junit`` or ``pytest-json``. ``backend``: ``auto`` (native if importable, else pure),
     ``native`` or ``pure``. ``budgets``: a ``Budgets`` (None: its defaults), e.g.
-    ``Budgets(max_failures=10)``.
+    ``Budgets(max_failures=10)``. ``select``: None lists every test; else node ids,
+    files, directories or classes (``tests/a.py::TestX``, ``tests/unit/``): failures,
+    groups, collection errors, slowest and ``omitted`` then only cover the tests they
+    select, counts and duration stay the whole report's, and ``unmatched`` names the
+    entries that selected no failing/erroring test and no collection error (rule:
+    docs/ENGINE.md, *Selection*; an empty list selects nothing).
 
     Raises ``ReportError`` (``kind``: ``not_found``, ``unreadable``, ``not_a_report``,
     ``malformed``, ``forbidden``, ``unsupported_encoding``, ``mixed_formats``) naming the
     file and the position where reading stopped; ``pydantic.ValidationError`` for bad
-    budgets given to ``Budgets``; ``ValueError`` for an empty path list or an unknown format/backend.
+    budgets given to ``Budgets``; ``ValueError`` for an empty path list or an unknown format/backend;
+    ``TypeError`` for a ``select`` that is a single string instead of a sequence of them.
     """
-    raw = summarize_bytes(paths, format=format, backend=backend, budgets=budgets)
+    raw = summarize_bytes(paths, format=format, backend=backend, budgets=budgets, select=select)
     return ReportSummary.model_validate_json(raw)
+
+
+def _as_select_list(select: Sequence[str] | None) -> list[str] | None:
+    # A bare string is a Sequence[str] too: iterating it would select single characters.
+    if isinstance(select, str):
+        raise TypeError(f"select must be a list of node ids, not the string {select!r}; pass [{select!r}]")
+    return None if select is None else list(select)
 
 
 def _as_path_list(paths: Iterable[str | os.PathLike[str]] | str | os.PathLike[str]) -> list[str]:

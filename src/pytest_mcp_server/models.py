@@ -148,7 +148,9 @@ class ReportSummary(_Frozen):
     """A compact summary of one or more JUnit XML or pytest-json-report files.
 
     ``duration_s`` is the sum of the test durations in seconds (not wall time).
-    ``files`` lists the input paths in the order given. See ``docs/ENGINE.md``.
+    ``files`` lists the input paths in the order given. ``unmatched``: with a node-id
+    selection, its entries (as given, in order) that selected no failing/erroring test
+    and no collection error; always ``[]`` without one. See ``docs/ENGINE.md``.
     """
 
     format: ReportFormat
@@ -160,6 +162,7 @@ class ReportSummary(_Frozen):
     collection_errors: list[CollectionError]
     slowest: list[SlowTest]
     omitted: Omitted
+    unmatched: list[str]
 
     @property
     def ok(self) -> bool:

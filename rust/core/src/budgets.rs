@@ -43,9 +43,26 @@ impl Budgets {
         "max_collection_errors",
     ];
 
+    /// One budget by name; None for an unknown name.
+    pub fn get(&self, name: &str) -> Option<usize> {
+        let mut copy = self.clone();
+        copy.slot(name).map(|slot| *slot)
+    }
+
     /// Set one budget by name; returns false for an unknown name.
     pub fn set(&mut self, name: &str, value: usize) -> bool {
-        let slot = match name {
+        match self.slot(name) {
+            Some(slot) => {
+                *slot = value;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The field named `name`.
+    fn slot(&mut self, name: &str) -> Option<&mut usize> {
+        Some(match name {
             "max_failures" => &mut self.max_failures,
             "max_traceback_lines" => &mut self.max_traceback_lines,
             "max_line_chars" => &mut self.max_line_chars,
@@ -55,9 +72,25 @@ impl Budgets {
             "max_examples" => &mut self.max_examples,
             "max_slowest" => &mut self.max_slowest,
             "max_collection_errors" => &mut self.max_collection_errors,
-            _ => return false,
-        };
-        *slot = value;
-        true
+            _ => return None,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_name_reaches_its_own_field() {
+        let mut b = Budgets::default();
+        for (i, name) in Budgets::NAMES.iter().enumerate() {
+            assert!(b.set(name, 1000 + i));
+        }
+        for (i, name) in Budgets::NAMES.iter().enumerate() {
+            assert_eq!(b.get(name), Some(1000 + i));
+        }
+        assert!(!b.set("max_other", 1));
+        assert_eq!(b.get("max_other"), None);
     }
 }

@@ -14,17 +14,20 @@ pub mod group;
 pub mod junit;
 pub mod pytest_json;
 pub mod record;
+pub mod select;
 pub mod summary;
 pub mod text;
 
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
+use std::sync::Arc;
 
 use rayon::prelude::*;
 
 pub use budgets::Budgets;
 pub use error::{ErrorKind, ReportError};
 pub use record::{CollectionErrorRecord, Item, Outcome, Phase, TestRecord};
+pub use select::Selection;
 pub use summary::SummaryBuilder;
 
 /// A report format.
@@ -98,8 +101,18 @@ struct FilePart {
     result: Result<SummaryBuilder, ReportError>,
 }
 
-fn summarize_one(path: &str, wanted: Option<Format>, budgets: &Budgets) -> FilePart {
-    summarize_into(path, wanted, budgets, SummaryBuilder::new(budgets))
+fn summarize_one(
+    path: &str,
+    wanted: Option<Format>,
+    budgets: &Budgets,
+    selection: Option<&Arc<Selection>>,
+) -> FilePart {
+    let builder = SummaryBuilder::new(budgets);
+    let builder = match selection {
+        Some(s) => builder.selecting(Arc::clone(s)),
+        None => builder,
+    };
+    summarize_into(path, wanted, budgets, builder)
 }
 
 /// Parse one file into `builder` (after the records already in it).
@@ -164,17 +177,23 @@ fn summarize_into(
 ///
 /// Files are parsed in parallel (rayon) and merged in input order; the result equals
 /// feeding them one by one. The first failing file in input order gives the error.
+/// `select`: None lists every test; else only the tests and collection errors the
+/// entries select, and `unmatched` names the entries that selected no failing/erroring
+/// test and no collection error (docs/ENGINE.md, *Selection*).
 pub fn summarize_files(
     paths: &[String],
     wanted: Option<Format>,
     budgets: &Budgets,
+    select: Option<&[String]>,
 ) -> Result<Vec<u8>, ReportError> {
+    let selection = select.map(|entries| Arc::new(Selection::new(entries)));
+    let selection = selection.as_ref();
     let parts: Vec<FilePart> = if paths.len() == 1 {
-        vec![summarize_one(&paths[0], wanted, budgets)]
+        vec![summarize_one(&paths[0], wanted, budgets, selection)]
     } else {
         paths
             .par_iter()
-            .map(|p| summarize_one(p, wanted, budgets))
+            .map(|p| summarize_one(p, wanted, budgets, selection))
             .collect()
     };
     let mut merged: Option<(Format, SummaryBuilder)> = None;

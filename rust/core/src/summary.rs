@@ -7,6 +7,10 @@
 //! `max_slowest` slowest tests and the first `max_collection_errors` collection errors.
 //! Every record gets a sequence number (its index in input order), which orders
 //! ties and lets [`SummaryBuilder::merge`] append another builder exactly.
+//!
+//! With a [`Selection`] (docs/ENGINE.md, *Selection*), counts and the duration stay the
+//! whole report's, while failures, groups, collection errors, slowest and `omitted`
+//! only take the selected tests and collection errors.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -17,6 +21,7 @@ use crate::budgets::Budgets;
 use crate::cut::{capped, chomp, cut_traceback, is_ws, parse_location, strip};
 use crate::group::{group_id, key_hash, normalize_capped, OTHER_GROUP_ID, OTHER_GROUP_MESSAGE};
 use crate::record::{CollectionErrorRecord, Item, Outcome, Phase, TestRecord};
+use crate::select::Selection;
 use crate::Format;
 
 /// Distinct group keys tracked; a failure with a new key past this joins `gother`.
@@ -245,6 +250,10 @@ pub struct SummaryBuilder {
     slowest: Vec<Slow>,
     text_bytes_omitted: u64,
     output_bytes_omitted: u64,
+    /// The selection, if any, and which of its entries matched a failing/erroring test
+    /// or a collection error (one flag per entry).
+    selection: Option<Arc<Selection>>,
+    matched: Vec<bool>,
 }
 
 impl SummaryBuilder {
@@ -272,6 +281,28 @@ impl SummaryBuilder {
             slowest: Vec::new(),
             text_bytes_omitted: 0,
             output_bytes_omitted: 0,
+            selection: None,
+            matched: Vec::new(),
+        }
+    }
+
+    /// This builder, listing only what `selection` selects (docs/ENGINE.md,
+    /// *Selection*); call it before the first push.
+    pub fn selecting(mut self, selection: Arc<Selection>) -> Self {
+        self.matched = vec![false; selection.len()];
+        self.selection = Some(selection);
+        self
+    }
+
+    /// True when `id` is listed: no selection, or some entry selects it (and then every
+    /// such entry is marked matched).
+    fn select_marking(&mut self, id: &str) -> bool {
+        match &self.selection {
+            None => true,
+            Some(selection) => {
+                let matched = &mut self.matched;
+                selection.visit_matches(id, |i| matched[i] = true)
+            }
         }
     }
 
@@ -305,7 +336,9 @@ impl SummaryBuilder {
         self.counts.flaky += u64::from(record.flaky);
         self.duration_us = self.duration_us.saturating_add(record.duration_us);
         if outcome.is_problem() {
-            self.push_failure(record, seq);
+            if self.select_marking(&record.node_id) {
+                self.push_failure(record, seq);
+            }
         } else {
             self.consider_slow(record.duration_us, seq, record.node_id);
         }
@@ -318,6 +351,14 @@ impl SummaryBuilder {
         }
         // Later records lose ties, so only a strictly larger duration gets in once full.
         if self.slowest.len() == cap && self.slowest[cap - 1].duration_us >= duration_us {
+            return;
+        }
+        // Checked last: the cheap tests above turn most records away.
+        if self
+            .selection
+            .as_ref()
+            .is_some_and(|s| !s.selects(&node_id))
+        {
             return;
         }
         let at = self
@@ -431,6 +472,9 @@ impl SummaryBuilder {
 
     fn push_collection_error(&mut self, record: CollectionErrorRecord) {
         self.counts.errors += 1;
+        if !self.select_marking(&record.path) {
+            return;
+        }
         self.collection_total += 1;
         self.text_bytes_omitted = self
             .text_bytes_omitted
@@ -476,6 +520,9 @@ impl SummaryBuilder {
         self.output_bytes_omitted = self
             .output_bytes_omitted
             .saturating_add(other.output_bytes_omitted);
+        for (mine, theirs) in self.matched.iter_mut().zip(&other.matched) {
+            *mine |= theirs;
+        }
 
         // Groups, in other's first-appearance order: the order sequential pushes
         // would have met their keys.
@@ -651,6 +698,10 @@ impl SummaryBuilder {
                 output_bytes: self.output_bytes_omitted,
                 text_bytes: self.text_bytes_omitted,
             },
+            unmatched: self
+                .selection
+                .as_ref()
+                .map_or_else(Vec::new, |s| s.unmatched(&self.matched)),
         };
         serde_json::to_vec(&summary).expect("a summary always serialises")
     }
@@ -670,6 +721,7 @@ struct SummaryJson<'a> {
     collection_errors: Vec<CollectionErrorJson<'a>>,
     slowest: Vec<SlowJson<'a>>,
     omitted: OmittedJson,
+    unmatched: Vec<&'a str>,
 }
 
 #[derive(Serialize)]
@@ -920,7 +972,7 @@ mod tests {
         let out = String::from_utf8(b.finish(Format::PytestJson, &["x.json".into()])).unwrap();
         assert_eq!(
             out,
-            r#"{"format":"pytest-json","files":["x.json"],"counts":{"total":1,"passed":1,"failed":0,"errors":0,"skipped":0,"xfailed":0,"xpassed":0,"flaky":0},"duration_s":1e-6,"failures":[],"groups":[],"collection_errors":[],"slowest":[{"node_id":"a","duration_s":1e-6}],"omitted":{"failures":0,"groups":0,"collection_errors":0,"traceback_lines":0,"output_bytes":0,"text_bytes":0}}"#
+            r#"{"format":"pytest-json","files":["x.json"],"counts":{"total":1,"passed":1,"failed":0,"errors":0,"skipped":0,"xfailed":0,"xpassed":0,"flaky":0},"duration_s":1e-6,"failures":[],"groups":[],"collection_errors":[],"slowest":[{"node_id":"a","duration_s":1e-6}],"omitted":{"failures":0,"groups":0,"collection_errors":0,"traceback_lines":0,"output_bytes":0,"text_bytes":0},"unmatched":[]}"#
         );
         // Forms orjson writes for the same doubles (checked against orjson 3.x).
         for (us, text) in [
@@ -977,6 +1029,52 @@ mod tests {
             max_slowest: 4,
             max_collection_errors: 3,
             ..Budgets::default()
+        }
+    }
+
+    #[test]
+    fn a_selection_lists_only_its_records_and_merges_exactly() {
+        let entries: Vec<String> = [
+            "t::f3", "t::g1", "c2.py", "t::e5", "t::p4", "nothing", "t::f3",
+        ]
+        .iter()
+        .map(|e| e.to_string())
+        .collect();
+        let selection = Arc::new(Selection::new(&entries));
+        let budgets = budgets_for_merge();
+        let files = ["a".to_string()];
+        let mut whole = SummaryBuilder::new(&budgets).selecting(Arc::clone(&selection));
+        varied_records().into_iter().for_each(|r| whole.push(r));
+        let expected = whole.finish(Format::Junit, &files);
+        let v: Value = serde_json::from_slice(&expected).unwrap();
+        let ids = |key: &str, field: &str| -> Vec<String> {
+            v[key]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|x| x[field].as_str().unwrap().to_owned())
+                .collect()
+        };
+        assert_eq!(ids("failures", "node_id"), ["t::g1", "t::f3", "t::e5"]);
+        assert_eq!(ids("collection_errors", "path"), ["c2.py"]);
+        assert_eq!(v["unmatched"], json!(["t::p4", "nothing"]));
+        assert_eq!(v["counts"]["total"], json!(60));
+        for cut in [0, 3, 4, 30, 59] {
+            let mut first = SummaryBuilder::new(&budgets).selecting(Arc::clone(&selection));
+            let mut second = SummaryBuilder::new(&budgets).selecting(Arc::clone(&selection));
+            for (k, record) in varied_records().into_iter().enumerate() {
+                if k < cut {
+                    first.push(record);
+                } else {
+                    second.push(record);
+                }
+            }
+            first.merge(second);
+            assert_eq!(
+                first.finish(Format::Junit, &files),
+                expected,
+                "cut at {cut}"
+            );
         }
     }
 

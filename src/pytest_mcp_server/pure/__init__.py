@@ -9,7 +9,10 @@ Each module is the twin of the same-named module of ``rust/core/src``: this one 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from ..models import ReportError
+from .select import Selection
 from .summary import SummaryBuilder
 
 SNIFF_BYTES = 4096
@@ -65,15 +68,19 @@ def _read_head(path: str, f) -> bytes:
         ) from None
 
 
-def summarize_files(paths: list[str], format: str, budgets: dict[str, int]) -> bytes:
+def summarize_files(
+    paths: list[str], format: str, budgets: dict[str, int], select: Sequence[str] | None = None
+) -> bytes:
     """Summarise report files into canonical summary JSON bytes (docs/ENGINE.md).
 
-    ``format``: ``auto``, ``junit`` or ``pytest-json``. Raises ``ReportError``.
+    ``format``: ``auto``, ``junit`` or ``pytest-json``. ``select``: None lists every
+    test; else only the tests and collection errors its entries select
+    (docs/ENGINE.md, *Selection*). Raises ``ReportError``.
     """
     from .junit import parse_junit
     from .pytest_json import parse_pytest_json
 
-    builder = SummaryBuilder(budgets)
+    builder = SummaryBuilder(budgets, selection=Selection(select) if select is not None else None)
     seen_format = None
     for path in paths:
         with _open(path) as f:

@@ -13,6 +13,7 @@ import orjson
 from .cut import WHITESPACE, capped, chomp, cut_traceback, parse_location
 from .group import OTHER_GROUP_ID, OTHER_GROUP_MESSAGE, group_id, key_hash, normalize_capped
 from .records import CollectionErrorRecord, TestRecord
+from .select import Selection
 from .text import U64_MAX
 
 # Distinct group keys tracked; a failure with a new key past this joins ``gother``.
@@ -144,9 +145,16 @@ class SummaryBuilder:
     10,000) each with ``max_examples`` node ids, the ``max_slowest`` slowest tests, the
     first ``max_collection_errors`` collection errors. There is no ``merge``: several
     files are fed one after the other.
+
+    ``selection``: None lists every test; else counts and the duration stay the whole
+    report's while failures, groups, collection errors, slowest and ``omitted`` only take
+    what it selects, and ``unmatched`` names its entries that selected no failing or
+    erroring test and no collection error (docs/ENGINE.md, *Selection*).
     """
 
-    def __init__(self, budgets: dict[str, int], group_limit: int = MAX_TRACKED_GROUPS) -> None:
+    def __init__(
+        self, budgets: dict[str, int], group_limit: int = MAX_TRACKED_GROUPS, selection: Selection | None = None
+    ) -> None:
         self._max_failures = budgets["max_failures"]
         self._max_traceback_lines = budgets["max_traceback_lines"]
         self._max_line_chars = budgets["max_line_chars"]
@@ -175,6 +183,17 @@ class SummaryBuilder:
         self._slow_floor = 0 if self._max_slowest > 0 else U64_MAX
         self._text_bytes_omitted = 0
         self._output_bytes_omitted = 0
+        self._selection = selection
+        # One flag per select entry: it selected a failing/erroring test or a collection error.
+        self._matched = [False] * len(selection.entries) if selection is not None else []
+
+    def _mark_matched(self, index: int) -> None:
+        self._matched[index] = True
+
+    def _select_marking(self, node_id: str) -> bool:
+        """True when ``node_id`` is listed: no selection, or some entry selects it (and
+        then every such entry is marked matched)."""
+        return self._selection is None or self._selection.visit_matches(node_id, self._mark_matched)
 
     def push(self, item: TestRecord | CollectionErrorRecord) -> None:
         """Add one record, in report order (cheap for a passing test: a few counters
@@ -191,7 +210,11 @@ class SummaryBuilder:
         duration = item.duration_us
         self._duration_us += duration
         if outcome == "failed" or outcome == "error":
+            if not self._select_marking(item.node_id):
+                return  # counted above, listed nowhere
             self._push_failure(item, seq)
+        elif self._selection is not None and duration > self._slow_floor and not self._selection.selects(item.node_id):
+            return  # an unselected test is never among the slowest
         if duration > self._slow_floor:
             self._add_slow(duration, seq, item.node_id)
 
@@ -261,6 +284,8 @@ class SummaryBuilder:
 
     def _push_collection_error(self, record: CollectionErrorRecord) -> None:
         self._counts["error"] += 1
+        if not self._select_marking(record.path):
+            return
         self._collection_total += 1
         self._text_bytes_omitted += record.text_bytes_omitted
         if len(self._collection_errors) < self._max_collection_errors:
@@ -314,5 +339,6 @@ class SummaryBuilder:
                 "output_bytes": min(self._output_bytes_omitted, U64_MAX),
                 "text_bytes": min(self._text_bytes_omitted, U64_MAX),
             },
+            "unmatched": self._selection.unmatched(self._matched) if self._selection is not None else [],
         }
         return orjson.dumps(summary)
