@@ -1,4 +1,6 @@
-//! Budgets: how much of a report a summary keeps (docs/ENGINE.md, *Budgets*).
+//! Budgets: how much of a report a summary keeps (docs/ENGINE.md, *Budgets*). The
+//! defaults and the order of [`Budgets::NAMES`] equal `models.Budgets` in Python
+//! (checked through the binding's `default_budgets()` by `tests/test_budget_defaults.py`).
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Budgets {
