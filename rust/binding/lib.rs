@@ -1,5 +1,9 @@
 //! The PyO3 binding: a thin layer over `report-core` (no parsing logic here).
 
+// Lints in the style of pyca/cryptography's crates (see rust/core/src/lib.rs). The
+// binding has no `unsafe` of its own: PyO3's macros hold it.
+#![deny(rust_2018_idioms, unsafe_code)]
+
 use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyValueError};
 use pyo3::prelude::*;

@@ -7,6 +7,11 @@
 //! Entry point: [`summarize_files`]. Memory does not grow with the report: files are
 //! read in chunks, and only the capped lists of the summary are kept.
 
+// Lints in the style of pyca/cryptography's crates: every `unsafe` block says why it is
+// sound (`// SAFETY: ...`), and no pre-2018 idioms (elided lifetimes in paths, ...).
+#![deny(rust_2018_idioms, clippy::undocumented_unsafe_blocks)]
+#![deny(unsafe_op_in_unsafe_fn)]
+
 pub mod budgets;
 pub mod cut;
 pub mod error;

@@ -620,7 +620,7 @@ impl SummaryBuilder {
         let groups_total = order.len() as u64;
         order.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
         order.truncate(b.max_groups);
-        let groups: Vec<GroupJson> = order
+        let groups: Vec<GroupJson<'_>> = order
             .iter()
             .map(|&(count, _, group)| match group {
                 GroupRef::Tracked(i) => {
@@ -643,7 +643,7 @@ impl SummaryBuilder {
             })
             .collect();
 
-        let failures: Vec<FailureJson> = self
+        let failures: Vec<FailureJson<'_>> = self
             .failures
             .iter()
             .map(|f| FailureJson {

@@ -33,7 +33,8 @@ pub fn duration_us_from_text(raw: &str, junit: bool) -> u64 {
 
 /// A parsed number of seconds -> microseconds (same bounds as `duration_us_from_text`).
 pub fn duration_us_from_f64(x: f64) -> u64 {
-    if !x.is_finite() || x < 0.0 || x >= 1e9 {
+    // NaN and the infinities are outside the range too.
+    if !(0.0..1e9).contains(&x) {
         return 0;
     }
     (x * 1e6 + 0.5).floor() as u64

@@ -150,6 +150,7 @@ fn is_xml_space(b: u8) -> bool {
 ///
 /// `Ok(None)`: no declaration. `Ok(Some((end, encoding)))`: `end` is the offset after
 /// `?>`. `Err((message, offset))`.
+// Allowed: the result's shape is the one documented just above; an alias would hide it.
 #[allow(clippy::type_complexity)]
 pub fn parse_xml_decl(
     text: &[u8],
@@ -219,6 +220,7 @@ impl<'a> Pseudo<'a> {
     }
 
     /// `Ok(None)` at the end; `Err(offset)` when not well-formed.
+    // Allowed: (name, value) slices of the input, read in one place; an alias adds nothing.
     #[allow(clippy::type_complexity)]
     fn next_attr(&mut self) -> Result<Option<(&'a [u8], &'a [u8])>, usize> {
         let s = self.s;

@@ -541,7 +541,7 @@ fn long_numbers_convert_like_a_correctly_rounded_parse_of_their_whole_text() {
 #[test]
 fn structural_errors_name_the_element_of_the_array() {
     // The element's index, not the index of the key among the known ones.
-    let message = |data: &[u8]| parse(data).err().expect("an error").message;
+    let message = |data: &[u8]| parse(data).expect_err("an error").message;
     let tests = message(&report(r#"[{"nodeid": "a", "outcome": "weird"}]"#));
     assert!(
         tests.starts_with("tests[0].outcome must be one of"),
