@@ -77,6 +77,17 @@ def sh(*argv: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
 
 def prepare(project: Project, work: Path) -> tuple[Path, Path]:
     """The unpacked source tree and the virtualenv's python (created once)."""
+    tree = unpack_sdist(project, work)
+    python = make_venv(work / "venvs" / project.name, [[str(tree)], list(project.deps)], project.name)
+    return tree, python
+
+
+def unpack_sdist(project: Project, work: Path) -> Path:
+    """Download ``project``'s sdist into ``work/sdists`` (once) and unpack it under ``work/src``.
+
+    Returns the unpacked tree (``work/src/<name>-<version>``). Raises SystemExit when pip
+    cannot download the sdist (no network, no such version).
+    """
     sdists = work / "sdists"
     sdists.mkdir(parents=True, exist_ok=True)
     spec = f"{project.name}=={project.version}"
@@ -91,17 +102,27 @@ def prepare(project: Project, work: Path) -> tuple[Path, Path]:
     if not tree.exists():
         with tarfile.open(sdist) as tar:
             tar.extractall(work / "src", filter="data")
-    env_dir = work / "venvs" / project.name
+    return tree
+
+
+def make_venv(env_dir: Path, installs: list[list[str]], label: str) -> Path:
+    """Create ``env_dir`` (once) as a virtualenv that also sees this interpreter's packages.
+
+    Each non-empty entry of ``installs`` is one ``pip install -q --no-deps`` argument list
+    (``[tree]``, ``["-e", tree]``, requirement strings). Returns the venv's python. On a
+    failed install the half-made venv is removed and SystemExit names ``label`` and pip's
+    error, so the next run starts clean.
+    """
     python = env_dir / "bin" / "python"
     if not python.exists():
         venv.EnvBuilder(system_site_packages=True, with_pip=True).create(env_dir)
-        for args in ([str(tree)], list(project.deps)):
+        for args in installs:
             if args:
                 proc = sh(str(python), "-m", "pip", "install", "-q", "--no-deps", *args)
                 if proc.returncode != 0:
                     shutil.rmtree(env_dir)
-                    raise SystemExit(f"installing {args} for {project.name} failed:\n{proc.stderr[-2000:]}")
-    return tree, python
+                    raise SystemExit(f"installing {args} for {label} failed:\n{proc.stderr[-2000:]}")
+    return python
 
 
 def _sdist_matches(filename: str, project: Project) -> bool:

@@ -1,0 +1,560 @@
+#!/usr/bin/env python
+"""Injected bugs in real projects: what ``execute_tests`` answers vs what pytest prints.
+
+An agent that does not use this server reads ``python -m pytest -q --tb=short``. This
+benchmark measures, on real bugs in real projects, whether the server's answer still
+names what the agent needs, and at what size:
+
+* the catalogue ``benches/real_bugs.toml`` lists projects (PyPI sdists that ship their
+  tests and run them in seconds with pytest alone) and bugs: exact text replacements in
+  the library source (``old`` occurs exactly once in ``file``), with the line the bug is
+  on and its kind (off-by-one, wrong comparison, a different exception, returning None,
+  a typo'd attribute, swapped arguments, ...);
+* each project is installed into two virtualenvs (they also see this interpreter's
+  packages: pytest, pytest-json-report): ``editable`` (``pip install -e``; pytest and
+  the server run in the unpacked tree) and ``install`` (``pip install``; the code under
+  test lives in site-packages). In ``install`` mode the tests run from a copy of the
+  test files only (``install_tests`` in the catalogue), so no source tree is on
+  ``sys.path``; before measuring, ``import <package>`` is run in that copy with the
+  venv's python and must resolve inside the venv, else the run stops;
+* per bug and mode, the bug is written into the file the tests import (the tree in
+  ``editable`` mode, the installed file in site-packages in ``install`` mode: the
+  installed copy is patched in place, not re-installed, so that a bug costs no build),
+  its bytecode cache is removed, and three runs are made in the same venv and directory:
+  ``execute_tests`` with no arguments over the SDK's stdio client against
+  ``pytest-mcp-server --root DIR --python VENV_PYTHON``, ``python -m pytest -q
+  --tb=short`` and ``python -m pytest -q --tb=line`` (both with ``-p no:cacheprovider``).
+  The original text is written back afterwards, even on errors.
+
+Measured per bug and mode (the answer is the tool result's text block):
+
+* ``frame``: the answer contains the bug's ``file:line`` (the path ends with the
+  package-relative file, the line is within +-2 of the catalogue's);
+* ``test_loc``: the answer contains the ``file:line`` of the first failing test's own
+  frame: the last frame in a ``test_*.py``/``*_test.py``/``conftest.py`` file of the
+  first failure section of pytest's ``--tb=short`` output (+-2);
+* ``groups``: groups in the answer holding failures of this bug (the listed groups whose
+  examples are not all failures of the unpatched suite, plus the groups the answer
+  counts as omitted), against one injected cause;
+* bytes: the answer's text, the wire (the JSON of the whole CallToolResult: content and
+  structured content), pytest's ``--tb=short`` and ``--tb=line`` output (stdout);
+* ``location``: where the first listed failure's ``location`` points: ``test``,
+  ``library`` (the project's package), ``stdlib``, ``third-party`` (another package in
+  site-packages) or ``other``/``none``.
+
+The unpatched suite is run first in each mode (pytest ``-rfE``); its failures are
+recorded and left out of the counts above.
+
+Usage::
+
+    python benches/real_bugs.py --work /tmp/real-bugs [--only PROJECT ...]
+        [--mode editable|install|both] [--json FILE] [--markdown FILE]
+        [--server-src DIR] [--verify]
+
+``--verify`` only checks the catalogue: every bug applies and makes at least one test
+fail (plain pytest, editable mode). ``--server-src`` puts DIR first on the server's
+``PYTHONPATH`` (e.g. an exported commit of ``src/``) to measure a fixed version while
+the work tree changes. Needs network access to PyPI the first time (sdists and build
+backends); later runs reuse ``--work``. Exit status: 0 when every bug made a test fail
+in every mode, 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import sys
+import sysconfig
+import time
+import tomllib
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import anyio
+from mcp import Client, StdioServerParameters
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "scripts"))
+import real_projects  # noqa: E402  (scripts/ is not a package; its download/venv helpers are shared)
+
+CATALOGUE = Path(__file__).with_name("real_bugs.toml")
+MODES = ("editable", "install")
+LINE_SLACK = 2  # a named frame counts when its line is within this many lines of the bug's
+PYTEST_FLAGS = ("-p", "no:cacheprovider", "-q")
+TEST_FILE = re.compile(r"(^|/)(test_[^/]*|[^/]*_test|conftest)\.py$")
+FILE_LINE = re.compile(r"([\w./\\~+-]+\.py):(\d+)")
+SHORT_FRAME = re.compile(r"^(\S+\.py):(\d+): ")
+SECTION = re.compile(r"^_{3,} .+ _{3,}$")
+
+
+@dataclass(frozen=True)
+class BugProject:
+    """A project of the catalogue: the sdist, its import name and how its tests are laid out.
+
+    ``source_root`` is the directory of the tree holding the package (``""`` or
+    ``"src"``); ``install_tests`` are ``[from, to]`` pairs (paths relative to the tree
+    and to the test copy) copied for ``install`` mode.
+    """
+
+    project: real_projects.Project
+    package: str
+    source_root: str
+    install_tests: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
+class Bug:
+    """One injected bug: replace ``old`` (exactly once in ``file``) by ``new``.
+
+    ``file`` is relative to the package's parent directory (``toolz/itertoolz.py``), so
+    the same name finds the tree's copy and the installed one; ``line`` (1-based) is
+    the line the bug is on after the replacement.
+    """
+
+    project: str
+    id: str
+    kind: str
+    file: str
+    line: int
+    old: str
+    new: str
+
+
+@dataclass
+class Setup:
+    """One project in one mode: the venv's python, where pytest runs, where the package lives."""
+
+    spec: BugProject
+    mode: str
+    python: Path
+    root: Path
+    library: Path  # the directory that holds the package directory (or module)
+
+
+@dataclass
+class Row:
+    """The measurements of one bug in one mode (see the module docstring)."""
+
+    project: str
+    bug: str
+    kind: str
+    mode: str
+    failures: int = 0  # failed + errors in pytest's summary, baseline failures excluded
+    answer_failures: int = 0  # the same counted by execute_tests
+    groups: int = 0
+    frame: bool = False
+    test_loc: bool = False
+    frame_in_short: bool = False
+    frame_in_line: bool = False
+    location: str = ""
+    location_path: str = ""
+    text_bytes: int = 0
+    wire_bytes: int = 0
+    short_bytes: int = 0
+    line_bytes: int = 0
+    status: str = ""
+    first_line: str = ""
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ratio(self) -> float:
+        """Answer text bytes / ``--tb=short`` bytes."""
+        return self.text_bytes / self.short_bytes if self.short_bytes else 0.0
+
+    @property
+    def wire_ratio(self) -> float:
+        """Wire bytes / answer text bytes."""
+        return self.wire_bytes / self.text_bytes if self.text_bytes else 0.0
+
+
+def load_catalogue(path: Path) -> tuple[list[BugProject], list[Bug]]:
+    """Projects and bugs of the TOML catalogue (``[[project]]`` and ``[[bug]]`` tables).
+
+    Raises SystemExit naming the entry when a bug refers to an unknown project or two
+    bugs share an id.
+    """
+    data = tomllib.loads(path.read_text())
+    projects = [
+        BugProject(
+            project=real_projects.Project(p["name"], p["version"]),
+            package=p["package"],
+            source_root=p.get("source_root", ""),
+            install_tests=tuple((a, b) for a, b in p["install_tests"]),
+        )
+        for p in data["project"]
+    ]
+    names = {p.project.name for p in projects}
+    bugs = [Bug(**b) for b in data["bug"]]
+    seen: set[tuple[str, str]] = set()
+    for bug in bugs:
+        if bug.project not in names:
+            raise SystemExit(f"{path}: bug {bug.id} names project {bug.project!r}, not in [[project]]")
+        if (bug.project, bug.id) in seen:
+            raise SystemExit(f"{path}: bug id {bug.id} appears twice for {bug.project}")
+        seen.add((bug.project, bug.id))
+    return projects, bugs
+
+
+# -- setting up ---------------------------------------------------------------------
+
+
+def prepare(spec: BugProject, mode: str, work: Path) -> Setup:
+    """The project's tree, its venv for ``mode`` (created once) and where the tests run.
+
+    Raises SystemExit when the package does not resolve where ``mode`` needs it.
+    """
+    tree = real_projects.unpack_sdist(spec.project, work)
+    env_dir = work / "venvs" / f"{spec.project.name}-{mode}"
+    install = ["-e", str(tree)] if mode == "editable" else [str(tree)]
+    python = real_projects.make_venv(env_dir, [install], f"{spec.project.name} ({mode})")
+    if mode == "editable":
+        root = tree
+    else:
+        root = work / "installed-tests" / spec.project.name
+        if root.exists():
+            shutil.rmtree(root)
+        for source, dest in spec.install_tests:
+            src, dst = tree / source, root / dest
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            if src.is_dir():
+                shutil.copytree(src, dst)
+            else:
+                shutil.copy2(src, dst)
+    proc = real_projects.sh(str(python), "-c", f"import {spec.package} as m; print(m.__file__)", cwd=root)
+    if proc.returncode != 0:
+        raise SystemExit(f"{spec.project.name} ({mode}): import {spec.package} failed in {root}:\n{proc.stderr}")
+    module_file = Path(proc.stdout.strip()).resolve()
+    expected_home = tree.resolve() if mode == "editable" else env_dir.resolve()
+    if not module_file.is_relative_to(expected_home):
+        raise SystemExit(
+            f"{spec.project.name} ({mode}): the tests would import {module_file}, not a copy under {expected_home}; "
+            f"delete {env_dir} and {root} and rerun"
+        )
+    package_dir = module_file.parent if module_file.name == "__init__.py" else module_file
+    return Setup(spec, mode, python, root, package_dir.parent)
+
+
+class Injected:
+    """Context manager: ``bug`` written into ``library/bug.file``, the original restored on exit.
+
+    Raises SystemExit when ``old`` does not occur exactly once (a tree left patched by an
+    interrupted run, or a catalogue entry that does not match the version) or when
+    ``line`` is not among the lines ``new`` occupies.
+    """
+
+    def __init__(self, bug: Bug, library: Path) -> None:
+        self.bug = bug
+        self.path = library / bug.file
+        self.original = ""
+
+    def __enter__(self) -> Injected:
+        self.original = self.path.read_text()
+        count = self.original.count(self.bug.old)
+        if count != 1:
+            raise SystemExit(
+                f"bug {self.bug.project}/{self.bug.id}: the old text occurs {count} times in {self.path} "
+                "(expected exactly 1); fix the catalogue, or delete the work directory if a run was interrupted"
+            )
+        start = self.original.index(self.bug.old)
+        first = self.original.count("\n", 0, start) + 1
+        last = first + self.bug.new.count("\n")
+        if not first <= self.bug.line <= last:
+            raise SystemExit(
+                f"bug {self.bug.project}/{self.bug.id}: line {self.bug.line} is not in lines {first}-{last} "
+                f"where the new text lands in {self.path}; fix 'line' in the catalogue"
+            )
+        self._write(self.original.replace(self.bug.old, self.bug.new))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._write(self.original)
+
+    def _write(self, text: str) -> None:
+        self.path.write_text(text)
+        # bytecode is validated by mtime (1 s) and size: a same-size edit within a second would be missed
+        for cached in (self.path.parent / "__pycache__").glob(f"{self.path.stem}.*.pyc"):
+            cached.unlink()
+
+
+# -- running ------------------------------------------------------------------------
+
+
+async def run_pytest(setup: Setup, *flags: str) -> str:
+    """stdout of ``python -m pytest -p no:cacheprovider -q FLAGS`` in ``setup.root``."""
+    proc = await anyio.run_process(
+        [str(setup.python), "-m", "pytest", *PYTEST_FLAGS, *flags], cwd=setup.root, check=False
+    )
+    return proc.stdout.decode(errors="replace")
+
+
+def server_params(setup: Setup, work: Path, server_src: Path | None) -> StdioServerParameters:
+    """How an installed user starts the server for ``setup`` (console script, else ``-m``)."""
+    script = shutil.which("pytest-mcp-server")
+    command, prefix = (script, []) if script else (sys.executable, ["-m", "pytest_mcp_server"])
+    env = dict(os.environ)
+    if server_src:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(server_src), env.get("PYTHONPATH", "")]))
+    args = [*prefix, "--root", str(setup.root), "--python", str(setup.python)]
+    args += ["--artifacts-dir", str(work / "artifacts")]
+    return StdioServerParameters(command=command, args=args, env=env)
+
+
+def failing_ids(output: str) -> set[str]:
+    """Node ids of ``FAILED``/``ERROR`` lines of pytest's short summary (``-rfE``)."""
+    ids = set()
+    for line in output.splitlines():
+        m = re.match(r"^(FAILED|ERROR) (\S+)", line)
+        if m:
+            ids.add(m.group(2))
+    return ids
+
+
+def failure_count(output: str) -> int:
+    """failed + errors from pytest's final summary line."""
+    _, counts = real_projects.parse_pytest_line(output)
+    return counts["failed"] + counts["errors"]
+
+
+def first_test_frame(short_output: str) -> tuple[str, int] | None:
+    """``(path, line)`` of the first failure's own test frame in ``--tb=short`` output.
+
+    The last frame of the first failure section whose file is a test file; None when the
+    output has no section or the section no test frame.
+    """
+    in_section, found = False, None
+    for line in short_output.splitlines():
+        if SECTION.match(line):
+            if in_section:
+                break
+            in_section = True
+            continue
+        m = SHORT_FRAME.match(line) if in_section else None
+        if m and TEST_FILE.search(m.group(1)):
+            found = (m.group(1), int(m.group(2)))
+    return found
+
+
+def names(text: str, path_suffix: str, line: int) -> bool:
+    """Whether ``text`` contains ``<...path_suffix>:<line within LINE_SLACK>``."""
+    suffix = path_suffix.replace("\\", "/")
+    for m in FILE_LINE.finditer(text):
+        path = m.group(1).replace("\\", "/")
+        if (path == suffix or path.endswith("/" + suffix)) and abs(int(m.group(2)) - line) <= LINE_SLACK:
+            return True
+    return False
+
+
+def classify(path: str | None, setup: Setup) -> str:
+    """Where a failure's location points (see the module docstring)."""
+    if not path:
+        return "none"
+    resolved = (setup.root / path).resolve() if not Path(path).is_absolute() else Path(path).resolve()
+    if TEST_FILE.search(resolved.as_posix()):
+        return "test"
+    if (
+        resolved.is_relative_to((setup.library / setup.spec.package).resolve())
+        or resolved == (setup.library / f"{setup.spec.package}.py").resolve()
+    ):
+        return "library"
+    stdlib = Path(sysconfig.get_paths()["stdlib"]).resolve()
+    if "site-packages" in resolved.parts:
+        return "third-party"
+    if resolved.is_relative_to(stdlib):
+        return "stdlib"
+    return "other"
+
+
+async def measure_project(spec: BugProject, mode: str, bugs: list[Bug], args: argparse.Namespace) -> list[Row]:
+    """All bugs of one project in one mode, through one server session."""
+    setup = prepare(spec, mode, args.work)
+    baseline_out = await run_pytest(setup, "--tb=no", "-rfE")
+    baseline = failing_ids(baseline_out)
+    baseline_n = failure_count(baseline_out)
+    print(f"{spec.project.name} ({mode}): baseline {real_projects.parse_pytest_line(baseline_out)[0]}", flush=True)
+    rows = []
+    async with Client(server_params(setup, args.work, args.server_src), read_timeout_seconds=900) as client:
+        for bug in bugs:
+            row = Row(spec.project.name, bug.id, bug.kind, mode)
+            with Injected(bug, setup.library):
+                short = await run_pytest(setup, "--tb=short")
+                line = await run_pytest(setup, "--tb=line")
+                result = await client.call_tool("execute_tests", {})
+            measure(row, bug, setup, baseline, baseline_n, short, line, result)
+            rows.append(row)
+            print(
+                f"  {bug.id:<24} failures {row.failures:>3} groups {row.groups:>2} frame {'yn'[not row.frame]} "
+                f"test {'yn'[not row.test_loc]} text {row.text_bytes:>6} wire {row.wire_bytes:>6} "
+                f"short {row.short_bytes:>6} loc {row.location}{' ' + '; '.join(row.notes) if row.notes else ''}",
+                flush=True,
+            )
+    return rows
+
+
+def measure(
+    row: Row, bug: Bug, setup: Setup, baseline: set[str], baseline_n: int, short: str, line: str, result
+) -> None:
+    """Fill ``row`` from the three outputs of one bug (see the module docstring)."""
+    text = "".join(c.text for c in result.content if getattr(c, "type", "") == "text")
+    row.text_bytes = len(text.encode())
+    row.wire_bytes = len(result.model_dump_json(by_alias=True, exclude_none=True).encode())
+    row.short_bytes, row.line_bytes = len(short.encode()), len(line.encode())
+    row.first_line = text.splitlines()[0] if text else ""
+    row.failures = failure_count(short) - baseline_n
+    row.frame = names(text, bug.file, bug.line)
+    row.frame_in_short = names(short, bug.file, bug.line)
+    row.frame_in_line = names(line, bug.file, bug.line)
+    test_frame = first_test_frame(short)
+    row.test_loc = bool(test_frame) and names(text, *test_frame)
+    if test_frame is None:
+        row.notes.append("no test frame in --tb=short")
+    if result.is_error or not result.structured_content:
+        row.status = "tool error"
+        row.notes.append(row.first_line)
+        return
+    structured = result.structured_content
+    summary = structured["summary"]
+    row.status = structured["status"]
+    counts = summary["counts"]
+    row.answer_failures = counts["failed"] + counts["errors"] - baseline_n
+    listed = [g for g in summary["groups"] if not set(g["examples"]) <= baseline]
+    row.groups = len(listed) + summary["omitted"]["groups"]
+    failures = summary["failures"]
+    if failures:
+        location = failures[0].get("location") or {}
+        row.location_path = f"{location.get('path')}:{location.get('line')}" if location else ""
+        row.location = classify(location.get("path"), setup)
+    else:
+        row.location = "none"
+    if row.failures <= 0:
+        row.notes.append("NO TEST FAILED")
+
+
+# -- reporting ----------------------------------------------------------------------
+
+
+def pct(part: int, whole: int) -> str:
+    return f"{100 * part / whole:.0f}% ({part}/{whole})" if whole else "-"
+
+
+def summarize(rows: list[Row]) -> dict[str, dict]:
+    """Per mode: the headline figures (see the module docstring)."""
+    out = {}
+    for mode in MODES:
+        rs = [r for r in rows if r.mode == mode and r.status != "tool error"]
+        if not rs:
+            continue
+        multi = [r for r in rs if r.failures >= 2]
+        ratios = [r.ratio for r in rs]
+        locations: dict[str, int] = {}
+        for r in rs:
+            locations[r.location] = locations.get(r.location, 0) + 1
+        out[mode] = {
+            "bugs": len(rs),
+            "frame_named": pct(sum(r.frame for r in rs), len(rs)),
+            "frame_named_tb_short": pct(sum(r.frame_in_short for r in rs), len(rs)),
+            "frame_named_tb_line": pct(sum(r.frame_in_line for r in rs), len(rs)),
+            "test_location_named": pct(sum(r.test_loc for r in rs), len(rs)),
+            "one_group_per_cause_multi_failure": pct(sum(r.groups == 1 for r in multi), len(multi)),
+            "median_groups_multi_failure": statistics.median([r.groups for r in multi]) if multi else None,
+            "max_groups": max(r.groups for r in rs),
+            "counts_agree": pct(sum(r.answer_failures == r.failures for r in rs), len(rs)),
+            "median_ratio_text_tb_short": round(statistics.median(ratios), 3),
+            "worst_ratio_text_tb_short": round(max(ratios), 3),
+            "answer_not_smaller_than_tb_short": pct(sum(r.ratio >= 1 for r in rs), len(rs)),
+            "median_ratio_wire_text": round(statistics.median(r.wire_ratio for r in rs), 2),
+            "median_text_bytes": statistics.median(r.text_bytes for r in rs),
+            "median_tb_short_bytes": statistics.median(r.short_bytes for r in rs),
+            "median_tb_line_bytes": statistics.median(r.line_bytes for r in rs),
+            "first_location": locations,
+            "tool_errors": sum(r.status == "tool error" for r in rows if r.mode == mode),
+        }
+    return out
+
+
+def markdown(rows: list[Row], summary: dict[str, dict]) -> str:
+    """The per-bug table and the per-mode summary as Markdown."""
+    yn = "ny"
+    lines = [
+        "| project | bug | kind | mode | failures | groups | bug frame | test loc | location | text B | wire B "
+        "| tb=short B | tb=line B | text/short |",
+        "|---|---|---|---|---:|---:|:-:|:-:|---|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r.project} | {r.bug} | {r.kind} | {r.mode} | {r.failures} | {r.groups} | {yn[r.frame]} "
+            f"| {yn[r.test_loc]} | {r.location} | {r.text_bytes} | {r.wire_bytes} | {r.short_bytes} "
+            f"| {r.line_bytes} | {r.ratio:.2f} |"
+        )
+    lines += ["", "| figure | " + " | ".join(summary) + " |", "|---|" + "---|" * len(summary)]
+    keys = next(iter(summary.values())).keys() if summary else []
+    for key in keys:
+        cells = []
+        for mode in summary:
+            value = summary[mode][key]
+            cells.append(", ".join(f"{k} {v}" for k, v in sorted(value.items())) if isinstance(value, dict) else value)
+        lines.append(f"| {key} | " + " | ".join(str(c) for c in cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+async def verify(spec: BugProject, bugs: list[Bug], work: Path) -> bool:
+    """Each bug applies cleanly and fails at least one test (editable mode, plain pytest)."""
+    setup = prepare(spec, "editable", work)
+    baseline_n = failure_count(await run_pytest(setup, "--tb=no"))
+    ok = True
+    for bug in bugs:
+        with Injected(bug, setup.library):
+            out = await run_pytest(setup, "--tb=no")
+        n = failure_count(out) - baseline_n
+        ok &= n > 0
+        verdict = "" if n > 0 else "  <-- NO FAILURE"
+        print(f"{spec.project.name} {bug.id:<28} {real_projects.parse_pytest_line(out)[0]}{verdict}", flush=True)
+    return ok
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--work", type=Path, default=Path.home() / ".cache" / "pytest-mcp-server" / "real-bugs")
+    parser.add_argument("--only", nargs="*", default=None, help="project names (default: all)")
+    parser.add_argument("--mode", choices=(*MODES, "both"), default="both")
+    parser.add_argument("--catalogue", type=Path, default=CATALOGUE)
+    parser.add_argument("--json", type=Path, default=None, help="write rows and summary as JSON to this file")
+    parser.add_argument("--markdown", type=Path, default=None, help="write the tables to this file")
+    parser.add_argument("--server-src", type=Path, default=None, help="prepend DIR to the server's PYTHONPATH")
+    parser.add_argument("--verify", action="store_true", help="only check that every bug fails a test")
+    args = parser.parse_args(argv)
+    projects, bugs = load_catalogue(args.catalogue)
+    chosen = [p for p in projects if not args.only or p.project.name in args.only]
+    if args.verify:
+        ok = all([anyio.run(verify, p, [b for b in bugs if b.project == p.project.name], args.work) for p in chosen])
+        return 0 if ok else 1
+    modes = MODES if args.mode == "both" else (args.mode,)
+    start = time.monotonic()
+    rows: list[Row] = []
+    for mode in modes:
+        for spec in chosen:
+            mine = [b for b in bugs if b.project == spec.project.name]
+            rows += anyio.run(measure_project, spec, mode, mine, args)
+    took = time.monotonic() - start
+    summary = summarize(rows)
+    table = markdown(rows, summary)
+    print()
+    print(table)
+    print(f"{len(rows)} bug runs in {took:.0f}s")
+    if args.markdown:
+        args.markdown.write_text(table)
+    if args.json:
+        payload = {
+            "rows": [asdict(r) | {"ratio": r.ratio, "wire_ratio": r.wire_ratio} for r in rows],
+            "summary": summary,
+            "seconds": round(took, 1),
+        }
+        args.json.write_text(json.dumps(payload, indent=1))
+    return 0 if all(r.failures > 0 and r.status != "tool error" for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
