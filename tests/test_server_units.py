@@ -4,10 +4,12 @@ path containment, argv building, run rotation, output tails, configuration."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import anyio
 import pytest
 from _pytest.mark.expression import Expression
 from hypothesis import example, given, settings
@@ -290,3 +292,26 @@ def test_only_the_adapter_imports_the_mcp_sdk():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]", out.stdout
+
+
+def test_summarize_with_node_ids_covers_only_the_selected_tests(tmp_path):
+    # One engine pass with a selection: the drill-down answer describes the requested tests
+    # (their groups counted over them alone), while counts stay the whole report's.
+    root = tmp_path / "proj"
+    shutil.copytree(Path(__file__).resolve().parent / "fixtures" / "many_failures", root)
+    subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--junitxml=report.xml"],
+        cwd=root,
+        capture_output=True,
+        check=False,
+    )
+    runner = Runner(ServerConfig(root=root, artifacts_dir=tmp_path / "art"))
+    wanted = ["tests/test_many.py::test_cases[1]", "tests/test_many.py::test_cases[4]", "tests/nope.py"]
+    params = parse_params("summarize_report", {"paths": ["report.xml"], "node_ids": wanted})
+    result = anyio.run(runner.summarize, params)
+    assert [f.node_id for f in result.summary.failures] == wanted[:2]
+    assert [(g.exception, g.count) for g in result.summary.groups] == [("KeyError", 2)]
+    assert result.not_failing == result.summary.unmatched == ["tests/nope.py"]
+    assert result.summary.counts.failed == 256 and result.summary.omitted.failures == 0
+    whole = anyio.run(runner.summarize, parse_params("summarize_report", {"paths": ["report.xml"]}))
+    assert whole.not_failing == [] and sum(g.count for g in whole.summary.groups) == 256

@@ -220,9 +220,10 @@ class DiscoverResult(_Frozen):
 
 class SummarizeResult(_Frozen):
     """The answer of ``summarize_report``: the engine's ``summary`` (with ``node_ids``,
-    only those tests' failures are listed; counts stay the whole report's) and
-    ``not_failing``: requested node ids that matched no failure (they passed, were
-    skipped, or are not in the report)."""
+    its failures, groups, collection errors, slowest tests and ``omitted`` cover only
+    those tests; counts stay the whole report's) and ``not_failing``: requested node ids
+    that matched no failure nor collection error (they passed, were skipped, or are not
+    in the report; the same as ``summary.unmatched``)."""
 
     summary: ReportSummary
     not_failing: list[str]

@@ -34,7 +34,7 @@ from .engine import summarize as engine_summarize
 from .events import PLUGIN_DIR, PLUGIN_NAME, EventFollower, ProgressFn, read_collected
 from .failures import FailureKind, ToolFailure, invalid
 from .interpreter import Interpreter, find_python, probe_interpreter
-from .models import Budgets, ReportError, ReportSummary, budget_bounds
+from .models import Budgets, ReportError, ReportSummary
 from .process import KILL_GRACE_S, RUN_MARKER, ProcessOutcome, run_process, signal_name
 from .tool_models import (
     DiscoverParams,
@@ -49,10 +49,6 @@ from .validation import check_node_ids_exist, resolve_inside
 
 KEEP_RUNS = 20
 """Run directories kept per project (the newest; a run in progress is never removed)."""
-
-FILTER_MAX_FAILURES = budget_bounds("max_failures")[1]
-"""``summarize_report`` with ``node_ids`` looks for the requested tests among the first
-this many failures of a report (the engine's largest ``max_failures``)."""
 
 _PYTEST_STATUSES: dict[int, RunStatus] = {0: "passed", 1: "failed", 2: "interrupted", 5: "no_tests"}
 
@@ -355,20 +351,20 @@ class Runner:
         """Summarise existing report files (the ``summarize_report`` tool).
 
         Paths must be regular files inside the project root or the artifacts directory.
-        With ``node_ids``, only failures of those tests (or of tests under those paths)
-        are listed, with the larger ``FULL_STORY`` budgets; counts and groups' counts stay
-        the whole report's. Only the first ``FILTER_MAX_FAILURES`` failures of a report
-        can be filtered. Raises ``ToolFailure(report_error)`` for a file that is not a
-        readable report.
+        With ``node_ids``, the engine selects those tests (or tests under those paths,
+        ``engine.summarize(select=...)``, one pass) and the larger ``FULL_STORY`` budgets
+        apply: failures, groups (with their counts), collection errors, slowest and
+        ``omitted`` cover only the selected tests, counts stay the whole report's, and
+        ``not_failing`` is the engine's ``unmatched``. Raises
+        ``ToolFailure(report_error)`` for a file that is not a readable report.
         """
         bases = [self.root, self.artifacts_base.resolve() if self.artifacts_base.exists() else self.artifacts_base]
         paths = [str(resolve_inside(p, bases, f"paths[{i}]", must_be_file=True)) for i, p in enumerate(params.paths)]
         budgets = params.budgets()
+        # an empty node_ids list means no filter (as the FULL_STORY choice in params.budgets())
+        select = params.node_ids or None
         try:
-            if not params.node_ids:
-                summary = await anyio.to_thread.run_sync(partial(engine_summarize, paths, budgets=budgets))
-                return SummarizeResult(summary=summary, not_failing=[])
-            return await anyio.to_thread.run_sync(partial(_filtered_summary, paths, params.node_ids, budgets))
+            summary = await anyio.to_thread.run_sync(partial(engine_summarize, paths, budgets=budgets, select=select))
         except ReportError as exc:
             try:
                 field = f"paths[{paths.index(exc.path)}]"
@@ -380,46 +376,7 @@ class Runner:
                 field=field,
                 report_error_kind=exc.kind,
             ) from None
-
-
-def _matches(node_id: str, wanted: str) -> bool:
-    """A node id is selected by ``wanted`` when equal to it, or under it as a path
-    (``tests/``, ``tests/test_x.py``), a class (``f.py::C``) or a parametrised test."""
-    wanted = wanted.rstrip("/")
-    return node_id == wanted or node_id.startswith((wanted + "::", wanted + "[", wanted + "/"))
-
-
-def _filtered_summary(paths: list[str], wanted: list[str], budgets: Budgets) -> SummarizeResult:
-    """Two passes: find which failures match (tiny budgets, the first
-    ``FILTER_MAX_FAILURES`` failures), then summarise up to the last listed match with
-    the real budgets and keep only the matches."""
-    low = {name: budget_bounds(name)[0] for name in Budgets.model_fields}
-    probe = engine_summarize(
-        paths,
-        budgets=Budgets(**low | {"max_failures": FILTER_MAX_FAILURES, "max_collection_errors": FILTER_MAX_FAILURES}),
-    )
-    matched = [i for i, f in enumerate(probe.failures) if any(_matches(f.node_id, w) for w in wanted)]
-    listed = matched[: budgets.max_failures]
-    not_failing = [
-        w
-        for w in wanted
-        if not any(_matches(f.node_id, w) for f in probe.failures)
-        and not any(_matches(c.path, w) for c in probe.collection_errors)
-    ]
-    full = engine_summarize(
-        paths, budgets=budgets.model_copy(update={"max_failures": (listed[-1] + 1) if listed else 0})
-    )
-    failures = [f for f in full.failures if any(_matches(f.node_id, w) for w in wanted)][: budgets.max_failures]
-    group_ids = {f.group for f in failures}
-    groups = [g for g in full.groups if g.id in group_ids]
-    coll = [c for c in full.collection_errors if any(_matches(c.path, w) for w in wanted)]
-    omitted = full.omitted.model_copy(
-        update={"failures": len(matched) - len(failures), "groups": 0, "collection_errors": 0}
-    )
-    summary = full.model_copy(
-        update={"failures": failures, "groups": groups, "collection_errors": coll, "omitted": omitted}
-    )
-    return SummarizeResult(summary=summary, not_failing=not_failing)
+        return SummarizeResult(summary=summary, not_failing=summary.unmatched)
 
 
 def _error_line(text: str) -> str:
