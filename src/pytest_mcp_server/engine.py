@@ -19,13 +19,16 @@ FormatChoice = Literal["auto", "junit", "pytest-json"]
 
 try:  # the extension may be missing (source checkout, unsupported platform)
     from . import _native
-except ImportError:  # pragma: no cover - exercised where the wheel is not built
-    _native = None
+
+    # Why the extension did not import (None: it did; `_native` is only bound then).
+    _NATIVE_IMPORT_ERROR: str | None = None
+except ImportError as exc:  # pragma: no cover - exercised where the wheel is not built
+    _NATIVE_IMPORT_ERROR = str(exc)
 
 
 def native_available() -> bool:
     """True when the Rust extension imported."""
-    return _native is not None
+    return _NATIVE_IMPORT_ERROR is None
 
 
 def resolve_backend(backend: Backend) -> Literal["native", "pure"]:
@@ -35,12 +38,12 @@ def resolve_backend(backend: Backend) -> Literal["native", "pure"]:
     asked for but the extension did not import.
     """
     if backend == "auto":
-        return "native" if _native is not None else "pure"
+        return "native" if native_available() else "pure"
     if backend == "native":
-        if _native is None:
+        if not native_available():
             raise RuntimeError(
-                "the native backend is not available (pytest_mcp_server._native did not "
-                "import); reinstall the wheel, or use backend='pure'"
+                f"the native backend is not available (pytest_mcp_server._native did not "
+                f"import: {_NATIVE_IMPORT_ERROR}); reinstall the wheel, or use backend='pure'"
             )
         return "native"
     if backend == "pure":

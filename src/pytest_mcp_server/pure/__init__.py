@@ -10,6 +10,7 @@ Each module is the twin of the same-named module of ``rust/core/src``: this one 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import IO
 
 from ..models import ReportError
 from .select import Selection
@@ -44,7 +45,7 @@ def sniff(path: str, head: bytes) -> str:
     )
 
 
-def _open(path: str):
+def _open(path: str) -> IO[bytes]:
     try:
         return open(path, "rb")
     except FileNotFoundError:
@@ -57,7 +58,7 @@ def _open(path: str):
         ) from None
 
 
-def _read_head(path: str, f) -> bytes:
+def _read_head(path: str, f: IO[bytes]) -> bytes:
     try:
         return f.read(SNIFF_BYTES)
     except OSError as exc:  # e.g. a directory opened on some platforms
@@ -101,4 +102,6 @@ def summarize_files(
             f.seek(0)
             parse = parse_junit if found == "junit" else parse_pytest_json
             parse(f, path, budgets, builder.push)
+    if seen_format is None:
+        raise ValueError("paths is empty: give at least one report file")
     return builder.finish(seen_format, paths)

@@ -7,6 +7,7 @@ It must write the same bytes as the native builder (docs/ENGINE.md, *The builder
 from __future__ import annotations
 
 import bisect
+from typing import Any
 
 import orjson
 
@@ -111,7 +112,8 @@ def describe(exception: str | None, message: str | None, text: str | None) -> tu
     return exception, line
 
 
-def _location_from_text(text: str) -> dict | None:
+def _location_from_text(text: str) -> dict[str, str | int | None] | None:
+    """``{path, line}`` from the last location line of ``text`` (``cut.parse_location``)."""
     for raw in reversed(text.split("\n")):
         loc = parse_location(chomp(raw))
         if loc is not None:
@@ -169,13 +171,13 @@ class SummaryBuilder:
         self._flaky = 0
         self._duration_us = 0
         self._failures_total = 0
-        self._failures: list[dict] = []
+        self._failures: list[dict[str, Any]] = []
         self._traceback_omitted = 0
         self._groups: dict[tuple[str, str], _Group] = {}
         self._normalized_cache: dict[str, str] = {}
         self._other = _Group(OTHER_GROUP_ID, None, OTHER_GROUP_MESSAGE, 0)
         self._collection_total = 0
-        self._collection_errors: list[dict] = []
+        self._collection_errors: list[dict[str, str | None]] = []
         # (-duration_us, seq, node_id), ascending = largest first, ties by input order.
         self._slowest: list[tuple[int, int, str]] = []
         # A test must last longer than this to enter the list (0 durations never do;
@@ -200,7 +202,7 @@ class SummaryBuilder:
         and one comparison)."""
         seq = self._seq
         self._seq = seq + 1
-        if type(item) is CollectionErrorRecord:
+        if isinstance(item, CollectionErrorRecord):
             self._push_collection_error(item)
             return
         outcome = item.outcome
@@ -237,6 +239,7 @@ class SummaryBuilder:
         message = capped(line, self._max_message_chars)
         if len(self._failures) < self._max_failures:
             text = record.text or ""
+            location: dict[str, str | int | None] | None
             if record.path is not None:
                 location = {"path": record.path, "line": record.line}
             else:
