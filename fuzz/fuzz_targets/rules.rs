@@ -23,15 +23,25 @@ fuzz_target!(|data: &[u8]| {
     let text = String::from_utf8_lossy(&data[2..]);
     let (out, omitted) = cut::cut_traceback(&text, max_lines, max_chars);
     let lines: Vec<&str> = out.split('\n').collect();
-    assert!(lines.len() <= max_lines, "{} lines > {max_lines}", lines.len());
+    assert!(
+        lines.len() <= max_lines,
+        "{} lines > {max_lines}",
+        lines.len()
+    );
     for line in &lines {
-        assert!(is_marker(line) || line.chars().count() <= max_chars, "line too long: {line:?}");
+        assert!(
+            is_marker(line) || line.chars().count() <= max_chars,
+            "line too long: {line:?}"
+        );
     }
     let input_lines = text.split('\n').count() as u64;
     assert!(omitted <= input_lines);
     let first_line = text.split('\n').next().unwrap_or("");
     let (id, normalized) = group::group_key(Some("ValueError"), first_line);
     assert!(id.len() == 9 && id.starts_with('g') && id[1..].bytes().all(|b| b.is_ascii_hexdigit()));
-    assert_eq!(group::group_key(Some("ValueError"), first_line), (id, normalized));
+    assert_eq!(
+        group::group_key(Some("ValueError"), first_line),
+        (id, normalized)
+    );
     let _ = group::normalize_message(&text);
 });

@@ -7,11 +7,16 @@
 //! * the summary is valid JSON with `total` = the sum of the outcomes;
 //! * merging the builders of two halves of the records equals pushing them all into
 //!   one builder (when no failure overflowed into `gother`), the property the native
-//!   backend relies on for CI shards.
+//!   backend relies on for CI shards;
+//! * with a node-id selection cut from the records (docs/ENGINE.md, *Selection*), the
+//!   counts are the unselected summary's, the merge property still holds, and
+//!   `unmatched` only names given entries.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use report_core::{junit, pytest_json, sniff, Budgets, Format, Item, SummaryBuilder};
+use std::sync::Arc;
+
+use report_core::{junit, pytest_json, sniff, Budgets, Format, Item, Selection, SummaryBuilder};
 
 fn budgets(selector: u8) -> (Budgets, usize) {
     if selector == 0 {
@@ -41,6 +46,62 @@ fn check_summary(bytes: &[u8]) {
         n("passed") + n("failed") + n("errors") + n("skipped") + n("xfailed") + n("xpassed")
     );
     assert!(n("flaky") <= n("total"));
+}
+
+/// Select entries cut from the record in the middle: its id, the part before its last
+/// `::`, a directory of it, and one that matches nothing.
+fn entries_for(items: &[Item]) -> Vec<String> {
+    let id = match items.get(items.len() / 2) {
+        Some(Item::Test(t)) => t.node_id.clone(),
+        Some(Item::CollectionError(e)) => e.path.clone(),
+        None => String::new(),
+    };
+    let mut entries = vec![id.clone(), "no/such/test.py::t".to_string()];
+    if let Some((parent, _)) = id.rsplit_once("::") {
+        entries.push(parent.to_string());
+    }
+    if let Some((dir, _)) = id.rsplit_once('/') {
+        entries.push(format!("{dir}/"));
+    }
+    entries
+}
+
+/// The summary of `items` with `selection`, whole and as two merged halves: the merge
+/// equals the whole (when exact) and the counts equal `unselected`'s.
+fn check_selection(format: Format, items: &[Item], b: &Budgets, limit: usize, unselected: &[u8]) {
+    let entries = entries_for(items);
+    let selection = Arc::new(Selection::new(&entries));
+    let builder = || SummaryBuilder::with_group_limit(b, limit).selecting(Arc::clone(&selection));
+    let files = ["fuzz".to_string()];
+    let mut whole = builder();
+    items.iter().cloned().for_each(|item| whole.push(item));
+    let cut = items.len() / 3;
+    let (mut first, mut second) = (builder(), builder());
+    items[..cut]
+        .iter()
+        .cloned()
+        .for_each(|item| first.push(item));
+    items[cut..]
+        .iter()
+        .cloned()
+        .for_each(|item| second.push(item));
+    let exact = !second.groups_overflowed();
+    first.merge(second);
+    let whole = whole.finish(format, &files);
+    check_summary(&whole);
+    if exact {
+        assert_eq!(
+            whole,
+            first.finish(format, &files),
+            "merge with a selection differs"
+        );
+    }
+    let v: serde_json::Value = serde_json::from_slice(&whole).expect("valid JSON");
+    let u: serde_json::Value = serde_json::from_slice(unselected).expect("valid JSON");
+    assert_eq!(v["counts"], u["counts"], "a selection changed the counts");
+    for name in v["unmatched"].as_array().expect("unmatched is a list") {
+        assert!(entries.iter().any(|e| Some(e.as_str()) == name.as_str()));
+    }
 }
 
 fn run(format: Format, doc: &[u8], b: &Budgets, limit: usize) {
@@ -73,6 +134,7 @@ fn run(format: Format, doc: &[u8], b: &Budgets, limit: usize) {
     first.merge(second);
     let whole = whole.finish(format, &files);
     check_summary(&whole);
+    check_selection(format, &items, b, limit, &whole);
     let merged = first.finish(format, &files);
     check_summary(&merged);
     if exact {
