@@ -384,6 +384,7 @@ async def measure_project(spec: BugProject, mode: str, bugs: list[Bug], args: ar
                 line = await run_pytest(setup, "--tb=line")
                 result = await client.call_tool("execute_tests", {})
             measure(row, bug, setup, baseline, baseline_n, short, line, result)
+            keep_outputs(args.work / "outputs" / f"{spec.project.name}-{mode}-{bug.id}", short, line, result)
             rows.append(row)
             print(
                 f"  {bug.id:<24} failures {row.failures:>3} groups {row.groups:>2} frame {'yn'[not row.frame]} "
@@ -392,6 +393,20 @@ async def measure_project(spec: BugProject, mode: str, bugs: list[Bug], args: ar
                 flush=True,
             )
     return rows
+
+
+def keep_outputs(stem: Path, short: str, line: str, result) -> None:
+    """Write the three outputs of one bug next to each other, to read what was measured.
+
+    ``<stem>.answer.txt`` (the text block), ``<stem>.wire.json`` (the whole CallToolResult),
+    ``<stem>.short.txt`` and ``<stem>.line.txt`` (pytest's stdout).
+    """
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    text = "".join(c.text for c in result.content if getattr(c, "type", "") == "text")
+    stem.with_suffix(".answer.txt").write_text(text)
+    stem.with_suffix(".wire.json").write_text(result.model_dump_json(by_alias=True, exclude_none=True))
+    stem.with_suffix(".short.txt").write_text(short)
+    stem.with_suffix(".line.txt").write_text(line)
 
 
 def measure(
@@ -440,6 +455,10 @@ def pct(part: int, whole: int) -> str:
     return f"{100 * part / whole:.0f}% ({part}/{whole})" if whole else "-"
 
 
+def median_or_none(values: list[float]) -> float | None:
+    return round(statistics.median(values), 3) if values else None
+
+
 def summarize(rows: list[Row]) -> dict[str, dict]:
     """Per mode: the headline figures (see the module docstring)."""
     out = {}
@@ -456,6 +475,10 @@ def summarize(rows: list[Row]) -> dict[str, dict]:
             "bugs": len(rs),
             "frame_named": pct(sum(r.frame for r in rs), len(rs)),
             "frame_named_tb_short": pct(sum(r.frame_in_short for r in rs), len(rs)),
+            # a bug that returns a wrong value has no frame in any traceback: judge the answer where pytest shows it
+            "frame_named_where_tb_short_has_it": pct(
+                sum(r.frame for r in rs if r.frame_in_short), sum(r.frame_in_short for r in rs)
+            ),
             "frame_named_tb_line": pct(sum(r.frame_in_line for r in rs), len(rs)),
             "test_location_named": pct(sum(r.test_loc for r in rs), len(rs)),
             "one_group_per_cause_multi_failure": pct(sum(r.groups == 1 for r in multi), len(multi)),
@@ -465,6 +488,8 @@ def summarize(rows: list[Row]) -> dict[str, dict]:
             "median_ratio_text_tb_short": round(statistics.median(ratios), 3),
             "worst_ratio_text_tb_short": round(max(ratios), 3),
             "answer_not_smaller_than_tb_short": pct(sum(r.ratio >= 1 for r in rs), len(rs)),
+            "median_ratio_1_to_3_failures": median_or_none([r.ratio for r in rs if r.failures <= 3]),
+            "median_ratio_over_3_failures": median_or_none([r.ratio for r in rs if r.failures > 3]),
             "median_ratio_wire_text": round(statistics.median(r.wire_ratio for r in rs), 2),
             "median_text_bytes": statistics.median(r.text_bytes for r in rs),
             "median_tb_short_bytes": statistics.median(r.short_bytes for r in rs),
