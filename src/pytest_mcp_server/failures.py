@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from .models import _Frozen
+from .models import ReportSummary, _Frozen
 
 FailureKind = Literal[
     "invalid_argument",
@@ -41,6 +41,14 @@ class ToolFailureDetail(_Frozen):
     ``duration_s``: how long it ran, seconds.
     ``stdout_tail``/``stderr_tail``: the last bytes pytest wrote (bounded).
     ``report_error_kind``: the report engine's error kind (``report_error``).
+
+    For ``timeout`` and ``crashed`` (when the event plugin saw it): ``running_test``,
+    the node id of the test that was running when pytest was stopped or died, and
+    ``running_for_s``, for how long, seconds; ``stack``, that test's stack at that
+    moment as ``"<path>:<line> in <function>"`` lines, outermost first, cut to the
+    test's own frames (``stacks.test_stack``); ``summary``, the tests that finished
+    before (their counts and failures, from the event plugin's records through the
+    report engine; None when none finished).
     """
 
     kind: FailureKind
@@ -53,6 +61,10 @@ class ToolFailureDetail(_Frozen):
     stdout_tail: str | None = None
     stderr_tail: str | None = None
     report_error_kind: str | None = None
+    running_test: str | None = None
+    running_for_s: float | None = None
+    stack: list[str] | None = None
+    summary: ReportSummary | None = None
 
 
 class ToolFailure(Exception):

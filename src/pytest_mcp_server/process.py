@@ -25,7 +25,7 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,6 +37,8 @@ TAIL_BYTES = 8192
 """Bytes of a child's stdout and of its stderr kept (the end)."""
 KILL_GRACE_S = 2.0
 """Seconds between SIGTERM and SIGKILL when a run is stopped."""
+ON_TIMEOUT_S = 1.5
+"""Seconds the ``on_timeout`` hook of ``run_process`` may take before the group is killed."""
 
 # Process groups started by this process and not yet reaped; killed at exit as a last
 # resort (the normal paths kill them themselves).
@@ -229,12 +231,16 @@ async def run_process(
     env: dict[str, str],
     timeout_s: float,
     watch: Callable[[], Coroutine[Any, Any, None]] | None = None,
+    on_timeout: Callable[[int], Awaitable[None]] | None = None,
 ) -> ProcessOutcome:
     """Run ``argv`` in a new process group and wait for it (see the module docstring).
 
     ``timeout_s``: seconds before the group is killed and ``timed_out`` set. ``watch``:
     a task run while the child runs (e.g. following its progress), cancelled when it
-    ends. If the caller is cancelled, the group is killed (shielded) before the
+    ends. ``on_timeout``: awaited with the child's pid when the timeout expires, before
+    the group is killed (e.g. to ask the child for a stack dump); shielded, and cut
+    after ``ON_TIMEOUT_S`` seconds. The pid is still the child's then (not yet reaped).
+    If the caller is cancelled, the group is killed (shielded) before the
     cancellation propagates. Processes of the run that left the group are killed with
     it (``env[RUN_MARKER]`` identifies them). Raises ``OSError`` when the program cannot
     be started.
@@ -265,6 +271,9 @@ async def run_process(
                 await proc.wait()
             timed_out = scope.cancelled_caught
             with anyio.CancelScope(shield=True):
+                if timed_out and on_timeout is not None:
+                    with anyio.move_on_after(ON_TIMEOUT_S):
+                        await on_timeout(proc.pid)
                 await kill_group(pgid, token)
             # The pipes reach EOF once every holder is dead; a process that escaped the
             # group (setsid) could hold them open: stop reading after a moment.

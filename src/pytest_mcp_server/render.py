@@ -21,7 +21,7 @@ from .models import CollectionError, Failure, ReportSummary
 
 if TYPE_CHECKING:  # only for annotations: the CLI's summarize does not load the tools' models
     from .failures import ToolFailureDetail
-    from .tool_models import DiscoverResult, ExecuteResult, SummarizeResult
+    from .tool_models import DiscoverResult, ExecuteResult, SummarizeResult, WarningsSummary
 
 _COUNT_ORDER = (
     ("failed", "failed"),
@@ -34,9 +34,10 @@ _COUNT_ORDER = (
 )
 
 
-def counts_phrase(summary: ReportSummary) -> str:
-    """``"5 failed, 19 passed, 2 errors, 1 xpassed in 2.1s"`` (zero counts left out;
-    ``error`` singular for one, as pytest writes it)."""
+def counts_phrase(summary: ReportSummary, deselected: int = 0) -> str:
+    """``"5 failed, 19 passed, 2 errors, 1 xpassed, 3 deselected in 2.1s"`` (zero counts
+    left out; ``error`` singular for one, as pytest writes it; ``deselected``: tests
+    deselected, from the run, not the report)."""
     counts = summary.counts
     parts = []
     for field, word in _COUNT_ORDER:
@@ -47,6 +48,8 @@ def counts_phrase(summary: ReportSummary) -> str:
             parts.append(f"{n} {word}")
     if not parts:
         parts.append("no tests")
+    if deselected:
+        parts.append(f"{deselected} deselected")
     return f"{', '.join(parts)} in {_seconds(summary.duration_s)}"
 
 
@@ -59,16 +62,18 @@ def verdict_word(summary: ReportSummary) -> str:
     return "PASSED"
 
 
-def render_text(summary: ReportSummary, verdict: str | None = None, failures_budget: str = "--max-failures") -> str:
+def render_text(
+    summary: ReportSummary, verdict: str | None = None, failures_budget: str = "--max-failures", deselected: int = 0
+) -> str:
     """The compact text of a summary.
 
     ``verdict`` replaces the first word of the first line (``FAILED``/``PASSED``/
     ``NO TESTS``), e.g. ``INTERRUPTED`` for a run pytest stopped. ``failures_budget`` is
     the name the reader knows the failures-listed budget by (the CLI flag, or a tool's
-    argument). Returns text ending in a newline; its first line is always
-    ``<VERDICT> <counts phrase>``.
+    argument). ``deselected``: tests the run deselected (``counts_phrase``). Returns
+    text ending in a newline; its first line is always ``<VERDICT> <counts phrase>``.
     """
-    lines = [f"{verdict or verdict_word(summary)} {counts_phrase(summary)}"]
+    lines = [f"{verdict or verdict_word(summary)} {counts_phrase(summary, deselected)}"]
     groups_by_id = {g.id: g for g in summary.groups}
     listed_groups = {f.group for f in summary.failures}
     if summary.failures and any(g.count > 1 for g in summary.groups):
@@ -190,7 +195,10 @@ def render_execute(result: ExecuteResult) -> str:
     run's wall time, then, when not green, a hint and where the report is."""
     # the verdict line's time is the run's wall time, as in pytest's own summary line
     shown = result.summary.model_copy(update={"duration_s": result.duration_s})
-    text = render_text(shown, verdict=VERDICTS[result.status], failures_budget="failures_listed")
+    text = render_text(
+        shown, verdict=VERDICTS[result.status], failures_budget="failures_listed", deselected=result.deselected
+    )
+    text += _warnings_text(result.warnings)
     tail: list[str] = []
     if result.status == "no_tests":
         tail.append(
@@ -202,6 +210,35 @@ def render_execute(result: ExecuteResult) -> str:
     if result.status != "passed":
         tail.append(f"Report: {result.report_path} (summarize_report with node_ids for one test's full story)")
     return text + ("\n" + "\n".join(tail) + "\n" if tail else "")
+
+
+def _warnings_text(warnings: WarningsSummary) -> str:
+    """The ``Warnings (N):`` section: one line per listed distinct warning (category,
+    count, message, where), the traceback of an exception warning under it, and how
+    many distinct ones were not listed; empty when nothing warned."""
+    if not warnings.total:
+        return ""
+    lines = ["", f"Warnings ({warnings.total}):"]
+    for group in warnings.groups:
+        times = f" x{group.count}" if group.count > 1 else ""
+        where = f" (at {_locations(group.locations)})" if group.locations else ""
+        lines.append(f"  {group.category}{times}: {group.message}{where}")
+        if group.traceback:
+            lines.extend(("      " + line).rstrip() for line in group.traceback.split("\n"))
+    if warnings.omitted:
+        lines.append(f"  ... {warnings.omitted} more distinct warnings")
+    return "\n".join(lines) + "\n"
+
+
+def _locations(locations: list[str]) -> str:
+    """``"a.py:13, :17, b.py:2"``: a path written once for its consecutive lines."""
+    out: list[str] = []
+    previous = None
+    for location in locations:
+        path, _, line = location.rpartition(":")
+        out.append(f":{line}" if path and path == previous else location)
+        previous = path
+    return ", ".join(out)
 
 
 def render_discover(result: DiscoverResult, *, files_shown: int = 30) -> str:
@@ -243,16 +280,31 @@ def render_summarize(result: SummarizeResult) -> str:
 
 
 def render_failure(detail: ToolFailureDetail) -> str:
-    """The text block of a failed call: ``ERROR <kind>: <message>``, then the command,
-    the exit, and the tails of pytest's output."""
+    """The text block of a failed call: ``ERROR <kind>: <message>``; for a timeout or a
+    crash, the test that was running, its stack and the summary of the tests that
+    finished before (``render_text``); then the command, the exit, and the tails of
+    pytest's output (only named when a stack was found: they are in the structured
+    content)."""
     lines = [f"ERROR {detail.kind}: {detail.message}"]
+    if detail.running_test:
+        took = f" for {detail.running_for_s:g}s" if detail.running_for_s is not None else ""
+        lines += ["", f"Running: {detail.running_test}{took}"]
+    if detail.stack:
+        lines.append("Stack (most recent call last):")
+        lines.extend("  " + frame for frame in detail.stack)
+    if detail.summary is not None:
+        lines += ["", "Tests that finished before:"]
+        lines.append(render_text(detail.summary, failures_budget="failures_listed"))
     if detail.command:
         lines.append("Command: " + shlex.join(detail.command))
     if detail.exit_code is not None or detail.signal:
         how = f"exit code {detail.exit_code}" if detail.exit_code is not None else f"killed by {detail.signal}"
         took = f" after {detail.duration_s:g}s" if detail.duration_s is not None else ""
         lines.append(f"Ended: {how}{took}")
-    for name, tail in (("stdout", detail.stdout_tail), ("stderr", detail.stderr_tail)):
-        if tail:
+    tails = [(name, tail) for name, tail in (("stdout", detail.stdout_tail), ("stderr", detail.stderr_tail)) if tail]
+    if detail.stack and tails:
+        lines.append("Output tails: " + ", ".join(f"{name}_tail" for name, _ in tails) + " in the structured content")
+    else:
+        for name, tail in tails:
             lines += ["", f"{name} (tail):", tail.rstrip("\n")]
     return "\n".join(lines) + "\n"

@@ -179,6 +179,34 @@ RunStatus = Literal["passed", "failed", "no_tests", "interrupted"]
 """How a run ended: pytest's exits 0, 1, 5 and 2 (see ``ExecuteResult``)."""
 
 
+class WarningGroup(_Frozen):
+    """Warnings of one cause: same ``category`` (e.g. ``DeprecationWarning``) and
+    ``message`` (its first line, capped). ``count``: how many were recorded.
+    ``locations``: the first few distinct ``path:line`` where they were raised (paths
+    relative to the project root when inside it). ``traceback``: for an exception in a
+    thread or in ``__del__`` (``PytestUnhandledThreadExceptionWarning``,
+    ``PytestUnraisableExceptionWarning``), the end of its traceback (the last frames,
+    preferring the project's, and the exception line); else None."""
+
+    category: str
+    message: str
+    count: int
+    locations: list[str]
+    traceback: str | None = None
+
+
+class WarningsSummary(_Frozen):
+    """The warnings pytest recorded during a run (``pytest_warning_recorded``).
+
+    ``total``: warnings recorded. ``groups``: the first few distinct ones (in the order
+    first seen), at most ``events.WARNING_GROUPS_LISTED``; ``omitted``: distinct ones
+    not listed."""
+
+    total: int = 0
+    groups: list[WarningGroup] = Field(default_factory=list)
+    omitted: int = 0
+
+
 class ExecuteResult(_Frozen):
     """The answer of ``execute_tests``.
 
@@ -187,7 +215,9 @@ class ExecuteResult(_Frozen):
     summary lists them). ``exit_code``: pytest's. ``duration_s``: wall time of the
     pytest process, seconds. ``command``: the exact argv run (cwd = the project root).
     ``report_path``: the report file the summary came from, for ``summarize_report``.
-    ``summary``: the report engine's summary.
+    ``summary``: the report engine's summary. ``warnings``: the warnings pytest recorded
+    (see ``WarningsSummary``). ``deselected``: collected tests that ``-m``/``-k`` (the
+    agent's or the project's ``addopts``) or ``--lf`` deselected.
     """
 
     status: RunStatus
@@ -196,6 +226,8 @@ class ExecuteResult(_Frozen):
     command: list[str]
     report_path: str
     summary: ReportSummary
+    warnings: WarningsSummary = Field(default_factory=WarningsSummary)
+    deselected: int = 0
 
 
 class DiscoverResult(_Frozen):

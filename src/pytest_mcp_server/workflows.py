@@ -11,6 +11,13 @@ for the event plugin and the run's ``RUN_MARKER`` token; nothing from the agent.
 Each run's reports are kept in ``<artifacts>/runs/<project>-<hash>/<run id>/`` (JUnit XML
 always, pytest-json-report when the project has the plugin); only the newest
 ``KEEP_RUNS`` run directories of a project are kept.
+
+When a run times out or pytest dies (a signal, ``os._exit``), the answer still says what
+happened: the event plugin's files name the test that was running and since when, and
+hold a record of each finished test, summarised through the report engine as usual. On
+a timeout the plugin is first asked for a stack dump (``STACK_DUMP_SIGNAL``, before the
+group is killed); after a fatal signal, pytest's own faulthandler dump on stderr gives
+the stack (``stacks``).
 """
 
 from __future__ import annotations
@@ -20,9 +27,10 @@ import os
 import re
 import secrets
 import shutil
+import signal
 import tempfile
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -31,11 +39,21 @@ import anyio
 
 from .config import ServerConfig
 from .engine import summarize as engine_summarize
-from .events import PLUGIN_DIR, PLUGIN_NAME, EventFollower, ProgressFn, read_collected
+from .events import (
+    PLUGIN_DIR,
+    PLUGIN_NAME,
+    EventFollower,
+    ProgressFn,
+    RunEvents,
+    read_collected,
+    read_run_events,
+    write_partial_report,
+)
 from .failures import FailureKind, ToolFailure, invalid
 from .interpreter import Interpreter, find_python, probe_interpreter
 from .models import Budgets, ReportError, ReportSummary
 from .process import KILL_GRACE_S, RUN_MARKER, ProcessOutcome, run_process, signal_name
+from .stacks import fatal_error, parse_dump, test_stack
 from .tool_models import (
     DiscoverParams,
     DiscoverResult,
@@ -51,6 +69,13 @@ KEEP_RUNS = 20
 """Run directories kept per project (the newest; a run in progress is never removed)."""
 
 _PYTEST_STATUSES: dict[int, RunStatus] = {0: "passed", 1: "failed", 2: "interrupted", 5: "no_tests"}
+
+STACK_DUMP_SIGNAL = signal.SIGUSR1
+"""Sent to pytest when a run times out: the event plugin's faulthandler then dumps every
+thread's stack into the run's stacks file (the plugin's ``STACK_DUMP_SIGNAL``)."""
+STACK_DUMP_WAIT_S = 1.0
+"""Seconds to wait for that dump to be written (it is written at once unless the process
+is stopped; within ``process.ON_TIMEOUT_S``)."""
 
 
 class Runner:
@@ -132,6 +157,7 @@ class Runner:
     def execute_argv(self, params: ExecuteParams, interp: Interpreter, run_dir: Path, events: Path) -> list[str]:
         """The exact argv of a run, built only from validated fields."""
         argv = [interp.python, "-m", "pytest", "-p", PLUGIN_NAME, f"--mcp-events={events}"]
+        argv += [f"--mcp-results={run_dir / 'results.jsonl'}", f"--mcp-stacks={run_dir / 'stacks.txt'}"]
         argv.append(f"--junitxml={run_dir / 'junit.xml'}")
         if interp.has_json_report:
             argv += ["--json-report", f"--json-report-file={run_dir / 'report.json'}", "--json-report-omit=keywords"]
@@ -177,11 +203,20 @@ class Runner:
             events_path.touch()
             argv = self.execute_argv(params, interp, run_dir, events_path)
             watch = partial(EventFollower(events_path).follow, progress) if progress is not None else None
+            stopped_at: list[float] = []  # when the timeout hook ran (unix time)
+            on_timeout = partial(self._dump_stacks, events_path, run_dir / "stacks.txt", stopped_at)
             keep = False
             try:
-                outcome = await self._run(argv, timeout, watch)
+                outcome = await self._run(argv, timeout, watch, on_timeout)
+                ended_at = stopped_at[0] if stopped_at else time.time()
+                run_events = await anyio.to_thread.run_sync(read_run_events, events_path, self.root)
                 report = self._report_file(run_dir, interp)
-                status = self._status(outcome, argv, report, timeout)
+                try:
+                    status = self._status(outcome, argv, report, timeout)
+                except ToolFailure as failure:
+                    if failure.kind in ("timeout", "crashed"):
+                        await self._explain_stop(failure, run_dir, run_events, ended_at, outcome, params.budgets())
+                    raise
                 summary = await self._summarize_run(report, params.budgets(), outcome, argv)
                 keep = True
             finally:
@@ -196,19 +231,105 @@ class Runner:
             command=argv,
             report_path=str(report),
             summary=summary,
+            warnings=run_events.warnings,
+            deselected=run_events.deselected,
         )
 
     async def _run(
-        self, argv: list[str], timeout: float, watch: Callable[[], Coroutine[Any, Any, None]] | None = None
+        self,
+        argv: list[str],
+        timeout: float,
+        watch: Callable[[], Coroutine[Any, Any, None]] | None = None,
+        on_timeout: Callable[[int], Awaitable[None]] | None = None,
     ) -> ProcessOutcome:
         try:
-            return await run_process(argv, cwd=self.root, env=self.child_env(run=True), timeout_s=timeout, watch=watch)
+            return await run_process(
+                argv, cwd=self.root, env=self.child_env(run=True), timeout_s=timeout, watch=watch, on_timeout=on_timeout
+            )
         except OSError as exc:
             raise ToolFailure(
                 "pytest_missing",
                 f"cannot start {argv[0]}: {exc}; start the server with --python pointing at the project's Python",
                 command=argv,
             ) from None
+
+    @staticmethod
+    async def _dump_stacks(events: Path, stacks: Path, stopped_at: list[float], pid: int) -> None:
+        """The timeout hook: note the time in ``stopped_at``, send pytest (``pid``) the
+        stack-dump signal if the plugin armed it (the events file starts with ``d``),
+        and wait until the dump in ``stacks`` stops growing (at most
+        ``STACK_DUMP_WAIT_S``)."""
+        stopped_at.append(time.time())
+        try:
+            with open(events, "rb") as f:
+                if f.read(2) != b"d\n":
+                    return  # not armed: the signal would kill pytest instead
+            os.kill(pid, STACK_DUMP_SIGNAL)
+        except OSError:
+            return
+        size = -1
+        with anyio.move_on_after(STACK_DUMP_WAIT_S):
+            while True:
+                await anyio.sleep(0.05)
+                try:
+                    now = stacks.stat().st_size
+                except OSError:
+                    continue
+                if now and now == size:
+                    return
+                size = now
+
+    async def _explain_stop(
+        self,
+        failure: ToolFailure,
+        run_dir: Path,
+        run_events: RunEvents,
+        ended_at: float,
+        outcome: ProcessOutcome,
+        budgets: Budgets,
+    ) -> None:
+        """Add to a ``timeout`` or ``crashed`` failure what the event plugin saw: the
+        test that was running and for how long, its stack (the timeout's dump, or
+        faulthandler's fatal-error report in stderr), and the summary of the tests that
+        finished (their records through the report engine). The message names the
+        running test and its innermost frame."""
+        update: dict[str, Any] = {}
+        message = failure.detail.message
+        if failure.kind == "timeout":
+            threads = parse_dump(await anyio.to_thread.run_sync(_read_text, run_dir / "stacks.txt"))
+            stack, own_frame = test_stack(threads, self.root, prefer_current=False)
+        else:
+            fatal = fatal_error(outcome.stderr_tail)
+            stack, own_frame = test_stack(fatal[1], self.root, prefer_current=True) if fatal else ([], None)
+            if fatal and outcome.exit_code < 0:
+                # faulthandler's report says what the guess in the message only supposes
+                message = (
+                    f"pytest was killed by {signal_name(outcome.exit_code)} after {outcome.duration_s:g}s: "
+                    f"{fatal[0]} (faulthandler's report is in stderr_tail)."
+                )
+        if run_events.running:
+            node_id, started = next(iter(run_events.running.items()))
+            update["running_test"] = node_id
+            update["running_for_s"] = round(max(0.0, ended_at - started), 2)
+            others = len(run_events.running) - 1
+            also = f" (and {others} more)" if others else ""
+            where = f", at {own_frame}" if own_frame else ""
+            message += f" The test running was {node_id}{also}, for {update['running_for_s']:g}s{where}."
+        if stack:
+            update["stack"] = stack
+        partial_report = run_dir / "partial.json"
+        wrote = await anyio.to_thread.run_sync(
+            write_partial_report, run_dir / "results.jsonl", partial_report, self.root
+        )
+        if wrote:
+            try:
+                update["summary"] = await anyio.to_thread.run_sync(
+                    partial(engine_summarize, [str(partial_report)], budgets=budgets)
+                )
+            except ReportError:
+                pass  # the answer keeps the output tails
+        update["message"] = message
+        failure.detail = failure.detail.model_copy(update=update)
 
     @staticmethod
     def _report_file(run_dir: Path, interp: Interpreter) -> Path:
@@ -388,6 +509,13 @@ def _error_line(text: str) -> str:
             detail = lines[i + 1] if i + 1 < len(lines) and lines[i + 1].startswith("(") else ""
             return (lines[i] + (" " + detail if detail else ""))[:500]
     return _last_line(text)
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
 
 
 def _last_line(text: str) -> str:

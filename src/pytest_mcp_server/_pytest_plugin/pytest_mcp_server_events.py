@@ -1,15 +1,30 @@
 """pytest plugin that pytest-mcp-server loads into the pytest runs it starts.
 
 Not for users: the server adds this directory to the child's PYTHONPATH and passes
-``-p pytest_mcp_server_events --mcp-events=FILE``. It imports nothing but pytest, so it
-works in any project interpreter (Python 3.8+, pytest 7+), whatever else is installed.
+``-p pytest_mcp_server_events --mcp-events=FILE`` (and, for a test run,
+``--mcp-results=FILE --mcp-stacks=FILE``). It imports nothing but pytest and the
+standard library, so it works in any project interpreter (Python 3.8+, pytest 7+),
+whatever else is installed.
 
-It appends one line per event to FILE (line-buffered, so the server can follow it while
-the run goes on):
+It appends one line per event to the events FILE (line-buffered, so the server can
+follow it while the run goes on):
 
 * ``c N``: N tests collected (after -m/-k/--lf deselection; with xdist, a worker's count);
-* ``t``: one test finished (its teardown report arrived; with xdist, in the controller);
+* ``x N``: N collected tests deselected (``pytest_deselected``; one line per call);
+* ``s <unix time> <node id>``: a test started (``pytest_runtest_logstart``);
+* ``t <node id>``: that test finished (its teardown report arrived);
+* ``w {json}``: a warning pytest recorded (``pytest_warning_recorded``): ``category``,
+  ``message`` (capped), ``filename``, ``lineno``, ``nodeid``, ``when``;
+* ``d``: the stack-dump signal is armed (see below);
 * ``i "<node id>"``: a collected node id, JSON-encoded (only with --collect-only).
+
+Node ids are JSON-encoded. With ``--mcp-results=FILE`` it also writes one JSON line per
+finished test, shaped as a test of pytest-json-report (``{"test": {nodeid, outcome,
+setup, call, teardown}}``), and one per collection error (``{"collector": {nodeid,
+outcome, longrepr}}``), so the server can build the report of the tests that finished
+when pytest never writes its own (a crash, a timeout). Long texts are capped
+(``TEXT_CAP``). With ``--mcp-stacks=FILE``, ``faulthandler`` dumps every thread's stack
+into FILE on ``SIGUSR1`` (the server sends it when the run times out).
 
 In xdist workers it does nothing: the controller sees every report.
 
@@ -23,16 +38,24 @@ pytest leads its own process group (the server starts it so), never in xdist wor
 # Annotations stay unevaluated strings, so the ``X | None`` spellings below also work on Python 3.8.
 from __future__ import annotations
 
+import faulthandler
 import json
 import os
 import signal
 import sys
+import time
 from collections.abc import Sequence
 from types import FrameType
+from typing import Any
 
 import pytest
 
 PR_SET_PDEATHSIG = 1
+TEXT_CAP = 65536
+"""Characters kept of a warning message, a longrepr or captured output in the files
+written here (the head and the tail; the report engine cuts further)."""
+STACK_DUMP_SIGNAL = "SIGUSR1"
+"""The signal on which faulthandler dumps every thread's stack into the stacks file."""
 
 
 def _kill_escaped(token: str) -> None:
@@ -78,13 +101,47 @@ def _guard_parent_death() -> None:
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--mcp-events", dest="mcp_events", default=None, help="(pytest-mcp-server internal)")
+    parser.addoption("--mcp-results", dest="mcp_results", default=None, help="(pytest-mcp-server internal)")
+    parser.addoption("--mcp-stacks", dest="mcp_stacks", default=None, help="(pytest-mcp-server internal)")
+
+
+def _capped(text: str) -> str:
+    if len(text) <= TEXT_CAP:
+        return text
+    half = TEXT_CAP // 2
+    return f"{text[:half]}\n[... {len(text) - 2 * half} characters cut by pytest-mcp-server ...]\n{text[-half:]}"
+
+
+def _stage(report: pytest.TestReport) -> dict[str, Any]:
+    # the fields of a pytest-json-report stage that the report engine reads
+    stage: dict[str, Any] = {"duration": report.duration, "outcome": report.outcome}
+    if report.failed:
+        crash = getattr(report.longrepr, "reprcrash", None)
+        if crash is not None:
+            stage["crash"] = {"path": crash.path, "lineno": crash.lineno, "message": _capped(crash.message)}
+        if report.capstdout:
+            stage["stdout"] = _capped(report.capstdout)
+        if report.capstderr:
+            stage["stderr"] = _capped(report.capstderr)
+        longrepr = report.longreprtext
+        if longrepr:
+            stage["longrepr"] = _capped(longrepr)
+    return stage
 
 
 class _EventWriter:
-    def __init__(self, path: str, collect_only: bool) -> None:
+    def __init__(self, config: pytest.Config, path: str, results: str | None, stacks: str | None) -> None:
+        self.config = config
         self.file = open(path, "a", encoding="utf-8", buffering=1)
-        self.collect_only = collect_only
+        self.collect_only = bool(config.getoption("collectonly", False))
         self.total_sent = False
+        self.results = open(results, "a", encoding="utf-8") if results else None
+        self.tests: dict[str, dict[str, Any]] = {}
+        self.stacks = None
+        if stacks and hasattr(signal, STACK_DUMP_SIGNAL):
+            self.stacks = open(stacks, "w", encoding="utf-8")
+            faulthandler.register(getattr(signal, STACK_DUMP_SIGNAL), file=self.stacks, all_threads=True)
+            self.file.write("d\n")
 
     def _collected(self, n: int) -> None:
         if not self.total_sent:
@@ -103,11 +160,49 @@ class _EventWriter:
     def pytest_xdist_node_collection_finished(self, node: object, ids: Sequence[str]) -> None:
         self._collected(len(ids))
 
+    def pytest_deselected(self, items: Sequence[pytest.Item]) -> None:
+        self.file.write(f"x {len(items)}\n")
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if report.failed and self.results is not None:
+            record = {"nodeid": report.nodeid, "outcome": "failed", "longrepr": _capped(report.longreprtext)}
+            self.results.write(json.dumps({"collector": record}) + "\n")
+            self.results.flush()
+
+    def pytest_runtest_logstart(self, nodeid: str, location: object) -> None:
+        self.file.write(f"s {time.time():.3f} {json.dumps(nodeid)}\n")
+
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if self.results is not None:
+            # the test's outcome as pytest-json-report computes it: the last category that is not a pass
+            test = self.tests.setdefault(report.nodeid, {"nodeid": report.nodeid, "outcome": "passed"})
+            category = self.config.hook.pytest_report_teststatus(report=report, config=self.config)[0]
+            if category not in ("passed", ""):
+                test["outcome"] = category
+            test[report.when] = _stage(report)
         if report.when == "teardown":
-            self.file.write("t\n")
+            if self.results is not None:
+                self.results.write(json.dumps({"test": self.tests.pop(report.nodeid)}) + "\n")
+                self.results.flush()
+            self.file.write(f"t {json.dumps(report.nodeid)}\n")
+
+    def pytest_warning_recorded(self, warning_message: Any, when: str, nodeid: str, location: object) -> None:
+        record = {
+            "category": warning_message.category.__name__,
+            "message": _capped(str(warning_message.message)),
+            "filename": warning_message.filename,
+            "lineno": warning_message.lineno,
+            "nodeid": nodeid,
+            "when": when,
+        }
+        self.file.write("w " + json.dumps(record) + "\n")
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
+        if self.stacks is not None:
+            faulthandler.unregister(getattr(signal, STACK_DUMP_SIGNAL))
+            self.stacks.close()
+        if self.results is not None:
+            self.results.close()
         self.file.close()
 
 
@@ -117,4 +212,5 @@ def pytest_configure(config: pytest.Config) -> None:
     if not path or hasattr(config, "workerinput"):
         return
     _guard_parent_death()
-    config.pluginmanager.register(_EventWriter(path, config.getoption("collectonly", False)), "pytest-mcp-events")
+    writer = _EventWriter(config, path, config.getoption("mcp_results", None), config.getoption("mcp_stacks", None))
+    config.pluginmanager.register(writer, "pytest-mcp-events")
