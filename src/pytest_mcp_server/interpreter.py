@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -41,12 +42,14 @@ _PROBE = (
 
 @dataclass(frozen=True)
 class Interpreter:
-    """The project's Python (``python``, as found by ``find_python``) and the optional
-    pytest plugins it can import."""
+    """The project's Python (``python``, as found by ``find_python``), the optional
+    pytest plugins it can import, and its pytest's version (``pytest_version``: the
+    leading numbers of ``pytest.__version__``, ``(9, 2, 0)``; ``()`` when unknown)."""
 
     python: str
     has_json_report: bool
     has_xdist: bool
+    pytest_version: tuple[int, ...] = ()
 
 
 def find_python(config: ServerConfig, environ: Mapping[str, str] | None = None) -> Path:
@@ -105,4 +108,23 @@ async def probe_interpreter(python: str, *, cwd: Path, env: dict[str, str]) -> I
             exit_code=proc.returncode,
             stderr_tail=proc.stderr.decode("utf-8", "replace")[-TAIL_BYTES:] or None,
         )
-    return Interpreter(python, has_json_report=bool(info["json_report"]), has_xdist=bool(info["xdist"]))
+    return Interpreter(
+        python,
+        has_json_report=bool(info["json_report"]),
+        has_xdist=bool(info["xdist"]),
+        pytest_version=version_numbers(str(info["pytest"])),
+    )
+
+
+def version_numbers(version: str) -> tuple[int, ...]:
+    """The leading dot-separated numbers of a version string: ``"8.3.0rc1"`` ->
+    ``(8, 3, 0)``, ``"9.0.dev12+g1"`` -> ``(9, 0)``; ``()`` when it starts with no number."""
+    numbers: list[int] = []
+    for part in version.split("."):
+        digits = re.match(r"\d+", part)
+        if digits is None:
+            break
+        numbers.append(int(digits.group()))
+        if digits.end() != len(part):
+            break
+    return tuple(numbers)

@@ -68,6 +68,10 @@ from .validation import check_node_ids_exist, resolve_inside
 KEEP_RUNS = 20
 """Run directories kept per project (the newest; a run in progress is never removed)."""
 
+FULL_ASSERTION_DETAIL_SINCE = (8, 0)
+"""The first pytest with the ``verbosity_assertions`` ini option (pytest's changelog, 8.0.0);
+runs on it get ``-o verbosity_assertions=2``, assertion explanations in full."""
+
 _PYTEST_STATUSES: dict[int, RunStatus] = {0: "passed", 1: "failed", 2: "interrupted", 5: "no_tests"}
 
 STACK_DUMP_SIGNAL = signal.SIGUSR1
@@ -161,6 +165,9 @@ class Runner:
         argv.append(f"--junitxml={run_dir / 'junit.xml'}")
         if interp.has_json_report:
             argv += ["--json-report", f"--json-report-file={run_dir / 'report.json'}", "--json-report-omit=keywords"]
+        if interp.pytest_version >= FULL_ASSERTION_DETAIL_SINCE:
+            # the whole differing values: pytest's default cuts them ("{'name': 'ali...", "use -vv to show")
+            argv += ["-o", "verbosity_assertions=2"]
         if params.max_failures is not None:
             argv.append(f"--maxfail={params.max_failures}")
         if params.failfast:
