@@ -158,6 +158,8 @@ def test_execute_argv_is_built_only_from_validated_fields(tmp_path):
         "-p",
         "pytest_mcp_server_events",
         "--mcp-events=/r/events.txt",
+        "--mcp-results=/r/results.jsonl",
+        "--mcp-stacks=/r/stacks.txt",
         "--junitxml=/r/junit.xml",
         "--json-report",
         "--json-report-file=/r/report.json",

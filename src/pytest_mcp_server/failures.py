@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from pydantic import field_serializer
+
 from .models import ReportSummary, _Frozen
 
 FailureKind = Literal[
@@ -65,6 +67,12 @@ class ToolFailureDetail(_Frozen):
     running_for_s: float | None = None
     stack: list[str] | None = None
     summary: ReportSummary | None = None
+
+    @field_serializer("summary")
+    def _summary_whole(self, summary: ReportSummary | None) -> dict[str, Any] | None:
+        # The adapter dumps a detail with exclude_none; the summary's models require their
+        # null fields (a failure's stdout), so it is dumped whole, as in a result.
+        return None if summary is None else summary.model_dump(mode="json")
 
 
 class ToolFailure(Exception):

@@ -54,6 +54,7 @@ PR_SET_PDEATHSIG = 1
 TEXT_CAP = 65536
 """Characters kept of a warning message, a longrepr or captured output in the files
 written here (the head and the tail; the report engine cuts further)."""
+_OUTCOMES = ("failed", "error", "skipped", "xfailed", "xpassed")
 STACK_DUMP_SIGNAL = "SIGUSR1"
 """The signal on which faulthandler dumps every thread's stack into the stacks file."""
 
@@ -177,9 +178,11 @@ class _EventWriter:
             # the test's outcome as pytest-json-report computes it: the last category that is not a pass
             test = self.tests.setdefault(report.nodeid, {"nodeid": report.nodeid, "outcome": "passed"})
             category = self.config.hook.pytest_report_teststatus(report=report, config=self.config)[0]
-            if category not in ("passed", ""):
+            if category in _OUTCOMES:  # not "subtests passed" and the like
                 test["outcome"] = category
-            test[report.when] = _stage(report)
+            if report.failed or test.get(report.when, {}).get("outcome") != "failed":
+                # a failed subtest's stage (same node id, "call") is not replaced by a later passing one
+                test[report.when] = _stage(report)
         if report.when == "teardown":
             if self.results is not None:
                 self.results.write(json.dumps({"test": self.tests.pop(report.nodeid)}) + "\n")

@@ -1,0 +1,113 @@
+"""A run that hangs or crashes still tells what happened, end to end: the real server over
+real stdio, the real pytest on fixture projects (tests/fixtures/hangs, tests/fixtures/segfault).
+
+A timeout used to answer with the command and pytest's progress dots only; a segfault
+with faulthandler's dump buried in 8 KB of stderr. Now the answer names the test that
+was running and for how long, the line of the test's own code it stood on (the chain
+test -> helper), and summarises the tests that finished before (counts, the failure
+with its message), and no process of the run is left.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from server_support import Project, connect, pid_alive, run, text_of
+
+from pytest_mcp_server.failures import ToolFailureDetail
+
+
+def line_of(path: Path, needle: str) -> int:
+    """1-based line of the first line of ``path`` containing ``needle``."""
+    for i, line in enumerate(path.read_text().splitlines(), 1):
+        if needle in line:
+            return i
+    raise AssertionError(f"{needle!r} not in {path}")
+
+
+def test_a_hang_names_the_running_test_its_line_and_keeps_what_finished(tmp_path):
+    project = Project("hangs", tmp_path)
+    source = project.root / "tests" / "test_hangs.py"
+    sleep_line = line_of(source, "time.sleep(3600)")
+    call_line = line_of(source, "    wait_for_server()")
+
+    async def body():
+        async with connect(project.params(), "legacy") as client:
+            return await client.call_tool("execute_tests", {"timeout_s": 3})
+
+    result = run(body)
+    assert result.is_error
+    detail = ToolFailureDetail.model_validate(result.structured_content)
+    assert detail.kind == "timeout"
+    assert detail.running_test == "tests/test_hangs.py::test_hangs"
+    assert detail.running_for_s is not None and 0.5 < detail.running_for_s <= 3.5
+    # the chain test -> helper, outermost first, ending on the line it sleeps on
+    assert detail.stack == [
+        f"tests/test_hangs.py:{call_line} in test_hangs",
+        f"tests/test_hangs.py:{sleep_line} in wait_for_server",
+    ]
+    # what finished before the hang: counts and the failure with its message
+    assert detail.summary is not None
+    counts = detail.summary.counts
+    assert (counts.total, counts.passed, counts.failed) == (3, 2, 1)
+    assert [f.node_id for f in detail.summary.failures] == ["tests/test_hangs.py::test_second_fails"]
+    assert "arithmetic is broken" in detail.summary.failures[0].message
+
+    text = text_of(result)
+    assert text.startswith("ERROR timeout: pytest did not finish within 3s")
+    assert f"The test running was tests/test_hangs.py::test_hangs, for {detail.running_for_s:g}s" in text
+    assert f"at tests/test_hangs.py:{sleep_line} in wait_for_server" in text
+    assert "FAILED 1 failed, 2 passed" in text and "arithmetic is broken" in text
+    assert "test_after_hang" not in text  # never started
+    # the test's stack is named, pytest's own frames are not
+    assert "_pytest" not in text and "pluggy" not in text
+    # killed before the answer was sent: nothing to wait for
+    pids = [m["pid"] for m in project.pytest_marks()]
+    assert len(pids) == 1 and [p for p in pids if pid_alive(p)] == []
+
+
+@pytest.mark.parametrize(
+    ("how", "crash_line_needle"),
+    [("ctypes", "ctypes.string_at(0)"), ("signal", "os.kill(os.getpid(), signal.SIGSEGV)")],
+)
+def test_a_segfault_names_the_running_test_its_line_and_keeps_what_finished(tmp_path, how, crash_line_needle):
+    project = Project("segfault", tmp_path)
+    source = project.root / "tests" / "test_segfault.py"
+    crash_line = line_of(source, crash_line_needle)
+    call_line = line_of(source, "    read_null_pointer()")
+
+    async def body():
+        async with connect(project.params(env={"SEGFAULT_BY": how}), "auto") as client:
+            return await client.call_tool("execute_tests", {"timeout_s": 60})
+
+    result = run(body)
+    assert result.is_error
+    detail = ToolFailureDetail.model_validate(result.structured_content)
+    assert detail.kind == "crashed" and detail.signal == "SIGSEGV" and detail.exit_code is None
+    assert detail.running_test == "tests/test_segfault.py::test_segfaults"
+    assert detail.stack is not None
+    assert detail.stack[:2] == [
+        f"tests/test_segfault.py:{call_line} in test_segfaults",
+        f"tests/test_segfault.py:{crash_line} in read_null_pointer",
+    ]
+    if how == "ctypes":  # the library frame it crashed in stays, below the test's own
+        assert detail.stack[2:] == ["ctypes/__init__.py:" + detail.stack[2].split(":")[1]]
+        assert detail.stack[2].endswith(" in string_at")
+    else:
+        assert len(detail.stack) == 2
+    assert detail.summary is not None
+    counts = detail.summary.counts
+    assert (counts.total, counts.passed, counts.failed) == (2, 1, 1)
+    assert [f.node_id for f in detail.summary.failures] == ["tests/test_segfault.py::test_fails"]
+    assert "Fatal Python error: Segmentation fault" in detail.message
+    assert detail.stderr_tail and "Fatal Python error: Segmentation fault" in detail.stderr_tail
+
+    text = text_of(result)
+    assert text.startswith("ERROR crashed: pytest was killed by SIGSEGV after ")
+    assert f"at tests/test_segfault.py:{crash_line} in read_null_pointer" in text
+    assert "Running: tests/test_segfault.py::test_segfaults" in text
+    assert "FAILED 1 failed, 1 passed" in text and "tests/test_segfault.py::test_fails" in text
+    assert "test_after_segfault" not in text
+    assert "_pytest" not in text  # faulthandler's 30 frames of pytest stay in stderr_tail
+    assert len(text.encode()) < 4096, len(text.encode())

@@ -1,0 +1,100 @@
+"""Warnings and deselected tests reach the answer of execute_tests, end to end: the real
+server over real stdio, the real pytest on tests/fixtures/warnings_logs (a deprecation
+warning from 3 places, a UserWarning, an exception in a thread, one in ``__del__``, and
+2 tests deselected by the project's ``addopts -m "not slow"``).
+
+pytest's reports keep neither (JUnit has no warnings and no deselected count), so an
+agent reading only the summary missed a crashing thread and believed the run covered
+every test; the event plugin records both.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from server_support import Project, connect, run, text_of
+
+from pytest_mcp_server.tool_models import ExecuteResult
+
+
+def line_of(path: Path, needle: str) -> int:
+    """1-based line of the first line of ``path`` containing ``needle``."""
+    for i, line in enumerate(path.read_text().splitlines(), 1):
+        if needle in line:
+            return i
+    raise AssertionError(f"{needle!r} not in {path}")
+
+
+def test_warnings_are_grouped_with_the_thread_traceback_and_deselected_counted(tmp_path):
+    project = Project("warnings_logs", tmp_path)
+    tests = project.root / "tests" / "test_warnings.py"
+
+    async def body():
+        async with connect(project.params(), "auto") as client:
+            return await client.call_tool("execute_tests", {})
+
+    result = run(body)
+    assert not result.is_error, text_of(result)
+    res = ExecuteResult.model_validate(result.structured_content)
+    assert res.status == "failed" and res.deselected == 2
+    assert res.summary.counts.total == 6  # the 2 slow tests did not run
+
+    warnings = res.warnings
+    assert warnings.total == 6 and warnings.omitted == 0
+    by_category = {g.category: g for g in warnings.groups}
+    assert sorted(by_category) == [
+        "DeprecationWarning",
+        "PytestUnhandledThreadExceptionWarning",
+        "PytestUnraisableExceptionWarning",
+        "UserWarning",
+    ]
+    # the same deprecation from three call sites is one group, counted 3 times
+    deprecation = by_category["DeprecationWarning"]
+    assert deprecation.count == 3 and deprecation.message == "old_api is deprecated, use new_api"
+    assert deprecation.locations == [
+        f"tests/test_warnings.py:{line_of(tests, 'assert old_api(1)')}",
+        f"tests/test_warnings.py:{line_of(tests, 'assert old_api(2)')}",
+        f"tests/test_warnings.py:{line_of(tests, 'assert old_api(3)')}",
+    ]
+    assert deprecation.traceback is None
+    assert by_category["UserWarning"].locations == ["noisy/__init__.py:10"]
+    # the thread's exception: where it was raised (not pytest's threadexception.py), and its traceback's end
+    raise_line = line_of(tests, 'raise RuntimeError("worker thread failed")')
+    thread = by_category["PytestUnhandledThreadExceptionWarning"]
+    assert thread.locations == [f"tests/test_warnings.py:{raise_line}"]
+    assert thread.traceback == (
+        f"tests/test_warnings.py:{raise_line} in crash_in_thread\n"
+        '    raise RuntimeError("worker thread failed")\n'
+        "RuntimeError: worker thread failed"
+    )
+    unraisable = by_category["PytestUnraisableExceptionWarning"]
+    assert unraisable.traceback is not None
+    assert unraisable.traceback.endswith("OSError: cleanup failed in __del__")
+    assert f"tests/test_warnings.py:{line_of(tests, 'raise OSError(')} in __del__" in unraisable.traceback
+
+    text = text_of(result)
+    assert text.startswith("FAILED 1 failed, 5 passed, 2 deselected in ")
+    assert text.count("Warnings (6):") == 1
+    deprecation_lines = [line for line in text.splitlines() if "DeprecationWarning" in line]
+    assert len(deprecation_lines) == 1 and "x3" in deprecation_lines[0]
+    assert f"tests/test_warnings.py:{raise_line} in crash_in_thread" in text
+    assert "RuntimeError: worker thread failed" in text
+    assert "threading.py" not in text  # the thread machinery's frames are cut
+    assert "threadexception.py" not in text
+
+
+def test_a_green_run_with_deselected_tests_stays_short(tmp_path):
+    project = Project("hangs", tmp_path)
+
+    async def body():
+        async with connect(project.params(), "legacy") as client:
+            return await client.call_tool("execute_tests", {"keywords": "first or third", "timeout_s": 60})
+
+    result = run(body)
+    res = ExecuteResult.model_validate(result.structured_content)
+    assert res.status == "passed" and res.deselected == 3
+    assert res.warnings.total == 0 and res.warnings.groups == []
+    text = text_of(result)
+    assert text.startswith("PASSED 2 passed, 3 deselected in ")
+    assert "Warnings" not in text
+    assert len(text.encode()) < 300, text
