@@ -14,6 +14,7 @@ from pathlib import Path
 
 from server_support import Project, connect, run, text_of
 
+from pytest_mcp_server.events import WARNING_GROUPS_LISTED
 from pytest_mcp_server.tool_models import ExecuteResult
 
 
@@ -98,3 +99,42 @@ def test_a_green_run_with_deselected_tests_stays_short(tmp_path):
     assert text.startswith("PASSED 2 passed, 3 deselected in ")
     assert "Warnings" not in text
     assert len(text.encode()) < 300, text
+
+
+MANY_WARNINGS = """
+import warnings
+
+import pytest
+
+
+@pytest.mark.parametrize("i", range(8))
+def test_distinct(i):
+    warnings.warn(f"distinct warning number {i}", UserWarning)
+
+
+@pytest.mark.parametrize("i", range(10))
+def test_repeated(i):
+    warnings.warn("the same warning every time", FutureWarning)
+"""
+
+
+def test_many_distinct_warnings_are_listed_up_to_the_budget_and_the_rest_counted(tmp_path):
+    project = Project("hangs", tmp_path)
+    (project.root / "tests" / "test_many_warnings.py").write_text(MANY_WARNINGS)
+
+    async def body():
+        async with connect(project.params(), "legacy") as client:
+            return await client.call_tool("execute_tests", {"node_ids": ["tests/test_many_warnings.py"]})
+
+    result = run(body)
+    res = ExecuteResult.model_validate(result.structured_content)
+    assert res.status == "passed"
+    warnings = res.warnings
+    assert warnings.total == 18
+    assert len(warnings.groups) == WARNING_GROUPS_LISTED
+    assert warnings.omitted == 9 - WARNING_GROUPS_LISTED  # 8 distinct messages and the repeated one
+    assert [g.message for g in warnings.groups] == [f"distinct warning number {i}" for i in range(5)]
+    text = text_of(result)
+    assert "Warnings (18):" in text
+    assert f"... {9 - WARNING_GROUPS_LISTED} more distinct warnings" in text
+    assert "distinct warning number 5" not in text

@@ -152,6 +152,7 @@ def read_run_events(events: Path, root: Path) -> RunEvents:
     groups: dict[tuple[str, str, str], _WarningTally] = {}
     total = 0
     untracked: set[tuple[str, str, str]] = set()
+    running: dict[str, float] = {}
     try:
         f = open(events, encoding="utf-8", errors="replace")
     except FileNotFoundError:
@@ -160,11 +161,12 @@ def read_run_events(events: Path, root: Path) -> RunEvents:
         for line in f:
             tag, _, rest = line.rstrip("\n").partition(" ")
             try:
+                # node ids stay JSON-encoded until the end: a 100k-test run decodes only the unfinished
                 if tag == "s":
                     started, _, node = rest.partition(" ")
-                    result.running[json.loads(node)] = float(started)
+                    running[node] = float(started)
                 elif tag == "t":
-                    result.running.pop(json.loads(rest), None)
+                    running.pop(rest, None)
                 elif tag == "x":
                     result.deselected += int(rest)
                 elif tag == "d":
@@ -181,6 +183,11 @@ def read_run_events(events: Path, root: Path) -> RunEvents:
                         untracked.add(tally.key)
             except (ValueError, TypeError, KeyError, AttributeError):
                 continue  # a line cut by a killed pytest, or not ours
+    for encoded, start in running.items():
+        try:
+            result.running[json.loads(encoded)] = start
+        except ValueError:
+            continue
     listed = [g.model() for g in list(groups.values())[:WARNING_GROUPS_LISTED]]
     omitted = max(0, len(groups) - WARNING_GROUPS_LISTED) + len(untracked)
     result.warnings = WarningsSummary(total=total, groups=listed, omitted=omitted)
