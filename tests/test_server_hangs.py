@@ -16,6 +16,7 @@ import pytest
 from server_support import Project, connect, pid_alive, run, text_of
 
 from pytest_mcp_server.failures import ToolFailureDetail
+from pytest_mcp_server.stacks import STACK_FRAMES
 
 
 def line_of(path: Path, needle: str) -> int:
@@ -111,3 +112,54 @@ def test_a_segfault_names_the_running_test_its_line_and_keeps_what_finished(tmp_
     assert "test_after_segfault" not in text
     assert "_pytest" not in text  # faulthandler's 30 frames of pytest stay in stderr_tail
     assert len(text.encode()) < 4096, len(text.encode())
+
+
+DEEP_WAIT = """
+import threading
+import time
+
+
+def background():
+    time.sleep(3600)
+
+
+def wait_deeper(depth, done):
+    if depth:
+        return wait_deeper(depth - 1, done)
+    return done.wait()
+
+
+def test_waits_deep_while_a_thread_sleeps():
+    threading.Thread(target=background, daemon=True).start()
+    wait_deeper(6, threading.Event())
+"""
+
+
+def test_a_hang_deep_in_helpers_shows_the_test_thread_cut_to_its_ends(tmp_path):
+    """With two threads, the stack is the one running the test (not the sleeping
+    background thread), cut to its outermost frames (the test) and innermost ones (where
+    it waits: the stdlib's Event.wait), the middle counted."""
+    project = Project("hangs", tmp_path)
+    source = project.root / "tests" / "test_deep.py"
+    source.write_text(DEEP_WAIT)
+
+    async def body():
+        async with connect(project.params(), "legacy") as client:
+            return await client.call_tool("execute_tests", {"node_ids": ["tests/test_deep.py"], "timeout_s": 3})
+
+    result = run(body)
+    detail = ToolFailureDetail.model_validate(result.structured_content)
+    assert detail.kind == "timeout"
+    assert detail.running_test == "tests/test_deep.py::test_waits_deep_while_a_thread_sleeps"
+    assert detail.summary is None  # nothing finished before
+    stack = detail.stack
+    assert stack is not None and len(stack) == STACK_FRAMES, stack
+    assert (
+        stack[0] == f"tests/test_deep.py:{line_of(source, 'wait_deeper(6,')} in test_waits_deep_while_a_thread_sleeps"
+    )
+    assert stack[1].endswith(" in wait_deeper")
+    assert stack[2].startswith("... ") and stack[2].endswith(" frames")
+    assert stack[-1].startswith("threading.py:") and stack[-1].endswith(" in wait")
+    assert not any("background" in frame for frame in stack)
+    # the message names the innermost line of the project's code, not the stdlib's
+    assert f"at tests/test_deep.py:{line_of(source, 'return done.wait()')} in wait_deeper" in detail.message
