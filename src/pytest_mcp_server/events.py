@@ -133,14 +133,12 @@ class RunEvents:
 
     ``running``: tests started and not finished, node id -> start (unix time, seconds),
     in start order (with xdist, several). ``deselected``: tests deselected.
-    ``warnings``: the warnings grouped (``WarningsSummary``). ``stack_dump_armed``:
-    the plugin registered the stack-dump signal (so sending it does not kill pytest).
+    ``warnings``: the warnings grouped (``WarningsSummary``).
     """
 
     running: dict[str, float] = field(default_factory=dict)
     deselected: int = 0
     warnings: WarningsSummary = field(default_factory=WarningsSummary)
-    stack_dump_armed: bool = False
 
 
 def read_run_events(events: Path, root: Path) -> RunEvents:
@@ -169,8 +167,6 @@ def read_run_events(events: Path, root: Path) -> RunEvents:
                     running.pop(rest, None)
                 elif tag == "x":
                     result.deselected += int(rest)
-                elif tag == "d":
-                    result.stack_dump_armed = True
                 elif tag == "w":
                     total += 1
                     tally = _WarningTally.of(json.loads(rest), root)
