@@ -163,3 +163,29 @@ def test_a_hang_deep_in_helpers_shows_the_test_thread_cut_to_its_ends(tmp_path):
     assert not any("background" in frame for frame in stack)
     # the message names the innermost line of the project's code, not the stdlib's
     assert f"at tests/test_deep.py:{line_of(source, 'return done.wait()')} in wait_deeper" in detail.message
+
+
+def test_a_hang_under_xdist_names_the_test_and_its_line_from_the_worker(tmp_path):
+    """With workers the tests run in xdist's worker processes: each one dumps its own
+    stacks, and the answer picks the thread running the hung test."""
+    project = Project("hangs", tmp_path)
+    source = project.root / "tests" / "test_hangs.py"
+
+    async def body():
+        async with connect(project.params(), "legacy") as client:
+            return await client.call_tool("execute_tests", {"workers": 2, "timeout_s": 8})
+
+    result = run(body)
+    detail = ToolFailureDetail.model_validate(result.structured_content)
+    assert detail.kind == "timeout"
+    assert detail.running_test == "tests/test_hangs.py::test_hangs"
+    assert detail.stack == [
+        f"tests/test_hangs.py:{line_of(source, '    wait_for_server()')} in test_hangs",
+        f"tests/test_hangs.py:{line_of(source, 'time.sleep(3600)')} in wait_for_server",
+    ]
+    assert detail.summary is not None
+    assert detail.summary.counts.failed == 1 and detail.summary.counts.passed >= 2
+    assert [f.node_id for f in detail.summary.failures] == ["tests/test_hangs.py::test_second_fails"]
+    # the controller, its workers and everything else of the run are gone
+    pids = [m["pid"] for m in project.pytest_marks()]
+    assert len(pids) == 3 and [p for p in pids if pid_alive(p)] == []

@@ -84,7 +84,9 @@ def _runs_the_test(thread: Thread) -> bool:
     return any(_MACHINERY.search(f.path) and f.name == "pytest_runtest_call" for f in thread.frames)
 
 
-def test_stack(threads: list[Thread], root: Path, *, prefer_current: bool) -> tuple[list[str], str | None]:
+def test_stack(
+    threads: list[Thread], root: Path, *, prefer_current: bool, function: str | None = None
+) -> tuple[list[str], str | None]:
     """The running test's stack and its innermost own frame.
 
     The stack: ``"<path>:<line> in <function>"`` lines, outermost first: the frames
@@ -92,7 +94,9 @@ def test_stack(threads: list[Thread], root: Path, *, prefer_current: bool) -> tu
     most ``STACK_FRAMES`` (the two outermost, ``... N frames``, the innermost).
     ``prefer_current``: take the thread that handled the signal (a fatal error is
     reported by the thread that crashed); else the one inside ``pytest_runtest_call``,
-    then the current one, then the first. Paths under ``root`` are relative to it;
+    then the current one, then the first; among those inside ``pytest_runtest_call``,
+    one with a frame of ``function`` (the running test's function: with xdist, each
+    worker's dump has a test running) comes first. Paths under ``root`` are relative to it;
     library paths keep their part after ``site-packages/`` or ``lib/pythonX.Y/``.
     The innermost own frame: the line of the innermost of those frames under ``root``
     (where the test's code waits or crashed), else of the innermost frame; None when
@@ -102,6 +106,8 @@ def test_stack(threads: list[Thread], root: Path, *, prefer_current: bool) -> tu
     if not candidates:
         return [], None
     running = [t for t in candidates if _runs_the_test(t)]
+    if function is not None:
+        running.sort(key=lambda t: not any(f.name == function for f in t.frames))  # stable: named first
     current = [t for t in candidates if t.current]
     order = (current + running) if prefer_current else (running + current)
     thread = (order or candidates)[0]

@@ -264,7 +264,8 @@ class Runner:
     async def _dump_stacks(events: Path, stacks: Path, stopped_at: list[float], pid: int) -> None:
         """The timeout hook: note the time in ``stopped_at``, send pytest (``pid``) the
         stack-dump signal if the plugin armed it (the events file starts with ``d``),
-        and wait until the dump in ``stacks`` stops growing (at most
+        and its xdist workers (each armed its own ``<stacks>.<pid>``, and is in pytest's
+        process group), and wait until the dumps stop growing (at most
         ``STACK_DUMP_WAIT_S``)."""
         stopped_at.append(time.time())
         try:
@@ -274,17 +275,22 @@ class Runner:
             os.kill(pid, STACK_DUMP_SIGNAL)
         except OSError:
             return
-        size = -1
+        dumps = [stacks]
+        for worker in _worker_dumps(stacks):
+            try:
+                if os.getpgid(int(worker.suffix[1:])) == pid:  # still one of this run's workers
+                    os.kill(int(worker.suffix[1:]), STACK_DUMP_SIGNAL)
+                    dumps.append(worker)
+            except (OSError, ValueError):
+                continue
+        sizes: list[int] = []
         with anyio.move_on_after(STACK_DUMP_WAIT_S):
             while True:
                 await anyio.sleep(0.05)
-                try:
-                    now = stacks.stat().st_size
-                except OSError:
-                    continue
-                if now and now == size:
+                now = [_size(path) for path in dumps]
+                if all(now) and now == sizes:
                     return
-                size = now
+                sizes = now
 
     async def _explain_stop(
         self,
@@ -302,9 +308,13 @@ class Runner:
         running test and its innermost frame."""
         update: dict[str, Any] = {}
         message = failure.detail.message
+        running = next(iter(run_events.running), None)
         if failure.kind == "timeout":
-            threads = parse_dump(await anyio.to_thread.run_sync(_read_text, run_dir / "stacks.txt"))
-            stack, own_frame = test_stack(threads, self.root, prefer_current=False)
+            stacks = run_dir / "stacks.txt"
+            text = "".join([await anyio.to_thread.run_sync(_read_text, p) for p in [stacks, *_worker_dumps(stacks)]])
+            # the running test's function, to pick its thread among the xdist workers'
+            function = running.rsplit("::", 1)[-1].split("[", 1)[0] if running else None
+            stack, own_frame = test_stack(parse_dump(text), self.root, prefer_current=False, function=function)
         else:
             fatal = fatal_error(outcome.stderr_tail)
             stack, own_frame = test_stack(fatal[1], self.root, prefer_current=True) if fatal else ([], None)
@@ -516,6 +526,18 @@ def _error_line(text: str) -> str:
             detail = lines[i + 1] if i + 1 < len(lines) and lines[i + 1].startswith("(") else ""
             return (lines[i] + (" " + detail if detail else ""))[:500]
     return _last_line(text)
+
+
+def _worker_dumps(stacks: Path) -> list[Path]:
+    """The stack dumps xdist workers armed next to ``stacks`` (``<stacks>.<pid>``)."""
+    return sorted(stacks.parent.glob(stacks.name + ".*"))
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
 
 
 def _read_text(path: Path) -> str:

@@ -26,7 +26,8 @@ when pytest never writes its own (a crash, a timeout). Long texts are capped
 (``TEXT_CAP``). With ``--mcp-stacks=FILE``, ``faulthandler`` dumps every thread's stack
 into FILE on ``SIGUSR1`` (the server sends it when the run times out).
 
-In xdist workers it does nothing: the controller sees every report.
+In xdist workers it only arms that dump, into ``FILE.<worker pid>`` (the tests run
+there); the controller sees every report and writes the rest.
 
 On Linux it also guards against the server's sudden death (SIGKILL, a crash): pytest
 asks the kernel for SIGHUP when its parent dies (``PR_SET_PDEATHSIG``) and then kills its
@@ -46,7 +47,7 @@ import sys
 import time
 from collections.abc import Sequence
 from types import FrameType
-from typing import Any
+from typing import IO, Any
 
 import pytest
 
@@ -130,6 +131,22 @@ def _stage(report: pytest.TestReport) -> dict[str, Any]:
     return stage
 
 
+def _arm_stack_dump(path: str) -> IO[str] | None:
+    # faulthandler writes from its C signal handler, so the dump comes even when the test
+    # is stuck in native code holding the GIL
+    if not hasattr(signal, STACK_DUMP_SIGNAL):
+        return None
+    stacks = open(path, "w", encoding="utf-8")
+    faulthandler.register(getattr(signal, STACK_DUMP_SIGNAL), file=stacks, all_threads=True)
+    return stacks
+
+
+def _disarm_stack_dump(stacks: IO[str] | None) -> None:
+    if stacks is not None:
+        faulthandler.unregister(getattr(signal, STACK_DUMP_SIGNAL))
+        stacks.close()
+
+
 class _EventWriter:
     def __init__(self, config: pytest.Config, path: str, results: str | None, stacks: str | None) -> None:
         self.config = config
@@ -138,10 +155,8 @@ class _EventWriter:
         self.total_sent = False
         self.results = open(results, "a", encoding="utf-8") if results else None
         self.tests: dict[str, dict[str, Any]] = {}
-        self.stacks = None
-        if stacks and hasattr(signal, STACK_DUMP_SIGNAL):
-            self.stacks = open(stacks, "w", encoding="utf-8")
-            faulthandler.register(getattr(signal, STACK_DUMP_SIGNAL), file=self.stacks, all_threads=True)
+        self.stacks = _arm_stack_dump(stacks) if stacks else None
+        if self.stacks is not None:
             self.file.write("d\n")
 
     def _collected(self, n: int) -> None:
@@ -201,9 +216,7 @@ class _EventWriter:
         self.file.write("w " + json.dumps(record) + "\n")
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
-        if self.stacks is not None:
-            faulthandler.unregister(getattr(signal, STACK_DUMP_SIGNAL))
-            self.stacks.close()
+        _disarm_stack_dump(self.stacks)
         if self.results is not None:
             self.results.close()
         self.file.close()
@@ -212,7 +225,15 @@ class _EventWriter:
 @pytest.hookimpl(trylast=True)
 def pytest_configure(config: pytest.Config) -> None:
     path = config.getoption("mcp_events", None)
-    if not path or hasattr(config, "workerinput"):
+    if not path:
+        return
+    if hasattr(config, "workerinput"):
+        # an xdist worker runs the tests: it dumps its own stacks, into FILE.<its pid>
+        stacks = config.getoption("mcp_stacks", None)
+        if stacks:
+            worker_stacks = _arm_stack_dump(f"{stacks}.{os.getpid()}")
+            if worker_stacks is not None:
+                config.add_cleanup(lambda: _disarm_stack_dump(worker_stacks))
         return
     _guard_parent_death()
     writer = _EventWriter(config, path, config.getoption("mcp_results", None), config.getoption("mcp_stacks", None))
