@@ -166,7 +166,7 @@ fn parsers(c: &mut Criterion) {
             let paths = vec![path.to_string_lossy().into_owned()];
             group.bench_function("summarize_files (file, builder, JSON)", |b| {
                 b.iter(|| {
-                    report_core::summarize_files(black_box(&paths), None, &budgets, None)
+                    report_core::summarize_files(black_box(&paths), None, &budgets, None, None)
                         .expect("summarises")
                 })
             });
@@ -192,6 +192,7 @@ fn text(c: &mut Criterion) {
             report_core::group::group_key(
                 black_box(Some("requests.exceptions.ConnectionError")),
                 black_box("HTTPConnectionPool(host='10.0.0.12', port=8080): Max retries exceeded with url: /api/v1/orders/4411 (path /srv/app/x.py, id 0xdeadbeef)"),
+                None,
             )
         })
     });

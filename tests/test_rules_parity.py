@@ -19,7 +19,7 @@ from backends import needs_native, summary_in_both
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_mcp_server.models import Budgets, ReportSummary
+from pytest_mcp_server.models import Budgets, Location, ReportSummary
 from pytest_mcp_server.pure import cut as pure_cut
 from pytest_mcp_server.pure import group as pure_group
 from pytest_mcp_server.pure import summary as pure_summary
@@ -166,9 +166,9 @@ def test_300_connection_errors_have_one_key(impl):
         keys.add(impl.group_key("ConnectionError", message))
     assert len(keys) == 1
     ((group_id, normalized),) = keys
+    # The call repr `HTTPConnectionPool(...)` folds as a whole, its name kept.
     assert normalized == (
-        "HTTPConnectionPool(host=<str>, port=<n>): connection to <addr> refused after <n> retries "
-        "(waited <n>s, conn at <hex>)"
+        "HTTPConnectionPool(...): connection to <addr> refused after <n> retries (waited <n>s, conn at <hex>)"
     )
     assert group_id.startswith("g") and len(group_id) == 9
     assert impl.group_key("TimeoutError", "connection to 1.2.3.4:5 refused after 1 retries")[0] != group_id
@@ -177,9 +177,19 @@ def test_300_connection_errors_have_one_key(impl):
 @pytest.mark.parametrize(
     "message, normalized",
     [
-        ("KeyError: 'user_id'", "KeyError: <str>"),
+        ("KeyError: 'user id'", "KeyError: <str>"),
         ('can\'t open "a b"', "can't open <str>"),
-        ("assert b'\\x00' != rb'q'", "assert b<str> != rb<str>"),
+        ("assert b'\\x00' != rb'q r'", "assert b<str> != rb<str>"),
+        # Quoted identifiers (type and attribute names) are kept, so different causes
+        # stay apart; other quoted values fold.
+        ("'NoneType' object has no attribute 'a'", "'NoneType' object has no attribute 'a'"),
+        ("'str' object has no attribute 'lowr'", "'str' object has no attribute 'lowr'"),
+        ("KeyError: 'user_id' or '1x' or ''", "KeyError: 'user_id' or <str> or <str>"),
+        # Booleans, object reprs and call reprs fold (names kept).
+        ("assert True == False", "assert <bool> == <bool>"),
+        ("Truex True_ xTrue", "Truex True_ xTrue"),
+        ("assert Point(x=1, y=2) == <app.Point object at 0x7f01>", "assert Point(...) == <obj>"),
+        ("assert f(g(1)) == 2 and a < b > c", "assert f(g(...)) == <n> and a < b > c"),
         ("unclosed 'quote", "unclosed 'quote"),
         ("id=550e8400-e29b-41d4-a716-446655440000.", "id=<uuid>."),
         ("sha 3f2a9c1b ok, deadbeef stays", "sha <hex> ok, deadbeef stays"),
@@ -382,10 +392,13 @@ def test_pure_builder_summary_matches_hand_derived_values():
 
     conn_id, conn_message = pure_group.group_key("ConnectionError", "refused by 10.0.0.1:5432 after 3 retries")
     assert conn_message == "refused by <addr> after <n> retries"
+    # The KeyError was raised in t.py (project code, not test code): keyed by that frame.
+    key_error_id = pure_group.group_key("KeyError", "", "t.py:9")[0]
     assert [(g.id, g.count, g.exception, g.message, g.examples) for g in summary.groups] == [
         (conn_id, 3, "ConnectionError", conn_message, ["t.py::a", "t.py::c"]),
-        (pure_group.group_key("KeyError", "'x'")[0], 1, "KeyError", "<str>", ["t.py::b"]),
+        (key_error_id, 1, "KeyError", "'x'", ["t.py::b"]),
     ]
+    assert [g.location for g in summary.groups] == [None, Location(path="t.py", line=9)]
 
     first, second = summary.failures
     assert (first.node_id, first.exception, first.message, first.group) == (
@@ -434,8 +447,17 @@ def test_pure_builder_caps_messages_and_fills_gother():
         builder.push(record)
     summary = orjson.loads(builder.finish("pytest-json", ["r.json"]))
     other = summary["groups"][-1]
-    assert other == {"id": "gother", "count": 1, "exception": None, "message": "other causes", "examples": ["t.py::e"]}
-    oserror = summary["failures"][4]
+    assert other == {
+        "id": "gother",
+        "count": 1,
+        "exception": None,
+        "message": "other causes",
+        "location": None,
+        "examples": ["t.py::e"],
+    }
+    # One representative per group, largest first (gother's is t.py::e), then the rest.
+    assert [f["node_id"] for f in summary["failures"]] == ["t.py::a", "t.py::b", "t.py::e", "t.py::c", "t.py::d"]
+    oserror = summary["failures"][2]
     assert oserror["group"] == "gother"
     full = "disk full on /dev/sda1 at 2024-01-01T00:00:00, please clean up the disk"
     assert oserror["message"] == full[:39] + "…"

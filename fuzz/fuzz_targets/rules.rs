@@ -37,10 +37,10 @@ fuzz_target!(|data: &[u8]| {
     let input_lines = text.split('\n').count() as u64;
     assert!(omitted <= input_lines);
     let first_line = text.split('\n').next().unwrap_or("");
-    let (id, normalized) = group::group_key(Some("ValueError"), first_line);
+    let (id, normalized) = group::group_key(Some("ValueError"), first_line, None);
     assert!(id.len() == 9 && id.starts_with('g') && id[1..].bytes().all(|b| b.is_ascii_hexdigit()));
     assert_eq!(
-        group::group_key(Some("ValueError"), first_line),
+        group::group_key(Some("ValueError"), first_line, None),
         (id, normalized)
     );
     let _ = group::normalize_message(&text);

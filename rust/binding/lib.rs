@@ -9,7 +9,7 @@ use pyo3::exceptions::{PyException, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
-use report_core::{Budgets, Format};
+use report_core::{Budgets, Format, ProjectCode};
 
 create_exception!(
     _native,
@@ -19,15 +19,17 @@ create_exception!(
 );
 
 /// Summarise report files; returns the canonical summary JSON bytes. `select`: node-id
-/// selection entries, or None for every test.
+/// selection entries, or None for every test. `project`: (root, top-level packages) of
+/// the project's own code, or None for the path-pattern rule.
 #[pyfunction]
-#[pyo3(signature = (paths, format, budgets, select=None))]
+#[pyo3(signature = (paths, format, budgets, select=None, project=None))]
 fn summarize_files<'py>(
     py: Python<'py>,
     paths: Vec<String>,
     format: &str,
     budgets: &Bound<'py, PyDict>,
     select: Option<Vec<String>>,
+    project: Option<(String, Vec<String>)>,
 ) -> PyResult<Bound<'py, PyBytes>> {
     let wanted = Format::parse_choice(format).map_err(PyValueError::new_err)?;
     if paths.is_empty() {
@@ -43,7 +45,9 @@ fn summarize_files<'py>(
             .extract()?;
         b.set(name, value);
     }
-    let result = py.detach(|| report_core::summarize_files(&paths, wanted, &b, select.as_deref()));
+    let project = project.map(|(root, packages)| ProjectCode::new(&root, &packages));
+    let result =
+        py.detach(|| report_core::summarize_files(&paths, wanted, &b, select.as_deref(), project));
     match result {
         Ok(bytes) => Ok(PyBytes::new(py, &bytes)),
         Err(e) => Err(NativeReportError::new_err((
@@ -55,17 +59,39 @@ fn summarize_files<'py>(
     }
 }
 
-/// Cut a long representation down; returns (cut text, lines omitted).
+/// Cut a long representation down; returns (cut text, lines omitted). `project`: (root,
+/// top-level packages), or None for the path-pattern rule.
 #[pyfunction]
-fn cut_traceback(text: &str, max_lines: usize, max_line_chars: usize) -> (String, u64) {
-    report_core::cut::cut_traceback(text, max_lines, max_line_chars)
+#[pyo3(signature = (text, max_lines, max_line_chars, project=None))]
+fn cut_traceback(
+    text: &str,
+    max_lines: usize,
+    max_line_chars: usize,
+    project: Option<(String, Vec<String>)>,
+) -> (String, u64) {
+    let project = project.map(|(root, packages)| ProjectCode::new(&root, &packages));
+    report_core::cut::cut_traceback_for(text, max_lines, max_line_chars, project.as_ref())
 }
 
-/// Group id and normalised message of a failure.
+/// Group id and normalised message of a failure; `where_`: the frame or assertion site
+/// (`path:line`) of the key, if any.
 #[pyfunction]
-#[pyo3(signature = (exception, message))]
-fn group_key(exception: Option<&str>, message: &str) -> (String, String) {
-    report_core::group::group_key(exception, message)
+#[pyo3(signature = (exception, message, where_=None))]
+fn group_key(exception: Option<&str>, message: &str, where_: Option<&str>) -> (String, String) {
+    report_core::group::group_key(exception, message, where_)
+}
+
+/// What a frame path is: `"library"`, `"project"` or `"test"` (docs/ENGINE.md, *Project
+/// code*); `project`: (root, top-level packages), or None for the path-pattern rule.
+#[pyfunction]
+#[pyo3(signature = (path, project=None))]
+fn classify_path(path: &str, project: Option<(String, Vec<String>)>) -> &'static str {
+    let project = project.map(|(root, packages)| ProjectCode::new(&root, &packages));
+    match report_core::project::classify(path, project.as_ref()) {
+        report_core::project::CodeKind::Library => "library",
+        report_core::project::CodeKind::Project => "project",
+        report_core::project::CodeKind::Test => "test",
+    }
 }
 
 /// The default budgets of report-core, by name (the Python model checks its own against
@@ -92,6 +118,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(summarize_files, m)?)?;
     m.add_function(wrap_pyfunction!(cut_traceback, m)?)?;
     m.add_function(wrap_pyfunction!(group_key, m)?)?;
+    m.add_function(wrap_pyfunction!(classify_path, m)?)?;
     m.add_function(wrap_pyfunction!(default_budgets, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
     Ok(())

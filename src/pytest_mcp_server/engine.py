@@ -12,10 +12,15 @@ import os
 from collections.abc import Iterable, Sequence
 from typing import Literal
 
-from .models import Budgets, ReportError, ReportSummary
+from .models import Budgets, ProjectCode, ReportError, ReportSummary
 
 Backend = Literal["auto", "native", "pure"]
 FormatChoice = Literal["auto", "junit", "pytest-json"]
+
+BACKEND_ENV = "PYTEST_MCP_SERVER_BACKEND"
+"""Environment variable naming the backend ``auto`` means (``native`` or ``pure``):
+how tests run the server (a separate process) on one backend; unset or empty: the
+native one if it imported, else pure."""
 
 try:  # the extension may be missing (source checkout, unsupported platform)
     from . import _native
@@ -32,12 +37,18 @@ def native_available() -> bool:
 
 
 def resolve_backend(backend: Backend) -> Literal["native", "pure"]:
-    """``auto`` -> ``native`` if the extension imported, else ``pure``.
+    """``auto`` -> the backend named by ``$PYTEST_MCP_SERVER_BACKEND`` when set, else
+    ``native`` if the extension imported, else ``pure``.
 
-    Raises ``ValueError`` for an unknown name and ``RuntimeError`` when ``native`` is
-    asked for but the extension did not import.
+    Raises ``ValueError`` for an unknown name (given or in the variable) and
+    ``RuntimeError`` when ``native`` is asked for but the extension did not import.
     """
     if backend == "auto":
+        forced = os.environ.get(BACKEND_ENV, "")
+        if forced:
+            if forced not in ("native", "pure"):
+                raise ValueError(f"${BACKEND_ENV} must be 'native' or 'pure', not {forced!r}; unset it for auto")
+            return "pure" if forced == "pure" else resolve_backend("native")
         return "native" if native_available() else "pure"
     if backend == "native":
         if not native_available():
@@ -58,6 +69,7 @@ def summarize_bytes(
     backend: Backend = "auto",
     budgets: Budgets | None = None,
     select: Sequence[str] | None = None,
+    project: ProjectCode | None = None,
 ) -> bytes:
     """Summarise report files and return the canonical summary JSON (UTF-8 bytes).
 
@@ -69,15 +81,16 @@ def summarize_bytes(
         raise ValueError(f"format must be 'auto', 'junit' or 'pytest-json', not {format!r}")
     budget_dict = (budgets or Budgets()).model_dump()
     select_list = _as_select_list(select)
+    project_pair = (project.root, list(project.packages)) if project is not None else None
     if resolve_backend(backend) == "native":
         try:
-            return _native.summarize_files(path_list, format, budget_dict, select_list)
+            return _native.summarize_files(path_list, format, budget_dict, select_list, project_pair)
         except _native.NativeReportError as exc:
             kind, path, message, position = exc.args
             raise ReportError(kind, path, message, position) from None
     from .pure import summarize_files
 
-    return summarize_files(path_list, format, budget_dict, select_list)
+    return summarize_files(path_list, format, budget_dict, select_list, project_pair)
 
 
 def summarize(
@@ -87,6 +100,7 @@ def summarize(
     backend: Backend = "auto",
     budgets: Budgets | None = None,
     select: Sequence[str] | None = None,
+    project: ProjectCode | None = None,
 ) -> ReportSummary:
     """Summarise one or more JUnit XML / pytest-json-report files into a ``ReportSummary``.
 
@@ -99,7 +113,11 @@ def summarize(
     groups, collection errors, slowest and ``omitted`` then only cover the tests they
     select, counts and duration stay the whole report's, and ``unmatched`` names the
     entries that selected no failing/erroring test and no collection error (rule:
-    docs/ENGINE.md, *Selection*; an empty list selects nothing).
+    docs/ENGINE.md, *Selection*; an empty list selects nothing). ``project``: the
+    project's own code (``ProjectCode``: root and top-level packages); it decides which
+    frames are kept, where a failure is located and how failures group (docs/ENGINE.md,
+    *Project code*); None (reports from elsewhere) treats paths inside site-packages,
+    dist-packages, ``lib/python3.*``, ``_pytest`` and ``pluggy`` as library code.
 
     Raises ``ReportError`` (``kind``: ``not_found``, ``unreadable``, ``not_a_report``,
     ``malformed``, ``forbidden``, ``unsupported_encoding``, ``mixed_formats``) naming the
@@ -107,7 +125,7 @@ def summarize(
     budgets given to ``Budgets``; ``ValueError`` for an empty path list or an unknown format/backend;
     ``TypeError`` for a ``select`` that is a single string instead of a sequence of them.
     """
-    raw = summarize_bytes(paths, format=format, backend=backend, budgets=budgets, select=select)
+    raw = summarize_bytes(paths, format=format, backend=backend, budgets=budgets, select=select, project=project)
     return ReportSummary.model_validate_json(raw)
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 Outcome = Literal["passed", "failed", "error", "skipped", "xfailed", "xpassed"]
 Phase = Literal["setup", "call", "teardown"]
@@ -108,13 +108,47 @@ class Failure(_Frozen):
 
 
 class Group(_Frozen):
-    """Failures that share a cause: same exception type and normalised message."""
+    """Failures that share a cause: the same exception type raised at the same line of
+    the project's non-test code, else at the same assertion site with the same
+    normalised message (docs/ENGINE.md, *Groups*). ``message`` and ``location`` are
+    those of its first failure (listed first among the failures)."""
 
     id: str
     count: int
     exception: str | None
     message: str
+    location: Location | None
     examples: list[str]
+
+
+class ProjectCode(_Frozen):
+    """The project whose code an answer is about (docs/ENGINE.md, *Project code*):
+    ``root``, its absolute root directory, and ``packages``, the top-level import names
+    it installs (packages or single modules, e.g. ``["mypkg", "helpers"]``). A frame
+    under ``root`` (outside site-packages) or inside ``site-packages/<package>`` is the
+    project's own code; every other frame is library code.
+
+    Raises ``pydantic.ValidationError`` for a relative root or a package name that is not
+    a Python identifier.
+    """
+
+    root: str = Field(min_length=1, max_length=4096)
+    packages: tuple[str, ...] = Field((), max_length=10_000)
+
+    @field_validator("root")
+    @classmethod
+    def _absolute_root(cls, root: str) -> str:
+        if not (root.startswith(("/", "\\")) or (len(root) >= 3 and root[1] == ":" and root[2] in "/\\")):
+            raise ValueError(f"root must be an absolute path, not {root!r}")
+        return root
+
+    @field_validator("packages")
+    @classmethod
+    def _identifiers(cls, packages: tuple[str, ...]) -> tuple[str, ...]:
+        bad = [p for p in packages if not p.isidentifier()]
+        if bad:
+            raise ValueError(f"package names must be Python identifiers (import names), not {bad[:3]!r}")
+        return tuple(sorted(set(packages)))
 
 
 class CollectionError(_Frozen):

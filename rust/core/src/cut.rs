@@ -27,6 +27,11 @@
 //!   `max_line_chars` below 8 as 8. The head/tail cut of step 6 counts marker lines,
 //!   so the result has at most `max_lines` lines.
 
+use std::borrow::Cow;
+use std::collections::HashMap;
+
+use crate::project::{classify, display_path, CodeKind, ProjectCode};
+
 /// The whitespace the line rules strip (ASCII: space, tab, LF, CR, VT, FF).
 #[inline]
 pub(crate) fn is_ws(c: char) -> bool {
@@ -114,13 +119,56 @@ pub(crate) fn parse_location(line: &str) -> Option<LocationLine<'_>> {
     None
 }
 
-/// The path of a Python native-format frame line `  File "path", line N, in f`.
-fn native_frame_path(line: &str) -> Option<&str> {
+/// (path, N) of a Python native-format frame line `  File "path", line N, in f` (N
+/// decimal digits that fit in u64).
+pub(crate) fn native_frame(line: &str) -> Option<(&str, u64)> {
     let t = line.trim_start_matches(is_ws).strip_prefix("File \"")?;
     let close = t.find('"')?;
     let after = t[close + 1..].strip_prefix(", line ")?;
-    after.as_bytes().first().filter(|b| b.is_ascii_digit())?;
-    Some(&t[..close])
+    let digits = after.bytes().take_while(u8::is_ascii_digit).count();
+    if digits == 0 {
+        return None;
+    }
+    let number: u64 = after[..digits].parse().ok()?;
+    Some((&t[..close], number))
+}
+
+/// A frame line of a traceback: (path as given, line).
+pub(crate) type FrameLine<'a> = (&'a str, u64);
+
+/// The last (innermost) frame of a text of each kind of project code (docs/ENGINE.md,
+/// *Project code*): `code` (project or test), `non_test` and `test`.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct DeepestFrames<'a> {
+    pub code: Option<FrameLine<'a>>,
+    pub non_test: Option<FrameLine<'a>>,
+    pub test: Option<FrameLine<'a>>,
+}
+
+impl<'a> DeepestFrames<'a> {
+    /// Read every frame line of `text` (location lines and native-format lines), in order.
+    pub(crate) fn of(text: &'a str, project: Option<&ProjectCode>) -> Self {
+        let mut deepest = DeepestFrames::default();
+        let mut kinds: HashMap<&'a str, CodeKind> = HashMap::new();
+        for raw in text.split('\n') {
+            let line = chomp(raw);
+            let frame = match parse_location(line) {
+                Some(loc) => Some((loc.path, loc.line)),
+                None => native_frame(line),
+            };
+            let Some(frame) = frame else { continue };
+            let kind = *kinds
+                .entry(frame.0)
+                .or_insert_with(|| classify(frame.0, project));
+            match kind {
+                CodeKind::Library => continue,
+                CodeKind::Test => deepest.test = Some(frame),
+                CodeKind::Project => deepest.non_test = Some(frame),
+            }
+            deepest.code = Some(frame);
+        }
+        deepest
+    }
 }
 
 /// `_ _ _ …` (stripped: `^_( _)+$`).
@@ -141,26 +189,6 @@ const CHAIN_LINES: [&str; 2] = [
 fn is_chain_line(line: &str) -> bool {
     let t = strip(line);
     CHAIN_LINES.contains(&t)
-}
-
-const LIBRARY_MARKERS: [&str; 5] = [
-    "/site-packages/",
-    "/dist-packages/",
-    "/_pytest/",
-    "/pluggy/",
-    "/lib/python3.",
-];
-
-/// Library code: the path with `\` read as `/` and a `/` put in front contains one of
-/// [`LIBRARY_MARKERS`], or the path starts with `<frozen `.
-pub(crate) fn is_library_path(path: &str) -> bool {
-    if path.starts_with("<frozen ") {
-        return true;
-    }
-    let mut p = String::with_capacity(path.len() + 1);
-    p.push('/');
-    p.extend(path.chars().map(|c| if c == '\\' { '/' } else { c }));
-    LIBRARY_MARKERS.iter().any(|m| p.contains(m))
 }
 
 const JAVA_LIBRARY_PREFIXES: [&str; 8] = [
@@ -213,12 +241,26 @@ enum Piece {
 }
 
 /// Cut a failure's long representation down to what matters (docs/ENGINE.md,
+/// *Traceback cutting*; exact rules in the module docs), library code by the
+/// path-pattern rule: [`cut_traceback_for`] without a project.
+pub fn cut_traceback(text: &str, max_lines: usize, max_line_chars: usize) -> (String, u64) {
+    cut_traceback_for(text, max_lines, max_line_chars, None)
+}
+
+/// Cut a failure's long representation down to what matters (docs/ENGINE.md,
 /// *Traceback cutting*; exact rules in the module docs).
 ///
 /// Returns (cut text joined by `\n`, number of input lines dropped). `max_lines` is the
 /// most lines returned (markers included); `max_line_chars` the most characters (Unicode
 /// scalar values) of a kept line, a longer one keeping `max_line_chars - 1` and `…`.
-pub fn cut_traceback(text: &str, max_lines: usize, max_line_chars: usize) -> (String, u64) {
+/// `project`: which frames are library code ([`classify`]; None: the path-pattern
+/// rule); with one, kept frame lines show their path through [`display_path`].
+pub fn cut_traceback_for(
+    text: &str,
+    max_lines: usize,
+    max_line_chars: usize,
+    project: Option<&ProjectCode>,
+) -> (String, u64) {
     let max_lines = max_lines.max(3);
     let max_line_chars = max_line_chars.max(8);
 
@@ -235,6 +277,7 @@ pub fn cut_traceback(text: &str, max_lines: usize, max_line_chars: usize) -> (St
     let lines = &all[first..=last];
     let n = lines.len();
     let mut dropped = vec![false; n];
+    let mut kinds: HashMap<&str, CodeKind> = HashMap::new();
 
     // Step 2: frames and blocks.
     let mut frames: Vec<Frame> = Vec::new();
@@ -285,8 +328,8 @@ pub fn cut_traceback(text: &str, max_lines: usize, max_line_chars: usize) -> (St
             .iter()
             .rev()
             .find_map(|l| parse_location(l).map(|loc| loc.path))
-            .or_else(|| body.iter().find_map(|l| native_frame_path(l)));
-        if !frame.section_end && path.is_some_and(is_library_path) {
+            .or_else(|| body.iter().find_map(|l| native_frame(l).map(|f| f.0)));
+        if !frame.section_end && path.is_some_and(|p| is_library(&mut kinds, p, project)) {
             dropped[frame.start..frame.end]
                 .iter_mut()
                 .for_each(|d| *d = true);
@@ -307,7 +350,7 @@ pub fn cut_traceback(text: &str, max_lines: usize, max_line_chars: usize) -> (St
             i += 1;
             continue;
         }
-        if let Some(path) = native_frame_path(lines[i]) {
+        if let Some((path, _)) = native_frame(lines[i]) {
             let indent = indentation(lines[i]);
             let mut end = i + 1;
             while end < n
@@ -317,7 +360,7 @@ pub fn cut_traceback(text: &str, max_lines: usize, max_line_chars: usize) -> (St
             {
                 end += 1;
             }
-            if is_library_path(path) {
+            if is_library(&mut kinds, path, project) {
                 dropped[i..end].iter_mut().for_each(|d| *d = true);
             }
             i = end;
@@ -399,7 +442,10 @@ pub fn cut_traceback(text: &str, max_lines: usize, max_line_chars: usize) -> (St
             out.push('\n');
         }
         match piece {
-            Piece::Line(j) => push_capped(&mut out, lines[*j], max_line_chars),
+            Piece::Line(j) => match project {
+                None => push_capped(&mut out, lines[*j], max_line_chars),
+                Some(p) => push_capped(&mut out, &display_line(lines[*j], p), max_line_chars),
+            },
             Piece::Gap(g) => {
                 omitted += g;
                 out.push_str(&format!("... [{g} lines omitted]"));
@@ -407,6 +453,33 @@ pub fn cut_traceback(text: &str, max_lines: usize, max_line_chars: usize) -> (St
         }
     }
     (out, omitted)
+}
+
+/// A kept line with the path of a location line or native-format frame line shown
+/// through [`display_path`]; other lines unchanged.
+fn display_line<'a>(line: &'a str, project: &ProjectCode) -> Cow<'a, str> {
+    if let Some(loc) = parse_location(line) {
+        return match display_path(loc.path, Some(project)) {
+            Cow::Borrowed(_) => line.into(),
+            Cow::Owned(shown) => format!("{shown}{}", &line[loc.path.len()..]).into(),
+        };
+    }
+    if let Some((path, _)) = native_frame(line) {
+        if let Cow::Owned(shown) = display_path(path, Some(project)) {
+            let start = line.find('"').expect("a native frame line has a quote") + 1;
+            return format!("{}{shown}{}", &line[..start], &line[start + path.len()..]).into();
+        }
+    }
+    line.into()
+}
+
+/// Library code by [`classify`], remembered per path.
+fn is_library<'a>(
+    kinds: &mut HashMap<&'a str, CodeKind>,
+    path: &'a str,
+    project: Option<&ProjectCode>,
+) -> bool {
+    *kinds.entry(path).or_insert_with(|| classify(path, project)) == CodeKind::Library
 }
 
 fn add_gap(pieces: &mut Vec<Piece>, n: u64) {

@@ -96,11 +96,66 @@ fn may_start_token(s: &[u8], i: usize) -> bool {
         return true;
     }
     let prev = if i > 0 { CLASS[s[i - 1] as usize] } else { 0 };
-    (c & PATH != 0 && prev & PATH == 0) || (c & HEX != 0 && prev & WORD == 0)
+    s[i] == b'<' || (c & PATH != 0 && prev & PATH == 0) || (c & WORD != 0 && prev & WORD == 0)
 }
 
-/// End of the closed string opening at `i` (index after the closing quote), if any.
-fn match_string(s: &[u8], i: usize) -> Option<usize> {
+/// A dotted name `[A-Za-z_][A-Za-z0-9_.]*` starting at `i`: its end.
+fn match_name(s: &[u8], i: usize) -> Option<usize> {
+    if !(s[i].is_ascii_alphabetic() || s[i] == b'_') {
+        return None;
+    }
+    let mut j = i + 1;
+    while j < s.len() && (is_word(s[j]) || s[j] == b'.') {
+        j += 1;
+    }
+    Some(j)
+}
+
+/// `<obj>`: `<` + a letter or `_`, up to the next `>` with no `<` or newline between.
+fn match_object(s: &[u8], i: usize) -> Option<usize> {
+    if !s
+        .get(i + 1)
+        .is_some_and(|&b| b.is_ascii_alphabetic() || b == b'_')
+    {
+        return None;
+    }
+    let close = memchr::memchr3(b'>', b'<', b'\n', &s[i + 1..])?;
+    (s[i + 1 + close] == b'>').then_some(i + 2 + close)
+}
+
+/// `Name(...)`: a dotted name, `(`, no parenthesis or newline, `)`: (end of the name,
+/// end of the match).
+fn match_call(s: &[u8], i: usize) -> Option<(usize, usize)> {
+    let name_end = match_name(s, i)?;
+    if s.get(name_end) != Some(&b'(') {
+        return None;
+    }
+    let close = memchr::memchr3(b')', b'(', b'\n', &s[name_end + 1..])?;
+    (s[name_end + 1 + close] == b')').then_some((name_end, name_end + 2 + close))
+}
+
+/// `True`/`False` as a whole word.
+fn match_bool(s: &[u8], i: usize) -> Option<usize> {
+    let word = [&b"True"[..], &b"False"[..]]
+        .into_iter()
+        .find(|w| s[i..].starts_with(w))?;
+    let end = i + word.len();
+    (end == s.len() || !is_word(s[end])).then_some(end)
+}
+
+/// What the scan writes for a match.
+enum Emit {
+    /// A placeholder.
+    Text(&'static [u8]),
+    /// The matched bytes themselves (a quoted identifier).
+    Keep,
+    /// The name (up to this index) then `(...)`.
+    Call(usize),
+}
+
+/// End of the closed string opening at `i` (index after the closing quote), if any, and
+/// whether it holds an identifier (`[A-Za-z_][A-Za-z0-9_.]*`, kept as is).
+fn match_string(s: &[u8], i: usize) -> Option<(usize, bool)> {
     let quote = s[i];
     let word_before = |j: usize| j > 0 && is_word(s[j - 1]);
     // Opens at a word start, or after a one- or two-letter string prefix (`b'..'`,
@@ -113,7 +168,12 @@ fn match_string(s: &[u8], i: usize) -> Option<usize> {
         return None;
     }
     let close = memchr::memchr2(quote, b'\n', &s[i + 1..])?;
-    (s[i + 1 + close] == quote).then_some(i + 2 + close)
+    if s[i + 1 + close] != quote {
+        return None;
+    }
+    let end = i + 2 + close;
+    let identifier = match_name(s, i + 1) == Some(end - 1) && close > 0;
+    Some((end, identifier))
 }
 
 /// End of the path run starting at `i`, when it qualifies as a path.
@@ -265,46 +325,73 @@ fn normalize_prefix(message: &str, limit: usize) -> String {
         let b = s[i];
         let prev = if i > 0 { Some(s[i - 1]) } else { None };
         let word_start = !matches!(prev, Some(p) if is_word(p));
-        let mut placeholder: Option<(&[u8], usize)> = None;
+        let mut placeholder: Option<(Emit, usize)> = None;
         if b == b'\'' || b == b'"' {
-            if let Some(end) = match_string(s, i) {
-                placeholder = Some((b"<str>", end));
+            if let Some((end, identifier)) = match_string(s, i) {
+                placeholder = Some((
+                    if identifier {
+                        Emit::Keep
+                    } else {
+                        Emit::Text(b"<str>")
+                    },
+                    end,
+                ));
+            }
+        } else if b == b'<' {
+            if let Some(end) = match_object(s, i) {
+                placeholder = Some((Emit::Text(b"<obj>"), end));
             }
         } else if is_path_char(b) {
             // Only at a run start: inside a run that did not qualify, no path starts.
             if !matches!(prev, Some(p) if is_path_char(p)) {
                 if let Some(end) = match_path(s, i) {
-                    placeholder = Some((b"<path>", end));
+                    placeholder = Some((Emit::Text(b"<path>"), end));
                 }
             }
             if placeholder.is_none() && word_start && is_hex(b) {
                 if let Some(end) = match_uuid(s, i) {
-                    placeholder = Some((b"<uuid>", end));
+                    placeholder = Some((Emit::Text(b"<uuid>"), end));
                 }
             }
             if placeholder.is_none() && b.is_ascii_digit() {
                 if let Some(end) = match_0x(s, i) {
-                    placeholder = Some((b"<hex>", end));
+                    placeholder = Some((Emit::Text(b"<hex>"), end));
                 }
             }
             if placeholder.is_none() && word_start && is_hex(b) {
                 if let Some(end) = match_bare_hex(s, i) {
-                    placeholder = Some((b"<hex>", end));
+                    placeholder = Some((Emit::Text(b"<hex>"), end));
                 }
             }
             if placeholder.is_none() && b.is_ascii_digit() {
                 if !matches!(prev, Some(p) if is_word(p) || p == b'.') {
                     if let Some(end) = match_ipv4(s, i) {
-                        placeholder = Some((b"<addr>", end));
+                        placeholder = Some((Emit::Text(b"<addr>"), end));
                     }
                 }
                 if placeholder.is_none() {
-                    placeholder = Some((b"<n>", match_number(s, i)));
+                    placeholder = Some((Emit::Text(b"<n>"), match_number(s, i)));
+                }
+            }
+            if placeholder.is_none() && word_start {
+                if let Some((name_end, end)) = match_call(s, i) {
+                    placeholder = Some((Emit::Call(name_end), end));
+                } else if let Some(end) = match_bool(s, i) {
+                    placeholder = Some((Emit::Text(b"<bool>"), end));
                 }
             }
         }
         match placeholder {
-            Some((text, end)) => {
+            Some((emit, end)) => {
+                let text: &[u8] = match emit {
+                    Emit::Text(text) => text,
+                    Emit::Keep => &s[i..end],
+                    Emit::Call(name_end) => {
+                        out.extend_from_slice(&s[i..name_end]);
+                        out_chars += name_end - i;
+                        b"(...)"
+                    }
+                };
                 out.extend_from_slice(text);
                 out_chars += text.len();
                 i = end;
@@ -321,12 +408,15 @@ fn normalize_prefix(message: &str, limit: usize) -> String {
     String::from_utf8(out).expect("normalising keeps UTF-8 intact")
 }
 
-/// FNV-1a 64 of `exception or ""`, a NUL byte, then `normalized` (UTF-8).
-pub fn key_hash(exception: Option<&str>, normalized: &str) -> u64 {
+/// FNV-1a 64 of `exception or ""`, a NUL byte, then `normalized` (UTF-8); with `where`
+/// (a frame or assertion site), `where` and a NUL byte come before `normalized`.
+pub fn key_hash(exception: Option<&str>, normalized: &str, at: Option<&str>) -> u64 {
     let mut h = FNV_OFFSET;
-    let parts: [&[u8]; 3] = [
+    let parts: [&[u8]; 5] = [
         exception.unwrap_or("").as_bytes(),
         b"\0",
+        at.unwrap_or("").as_bytes(),
+        if at.is_some() { b"\0" } else { b"" },
         normalized.as_bytes(),
     ];
     for part in parts {
@@ -345,11 +435,11 @@ pub fn group_id(hash: u64) -> String {
 
 /// (group id, normalised message) of a failure (docs/ENGINE.md, *Groups*).
 ///
-/// `exception` None and `Some("")` hash the same. The message is used as given (the
-/// builder passes the capped message it lists).
-pub fn group_key(exception: Option<&str>, message: &str) -> (String, String) {
+/// `exception` None and `Some("")` hash the same. `at`: the frame (`path:line`) or
+/// assertion site of the key, if any (a key by frame passes `message = ""`).
+pub fn group_key(exception: Option<&str>, message: &str, at: Option<&str>) -> (String, String) {
     let normalized = normalize_message(message);
-    let id = group_id(key_hash(exception, &normalized));
+    let id = group_id(key_hash(exception, &normalized, at));
     (id, normalized)
 }
 
@@ -370,19 +460,24 @@ mod tests {
         h = h.wrapping_mul(FNV_PRIME);
         assert_eq!(h, 0xaf63dc4c8601ec8c);
         // Key of exception None and message "": the single NUL byte.
-        assert_eq!(key_hash(None, ""), 0xaf63bd4c8601b7df);
+        assert_eq!(key_hash(None, "", None), 0xaf63bd4c8601b7df);
         assert_eq!(group_id(0xaf63bd4c8601b7df), "gaf63bd4c");
     }
 
     #[test]
     fn strings_are_replaced_but_apostrophes_in_words_are_not() {
-        assert_eq!(n("KeyError: 'user_id'"), "KeyError: <str>");
-        assert_eq!(n(r#"assert "a" == 'b'"#), "assert <str> == <str>");
-        assert_eq!(n("can't find 'x'"), "can't find <str>");
-        assert_eq!(n("assert b'\\x00' != rb'q'"), "assert b<str> != rb<str>");
+        assert_eq!(n("KeyError: 'user id'"), "KeyError: <str>");
+        assert_eq!(
+            n("'NoneType' object has no attribute 'a'"),
+            "'NoneType' object has no attribute 'a'"
+        );
+        assert_eq!(n(r#"assert "a b" == 'b.c'"#), "assert <str> == 'b.c'");
+        assert_eq!(n("can't find 'x y'"), "can't find <str>");
+        assert_eq!(n("assert b'\\x00' != rb'q r'"), "assert b<str> != rb<str>");
         assert_eq!(n("'' empty"), "<str> empty");
         assert_eq!(n("open 'never closed"), "open 'never closed");
         assert_eq!(n("'a\nb'"), "'a\nb'");
+        assert_eq!(n("'1x' 'x1'"), "<str> 'x1'");
     }
 
     #[test]
@@ -411,14 +506,29 @@ mod tests {
     }
 
     #[test]
+    fn reprs_and_booleans() {
+        assert_eq!(n("assert True == False"), "assert <bool> == <bool>");
+        assert_eq!(n("Truex True_ xTrue"), "Truex True_ xTrue");
+        assert_eq!(
+            n("Point(x=1, y=2) != <a.B object at 0x7f00>"),
+            "Point(...) != <obj>"
+        );
+        assert_eq!(n("assert f(g(1)) == 2"), "assert f(g(...)) == <n>");
+        assert_eq!(n("x-y.z(3) a < b > c"), "x-y.z(...) a < b > c");
+        assert_eq!(n("b'True' ''"), "b'True' <str>");
+    }
+
+    #[test]
     fn group_key_ignores_varying_parts() {
         let a = group_key(
             Some("ConnectionError"),
             "connect to 10.0.0.1:5432 refused after 3 retries",
+            None,
         );
         let b = group_key(
             Some("ConnectionError"),
             "connect to 172.16.4.20:6379 refused after 17 retries",
+            None,
         );
         assert_eq!(a, b);
         assert_eq!(a.1, "connect to <addr> refused after <n> retries");
@@ -426,9 +536,14 @@ mod tests {
         let c = group_key(
             Some("TimeoutError"),
             "connect to 10.0.0.1:5432 refused after 3 retries",
+            None,
         );
         assert_ne!(a.0, c.0);
-        assert_eq!(group_key(None, "x"), group_key(Some(""), "x"));
+        assert_eq!(group_key(None, "x", None), group_key(Some(""), "x", None));
+        assert_ne!(
+            group_key(None, "x", Some("a.py:3")),
+            group_key(None, "x", None)
+        );
     }
 
     #[test]

@@ -17,6 +17,7 @@ pub mod cut;
 pub mod error;
 pub mod group;
 pub mod junit;
+pub mod project;
 pub mod pytest_json;
 pub mod record;
 pub mod select;
@@ -31,6 +32,7 @@ use rayon::prelude::*;
 
 pub use budgets::Budgets;
 pub use error::{ErrorKind, ReportError};
+pub use project::ProjectCode;
 pub use record::{CollectionErrorRecord, Item, Outcome, Phase, TestRecord};
 pub use select::Selection;
 pub use summary::SummaryBuilder;
@@ -111,10 +113,15 @@ fn summarize_one(
     wanted: Option<Format>,
     budgets: &Budgets,
     selection: Option<&Arc<Selection>>,
+    project: Option<&Arc<ProjectCode>>,
 ) -> FilePart {
     let builder = SummaryBuilder::new(budgets);
     let builder = match selection {
         Some(s) => builder.selecting(Arc::clone(s)),
+        None => builder,
+    };
+    let builder = match project {
+        Some(p) => builder.for_project(Arc::clone(p)),
         None => builder,
     };
     summarize_into(path, wanted, budgets, builder)
@@ -184,21 +191,28 @@ fn summarize_into(
 /// feeding them one by one. The first failing file in input order gives the error.
 /// `select`: None lists every test; else only the tests and collection errors the
 /// entries select, and `unmatched` names the entries that selected no failing/erroring
-/// test and no collection error (docs/ENGINE.md, *Selection*).
+/// test and no collection error (docs/ENGINE.md, *Selection*). `project`: the
+/// project's own code (docs/ENGINE.md, *Project code*), or None for the path-pattern
+/// rule.
 pub fn summarize_files(
     paths: &[String],
     wanted: Option<Format>,
     budgets: &Budgets,
     select: Option<&[String]>,
+    project: Option<ProjectCode>,
 ) -> Result<Vec<u8>, ReportError> {
     let selection = select.map(|entries| Arc::new(Selection::new(entries)));
     let selection = selection.as_ref();
+    let project = project.map(Arc::new);
+    let project = project.as_ref();
     let parts: Vec<FilePart> = if paths.len() == 1 {
-        vec![summarize_one(&paths[0], wanted, budgets, selection)]
+        vec![summarize_one(
+            &paths[0], wanted, budgets, selection, project,
+        )]
     } else {
         paths
             .par_iter()
-            .map(|p| summarize_one(p, wanted, budgets, selection))
+            .map(|p| summarize_one(p, wanted, budgets, selection, project))
             .collect()
     };
     let mut merged: Option<(Format, SummaryBuilder)> = None;

@@ -18,8 +18,11 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use crate::budgets::Budgets;
-use crate::cut::{capped, chomp, cut_traceback, is_ws, parse_location, strip};
+use crate::cut::{
+    capped, chomp, cut_traceback_for, is_ws, parse_location, strip, DeepestFrames, FrameLine,
+};
 use crate::group::{group_id, key_hash, normalize_capped, OTHER_GROUP_ID, OTHER_GROUP_MESSAGE};
+use crate::project::{display_path, ProjectCode};
 use crate::record::{CollectionErrorRecord, Item, Outcome, Phase, TestRecord};
 use crate::select::Selection;
 use crate::Format;
@@ -164,17 +167,28 @@ fn merge_examples(into: &mut Examples, from: Examples, max: usize) {
     into.truncate(max);
 }
 
+/// A group's key (docs/ENGINE.md, *Groups*): the exception (or ""), the frame or
+/// assertion site (`path:line`) if any, and the normalised message ("" for a key by
+/// frame).
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct GroupKey {
+    exception: String,
+    at: Option<String>,
+    normalized: String,
+}
+
 #[derive(Debug)]
 struct Group {
-    /// Exception (or "") + `\0` + normalised message: one allocation, shared with the
-    /// index.
-    key: Arc<str>,
-    /// Bytes of the exception at the start of `key` (0: no exception).
-    exception_len: usize,
+    /// Shared with the index.
+    key: Arc<GroupKey>,
     hash: u64,
+    /// The first failure's normalised message.
+    message: String,
     count: u64,
     first_seq: u64,
     examples: Examples,
+    /// The first failure, listed ahead of the others.
+    representative: Option<ListedFailure>,
 }
 
 #[derive(Debug, Default)]
@@ -182,12 +196,24 @@ struct OtherGroup {
     count: u64,
     first_seq: u64,
     examples: Examples,
+    representative: Option<ListedFailure>,
 }
 
 impl OtherGroup {
-    fn absorb(&mut self, count: u64, first_seq: u64, examples: Examples, max_examples: usize) {
+    fn absorb(
+        &mut self,
+        count: u64,
+        first_seq: u64,
+        examples: Examples,
+        max_examples: usize,
+        representative: Option<ListedFailure>,
+    ) {
         if self.count == 0 || first_seq < self.first_seq {
             self.first_seq = first_seq;
+            if let Some(mut r) = representative {
+                r.group = GroupRef::Other;
+                self.representative = Some(r);
+            }
         }
         self.count += count;
         merge_examples(&mut self.examples, examples, max_examples);
@@ -201,8 +227,9 @@ enum GroupRef {
     Other,
 }
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 struct ListedFailure {
+    seq: u64,
     node_id: String,
     outcome: Outcome,
     phase: Option<Phase>,
@@ -242,7 +269,7 @@ pub struct SummaryBuilder {
     failures_total: u64,
     failures: Vec<ListedFailure>,
     groups: Vec<Group>,
-    group_index: HashMap<Arc<str>, usize>,
+    group_index: HashMap<Arc<GroupKey>, usize>,
     other: OtherGroup,
     collection_total: u64,
     collection_errors: Vec<ListedCollectionError>,
@@ -254,6 +281,8 @@ pub struct SummaryBuilder {
     /// or a collection error (one flag per entry).
     selection: Option<Arc<Selection>>,
     matched: Vec<bool>,
+    /// The project's own code (docs/ENGINE.md, *Project code*); None: the path-pattern rule.
+    project: Option<Arc<ProjectCode>>,
 }
 
 impl SummaryBuilder {
@@ -283,7 +312,15 @@ impl SummaryBuilder {
             output_bytes_omitted: 0,
             selection: None,
             matched: Vec::new(),
+            project: None,
         }
+    }
+
+    /// This builder, deciding library code, locations and group keys by `project`
+    /// (docs/ENGINE.md, *Project code*); call it before the first push.
+    pub fn for_project(mut self, project: Arc<ProjectCode>) -> Self {
+        self.project = Some(project);
+        self
     }
 
     /// This builder, listing only what `selection` selects (docs/ENGINE.md,
@@ -383,71 +420,132 @@ impl SummaryBuilder {
         self.output_bytes_omitted = self
             .output_bytes_omitted
             .saturating_add(record.output_bytes_omitted);
+        let text = record.text.take().unwrap_or_default();
         let (exception, line) = describe(
             record.exception.as_deref(),
             record.message.as_deref(),
-            record.text.as_deref(),
+            Some(&text),
         );
-        let max_chars = self.budgets.max_message_chars;
-        let group = self.add_to_group(exception, line, seq, &record.node_id);
-        let (exception, message) = (exception.map(str::to_owned), capped(line, max_chars));
-        if self.failures.len() < self.budgets.max_failures {
-            let text = record.text.take().unwrap_or_default();
-            let location = match record.path.take() {
-                Some(path) => Some((path, record.line)),
-                None => location_from_text(&text),
-            };
-            let (traceback, traceback_omitted) = cut_traceback(
-                &text,
-                self.budgets.max_traceback_lines,
-                self.budgets.max_line_chars,
-            );
-            self.failures.push(ListedFailure {
-                node_id: record.node_id.clone(),
-                outcome: record.outcome(),
-                phase: record.phase,
-                exception,
-                message,
-                location,
-                traceback,
-                traceback_omitted,
-                stdout: non_empty(record.stdout.take()),
-                stderr: non_empty(record.stderr.take()),
-                group,
-            });
+        let project = self.project.clone();
+        let frames = DeepestFrames::of(&text, project.as_deref());
+        let group = self.add_to_group(exception, line, &frames, seq, &record.node_id);
+        let needs_representative = match group {
+            GroupRef::Tracked(i) => self.groups[i].representative.is_none(),
+            GroupRef::Other => self.other.representative.is_none(),
+        };
+        let listed_now = self.failures.len() < self.budgets.max_failures;
+        if needs_representative || listed_now {
+            let listed = self.listed(&record, seq, exception, line, &text, &frames, group);
+            if listed_now {
+                self.failures.push(listed.clone());
+            }
+            if needs_representative {
+                match group {
+                    GroupRef::Tracked(i) => self.groups[i].representative = Some(listed),
+                    GroupRef::Other => self.other.representative = Some(listed),
+                }
+            }
         }
         self.consider_slow(record.duration_us, seq, record.node_id);
     }
 
+    /// A failure as listed: its location (the deepest frame of project code, else the
+    /// record's, else the text's last location line) and its cut traceback.
+    #[allow(clippy::too_many_arguments)]
+    fn listed(
+        &self,
+        record: &TestRecord,
+        seq: u64,
+        exception: Option<&str>,
+        line: &str,
+        text: &str,
+        frames: &DeepestFrames<'_>,
+        group: GroupRef,
+    ) -> ListedFailure {
+        let project = self.project.as_deref();
+        let shown = |path: &str| display_path(path, project).into_owned();
+        let location = match (frames.code, &record.path) {
+            (Some((path, line)), _) => Some((shown(path), Some(line))),
+            (None, Some(path)) => Some((shown(path), record.line)),
+            (None, None) => location_from_text(text).map(|(path, line)| (shown(&path), line)),
+        };
+        let (traceback, traceback_omitted) = cut_traceback_for(
+            text,
+            self.budgets.max_traceback_lines,
+            self.budgets.max_line_chars,
+            project,
+        );
+        ListedFailure {
+            seq,
+            node_id: record.node_id.clone(),
+            outcome: record.outcome(),
+            phase: record.phase,
+            exception: exception.map(str::to_owned),
+            message: capped(line, self.budgets.max_message_chars),
+            location,
+            traceback,
+            traceback_omitted,
+            stdout: non_empty(record.stdout.clone()),
+            stderr: non_empty(record.stderr.clone()),
+            group,
+        }
+    }
+
+    /// `path:line` of a frame, its path as shown.
+    fn frame_at(&self, frame: FrameLine<'_>) -> String {
+        format!(
+            "{}:{}",
+            display_path(frame.0, self.project.as_deref()),
+            frame.1
+        )
+    }
+
     /// Count a failure in its group (creating it, or `gother` when the table is full).
-    /// The key's message is the whole message line normalised, then capped like a
-    /// message: it is also the group's listed message.
+    /// The key (docs/ENGINE.md, *Groups*): the exception and the deepest frame of the
+    /// project's non-test code; else the assertion site and the normalised message
+    /// (the whole line normalised, then capped like a message); else that message. A
+    /// group lists its first failure's normalised message.
     fn add_to_group(
         &mut self,
         exception: Option<&str>,
         message: &str,
+        frames: &DeepestFrames<'_>,
         seq: u64,
         node_id: &str,
     ) -> GroupRef {
         let normalized = normalize_capped(message, self.budgets.max_message_chars);
         let exception = exception.unwrap_or("");
-        let mut key = String::with_capacity(exception.len() + 1 + normalized.len());
-        key.push_str(exception);
-        key.push('\0');
-        key.push_str(&normalized);
+        let key = match (frames.non_test, frames.test) {
+            (Some(frame), _) => GroupKey {
+                exception: exception.to_owned(),
+                at: Some(self.frame_at(frame)),
+                normalized: String::new(),
+            },
+            (None, Some(site)) => GroupKey {
+                exception: exception.to_owned(),
+                at: Some(self.frame_at(site)),
+                normalized: normalized.clone(),
+            },
+            (None, None) => GroupKey {
+                exception: exception.to_owned(),
+                at: None,
+                normalized: normalized.clone(),
+            },
+        };
         let max_examples = self.budgets.max_examples;
-        let index = match self.group_index.get(key.as_str()) {
+        let index = match self.group_index.get(&key) {
             Some(&index) => index,
             None if self.groups.len() < self.group_limit => {
-                let key: Arc<str> = key.into();
-                let hash = key_hash(Some(exception), &normalized);
+                let hash = key_hash(Some(exception), &key.normalized, key.at.as_deref());
+                let key = Arc::new(key);
                 self.groups.push(Group {
                     key: key.clone(),
-                    exception_len: exception.len(),
                     hash,
+                    message: normalized,
                     count: 0,
                     first_seq: seq,
                     examples: Vec::new(),
+                    representative: None,
                 });
                 self.group_index.insert(key, self.groups.len() - 1);
                 self.groups.len() - 1
@@ -458,7 +556,7 @@ impl SummaryBuilder {
                 } else {
                     Vec::new()
                 };
-                self.other.absorb(1, seq, example, max_examples);
+                self.other.absorb(1, seq, example, max_examples, None);
                 return GroupRef::Other;
             }
         };
@@ -529,29 +627,41 @@ impl SummaryBuilder {
         let shift = |examples: Examples| -> Examples {
             examples.into_iter().map(|(s, n)| (s + offset, n)).collect()
         };
+        let shift_listed = |failure: Option<ListedFailure>| {
+            failure.map(|mut f| {
+                f.seq += offset;
+                f
+            })
+        };
         let mut remap: Vec<GroupRef> = Vec::with_capacity(other.groups.len());
         for group in other.groups {
             let examples = shift(group.examples);
+            let representative = shift_listed(group.representative);
             if let Some(&index) = self.group_index.get(&group.key) {
                 let mine = &mut self.groups[index];
                 mine.count += group.count;
                 merge_examples(&mut mine.examples, examples, max_examples);
                 remap.push(GroupRef::Tracked(index));
             } else if self.groups.len() < self.group_limit {
-                self.group_index
-                    .insert(group.key.clone(), self.groups.len());
+                let index = self.groups.len();
+                self.group_index.insert(group.key.clone(), index);
                 self.groups.push(Group {
                     first_seq: group.first_seq + offset,
                     examples,
+                    representative: representative.map(|mut r| {
+                        r.group = GroupRef::Tracked(index);
+                        r
+                    }),
                     ..group
                 });
-                remap.push(GroupRef::Tracked(self.groups.len() - 1));
+                remap.push(GroupRef::Tracked(index));
             } else {
                 self.other.absorb(
                     group.count,
                     group.first_seq + offset,
                     examples,
                     max_examples,
+                    representative,
                 );
                 remap.push(GroupRef::Other);
             }
@@ -563,6 +673,7 @@ impl SummaryBuilder {
                 o.first_seq + offset,
                 shift(o.examples),
                 max_examples,
+                shift_listed(o.representative),
             );
         }
 
@@ -572,6 +683,7 @@ impl SummaryBuilder {
             .max_failures
             .saturating_sub(self.failures.len());
         for mut failure in other.failures.into_iter().take(room) {
+            failure.seq += offset;
             failure.group = match failure.group {
                 GroupRef::Tracked(index) => remap[index],
                 GroupRef::Other => GroupRef::Other,
@@ -628,8 +740,9 @@ impl SummaryBuilder {
                     GroupJson {
                         id: group_id(g.hash),
                         count,
-                        exception: (g.exception_len > 0).then(|| &g.key[..g.exception_len]),
-                        message: g.key[g.exception_len + 1..].to_owned(),
+                        exception: Some(g.key.exception.as_str()).filter(|e| !e.is_empty()),
+                        message: g.message.clone(),
+                        location: location_json(&g.representative),
                         examples: g.examples.iter().map(|e| e.1.as_str()).collect(),
                     }
                 }
@@ -638,13 +751,31 @@ impl SummaryBuilder {
                     count,
                     exception: None,
                     message: OTHER_GROUP_MESSAGE.to_owned(),
+                    location: location_json(&self.other.representative),
                     examples: self.other.examples.iter().map(|e| e.1.as_str()).collect(),
                 },
             })
             .collect();
 
-        let failures: Vec<FailureJson<'_>> = self
-            .failures
+        // Failures: one representative per listed group (largest first), then the
+        // others in report order, within max_failures.
+        let mut listed: Vec<&ListedFailure> = order
+            .iter()
+            .filter_map(|&(_, _, group)| match group {
+                GroupRef::Tracked(i) => self.groups[i].representative.as_ref(),
+                GroupRef::Other => self.other.representative.as_ref(),
+            })
+            .take(b.max_failures)
+            .collect();
+        let shown: std::collections::HashSet<u64> = listed.iter().map(|f| f.seq).collect();
+        let room = b.max_failures - listed.len();
+        listed.extend(
+            self.failures
+                .iter()
+                .filter(|f| !shown.contains(&f.seq))
+                .take(room),
+        );
+        let failures: Vec<FailureJson<'_>> = listed
             .iter()
             .map(|f| FailureJson {
                 node_id: &f.node_id,
@@ -691,10 +822,10 @@ impl SummaryBuilder {
                 })
                 .collect(),
             omitted: OmittedJson {
-                failures: self.failures_total - self.failures.len() as u64,
+                failures: self.failures_total - listed.len() as u64,
                 groups: groups_total - order.len() as u64,
                 collection_errors: self.collection_total - self.collection_errors.len() as u64,
-                traceback_lines: self.failures.iter().map(|f| f.traceback_omitted).sum(),
+                traceback_lines: listed.iter().map(|f| f.traceback_omitted).sum(),
                 output_bytes: self.output_bytes_omitted,
                 text_bytes: self.text_bytes_omitted,
             },
@@ -762,7 +893,14 @@ struct GroupJson<'a> {
     count: u64,
     exception: Option<&'a str>,
     message: String,
+    location: Option<LocationJson<'a>>,
     examples: Vec<&'a str>,
+}
+
+/// The location of a group's representative, if any.
+fn location_json(representative: &Option<ListedFailure>) -> Option<LocationJson<'_>> {
+    let (path, line) = representative.as_ref()?.location.as_ref()?;
+    Some(LocationJson { path, line: *line })
 }
 
 #[derive(Serialize)]
@@ -926,14 +1064,16 @@ mod tests {
         );
         assert_eq!(v["duration_s"], json!(5.005010));
         let (conn_id, _) =
-            crate::group::group_key(Some("ConnectionError"), "refused after 3 retries");
+            crate::group::group_key(Some("ConnectionError"), "refused after 3 retries", None);
+        // The KeyError is keyed by its frame (t.py is project code, not test code).
         assert_eq!(
             v["groups"],
             json!([
                 {"id": conn_id, "count": 3, "exception": "ConnectionError", "message": "refused after <n> retries",
-                 "examples": ["t::a", "t::c"]},
-                {"id": crate::group::group_key(Some("KeyError"), "'x'").0, "count": 1, "exception": "KeyError",
-                 "message": "<str>", "examples": ["t::b"]},
+                 "location": null, "examples": ["t::a", "t::c"]},
+                {"id": crate::group::group_key(Some("KeyError"), "", Some("t.py:9")).0, "count": 1,
+                 "exception": "KeyError", "message": "'x'", "location": {"path": "t.py", "line": 9},
+                 "examples": ["t::b"]},
             ])
         );
         assert_eq!(v["failures"].as_array().unwrap().len(), 2);

@@ -3,7 +3,7 @@ the native code is checked against. Streams like the native one (pyexpat with ha
 ijson), and writes the same canonical JSON bytes (docs/ENGINE.md).
 
 Each module is the twin of the same-named module of ``rust/core/src``: this one of
-``lib.rs`` (sniffing, ``summarize_files``), ``cut``, ``group``, ``summary``, ``junit``,
+``lib.rs`` (sniffing, ``summarize_files``), ``cut``, ``group``, ``project``, ``summary``, ``junit``,
 ``pytest_json``, ``text`` and ``records`` (``record.rs``) of theirs.
 """
 
@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import IO
 
 from ..models import ReportError
+from .project import ProjectCode
 from .select import Selection
 from .summary import SummaryBuilder
 
@@ -70,18 +71,28 @@ def _read_head(path: str, f: IO[bytes]) -> bytes:
 
 
 def summarize_files(
-    paths: list[str], format: str, budgets: dict[str, int], select: Sequence[str] | None = None
+    paths: list[str],
+    format: str,
+    budgets: dict[str, int],
+    select: Sequence[str] | None = None,
+    project: tuple[str, Sequence[str]] | None = None,
 ) -> bytes:
     """Summarise report files into canonical summary JSON bytes (docs/ENGINE.md).
 
     ``format``: ``auto``, ``junit`` or ``pytest-json``. ``select``: None lists every
     test; else only the tests and collection errors its entries select
-    (docs/ENGINE.md, *Selection*). Raises ``ReportError``.
+    (docs/ENGINE.md, *Selection*). ``project``: (root, top-level packages) of the
+    project's own code, or None for the path-pattern rule (docs/ENGINE.md, *Project
+    code*). Raises ``ReportError``.
     """
     from .junit import parse_junit
     from .pytest_json import parse_pytest_json
 
-    builder = SummaryBuilder(budgets, selection=Selection(select) if select is not None else None)
+    builder = SummaryBuilder(
+        budgets,
+        selection=Selection(select) if select is not None else None,
+        project=ProjectCode(*project) if project is not None else None,
+    )
     seen_format = None
     for path in paths:
         with _open(path) as f:

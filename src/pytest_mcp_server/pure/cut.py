@@ -9,7 +9,13 @@ every string a parser yields.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
+from .project import LIBRARY, TEST, ProjectCode, classify, display_path
 from .text import U64_MAX
+
+Frame = tuple[str, int]
+"""(path as the traceback gives it, line)."""
 
 # The whitespace the line rules strip (ASCII: space, tab, LF, CR, VT, FF), and other ASCII classes.
 WHITESPACE = " \t\n\r\x0b\x0c"
@@ -83,8 +89,9 @@ def parse_location(line: str) -> tuple[str, int, str] | None:
     return None
 
 
-def _native_frame_path(line: str) -> str | None:
-    """The path of ``  File "path", line N, in f``."""
+def native_frame(line: str) -> Frame | None:
+    """(path, N) of a Python native-format frame line ``  File "path", line N, in f``
+    (N decimal digits that fit in 64 bits)."""
     t = line.lstrip(WHITESPACE)
     if not t.startswith('File "'):
         return None
@@ -93,9 +100,15 @@ def _native_frame_path(line: str) -> str | None:
     if close == -1:
         return None
     after = t[close + 1 :]
-    if not after.startswith(", line ") or len(after) < 8 or after[7] not in _DIGITS:
+    if not after.startswith(", line "):
         return None
-    return t[:close]
+    end = 7
+    while end < len(after) and after[end] in _DIGITS:
+        end += 1
+    if end == 7:
+        return None
+    number = int(after[7:end])
+    return (t[:close], number) if number <= U64_MAX else None
 
 
 def _is_separator_line(line: str) -> bool:
@@ -111,19 +124,6 @@ _CHAIN_LINES = (
 
 def _is_chain_line(line: str) -> bool:
     return strip(line) in _CHAIN_LINES
-
-
-_LIBRARY_MARKERS = ("/site-packages/", "/dist-packages/", "/_pytest/", "/pluggy/", "/lib/python3.")
-
-
-def is_library_path(path: str) -> bool:
-    """Library code: ``/`` + the path with ``\\`` read as ``/`` contains a library
-    marker (site-packages, dist-packages, _pytest, pluggy, lib/python3.), or the path
-    starts with ``<frozen ``."""
-    if path.startswith("<frozen "):
-        return True
-    p = "/" + path.replace("\\", "/")
-    return any(m in p for m in _LIBRARY_MARKERS)
 
 
 _JAVA_LIBRARY_PREFIXES = (
@@ -153,13 +153,17 @@ def _indentation(line: str) -> int:
     return len(line) - len(line.lstrip(WHITESPACE))
 
 
-def cut_traceback(text: str, max_lines: int, max_line_chars: int) -> tuple[str, int]:
+def cut_traceback(
+    text: str, max_lines: int, max_line_chars: int, project: ProjectCode | None = None
+) -> tuple[str, int]:
     """Cut a failure's long representation down (docs/ENGINE.md, *Traceback cutting*).
 
     Returns (cut text joined by ``\\n``, number of input lines dropped). ``max_lines``
     (at least 3) is the most lines returned, marker lines included; a kept line longer
     than ``max_line_chars`` (at least 8) code points keeps ``max_line_chars - 1`` and
-    ``…``. Exact rules: the top of ``rust/core/src/cut.rs``.
+    ``…``. ``project``: which frames are library code (``project.classify``; None: the
+    path-pattern rule), and with one, kept frame lines show their path through
+    ``project.display_path``. Exact rules: the top of ``rust/core/src/cut.rs``.
     """
     max_lines = max(max_lines, 3)
     max_line_chars = max(max_line_chars, 8)
@@ -173,6 +177,13 @@ def cut_traceback(text: str, max_lines: int, max_line_chars: int) -> tuple[str, 
     lines = all_lines[first : last + 1]
     n = len(lines)
     dropped = [False] * n
+    classes: dict[str, int] = {}
+
+    def is_library(path: str) -> bool:
+        kind = classes.get(path)
+        if kind is None:
+            kind = classes[path] = classify(path, project)
+        return kind == LIBRARY
 
     # Step 2: frames (start, end, block, section_end) and blocks.
     frames: list[tuple[int, int, int, bool]] = []
@@ -207,10 +218,11 @@ def cut_traceback(text: str, max_lines: int, max_line_chars: int) -> tuple[str, 
                 break
         else:
             for j in range(start, end):
-                path = _native_frame_path(lines[j])
-                if path is not None:
+                native = native_frame(lines[j])
+                if native is not None:
+                    path = native[0]
                     break
-        if not section_end and path is not None and is_library_path(path):
+        if not section_end and path is not None and is_library(path):
             for j in range(start, end):
                 dropped[j] = True
         else:
@@ -225,13 +237,13 @@ def cut_traceback(text: str, max_lines: int, max_line_chars: int) -> tuple[str, 
         if dropped[i]:
             i += 1
             continue
-        path = _native_frame_path(lines[i])
-        if path is not None:
+        native = native_frame(lines[i])
+        if native is not None:
             indent = _indentation(lines[i])
             end = i + 1
             while end < n and not dropped[end] and strip(lines[end]) and _indentation(lines[end]) > indent:
                 end += 1
-            if is_library_path(path):
+            if is_library(native[0]):
                 for j in range(i, end):
                     dropped[j] = True
             i = end
@@ -290,8 +302,21 @@ def cut_traceback(text: str, max_lines: int, max_line_chars: int) -> tuple[str, 
             omitted += p
             out.append(f"... [{p} lines omitted]")
         else:
-            out.append(capped(p, max_line_chars))
+            out.append(capped(p if project is None else _display_line(p, project), max_line_chars))
     return "\n".join(out), omitted
+
+
+def _display_line(line: str, project: ProjectCode) -> str:
+    """A kept line with the path of a location line or native-format frame line shown
+    through ``display_path``; other lines unchanged."""
+    loc = parse_location(line)
+    if loc is not None:
+        return display_path(loc[0], project) + line[len(loc[0]) :]
+    native = native_frame(line)
+    if native is not None:
+        start = line.index('"') + 1
+        return line[:start] + display_path(native[0], project) + line[start + len(native[0]) :]
+    return line
 
 
 def _add_gap(pieces: list[str | int], n: int) -> None:
@@ -299,3 +324,41 @@ def _add_gap(pieces: list[str | int], n: int) -> None:
         pieces[-1] += n
     else:
         pieces.append(n)
+
+
+def _frames(text: str) -> Iterator[Frame]:
+    """Every frame line of ``text`` in order: location lines and native-format lines."""
+    for raw in text.split("\n"):
+        line = chomp(raw)
+        loc = parse_location(line)
+        if loc is not None:
+            yield loc[0], loc[1]
+            continue
+        native = native_frame(line)
+        if native is not None:
+            yield native
+
+
+class DeepestFrames:
+    """The last (innermost) frame of ``text`` of each kind of project code:
+    ``code`` (project or test), ``non_test`` (project, not test) and ``test``; each a
+    ``(path, line)`` as the text gives it, or None."""
+
+    __slots__ = ("code", "non_test", "test")
+
+    def __init__(self, text: str, project: ProjectCode | None) -> None:
+        self.code: Frame | None = None
+        self.non_test: Frame | None = None
+        self.test: Frame | None = None
+        classes: dict[str, int] = {}
+        for frame in _frames(text):
+            kind = classes.get(frame[0])
+            if kind is None:
+                kind = classes[frame[0]] = classify(frame[0], project)
+            if kind == LIBRARY:
+                continue
+            self.code = frame
+            if kind == TEST:
+                self.test = frame
+            else:
+                self.non_test = frame

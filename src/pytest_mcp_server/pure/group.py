@@ -31,10 +31,14 @@ _H = "0-9A-Fa-f"
 _P = "A-Za-z0-9_.~+@%\\-"  # the hyphen escaped: it must not form a range
 _PS = _P + "/\\\\"
 _PFX = "bBrRuUfF"
+_OPENS = rf"""(?=['"])(?:(?<![{_W}])|(?<=[{_PFX}])(?<![{_W}][{_PFX}])|(?<=[{_PFX}]{{2}})(?<![{_W}][{_PFX}]{{2}}))"""
+_NAME = "[A-Za-z_][A-Za-z0-9_.]*+"
 _RULES = (
+    # 1 (kept): a string that opens as in rule 1 and holds an identifier (a type or
+    # attribute name) is copied whole.
+    _OPENS + rf"""(?:'{_NAME}'|"{_NAME}")""",
     # 1 <str>: at a word start, or after a 1-2 letter string prefix at a word start.
-    rf"""(?=['"])(?:(?<![{_W}])|(?<=[{_PFX}])(?<![{_W}][{_PFX}])|(?<=[{_PFX}]{{2}})(?<![{_W}][{_PFX}]{{2}}))"""
-    r"""(?:'[^'\n]*'|"[^"\n]*")""",
+    _OPENS + r"""(?:'[^'\n]*'|"[^"\n]*")""",
     # 2 <path>: a maximal P∪S run (at a run start) with two non-empty parts. P and S
     # are disjoint, so possessive quantifiers change nothing but the speed.
     rf"(?<![{_PS}])[/\\]*+[{_P}]++(?:[/\\]++[{_P}]++)++[/\\]*+(?![{_PS}])",
@@ -49,10 +53,18 @@ _RULES = (
     rf"(?![{_W}])(?!\.[0-9])(?::[0-9]+)?",
     # 7 <n>
     r"[0-9]+(?:\.[0-9]+)?",
+    # 8 <obj>: `<` + a letter or `_`, up to the next `>` (no `<` or newline between).
+    r"<[A-Za-z_][^<>\n]*+>",
+    # 9 Name(...): at a word start, a dotted name and a parenthesis with no parenthesis
+    # or newline inside (the name is kept).
+    rf"(?<![{_W}]){_NAME}\([^()\n]*+\)",
+    # 10 <bool>
+    rf"(?<![{_W}])(?:True|False)(?![{_W}])",
 )
-_TOKEN = re.compile(rf"""(?=['"{_PS}])(?:""" + "|".join(f"({rule})" for rule in _RULES) + ")")
-# Indexed by the number of the rule (= its capturing group) that matched.
-_PLACEHOLDERS = ("", "<str>", "<path>", "<uuid>", "<hex>", "<hex>", "<addr>", "<n>")
+_TOKEN = re.compile(rf"""(?=['"{_PS}<])(?:""" + "|".join(f"({rule})" for rule in _RULES) + ")")
+# Indexed by the number of the alternative (= its capturing group) that matched; None:
+# the match is copied (a kept string), "(...)": the name before the parenthesis is kept.
+_PLACEHOLDERS = (None, None, "<str>", "<path>", "<uuid>", "<hex>", "<hex>", "<addr>", "<n>", "<obj>", "(...)", "<bool>")
 
 
 def normalize_message(message: str) -> str:
@@ -79,6 +91,10 @@ def _normalize_prefix(message: str, limit: int | None) -> str:
             out.append(message[pos:start])
             out_chars += start - pos
         placeholder = _PLACEHOLDERS[m.lastindex or 0]  # never 0: each rule is a group
+        if placeholder is None:
+            placeholder = m.group()
+        elif placeholder == "(...)":
+            placeholder = m.group()[: m.group().index("(")] + placeholder
         out.append(placeholder)
         out_chars += len(placeholder)
         pos = m.end()
@@ -88,9 +104,13 @@ def _normalize_prefix(message: str, limit: int | None) -> str:
     return "".join(out)
 
 
-def key_hash(exception: str, normalized: str) -> int:
-    """FNV-1a 64 of UTF-8(``exception`` + ``\\0`` + ``normalized``)."""
-    data = exception.encode("utf-8", "surrogatepass") + b"\0" + normalized.encode("utf-8", "surrogatepass")
+def key_hash(exception: str, normalized: str, where: str | None = None) -> int:
+    """FNV-1a 64 of UTF-8(``exception`` + ``\\0`` + ``normalized``), with
+    ``where`` + ``\\0`` before ``normalized`` when a frame or site is given."""
+    data = exception.encode("utf-8", "surrogatepass") + b"\0"
+    if where is not None:
+        data += where.encode("utf-8", "surrogatepass") + b"\0"
+    data += normalized.encode("utf-8", "surrogatepass")
     h = _FNV_OFFSET
     for b in data:
         h = ((h ^ b) * _FNV_PRIME) & U64_MAX
@@ -102,12 +122,13 @@ def group_id(hash: int) -> str:
     return f"g{hash >> 32:08x}"
 
 
-def group_key(exception: str | None, message: str) -> tuple[str, str]:
+def group_key(exception: str | None, message: str, where: str | None = None) -> tuple[str, str]:
     """(group id, normalised message) of a failure (docs/ENGINE.md, *Groups*).
 
     The id is ``g`` + the first 8 lowercase hex digits of FNV-1a 64 of
-    UTF-8(``exception or ""`` + ``\\0`` + normalised message); ``None`` and ``""``
-    give the same id.
+    UTF-8(``exception or ""`` + ``\\0`` + [``where`` + ``\\0``] + normalised message);
+    ``None`` and ``""`` exceptions give the same id. ``where``: the frame (``path:line``)
+    or assertion site of the key, if any; a key by frame passes ``message=""``.
     """
     normalized = normalize_message(message)
-    return group_id(key_hash(exception or "", normalized)), normalized
+    return group_id(key_hash(exception or "", normalized, where)), normalized

@@ -11,8 +11,9 @@ from typing import Any
 
 import orjson
 
-from .cut import WHITESPACE, capped, chomp, cut_traceback, parse_location
+from .cut import WHITESPACE, DeepestFrames, Frame, capped, chomp, cut_traceback, parse_location
 from .group import OTHER_GROUP_ID, OTHER_GROUP_MESSAGE, group_id, key_hash, normalize_capped
+from .project import ProjectCode, display_path
 from .records import CollectionErrorRecord, TestRecord
 from .select import Selection
 from .text import U64_MAX
@@ -125,8 +126,12 @@ def _location_from_text(text: str) -> dict[str, str | int | None] | None:
 # The builder.
 
 
+# A listed failure: (sequence number, its JSON dict, traceback lines omitted).
+_Listed = tuple[int, dict[str, Any], int]
+
+
 class _Group:
-    __slots__ = ("id", "exception", "message", "count", "first_seq", "examples")
+    __slots__ = ("id", "exception", "message", "count", "first_seq", "examples", "representative")
 
     def __init__(self, group_id: str, exception: str | None, message: str, first_seq: int) -> None:
         self.id = group_id
@@ -135,6 +140,8 @@ class _Group:
         self.count = 0
         self.first_seq = first_seq
         self.examples: list[str] = []
+        # The group's first failure, listed ahead of the others (None for an empty gother).
+        self.representative: _Listed | None = None
 
 
 class SummaryBuilder:
@@ -152,10 +159,17 @@ class SummaryBuilder:
     report's while failures, groups, collection errors, slowest and ``omitted`` only take
     what it selects, and ``unmatched`` names its entries that selected no failing or
     erroring test and no collection error (docs/ENGINE.md, *Selection*).
+
+    ``project``: the project's own code (docs/ENGINE.md, *Project code*); None uses the
+    path-pattern rule for library code.
     """
 
     def __init__(
-        self, budgets: dict[str, int], group_limit: int = MAX_TRACKED_GROUPS, selection: Selection | None = None
+        self,
+        budgets: dict[str, int],
+        group_limit: int = MAX_TRACKED_GROUPS,
+        selection: Selection | None = None,
+        project: ProjectCode | None = None,
     ) -> None:
         self._max_failures = budgets["max_failures"]
         self._max_traceback_lines = budgets["max_traceback_lines"]
@@ -171,9 +185,9 @@ class SummaryBuilder:
         self._flaky = 0
         self._duration_us = 0
         self._failures_total = 0
-        self._failures: list[dict[str, Any]] = []
-        self._traceback_omitted = 0
-        self._groups: dict[tuple[str, str], _Group] = {}
+        self._failures: list[_Listed] = []
+        self._project = project
+        self._groups: dict[tuple[str, str | None, str], _Group] = {}
         self._normalized_cache: dict[str, str] = {}
         self._other = _Group(OTHER_GROUP_ID, None, OTHER_GROUP_MESSAGE, 0)
         self._collection_total = 0
@@ -235,46 +249,70 @@ class SummaryBuilder:
         self._text_bytes_omitted += record.text_bytes_omitted
         self._output_bytes_omitted += record.output_bytes_omitted
         exception, line = describe(record.exception, record.message, record.text)
-        group_id = self._add_to_group(exception, line, seq, record.node_id)
-        message = capped(line, self._max_message_chars)
+        text = record.text or ""
+        frames = DeepestFrames(text, self._project)
+        group = self._add_to_group(exception, line, frames, seq, record.node_id)
+        listed: _Listed | None = None
+        if group.representative is None:
+            listed = group.representative = self._listed(record, seq, exception, line, frames, group.id)
         if len(self._failures) < self._max_failures:
-            text = record.text or ""
-            location: dict[str, str | int | None] | None
-            if record.path is not None:
-                location = {"path": record.path, "line": record.line}
-            else:
-                location = _location_from_text(text)
-            traceback, omitted = cut_traceback(text, self._max_traceback_lines, self._max_line_chars)
-            self._traceback_omitted += omitted
-            self._failures.append(
-                {
-                    "node_id": record.node_id,
-                    "outcome": record.outcome,
-                    "phase": record.phase,
-                    "exception": exception,
-                    "message": message,
-                    "location": location,
-                    "traceback": traceback,
-                    "stdout": record.stdout or None,
-                    "stderr": record.stderr or None,
-                    "group": group_id,
-                }
-            )
+            self._failures.append(listed or self._listed(record, seq, exception, line, frames, group.id))
 
-    def _add_to_group(self, exception: str | None, message: str, seq: int, node_id: str) -> str:
-        # The key's message: the whole line normalised, then capped like a message;
-        # it is also the group's listed message.
+    def _listed(
+        self, record: TestRecord, seq: int, exception: str | None, line: str, frames: DeepestFrames, group_id: str
+    ) -> _Listed:
+        """A failure as listed: its location (the deepest frame of project code, else the
+        record's, else the text's last location line) and its cut traceback."""
+        text = record.text or ""
+        location: dict[str, str | int | None] | None
+        if frames.code is not None:
+            location = {"path": display_path(frames.code[0], self._project), "line": frames.code[1]}
+        elif record.path is not None:
+            location = {"path": display_path(record.path, self._project), "line": record.line}
+        else:
+            location = _location_from_text(text)
+            if location is not None:
+                location["path"] = display_path(str(location["path"]), self._project)
+        traceback, omitted = cut_traceback(text, self._max_traceback_lines, self._max_line_chars, self._project)
+        entry = {
+            "node_id": record.node_id,
+            "outcome": record.outcome,
+            "phase": record.phase,
+            "exception": exception,
+            "message": capped(line, self._max_message_chars),
+            "location": location,
+            "traceback": traceback,
+            "stdout": record.stdout or None,
+            "stderr": record.stderr or None,
+            "group": group_id,
+        }
+        return seq, entry, omitted
+
+    def _where(self, frame: Frame) -> str:
+        return f"{display_path(frame[0], self._project)}:{frame[1]}"
+
+    def _add_to_group(
+        self, exception: str | None, message: str, frames: DeepestFrames, seq: int, node_id: str
+    ) -> _Group:
+        # The key (docs/ENGINE.md, *Groups*): the exception and the deepest frame of the
+        # project's non-test code; else the assertion site and the normalised message;
+        # else the normalised message. The group lists its first failure's message.
         cache = self._normalized_cache
         normalized = cache.get(message)
         if normalized is None:
             if len(cache) >= 4096:  # bounded: repeated messages are usually close together
                 cache.clear()
             normalized = cache[message] = normalize_capped(message, self._max_message_chars)
-        key = (exception or "", normalized)
+        if frames.non_test is not None:
+            key: tuple[str, str | None, str] = (exception or "", self._where(frames.non_test), "")
+        elif frames.test is not None:
+            key = (exception or "", self._where(frames.test), normalized)
+        else:
+            key = (exception or "", None, normalized)
         group = self._groups.get(key)
         if group is None:
             if len(self._groups) < self._group_limit:
-                group = _Group(group_id(key_hash(key[0], normalized)), exception or None, normalized, seq)
+                group = _Group(group_id(key_hash(key[0], key[2], key[1])), exception or None, normalized, seq)
                 self._groups[key] = group
             else:
                 group = self._other
@@ -283,7 +321,7 @@ class SummaryBuilder:
         group.count += 1
         if len(group.examples) < self._max_examples:
             group.examples.append(node_id)
-        return group.id
+        return group
 
     def _push_collection_error(self, record: CollectionErrorRecord) -> None:
         self._counts["error"] += 1
@@ -307,6 +345,12 @@ class SummaryBuilder:
             groups.append(self._other)
         groups.sort(key=lambda g: (-g.count, g.first_seq))
         listed_groups = groups[: self._max_groups]
+        # Failures: one representative per listed group (largest first), then the others
+        # in report order, within max_failures.
+        failures = [g.representative for g in listed_groups if g.representative is not None][: self._max_failures]
+        shown = {listed[0] for listed in failures}
+        room = self._max_failures - len(failures)
+        failures += [listed for listed in self._failures if listed[0] not in shown][:room]
         summary = {
             "format": format,
             "files": list(files),
@@ -321,13 +365,14 @@ class SummaryBuilder:
                 "flaky": self._flaky,
             },
             "duration_s": min(self._duration_us, U64_MAX) / 1e6,
-            "failures": self._failures,
+            "failures": [listed[1] for listed in failures],
             "groups": [
                 {
                     "id": g.id,
                     "count": g.count,
                     "exception": g.exception,
                     "message": g.message,
+                    "location": g.representative[1]["location"] if g.representative is not None else None,
                     "examples": g.examples,
                 }
                 for g in listed_groups
@@ -335,10 +380,10 @@ class SummaryBuilder:
             "collection_errors": self._collection_errors,
             "slowest": [{"node_id": node_id, "duration_s": -neg / 1e6} for neg, _seq, node_id in self._slowest],
             "omitted": {
-                "failures": self._failures_total - len(self._failures),
+                "failures": self._failures_total - len(failures),
                 "groups": len(groups) - len(listed_groups),
                 "collection_errors": self._collection_total - len(self._collection_errors),
-                "traceback_lines": self._traceback_omitted,
+                "traceback_lines": sum(listed[2] for listed in failures),
                 "output_bytes": min(self._output_bytes_omitted, U64_MAX),
                 "text_bytes": min(self._text_bytes_omitted, U64_MAX),
             },

@@ -1,0 +1,267 @@
+//! Project code (docs/ENGINE.md, *Project code*): which frame paths are the project's
+//! own code (and which of them test code), and how a path is shown. Mirrored by
+//! `pure/project.py`; `tests/test_rules_parity.py` checks both classify alike.
+
+use std::collections::HashSet;
+
+/// What a frame path is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CodeKind {
+    /// The standard library, third-party packages, pytest, `<frozen ...>`.
+    Library,
+    /// The project's own code, not test code.
+    Project,
+    /// The project's test code (`test_*.py`, `*_test.py`, `conftest.py`, `tests/`).
+    Test,
+}
+
+/// Install directories, and the placeholder a path inside one is shown with.
+const PACKAGE_DIRS: [(&str, &str); 2] = [
+    ("/site-packages/", "<site-packages>/"),
+    ("/dist-packages/", "<dist-packages>/"),
+];
+
+const LIBRARY_MARKERS: [&str; 5] = [
+    "/site-packages/",
+    "/dist-packages/",
+    "/_pytest/",
+    "/pluggy/",
+    "/lib/python3.",
+];
+
+/// Library code when no project is given: the path with `\` read as `/` and a `/` put
+/// in front contains one of [`LIBRARY_MARKERS`], or the path starts with `<frozen `.
+pub fn is_library_path(path: &str) -> bool {
+    if path.starts_with("<frozen ") {
+        return true;
+    }
+    let p = slashed(path);
+    LIBRARY_MARKERS.iter().any(|m| p.contains(m))
+}
+
+/// `/` + the path with `\` read as `/`.
+fn slashed(path: &str) -> String {
+    let mut p = String::with_capacity(path.len() + 1);
+    p.push('/');
+    p.extend(path.chars().map(|c| if c == '\\' { '/' } else { c }));
+    p
+}
+
+/// An absolute `/`-separated path with `.`, `..` and empty parts resolved (`..` at the
+/// top stays at the top); None for a relative path. Absolute: starts with `/` or a
+/// drive `X:/`.
+fn lexical(path: &str) -> Option<String> {
+    let b = path.as_bytes();
+    let (prefix, rest) = if b.first() == Some(&b'/') {
+        ("/", &path[1..])
+    } else if b.len() >= 3 && b[0].is_ascii_alphabetic() && b[1] == b':' && b[2] == b'/' {
+        (&path[..3], &path[3..])
+    } else {
+        return None;
+    };
+    let mut parts: Vec<&str> = Vec::new();
+    for part in rest.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            _ => parts.push(part),
+        }
+    }
+    Some(format!("{prefix}{}", parts.join("/")))
+}
+
+/// For a `/`-separated path: (byte index in `p` where the part after the last
+/// `/site-packages/` or `/dist-packages/` starts, the placeholder), searching `"/" + p`.
+fn package_dir_rest(p: &str) -> Option<(usize, &'static str)> {
+    let slashed = format!("/{p}");
+    let mut best: Option<(usize, &'static str)> = None;
+    for (marker, placeholder) in PACKAGE_DIRS {
+        if let Some(at) = slashed.rfind(marker) {
+            let rest = at + marker.len() - 1;
+            let better = match best {
+                None => true,
+                Some((b, _)) => rest > b,
+            };
+            if better {
+                best = Some((rest, placeholder));
+            }
+        }
+    }
+    best
+}
+
+/// Test code: a basename `test_*.py`, `*_test.py` or `conftest.py`, or a directory part
+/// `tests`/`test`.
+fn is_test_file(relative: &str) -> bool {
+    let mut parts: Vec<&str> = relative.split('/').collect();
+    let name = parts.pop().unwrap_or("");
+    (name.starts_with("test_") && name.ends_with(".py"))
+        || name.ends_with("_test.py")
+        || name == "conftest.py"
+        || parts.iter().any(|p| *p == "tests" || *p == "test")
+}
+
+fn kind_of(relative: &str) -> CodeKind {
+    if is_test_file(relative) {
+        CodeKind::Test
+    } else {
+        CodeKind::Project
+    }
+}
+
+/// The part of `absolute` below `root` (`""` for the root itself), else None.
+fn under_root<'a>(absolute: &'a str, root: &str) -> Option<&'a str> {
+    if root.is_empty() {
+        return None;
+    }
+    if absolute == root {
+        return Some("");
+    }
+    if root.ends_with('/') {
+        absolute.strip_prefix(root)
+    } else {
+        absolute.strip_prefix(root)?.strip_prefix('/')
+    }
+}
+
+/// The project whose code the answer is about: its root directory (absolute) and the
+/// top-level import names it installs (packages or single modules).
+#[derive(Clone, Debug, Default)]
+pub struct ProjectCode {
+    /// The root with `\` read as `/`, resolved lexically; empty when it is not absolute
+    /// (then no absolute path is under it).
+    root: String,
+    packages: HashSet<String>,
+}
+
+impl ProjectCode {
+    /// A project from its root and top-level import names.
+    pub fn new(root: &str, packages: &[String]) -> Self {
+        ProjectCode {
+            root: lexical(&root.replace('\\', "/")).unwrap_or_default(),
+            packages: packages.iter().cloned().collect(),
+        }
+    }
+}
+
+/// What a frame path is (docs/ENGINE.md, *Project code*). Without `project`: library by
+/// [`is_library_path`], else the project's code.
+pub fn classify(path: &str, project: Option<&ProjectCode>) -> CodeKind {
+    let p = path.replace('\\', "/");
+    let Some(project) = project else {
+        if is_library_path(path) {
+            return CodeKind::Library;
+        }
+        return kind_of(&p);
+    };
+    if path.starts_with('<') {
+        return CodeKind::Library;
+    }
+    if let Some((start, _)) = package_dir_rest(&p) {
+        let rest = &p[start..];
+        let first = rest.split('/').next().unwrap_or("");
+        let name = first.strip_suffix(".py").unwrap_or(first);
+        if !project.packages.contains(name) {
+            return CodeKind::Library;
+        }
+        return kind_of(rest);
+    }
+    let absolute = match lexical(&p) {
+        Some(a) => a,
+        None if project.root.is_empty() => return kind_of(&p),
+        None => lexical(&format!("{}/{p}", project.root)).expect("the root is absolute"),
+    };
+    match under_root(&absolute, &project.root) {
+        Some(below) => kind_of(below),
+        None => CodeKind::Library,
+    }
+}
+
+/// How a frame path is shown: with a project, a path inside an install directory becomes
+/// `<site-packages>/` (or `<dist-packages>/`) + the part after it; other paths (and every
+/// path without a project) are unchanged.
+pub fn display_path<'a>(path: &'a str, project: Option<&ProjectCode>) -> std::borrow::Cow<'a, str> {
+    if project.is_none() {
+        return path.into();
+    }
+    match package_dir_rest(&path.replace('\\', "/")) {
+        Some((start, placeholder)) => format!("{placeholder}{}", &path[start..]).into(),
+        None => path.into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn project() -> ProjectCode {
+        ProjectCode::new("/work/app", &["mypkg".to_owned(), "single".to_owned()])
+    }
+
+    #[test]
+    fn frames_of_the_project_wherever_installed() {
+        let p = Some(project());
+        let p = p.as_ref();
+        let cases = [
+            (
+                "/venv/lib/python3.11/site-packages/mypkg/core.py",
+                CodeKind::Project,
+            ),
+            (
+                "../venv/lib/python3.11/site-packages/single.py",
+                CodeKind::Project,
+            ),
+            (
+                "/venv/lib/python3.11/site-packages/mypkg/tests/test_a.py",
+                CodeKind::Test,
+            ),
+            (
+                "/venv/lib/python3.11/site-packages/requests/api.py",
+                CodeKind::Library,
+            ),
+            (
+                "/usr/lib/python3/dist-packages/mypkg/x.py",
+                CodeKind::Project,
+            ),
+            ("/usr/lib/python3.11/random.py", CodeKind::Library),
+            ("<frozen _collections_abc>", CodeKind::Library),
+            ("src/mypkg/core.py", CodeKind::Project),
+            ("tests/test_core.py", CodeKind::Test),
+            ("conftest.py", CodeKind::Test),
+            ("/work/app/src/mypkg/core.py", CodeKind::Project),
+            ("/work/app/../app/lib_test.py", CodeKind::Test),
+            ("/work/application/x.py", CodeKind::Library),
+            ("../../elsewhere/x.py", CodeKind::Library),
+            ("C:\\work\\app\\x.py", CodeKind::Library),
+        ];
+        for (path, kind) in cases {
+            assert_eq!(classify(path, p), kind, "{path}");
+        }
+        assert_eq!(
+            classify("/usr/lib/python3.11/random.py", None),
+            CodeKind::Library
+        );
+        assert_eq!(classify("/work/app/tests/x.py", None), CodeKind::Test);
+        assert_eq!(classify("/work/app/x.py", None), CodeKind::Project);
+    }
+
+    #[test]
+    fn install_directories_are_shown_short() {
+        let p = project();
+        assert_eq!(
+            display_path("/v/lib/python3.11/site-packages/mypkg/a.py", Some(&p)),
+            "<site-packages>/mypkg/a.py"
+        );
+        assert_eq!(
+            display_path("C:\\v\\Lib\\site-packages\\mypkg\\a.py", Some(&p)),
+            "<site-packages>/mypkg\\a.py"
+        );
+        assert_eq!(display_path("src/a.py", Some(&p)), "src/a.py");
+        assert_eq!(
+            display_path("/v/site-packages/x.py", None),
+            "/v/site-packages/x.py"
+        );
+    }
+}

@@ -1,0 +1,145 @@
+"""Project code: which frame paths are the project's own code (and which of them test
+code) and how a path is shown; the twin of ``rust/core/src/project.rs``, rule for rule.
+
+The rules are in docs/ENGINE.md, *Project code*; ``tests/test_rules_parity.py`` checks
+both backends classify the same paths the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+# Classes of a frame path.
+LIBRARY = 0
+PROJECT = 1
+TEST = 2
+
+_LETTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
+# Install directories, and the placeholder a path inside one is shown with.
+_PACKAGE_DIRS = (("/site-packages/", "<site-packages>/"), ("/dist-packages/", "<dist-packages>/"))
+_TEST_DIRS = frozenset(("tests", "test"))
+
+_LIBRARY_MARKERS = ("/site-packages/", "/dist-packages/", "/_pytest/", "/pluggy/", "/lib/python3.")
+
+
+def is_library_path(path: str) -> bool:
+    """Library code when no project is given: ``/`` + the path with ``\\`` read as ``/``
+    contains a library marker (site-packages, dist-packages, _pytest, pluggy,
+    lib/python3.), or the path starts with ``<frozen ``."""
+    if path.startswith("<frozen "):
+        return True
+    p = "/" + path.replace("\\", "/")
+    return any(m in p for m in _LIBRARY_MARKERS)
+
+
+def _lexical(path: str) -> str | None:
+    """An absolute ``/``-separated path with ``.``, ``..`` and empty parts resolved
+    (``..`` at the top stays at the top); None for a relative path. Absolute: starts
+    with ``/`` or a drive ``X:/``."""
+    if path.startswith("/"):
+        prefix, rest = "/", path[1:]
+    elif len(path) >= 3 and path[0] in _LETTERS and path[1] == ":" and path[2] == "/":
+        prefix, rest = path[:3], path[3:]
+    else:
+        return None
+    parts: list[str] = []
+    for part in rest.split("/"):
+        if part == "" or part == ".":
+            continue
+        if part == "..":
+            if parts:
+                parts.pop()
+            continue
+        parts.append(part)
+    return prefix + "/".join(parts)
+
+
+class ProjectCode:
+    """The project whose code the answer is about: its root directory (absolute) and the
+    top-level import names it installs (packages or single modules).
+
+    ``root`` is read with ``\\`` as ``/`` and resolved lexically (``..``, ``.``); a root
+    that is not absolute matches no absolute path (relative paths still count as the
+    project's). Built from ``models.ProjectCode`` (validated) by ``engine.py``.
+    """
+
+    __slots__ = ("root", "packages")
+
+    def __init__(self, root: str, packages: Iterable[str]) -> None:
+        normalized = root.replace("\\", "/")
+        self.root: str = _lexical(normalized) or ""
+        self.packages: frozenset[str] = frozenset(packages)
+
+
+def _package_dir_rest(p: str) -> tuple[int, str] | None:
+    """For a ``/``-separated path: (index in ``p`` where the part after the last
+    ``/site-packages/`` or ``/dist-packages/`` starts, the placeholder), searching
+    ``"/" + p``; None when the path is in no install directory."""
+    best: tuple[int, str] | None = None
+    slashed = "/" + p
+    for marker, placeholder in _PACKAGE_DIRS:
+        at = slashed.rfind(marker)
+        if at != -1 and (best is None or at + len(marker) - 1 > best[0]):
+            best = (at + len(marker) - 1, placeholder)
+    return best
+
+
+def _is_test_file(relative: str) -> bool:
+    """Test code: a basename ``test_*.py``, ``*_test.py`` or ``conftest.py``, or a
+    directory part ``tests``/``test``."""
+    parts = relative.split("/")
+    name = parts[-1]
+    if (name.startswith("test_") and name.endswith(".py")) or name.endswith("_test.py") or name == "conftest.py":
+        return True
+    return any(part in _TEST_DIRS for part in parts[:-1])
+
+
+def _under_root(absolute: str, root: str) -> str | None:
+    """The part of ``absolute`` below ``root`` (``""`` for the root itself), else None."""
+    if not root:
+        return None
+    if absolute == root:
+        return ""
+    prefix = root if root.endswith("/") else root + "/"
+    return absolute[len(prefix) :] if absolute.startswith(prefix) else None
+
+
+def classify(path: str, project: ProjectCode | None) -> int:
+    """``LIBRARY``, ``PROJECT`` or ``TEST`` for a frame path (docs/ENGINE.md, *Project
+    code*). Without ``project``: library by ``is_library_path``, else project code."""
+    p = path.replace("\\", "/")
+    if project is None:
+        if is_library_path(path):
+            return LIBRARY
+        return TEST if _is_test_file(p) else PROJECT
+    if path.startswith("<"):
+        return LIBRARY
+    installed = _package_dir_rest(p)
+    if installed is not None:
+        rest = p[installed[0] :]
+        first = rest.split("/", 1)[0]
+        name = first[:-3] if first.endswith(".py") else first
+        if name not in project.packages:
+            return LIBRARY
+        return TEST if _is_test_file(rest) else PROJECT
+    absolute = _lexical(p)
+    if absolute is None:
+        absolute = _lexical(project.root + "/" + p) if project.root else None
+        if absolute is None:  # no usable root: a relative path is the project's
+            return TEST if _is_test_file(p) else PROJECT
+    below = _under_root(absolute, project.root)
+    if below is None:
+        return LIBRARY
+    return TEST if _is_test_file(below) else PROJECT
+
+
+def display_path(path: str, project: ProjectCode | None) -> str:
+    """How a frame path is shown: with a project, a path inside an install directory
+    becomes ``<site-packages>/`` (or ``<dist-packages>/``) + the part after it; others
+    (and every path without a project) are unchanged."""
+    if project is None:
+        return path
+    installed = _package_dir_rest(path.replace("\\", "/"))
+    if installed is None:
+        return path
+    return installed[1] + path[installed[0] :]
