@@ -31,8 +31,8 @@ Measured per bug and mode (the answer is the tool result's text block):
 * ``frame``: the answer contains the bug's ``file:line`` (the path ends with the
   package-relative file, the line is within +-2 of the catalogue's);
 * ``test_loc``: the answer contains the ``file:line`` of the first failing test's own
-  frame: the last frame in a ``test_*.py``/``*_test.py``/``conftest.py`` file of the
-  first failure section of pytest's ``--tb=short`` output (+-2);
+  frame: the last frame in a ``test_*.py``/``*_test.py``/``conftest.py`` file or under a
+  ``tests``/``test`` directory, in the first failure section of pytest's ``--tb=short`` output (+-2);
 * ``groups``: groups in the answer holding failures of this bug (the listed groups whose
   examples are not all failures of the unpatched suite, plus the groups the answer
   counts as omitted), against one injected cause;
@@ -85,7 +85,8 @@ CATALOGUE = Path(__file__).with_name("real_bugs.toml")
 MODES = ("editable", "install")
 LINE_SLACK = 2  # a named frame counts when its line is within this many lines of the bug's
 PYTEST_FLAGS = ("-p", "no:cacheprovider", "-q")
-TEST_FILE = re.compile(r"(^|/)(test_[^/]*|[^/]*_test|conftest)\.py$")
+# a test file, or any file under a tests/ (test/) directory: cachetools defines its tests in tests/__init__.py
+TEST_FILE = re.compile(r"(^|/)(tests?/.*|test_[^/]*|[^/]*_test|conftest)\.py$")
 FILE_LINE = re.compile(r"([\w./\\~+-]+\.py):(\d+)")
 SHORT_FRAME = re.compile(r"^(\S+\.py):(\d+): ")
 SECTION = re.compile(r"^_{3,} .+ _{3,}$")
@@ -491,6 +492,7 @@ def summarize(rows: list[Row]) -> dict[str, dict]:
             "median_ratio_1_to_3_failures": median_or_none([r.ratio for r in rs if r.failures <= 3]),
             "median_ratio_over_3_failures": median_or_none([r.ratio for r in rs if r.failures > 3]),
             "median_ratio_wire_text": round(statistics.median(r.wire_ratio for r in rs), 2),
+            "worst_ratio_wire_text": round(max(r.wire_ratio for r in rs), 2),
             "median_text_bytes": statistics.median(r.text_bytes for r in rs),
             "median_tb_short_bytes": statistics.median(r.short_bytes for r in rs),
             "median_tb_line_bytes": statistics.median(r.line_bytes for r in rs),
