@@ -21,13 +21,14 @@ import anyio
 from .config import ServerConfig
 from .failures import ToolFailure
 from .process import TAIL_BYTES
+from .project_code import INSTALLED_PROBE
 
 PROBE_TIMEOUT_S = 60.0
 """Seconds the project's interpreter gets to answer the probe (a cold start on a slow
 disk can take long)."""
 
-_PROBE = (
-    "import importlib.util as u, json, sys\n"
+_PROBE = INSTALLED_PROBE + (
+    "import importlib.util as u, json, os, sys\n"
     "try:\n"
     "    import pytest\n"
     "    v = pytest.__version__\n"
@@ -36,7 +37,7 @@ _PROBE = (
     "    v = None\n"
     "    e = type(x).__name__ + ': ' + str(x)\n"
     "print(json.dumps({'pytest': v, 'error': e, 'json_report': u.find_spec('pytest_jsonreport') is not None,"
-    " 'xdist': u.find_spec('xdist') is not None}))\n"
+    " 'xdist': u.find_spec('xdist') is not None, 'project_packages': _installed_from(os.getcwd())}))\n"
 )
 
 
@@ -50,6 +51,8 @@ class Interpreter:
     has_json_report: bool
     has_xdist: bool
     pytest_version: tuple[int, ...] = ()
+    # Top-level import names of the distributions installed from the root (``project_code.INSTALLED_PROBE``).
+    project_packages: tuple[str, ...] = ()
 
 
 def find_python(config: ServerConfig, environ: Mapping[str, str] | None = None) -> Path:
@@ -113,6 +116,7 @@ async def probe_interpreter(python: str, *, cwd: Path, env: dict[str, str]) -> I
         has_json_report=bool(info["json_report"]),
         has_xdist=bool(info["xdist"]),
         pytest_version=version_numbers(str(info["pytest"])),
+        project_packages=tuple(str(n) for n in info.get("project_packages") or ()),
     )
 
 

@@ -51,8 +51,9 @@ from .events import (
 )
 from .failures import FailureKind, ToolFailure, invalid
 from .interpreter import Interpreter, find_python, probe_interpreter
-from .models import Budgets, ReportError, ReportSummary
+from .models import Budgets, ProjectCode, ReportError, ReportSummary
 from .process import KILL_GRACE_S, RUN_MARKER, ProcessOutcome, run_process, signal_name
+from .project_code import project_code
 from .stacks import fatal_error, parse_dump, test_stack
 from .tool_models import (
     DiscoverParams,
@@ -122,6 +123,13 @@ class Runner:
                 python = str(find_python(self.config))
                 self._interpreter = await probe_interpreter(python, cwd=self.root, env=self.child_env())
             return self._interpreter
+
+    def project(self) -> ProjectCode:
+        """The project's own code for the engine (``project_code.project_code``): the
+        root's declared packages, and those installed from the root when the interpreter
+        has been probed."""
+        installed = self._interpreter.project_packages if self._interpreter is not None else ()
+        return project_code(self.root, installed)
 
     # -- artifacts ------------------------------------------------------------------
 
@@ -341,7 +349,7 @@ class Runner:
         if wrote:
             try:
                 update["summary"] = await anyio.to_thread.run_sync(
-                    partial(engine_summarize, [str(partial_report)], budgets=budgets)
+                    partial(engine_summarize, [str(partial_report)], budgets=budgets, project=self.project())
                 )
             except ReportError:
                 pass  # the answer keeps the output tails
@@ -427,7 +435,9 @@ class Runner:
         self, report: Path, budgets: Budgets, outcome: ProcessOutcome, argv: list[str]
     ) -> ReportSummary:
         try:
-            return await anyio.to_thread.run_sync(partial(engine_summarize, [str(report)], budgets=budgets))
+            return await anyio.to_thread.run_sync(
+                partial(engine_summarize, [str(report)], budgets=budgets, project=self.project())
+            )
         except ReportError as exc:
             raise self._failure(
                 "crashed", f"the report pytest wrote cannot be read ({exc.kind}): {exc}", outcome, argv
@@ -502,7 +512,9 @@ class Runner:
         # an empty node_ids list means no filter (as the FULL_STORY choice in params.budgets())
         select = params.node_ids or None
         try:
-            summary = await anyio.to_thread.run_sync(partial(engine_summarize, paths, budgets=budgets, select=select))
+            summary = await anyio.to_thread.run_sync(
+                partial(engine_summarize, paths, budgets=budgets, select=select, project=self.project())
+            )
         except ReportError as exc:
             try:
                 field = f"paths[{paths.index(exc.path)}]"
