@@ -80,7 +80,9 @@ def render_text(
         lines.append("")
         lines.append("Failure groups (same exception and message):")
         for g in summary.groups:
-            lines.append(f"  {g.id} x{g.count}  {exception_line(g.exception, g.message)}")
+            loc = g.location
+            at = "" if loc is None else f"  at {loc.path}" + (f":{loc.line}" if loc.line is not None else "")
+            lines.append(f"  {g.id} x{g.count}  {exception_line(g.exception, g.message)}{at}")
             if g.examples and g.id not in listed_groups:
                 lines.append(f"      e.g. {', '.join(g.examples)}")
     if summary.failures:
