@@ -141,9 +141,7 @@ def run_report(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
 
 def test_the_made_up_run_has_the_node_ids_the_cases_rely_on(run_report: Path) -> None:
     whole = summary_in_both([run_report], None)
-    assert listed_in_report_order(whole) == [
-        i for i, t in zip(ALL_IDS, TESTS, strict=True) if t[3] != "passed"
-    ]
+    assert listed_in_report_order(whole) == [i for i, t in zip(ALL_IDS, TESTS, strict=True) if t[3] != "passed"]
     assert [e["path"] for e in whole["collection_errors"]] == [BROKEN_MODULE]
     assert whole["unmatched"] == []
 

@@ -17,9 +17,11 @@
 //!   N decimal digits that fit in u64; lines starting with `E `, equal to `E`, or
 //!   starting with `>` are never location lines.
 //! * A frame's path: its last location line, else its first `File "path", line N`
-//!   line. Library frames are dropped except the last frame before each chain line and
-//!   the last frame of the text; a separator is dropped when every frame of the block
-//!   after it is.
+//!   line. Library frames ([`crate::project::classify`]: with a project, everything
+//!   but its own code; without, the path-pattern rule) are dropped except the last
+//!   frame before each chain line and the last frame of the text; a separator is
+//!   dropped when every frame of the block after it is. With a project, kept frame
+//!   lines show install directories as `<site-packages>/`.
 //! * Step 4 keeps, before a frame's first `>` line, its last 3 non-blank lines and
 //!   everything after the first of them; earlier lines go unless essential (and stay
 //!   when they are all blank).
@@ -434,7 +436,7 @@ pub fn cut_traceback_for(
         pieces = cut;
     }
 
-    // Step 8, and the output.
+    // Steps 8-9, and the output.
     let mut out = String::with_capacity(text.len().min(max_lines * (max_line_chars + 1) * 4));
     let mut omitted = 0u64;
     for (k, piece) in pieces.iter().enumerate() {

@@ -2,7 +2,7 @@
 //! `SummaryBuilder` in `pure/summary.py`, which must write the same bytes.
 //!
 //! Memory stays constant apart from the capped lists: counts, the first `max_failures`
-//! failures (only these get their traceback cut), the group table (at most
+//! failures and each group's first failure (only these get their traceback cut), the group table (at most
 //! [`MAX_TRACKED_GROUPS`] keys, each with its first `max_examples` node ids), the
 //! `max_slowest` slowest tests and the first `max_collection_errors` collection errors.
 //! Every record gets a sequence number (its index in input order), which orders

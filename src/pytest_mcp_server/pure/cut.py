@@ -40,7 +40,7 @@ def _is_e_line(line: str) -> bool:
 
 def capped(s: str, max_chars: int) -> str:
     """``s`` cut to ``max_chars`` code points: a longer one keeps ``max_chars - 1`` and
-    ends with ``…`` (docs/ENGINE.md, *Messages*, *Traceback cutting* step 8)."""
+    ends with ``…`` (docs/ENGINE.md, *Messages*, *Traceback cutting* step 9)."""
     if len(s) > max_chars:
         return s[: max(max_chars - 1, 0)] + "…"
     return s
@@ -294,7 +294,7 @@ def cut_traceback(
                 cut.append(p)
         pieces = cut
 
-    # Step 8, and the output.
+    # Steps 8-9, and the output.
     out = []
     omitted = 0
     for p in pieces:

@@ -150,7 +150,7 @@ class SummaryBuilder:
 
     ``budgets``: a dict with the nine budget names of ``models.Budgets`` (ints).
     Memory stays bounded by the budgets: counts, the first ``max_failures`` failures
-    (only these get their traceback cut), at most ``group_limit`` groups (default
+    and the first failure of each group (only these get their traceback cut), at most ``group_limit`` groups (default
     10,000) each with ``max_examples`` node ids, the ``max_slowest`` slowest tests, the
     first ``max_collection_errors`` collection errors. There is no ``merge``: several
     files are fed one after the other.
