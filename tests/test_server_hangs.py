@@ -112,6 +112,8 @@ def test_a_segfault_names_the_running_test_its_line_and_keeps_what_finished(tmp_
     assert "test_after_segfault" not in text
     assert "_pytest" not in text  # faulthandler's 30 frames of pytest stay in stderr_tail
     assert len(text.encode()) < 4096, len(text.encode())
+    pids = [m["pid"] for m in project.pytest_marks()]
+    assert len(pids) == 1 and [p for p in pids if pid_alive(p)] == []
 
 
 DEEP_WAIT = """
