@@ -292,8 +292,10 @@ def render_failure(detail: ToolFailureDetail) -> str:
         took = f" for {detail.running_for_s:g}s" if detail.running_for_s is not None else ""
         lines += ["", f"Running: {detail.running_test}{took}"]
     if detail.stack:
+        lines += [] if detail.running_test else [""]
         lines.append("Stack (most recent call last):")
         lines.extend("  " + frame for frame in detail.stack)
+        lines += [] if detail.summary is not None else [""]
     if detail.summary is not None:
         lines += ["", "Tests that finished before:"]
         lines.append(render_text(detail.summary, failures_budget="failures_listed"))

@@ -340,6 +340,8 @@ class Runner:
             also = f" (and {others} more)" if others else ""
             where = f", at {own_frame}" if own_frame else ""
             message += f" The test running was {node_id}{also}, for {update['running_for_s']:g}s{where}."
+        elif own_frame:
+            message += f" No test was running (collection, or a session fixture); pytest stood at {own_frame}."
         if stack:
             update["stack"] = stack
         partial_report = run_dir / "partial.json"
