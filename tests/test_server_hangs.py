@@ -191,3 +191,38 @@ def test_a_hang_under_xdist_names_the_test_and_its_line_from_the_worker(tmp_path
     # the controller, its workers and everything else of the run are gone
     pids = [m["pid"] for m in project.pytest_marks()]
     assert len(pids) == 3 and [p for p in pids if pid_alive(p)] == []
+
+
+HANGS_AT_IMPORT = """
+import time
+
+
+def connect_to_database():
+    time.sleep(3600)
+
+
+CONNECTION = connect_to_database()
+
+
+def test_never_collected():
+    pass
+"""
+
+
+def test_a_hang_while_collecting_says_no_test_was_running_and_where_pytest_stood(tmp_path):
+    project = Project("hangs", tmp_path)
+    source = project.root / "tests" / "test_import_hangs.py"
+    source.write_text(HANGS_AT_IMPORT)
+
+    async def body():
+        async with connect(project.params(), "auto") as client:
+            return await client.call_tool("execute_tests", {"node_ids": ["tests/test_import_hangs.py"], "timeout_s": 3})
+
+    result = run(body)
+    detail = ToolFailureDetail.model_validate(result.structured_content)
+    assert detail.kind == "timeout"
+    assert detail.running_test is None and detail.summary is None
+    sleep_at = f"tests/test_import_hangs.py:{line_of(source, 'time.sleep(3600)')} in connect_to_database"
+    assert detail.stack is not None and detail.stack[-1] == sleep_at
+    assert f"tests/test_import_hangs.py:{line_of(source, 'CONNECTION = ')} in <module>" in detail.stack
+    assert f"No test was running (collection, or a session fixture); pytest stood at {sleep_at}." in text_of(result)
