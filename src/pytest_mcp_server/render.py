@@ -3,13 +3,17 @@ each tool's answer (``render_execute``, ``render_discover``, ``render_summarize`
 ``render_failure``).
 
 The text is what an agent reads (the MCP tools' text block) and what the CLI prints. It
-never lists passing tests and never repeats the structured JSON. Full detail (traceback,
-output tail) is given once per failure group, for its first listed failure; the other
-listed failures of a group in the groups list follow it as node ids on one ``also in``
-line (those of a group the budget left out of the list get one line each), and a
-group's ``e.g.`` examples are printed only when none of its failures is listed. So 256 failures from 3
-causes stay a few kilobytes, and a 20,000-test suite with 580 failures from 4 causes
-under 6 KB (benches/RESULTS.md, ``bench suite``).
+never lists passing tests and never repeats the structured JSON. Each cause gets one
+entry (``answer.failure_entries``): its first listed failure in full (traceback, output
+tail), then ``also in N more: a, b, ...``, the group's other failures as a count and a
+few example ids (those of a group the groups budget left out get one line each). A
+group line is printed only for a group with no entry (it would repeat the entry).
+Within an entry, what pytest already says is not said twice: the message line is left
+out when an ``E`` line says it, pytest's closing ``path:line: Exception`` line (the
+entry's ``at``) too, and a repeated block of traceback lines (a recursion, a diff's
+identical lines) is written once with a count. So 256 failures from 3 causes stay
+under 2 KB, and a 20,000-test suite with 580 failures from 4 causes a few KB
+(benches/answer_size.py, benches/RESULTS.md ``bench suite``).
 """
 
 from __future__ import annotations
@@ -17,11 +21,17 @@ from __future__ import annotations
 import shlex
 from typing import TYPE_CHECKING
 
-from .models import CollectionError, Failure, ReportSummary
+from .answer import LINE_CHARS, SLOW_S, cap_line, cap_lines, failure_entries, shown_traceback_lines_omitted
+from .models import CollectionError, Failure, Group, ReportSummary
 
 if TYPE_CHECKING:  # only for annotations: the CLI's summarize does not load the tools' models
     from .failures import ToolFailureDetail
     from .tool_models import DiscoverResult, ExecuteResult, SummarizeResult, WarningsSummary
+
+ALSO_IN_IDS = 3
+"""Node ids named on a group's ``also in`` line (the rest are counted)."""
+REPEAT_BLOCK_LINES = 4
+"""Longest block of traceback lines whose consecutive repeats are folded into one count."""
 
 _COUNT_ORDER = (
     ("failed", "failed"),
@@ -63,54 +73,57 @@ def verdict_word(summary: ReportSummary) -> str:
 
 
 def render_text(
-    summary: ReportSummary, verdict: str | None = None, failures_budget: str = "--max-failures", deselected: int = 0
+    summary: ReportSummary,
+    verdict: str | None = None,
+    failures_budget: str = "--max-failures",
+    deselected: int = 0,
+    line_chars: int | None = None,
 ) -> str:
     """The compact text of a summary.
 
     ``verdict`` replaces the first word of the first line (``FAILED``/``PASSED``/
     ``NO TESTS``), e.g. ``INTERRUPTED`` for a run pytest stopped. ``failures_budget`` is
     the name the reader knows the failures-listed budget by (the CLI flag, or a tool's
-    argument). ``deselected``: tests the run deselected (``counts_phrase``). Returns
-    text ending in a newline; its first line is always ``<VERDICT> <counts phrase>``.
+    argument). ``deselected``: tests the run deselected (``counts_phrase``).
+    ``line_chars``: when given, every line is capped at that many characters
+    (``answer.cap_line``) and the bytes cut are added to the ``Omitted`` line's report
+    text. Returns text ending in a newline; its first line is always
+    ``<VERDICT> <counts phrase>``.
     """
     lines = [f"{verdict or verdict_word(summary)} {counts_phrase(summary, deselected)}"]
     groups_by_id = {g.id: g for g in summary.groups}
-    listed_groups = {f.group for f in summary.failures}
-    if summary.failures and any(g.count > 1 for g in summary.groups):
+    entries = failure_entries(summary)
+    if entries:
         lines.append("")
-        lines.append("Failure groups (same exception and message):")
-        for g in summary.groups:
+        lines.append("Failures:")
+        for failure, full in entries:
+            lines.extend(_failure_lines(failure, full=full))
+            group = groups_by_id.get(failure.group)
+            if full and group is not None and group.count > 1:
+                lines.append("  " + _also_in(failure, group))
+    # a group with an entry says nothing its entry and "also in" line do not
+    with_entry = {failure.group for failure, _ in entries}
+    unlisted = [g for g in summary.groups if g.id not in with_entry]
+    if unlisted:
+        lines.append("")
+        lines.append(f"Failure groups{' not listed above' if entries else ''} (same exception and message):")
+        for g in unlisted:
             loc = g.location
             at = "" if loc is None else f"  at {loc.path}" + (f":{loc.line}" if loc.line is not None else "")
             lines.append(f"  {g.id} x{g.count}  {exception_line(g.exception, g.message)}{at}")
-            if g.examples and g.id not in listed_groups:
+            if g.examples:
                 lines.append(f"      e.g. {', '.join(g.examples)}")
-    if summary.failures:
-        lines.append("")
-        shown = len(summary.failures)
-        total = shown + summary.omitted.failures
-        lines.append(f"Failures ({shown} of {total}):" if summary.omitted.failures else "Failures:")
-        # Report order, except that a listed group's later failures join its first one
-        # as node ids; a later failure of a group cut from the list gets one line.
-        later: dict[str, list[str]] = {}
-        entries: list[tuple[Failure, bool]] = []
-        for failure in summary.failures:
-            first = failure.group not in later
-            if not first and failure.group in groups_by_id:
-                later[failure.group].append(failure.node_id)
-                continue
-            later.setdefault(failure.group, [])
-            entries.append((failure, first))
-        for failure, first in entries:
-            lines.extend(_failure_lines(failure, full=first))
-            if first and later[failure.group]:
-                lines.append(f"  also in {failure.group}: {', '.join(later[failure.group])}")
     lines.extend(_collection_error_lines(summary.collection_errors))
-    slow = [s for s in summary.slowest if s.duration_s >= 1.0]
+    slow = [s for s in summary.slowest if s.duration_s >= SLOW_S]
     if slow:
         lines.append("")
         lines.append("Slowest: " + ", ".join(f"{s.node_id} {_seconds(s.duration_s)}" for s in slow))
-    omitted = _omitted_phrase(summary, failures_budget)
+    cut = 0
+    if line_chars is not None:
+        capped = [cap_line(line, line_chars) for line in lines]
+        lines = [line for line, _ in capped]
+        cut = sum(dropped for _, dropped in capped)
+    omitted = _omitted_phrase(summary, failures_budget, shown_traceback_lines_omitted(entries), cut)
     if omitted:
         lines.append("")
         lines.append(omitted)
@@ -131,6 +144,61 @@ def _collection_error_lines(errors: list[CollectionError]) -> list[str]:
     return ["", "Collection errors:", *(f"- {ce.path}: {exception_line(ce.exception, ce.message)}" for ce in errors)]
 
 
+def _also_in(failure: Failure, group: Group) -> str:
+    """``also in 17 more: test_b[1], test_c, ...``: how many other failures ``group``
+    has beyond ``failure`` (its entry), and up to ``ALSO_IN_IDS`` of the group's
+    examples, written after ``file::`` when they share the entry's file."""
+    others = [node_id for node_id in group.examples if node_id != failure.node_id][:ALSO_IN_IDS]
+    prefix = failure.node_id.split("::", 1)[0] + "::"
+    names = [node_id.removeprefix(prefix) for node_id in others]
+    more = group.count - 1
+    etc = ", ..." if more > len(names) else ""
+    return f"also in {more} more" + (f": {', '.join(names)}{etc}" if names else "")
+
+
+def _says_the_message(line: str, what: str) -> bool:
+    """True when ``line`` is pytest's ``E`` line with ``what`` (``<exception>:
+    <message>``) on it, whole or as far as the shorter of the two was kept (the engine
+    cuts traceback lines and messages at different lengths, ending them with ``…``)."""
+    if not line.startswith("E "):
+        return False
+    said = line[1:].strip().removesuffix("…")
+    message = what.removesuffix("…")
+    if message in said:
+        return True
+    shorter = min(len(said), len(message))
+    return shorter >= 40 and said[:shorter] == message[:shorter]
+
+
+def _fold_repeats(lines: list[str]) -> list[str]:
+    """``lines`` with each run of a repeated block (1 to ``REPEAT_BLOCK_LINES`` lines,
+    e.g. a recursion's frame, a diff's identical lines) written once, followed by
+    ``... [the N lines above repeat M more times]``; a run is folded only when that
+    saves at least two lines."""
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        best_period, best_repeats = 0, 0
+        for period in range(1, REPEAT_BLOCK_LINES + 1):
+            block = lines[i : i + period]
+            if len(block) < period or not any(line.strip() for line in block):
+                break
+            repeats = 1
+            while lines[i + repeats * period : i + (repeats + 1) * period] == block:
+                repeats += 1
+            if (repeats - 1) * period > (best_repeats - 1) * best_period:
+                best_period, best_repeats = period, repeats
+        if best_period and (best_repeats - 1) * best_period >= 2:
+            out.extend(lines[i : i + best_period])
+            what = "line above repeats" if best_period == 1 else f"{best_period} lines above repeat"
+            out.append(f"... [the {what} {best_repeats - 1} more times]")
+            i += best_repeats * best_period
+        else:
+            out.append(lines[i])
+            i += 1
+    return out
+
+
 def _failure_lines(failure: Failure, *, full: bool) -> list[str]:
     where = ""
     if failure.location is not None:
@@ -140,12 +208,19 @@ def _failure_lines(failure: Failure, *, full: bool) -> list[str]:
     label = "ERROR" if failure.outcome == "error" else "FAILED"
     out = [f"- {label}{phase} {failure.node_id}{where}"]
     what = exception_line(failure.exception, failure.message)
-    if what:
+    traceback = failure.traceback.split("\n") if full and failure.traceback else []
+    if what and not any(_says_the_message(line, what) for line in traceback):
         out.append(f"    {what}")
     if not full:
         return out
-    if failure.traceback:
-        out.extend(("    " + line).rstrip() for line in failure.traceback.split("\n"))
+    if traceback and failure.location is not None and failure.exception:
+        # pytest's closing "path:line: ExceptionName" repeats the entry's "at" and exception
+        closing = f"{failure.location.path}:{failure.location.line}: {failure.exception.rpartition('.')[2]}"
+        if traceback[-1] == closing:
+            traceback = traceback[:-1]
+            while traceback and not traceback[-1].strip():
+                traceback.pop()
+    out.extend(("    " + line).rstrip() for line in _fold_repeats(traceback))
     for name, tail in (("stdout", failure.stdout), ("stderr", failure.stderr)):
         if tail:
             out.append(f"    {name} (tail):")
@@ -153,21 +228,30 @@ def _failure_lines(failure: Failure, *, full: bool) -> list[str]:
     return out
 
 
-def _omitted_phrase(summary: ReportSummary, failures_budget: str) -> str:
+def _omitted_phrase(summary: ReportSummary, failures_budget: str, traceback_lines: int, cut_text_bytes: int) -> str:
+    """The ``Omitted: ...`` line, or ``""``. Failures are counted only when the text
+    names them nowhere (not in an entry, an ``also in`` count or a group line: their
+    groups were cut by the groups budget); ``traceback_lines``: lines cut from the
+    tracebacks shown; ``cut_text_bytes``: bytes the text's line cap cut, added to the
+    report text."""
     o = summary.omitted
+    listed_groups = {g.id for g in summary.groups}
+    named = sum(g.count for g in summary.groups) + sum(1 for f in summary.failures if f.group not in listed_groups)
+    unnamed = max(0, len(summary.failures) + o.failures - named)
+    text_bytes = o.text_bytes + cut_text_bytes
     parts = []
-    if o.failures:
-        parts.append(f"{o.failures} more failures (raise {failures_budget})")
+    if unnamed:
+        parts.append(f"{unnamed} more failures (raise {failures_budget})")
     if o.groups:
         parts.append(f"{o.groups} more groups")
     if o.collection_errors:
         parts.append(f"{o.collection_errors} more collection errors")
-    if o.traceback_lines:
-        parts.append(f"{o.traceback_lines} traceback lines")
+    if traceback_lines:
+        parts.append(f"{traceback_lines} traceback lines")
     if o.output_bytes:
         parts.append(f"{o.output_bytes} bytes of captured output")
-    if o.text_bytes:
-        parts.append(f"{o.text_bytes} bytes of report text")
+    if text_bytes:
+        parts.append(f"{text_bytes} bytes of report text")
     return "Omitted: " + "; ".join(parts) if parts else ""
 
 
@@ -198,9 +282,13 @@ def render_execute(result: ExecuteResult) -> str:
     # the verdict line's time is the run's wall time, as in pytest's own summary line
     shown = result.summary.model_copy(update={"duration_s": result.duration_s})
     text = render_text(
-        shown, verdict=VERDICTS[result.status], failures_budget="failures_listed", deselected=result.deselected
+        shown,
+        verdict=VERDICTS[result.status],
+        failures_budget="failures_listed",
+        deselected=result.deselected,
+        line_chars=LINE_CHARS,
     )
-    text += _warnings_text(result.warnings)
+    text += cap_lines(_warnings_text(result.warnings))[0]  # the warnings' own budgets count what they cut
     tail: list[str] = []
     if result.status == "no_tests":
         tail.append(

@@ -14,10 +14,11 @@ No MCP import.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, SerializationInfo, field_serializer, field_validator
 
+from .answer import answer_summary, with_run_dir
 from .config import TIMEOUT_LIMIT_S
 from .expressions import check_expression
 from .models import EXECUTE_BUDGETS, FULL_STORY, Budgets, CollectionError, ReportSummary, _Frozen, budget_bounds
@@ -215,9 +216,14 @@ class ExecuteResult(_Frozen):
     summary lists them). ``exit_code``: pytest's. ``duration_s``: wall time of the
     pytest process, seconds. ``command``: the exact argv run (cwd = the project root).
     ``report_path``: the report file the summary came from, for ``summarize_report``.
-    ``summary``: the report engine's summary. ``warnings``: the warnings pytest recorded
-    (see ``WarningsSummary``). ``deselected``: collected tests that ``-m``/``-k`` (the
-    agent's or the project's ``addopts``) or ``--lf`` deselected.
+    ``summary``: the report engine's summary. Serialised (the structured content),
+    ``summary`` is cut to what the text shows (``answer.answer_summary``: failures
+    without traceback and output tails, which the text carries, one per entry of the
+    text), and ``command`` and ``summary.files`` write the run's directory
+    (``report_path``'s) as ``{run_dir}`` (``answer.with_run_dir``).
+    ``warnings``: the warnings pytest recorded (see ``WarningsSummary``).
+    ``deselected``: collected tests that ``-m``/``-k`` (the agent's or the project's
+    ``addopts``) or ``--lf`` deselected.
     """
 
     status: RunStatus
@@ -228,6 +234,16 @@ class ExecuteResult(_Frozen):
     summary: ReportSummary
     warnings: WarningsSummary = Field(default_factory=WarningsSummary)
     deselected: int = 0
+
+    @field_serializer("summary")
+    def _summary_as_answered(self, summary: ReportSummary, info: SerializationInfo) -> dict[str, Any]:
+        answered = answer_summary(summary)
+        files = with_run_dir(answered.files, self.report_path)
+        return answered.model_copy(update={"files": files}).model_dump(mode=info.mode)
+
+    @field_serializer("command")
+    def _command_as_answered(self, command: list[str]) -> list[str]:
+        return with_run_dir(command, self.report_path)
 
 
 class DiscoverResult(_Frozen):

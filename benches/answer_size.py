@@ -1,0 +1,74 @@
+#!/usr/bin/env python
+"""Size of ``execute_tests``' answer against ``pytest -q --tb=short`` on the fixture projects.
+
+For each project (default: ``every_outcome`` and ``many_failures`` from ``tests/fixtures``),
+copied to a temporary directory, it runs the real workflow in-process
+(``Runner.execute`` with default arguments, then ``to_mcp_result`` as the server does)
+and ``python -m pytest -q --tb=short -p no:cacheprovider`` in the same copy, and prints
+one row per project: text bytes (the answer's text block), wire bytes (the JSON of the
+whole ``CallToolResult``: content and structured content, as ``benches/real_bugs.py``
+measures it), their ratio, and the bytes of pytest's own stdout.
+
+Usage::
+
+    python benches/answer_size.py [--show PROJECT] [PROJECT ...]
+
+``--show`` prints that project's text block too. Exit status 0; nothing is asserted
+(``tests/test_server_answer_size.py`` holds the bounds).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import anyio
+
+from pytest_mcp_server.config import ServerConfig
+from pytest_mcp_server.mcp_adapter import to_mcp_result
+from pytest_mcp_server.render import render_execute
+from pytest_mcp_server.tool_models import ExecuteParams
+from pytest_mcp_server.workflows import Runner
+
+FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures"
+
+
+def measure(name: str, work: Path) -> tuple[str, int, int, int]:
+    """(text, text bytes, wire bytes, pytest --tb=short stdout bytes) of project ``name``."""
+    root = work / name
+    shutil.copytree(FIXTURES / name, root)
+    runner = Runner(ServerConfig(root=root, artifacts_dir=work / f"{name}-artifacts"))
+    result = anyio.run(runner.execute, ExecuteParams())
+    text = render_execute(result)
+    wire = to_mcp_result(result, text).model_dump_json(by_alias=True, exclude_none=True)
+    short = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "--tb=short", "-p", "no:cacheprovider"],
+        cwd=root,
+        capture_output=True,
+        check=False,
+    ).stdout
+    return text, len(text.encode()), len(wire.encode()), len(short)
+
+
+def main() -> int:
+    """Measure the projects named on the command line and print a table."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("projects", nargs="*", default=["every_outcome", "many_failures"])
+    parser.add_argument("--show", action="append", default=[], help="print this project's text block")
+    args = parser.parse_args()
+    print(f"{'project':<16} {'text B':>7} {'wire B':>7} {'wire/text':>9} {'--tb=short B':>12}")
+    with tempfile.TemporaryDirectory(prefix="answer-size-") as tmp:
+        for name in args.projects:
+            text, text_bytes, wire_bytes, short_bytes = measure(name, Path(tmp))
+            print(f"{name:<16} {text_bytes:>7} {wire_bytes:>7} {wire_bytes / text_bytes:>9.2f} {short_bytes:>12}")
+            if name in args.show:
+                print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

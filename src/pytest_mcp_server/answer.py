@@ -1,0 +1,134 @@
+"""What an answer of ``execute_tests`` shows of a run's summary: which failures get an
+entry in the text (``failure_entries``), how long a line may be (``LINE_CHARS``), which
+slow tests are named (``SLOW_S``), and the structured content (``answer_summary``).
+
+The text (``render.render_text``) gives one entry per cause: the first listed failure
+of each group in full (traceback, output tails); the group's other failures are named
+only by a count and a few of the group's example node ids (``also in 17 more: ...``).
+A later listed failure of a group the groups budget left out has no count to join, so
+it gets an entry of its own, on one line (node id, location, message).
+
+The wire carries the text and the structured content together, so bulky text travels
+once: tracebacks and output tails are in the text block only. The structured content
+holds the facts of the same entries (node id, outcome, phase, exception, message,
+location, group), the groups with their counts and examples, counts, collection errors
+and the slow tests the text names: nothing about a failure that the text leaves out,
+and enough for a client that hands it to the model to name every problem by
+``path:line`` and message (``summarize_report`` on ``report_path`` gives the tracebacks
+as structure).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from .models import Failure, Omitted, ReportSummary
+
+LINE_CHARS = 400
+"""Characters kept per line of an ``execute_tests`` text (a longer line keeps
+``LINE_CHARS - 1`` and ends with ``…``). Longer than any line the engine keeps with
+``execute_tests``' budgets (traceback lines of 200 characters, messages of 300 after an
+exception name), so it cuts what the engine does not: lines of captured output, node
+ids, paths."""
+
+SLOW_S = 1.0
+"""A test is named as slow when it took at least this many seconds (shorter ones are
+not worth an agent's attention)."""
+
+_OMITTED_MARKER = re.compile(r"^\s*\.\.\. \[(\d+) lines omitted\]$", re.MULTILINE)
+
+
+def failure_entries(summary: ReportSummary) -> list[tuple[Failure, bool]]:
+    """The failures the text gives an entry, in report order, each with ``True`` when
+    shown in full: the first listed failure of each group (full), and a later listed
+    failure of a group missing from ``summary.groups`` (one line: node id, location,
+    message). A later listed failure of a listed group has no entry: the group's
+    ``also in`` line names it."""
+    listed_groups = {g.id for g in summary.groups}
+    seen: set[str] = set()
+    entries: list[tuple[Failure, bool]] = []
+    for failure in summary.failures:
+        if failure.group not in seen:
+            seen.add(failure.group)
+            entries.append((failure, True))
+        elif failure.group not in listed_groups:
+            entries.append((failure, False))
+    return entries
+
+
+def shown_traceback_lines_omitted(entries: list[tuple[Failure, bool]]) -> int:
+    """Traceback lines the engine cut from the tracebacks shown in full among
+    ``entries`` (the sum of their ``... [N lines omitted]`` markers; the engine's
+    ``omitted.traceback_lines`` covers every listed failure)."""
+    return sum(int(n) for failure, full in entries if full for n in _OMITTED_MARKER.findall(failure.traceback))
+
+
+def cap_line(line: str, limit: int = LINE_CHARS) -> tuple[str, int]:
+    """``line`` cut to ``limit`` characters (the last one ``…``) and the UTF-8 bytes
+    cut; ``(line, 0)`` when it fits."""
+    if len(line) <= limit:
+        return line, 0
+    kept = line[: limit - 1]
+    return kept + "…", len(line.encode()) - len(kept.encode())
+
+
+def cap_lines(text: str, limit: int = LINE_CHARS) -> tuple[str, int]:
+    """Every line of ``text`` (split on ``\\n``) capped by ``cap_line``; returns the
+    text and the total of bytes cut."""
+    capped = [cap_line(line, limit) for line in text.split("\n")]
+    return "\n".join(line for line, _ in capped), sum(cut for _, cut in capped)
+
+
+RUN_DIR = "{run_dir}"
+"""How ``with_run_dir`` writes the run's directory."""
+
+
+def with_run_dir(values: list[str], report_path: str) -> list[str]:
+    """``values`` (the argv, the summary's report files) with the run's directory (the
+    directory of ``report_path``, where pytest wrote its reports and the server its
+    event files) written ``RUN_DIR``: the structured content carries that path once,
+    in ``report_path``, not once per report and event option."""
+    run_dir = os.path.dirname(report_path)
+    if not run_dir:
+        return values
+    return [value.replace(run_dir, RUN_DIR) for value in values]
+
+
+def answer_summary(summary: ReportSummary) -> ReportSummary:
+    """The structured content's summary of an ``execute_tests`` answer, from the
+    engine's ``summary``.
+
+    ``failures``: the text's entries (``failure_entries``), with ``traceback`` ``""`` and
+    ``stdout``/``stderr`` null (the text carries them), messages capped per line at
+    ``LINE_CHARS``. ``slowest``: the tests of at least ``SLOW_S`` seconds. ``omitted``:
+    ``failures`` grows by the listed failures left without an entry (so
+    ``len(failures) + omitted.failures`` is still every failed or errored test; each is
+    counted in its group), ``traceback_lines`` covers only the tracebacks the text
+    shows, ``text_bytes`` grows by what the message caps cut. Counts, groups and
+    collection errors are the engine's.
+    """
+    failures: list[Failure] = []
+    text_cut = 0
+    entries = failure_entries(summary)
+    for failure, _ in entries:
+        message, cut = cap_lines(failure.message)
+        text_cut += cut
+        failures.append(
+            failure.model_copy(update={"message": message, "traceback": "", "stdout": None, "stderr": None})
+        )
+    omitted = summary.omitted
+    return summary.model_copy(
+        update={
+            "failures": failures,
+            "slowest": [s for s in summary.slowest if s.duration_s >= SLOW_S],
+            "omitted": Omitted(
+                failures=omitted.failures + len(summary.failures) - len(entries),
+                groups=omitted.groups,
+                collection_errors=omitted.collection_errors,
+                traceback_lines=shown_traceback_lines_omitted(entries),
+                output_bytes=omitted.output_bytes,
+                text_bytes=omitted.text_bytes + text_cut,
+            ),
+        }
+    )

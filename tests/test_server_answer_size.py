@@ -1,0 +1,167 @@
+"""The size and the economy of execute_tests' answer, end to end: the real server over
+real stdio with the SDK's client, the real pytest on fixture projects.
+
+What is held: the text is small (every_outcome's 30 tests, many_failures' 256
+failures), one failing test answers in fewer bytes than ``pytest -q --tb=short`` prints
+(run here in a subprocess on the same project), every line is capped and the cut is
+counted, and the wire (the JSON of the whole CallToolResult: the text plus the
+structured content) is at most 3 times the text, because the structured content carries
+each failure's facts once and leaves tracebacks and output tails to the text.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import anyio
+import pytest
+from server_support import Project, connect, run, text_of
+
+from pytest_mcp_server.answer import LINE_CHARS
+from pytest_mcp_server.config import ServerConfig
+from pytest_mcp_server.interpreter import Interpreter, probe_interpreter, version_numbers
+from pytest_mcp_server.tool_models import ExecuteParams, ExecuteResult
+from pytest_mcp_server.workflows import Runner
+
+WIRE_TO_TEXT = 3
+"""Largest wire bytes per text byte."""
+
+
+def wire_bytes(result) -> int:
+    """Bytes of the CallToolResult as the SDK's client received it, in JSON."""
+    return len(result.model_dump_json(by_alias=True, exclude_none=True).encode())
+
+
+def call_execute(project: Project, arguments: dict | None = None):
+    async def body():
+        async with connect(project.params(), "auto") as client:
+            return await client.call_tool("execute_tests", arguments or {})
+
+    return run(body)
+
+
+def test_every_outcome_answers_in_4kb_with_full_assertion_detail_and_wire_at_most_3x(tmp_path):
+    project = Project("every_outcome", tmp_path)
+    result = call_execute(project)
+    res = ExecuteResult.model_validate(result.structured_content)
+    text = text_of(result)
+    size = len(text.encode())
+    assert size <= 4096, (size, text)
+    assert wire_bytes(result) <= WIRE_TO_TEXT * size, (wire_bytes(result), size)
+    assert max(len(line) for line in text.splitlines()) <= LINE_CHARS
+    # pytest ran with full assertion detail: the dicts' differing values in full, no hints to rerun verbose
+    assert "verbosity_assertions=2" in res.command
+    assert "{'roles': ['admin', 'dev']} != {'roles': ['admin']}" in text and "{'age': 36} != {'age': 37}" in text
+    for hint in ("use -vv", "Use -v", "-vv to show"):
+        assert hint not in text, hint
+    # the structure names each entry of the text by its facts, without traceback or output
+    entries = [line for line in text.splitlines() if line.startswith(("- FAILED", "- ERROR"))]
+    assert len(res.summary.failures) == len(entries) == 8
+    for failure, entry in zip(res.summary.failures, entries, strict=True):
+        assert failure.location is not None
+        assert f" {failure.node_id}  at {failure.location.path}:{failure.location.line}" in entry
+        assert failure.message and failure.message[:40] in text
+        assert failure.traceback == "" and failure.stdout is None and failure.stderr is None
+    # every group has one failure, listed: a group table would only repeat the entries
+    assert "Failure groups" not in text and "also in" not in text
+
+
+def test_256_failures_from_3_causes_are_3_entries_with_counts_and_a_few_ids(tmp_path):
+    project = Project("many_failures", tmp_path)
+    result = call_execute(project)
+    res = ExecuteResult.model_validate(result.structured_content)
+    text = text_of(result)
+    size = len(text.encode())
+    assert size <= 2048, (size, text)
+    assert wire_bytes(result) <= WIRE_TO_TEXT * size, (wire_bytes(result), size)
+    groups = {g.id: g for g in res.summary.groups}
+    assert len(res.summary.failures) == len(groups) == 3
+    assert {f.group for f in res.summary.failures} == set(groups)
+    # every other failure is counted: in omitted, and on its group's "also in" line
+    assert res.summary.omitted.failures == 256 - 3
+    lines = text.splitlines()
+    for failure in res.summary.failures:
+        group = groups[failure.group]
+        entry = lines.index(next(line for line in lines if f" {failure.node_id}  at " in line))
+        also = next(line for line in lines[entry + 1 :] if line.startswith("  also in "))
+        others = [n.removeprefix("tests/test_many.py::") for n in group.examples if n != failure.node_id]
+        assert also == f"  also in {group.count - 1} more: {', '.join(others)}, ...", also
+    assert "Failure groups" not in text and "more failures" not in text
+    assert sum(line.startswith(("- FAILED", "- ERROR")) for line in lines) == 3
+
+
+def test_one_failing_test_answers_in_fewer_bytes_than_pytest_tb_short(tmp_path):
+    project = Project("every_outcome", tmp_path)
+    shutil.rmtree(project.root / "tests")
+    (project.root / "tests").mkdir()
+    (project.root / "shop.py").write_text(
+        "def line_total(quantity, unit_price):\n"
+        "    return quantity * unit_price\n\n\n"
+        "def cart_total(lines):\n"
+        "    return sum(line_total(q, p) for q, p in lines)\n"
+    )
+    tests = ["import pytest\n\nfrom shop import cart_total, line_total\n"]
+    for n in range(12):
+        tests.append(f"\n\ndef test_line_{n}():\n    assert line_total({n}, 2) == {2 * n}\n")
+    tests.append("\n\ndef test_cart_of_three_items():\n    assert cart_total([(3, 1.10)]) == 3.3\n")
+    (project.root / "tests" / "test_shop.py").write_text("".join(tests))
+    (project.root / "conftest.py").write_text(
+        (project.root / "conftest.py").read_text() + "\nimport sys, os\nsys.path.insert(0, os.path.dirname(__file__))\n"
+    )
+    result = call_execute(project)
+    res = ExecuteResult.model_validate(result.structured_content)
+    assert res.summary.counts.failed == 1 and res.summary.counts.passed == 12
+    text = text_of(result)
+    assert "tests/test_shop.py::test_cart_of_three_items  at tests/test_shop.py:" in text
+    assert "3.3000000000000003" in text
+    pytest_short = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "--tb=short", "-p", "no:cacheprovider"],
+        cwd=project.root,
+        capture_output=True,
+        check=False,
+    )
+    assert pytest_short.returncode == 1 and b"3.3000000000000003" in pytest_short.stdout
+    assert len(text.encode()) < len(pytest_short.stdout), (text, pytest_short.stdout.decode())
+
+
+def test_a_2600_character_output_line_is_capped_and_counted(tmp_path):
+    project = Project("every_outcome", tmp_path)
+    (project.root / "tests" / "test_loud.py").write_text(
+        "def test_loud():\n    print('begin')\n    print('z' * 2600)\n    print('end')\n    assert False, 'too loud'\n"
+    )
+    # an output budget that keeps the whole output: only the line cap cuts
+    result = call_execute(project, {"node_ids": ["tests/test_loud.py"], "output_bytes": 8192})
+    text = text_of(result)
+    assert max(len(line) for line in text.splitlines()) <= LINE_CHARS
+    capped = next(line for line in text.splitlines() if "zzzz" in line)
+    assert capped.endswith("…") and len(capped) == LINE_CHARS
+    # the lines around it are whole, and the cut is counted
+    assert "      begin" in text and "      end" in text
+    cut = 2600 - capped.count("z")
+    omitted = next(line for line in text.splitlines() if line.startswith("Omitted: "))
+    assert f"{cut} bytes of report text" in omitted, omitted
+    res = ExecuteResult.model_validate(result.structured_content)
+    assert res.summary.omitted.text_bytes == 0  # the structure carries no output tail, so nothing was cut there
+    assert json.dumps(result.structured_content).count("zzzz") == 0
+
+
+def test_pytest_8_and_later_run_with_full_assertion_detail(tmp_path):
+    (tmp_path / "proj").mkdir()
+    runner = Runner(ServerConfig(root=tmp_path / "proj", artifacts_dir=tmp_path / "art"))
+    params = ExecuteParams()
+    for version, expected in (((9, 2, 0), True), ((8, 0), True), ((7, 4, 4), False), ((), False)):
+        interp = Interpreter("/py", has_json_report=True, has_xdist=False, pytest_version=version)
+        argv = runner.execute_argv(params, interp, tmp_path, tmp_path / "events.txt")
+        has = any(a == "-o" and b == "verbosity_assertions=2" for a, b in zip(argv, argv[1:], strict=False))
+        assert has is expected, (version, argv)
+
+
+def test_the_probe_keeps_the_interpreters_pytest_version(tmp_path):
+    interp = anyio.run(lambda: probe_interpreter(sys.executable, cwd=tmp_path, env=dict(os.environ)))
+    assert interp.pytest_version == version_numbers(pytest.__version__) and len(interp.pytest_version) >= 2
+    assert version_numbers("8.3.0rc1") == (8, 3, 0) and version_numbers("9.0.dev12+g1") == (9, 0)
+    assert version_numbers("unknown") == ()
