@@ -18,6 +18,7 @@ under 2 KB, and a 20,000-test suite with 580 failures from 4 causes a few KB
 
 from __future__ import annotations
 
+import re
 import shlex
 from typing import TYPE_CHECKING
 
@@ -170,6 +171,26 @@ def _says_the_message(line: str, what: str) -> bool:
     return shorter >= 40 and said[:shorter] == message[:shorter]
 
 
+_RERUN_HINT = re.compile(
+    r",? use -vv? to show$|^E\s+Use -v to get (?:more|the full) diff$|, use '-vv?' to show$",
+)
+"""pytest's advice to re-run verbose (``Omitting 2 identical items, use -vv to show``,
+``Use -v to get more diff``, ``...Full output truncated (3 lines hidden), use '-vv' to
+show``; ``_pytest/assertion/util.py`` and ``truncate.py``): an agent cannot add
+options, and ``summarize_report`` is its way to see more."""
+
+
+def _without_rerun_hints(lines: list[str]) -> list[str]:
+    """``lines`` without pytest's re-run advice: a line that is only advice is left out,
+    advice at the end of a line is cut off (``Omitting 2 identical items`` stays)."""
+    out: list[str] = []
+    for line in lines:
+        kept = _RERUN_HINT.sub("", line)
+        if kept == line or kept.strip() not in ("", "E"):
+            out.append(kept)
+    return out
+
+
 def _fold_repeats(lines: list[str]) -> list[str]:
     """``lines`` with each run of a repeated block (1 to ``REPEAT_BLOCK_LINES`` lines,
     e.g. a recursion's frame, a diff's identical lines) written once, followed by
@@ -220,7 +241,7 @@ def _failure_lines(failure: Failure, *, full: bool) -> list[str]:
             traceback = traceback[:-1]
             while traceback and not traceback[-1].strip():
                 traceback.pop()
-    out.extend(("    " + line).rstrip() for line in _fold_repeats(traceback))
+    out.extend(("    " + line).rstrip() for line in _fold_repeats(_without_rerun_hints(traceback)))
     for name, tail in (("stdout", failure.stdout), ("stderr", failure.stderr)):
         if tail:
             out.append(f"    {name} (tail):")
