@@ -166,11 +166,12 @@ def test_later_failures_of_a_group_are_node_ids_or_one_line(tmp_path):
     a message line each, no traceback."""
     causes = [("KeyError", 4), ("ValueError", 3), ("TimeoutError", 2)]  # group sizes, largest first
     cases = []
-    for exc, n in causes:
+    for cause, (exc, n) in enumerate(causes):
         for i in range(n):
+            # One assertion site per cause (the engine groups by site and message).
             body = (
                 f"def test_{exc}_{i}():\n&gt;       raise {exc}('x')\nE       {exc}: x [trace {exc}-{i}]\n"
-                f"\ntests/test_m.py:{i + 1}: {exc}"
+                f"\ntests/test_m.py:{10 * (cause + 1)}: {exc}"
             )
             cases.append(
                 f'<testcase classname="tests.test_m" name="test_{exc}_{i}" file="tests/test_m.py" time="0.1">'
@@ -189,8 +190,11 @@ def test_later_failures_of_a_group_are_node_ids_or_one_line(tmp_path):
         also = [line for line in text.splitlines() if line.startswith("  also in ")]
         assert also == ["  also in 3 more: test_KeyError_1, test_KeyError_2, ..."], text
         # the groups cut from the list: the first failure of each in full, the rest one line each
-        for exc, n in causes[1:]:
+        for cause, (exc, n) in enumerate(causes[1:], start=1):
             assert text.count(f"[trace {exc}-") == 1, text
             for i in range(1, n):
-                entry = f"- FAILED tests/test_m.py::test_{exc}_{i}  at tests/test_m.py\n    {exc}: x\n"
+                # located at the failing line of the test (the deepest frame of the project's code)
+                entry = (
+                    f"- FAILED tests/test_m.py::test_{exc}_{i}  at tests/test_m.py:{10 * (cause + 1)}\n    {exc}: x\n"
+                )
                 assert entry in text and text.count(f"test_{exc}_{i}") == 1, text

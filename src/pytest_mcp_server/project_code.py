@@ -52,12 +52,13 @@ INSTALLED_PROBE = (
     "                names.add(first.split('.')[0] if len(f.parts) == 1 else first)\n"
     "        except Exception:\n"
     "            continue\n"
-    "    return sorted(n for n in names if n.isidentifier() and not n.startswith('__editable__'))\n"
+    "    return sorted(n for n in names if n.isidentifier() and not n.startswith('__'))\n"
 )
 """Python source defining ``_installed_from(root) -> list[str]``: the top-level import
 names of the distributions installed from ``root`` (``direct_url.json`` is a
 ``file://`` URL of it), from ``top_level.txt``, else the first parts of ``RECORD``
-(``.dist-info`` and ``.pth`` entries are not identifiers and drop out). Runs inside
+(``.dist-info`` and ``.pth`` entries are not identifiers and drop out; ``__pycache__``
+and ``__editable__*`` finders are skipped as dunder names). Runs inside
 the project's interpreter, with its standard library only."""
 
 

@@ -1,0 +1,317 @@
+"""The engine's project-code rules in both backends (docs/ENGINE.md, *Project code*,
+*Groups*, *Failures*): which frames are the project's own code wherever it is installed,
+how a traceback keeps and shows them, where a failure is located, how failures group by
+cause, and the order failures are listed in.
+
+Concrete cases are worked out by hand from the rules; hypothesis runs feed the same
+random paths to ``_native.classify_path`` and ``pure.project.classify``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from xml.sax.saxutils import escape, quoteattr
+
+import orjson
+import pytest
+from backends import needs_native
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pytest_mcp_server.engine import summarize_bytes
+from pytest_mcp_server.models import Budgets, ProjectCode
+from pytest_mcp_server.pure import cut as pure_cut
+from pytest_mcp_server.pure import project as pure_project
+
+try:
+    from pytest_mcp_server import _native as native
+except ImportError:  # the tests that use it are skipped (needs_native)
+    native = None
+
+ROOT = "/work/app"
+PROJECT = ProjectCode(root=ROOT, packages=["pkg", "single"])
+PAIR = (PROJECT.root, list(PROJECT.packages))
+KINDS = {pure_project.LIBRARY: "library", pure_project.PROJECT: "project", pure_project.TEST: "test"}
+
+
+def pure_classify(path: str, project: tuple[str, list[str]] | None) -> str:
+    return KINDS[pure_project.classify(path, pure_project.ProjectCode(*project) if project else None)]
+
+
+def classify_in_both(path: str, project: tuple[str, list[str]] | None) -> str:
+    """What both backends say a frame path is (native skipped when not built)."""
+    pure = pure_classify(path, project)
+    if native is not None:
+        assert native.classify_path(path, project) == pure, path
+    return pure
+
+
+# --------------------------------------------------------------------------------------
+# Frame classification.
+
+
+@pytest.mark.parametrize(
+    "path, with_project, without_project",
+    [
+        # The project installed with `pip install .`: its frames are its own code.
+        ("/venv/lib/python3.11/site-packages/pkg/__init__.py", "project", "library"),
+        ("../../venv/lib/python3.11/site-packages/single.py", "project", "library"),
+        ("/venv/lib/python3.11/site-packages/pkg/tests/test_x.py", "test", "library"),
+        ("/usr/lib/python3/dist-packages/pkg/core.py", "project", "library"),
+        # Third-party packages, the standard library, pytest: library code.
+        ("/venv/lib/python3.11/site-packages/requests/api.py", "library", "library"),
+        ("/venv/lib/python3.11/site-packages/pkgx/a.py", "library", "library"),
+        ("/venv/lib/python3.11/site-packages/_pytest/python.py", "library", "library"),
+        ("/usr/lib/python3.11/random.py", "library", "library"),
+        ("/usr/lib/python3.11/unittest/case.py", "library", "library"),
+        ("<frozen _collections_abc>", "library", "library"),
+        ("<string>", "library", "project"),
+        # The source tree: relative paths are read against the root.
+        ("src/pkg/core.py", "project", "project"),
+        ("tests/test_core.py", "test", "test"),
+        ("pkg/checks_test.py", "test", "test"),
+        ("conftest.py", "test", "test"),
+        ("test/helpers.py", "test", "test"),
+        ("/work/app/src/pkg/core.py", "project", "project"),
+        ("/work/app/./src/../tests/test_a.py", "test", "test"),
+        ("/work/application/x.py", "library", "project"),
+        ("../elsewhere/x.py", "library", "project"),
+        ("/work/app/.venv/lib/python3.11/site-packages/requests/api.py", "library", "library"),
+        ("C:\\venv\\Lib\\site-packages\\pkg\\core.py", "project", "library"),
+    ],
+)
+def test_frames_are_classified_by_the_project_not_by_where_it_is_installed(path, with_project, without_project):
+    assert classify_in_both(path, PAIR) == with_project
+    assert classify_in_both(path, None) == without_project
+
+
+_PATH_PARTS = ["site-packages", "dist-packages", "pkg", "single.py", "work", "app", "..", ".", "", "tests", "x.py"]
+_PATH_PARTS += ["test_a.py", "a_test.py", "conftest.py", "lib", "python3.11", "_pytest", "<frozen x>", "C:", "é"]
+paths = st.builds(
+    lambda lead, parts, sep: lead + sep.join(parts),
+    st.sampled_from(["", "/", "C:\\", "../", "<"]),
+    st.lists(st.one_of(st.sampled_from(_PATH_PARTS), st.text(max_size=4)), max_size=8),
+    st.sampled_from(["/", "\\"]),
+)
+roots = st.sampled_from(["/work/app", "/work/app/", "/", "C:\\work\\app", "/w/../work/./app", "relative/root"])
+
+
+@needs_native
+@settings(max_examples=2000, deadline=None)
+@given(path=paths, root=roots, packages=st.lists(st.sampled_from(["pkg", "single", "x"]), max_size=3))
+def test_classification_parity(path, root, packages):
+    project = (root, packages)
+    assert native.classify_path(path, project) == pure_classify(path, project)
+    assert native.classify_path(path, None) == pure_classify(path, None)
+
+
+# --------------------------------------------------------------------------------------
+# Cutting with a project: the frame at the bug stays, with its header, shown short.
+
+# pytest's --tb=auto shape for a test calling an installed package that calls the
+# standard library, which raises.
+INSTALLED_BUG = "\n".join(
+    [
+        "    def test_popitem():",
+        "        cache = pkg.Cache()",
+        ">       cache.popitem()",
+        "",
+        "tests/test_cache.py:12: ",
+        "_ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ ",
+        "/venv/lib/python3.11/site-packages/pkg/__init__.py:426: in popitem",
+        "    key = self.__choice(list(self.__data))",
+        "/venv/lib/python3.11/site-packages/other/helpers.py:3: in wrapped",
+        "    return f(*args)",
+        "/usr/lib/python3.11/random.py:373: in choice",
+        "    return seq[self._randbelow(len(seq))]",
+        "_ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ ",
+        "",
+        "self = <random.Random object at 0x55d5>, n = 0",
+        "",
+        "    def _randbelow_with_getrandbits(self, n):",
+        "        k = n.bit_length()",
+        ">       r = getrandbits(k)",
+        "E       ValueError: number of bits must be non-negative",
+        "",
+        "/usr/lib/python3.11/random.py:239: ValueError",
+    ]
+)
+
+
+@pytest.fixture
+def cut_impl(backend: str):
+    """``cut_traceback(text, max_lines, max_line_chars, project=None)`` of the backend
+    under test, ``project`` as (root, packages)."""
+    if backend == "native":
+        return native.cut_traceback
+
+    def pure(text, max_lines, max_line_chars, project=None):
+        code = pure_project.ProjectCode(*project) if project is not None else None
+        return pure_cut.cut_traceback(text, max_lines, max_line_chars, code)
+
+    return pure
+
+
+def test_cut_keeps_the_installed_project_frame_with_its_header(cut_impl):
+    cut, omitted = cut_impl(INSTALLED_BUG, 2000, 200, PAIR)
+    separator = "_ " * 39 + "_ "
+    # The project's frame keeps its header and source line, its path shown short; the
+    # third-party and standard-library frames after it go; the raising frame stays.
+    assert cut.split("\n") == [
+        "    def test_popitem():",
+        "        cache = pkg.Cache()",
+        ">       cache.popitem()",
+        "",
+        "tests/test_cache.py:12: ",
+        separator,
+        "<site-packages>/pkg/__init__.py:426: in popitem",
+        "    key = self.__choice(list(self.__data))",
+        "... [4 lines omitted]",
+        separator,
+        "",
+        "self = <random.Random object at 0x55d5>, n = 0",
+        "",
+        "    def _randbelow_with_getrandbits(self, n):",
+        "        k = n.bit_length()",
+        ">       r = getrandbits(k)",
+        "E       ValueError: number of bits must be non-negative",
+        "",
+        "/usr/lib/python3.11/random.py:239: ValueError",
+    ]
+    assert omitted == 4
+    # Without a project the installed package is library code: its frame is dropped.
+    plain, _ = cut_impl(INSTALLED_BUG, 2000, 200)
+    assert "pkg/__init__.py:426" not in plain
+
+
+@needs_native
+@settings(max_examples=500, deadline=None)
+@given(
+    lines=st.lists(
+        st.sampled_from(
+            INSTALLED_BUG.split("\n")
+            + ['  File "/venv/lib/python3.11/site-packages/pkg/a.py", line 3, in f', '  File "x.py", line 1, in g']
+        ),
+        max_size=30,
+    ),
+    max_lines=st.integers(3, 40),
+    root=roots,
+)
+def test_cut_parity_with_a_project(lines, max_lines, root):
+    text = "\n".join(lines)
+    project = (root, ["pkg"])
+    assert native.cut_traceback(text, max_lines, 60, project) == pure_cut.cut_traceback(
+        text, max_lines, 60, pure_project.ProjectCode(*project)
+    )
+
+
+# --------------------------------------------------------------------------------------
+# Summaries: locations, groups by cause, listing order (both backends, byte-identical).
+
+
+def _case(name: str, message: str, text: str, file: str = "tests/test_cache.py") -> str:
+    return (
+        f"<testcase classname={quoteattr(file[:-3].replace('/', '.'))} name={quoteattr(name)} "
+        f'file={quoteattr(file)} line="1" time="0.01">'
+        f"<failure message={quoteattr(message)}>{escape(text)}</failure></testcase>"
+    )
+
+
+def _junit(path: Path, cases: list[str], passing: int = 0) -> Path:
+    ok = "".join(f'<testcase classname="tests.test_ok" name="test_{i}" time="0.001"/>' for i in range(passing))
+    path.write_text(
+        f'<?xml version="1.0"?><testsuites><testsuite name="pytest">{ok}{"".join(cases)}</testsuite></testsuites>'
+    )
+    return path
+
+
+def summary_in_both(path: Path, project: ProjectCode | None, **budgets: int) -> dict:
+    """Both backends on one report with ``project``: the same bytes; parsed."""
+    b = Budgets(**budgets)
+    pure = summarize_bytes([path], backend="pure", budgets=b, project=project)
+    if native is not None:
+        assert summarize_bytes([path], backend="native", budgets=b, project=project) == pure
+    return orjson.loads(pure)
+
+
+def _installed_bug(value: str) -> str:
+    return INSTALLED_BUG.replace("number of bits must be non-negative", f"bad value {value}")
+
+
+def test_one_bug_in_the_installed_project_is_one_group_located_at_the_bug(tmp_path):
+    reprs = ["Point(x=1)", "<pkg.Node object at 0x7f01>", "'abc def'", "42", "True", "[1, 2]"]
+    cases = [_case(f"test_{i}", f"ValueError: bad value {v}", _installed_bug(v)) for i, v in enumerate(reprs)]
+    s = summary_in_both(_junit(tmp_path / "r.xml", cases), PROJECT)
+    (group,) = s["groups"]
+    assert (group["count"], group["exception"]) == (6, "ValueError")
+    assert group["location"] == {"path": "<site-packages>/pkg/__init__.py", "line": 426}
+    assert all(f["location"] == group["location"] for f in s["failures"])
+    # Without the project (a report from elsewhere) the same failures are located and
+    # grouped at the test's own line, by their messages.
+    plain = summary_in_both(tmp_path / "r.xml", None)
+    assert plain["failures"][0]["location"] == {"path": "tests/test_cache.py", "line": 12}
+    assert len(plain["groups"]) > 1
+
+
+def test_the_same_message_at_two_assertion_sites_is_two_groups(tmp_path):
+    def assertion(site: str) -> str:
+        return f"    def test_x():\n>       assert False\nE       assert False\n\n{site}: AssertionError"
+
+    cases = [
+        _case("test_a", "AssertionError: assert False", assertion("tests/test_a.py:5"), "tests/test_a.py"),
+        _case("test_b", "AssertionError: assert False", assertion("tests/test_b.py:9"), "tests/test_b.py"),
+        _case("test_a2", "AssertionError: assert False", assertion("tests/test_a.py:5"), "tests/test_a.py"),
+    ]
+    s = summary_in_both(_junit(tmp_path / "r.xml", cases), PROJECT)
+    assert [(g["count"], g["location"]) for g in s["groups"]] == [
+        (2, {"path": "tests/test_a.py", "line": 5}),
+        (1, {"path": "tests/test_b.py", "line": 9}),
+    ]
+
+
+def test_boolean_parameters_at_one_site_are_one_group_but_different_attributes_are_not(tmp_path):
+    site = "tests/test_flags.py:20"
+    cases = [
+        _case(
+            f"test_flags[{a}-{b}]",
+            f"AssertionError: assert {a} == {b}",
+            f">       assert f(a) == b\nE       assert {a} == {b}\n\n{site}: AssertionError",
+            "tests/test_flags.py",
+        )
+        for a, b in [("True", "False"), ("False", "True")]
+    ]
+    for attribute, obj in [("a", "NoneType"), ("lowr", "str")]:
+        message = f"'{obj}' object has no attribute '{attribute}'"
+        cases.append(
+            _case(
+                f"test_attr_{attribute}",
+                f"AttributeError: {message}",
+                f">       x.{attribute}\nE       AttributeError: {message}\n\n{site}: AttributeError",
+                "tests/test_flags.py",
+            )
+        )
+    s = summary_in_both(_junit(tmp_path / "r.xml", cases), PROJECT)
+    assert [(g["count"], g["exception"], g["message"]) for g in s["groups"]] == [
+        (2, "AssertionError", "assert <bool> == <bool>"),
+        (1, "AttributeError", "'NoneType' object has no attribute 'a'"),
+        (1, "AttributeError", "'str' object has no attribute 'lowr'"),
+    ]
+
+
+def test_the_largest_group_is_listed_first_then_the_rest_in_report_order(tmp_path):
+    small = [
+        _case(f"test_small_{i}", f"KeyError: {i}", f"E   KeyError: {i}\n\ntests/test_s.py:{i + 1}: KeyError")
+        for i in range(3)
+    ]
+    big = [_case(f"test_big_{i}", f"ValueError: bad value {i}", _installed_bug(str(i))) for i in range(4)]
+    s = summary_in_both(_junit(tmp_path / "r.xml", small + big, passing=2), PROJECT, max_failures=4, max_groups=2)
+    assert [g["count"] for g in s["groups"]] == [4, 1]
+    # One representative per listed group (largest first), then report order.
+    assert [f["node_id"].rsplit("::", 1)[1] for f in s["failures"]] == [
+        "test_big_0",
+        "test_small_0",
+        "test_small_1",
+        "test_small_2",
+    ]
+    assert s["omitted"]["failures"] == 3 and s["omitted"]["groups"] == 2
+    assert s["failures"][0]["traceback"].count("<site-packages>/pkg/__init__.py:426: in popitem") == 1
