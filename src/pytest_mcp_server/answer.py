@@ -1,6 +1,7 @@
 """What an answer of ``execute_tests`` shows of a run's summary: which failures get an
 entry in the text (``failure_entries``), how long a line may be (``LINE_CHARS``), which
-slow tests are named (``SLOW_S``), and the structured content (``answer_summary``).
+slow tests are named (``SLOW_S``), and the structured content (``answer_summary``, and
+``with_run_dir`` for the paths of the run's directory).
 
 The text (``render.render_text``) gives one entry per cause: the first listed failure
 of each group in full (traceback, output tails); the group's other failures are named
