@@ -23,20 +23,21 @@ import base64, hashlib, os, tomllib, zipfile
 def _config():
     with open("pyproject.toml", "rb") as f:
         data = tomllib.load(f)
-    return data["project"]["name"].replace("-", "_"), data["project"]["version"], data["tool"]["mini"]["include"]
+    mini = data["tool"]["mini"]
+    return data["project"]["name"].replace("-", "_"), data["project"]["version"], mini["include"], mini["where"]
 
 def _digest(data):
     return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
 
 def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
-    name, version, include = _config()
+    name, version, include, where = _config()
     wheel_name = f"{name}-{version}-py3-none-any.whl"
     dist_info = f"{name}-{version}.dist-info"
     files = []
     for top in include:
-        if os.path.isdir(top):
-            for base, _dirs, names in os.walk(top):
-                files += [os.path.join(base, n) for n in names if n.endswith(".py")]
+        if os.path.isdir(os.path.join(where, top)):
+            for base, _dirs, names in os.walk(os.path.join(where, top)):
+                files += [os.path.relpath(os.path.join(base, n), where) for n in names if n.endswith(".py")]
         else:
             files.append(top)
     record = []
@@ -45,7 +46,7 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
             whl.writestr(arcname, data)
             record.append(f"{arcname},{_digest(data)},{len(data)}")
         for path in sorted(files):
-            with open(path, "rb") as f:
+            with open(os.path.join(where, path), "rb") as f:
                 add(path.replace(os.sep, "/"), f.read())
         add(f"{dist_info}/METADATA", f"Metadata-Version: 2.1\\nName: {name}\\nVersion: {version}\\n".encode())
         wheel = b"Wheel-Version: 1.0\\nGenerator: mini\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n"
@@ -66,9 +67,12 @@ class InstalledProject:
     site_packages: Path
 
 
-def install_project(tmp_path: Path, name: str, include: list[str], files: dict[str, str]) -> InstalledProject:
+def install_project(
+    tmp_path: Path, name: str, include: list[str], files: dict[str, str], where: str = "."
+) -> InstalledProject:
     """Write ``files`` under ``tmp_path/name`` with a pyproject whose wheel holds
-    ``include`` (package dirs and modules), then pip-install it into a fresh venv."""
+    ``include`` (package dirs and modules, relative to ``where``: ``"src"`` for the src
+    layout), then pip-install it into a fresh venv."""
     root = tmp_path / name
     for rel, text in files.items():
         path = root / rel
@@ -78,7 +82,7 @@ def install_project(tmp_path: Path, name: str, include: list[str], files: dict[s
     includes = ", ".join(f'"{i}"' for i in include)
     (root / "pyproject.toml").write_text(
         '[build-system]\nrequires = []\nbuild-backend = "mini_backend"\nbackend-path = ["."]\n'
-        f'[project]\nname = "{name}"\nversion = "0.1"\n[tool.mini]\ninclude = [{includes}]\n'
+        f'[project]\nname = "{name}"\nversion = "0.1"\n[tool.mini]\ninclude = [{includes}]\nwhere = "{where}"\n'
     )
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
