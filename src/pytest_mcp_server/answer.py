@@ -102,12 +102,14 @@ def answer_summary(summary: ReportSummary) -> ReportSummary:
 
     ``failures``: the text's entries (``failure_entries``), with ``traceback`` ``""`` and
     ``stdout``/``stderr`` null (the text carries them), messages capped per line at
-    ``LINE_CHARS``. ``slowest``: the tests of at least ``SLOW_S`` seconds. ``omitted``:
+    ``LINE_CHARS``. ``groups``: their ``examples`` without the entries' node ids (the
+    ids of a group's ``also in`` line). ``slowest``: the tests of at least ``SLOW_S``
+    seconds. ``omitted``:
     ``failures`` grows by the listed failures left without an entry (so
     ``len(failures) + omitted.failures`` is still every failed or errored test; each is
     counted in its group), ``traceback_lines`` covers only the tracebacks the text
-    shows, ``text_bytes`` grows by what the message caps cut. Counts, groups and
-    collection errors are the engine's.
+    shows, ``text_bytes`` grows by what the message caps cut. Counts, the groups'
+    counts and collection errors are the engine's.
     """
     failures: list[Failure] = []
     text_cut = 0
@@ -118,10 +120,13 @@ def answer_summary(summary: ReportSummary) -> ReportSummary:
         failures.append(
             failure.model_copy(update={"message": message, "traceback": "", "stdout": None, "stderr": None})
         )
+    entry_ids = {failure.node_id for failure in failures}
+    groups = [g.model_copy(update={"examples": [e for e in g.examples if e not in entry_ids]}) for g in summary.groups]
     omitted = summary.omitted
     return summary.model_copy(
         update={
             "failures": failures,
+            "groups": groups,
             "slowest": [s for s in summary.slowest if s.duration_s >= SLOW_S],
             "omitted": Omitted(
                 failures=omitted.failures + len(summary.failures) - len(entries),

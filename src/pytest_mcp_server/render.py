@@ -160,11 +160,16 @@ def _also_in(failure: Failure, group: Group) -> str:
 def _says_the_message(line: str, what: str) -> bool:
     """True when ``line`` is pytest's ``E`` line with ``what`` (``<exception>:
     <message>``) on it, whole or as far as the shorter of the two was kept (the engine
-    cuts traceback lines and messages at different lengths, ending them with ``…``)."""
+    cuts traceback lines and messages at different lengths, ending them with ``…``).
+    ``AssertionError: assert ...`` is said by ``E  assert ...``: pytest's rewritten
+    assertion does not name its exception, ``assert`` does."""
     if not line.startswith("E "):
         return False
     said = line[1:].strip().removesuffix("…")
     message = what.removesuffix("…")
+    if message.startswith("AssertionError: assert "):
+        said = said.removeprefix("AssertionError: ")
+        message = message.removeprefix("AssertionError: ")
     if message in said:
         return True
     shorter = min(len(said), len(message))
@@ -189,6 +194,18 @@ def _without_rerun_hints(lines: list[str]) -> list[str]:
         if kept == line or kept.strip() not in ("", "E"):
             out.append(kept)
     return out
+
+
+_FRAME_SEPARATOR = "_ _ _ _ _"
+"""How a line between two frames of pytest's long traceback (``_ _ _ ...``, 80
+characters) is written: the boundary stays, its width goes."""
+
+
+def _is_frame_separator(line: str) -> bool:
+    """True for pytest's line between two frames: ``_ _ _ ...`` (stripped, at least
+    three underscores with single spaces between; the engine's frame rule)."""
+    stripped = line.strip()
+    return len(stripped) >= 5 and stripped[::2] == "_" * len(stripped[::2]) and not stripped[1::2].strip()
 
 
 def _fold_repeats(lines: list[str]) -> list[str]:
@@ -241,6 +258,7 @@ def _failure_lines(failure: Failure, *, full: bool) -> list[str]:
             traceback = traceback[:-1]
             while traceback and not traceback[-1].strip():
                 traceback.pop()
+    traceback = [_FRAME_SEPARATOR if _is_frame_separator(line) else line for line in traceback]
     out.extend(("    " + line).rstrip() for line in _fold_repeats(_without_rerun_hints(traceback)))
     for name, tail in (("stdout", failure.stdout), ("stderr", failure.stderr)):
         if tail:
