@@ -191,3 +191,18 @@ def test_pytests_advice_to_rerun_verbose_is_left_out_of_the_text(tmp_path):
         assert "E         Omitting 2 identical items\n" in text, text
         assert "{'active': True} != {'active': False}" in text
         assert "-vv" not in text and "Use -v" not in text, text
+
+
+def test_an_error_answer_caps_its_lines_and_keeps_them_whole_in_the_structure(tmp_path):
+    # a conftest that cannot be imported: pytest exits 4 with the error on its output
+    project = Project("every_outcome", tmp_path)
+    with (project.root / "conftest.py").open("a") as conftest:
+        conftest.write("\nraise RuntimeError('broken conftest ' + 'q' * 2600)\n")
+    result = call_execute(project)
+    assert result.is_error
+    text = text_of(result)
+    assert text.startswith("ERROR usage_error: ")
+    assert max(len(line) for line in text.splitlines()) <= LINE_CHARS
+    assert any(line.endswith("…") and "qqqq" in line for line in text.splitlines()), text
+    tails = (result.structured_content.get("stdout_tail") or "") + (result.structured_content.get("stderr_tail") or "")
+    assert "q" * 2600 in tails

@@ -413,7 +413,8 @@ def render_failure(detail: ToolFailureDetail) -> str:
     crash, the test that was running, its stack and the summary of the tests that
     finished before (``render_text``); then the command, the exit, and the tails of
     pytest's output (only named when a stack was found: they are in the structured
-    content)."""
+    content). Every line is capped at ``answer.LINE_CHARS`` (a cut line ends with
+    ``…``; the structured content has it whole)."""
     lines = [f"ERROR {detail.kind}: {detail.message}"]
     if detail.running_test:
         took = f" for {detail.running_for_s:g}s" if detail.running_for_s is not None else ""
@@ -425,7 +426,7 @@ def render_failure(detail: ToolFailureDetail) -> str:
         lines += [] if detail.summary is not None else [""]
     if detail.summary is not None:
         lines += ["", "Tests that finished before:"]
-        lines.append(render_text(detail.summary, failures_budget="failures_listed"))
+        lines.append(render_text(detail.summary, failures_budget="failures_listed", line_chars=LINE_CHARS))
     if detail.command:
         lines.append("Command: " + shlex.join(detail.command))
     if detail.exit_code is not None or detail.signal:
@@ -438,4 +439,4 @@ def render_failure(detail: ToolFailureDetail) -> str:
     else:
         for name, tail in tails:
             lines += ["", f"{name} (tail):", tail.rstrip("\n")]
-    return "\n".join(lines) + "\n"
+    return cap_lines("\n".join(lines))[0] + "\n"  # each line capped; whole in the structured content
