@@ -17,6 +17,7 @@ import pytest
 from backends import needs_native
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from strategies import budgets_dicts, check_invariants, fuzz_settings, valid_docs
 
 from pytest_mcp_server.engine import summarize_bytes
 from pytest_mcp_server.models import Budgets, ProjectCode
@@ -315,3 +316,35 @@ def test_the_largest_group_is_listed_first_then_the_rest_in_report_order(tmp_pat
     ]
     assert s["omitted"]["failures"] == 3 and s["omitted"]["groups"] == 2
     assert s["failures"][0]["traceback"].count("<site-packages>/pkg/__init__.py:426: in popitem") == 1
+
+
+# --------------------------------------------------------------------------------------
+# Whole generated reports (every dialect feature, several shards merged natively): the
+# same bytes in both backends with a project, and the summary invariants.
+
+projects = st.builds(
+    lambda root, packages: ProjectCode(root=root, packages=packages),
+    st.sampled_from(["/work/app", "/usr/lib/python3.11", "/", "C:\\work"]),
+    st.lists(st.sampled_from(["lib", "requests", "pkg", "tests"]), max_size=3),
+)
+
+
+@needs_native
+@pytest.mark.fuzz
+@fuzz_settings(40)
+@given(
+    docs=st.integers(1, 3).flatmap(lambda n: st.tuples(*[valid_docs(f"s{i}_") for i in range(n)])),
+    budgets=budgets_dicts(),
+    project=projects,
+)
+def test_generated_reports_with_a_project_give_identical_bytes(tmp_path_factory, docs, budgets, project):
+    directory = tmp_path_factory.mktemp("shards")
+    paths = [directory / f"shard{i}" for i in range(len(docs))]
+    for path, doc in zip(paths, docs, strict=True):
+        path.write_bytes(doc.data)
+    if len({doc.format for doc in docs}) > 1:
+        return  # mixed formats are refused (tested elsewhere)
+    b = Budgets(**budgets)
+    native_bytes = summarize_bytes(paths, backend="native", budgets=b, project=project)
+    assert native_bytes == summarize_bytes(paths, backend="pure", budgets=b, project=project)
+    check_invariants(native_bytes, budgets, [str(p) for p in paths])
