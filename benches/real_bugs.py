@@ -76,6 +76,7 @@ from pathlib import Path
 
 import anyio
 from mcp import Client, StdioServerParameters
+from mcp.types import CallToolResult
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "scripts"))
@@ -96,14 +97,13 @@ SECTION = re.compile(r"^_{3,} .+ _{3,}$")
 class BugProject:
     """A project of the catalogue: the sdist, its import name and how its tests are laid out.
 
-    ``source_root`` is the directory of the tree holding the package (``""`` or
-    ``"src"``); ``install_tests`` are ``[from, to]`` pairs (paths relative to the tree
-    and to the test copy) copied for ``install`` mode.
+    ``install_tests`` are ``[from, to]`` pairs (paths relative to the tree and to the test
+    copy) copied for ``install`` mode. Where the package lies in the tree (``src/`` or not)
+    needs no entry: ``import <package>`` in the venv tells.
     """
 
     project: real_projects.Project
     package: str
-    source_root: str
     install_tests: tuple[tuple[str, str], ...]
 
 
@@ -183,7 +183,6 @@ def load_catalogue(path: Path) -> tuple[list[BugProject], list[Bug]]:
         BugProject(
             project=real_projects.Project(p["name"], p["version"]),
             package=p["package"],
-            source_root=p.get("source_root", ""),
             install_tests=tuple((a, b) for a, b in p["install_tests"]),
         )
         for p in data["project"]
@@ -396,7 +395,7 @@ async def measure_project(spec: BugProject, mode: str, bugs: list[Bug], args: ar
     return rows
 
 
-def keep_outputs(stem: Path, short: str, line: str, result) -> None:
+def keep_outputs(stem: Path, short: str, line: str, result: CallToolResult) -> None:
     """Write the three outputs of one bug next to each other, to read what was measured.
 
     ``<stem>.answer.txt`` (the text block), ``<stem>.wire.json`` (the whole CallToolResult),
@@ -411,7 +410,14 @@ def keep_outputs(stem: Path, short: str, line: str, result) -> None:
 
 
 def measure(
-    row: Row, bug: Bug, setup: Setup, baseline: set[str], baseline_n: int, short: str, line: str, result
+    row: Row,
+    bug: Bug,
+    setup: Setup,
+    baseline: set[str],
+    baseline_n: int,
+    short: str,
+    line: str,
+    result: CallToolResult,
 ) -> None:
     """Fill ``row`` from the three outputs of one bug (see the module docstring)."""
     text = "".join(c.text for c in result.content if getattr(c, "type", "") == "text")
