@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies import budgets_dicts, check_invariants, fuzz_settings, valid_docs
 
-from pytest_mcp_server.engine import summarize_bytes
+from pytest_mcp_server.engine import BACKEND_ENV, resolve_backend, summarize_bytes
 from pytest_mcp_server.models import Budgets, ProjectCode
 from pytest_mcp_server.pure import cut as pure_cut
 from pytest_mcp_server.pure import project as pure_project
@@ -348,3 +348,17 @@ def test_generated_reports_with_a_project_give_identical_bytes(tmp_path_factory,
     native_bytes = summarize_bytes(paths, backend="native", budgets=b, project=project)
     assert native_bytes == summarize_bytes(paths, backend="pure", budgets=b, project=project)
     check_invariants(native_bytes, budgets, [str(p) for p in paths])
+
+
+# --------------------------------------------------------------------------------------
+# How the server's tests pick a backend: PYTEST_MCP_SERVER_BACKEND decides what auto means.
+
+
+def test_the_backend_variable_decides_what_auto_means(monkeypatch):
+    monkeypatch.setenv(BACKEND_ENV, "pure")
+    assert resolve_backend("auto") == "pure"
+    monkeypatch.setenv(BACKEND_ENV, "rust")
+    with pytest.raises(ValueError, match="PYTEST_MCP_SERVER_BACKEND must be 'native' or 'pure'"):
+        resolve_backend("auto")
+    monkeypatch.setenv(BACKEND_ENV, "")
+    assert resolve_backend("auto") == ("native" if native is not None else "pure")
