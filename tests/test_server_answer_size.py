@@ -96,37 +96,55 @@ def test_256_failures_from_3_causes_are_3_entries_with_counts_and_a_few_ids(tmp_
     assert sum(line.startswith(("- FAILED", "- ERROR")) for line in lines) == 3
 
 
-def test_one_failing_test_answers_in_fewer_bytes_than_pytest_tb_short(tmp_path):
+SHOP = """PRICES = {"apple": 1.10, "plum": 0.40}
+
+
+def price_of(name):
+    return PRICES[name]
+
+
+def line_total(quantity, name):
+    return quantity * price_of(name)
+
+
+def cart_total(lines):
+    return sum(line_total(q, n) for q, n in lines)
+"""
+
+ONE_FAILURE = {
+    # an assertion in the test that pytest explains
+    "assertion": ("assert cart_total([(3, 'apple')]) == 3.3", "3.3000000000000003", "tests/test_shop.py"),
+    # an exception four frames deep in the project's code
+    "library": ("assert cart_total([(2, 'apple'), (1, 'pear')]) == 2.6", "KeyError: 'pear'", "shop.py"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(ONE_FAILURE))
+def test_one_failing_test_answers_in_fewer_bytes_than_pytest_tb_short(tmp_path, case):
+    failing, essential, where = ONE_FAILURE[case]
     project = Project("every_outcome", tmp_path)
     shutil.rmtree(project.root / "tests")
     (project.root / "tests").mkdir()
-    (project.root / "shop.py").write_text(
-        "def line_total(quantity, unit_price):\n"
-        "    return quantity * unit_price\n\n\n"
-        "def cart_total(lines):\n"
-        "    return sum(line_total(q, p) for q, p in lines)\n"
-    )
-    tests = ["import pytest\n\nfrom shop import cart_total, line_total\n"]
+    (project.root / "shop.py").write_text(SHOP)
+    tests = ["from shop import cart_total, line_total\n"]
     for n in range(12):
-        tests.append(f"\n\ndef test_line_{n}():\n    assert line_total({n}, 2) == {2 * n}\n")
-    tests.append("\n\ndef test_cart_of_three_items():\n    assert cart_total([(3, 1.10)]) == 3.3\n")
+        tests.append(f"\n\ndef test_line_{n}():\n    assert line_total({n}, 'plum') == {n} * 0.40\n")
+    tests.append(f"\n\ndef test_cart():\n    {failing}\n")
     (project.root / "tests" / "test_shop.py").write_text("".join(tests))
-    (project.root / "conftest.py").write_text(
-        (project.root / "conftest.py").read_text() + "\nimport sys, os\nsys.path.insert(0, os.path.dirname(__file__))\n"
-    )
+    with (project.root / "conftest.py").open("a") as conftest:
+        conftest.write("\nimport sys, os\nsys.path.insert(0, os.path.dirname(__file__))\n")
     result = call_execute(project)
     res = ExecuteResult.model_validate(result.structured_content)
     assert res.summary.counts.failed == 1 and res.summary.counts.passed == 12
     text = text_of(result)
-    assert "tests/test_shop.py::test_cart_of_three_items  at tests/test_shop.py:" in text
-    assert "3.3000000000000003" in text
+    assert f"tests/test_shop.py::test_cart  at {where}:" in text and essential in text, text
     pytest_short = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "--tb=short", "-p", "no:cacheprovider"],
         cwd=project.root,
         capture_output=True,
         check=False,
     )
-    assert pytest_short.returncode == 1 and b"3.3000000000000003" in pytest_short.stdout
+    assert pytest_short.returncode == 1 and essential.encode() in pytest_short.stdout
     assert len(text.encode()) < len(pytest_short.stdout), (text, pytest_short.stdout.decode())
 
 

@@ -208,6 +208,22 @@ def _is_frame_separator(line: str) -> bool:
     return len(stripped) >= 5 and stripped[::2] == "_" * len(stripped[::2]) and not stripped[1::2].strip()
 
 
+_FRAME_START = re.compile(r"^\S.*:\d+: in \S")
+"""A short-style frame's location line (``shop.py:13: in cart_total``)."""
+_CARETS = re.compile(r"^\s*[\^~]+\s*$")
+"""Python's marker under the part of a source line that was running (``^^^^``)."""
+
+
+def _last_frame_carets(lines: list[str]) -> list[str]:
+    """``lines`` without the ``^^^^`` marker lines of all frames but the last: there
+    they underline the call the next frame names; in the last frame they show what
+    raised."""
+    last_start = max(
+        (i for i, line in enumerate(lines) if _is_frame_separator(line) or _FRAME_START.match(line)), default=0
+    )
+    return [line for i, line in enumerate(lines) if i >= last_start or not _CARETS.match(line)]
+
+
 def _fold_repeats(lines: list[str]) -> list[str]:
     """``lines`` with each run of a repeated block (1 to ``REPEAT_BLOCK_LINES`` lines,
     e.g. a recursion's frame, a diff's identical lines) written once, followed by
@@ -258,7 +274,7 @@ def _failure_lines(failure: Failure, *, full: bool) -> list[str]:
             traceback = traceback[:-1]
             while traceback and not traceback[-1].strip():
                 traceback.pop()
-    traceback = [_FRAME_SEPARATOR if _is_frame_separator(line) else line for line in traceback]
+    traceback = [_FRAME_SEPARATOR if _is_frame_separator(line) else line for line in _last_frame_carets(traceback)]
     out.extend(("    " + line).rstrip() for line in _fold_repeats(_without_rerun_hints(traceback)))
     for name, tail in (("stdout", failure.stdout), ("stderr", failure.stderr)):
         if tail:
