@@ -10,10 +10,13 @@ few example ids (those of a group the groups budget left out get one line each).
 group line is printed only for a group with no entry (it would repeat the entry).
 Within an entry, what pytest already says is not said twice: the message line is left
 out when an ``E`` line says it, pytest's closing ``path:line: Exception`` line (the
-entry's ``at``) too, and a repeated block of traceback lines (a recursion, a diff's
-identical lines) is written once with a count. So 256 failures from 3 causes stay
-under 2 KB, and a 20,000-test suite with 580 failures from 4 causes a few KB
-(benches/answer_size.py, benches/RESULTS.md ``bench suite``).
+entry's ``at``) too, a repeated block of traceback lines (a recursion, a diff's
+identical lines) is written once with a count, ``^^^^`` markers stay in the last frame
+only, frame separators are short, and pytest's advice to re-run verbose is left out.
+Every line of an ``execute_tests`` answer and of an error is capped
+(``answer.LINE_CHARS``). So 256 failures from 3 causes stay under 2 KB, and a
+20,000-test suite with 580 failures from 4 causes a few KB (benches/answer_size.py,
+benches/RESULTS.md ``bench suite``).
 """
 
 from __future__ import annotations
