@@ -225,7 +225,7 @@ def _from_server_argv(server_argv: list[str], run_dir: Path) -> list[str]:
         if a == "-p":
             skip = True  # the next item is the plugin name
             continue
-        if a.startswith("--mcp-events"):
+        if a.startswith("--mcp-"):  # the plugin's options (events, results, stacks): it is not loaded here
             continue
         if a.startswith("--junitxml="):
             a = f"--junitxml={run_dir / 'junit.xml'}"
