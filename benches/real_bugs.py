@@ -14,9 +14,16 @@ names what the agent needs, and at what size:
   packages: pytest, pytest-json-report): ``editable`` (``pip install -e``; pytest and
   the server run in the unpacked tree) and ``install`` (``pip install``; the code under
   test lives in site-packages). In ``install`` mode the tests run from a copy of the
-  test files only (``install_tests`` in the catalogue), so no source tree is on
-  ``sys.path``; before measuring, ``import <package>`` is run in that copy with the
-  venv's python and must resolve inside the venv, else the run stops;
+  tree without the package's source: the packaging and pytest configuration files at
+  its top (``PACKAGING_FILES``: ``pyproject.toml``, ``setup.cfg``, ``setup.py``,
+  ``tox.ini``, ``pytest.ini``, as present) and the test files (``install_tests`` in
+  the catalogue), as a checkout with a ``src/`` layout run by tox looks to pytest: the
+  project's metadata is there, its source is not on ``sys.path``. Before measuring,
+  ``import <package>`` is run in that copy with the venv's python and must resolve
+  inside the venv, else the run stops. None of the four projects' configuration
+  imports the package at collection (no ``conftest.py`` at the top; ``setup.py`` is not
+  collected); toolz's ``testpaths = ["toolz"]`` names a directory the copy does not
+  have, so pytest falls back to the copy's top, where its tests are;
 * per bug and mode, the bug is written into the file the tests import (the tree in
   ``editable`` mode, the installed file in site-packages in ``install`` mode: the
   installed copy is patched in place, not re-installed, so that a bug costs no build),
@@ -91,6 +98,8 @@ TEST_FILE = re.compile(r"(^|/)(tests?/.*|test_[^/]*|[^/]*_test|conftest)\.py$")
 FILE_LINE = re.compile(r"([\w./\\~+-]+\.py):(\d+)")
 SHORT_FRAME = re.compile(r"^(\S+\.py):(\d+): ")
 SECTION = re.compile(r"^_{3,} .+ _{3,}$")
+# Copied from the tree's top to the test copy in ``install`` mode: what a checkout has besides its source.
+PACKAGING_FILES = ("pyproject.toml", "setup.cfg", "setup.py", "tox.ini", "pytest.ini")
 
 
 @dataclass(frozen=True)
@@ -217,6 +226,10 @@ def prepare(spec: BugProject, mode: str, work: Path) -> Setup:
         root = work / "installed-tests" / spec.project.name
         if root.exists():
             shutil.rmtree(root)
+        root.mkdir(parents=True)
+        for name in PACKAGING_FILES:
+            if (tree / name).is_file():
+                shutil.copy2(tree / name, root / name)
         for source, dest in spec.install_tests:
             src, dst = tree / source, root / dest
             dst.parent.mkdir(parents=True, exist_ok=True)

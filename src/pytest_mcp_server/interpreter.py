@@ -21,7 +21,7 @@ import anyio
 from .config import ServerConfig
 from .failures import ToolFailure
 from .process import TAIL_BYTES
-from .project_code import INSTALLED_PROBE
+from .project_code import INSTALLED_PROBE, distribution_name
 
 PROBE_TIMEOUT_S = 60.0
 """Seconds the project's interpreter gets to answer the probe (a cold start on a slow
@@ -37,7 +37,7 @@ _PROBE = INSTALLED_PROBE + (
     "    v = None\n"
     "    e = type(x).__name__ + ': ' + str(x)\n"
     "print(json.dumps({'pytest': v, 'error': e, 'json_report': u.find_spec('pytest_jsonreport') is not None,"
-    " 'xdist': u.find_spec('xdist') is not None, 'project_packages': _installed_from(os.getcwd())}))\n"
+    " 'xdist': u.find_spec('xdist') is not None, 'project_packages': _installed_from(os.getcwd(), sys.argv[1])}))\n"
 )
 
 
@@ -51,7 +51,7 @@ class Interpreter:
     has_json_report: bool
     has_xdist: bool
     pytest_version: tuple[int, ...] = ()
-    # Top-level import names of the distributions installed from the root (``project_code.INSTALLED_PROBE``).
+    # Top-level import names of the project's installed distributions (``project_code.INSTALLED_PROBE``).
     project_packages: tuple[str, ...] = ()
 
 
@@ -74,14 +74,17 @@ def find_python(config: ServerConfig, environ: Mapping[str, str] | None = None) 
 
 
 async def probe_interpreter(python: str, *, cwd: Path, env: dict[str, str]) -> Interpreter:
-    """Ask ``python`` (run in ``cwd`` with ``env``) whether it imports pytest and which
-    optional plugins it has.
+    """Ask ``python`` (run in ``cwd``, the project's root, with ``env``) whether it
+    imports pytest, which optional plugins it has, and which top-level packages of its
+    distributions are the project's (installed from ``cwd`` or named as ``cwd``
+    declares, ``project_code.INSTALLED_PROBE``).
 
     Raises ``ToolFailure(pytest_missing)`` naming the interpreter and the fix when it
     cannot be started, does not answer within ``PROBE_TIMEOUT_S``, or cannot import
     pytest.
     """
-    argv = [python, "-c", _PROBE]
+    # The root's distribution name goes in as an argument: the project's Python may lack tomllib.
+    argv = [python, "-c", _PROBE, distribution_name(cwd) or ""]
     try:
         with anyio.fail_after(PROBE_TIMEOUT_S):
             proc = await anyio.run_process(argv, cwd=cwd, env=env, check=False)

@@ -8,7 +8,9 @@ Two sources, joined:
   the top of the root;
 * the project's interpreter (``INSTALLED_PROBE``, run by ``interpreter.probe_interpreter``):
   a distribution whose ``direct_url.json`` points at the root (``pip install .`` or
-  ``pip install -e .``), its ``top_level.txt`` or ``RECORD`` giving the names.
+  ``pip install -e .``) or whose name is the root's ``distribution_name`` (the project
+  installed from elsewhere: a wheel, tox's sdist install, a test-only checkout), its
+  ``top_level.txt`` or ``RECORD`` giving the names.
 
 ``project_code`` turns them into the engine's ``models.ProjectCode``. Pure Python, no
 MCP, no processes.
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import configparser
 import os
+import re
 import tomllib
 from collections.abc import Iterable
 from pathlib import Path
@@ -31,35 +34,49 @@ _TOOLING_MODULES = frozenset({"setup", "conftest", "noxfile", "fabfile", "tasks"
 _NOT_PACKAGES = frozenset({"tests", "test", "docs", "doc", "examples", "benches", "scripts", "build", "dist"})
 
 INSTALLED_PROBE = (
-    "def _installed_from(root):\n"
-    "    import importlib.metadata as m, json, os, urllib.parse\n"
+    "def _installed_from(root, name):\n"
+    "    import importlib.metadata as m, json, os, re, urllib.parse\n"
     "    here = os.path.realpath(root)\n"
+    "    wanted = re.sub(r'[-_.]+', '-', name).lower() if name else None\n"
     "    names = set()\n"
     "    for d in m.distributions():\n"
     "        try:\n"
-    "            raw = d.read_text('direct_url.json')\n"
-    "            url = json.loads(raw).get('url', '') if raw else ''\n"
-    "            if not url.startswith('file://'):\n"
-    "                continue\n"
-    "            if os.path.realpath(urllib.parse.unquote(urllib.parse.urlparse(url).path)) != here:\n"
-    "                continue\n"
+    "            dist_name = re.sub(r'[-_.]+', '-', d.metadata['Name'] or '').lower()\n"
+    "            if dist_name != wanted:\n"
+    "                raw = d.read_text('direct_url.json')\n"
+    "                url = json.loads(raw).get('url', '') if raw else ''\n"
+    "                if not url.startswith('file://'):\n"
+    "                    continue\n"
+    "                if os.path.realpath(urllib.parse.unquote(urllib.parse.urlparse(url).path)) != here:\n"
+    "                    continue\n"
     "            top = d.read_text('top_level.txt')\n"
     "            if top:\n"
     "                names.update(line.strip() for line in top.splitlines())\n"
     "                continue\n"
     "            for f in d.files or []:\n"
     "                first = f.parts[0] if f.parts else ''\n"
-    "                names.add(first.split('.')[0] if len(f.parts) == 1 else first)\n"
+    "                if first in ('', '..', 'bin', '__pycache__') or first.endswith(('.dist-info', '.data')):\n"
+    "                    continue\n"
+    "                if len(f.parts) == 1:\n"
+    "                    if not first.endswith(('.py', '.so', '.pyd')):\n"
+    "                        continue\n"
+    "                    first = first.split('.')[0]\n"
+    "                names.add(first)\n"
     "        except Exception:\n"
     "            continue\n"
     "    return sorted(n for n in names if n.isidentifier() and not n.startswith('__'))\n"
 )
-"""Python source defining ``_installed_from(root) -> list[str]``: the top-level import
-names of the distributions installed from ``root`` (``direct_url.json`` is a
-``file://`` URL of it), from ``top_level.txt``, else the first parts of ``RECORD``
-(``.dist-info`` and ``.pth`` entries are not identifiers and drop out; ``__pycache__``
-and ``__editable__*`` finders are skipped as dunder names). Runs inside
-the project's interpreter, with its standard library only."""
+"""Python source defining ``_installed_from(root, name) -> list[str]``: the top-level
+import names of the distributions installed from ``root`` (``direct_url.json`` is a
+``file://`` URL of it) or named ``name`` (the root's ``distribution_name``, compared
+normalized as PEP 503 does; ``""`` matches none), from ``top_level.txt``, else the
+first parts of ``RECORD``: package directories, and modules (``.py``, ``.so``,
+``.pyd``) at the top; ``..`` (scripts, data), ``bin``, ``__pycache__``, ``.dist-info``
+and ``.data`` entries and dunder names (``__editable__*`` finders) are skipped. Runs
+inside the project's interpreter (any Python >= 3.8), with its standard library only."""
+
+# ``setup(... name="x" ...)`` with a literal name: enough for the plain setup.py of small projects.
+_SETUP_PY_NAME = re.compile(r"""\bname\s*=\s*(['"])([A-Za-z0-9][A-Za-z0-9._-]*)\1""")
 
 
 def _top_level(name: str) -> str | None:
@@ -150,23 +167,54 @@ def _from_setup_cfg(root: Path, parser: configparser.ConfigParser) -> set[str]:
     return names
 
 
+def _pyproject(root: Path) -> dict[str, Any]:
+    """``root/pyproject.toml`` parsed; ``{}`` when missing, unreadable or invalid."""
+    try:
+        return tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return {}
+
+
+def _setup_cfg(root: Path) -> configparser.ConfigParser:
+    """``root/setup.cfg`` parsed; empty when missing, unreadable or invalid."""
+    parser = configparser.ConfigParser(interpolation=None)
+    try:
+        parser.read(root / "setup.cfg", encoding="utf-8")
+    except (configparser.Error, UnicodeDecodeError):
+        parser = configparser.ConfigParser(interpolation=None)
+    return parser
+
+
+def distribution_name(root: Path) -> str | None:
+    """The distribution name the project at ``root`` declares, as written: ``[project]
+    name`` of ``pyproject.toml`` (PEP 621), else its ``[tool.poetry] name``, else
+    ``[metadata] name`` of ``setup.cfg``, else (best-effort) the first literal
+    ``name="..."`` after ``setup(`` in ``setup.py`` (a name computed in code is not
+    found). None when none declares one; unreadable or invalid files count as absent."""
+    data = _pyproject(root)
+    for table in (_table(data, "project"), _table(data, "tool", "poetry")):
+        if isinstance(table.get("name"), str) and table["name"].strip():
+            return str(table["name"]).strip()
+    name = _setup_cfg(root).get("metadata", "name", fallback="").strip()
+    if name:
+        return name
+    try:
+        setup_py = (root / "setup.py").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    call = setup_py.find("setup(")
+    found = _SETUP_PY_NAME.search(setup_py, call) if call >= 0 else None
+    return found.group(2) if found else None
+
+
 def packages_in_root(root: Path) -> set[str]:
     """The top-level import names the project at ``root`` declares or lays out: its
     ``pyproject.toml``/``setup.cfg`` package configuration (when plain), ``src/``, and
     the package directories and modules at the top of ``root``. Unreadable or invalid
     configuration files are skipped (the layout still counts); never raises for them."""
     names: set[str] = set()
-    try:
-        data = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-        data = {}
-    names |= _from_pyproject(root, data)
-    parser = configparser.ConfigParser(interpolation=None)
-    try:
-        parser.read(root / "setup.cfg", encoding="utf-8")
-    except (configparser.Error, UnicodeDecodeError):
-        parser = configparser.ConfigParser(interpolation=None)
-    names |= _from_setup_cfg(root, parser)
+    names |= _from_pyproject(root, _pyproject(root))
+    names |= _from_setup_cfg(root, _setup_cfg(root))
     names |= _names_in(root / "src")
     names |= _names_in(root)
     return names
