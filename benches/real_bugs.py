@@ -41,8 +41,9 @@ Measured per bug and mode (the answer is the tool result's text block):
   frame: the last frame in a ``test_*.py``/``*_test.py``/``conftest.py`` file or under a
   ``tests``/``test`` directory, in the first failure section of pytest's ``--tb=short`` output (+-2);
 * ``groups``: groups in the answer holding failures of this bug (the listed groups whose
-  examples are not all failures of the unpatched suite, plus the groups the answer
-  counts as omitted), against one injected cause;
+  members, its ``examples`` and the listed failures naming the group, are not all
+  failures of the unpatched suite, plus the groups the answer counts as omitted),
+  against one injected cause;
 * bytes: the answer's text, the wire (the JSON of the whole CallToolResult: content and
   structured content), pytest's ``--tb=short`` and ``--tb=line`` output (stdout);
 * ``location``: where the first listed failure's ``location`` points: ``test``,
@@ -455,9 +456,14 @@ def measure(
     row.status = structured["status"]
     counts = summary["counts"]
     row.answer_failures = counts["failed"] + counts["errors"] - baseline_n
-    listed = [g for g in summary["groups"] if not set(g["examples"]) <= baseline]
-    row.groups = len(listed) + summary["omitted"]["groups"]
     failures = summary["failures"]
+    # a group's members: its examples and the listed failures that name it (examples leave those out)
+    members = {
+        g["id"]: set(g["examples"]) | {f["node_id"] for f in failures if f.get("group") == g["id"]}
+        for g in summary["groups"]
+    }
+    listed = [g for g in summary["groups"] if not members[g["id"]] or not members[g["id"]] <= baseline]
+    row.groups = len(listed) + summary["omitted"]["groups"]
     if failures:
         location = failures[0].get("location") or {}
         row.location_path = f"{location.get('path')}:{location.get('line')}" if location else ""
