@@ -48,7 +48,8 @@ Measured per bug and mode (the answer is the tool result's text block):
   structured content), pytest's ``--tb=short`` and ``--tb=line`` output (stdout);
 * ``location``: where the first listed failure's ``location`` points: ``test``,
   ``library`` (the project's package), ``stdlib``, ``third-party`` (another package in
-  site-packages) or ``other``/``none``.
+  site-packages) or ``other``/``none`` (a path the answer shows as
+  ``<site-packages>/pkg/mod.py`` is read in the venv's site-packages).
 
 The unpatched suite is run first in each mode (pytest ``-rfE``); its failures are
 recorded and left out of the counts above.
@@ -99,6 +100,7 @@ TEST_FILE = re.compile(r"(^|/)(tests?/.*|test_[^/]*|[^/]*_test|conftest)\.py$")
 FILE_LINE = re.compile(r"([\w./\\~+-]+\.py):(\d+)")
 SHORT_FRAME = re.compile(r"^(\S+\.py):(\d+): ")
 SECTION = re.compile(r"^_{3,} .+ _{3,}$")
+SHOWN_SITE_DIRS = ("<site-packages>/", "<dist-packages>/")
 # Copied from the tree's top to the test copy in ``install`` mode: what a checkout has besides its source.
 PACKAGING_FILES = ("pyproject.toml", "setup.cfg", "setup.py", "tox.ini", "pytest.ini")
 
@@ -366,6 +368,10 @@ def classify(path: str | None, setup: Setup) -> str:
     """Where a failure's location points (see the module docstring)."""
     if not path:
         return "none"
+    # the answer shows an installed file as <site-packages>/pkg/mod.py (docs/ENGINE.md, *Project code*)
+    for shown in SHOWN_SITE_DIRS:
+        if path.startswith(shown):
+            path = str(setup.library / path.removeprefix(shown))
     resolved = (setup.root / path).resolve() if not Path(path).is_absolute() else Path(path).resolve()
     if TEST_FILE.search(resolved.as_posix()):
         return "test"
