@@ -46,19 +46,27 @@ class Truth:
     """What a correct summary of a document shows.
 
     ``tests``: one ``(node_id, outcome, phase, flaky, duration_us)`` per test in report
-    order (retries merged). ``collection_errors``: paths in report order.
+    order (retries merged), and one ``(node_id, "subtest-failed" | "subtest-passed",
+    phase, False, 0, label)`` per subtest record. ``collection_errors``: paths in report
+    order. ``passed_with_failed_subtests``: tests pytest counted passed although their
+    subtests failed (docs/ENGINE.md, *Subtests*).
     """
 
     format: str
-    tests: tuple[tuple[str, str, str | None, bool, int], ...]
+    tests: tuple[tuple, ...]
     collection_errors: tuple[str, ...]
+    passed_with_failed_subtests: int = 0
 
     @property
     def counts(self) -> dict[str, int]:
         """The ``counts`` object of the summary (key order as written)."""
         by = {"passed": 0, "failed": 0, "error": 0, "skipped": 0, "xfailed": 0, "xpassed": 0}
-        for _, outcome, _, _, _ in self.tests:
-            by[outcome] += 1
+        subtests = {"subtest-passed": 0, "subtest-failed": 0}
+        for t in self.tests:
+            if t[1] in subtests:
+                subtests[t[1]] += 1
+            else:
+                by[t[1]] += 1
         errors = by["error"] + len(self.collection_errors)
         total = sum(by.values()) + len(self.collection_errors)
         return {
@@ -70,6 +78,9 @@ class Truth:
             "xfailed": by["xfailed"],
             "xpassed": by["xpassed"],
             "flaky": sum(1 for t in self.tests if t[3]),
+            "subtests_passed": subtests["subtest-passed"],
+            "subtests_failed": subtests["subtest-failed"],
+            "passed_with_failed_subtests": self.passed_with_failed_subtests,
         }
 
     @property
@@ -78,7 +89,16 @@ class Truth:
 
     @property
     def failures(self) -> list[tuple[str, str, str | None]]:
-        return [(t[0], t[1], t[2]) for t in self.tests if t[1] in ("failed", "error")]
+        return [
+            (t[0], "failed" if t[1] == "subtest-failed" else t[1], t[2])
+            for t in self.tests
+            if t[1] in ("failed", "error", "subtest-failed")
+        ]
+
+    @property
+    def failure_labels(self) -> list[str | None]:
+        """The ``subtest`` field of each failure (None for a test)."""
+        return [t[5] if len(t) > 5 else None for t in self.tests if t[1] in ("failed", "error", "subtest-failed")]
 
     def slowest(self, n: int) -> list[tuple[str, float]]:
         ranked = sorted(
@@ -88,7 +108,12 @@ class Truth:
 
     def __add__(self, other: Truth) -> Truth:
         """The truth of two shards summarised together (input order)."""
-        return Truth(self.format, self.tests + other.tests, self.collection_errors + other.collection_errors)
+        return Truth(
+            self.format,
+            self.tests + other.tests,
+            self.collection_errors + other.collection_errors,
+            self.passed_with_failed_subtests + other.passed_with_failed_subtests,
+        )
 
 
 @dataclass(frozen=True)
@@ -496,8 +521,9 @@ class _Case:
 
 
 @st.composite
-def _result_children(draw, kind: str):
-    """The result children of a testcase whose intended outcome is ``kind``.
+def _result_children(draw, kind: str, pytest_suite: bool = False):
+    """The result children of a testcase whose intended outcome is ``kind``. In a pytest
+    suite a failed case has one ``<failure>`` (several are subtests: ``_junit_subtests_test``).
 
     Returns (children, outcome, phase, flaky)."""
     children: list[tuple[str, list[tuple[str, str]], str]] = []
@@ -530,8 +556,9 @@ def _result_children(draw, kind: str):
         outcome, flaky = "passed", True
     elif kind == "failed":
         children.append(elem("failure"))
+        extras = ["rerunFailure", "rerunError", "skipped"] + ([] if pytest_suite else ["failure"])
         for _ in range(draw(st.integers(0, 2))):
-            children.append(elem(draw(st.sampled_from(["rerunFailure", "rerunError", "failure", "skipped"]))))
+            children.append(elem(draw(st.sampled_from(extras))))
         outcome, phase = "failed", "call"
     elif kind == "error":
         msg = draw(
@@ -598,6 +625,8 @@ def _result_children(draw, kind: str):
             children.append(("nested-testcase", [], ""))
         else:
             out = draw(xml_text(60))
+            if draw(st.integers(0, 3)) == 0:
+                out = draw(_captured_sections())
             if draw(st.integers(0, 40)) == 0:
                 out = out + "0123456789abcdé\n" * draw(st.integers(1, 20_000))
             children.append((tag, [], out))
@@ -608,6 +637,22 @@ def _result_children(draw, kind: str):
         children.remove(designated)
         children.insert(0, designated)
     return children, outcome, phase, flaky
+
+
+@st.composite
+def _captured_sections(draw) -> str:
+    """A ``system-out``/``system-err`` body as pytest writes it with ``junit_logging``:
+    header lines (`` Captured Log `` centred in 80 ``-``, or near misses), each followed
+    by text and a line break; sometimes text before the first header."""
+    out = draw(st.sampled_from(["", "", "before\n", "-- x\n"]))
+    for _ in range(draw(st.integers(1, 3))):
+        title = draw(
+            st.sampled_from([" Captured Log ", " Captured Out ", " Captured Err ", " Captured log ", "Captured Log"])
+        )
+        header = title.center(draw(st.sampled_from([80, 80, 20, 300])), "-")
+        lines = draw(st.lists(st.one_of(xml_line(20), st.just("-" * 5), st.just("")), max_size=4))
+        out += header + "\n" + "\n".join(lines) + "\n"
+    return out
 
 
 @st.composite
@@ -660,7 +705,7 @@ def _junit_logical_test(draw, prefix: str, index: int, suite_name: str | None):
     cases: list[_Case] = []
     for _ in range(attempts):
         kind = draw(st.sampled_from(kinds_single if attempts == 1 else kinds_retry))
-        children, outcome, phase, flaky = draw(_result_children(kind))
+        children, outcome, phase, flaky = draw(_result_children(kind, suite_name == "pytest"))
         attrs: list[tuple[str, str]] = [("name", name)]
         if classname is not None:
             attrs.append(("classname", classname))
@@ -688,6 +733,53 @@ def _junit_logical_test(draw, prefix: str, index: int, suite_name: str | None):
         sum(c.us for c in cases),
     )
     return cases, row
+
+
+_SUBTEST_MARKER = re.compile(r"contains [0-9]+ failed subtests?")
+
+
+@st.composite
+def _junit_subtests_test(draw, prefix: str, index: int, suite_name: str | None):
+    """The testcase of one test with subtests as pytest 9 writes it (one ``<failure>`` per
+    failed subtest, then the fixture flavour's ``contains N failed subtests``), with or
+    without the server plugin's properties; its truth rows (subtest failures, passed
+    subtests, the parent) and whether pytest counted the parent passed."""
+    classname, name, file = draw(_junit_identity(prefix, index, True))
+    node_id = junit_node_id(classname, name, file, suite_name)
+    failed = draw(st.integers(1, 4))
+    passed = draw(st.integers(0, 3))
+    fixture_flavour = draw(st.booleans())
+    with_properties = draw(st.booleans()) or (failed == 1 and not fixture_flavour)
+    labels = [draw(st.one_of(st.just("(i=1)"), st.just("[case] (i=2, j=x)"), xml_line(12))) for _ in range(failed)]
+    children: list[tuple[str, list[tuple[str, str]], str]] = []
+    if with_properties:
+        props = [("failed", label) for label in labels]
+        for _ in range(passed):
+            props.insert(draw(st.integers(0, len(props))), ("passed", draw(xml_line(10))))
+        children.append(("subtest-properties", [(outcome, label) for outcome, label in props], ""))
+    for _ in range(failed):
+        message = draw(
+            st.one_of(st.sampled_from(MESSAGES), xml_text(30)).filter(lambda m: not _SUBTEST_MARKER.fullmatch(m))
+        )
+        attrs = [("message", message)] if draw(st.booleans()) else []
+        children.append(("failure", attrs, draw(traceback_texts())))
+    if fixture_flavour:
+        marker = f"contains {failed} failed subtest{'s' if failed > 1 else ''}"
+        children.append(("failure", [("message", marker)], marker))
+    attrs: list[tuple[str, str]] = [("name", name)]
+    if classname is not None:
+        attrs.append(("classname", classname))
+    if file is not None:
+        attrs.append(("file", file))
+    time = draw(JUNIT_TIMES)
+    if time is not None:
+        attrs.append(("time", time))
+    rows: list[tuple] = [
+        (node_id, "subtest-failed", "call", False, 0, label if with_properties else "") for label in labels
+    ]
+    rows += [(node_id, "subtest-passed", None, False, 0, "")] * (passed if with_properties else 0)
+    rows.append((node_id, "failed", "call", False, expected_us(time, junit=True)))
+    return _Case(attrs, children, "failed", "call", False, expected_us(time, junit=True)), rows, not fixture_flavour
 
 
 @st.composite
@@ -744,13 +836,22 @@ def junit_docs(draw, prefix: str = "") -> Doc:
     counter = [0]
     rows: list[tuple] = []
     coll_paths: list[str] = []
+    parents_passed = [0]
 
     def build_suite(depth: int, suite_name: str | None) -> _Suite:
         suite = _Suite(suite_name, [])
         n_items = draw(st.integers(0, 6 if depth < 2 else 3))
         for _ in range(n_items):
-            what = draw(st.sampled_from(["test"] * 8 + ["collection", "suite"]))
-            if what == "suite" and depth < 4:
+            what = draw(st.sampled_from(["test"] * 8 + ["collection", "suite", "subtests", "subtests"]))
+            if what == "subtests" and suite_name == "pytest":
+                i = counter[0]
+                counter[0] += 1
+                case, subtest_rows, parent_passed = draw(_junit_subtests_test(prefix, i, suite_name))
+                suite.items.append([case])
+                rows.extend(subtest_rows)
+                parents_passed[0] += parent_passed
+                features.add("subtests")
+            elif what == "suite" and depth < 4:
                 name = draw(st.sampled_from(["pytest", "pytest", "tests", "", None, "com.example.FooTest"]))
                 suite.items.append(build_suite(depth + 1, name))
                 features.add("nested-suite")
@@ -846,6 +947,14 @@ def junit_docs(draw, prefix: str = "") -> Doc:
                 w.start("property", [("name", "k"), ("value", "v &amp; w")], empty=True)
                 w.end("properties")
                 continue
+            if tag == "subtest-properties":
+                # the server plugin's properties: one per subtest report, in report order
+                w.start("properties", [])
+                for outcome, label in attrs:
+                    value = f"{outcome} {label}"
+                    w.start("property", [("name", "pytest_mcp_server.subtest"), ("value", value)], empty=True)
+                w.end("properties")
+                continue
             if tag == "nested-testcase":
                 w.start("testcase", [("name", "inner"), ("classname", "nested")])
                 w.start("error", [("message", "not a result of the outer case")], empty=True)
@@ -887,7 +996,7 @@ def junit_docs(draw, prefix: str = "") -> Doc:
     data = bom + text.encode(codec, "xmlcharrefreplace")
     if len(data) > 128 * 1024:
         features.add("huge")
-    return Doc("junit", data, Truth("junit", tuple(rows), tuple(coll_paths)), frozenset(features))
+    return Doc("junit", data, Truth("junit", tuple(rows), tuple(coll_paths), parents_passed[0]), frozenset(features))
 
 
 # --------------------------------------------------------------------------------------
@@ -1044,10 +1153,43 @@ def _json_phase(draw, outcome: str, with_details: bool):
             fields.append((stream, out))
     if draw(st.integers(0, 5)) == 0:
         fields.append(("log", [Obj([("name", "root"), ("msg", "hello"), ("levelno", 20), ("args", None)])]))
+    elif draw(st.integers(0, 3)) == 0:
+        fields.append(("log", draw(_json_log_records())))
     if draw(st.integers(0, 8)) == 0:
         fields.append(("extra_key", draw(JSON_ANY)))
     _rng(draw).shuffle(fields)
     return Obj(fields)
+
+
+@st.composite
+def _json_log_records(draw):
+    """A phase's ``log``: pytest-json-report's record objects, some broken (a missing
+    key, a wrong type), or not a list at all."""
+    if draw(st.integers(0, 8)) == 0:
+        return draw(st.sampled_from([None, "log", 3, Obj([("msg", "x")])]))
+    records = []
+    for _ in range(draw(st.integers(0, 4))):
+        if draw(st.integers(0, 8)) == 0:
+            records.append(draw(st.sampled_from([None, "text", 7, ["WARNING"]])))
+            continue
+        fields: list[tuple[str, object]] = [
+            ("name", draw(st.sampled_from(["root", "app.db", "é"]))),
+            ("msg", draw(st.one_of(st.sampled_from(MESSAGES), st.text(json_chars, max_size=30)))),
+            ("args", None),
+            ("levelname", draw(st.sampled_from(["WARNING", "ERROR", "INFO", "CRITICAL", "LEVEL 5"]))),
+            ("levelno", 30),
+            ("filename", draw(st.sampled_from(["test_x.py", "db.py"]))),
+            ("lineno", draw(st.one_of(st.integers(-3, 10_000), st.just(Num("1.5")), st.just("12")))),
+        ]
+        if draw(st.integers(0, 6)) == 0:
+            fields.pop(draw(st.integers(0, len(fields) - 1)))
+        if draw(st.integers(0, 8)) == 0:
+            fields.append(("msg", "a second msg"))
+        if draw(st.integers(0, 20)) == 0:
+            fields.append(("msg2", "long " * draw(st.integers(1, 5000))))
+        _rng(draw).shuffle(fields)
+        records.append(Obj(fields))
+    return records
 
 
 def _phases_for(outcome: str, draw) -> tuple[list[tuple[str, str]], str | None]:
@@ -1111,7 +1253,10 @@ def _json_test_entries(draw, prefix: str, index: int, root: str):
     phase = None
     for outcome in attempts:
         plan, phase = _phases_for(outcome, draw)
-        fields: list[tuple[str, object]] = [("nodeid", nodeid), ("outcome", outcome)]
+        # pytest 9 leaves the status word of a passed subtest as the outcome when a
+        # subtest report came last: a passed test
+        written = "subtests passed" if outcome == "passed" and draw(st.integers(0, 8)) == 0 else outcome
+        fields: list[tuple[str, object]] = [("nodeid", nodeid), ("outcome", written)]
         if draw(st.booleans()):
             fields.append(("lineno", draw(st.integers(0, 500))))
         if draw(st.booleans()):
@@ -1520,6 +1665,7 @@ BUDGET_BOUNDS = {
     "max_examples": (0, 5),
     "max_slowest": (0, 8),
     "max_collection_errors": (0, 4),
+    "max_log_bytes": (0, 300),
 }
 
 
@@ -1591,8 +1737,9 @@ def check_invariants(raw: bytes, budgets: dict[str, int], paths: list[str]) -> d
     # every failing test and collection error is listed or counted as omitted
     assert (
         len(s["failures"]) + om["failures"] + len(s["collection_errors"]) + om["collection_errors"]
-        == c["failed"] + c["errors"]
+        == c["failed"] + c["errors"] + c["subtests_failed"]
     )
+    assert c["passed_with_failed_subtests"] <= c["failed"]
     assert len(s["groups"]) <= b.max_groups
     for g in s["groups"]:
         assert g["count"] >= 1 and len(g["examples"]) <= min(b.max_examples, g["count"])
@@ -1611,9 +1758,13 @@ def check_invariants(raw: bytes, budgets: dict[str, int], paths: list[str]) -> d
         for stream in ("stdout", "stderr"):
             if f[stream] is not None:  # empty output is null
                 assert 0 < len(f[stream].encode("utf-8", "surrogatepass")) <= b.max_output_bytes
+        if f["log"] is not None:
+            assert 0 < len(f["log"].encode("utf-8", "surrogatepass")) <= b.max_log_bytes
     # groups count the failing tests (collection errors are not grouped); a failure
     # names the group it is counted in
-    failing_tests = c["failed"] + c["errors"] - len(s["collection_errors"]) - om["collection_errors"]
+    failing_tests = (
+        c["failed"] + c["errors"] + c["subtests_failed"] - len(s["collection_errors"]) - om["collection_errors"]
+    )
     ids = {g["id"] for g in s["groups"]}
     counts = [g["count"] for g in s["groups"]]
     assert counts == sorted(counts, reverse=True)
@@ -1641,7 +1792,9 @@ def check_truth(raw: bytes, truth: Truth, budgets: dict[str, int], paths: list[s
     fails = truth.failures
     got = [(f["node_id"], f["outcome"], f["phase"]) for f in s["failures"]]
     # Listed: one representative per listed group (largest first), then the others in
-    # report order (docs/ENGINE.md, *Failures*).
+    # report order (docs/ENGINE.md, *Failures*); a failed subtest carries its label.
+    got = [(*f, s["failures"][i]["subtest"]) for i, f in enumerate(got)]
+    fails = [(*f, label) for f, label in zip(fails, truth.failure_labels, strict=True)]
     k = min(len(s["groups"]), b.max_failures)
     assert [f["group"] for f in s["failures"][:k]] == [g["id"] for g in s["groups"][:k]]
     rest = list(fails)

@@ -45,6 +45,9 @@ def test_json_report_of_the_demo_has_exact_counts_and_exit_1(backend):
         "xfailed": 1,
         "xpassed": 1,
         "flaky": 0,
+        "subtests_passed": 0,
+        "subtests_failed": 0,
+        "passed_with_failed_subtests": 0,
     }
     by_id = {f["node_id"]: f for f in summary["failures"]}
     assert set(by_id) == {
@@ -75,6 +78,9 @@ def test_junit_report_of_the_demo_has_exact_counts_and_pytest_node_ids(backend):
         "xfailed": 1,
         "xpassed": 0,
         "flaky": 0,
+        "subtests_passed": 0,
+        "subtests_failed": 0,
+        "passed_with_failed_subtests": 0,
     }
     ids = [f["node_id"] for f in summary["failures"]]
     assert "tests/test_orders.py::TestInventory::test_lookup" in ids

@@ -38,6 +38,9 @@ XML_FILES = corpus.files("*.xml")
 # --- 1. every corpus file, both backends ----------------------------------------------
 
 # Files refused, and why (read from the files themselves).
+# Counts of a report without subtests (none of the corpus files has pytest subtests).
+NO_SUBTESTS = dict(subtests_passed=0, subtests_failed=0, passed_with_failed_subtests=0)
+
 EXPECTED_REFUSALS = {
     # The CDATA section of <system-out> is never closed: the file was cut off.
     "action-junit-report/test_results/corrupt-junit/e2e-tests/corrupt/target/sf-reports/TEST-test.CorruptTest.xml": (
@@ -94,58 +97,58 @@ EXPECTED = {
     # A, B, A, B, A (never two equal in a row, so no retries). Failures: A (TestA),
     # B (TestB), A (directly in "packet"). Durations 10+20+30+40+50 s.
     AJR + "nested/junit.xml": (
-        dict(total=5, passed=2, failed=3, errors=0, skipped=0, xfailed=0, xpassed=0, flaky=0),
+        dict(total=5, passed=2, failed=3, errors=0, skipped=0, xfailed=0, xpassed=0, flaky=0, **NO_SUBTESTS),
         {"A": ("failed", "call"), "B": ("failed", "call")},
         {"duration_s": 150.0, "failure_count": 3},
     ),
     # Eight passing cases in suites up to two deep; suite time "2,503.1" is ignored (only
     # cases count): 10+11+10+12+13+13+12+20 = 101 s.
     JP + "junit-report-testsuite-time-attrs.xml": (
-        dict(total=8, passed=8, failed=0, errors=0, skipped=0, xfailed=0, xpassed=0, flaky=0),
+        dict(total=8, passed=8, failed=0, errors=0, skipped=0, xfailed=0, xpassed=0, flaky=0, **NO_SUBTESTS),
         {},
         {"duration_s": 101.0, "slowest_first": ("test.Rest.cleanup::testFinish", 20.0)},
     ),
     # Five cases at three levels (suite in suite in suite, suite in suite, directly in the
     # outer suite); classname "someName", no .py file -> "someName::TestCaseN".
     PUT + "testsuite-in-testsuite.xml": (
-        dict(total=5, passed=5, failed=0, errors=0, skipped=0, xfailed=0, xpassed=0, flaky=0),
+        dict(total=5, passed=5, failed=0, errors=0, skipped=0, xfailed=0, xpassed=0, flaky=0, **NO_SUBTESTS),
         {},
         {"slowest_first": ("someName::TestCase1", 1.32159)},
     ),
     # One test written three times in a row (passed, failure, error): one test, last
     # attempt wins (error, "later error"), flaky (a pass and a failure), 3 x 1 s.
     AJR + "flaky_retries/flaky_success_first.xml": (
-        dict(total=1, passed=0, failed=0, errors=1, skipped=0, xfailed=0, xpassed=0, flaky=1),
+        dict(total=1, passed=0, failed=0, errors=1, skipped=0, xfailed=0, xpassed=0, flaky=1, **NO_SUBTESTS),
         {"test_order.TestOrder::test_success_first": ("error", None)},
         {"duration_s": 3.0, "first_message": "later error"},
     ),
     # Three attempts that all fail (failure, failure, error): one error test, not flaky.
     AJR + "flaky_retries/flaky_all_failures.xml": (
-        dict(total=1, passed=0, failed=0, errors=1, skipped=0, xfailed=0, xpassed=0, flaky=0),
+        dict(total=1, passed=0, failed=0, errors=1, skipped=0, xfailed=0, xpassed=0, flaky=0, **NO_SUBTESTS),
         {"test_always_fails.TestAlwaysFails::test_always_fails": ("error", None)},
         {"first_message": "third error"},
     ),
     # Surefire: one case with a <flakyFailure> only -> passed, flaky.
     AJR + "maven_surefire_flaky/surefire-report.xml": (
-        dict(total=1, passed=1, failed=0, errors=0, skipped=0, xfailed=0, xpassed=0, flaky=1),
+        dict(total=1, passed=1, failed=0, errors=0, skipped=0, xfailed=0, xpassed=0, flaky=1, **NO_SUBTESTS),
         {},
         {},
     ),
     # One flaky case (flakyFailure) and two plain passes.
     AJR + "junit_flaky_failure/mixed_flaky_and_passed.xml": (
-        dict(total=3, passed=3, failed=0, errors=0, skipped=0, xfailed=0, xpassed=0, flaky=1),
+        dict(total=3, passed=3, failed=0, errors=0, skipped=0, xfailed=0, xpassed=0, flaky=1, **NO_SUBTESTS),
         {},
         {},
     ),
     # Surefire rerun: <failure> plus three <rerunFailure>: failed on every run, not flaky.
     JP + "gh-237/TEST-io.olamy.AlwaysFailTest.xml": (
-        dict(total=1, passed=0, failed=1, errors=0, skipped=0, xfailed=0, xpassed=0, flaky=0),
+        dict(total=1, passed=0, failed=1, errors=0, skipped=0, xfailed=0, xpassed=0, flaky=0, **NO_SUBTESTS),
         {"io.olamy.AlwaysFailTest::testApp": ("failed", "call")},
         {"first_exception": "junit.framework.AssertionFailedError", "first_message": "built to fail"},
     ),
     # Two <flakyFailure> and no failure: passed, flaky.
     JP + "gh-237/TEST-io.olamy.FlakyTest.xml": (
-        dict(total=1, passed=1, failed=0, errors=0, skipped=0, xfailed=0, xpassed=0, flaky=1),
+        dict(total=1, passed=1, failed=0, errors=0, skipped=0, xfailed=0, xpassed=0, flaky=1, **NO_SUBTESTS),
         {},
         {},
     ),
@@ -153,14 +156,14 @@ EXPECTED = {
     # failed; skipped; passed. The error's message is "test teardown failure" (no
     # "failed on teardown" prefix, so no phase).
     PUT + "junit.multiresult.xml": (
-        dict(total=4, passed=1, failed=1, errors=1, skipped=1, xfailed=0, xpassed=0, flaky=0),
+        dict(total=4, passed=1, failed=1, errors=1, skipped=1, xfailed=0, xpassed=0, flaky=0, **NO_SUBTESTS),
         {"test class::test that errors": ("error", None), "test class::test that fails": ("failed", "call")},
         {"first_message": "test teardown failure"},
     ),
     # Three <failure> in one case: one failed test, details from the first failure;
     # one single failure, one skipped, one pass.
     AJR + "multiple_failures/test_multiple_failures.xml": (
-        dict(total=4, passed=1, failed=2, errors=0, skipped=1, xfailed=0, xpassed=0, flaky=0),
+        dict(total=4, passed=1, failed=2, errors=0, skipped=1, xfailed=0, xpassed=0, flaky=0, **NO_SUBTESTS),
         {
             "com.example.MultipleFailuresTest::testWithMultipleFailures": ("failed", "call"),
             "com.example.MultipleFailuresTest::testWithSingleFailure": ("failed", "call"),
@@ -169,7 +172,7 @@ EXPECTED = {
     ),
     # Entities in names, messages and text: skipped, failure, error, skipped.
     PUT + "with-xml-entities.xml": (
-        dict(total=4, passed=0, failed=1, errors=1, skipped=2, xfailed=0, xpassed=0, flaky=0),
+        dict(total=4, passed=0, failed=1, errors=1, skipped=2, xfailed=0, xpassed=0, flaky=0, **NO_SUBTESTS),
         {
             "Test with 'apostrophe' in the test name": ("failed", "call"),
             "Test with & in the test name": ("error", None),
@@ -179,7 +182,7 @@ EXPECTED = {
     # pytest (suite "pytest", xunit2: no file attribute): 10 cases: 6 pass (incl. the
     # custom classname and the one with properties), a skip, two failures, an xfail.
     TR + "python-xunit-pytest.xml": (
-        dict(total=10, passed=6, failed=2, errors=0, skipped=1, xfailed=1, xpassed=0, flaky=0),
+        dict(total=10, passed=6, failed=2, errors=0, skipped=1, xfailed=1, xpassed=0, flaky=0, **NO_SUBTESTS),
         {
             "tests/test_lib.py::test_always_fail": ("failed", "call"),
             "tests/test_lib.py::test_error": ("failed", "call"),
@@ -190,13 +193,13 @@ EXPECTED = {
     # skip, a failure at line 819 whose multi-line message attribute is normalised to one
     # line (newlines in attribute values become spaces).
     PUT + "pytest/junit.fail.xml": (
-        dict(total=5, passed=3, failed=1, errors=0, skipped=1, xfailed=0, xpassed=0, flaky=0),
+        dict(total=5, passed=3, failed=1, errors=0, skipped=1, xfailed=0, xpassed=0, flaky=0, **NO_SUBTESTS),
         {"test/test_spark.py::SparkTests::test_rsh_events": ("failed", "call")},
         {"first_location": ("test/test_spark.py", 819), "first_message_prefix": "self = <test_spark.SparkTests "},
     ),
     # pytest, one line: pass, two failures, pass; ids from rule 2 (python.test_sample).
     AJR + "python/report_flaky.xml": (
-        dict(total=4, passed=2, failed=2, errors=0, skipped=0, xfailed=0, xpassed=0, flaky=0),
+        dict(total=4, passed=2, failed=2, errors=0, skipped=0, xfailed=0, xpassed=0, flaky=0, **NO_SUBTESTS),
         {
             "python/test_sample.py::test_which_fails": ("failed", "call"),
             "python/test_sample.py::test_with_error": ("failed", "call"),

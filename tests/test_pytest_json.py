@@ -30,7 +30,7 @@ import peak_memory
 import pytest
 from backends import kind_in_both, needs_native, summary_in_both
 
-from pytest_mcp_server.models import ReportError
+from pytest_mcp_server.models import Budgets, ReportError
 from pytest_mcp_server.pure.pytest_json import parse_pytest_json as pure_parse
 from pytest_mcp_server.pure.records import CollectionErrorRecord, TestRecord
 
@@ -40,7 +40,8 @@ SAMPLE = corpus.ROOT / "pytest-json-report" / "sample_report.json"
 
 def pure_records(data: bytes, max_output_bytes: int = 2048) -> list[TestRecord | CollectionErrorRecord]:
     records: list = []
-    pure_parse(io.BytesIO(data), "r.json", {"max_output_bytes": max_output_bytes}, records.append)
+    budgets = {**Budgets().model_dump(), "max_output_bytes": max_output_bytes}
+    pure_parse(io.BytesIO(data), "r.json", budgets, records.append)
     return records
 
 
@@ -62,6 +63,9 @@ def test_sample_report_counts_failures_and_details(corpus_dir):
         "xfailed": 1,
         "xpassed": 1,
         "flaky": 0,
+        "subtests_passed": 0,
+        "subtests_failed": 0,
+        "passed_with_failed_subtests": 0,
     }
     failures = [(f["node_id"], f["outcome"], f["phase"]) for f in summary["failures"]]
     assert failures == [
@@ -393,6 +397,9 @@ def test_rerun_entries_follow_the_retry_rule(tmp_path):
         "xfailed": 0,
         "xpassed": 0,
         "flaky": 2,
+        "subtests_passed": 0,
+        "subtests_failed": 0,
+        "passed_with_failed_subtests": 0,
     }
     assert [f["node_id"] for f in summary["failures"]] == ["t.py::broken"]
     assert summary["duration_s"] == 3.0 + 2.0 + 0.25 + 0.125
@@ -585,11 +592,14 @@ def test_pure_reader_gives_the_same_records_whatever_the_read_size(chunk):
     text = "\\\\ud800 \\ud83d\\ude00 \\\\\\u00e9 é"
     data = ('{"exitcode": 1, "summary": {}, "tests": [{"nodeid": "' + text + '", "outcome": "passed"}]}').encode()
     records: list = []
-    pure_parse(Trickle(data), "r.json", {"max_output_bytes": 10}, records.append)
+    pure_parse(Trickle(data), "r.json", {**Budgets().model_dump(), "max_output_bytes": 10}, records.append)
     assert [r.node_id for r in records] == [json.loads('"' + text + '"')]
     with pytest.raises(ReportError) as info:
         pure_parse(
-            Trickle(data.replace(b"\\\\\\u00e9", b"\\\\\\ud800")), "r.json", {"max_output_bytes": 10}, records.append
+            Trickle(data.replace(b"\\\\\\u00e9", b"\\\\\\ud800")),
+            "r.json",
+            {**Budgets().model_dump(), "max_output_bytes": 10},
+            records.append,
         )
     assert info.value.kind == "malformed"
 

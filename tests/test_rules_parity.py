@@ -433,6 +433,52 @@ def test_pure_builder_summary_matches_hand_derived_values():
     assert summary.to_json() == raw
 
 
+def test_pure_builder_counts_subtests_apart_and_lists_each_failed_one():
+    # The same records as the Rust unit test in rust/core/src/summary.rs
+    # (subtests_count_apart_and_each_failed_one_is_listed_with_its_label): a unittest-style
+    # parent whose subtest i=1 failed, and a collection error raised in a library frame.
+    builder = pure_summary.SummaryBuilder(Budgets().model_dump())
+    parent = "t.py::T::test_even"
+    builder.push(TestRecord(node_id=parent, subtest="(i=0)"))
+    builder.push(
+        TestRecord(
+            node_id=parent,
+            outcome="failed",
+            subtest="(i=1)",
+            text="E   AssertionError: 1 is odd\n\nt.py:13: AssertionError",
+        )
+    )
+    builder.push(
+        TestRecord(
+            node_id=parent,
+            outcome="failed",
+            message="contains 1 failed subtest",
+            duration_us=7,
+            passed_with_failed_subtests=True,
+        )
+    )
+    builder.push(
+        CollectionErrorRecord(
+            path="tests/test_x.py",
+            text="tests/test_x.py:3: in <module>\n    import pkg\n"
+            'pkg/__init__.py:3: in load\n    raise ValueError("bad")\nE   ValueError: bad',
+        )
+    )
+    summary = ReportSummary.model_validate_json(builder.finish("junit", ["a.xml"]))
+    c = summary.counts
+    assert (c.total, c.passed, c.failed, c.errors) == (2, 0, 1, 1)
+    assert (c.subtests_passed, c.subtests_failed, c.passed_with_failed_subtests) == (1, 1, 1)
+    subtest, own = summary.failures
+    assert (subtest.node_id, subtest.subtest, subtest.message) == (parent, "(i=1)", "1 is odd")
+    assert subtest.location is not None and (subtest.location.path, subtest.location.line) == ("t.py", 13)
+    assert (own.subtest, own.message) == (None, "contains 1 failed subtest")
+    # a subtest is never among the slowest: only its test is
+    assert [(s.node_id, s.duration_s) for s in summary.slowest] == [(parent, 7e-6)]
+    [error] = summary.collection_errors
+    assert error.location is not None and (error.location.path, error.location.line) == ("pkg/__init__.py", 3)
+    assert error.traceback.startswith("tests/test_x.py:3: in <module>")
+
+
 def test_pure_builder_caps_messages_and_fills_gother():
     builder = pure_summary.SummaryBuilder(BUDGETS.model_dump(), group_limit=2)
     for record in _records():

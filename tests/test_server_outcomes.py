@@ -28,6 +28,9 @@ EVERY_OUTCOME_COUNTS = {
     "xfailed": 1,
     "xpassed": 1,
     "flaky": 0,
+    "subtests_passed": 0,
+    "subtests_failed": 0,
+    "passed_with_failed_subtests": 0,
 }
 
 

@@ -161,6 +161,12 @@ def test_execute_argv_is_built_only_from_validated_fields(tmp_path):
         "--mcp-results=/r/results.jsonl",
         "--mcp-stacks=/r/stacks.txt",
         "--junitxml=/r/junit.xml",
+        "-p",
+        "pytest_mcp_server_subtests",
+        "-o",
+        "junit_logging=all",
+        "-o",
+        "junit_log_passing_tests=false",
         "--json-report",
         "--json-report-file=/r/report.json",
         "--json-report-omit=keywords",
@@ -241,7 +247,7 @@ def test_summarize_budgets_grow_with_node_ids():
 def test_plugin_dir_holds_only_the_plugin():
     # the child's PYTHONPATH gets this directory: nothing else may be importable from it
     names = sorted(p.name for p in PLUGIN_DIR.iterdir() if p.name != "__pycache__")
-    assert names == ["pytest_mcp_server_events.py"]
+    assert names == ["pytest_mcp_server_events.py", "pytest_mcp_server_subtests.py"]
     assert os.path.basename(PLUGIN_DIR) == "_pytest_plugin"
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import re
+from typing import Any
 
 from .models import Failure, Omitted, ReportSummary
 
@@ -101,7 +102,7 @@ def answer_summary(summary: ReportSummary) -> ReportSummary:
     engine's ``summary``.
 
     ``failures``: the text's entries (``failure_entries``), with ``traceback`` ``""`` and
-    ``stdout``/``stderr`` null (the text carries them), messages capped per line at
+    ``stdout``/``stderr``/``log`` null (the text carries them), messages capped per line at
     ``LINE_CHARS``. ``groups``: their ``examples`` without the entries' node ids (the
     ids of a group's ``also in`` line). ``slowest``: the tests of at least ``SLOW_S``
     seconds. ``omitted``:
@@ -118,7 +119,9 @@ def answer_summary(summary: ReportSummary) -> ReportSummary:
         message, cut = cap_lines(failure.message)
         text_cut += cut
         failures.append(
-            failure.model_copy(update={"message": message, "traceback": "", "stdout": None, "stderr": None})
+            failure.model_copy(
+                update={"message": message, "traceback": "", "stdout": None, "stderr": None, "log": None}
+            )
         )
     entry_ids = {failure.node_id for failure in failures}
     groups = [g.model_copy(update={"examples": [e for e in g.examples if e not in entry_ids]}) for g in summary.groups]
@@ -138,3 +141,21 @@ def answer_summary(summary: ReportSummary) -> ReportSummary:
             ),
         }
     )
+
+
+SUBTEST_COUNTS = ("subtests_passed", "subtests_failed", "passed_with_failed_subtests")
+"""The counts that only say something in a run with subtests."""
+
+
+def without_silent_subtest_fields(summary: dict[str, Any]) -> dict[str, Any]:
+    """A dumped answer summary without the fields that say nothing when no test has
+    subtests or logs (the models' defaults): the subtest counts when all are 0, a
+    failure's ``subtest`` and ``log`` when null. Keeps the structured content of a run
+    without subtests as small as before they existed."""
+    counts = summary["counts"]
+    if not any(counts.get(name) for name in SUBTEST_COUNTS):
+        summary["counts"] = {k: v for k, v in counts.items() if k not in SUBTEST_COUNTS}
+    summary["failures"] = [
+        {k: v for k, v in f.items() if not (k in ("subtest", "log") and v is None)} for f in summary["failures"]
+    ]
+    return summary

@@ -44,6 +44,7 @@ class Budgets(_Frozen):
     max_examples: int = Field(3, ge=0, le=1_000, description="example node ids per group")
     max_slowest: int = Field(5, ge=0, le=1_000, description="slowest tests listed")
     max_collection_errors: int = Field(20, ge=0, le=10_000, description="collection errors listed")
+    max_log_bytes: int = Field(2048, ge=0, le=1_048_576, description="bytes of captured log records tail per failure")
 
 
 def budget_bounds(name: str) -> tuple[int, int]:
@@ -73,7 +74,14 @@ few tests (long tracebacks, messages and output), without re-running them."""
 class Counts(_Frozen):
     """Tests by outcome (pytest semantics). ``total`` is the sum of the six outcomes;
     a collection error counts as one ``errors``; ``flaky`` tests are also counted by
-    their final outcome."""
+    their final outcome.
+
+    Subtests (unittest's ``subTest``, pytest 9's ``subtests`` fixture) are counted apart:
+    ``subtests_passed``, ``subtests_failed``. A test with failed subtests is counted
+    ``failed``; ``passed_with_failed_subtests`` of those pytest itself counts as passed
+    (unittest's). pytest's summary line is then: ``failed + subtests_failed -
+    passed_with_failed_subtests`` failed, ``passed + passed_with_failed_subtests`` passed,
+    ``subtests_passed`` subtests passed (docs/ENGINE.md, *Subtests*)."""
 
     total: int
     passed: int
@@ -83,6 +91,9 @@ class Counts(_Frozen):
     xfailed: int
     xpassed: int
     flaky: int
+    subtests_passed: int = 0
+    subtests_failed: int = 0
+    passed_with_failed_subtests: int = 0
 
 
 class Location(_Frozen):
@@ -93,9 +104,15 @@ class Location(_Frozen):
 
 
 class Failure(_Frozen):
-    """One failed or errored test, with its traceback cut down to what matters."""
+    """One failed or errored test, with its traceback cut down to what matters.
+
+    ``subtest``: set when the entry is one failed subtest of the test ``node_id``: its
+    label as pytest prints it (``[msg] (i=1)``), ``""`` when the report does not name it.
+    ``log``: the test's captured log records, one per line (``LEVEL    logger:file:N msg``).
+    """
 
     node_id: str
+    subtest: str | None = None
     outcome: Literal["failed", "error"]
     phase: Phase | None
     exception: str | None
@@ -104,6 +121,7 @@ class Failure(_Frozen):
     traceback: str
     stdout: str | None
     stderr: str | None
+    log: str | None = None
     group: str
 
 
@@ -152,11 +170,14 @@ class ProjectCode(_Frozen):
 
 
 class CollectionError(_Frozen):
-    """A module or file that failed to collect."""
+    """A module or file that failed to collect; ``location`` is the innermost frame of
+    its traceback (``path:line``), ``traceback`` cut like a failure's."""
 
     path: str
     exception: str | None
     message: str
+    location: Location | None = None
+    traceback: str = ""
 
 
 class SlowTest(_Frozen):

@@ -26,7 +26,7 @@ import shlex
 from typing import TYPE_CHECKING
 
 from .answer import LINE_CHARS, SLOW_S, cap_line, cap_lines, failure_entries, shown_traceback_lines_omitted
-from .models import CollectionError, Failure, Group, ReportSummary
+from .models import CollectionError, Failure, Group, Location, ReportSummary
 
 if TYPE_CHECKING:  # only for annotations: the CLI's summarize does not load the tools' models
     from .failures import ToolFailureDetail
@@ -64,7 +64,23 @@ def counts_phrase(summary: ReportSummary, deselected: int = 0) -> str:
         parts.append("no tests")
     if deselected:
         parts.append(f"{deselected} deselected")
-    return f"{', '.join(parts)} in {_seconds(summary.duration_s)}"
+    return f"{', '.join(parts)}{_subtests_phrase(summary)} in {_seconds(summary.duration_s)}"
+
+
+def _subtests_phrase(summary: ReportSummary) -> str:
+    """``"; subtests: 2 failed, 2 passed"``, or ``""`` when the report has no subtests.
+    Tests with failed subtests are among the failed tests before it (never passed)."""
+    counts = summary.counts
+    parts = [f"{n} {word}" for n, word in ((counts.subtests_failed, "failed"), (counts.subtests_passed, "passed")) if n]
+    return f"; subtests: {', '.join(parts)}" if parts else ""
+
+
+def failure_name(failure: Failure) -> str:
+    """The node id, and for a failed subtest its label (``test_x [case] (i=2)``;
+    ``(subtest)`` when the report does not name it)."""
+    if failure.subtest is None:
+        return failure.node_id
+    return f"{failure.node_id} {failure.subtest or '(subtest)'}"
 
 
 def verdict_word(summary: ReportSummary) -> str:
@@ -104,7 +120,7 @@ def render_text(
             lines.extend(_failure_lines(failure, full=full))
             group = groups_by_id.get(failure.group)
             if full and group is not None and group.count > 1:
-                lines.append("  " + _also_in(failure, group))
+                lines.append("  " + _also_in(failure, group, summary.failures))
     # a group with an entry says nothing its entry and "also in" line do not
     with_entry = {failure.group for failure, _ in entries}
     unlisted = [g for g in summary.groups if g.id not in with_entry]
@@ -145,14 +161,31 @@ def _collection_error_lines(errors: list[CollectionError]) -> list[str]:
     nothing when there is none."""
     if not errors:
         return []
-    return ["", "Collection errors:", *(f"- {ce.path}: {exception_line(ce.exception, ce.message)}" for ce in errors)]
+    lines = ["", "Collection errors:"]
+    for ce in errors:
+        lines.append(f"- {ce.path}: {exception_line(ce.exception, ce.message)}{_where(ce.location)}")
+        if ce.traceback:
+            lines.extend(("    " + line).rstrip() for line in ce.traceback.split("\n"))
+    return lines
 
 
-def _also_in(failure: Failure, group: Group) -> str:
+def _where(location: Location | None) -> str:
+    """``"  at path:line"`` (``"  at path"`` without a line), or ``""``."""
+    if location is None:
+        return ""
+    return f"  at {location.path}:{location.line}" if location.line is not None else f"  at {location.path}"
+
+
+def _also_in(failure: Failure, group: Group, listed: list[Failure] | None = None) -> str:
     """``also in 17 more: test_b[1], test_c, ...``: how many other failures ``group``
     has beyond ``failure`` (its entry), and up to ``ALSO_IN_IDS`` of the group's
-    examples, written after ``file::`` when they share the entry's file."""
-    others = [node_id for node_id in group.examples if node_id != failure.node_id][:ALSO_IN_IDS]
+    examples, written after ``file::`` when they share the entry's file. The group's
+    failed subtests among ``listed`` come first, named with their labels (the examples
+    are node ids: a subtest's is its test's)."""
+    subtests = [failure_name(f) for f in listed or () if f.group == group.id and f.subtest is not None]
+    others = [name for name in subtests if name != failure_name(failure)]
+    others += [node_id for node_id in group.examples if node_id != failure.node_id and node_id not in others]
+    others = others[:ALSO_IN_IDS]
     prefix = failure.node_id.split("::", 1)[0] + "::"
     names = [node_id.removeprefix(prefix) for node_id in others]
     more = group.count - 1
@@ -257,13 +290,10 @@ def _fold_repeats(lines: list[str]) -> list[str]:
 
 
 def _failure_lines(failure: Failure, *, full: bool) -> list[str]:
-    where = ""
-    if failure.location is not None:
-        loc = failure.location
-        where = f"  at {loc.path}:{loc.line}" if loc.line is not None else f"  at {loc.path}"
+    where = _where(failure.location)
     phase = f" in {failure.phase}" if failure.phase and failure.phase != "call" else ""
     label = "ERROR" if failure.outcome == "error" else "FAILED"
-    out = [f"- {label}{phase} {failure.node_id}{where}"]
+    out = [f"- {label}{phase} {failure_name(failure)}{where}"]
     what = exception_line(failure.exception, failure.message)
     traceback = failure.traceback.split("\n") if full and failure.traceback else []
     if what and not any(_says_the_message(line, what) for line in traceback):
@@ -283,6 +313,9 @@ def _failure_lines(failure: Failure, *, full: bool) -> list[str]:
         if tail:
             out.append(f"    {name} (tail):")
             out.extend(("      " + line).rstrip() for line in tail.rstrip("\n").split("\n"))
+    if failure.log:
+        out.append("    log (tail):")
+        out.extend(("      " + line).rstrip() for line in failure.log.rstrip("\n").split("\n"))
     return out
 
 

@@ -66,6 +66,12 @@ from .tool_models import (
 )
 from .validation import check_node_ids_exist, resolve_inside
 
+# The plugin that names subtests in the JUnit XML and marks runs that had subtests with
+# this file next to the JUnit report (``_pytest_plugin/pytest_mcp_server_subtests.py``,
+# its MARKER_NAME): pytest-json-report loses them.
+SUBTESTS_PLUGIN_NAME = "pytest_mcp_server_subtests"
+SUBTESTS_MARKER = "subtests"
+
 KEEP_RUNS = 20
 """Run directories kept per project (the newest; a run in progress is never removed)."""
 
@@ -171,6 +177,10 @@ class Runner:
         argv = [interp.python, "-m", "pytest", "-p", PLUGIN_NAME, f"--mcp-events={events}"]
         argv += [f"--mcp-results={run_dir / 'results.jsonl'}", f"--mcp-stacks={run_dir / 'stacks.txt'}"]
         argv.append(f"--junitxml={run_dir / 'junit.xml'}")
+        argv += ["-p", SUBTESTS_PLUGIN_NAME]
+        # a failing test's captured output and log records in the JUnit report too (read
+        # when subtests ran); passing tests' are left out
+        argv += ["-o", "junit_logging=all", "-o", "junit_log_passing_tests=false"]
         if interp.has_json_report:
             argv += ["--json-report", f"--json-report-file={run_dir / 'report.json'}", "--json-report-omit=keywords"]
         if interp.pytest_version >= FULL_ASSERTION_DETAIL_SINCE:
@@ -361,7 +371,9 @@ class Runner:
     @staticmethod
     def _report_file(run_dir: Path, interp: Interpreter) -> Path:
         json_report = run_dir / "report.json"
-        if interp.has_json_report and json_report.is_file() and json_report.stat().st_size > 0:
+        # pytest-json-report keeps one entry per node id: subtest failures vanish from it
+        had_subtests = (run_dir / SUBTESTS_MARKER).exists()
+        if interp.has_json_report and not had_subtests and json_report.is_file() and json_report.stat().st_size > 0:
             return json_report
         return run_dir / "junit.xml"
 

@@ -13,6 +13,8 @@ pub struct Budgets {
     pub max_examples: usize,
     pub max_slowest: usize,
     pub max_collection_errors: usize,
+    /// Bytes of a failure's captured log records kept (their tail).
+    pub max_log_bytes: usize,
 }
 
 impl Default for Budgets {
@@ -27,13 +29,14 @@ impl Default for Budgets {
             max_examples: 3,
             max_slowest: 5,
             max_collection_errors: 20,
+            max_log_bytes: 2048,
         }
     }
 }
 
 impl Budgets {
     /// The budget names, in the order the Python model declares them.
-    pub const NAMES: [&'static str; 9] = [
+    pub const NAMES: [&'static str; 10] = [
         "max_failures",
         "max_traceback_lines",
         "max_line_chars",
@@ -43,6 +46,7 @@ impl Budgets {
         "max_examples",
         "max_slowest",
         "max_collection_errors",
+        "max_log_bytes",
     ];
 
     /// One budget by name; None for an unknown name.
@@ -74,6 +78,7 @@ impl Budgets {
             "max_examples" => &mut self.max_examples,
             "max_slowest" => &mut self.max_slowest,
             "max_collection_errors" => &mut self.max_collection_errors,
+            "max_log_bytes" => &mut self.max_log_bytes,
             _ => return None,
         })
     }

@@ -9,6 +9,8 @@
 mod decode;
 mod lexer;
 mod names;
+mod sections;
+mod subtests;
 
 use std::io::{Cursor, Read};
 
@@ -105,6 +107,12 @@ struct Case {
     text: HeadTail,
     stdout: HeadTail,
     stderr: HeadTail,
+    /// What the case says of its subtests (see `subtests.rs`).
+    subtests: subtests::CaseSubtests,
+    /// pytest's captured-output sections of the open `system-out`/`system-err`.
+    sections: sections::Sections,
+    /// Captured log records (the `Captured Log` sections), tail-capped.
+    log: HeadTail,
 }
 
 /// The previous test, held to merge retries (consecutive testcases with one node id).
@@ -151,6 +159,9 @@ impl<'b, 's> Junit<'b, 's> {
                 text: HeadTail::new(0, 0),
                 stdout: HeadTail::for_output(budgets.max_output_bytes),
                 stderr: HeadTail::for_output(budgets.max_output_bytes),
+                subtests: subtests::CaseSubtests::default(),
+                sections: sections::Sections::default(),
+                log: HeadTail::for_output(budgets.max_log_bytes),
             },
             held: None,
             node_id: Vec::new(),
@@ -172,10 +183,17 @@ impl Handler for Junit<'_, '_> {
             }
             return Ok(());
         }
-        let case = &mut self.case;
-        if depth != case.depth + 1 {
+        if elem == Elem::Property && depth == self.case.depth + 2 && self.case.pytest_suite {
+            self.case.subtests.read_property(attrs);
             return Ok(());
         }
+        if depth != self.case.depth + 1 {
+            return Ok(());
+        }
+        if elem == Elem::Failure {
+            self.failure_starts();
+        }
+        let case = &mut self.case;
         match elem {
             Elem::Failure | Elem::Error | Elem::Skipped => {
                 let chosen = result_of(elem, attrs);
@@ -193,10 +211,12 @@ impl Handler for Junit<'_, '_> {
             Elem::SystemOut => {
                 case.capture = Capture::Stdout;
                 case.capture_depth = depth;
+                case.sections.begin(sections::Stream::Out);
             }
             Elem::SystemErr => {
                 case.capture = Capture::Stderr;
                 case.capture_depth = depth;
+                case.sections.begin(sections::Stream::Err);
             }
             _ => {}
         }
@@ -208,6 +228,16 @@ impl Handler for Junit<'_, '_> {
             if depth == self.case.depth {
                 self.close_case();
             } else if self.case.capture != Capture::None && depth == self.case.capture_depth {
+                if self.case.capture != Capture::Text {
+                    let Case {
+                        sections,
+                        stdout,
+                        stderr,
+                        log,
+                        ..
+                    } = &mut self.case;
+                    sections.end(&mut |stream, t| route(stream, t, stdout, stderr, log));
+                }
                 self.case.capture = Capture::None;
             }
         } else if elem == Elem::Testsuite && self.suites.last().is_some_and(|&(d, _)| d == depth) {
@@ -224,10 +254,33 @@ impl Handler for Junit<'_, '_> {
     fn text(&mut self, s: &str) {
         match self.case.capture {
             Capture::Text => self.case.text.push(s),
-            Capture::Stdout => self.case.stdout.push(s),
-            Capture::Stderr => self.case.stderr.push(s),
+            Capture::Stdout | Capture::Stderr => {
+                let Case {
+                    sections,
+                    stdout,
+                    stderr,
+                    log,
+                    ..
+                } = &mut self.case;
+                sections.push(s, &mut |stream, t| route(stream, t, stdout, stderr, log));
+            }
             Capture::None => {}
         }
+    }
+}
+
+/// Text of a captured-output section to its stream.
+fn route(
+    stream: sections::Stream,
+    text: &str,
+    stdout: &mut HeadTail,
+    stderr: &mut HeadTail,
+    log: &mut HeadTail,
+) {
+    match stream {
+        sections::Stream::Out => stdout.push(text),
+        sections::Stream::Err => stderr.push(text),
+        sections::Stream::Log => log.push(text),
     }
 }
 
@@ -313,6 +366,7 @@ impl Junit<'_, '_> {
         case.chosen = None;
         case.flaky_result = false;
         case.capture = Capture::None;
+        case.subtests.clear();
     }
 
     fn close_case(&mut self) {
@@ -320,6 +374,14 @@ impl Junit<'_, '_> {
         let case = &mut self.case;
         case.open = false;
         case.capture = Capture::None;
+        let log = if case.log.is_empty() {
+            None
+        } else {
+            Some(std::mem::replace(
+                &mut case.log,
+                HeadTail::for_output(self.budgets.max_log_bytes),
+            ))
+        };
         let chosen = case.chosen.take();
         // Take the texts, leaving empty ones (no allocation) for the next case.
         let text = std::mem::replace(&mut case.text, HeadTail::new(0, 0));
@@ -353,6 +415,44 @@ impl Junit<'_, '_> {
             (self.sink)(Item::CollectionError(record));
             return;
         }
+        let (chosen, text, passed_with_failed_subtests) = self.close_subtests(chosen, text);
+        self.build_node_id();
+        let case = &mut self.case;
+        let file = case.file.as_deref().unwrap_or("");
+        let outcome = chosen.as_ref().map_or(Outcome::Passed, |c| c.outcome);
+        let mut record = TestRecord {
+            node_id: String::new(),
+            outcome: Some(outcome),
+            duration_us: case.duration_us,
+            flaky: case.flaky_result && !outcome.is_problem(),
+            passed_with_failed_subtests,
+            ..TestRecord::default()
+        };
+        if let Some(chosen) = chosen.filter(|c| c.outcome.is_problem()) {
+            let (text, text_omitted) = text.finish();
+            let (out, out_omitted) = stdout.map_or((String::new(), 0), HeadTail::finish);
+            let (err, err_omitted) = stderr.map_or((String::new(), 0), HeadTail::finish);
+            record.phase = chosen.phase;
+            record.exception = chosen.exception;
+            record.message = chosen.message;
+            record.text = Some(text);
+            record.path = location_path(file);
+            record.line = case.line.as_deref().and_then(parse_line);
+            let (log, log_omitted) = log.map_or((String::new(), 0), HeadTail::finish);
+            record.stdout = (!out.is_empty()).then_some(out);
+            record.stderr = (!err.is_empty()).then_some(err);
+            record.log = (!log.is_empty()).then_some(log);
+            record.text_bytes_omitted = text_omitted + chosen.message_omitted;
+            record.output_bytes_omitted = out_omitted + err_omitted + log_omitted;
+        }
+        self.push_test(record);
+    }
+
+    /// Put the open case's node id in `self.node_id` (the prefix is rebuilt only when
+    /// the classname, file or suite kind changed since the last case).
+    fn build_node_id(&mut self) {
+        let case = &self.case;
+        let file = case.file.as_deref().unwrap_or("");
         let (cached_classname, cached_file, cached_pytest) = &mut self.prefix_of;
         if *cached_classname != case.classname
             || *cached_file != case.file
@@ -367,30 +467,6 @@ impl Junit<'_, '_> {
         self.node_id.clear();
         self.node_id.extend_from_slice(&self.prefix);
         self.node_id.extend_from_slice(case.name.as_bytes());
-        let outcome = chosen.as_ref().map_or(Outcome::Passed, |c| c.outcome);
-        let mut record = TestRecord {
-            node_id: String::new(),
-            outcome: Some(outcome),
-            duration_us: case.duration_us,
-            flaky: case.flaky_result && !outcome.is_problem(),
-            ..TestRecord::default()
-        };
-        if let Some(chosen) = chosen.filter(|c| c.outcome.is_problem()) {
-            let (text, text_omitted) = text.finish();
-            let (out, out_omitted) = stdout.map_or((String::new(), 0), HeadTail::finish);
-            let (err, err_omitted) = stderr.map_or((String::new(), 0), HeadTail::finish);
-            record.phase = chosen.phase;
-            record.exception = chosen.exception;
-            record.message = chosen.message;
-            record.text = Some(text);
-            record.path = location_path(file);
-            record.line = case.line.as_deref().and_then(parse_line);
-            record.stdout = (!out.is_empty()).then_some(out);
-            record.stderr = (!err.is_empty()).then_some(err);
-            record.text_bytes_omitted = text_omitted + chosen.message_omitted;
-            record.output_bytes_omitted = out_omitted + err_omitted;
-        }
-        self.push_test(record);
     }
 
     /// Merge `record` (whose node id is in `self.node_id`) into the held test when it

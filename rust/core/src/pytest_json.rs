@@ -39,6 +39,7 @@ pub fn parse_pytest_json<R: Read>(
         lx: Lexer::new(reader),
         path,
         max_output_bytes: budgets.max_output_bytes,
+        max_log_bytes: budgets.max_log_bytes,
         sink,
         root: None,
         has_exitcode: false,
@@ -58,7 +59,9 @@ enum EntryOutcome {
 
 fn entry_outcome(s: &str) -> Option<EntryOutcome> {
     Some(match s {
-        "passed" => EntryOutcome::Final(Outcome::Passed),
+        // pytest 9's status word for a passed subtest, left as the entry's outcome when a
+        // subtest report came last (docs/ENGINE.md, *Subtests*).
+        "passed" | "subtests passed" => EntryOutcome::Final(Outcome::Passed),
         "failed" => EntryOutcome::Final(Outcome::Failed),
         "error" => EntryOutcome::Final(Outcome::Error),
         "skipped" => EntryOutcome::Final(Outcome::Skipped),
@@ -92,6 +95,8 @@ struct PhaseData {
     crash: Option<Crash>,
     stdout: Option<(String, u64)>,
     stderr: Option<(String, u64)>,
+    /// The phase's log records as lines, tail-capped (docs/ENGINE.md, *Logs*).
+    log: Option<(String, u64)>,
 }
 
 /// What is kept of one element of `tests`.
@@ -112,6 +117,7 @@ struct Parser<'a, R: Read> {
     lx: Lexer<R>,
     path: &'a str,
     max_output_bytes: usize,
+    max_log_bytes: usize,
     sink: &'a mut dyn FnMut(Item),
     /// The report's `root`, when present and within `ATTR_CAP`.
     root: Option<String>,
@@ -572,11 +578,20 @@ impl<'a, R: Read> Parser<'a, R> {
         let mut fields = Fields::new();
         let mut data = PhaseData::default();
         let (mut has_duration, mut has_outcome) = (false, false);
-        const KEYS: [&str; 6] = [
-            "duration", "outcome", "longrepr", "crash", "stdout", "stderr",
+        const KEYS: [&str; 7] = [
+            "duration", "outcome", "longrepr", "crash", "stdout", "stderr", "log",
         ];
         while let Some(key) = self.next_field(&KEYS, whose, &mut fields)? {
             let field = || format!("{}.{}", whose(), KEYS[key]);
+            if key == 6 {
+                // Lenient: a `log` of another shape is ignored (it never decides a test).
+                if want_details && self.lx.kind().map_err(|f| self.fail(f))? == Kind::Array {
+                    data.log = Some(self.log_records()?);
+                } else {
+                    self.skip()?;
+                }
+                continue;
+            }
             let wanted = match key {
                 0 => Kind::Number,
                 3 => Kind::Object,
@@ -630,6 +645,60 @@ impl<'a, R: Read> Parser<'a, R> {
         let present = [("duration", has_duration), ("outcome", has_outcome)];
         self.require(start, whose, &mut fields, &present)?;
         Ok(if fields.ok { Some(data) } else { None })
+    }
+
+    /// A phase's `log` array (at its `[`): each record object with string `levelname`,
+    /// `name`, `filename`, `msg` (each capped at `ATTR_CAP`) and integer `lineno` becomes
+    /// one line as pytest prints it; other elements give nothing. (kept tail, bytes
+    /// omitted) of the lines within `max_log_bytes`.
+    fn log_records(&mut self) -> Result<(String, u64), ReportError> {
+        const KEYS: [&str; 5] = ["levelname", "name", "filename", "lineno", "msg"];
+        self.lx.begin_array().map_err(|f| self.fail(f))?;
+        let mut out = HeadTail::for_output(self.max_log_bytes);
+        let mut first = true;
+        while self.next_element(&mut first)? {
+            if self.lx.kind().map_err(|f| self.fail(f))? != Kind::Object {
+                self.skip()?;
+                continue;
+            }
+            self.lx.begin_object().map_err(|f| self.fail(f))?;
+            let mut first_key = true;
+            let mut seen = 0u32;
+            let mut texts: [Option<String>; 5] = Default::default();
+            let mut lineno: Option<i64> = None;
+            loop {
+                let i = match self
+                    .lx
+                    .next_key(&KEYS, &mut first_key)
+                    .map_err(|f| self.fail(f))?
+                {
+                    Key::End => break,
+                    Key::Known(i) if seen & (1 << i) == 0 => i,
+                    _ => {
+                        self.skip()?;
+                        continue;
+                    }
+                };
+                seen |= 1 << i;
+                let kind = self.lx.kind().map_err(|f| self.fail(f))?;
+                if i == 3 && kind == Kind::Number {
+                    let n = self.lx.number().map_err(|f| self.fail(f))?;
+                    lineno = n.is_integer.then_some(n.int_value);
+                } else if i != 3 && kind == Kind::String {
+                    let mut s = Capped::new(ATTR_CAP);
+                    self.string_into(&mut s)?;
+                    texts[i] = Some(s.text);
+                } else {
+                    self.skip()?;
+                }
+            }
+            if let ([Some(level), Some(name), Some(file), None, Some(msg)], Some(line)) =
+                (&texts, lineno)
+            {
+                out.push(&format!("{level:<8} {name}:{file}:{line} {msg}\n"));
+            }
+        }
+        Ok(out.finish())
     }
 
     /// A `crash` object (`path`, `lineno`, `message`, each optional); None if it broke
@@ -755,9 +824,16 @@ impl<'a, R: Read> Parser<'a, R> {
                     .map(|p| p.as_ref().and_then(|p| p.stderr.as_ref())),
                 self.max_output_bytes,
             );
+            let (log, log_omitted) = join_output(
+                phases
+                    .iter()
+                    .map(|p| p.as_ref().and_then(|p| p.log.as_ref())),
+                self.max_log_bytes,
+            );
             record.stdout = stdout;
             record.stderr = stderr;
-            record.output_bytes_omitted = out_omitted + err_omitted;
+            record.log = log;
+            record.output_bytes_omitted = out_omitted + err_omitted + log_omitted;
         }
         self.emit(Item::Test(record));
     }

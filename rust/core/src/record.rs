@@ -68,6 +68,17 @@ pub struct TestRecord {
     pub line: Option<u64>,
     pub stdout: Option<String>,
     pub stderr: Option<String>,
+    /// Captured log records of a failed/error test, one per line as pytest prints them
+    /// (`LEVEL    logger:file.py:N message`), tail-capped like stdout.
+    pub log: Option<String>,
+    /// `Some(label)` when this record is one subtest of the test `node_id` (pytest 9's
+    /// `subtests` fixture or unittest's `subTest`; docs/ENGINE.md, *Subtests*): the label
+    /// as pytest prints it (`[msg] (i=1)`), `""` when the report does not say.
+    pub subtest: Option<String>,
+    /// pytest counted this test as passed although subtests of it failed (unittest's
+    /// `subTest`: the method itself did not fail); the summary lists it as failed and
+    /// counts it in `passed_with_failed_subtests` (docs/ENGINE.md, *Subtests*).
+    pub passed_with_failed_subtests: bool,
     /// Bytes the parser dropped while capping `text` / the message (docs, *Text capping*).
     pub text_bytes_omitted: u64,
     /// Bytes the parser dropped from the head of stdout/stderr.

@@ -152,6 +152,9 @@ struct Counts {
     xfailed: u64,
     xpassed: u64,
     flaky: u64,
+    subtests_passed: u64,
+    subtests_failed: u64,
+    passed_with_failed_subtests: u64,
 }
 
 /// Examples of a group: (sequence number, node id), in input order.
@@ -231,6 +234,7 @@ enum GroupRef {
 struct ListedFailure {
     seq: u64,
     node_id: String,
+    subtest: Option<String>,
     outcome: Outcome,
     phase: Option<Phase>,
     exception: Option<String>,
@@ -240,6 +244,7 @@ struct ListedFailure {
     traceback_omitted: u64,
     stdout: Option<String>,
     stderr: Option<String>,
+    log: Option<String>,
     group: GroupRef,
 }
 
@@ -248,6 +253,9 @@ struct ListedCollectionError {
     path: String,
     exception: Option<String>,
     message: String,
+    location: Option<(String, Option<u64>)>,
+    traceback: String,
+    traceback_omitted: u64,
 }
 
 #[derive(Debug)]
@@ -362,6 +370,11 @@ impl SummaryBuilder {
 
     fn push_test(&mut self, record: TestRecord, seq: u64) {
         let outcome = record.outcome();
+        if record.subtest.is_some() {
+            self.push_subtest(record, seq);
+            return;
+        }
+        self.counts.passed_with_failed_subtests += u64::from(record.passed_with_failed_subtests);
         match outcome {
             Outcome::Passed => self.counts.passed += 1,
             Outcome::Failed => self.counts.failed += 1,
@@ -378,6 +391,20 @@ impl SummaryBuilder {
             }
         } else {
             self.consider_slow(record.duration_us, seq, record.node_id);
+        }
+    }
+
+    /// One subtest report (docs/ENGINE.md, *Subtests*): counted apart from the tests; a
+    /// failed one is listed like a failure of its test, never among the slowest.
+    fn push_subtest(&mut self, record: TestRecord, seq: u64) {
+        if !record.outcome().is_problem() {
+            self.counts.subtests_passed += 1;
+            return;
+        }
+        self.counts.subtests_failed += 1;
+        self.duration_us = self.duration_us.saturating_add(record.duration_us);
+        if self.select_marking(&record.node_id) {
+            self.push_failure(record, seq);
         }
     }
 
@@ -446,7 +473,9 @@ impl SummaryBuilder {
                 }
             }
         }
-        self.consider_slow(record.duration_us, seq, record.node_id);
+        if record.subtest.is_none() {
+            self.consider_slow(record.duration_us, seq, record.node_id);
+        }
     }
 
     /// A failure as listed: its location (the deepest frame of project code, else the
@@ -478,6 +507,7 @@ impl SummaryBuilder {
         ListedFailure {
             seq,
             node_id: record.node_id.clone(),
+            subtest: record.subtest.clone(),
             outcome: record.outcome(),
             phase: record.phase,
             exception: exception.map(str::to_owned),
@@ -487,6 +517,7 @@ impl SummaryBuilder {
             traceback_omitted,
             stdout: non_empty(record.stdout.clone()),
             stderr: non_empty(record.stderr.clone()),
+            log: non_empty(record.log.clone()),
             group,
         }
     }
@@ -587,10 +618,27 @@ impl SummaryBuilder {
                 exception.map(str::to_owned),
                 capped(line, self.budgets.max_message_chars),
             );
+            // located and cut like a failure (its text is pytest's short-style traceback)
+            let text = record.text.unwrap_or_default();
+            let project = self.project.as_deref();
+            let shown = |path: &str| display_path(path, project).into_owned();
+            let location = match DeepestFrames::of(&text, project).code {
+                Some((path, line)) => Some((shown(path), Some(line))),
+                None => location_from_text(&text).map(|(path, line)| (shown(&path), line)),
+            };
+            let (traceback, traceback_omitted) = cut_traceback_for(
+                &text,
+                self.budgets.max_traceback_lines,
+                self.budgets.max_line_chars,
+                project,
+            );
             self.collection_errors.push(ListedCollectionError {
                 path: record.path,
                 exception,
                 message,
+                location,
+                traceback,
+                traceback_omitted,
             });
         }
     }
@@ -611,6 +659,9 @@ impl SummaryBuilder {
         self.counts.xfailed += c.xfailed;
         self.counts.xpassed += c.xpassed;
         self.counts.flaky += c.flaky;
+        self.counts.subtests_passed += c.subtests_passed;
+        self.counts.subtests_failed += c.subtests_failed;
+        self.counts.passed_with_failed_subtests += c.passed_with_failed_subtests;
         self.duration_us = self.duration_us.saturating_add(other.duration_us);
         self.text_bytes_omitted = self
             .text_bytes_omitted
@@ -717,6 +768,9 @@ impl SummaryBuilder {
             xfailed: c.xfailed,
             xpassed: c.xpassed,
             flaky: c.flaky,
+            subtests_passed: c.subtests_passed,
+            subtests_failed: c.subtests_failed,
+            passed_with_failed_subtests: c.passed_with_failed_subtests,
         };
 
         // Groups: largest first, ties by first appearance; `gother` takes part.
@@ -779,6 +833,7 @@ impl SummaryBuilder {
             .iter()
             .map(|f| FailureJson {
                 node_id: &f.node_id,
+                subtest: f.subtest.as_deref(),
                 outcome: f.outcome.as_str(),
                 phase: f.phase.map(Phase::as_str),
                 exception: f.exception.as_deref(),
@@ -790,6 +845,7 @@ impl SummaryBuilder {
                 traceback: &f.traceback,
                 stdout: f.stdout.as_deref(),
                 stderr: f.stderr.as_deref(),
+                log: f.log.as_deref(),
                 group: match f.group {
                     GroupRef::Tracked(i) => group_id(self.groups[i].hash),
                     GroupRef::Other => OTHER_GROUP_ID.to_owned(),
@@ -811,6 +867,11 @@ impl SummaryBuilder {
                     path: &e.path,
                     exception: e.exception.as_deref(),
                     message: &e.message,
+                    location: e
+                        .location
+                        .as_ref()
+                        .map(|(path, line)| LocationJson { path, line: *line }),
+                    traceback: &e.traceback,
                 })
                 .collect(),
             slowest: self
@@ -825,7 +886,12 @@ impl SummaryBuilder {
                 failures: self.failures_total - listed.len() as u64,
                 groups: groups_total - order.len() as u64,
                 collection_errors: self.collection_total - self.collection_errors.len() as u64,
-                traceback_lines: listed.iter().map(|f| f.traceback_omitted).sum(),
+                traceback_lines: listed.iter().map(|f| f.traceback_omitted).sum::<u64>()
+                    + self
+                        .collection_errors
+                        .iter()
+                        .map(|e| e.traceback_omitted)
+                        .sum::<u64>(),
                 output_bytes: self.output_bytes_omitted,
                 text_bytes: self.text_bytes_omitted,
             },
@@ -865,6 +931,9 @@ struct CountsJson {
     xfailed: u64,
     xpassed: u64,
     flaky: u64,
+    subtests_passed: u64,
+    subtests_failed: u64,
+    passed_with_failed_subtests: u64,
 }
 
 #[derive(Serialize)]
@@ -876,6 +945,7 @@ struct LocationJson<'a> {
 #[derive(Serialize)]
 struct FailureJson<'a> {
     node_id: &'a str,
+    subtest: Option<&'a str>,
     outcome: &'static str,
     phase: Option<&'static str>,
     exception: Option<&'a str>,
@@ -884,6 +954,7 @@ struct FailureJson<'a> {
     traceback: &'a str,
     stdout: Option<&'a str>,
     stderr: Option<&'a str>,
+    log: Option<&'a str>,
     group: String,
 }
 
@@ -908,6 +979,8 @@ struct CollectionErrorJson<'a> {
     path: &'a str,
     exception: Option<&'a str>,
     message: &'a str,
+    location: Option<LocationJson<'a>>,
+    traceback: &'a str,
 }
 
 #[derive(Serialize)]
@@ -1060,7 +1133,8 @@ mod tests {
         let v = finish_value(b);
         assert_eq!(
             v["counts"],
-            json!({"total": 10, "passed": 3, "failed": 5, "errors": 1, "skipped": 1, "xfailed": 0, "xpassed": 0, "flaky": 1})
+            json!({"total": 10, "passed": 3, "failed": 5, "errors": 1, "skipped": 1, "xfailed": 0, "xpassed": 0, "flaky": 1,
+                   "subtests_passed": 0, "subtests_failed": 0, "passed_with_failed_subtests": 0})
         );
         assert_eq!(v["duration_s"], json!(5.005010));
         let (conn_id, _) =
@@ -1089,7 +1163,8 @@ mod tests {
         assert_eq!(v["failures"][0]["group"], conn_id);
         assert_eq!(
             v["collection_errors"],
-            json!([{"path": "tests/test_bad.py", "exception": "ImportError", "message": "no module named x"}])
+            json!([{"path": "tests/test_bad.py", "exception": "ImportError", "message": "no module named x",
+                     "location": null, "traceback": "E   ImportError: no module named x"}])
         );
         assert_eq!(
             v["slowest"],
@@ -1106,13 +1181,62 @@ mod tests {
     }
 
     #[test]
+    fn subtests_count_apart_and_each_failed_one_is_listed_with_its_label() {
+        let mut b = SummaryBuilder::new(&Budgets::default());
+        let subtest = |outcome, label: &str, text: &str| TestRecord {
+            subtest: Some(label.into()),
+            text: Some(text.into()),
+            ..test("t.py::T::test_even", outcome, 0)
+        };
+        b.push(Item::Test(subtest(Outcome::Passed, "(i=0)", "")));
+        b.push(Item::Test(subtest(
+            Outcome::Failed,
+            "(i=1)",
+            "E   AssertionError: 1 is odd\n\nt.py:13: AssertionError",
+        )));
+        b.push(Item::Test(TestRecord {
+            message: Some("contains 1 failed subtest".into()),
+            passed_with_failed_subtests: true,
+            ..test("t.py::T::test_even", Outcome::Failed, 7)
+        }));
+        b.push(Item::CollectionError(CollectionErrorRecord {
+            path: "tests/test_x.py".into(),
+            text: Some("tests/test_x.py:3: in <module>\n    import pkg\npkg/__init__.py:3: in load\n    raise ValueError(\"bad\")\nE   ValueError: bad".into()),
+            ..Default::default()
+        }));
+        let v = finish_value(b);
+        assert_eq!(
+            v["counts"],
+            json!({"total": 2, "passed": 0, "failed": 1, "errors": 1, "skipped": 0, "xfailed": 0, "xpassed": 0, "flaky": 0,
+                   "subtests_passed": 1, "subtests_failed": 1, "passed_with_failed_subtests": 1})
+        );
+        let failures = v["failures"].as_array().unwrap();
+        assert_eq!(failures.len(), 2);
+        assert_eq!(failures[0]["subtest"], "(i=1)");
+        assert_eq!(failures[0]["message"], "1 is odd");
+        assert_eq!(failures[0]["location"], json!({"path": "t.py", "line": 13}));
+        assert_eq!(failures[1]["subtest"], Value::Null);
+        assert_eq!(failures[1]["message"], "contains 1 failed subtest");
+        // A subtest is never among the slowest: only its test is.
+        assert_eq!(
+            v["slowest"],
+            json!([{"node_id": "t.py::T::test_even", "duration_s": 7e-6}])
+        );
+        assert_eq!(
+            v["collection_errors"][0]["location"],
+            json!({"path": "pkg/__init__.py", "line": 3})
+        );
+        assert_eq!(v["collection_errors"][0]["exception"], "ValueError");
+    }
+
+    #[test]
     fn key_order_and_number_forms_are_the_documented_ones() {
         let mut b = SummaryBuilder::new(&Budgets::default());
         b.push(Item::Test(test("a", Outcome::Passed, 1)));
         let out = String::from_utf8(b.finish(Format::PytestJson, &["x.json".into()])).unwrap();
         assert_eq!(
             out,
-            r#"{"format":"pytest-json","files":["x.json"],"counts":{"total":1,"passed":1,"failed":0,"errors":0,"skipped":0,"xfailed":0,"xpassed":0,"flaky":0},"duration_s":1e-6,"failures":[],"groups":[],"collection_errors":[],"slowest":[{"node_id":"a","duration_s":1e-6}],"omitted":{"failures":0,"groups":0,"collection_errors":0,"traceback_lines":0,"output_bytes":0,"text_bytes":0},"unmatched":[]}"#
+            r#"{"format":"pytest-json","files":["x.json"],"counts":{"total":1,"passed":1,"failed":0,"errors":0,"skipped":0,"xfailed":0,"xpassed":0,"flaky":0,"subtests_passed":0,"subtests_failed":0,"passed_with_failed_subtests":0},"duration_s":1e-6,"failures":[],"groups":[],"collection_errors":[],"slowest":[{"node_id":"a","duration_s":1e-6}],"omitted":{"failures":0,"groups":0,"collection_errors":0,"traceback_lines":0,"output_bytes":0,"text_bytes":0},"unmatched":[]}"#
         );
         // Forms orjson writes for the same doubles (checked against orjson 3.x).
         for (us, text) in [

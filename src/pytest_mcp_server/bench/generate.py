@@ -753,7 +753,10 @@ def _modules(rng: random.Random, mix: Mix, module_offset: int) -> Iterator[_Modu
 
 
 def _empty_counts() -> dict[str, int]:
-    return {"total": 0, "passed": 0, "failed": 0, "errors": 0, "skipped": 0, "xfailed": 0, "xpassed": 0, "flaky": 0}
+    """The summary's ``counts`` keys, zero (the generated reports have no subtests)."""
+    counts = ("total", "passed", "failed", "errors", "skipped", "xfailed", "xpassed", "flaky")
+    subtests = ("subtests_passed", "subtests_failed", "passed_with_failed_subtests")
+    return dict.fromkeys(counts + subtests, 0)
 
 
 class _Out:

@@ -215,7 +215,7 @@ def _plain_argv(run_dir: Path) -> list[str]:
 
 
 def _from_server_argv(server_argv: list[str], run_dir: Path) -> list[str]:
-    """The server's pytest argv without its progress plugin, reports into ``run_dir``."""
+    """The server's pytest argv without its plugins, reports into ``run_dir``."""
     out: list[str] = [sys.executable]
     skip = False
     for a in server_argv[1:]:
@@ -225,7 +225,7 @@ def _from_server_argv(server_argv: list[str], run_dir: Path) -> list[str]:
         if a == "-p":
             skip = True  # the next item is the plugin name
             continue
-        if a.startswith("--mcp-"):  # the plugin's options (events, results, stacks): it is not loaded here
+        if a.startswith("--mcp-"):  # the plugins' options (events, results, stacks): they are not loaded here
             continue
         if a.startswith("--junitxml="):
             a = f"--junitxml={run_dir / 'junit.xml'}"

@@ -15,6 +15,7 @@ value, checking and counting the rest itself.
 from __future__ import annotations
 
 import re
+from collections import deque
 from collections.abc import Callable
 from typing import IO
 from xml.parsers import expat
@@ -830,6 +831,171 @@ class _Chosen:
         self.message_omitted = message_omitted if details else 0
 
 
+# The property name the server's pytest plugin writes for each subtest report.
+SUBTEST_PROPERTY = "pytest_mcp_server.subtest"
+# Labels kept per case: beyond this many failed subtests, the later ones get "".
+_MAX_SUBTEST_LABELS = 10_000
+_PARENT_MARKER = re.compile(r"contains [0-9]+ failed subtests?")
+
+
+def is_parent_marker(message: str) -> bool:
+    """pytest's message for a parent whose subtests failed (``_pytest/subtests.py``,
+    ``pytest_report_teststatus``): ``contains N failed subtest`` + ``s`` when N > 1."""
+    return _PARENT_MARKER.fullmatch(message) is not None
+
+
+def _parent_message(n: int) -> str:
+    return f"contains {n} failed subtest{'s' if n > 1 else ''}"
+
+
+class _CaseSubtests:
+    """The subtests of the open testcase (docs/ENGINE.md, *Subtests*; twin of
+    ``rust/core/src/junit/subtests.rs``): ``<failure>`` children seen, failed subtests
+    emitted, passed subtests and failed labels named by the plugin's properties."""
+
+    __slots__ = ("failures", "failed", "passed", "labels")
+
+    def __init__(self) -> None:
+        self.failures = 0
+        self.failed = 0
+        self.passed = 0
+        self.labels: deque[str] = deque()
+
+    def read_property(self, attrs: dict[str, str]) -> None:
+        """One ``<property>`` of the case: only the plugin's subtest property counts."""
+        if _attr(attrs, "name") != SUBTEST_PROPERTY:
+            return
+        value = _attr(attrs, "value") or ""
+        outcome, _, label = value.partition(" ")
+        if outcome == "passed":
+            self.passed += 1
+        elif outcome == "failed":
+            self.labels.append(label if len(self.labels) < _MAX_SUBTEST_LABELS else "")
+
+
+# A line longer than this is never a captured-output section header.
+_MAX_HEADER = 256
+_SECTION_HEADERS = {" Captured Log ": "log", " Captured Out ": "out", " Captured Err ": "err"}
+
+
+def _header_stream(line: str) -> str | None:
+    """The stream a header line names (``-``s, `` Captured Log|Out|Err ``, ``-``s)."""
+    if not line.startswith("-") or not line.endswith("-"):
+        return None
+    return _SECTION_HEADERS.get(line.strip("-"))
+
+
+class _Sections:
+    """pytest's captured-output sections of one ``system-out``/``system-err`` element at a
+    time (docs/ENGINE.md, *Logs*; twin of ``rust/core/src/junit/sections.rs``): text goes to
+    the stream its section names (``Captured Log`` to ``log``), text before any header to
+    the element's own stream; once a header was seen, the line break before a header or
+    the element's end is pytest's and is dropped. A candidate header line is held only up
+    to ``_MAX_HEADER`` characters' worth of bytes."""
+
+    __slots__ = ("streams", "target", "in_section", "line_start", "holding", "candidate", "newline_held")
+
+    def __init__(self, stdout: HeadTail, stderr: HeadTail, log: HeadTail) -> None:
+        self.streams = {"out": stdout, "err": stderr, "log": log}
+        self.begin("out")
+
+    def begin(self, own: str) -> None:
+        """An element whose own stream is ``own`` (``out``/``err``) starts."""
+        self.target = self.streams[own]
+        self.in_section = False
+        self.line_start = True
+        self.holding = False
+        self.candidate = ""
+        self.newline_held = False
+
+    def push(self, s: str) -> None:
+        """Text of the element, in document order."""
+        if not self.holding and "\n-" not in s and not (self.line_start and s.startswith("-")):
+            self._plain(s)  # no header can start in s: same result as line by line
+            return
+        lines = s.split("\n")
+        last = len(lines) - 1
+        for i, piece in enumerate(lines):
+            self._piece(piece, i < last)
+
+    def end(self) -> None:
+        """The element ends."""
+        if self.holding:
+            self.holding = False
+            held, self.candidate = self.candidate, ""
+            if _header_stream(held) is None:
+                self._text(held)
+        self.newline_held = False  # pytest's last line break
+
+    def _plain(self, s: str) -> None:
+        if not s:
+            return
+        if not self.in_section:
+            self.target.push(s)
+            self.line_start = s.endswith("\n")
+            return
+        body = s[:-1] if s.endswith("\n") else s
+        if body:
+            self._text(body)
+        if len(body) < len(s):
+            self._line_end()
+        else:
+            self.line_start = False
+
+    def _piece(self, piece: str, nl: bool) -> None:
+        if not piece and not nl:
+            return
+        if not self.holding and self.line_start and piece.startswith("-"):
+            self.holding = True
+            self.candidate = ""
+        if self.holding:
+            if len(self.candidate.encode("utf-8")) + len(piece.encode("utf-8")) <= _MAX_HEADER:
+                self.candidate += piece
+                if not nl:
+                    self.line_start = False
+                    return
+                self.holding = False
+                line, self.candidate = self.candidate, ""
+                stream = _header_stream(line)
+                if stream is not None:
+                    self.newline_held = False  # the line break before a header is pytest's
+                    self.target = self.streams[stream]
+                    self.in_section = True
+                    self.line_start = True
+                else:
+                    self._text(line)
+                    self._line_end()
+                return
+            # too long for a header: what was held is ordinary text
+            self.holding = False
+            held, self.candidate = self.candidate, ""
+            self._text(held)
+        self._text(piece)
+        if nl:
+            self._line_end()
+        else:
+            self.line_start = False
+
+    def _text(self, s: str) -> None:
+        if not s:
+            return
+        if self.newline_held:
+            self.newline_held = False
+            self.target.push("\n")
+        self.target.push(s)
+
+    def _line_end(self) -> None:
+        """A line break: held back inside a section (it may be pytest's), else written."""
+        if self.newline_held:
+            self.target.push("\n")
+        if self.in_section:
+            self.newline_held = True
+        else:
+            self.newline_held = False
+            self.target.push("\n")
+        self.line_start = True
+
+
 class _Case:
     """An open ``<testcase>``."""
 
@@ -848,6 +1014,9 @@ class _Case:
         "text",
         "stdout",
         "stderr",
+        "subtests",
+        "sections",
+        "log",
     )
 
     def __init__(self, attrs: dict[str, str], depth: int, pytest_suite: bool, max_output_bytes: int) -> None:
@@ -861,11 +1030,14 @@ class _Case:
         self.duration_us = 0 if time is None else duration_us_from_text(time, True)
         self.chosen: _Chosen | None = None
         self.flaky_result = False
-        self.capture: HeadTail | None = None
+        self.capture: HeadTail | _Sections | None = None
         self.capture_depth = 0
         self.text = HeadTail(0, 0)
         self.stdout = HeadTail.for_output(max_output_bytes)
         self.stderr = HeadTail.for_output(max_output_bytes)
+        self.subtests = _CaseSubtests()
+        self.sections: _Sections | None = None  # made at the first system-out/system-err
+        self.log: HeadTail | None = None
 
 
 class _Stop(Exception):
@@ -881,6 +1053,7 @@ class _Parser:
         self.path = path
         self.emit = emit
         self.max_output_bytes = budgets["max_output_bytes"]
+        self.max_log_bytes = budgets["max_log_bytes"]
         self.decode = _decoder(mode)
         self.mode = mode
         self.guard = _Guard(self.feed)
@@ -1099,8 +1272,13 @@ class _Parser:
                 pytest_suite = bool(self.suites) and self.suites[-1][1]
                 self.case = _Case(attrs, depth, pytest_suite, self.max_output_bytes)
             return
+        if name == "property" and depth == case.depth + 2 and case.pytest_suite:
+            case.subtests.read_property(attrs)
+            return
         if depth != case.depth + 1:
             return
+        if name == "failure" and case.pytest_suite:
+            self.failure_starts(case)
         if name in _RESULT_TAGS:
             chosen = _Chosen(name, attrs, dropped.get("message", 0) if dropped else 0)
             if case.chosen is None or SEVERITY[chosen.outcome] > SEVERITY[case.chosen.outcome]:
@@ -1111,11 +1289,12 @@ class _Parser:
                 case.chosen = chosen
         elif name in ("flakyFailure", "flakyError"):
             case.flaky_result = True
-        elif name == "system-out":
-            case.capture = case.stdout
-            case.capture_depth = depth
-        elif name == "system-err":
-            case.capture = case.stderr
+        elif name == "system-out" or name == "system-err":
+            if case.sections is None:
+                case.log = HeadTail.for_output(self.max_log_bytes)
+                case.sections = _Sections(case.stdout, case.stderr, case.log)
+            case.sections.begin("out" if name == "system-out" else "err")
+            case.capture = case.sections
             case.capture_depth = depth
 
     def end(self, name: str) -> None:
@@ -1127,6 +1306,8 @@ class _Parser:
                 self.case = None
                 self.close_case(case)
             elif case.capture is not None and depth == case.capture_depth:
+                if case.capture is case.sections:
+                    case.sections.end()
                 case.capture = None
         elif name == "testsuite" and self.suites and self.suites[-1][0] == depth:
             self.suites.pop()
@@ -1155,6 +1336,7 @@ class _Parser:
             self.flush()
             self.emit(error_record)
             return
+        chosen, passed_with_failed_subtests = self.close_subtests(case, chosen)
         outcome = "passed" if chosen is None else chosen.outcome
         problem = outcome in ("failed", "error")
         record = TestRecord(
@@ -1162,12 +1344,14 @@ class _Parser:
             outcome=outcome,
             duration_us=case.duration_us,
             flaky=case.flaky_result and not problem,
+            passed_with_failed_subtests=passed_with_failed_subtests,
         )
         if problem:
             assert chosen is not None  # only a result element makes a test fail or error
             text, text_omitted = case.text.finish()
             out, out_omitted = case.stdout.finish()
             err, err_omitted = case.stderr.finish()
+            log, log_omitted = case.log.finish() if case.log is not None else ("", 0)
             location = file[2:] if file.startswith("./") else file
             record.phase = chosen.phase
             record.exception = chosen.exception
@@ -1177,9 +1361,65 @@ class _Parser:
             record.line = _parse_line(case.line)
             record.stdout = out or None
             record.stderr = err or None
+            record.log = log or None
             record.text_bytes_omitted = text_omitted + chosen.message_omitted
-            record.output_bytes_omitted = out_omitted + err_omitted
+            record.output_bytes_omitted = out_omitted + err_omitted + log_omitted
         self.push_test(record)
+
+    # -- subtests (docs/ENGINE.md, *Subtests*; twin of rust/core/src/junit/subtests.rs)
+
+    def failure_starts(self, case: _Case) -> None:
+        """A ``<failure>`` starts: when the case's current result is a failure, that one
+        was a subtest (pytest writes the parent's own failure last); emit it."""
+        case.subtests.failures += 1
+        if case.chosen is not None and case.chosen.outcome == "failed":
+            previous = case.chosen
+            case.chosen = None
+            self.emit_failed_subtest(case, previous, case.text)
+            case.text = HeadTail(0, 0)
+
+    def emit_failed_subtest(self, case: _Case, chosen: _Chosen, text: HeadTail) -> None:
+        subtests = case.subtests
+        label = subtests.labels.popleft() if subtests.labels else ""
+        subtests.failed += 1
+        body, omitted = text.finish()
+        record = TestRecord(
+            node_id=node_id(case.classname, case.name, case.file or "", case.pytest_suite),
+            outcome="failed",
+            phase=chosen.phase,
+            exception=chosen.exception,
+            message=chosen.message,
+            text=body,
+            text_bytes_omitted=omitted + chosen.message_omitted,
+            subtest=label,
+        )
+        self.flush()
+        self.emit(record)
+
+    def close_subtests(self, case: _Case, chosen: _Chosen | None) -> tuple[_Chosen | None, bool]:
+        """At the case's end: emit its last failed subtest (if the last failure is one)
+        and its passed subtests; give back the parent's result (a failure ``contains N
+        failed subtests`` when pytest counted it passed; then ``case.text`` is emptied)
+        and whether pytest counted it passed."""
+        subtests = case.subtests
+        pytest_passed = (
+            case.pytest_suite
+            and chosen is not None
+            and chosen.outcome == "failed"
+            and (subtests.failures >= 2 or bool(subtests.labels))
+            and not (chosen.message is not None and is_parent_marker(chosen.message))
+        )
+        if pytest_passed:
+            assert chosen is not None
+            self.emit_failed_subtest(case, chosen, case.text)
+            case.text = HeadTail.for_text()
+            chosen = _Chosen("failure", {"message": _parent_message(subtests.failed)})
+        if subtests.passed:
+            self.flush()
+            parent = node_id(case.classname, case.name, case.file or "", case.pytest_suite)
+            for _ in range(subtests.passed):
+                self.emit(TestRecord(node_id=parent, outcome="passed", subtest=""))
+        return chosen, pytest_passed
 
     def push_test(self, record: TestRecord) -> None:
         """Merge a retry (same node id as the held test) or emit the held test."""

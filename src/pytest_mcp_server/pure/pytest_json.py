@@ -62,7 +62,9 @@ _PHASE_KINDS = {
     "crash": "start_map",
     "stdout": "string",
     "stderr": "string",
+    "log": None,  # lenient: a log of another shape is ignored (it never decides a test)
 }
+_LOG_RECORD_KEYS = ("levelname", "name", "filename", "lineno", "msg")
 _CRASH_KINDS = {"path": "string", "lineno": "number", "message": "string"}
 
 # A \u escape of a UTF-16 surrogate; whether it is an escape depends on the backslashes
@@ -464,14 +466,15 @@ def parse_pytest_json(
     """Parse a pytest-json-report document from ``f`` (binary, at byte 0), calling ``emit``
     with each ``TestRecord`` / ``CollectionErrorRecord`` in report order.
 
-    ``budgets`` needs ``max_output_bytes`` (bytes of stdout/stderr tail kept per test).
+    ``budgets`` needs ``max_output_bytes`` (bytes of stdout/stderr tail kept per test) and
+    ``max_log_bytes`` (bytes of captured log lines kept per test).
     Raises ``ReportError``: ``not_a_report`` when the root is not an object or lacks
     ``exitcode``/``summary``; ``malformed`` for invalid JSON or a wrong type where the
     format needs one; ``unreadable`` when reading fails. Rules: docs/ENGINE.md,
     *pytest-json-report*; the native parser (``pytest_json.rs``) gives the same records.
     """
     reader = _CheckedReader(f, budgets["max_output_bytes"])
-    parser = _Parser(reader, path, budgets["max_output_bytes"], emit)
+    parser = _Parser(reader, path, budgets["max_output_bytes"], emit, budgets["max_log_bytes"])
     try:
         # Find the first byte that is not whitespace; whitespace is not handed to ijson.
         head = b""
@@ -613,16 +616,20 @@ class _PhaseData(TypedDict, total=False):
     longrepr: tuple[str, int]
     stdout: tuple[str, int]
     stderr: tuple[str, int]
+    log: tuple[str, int]
 
 
 class _Parser:
     """The state of one parse: identity keys seen, the held structural error, the
     pending rerun chain (docs/ENGINE.md, *pytest-json-report*)."""
 
-    def __init__(self, reader: _CheckedReader, path: str, max_output_bytes: int, emit: Emit) -> None:
+    def __init__(
+        self, reader: _CheckedReader, path: str, max_output_bytes: int, emit: Emit, max_log_bytes: int = 0
+    ) -> None:
         self.reader = reader
         self.path = path
         self.max_output_bytes = max_output_bytes
+        self.max_log_bytes = max_log_bytes
         self._emit = emit
         self.depth = 0
         self.root: str | None = None
@@ -820,6 +827,10 @@ class _Parser:
             if key == "nodeid":
                 node_id = _head_text(value, ATTR_CAP)[0]
             elif key == "outcome":
+                if value == "subtests passed":
+                    # pytest 9's status word for a passed subtest, left as the entry's
+                    # outcome when a subtest report came last (docs/ENGINE.md, *Subtests*)
+                    value = "passed"
                 if value in _FINAL_OUTCOMES or value == "rerun":
                     outcome = value
                 else:
@@ -846,8 +857,13 @@ class _Parser:
             return None
         data: _PhaseData = {}
         fields = _Fields(self, _PHASE_KINDS, whose, whose + ".")
-        for key, _, value in fields:
-            if key == "duration":
+        for key, ev, value in fields:
+            if key == "log":
+                if want_details and ev == "start_array":
+                    data["log"] = self.log_records()
+                else:
+                    self.skip(ev)
+            elif key == "duration":
                 data["duration_us"] = duration_us_from_float(float(value))
             elif key == "outcome":
                 data["failed"] = value == "failed"
@@ -867,6 +883,38 @@ class _Parser:
         # Both are required, so an ok phase has "duration_us" and "failed".
         fields.require(("duration", "duration_us" in data), ("outcome", "failed" in data))
         return data if fields.ok else None
+
+    def log_records(self) -> tuple[str, int]:
+        """A phase's ``log`` array (just opened): each record object with string
+        ``levelname``, ``name``, ``filename``, ``msg`` (each capped at ``ATTR_CAP``) and
+        integer ``lineno`` becomes one line as pytest prints it; other elements give
+        nothing. Returns (kept tail, bytes omitted) within ``max_log_bytes``
+        (docs/ENGINE.md, *Logs*)."""
+        out = HeadTail.for_output(self.max_log_bytes)
+        for ev, _ in self.items():
+            if ev != "start_map":
+                self.skip(ev)
+                continue
+            found: dict[str, Any] = {}
+            while True:
+                ev, key = self.event()
+                if ev == "end_map":
+                    break
+                ev, value = self.event()
+                if key in found or key not in _LOG_RECORD_KEYS:
+                    self.skip(ev)
+                elif key == "lineno" and ev == "number":
+                    found[key] = value if type(value) is int else None
+                elif key != "lineno" and ev == "string":
+                    found[key] = _head_text(str(value), ATTR_CAP)[0]
+                else:
+                    found[key] = None
+                    self.skip(ev)
+            if len(found) == len(_LOG_RECORD_KEYS) and all(v is not None for v in found.values()):
+                out.push(
+                    f"{found['levelname']:<8} {found['name']}:{found['filename']}:{found['lineno']} {found['msg']}\n"
+                )
+        return out.finish()
 
     def crash(self, whose: str, want_details: bool) -> _CrashData | None:
         """A ``crash`` object (``path``, ``lineno``, ``message``, each optional)."""
@@ -932,7 +980,8 @@ class _Parser:
             present = [p for p in phases if p is not None]
             record.stdout, out_omitted = _join_output([p.get("stdout") for p in present], self.max_output_bytes)
             record.stderr, err_omitted = _join_output([p.get("stderr") for p in present], self.max_output_bytes)
-            record.output_bytes_omitted = out_omitted + err_omitted
+            record.log, log_omitted = _join_output([p.get("log") for p in present], self.max_log_bytes)
+            record.output_bytes_omitted = out_omitted + err_omitted + log_omitted
         self.emit(record)
 
 

@@ -30,6 +30,13 @@ class TestRecord:
     line: int | None = None
     stdout: str | None = None
     stderr: str | None = None
+    # captured log records, one per line as pytest prints them; tail-capped like stdout
+    log: str | None = None
+    # the subtest label (``[msg] (i=1)``, ``""`` when unknown) when this is one subtest of ``node_id``
+    subtest: str | None = None
+    # pytest counted this test passed although its subtests failed (unittest's subTest);
+    # the summary lists it failed and counts it in ``passed_with_failed_subtests``
+    passed_with_failed_subtests: bool = False
     text_bytes_omitted: int = 0
     output_bytes_omitted: int = 0
 

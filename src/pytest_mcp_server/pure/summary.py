@@ -183,6 +183,9 @@ class SummaryBuilder:
         self._seq = 0
         self._counts = {"passed": 0, "failed": 0, "error": 0, "skipped": 0, "xfailed": 0, "xpassed": 0}
         self._flaky = 0
+        self._subtests_passed = 0
+        self._subtests_failed = 0
+        self._passed_with_failed_subtests = 0
         self._duration_us = 0
         self._failures_total = 0
         self._failures: list[_Listed] = []
@@ -191,7 +194,8 @@ class SummaryBuilder:
         self._normalized_cache: dict[str, str] = {}
         self._other = _Group(OTHER_GROUP_ID, None, OTHER_GROUP_MESSAGE, 0)
         self._collection_total = 0
-        self._collection_errors: list[dict[str, str | None]] = []
+        self._collection_traceback_omitted = 0
+        self._collection_errors: list[dict[str, Any]] = []
         # (-duration_us, seq, node_id), ascending = largest first, ties by input order.
         self._slowest: list[tuple[int, int, str]] = []
         # A test must last longer than this to enter the list (0 durations never do;
@@ -220,6 +224,11 @@ class SummaryBuilder:
             self._push_collection_error(item)
             return
         outcome = item.outcome
+        if item.subtest is not None:
+            self._push_subtest(item, seq)
+            return
+        if item.passed_with_failed_subtests:
+            self._passed_with_failed_subtests += 1
         self._counts[outcome] += 1
         if item.flaky:
             self._flaky += 1
@@ -233,6 +242,17 @@ class SummaryBuilder:
             return  # an unselected test is never among the slowest
         if duration > self._slow_floor:
             self._add_slow(duration, seq, item.node_id)
+
+    def _push_subtest(self, record: TestRecord, seq: int) -> None:
+        """One subtest report (docs/ENGINE.md, *Subtests*): counted apart from the tests; a
+        failed one is listed like a failure of its test, never among the slowest."""
+        if record.outcome not in ("failed", "error"):
+            self._subtests_passed += 1
+            return
+        self._subtests_failed += 1
+        self._duration_us += record.duration_us
+        if self._select_marking(record.node_id):
+            self._push_failure(record, seq)
 
     def _add_slow(self, duration_us: int, seq: int, node_id: str) -> None:
         """Insert a test longer than ``_slow_floor`` (later tests lose ties, so a full
@@ -276,6 +296,7 @@ class SummaryBuilder:
         traceback, omitted = cut_traceback(text, self._max_traceback_lines, self._max_line_chars, self._project)
         entry = {
             "node_id": record.node_id,
+            "subtest": record.subtest,
             "outcome": record.outcome,
             "phase": record.phase,
             "exception": exception,
@@ -284,6 +305,7 @@ class SummaryBuilder:
             "traceback": traceback,
             "stdout": record.stdout or None,
             "stderr": record.stderr or None,
+            "log": record.log or None,
             "group": group_id,
         }
         return seq, entry, omitted
@@ -332,7 +354,27 @@ class SummaryBuilder:
         if len(self._collection_errors) < self._max_collection_errors:
             exception, line = describe(record.exception, record.message, record.text)
             message = capped(line, self._max_message_chars)
-            self._collection_errors.append({"path": record.path, "exception": exception, "message": message})
+            # located and cut like a failure (its text is pytest's short-style traceback)
+            text = record.text or ""
+            code = DeepestFrames(text, self._project).code
+            location: dict[str, str | int | None] | None
+            if code is not None:
+                location = {"path": display_path(code[0], self._project), "line": code[1]}
+            else:
+                location = _location_from_text(text)
+                if location is not None:
+                    location["path"] = display_path(str(location["path"]), self._project)
+            traceback, omitted = cut_traceback(text, self._max_traceback_lines, self._max_line_chars, self._project)
+            self._collection_traceback_omitted += omitted
+            self._collection_errors.append(
+                {
+                    "path": record.path,
+                    "exception": exception,
+                    "message": message,
+                    "location": location,
+                    "traceback": traceback,
+                }
+            )
 
     def finish(self, format: str, files: list[str]) -> bytes:
         """The canonical summary JSON bytes (docs/ENGINE.md, *Summary JSON*).
@@ -363,6 +405,9 @@ class SummaryBuilder:
                 "xfailed": c["xfailed"],
                 "xpassed": c["xpassed"],
                 "flaky": self._flaky,
+                "subtests_passed": self._subtests_passed,
+                "subtests_failed": self._subtests_failed,
+                "passed_with_failed_subtests": self._passed_with_failed_subtests,
             },
             "duration_s": min(self._duration_us, U64_MAX) / 1e6,
             "failures": [listed[1] for listed in failures],
@@ -383,7 +428,7 @@ class SummaryBuilder:
                 "failures": self._failures_total - len(failures),
                 "groups": len(groups) - len(listed_groups),
                 "collection_errors": self._collection_total - len(self._collection_errors),
-                "traceback_lines": sum(listed[2] for listed in failures),
+                "traceback_lines": sum(listed[2] for listed in failures) + self._collection_traceback_omitted,
                 "output_bytes": min(self._output_bytes_omitted, U64_MAX),
                 "text_bytes": min(self._text_bytes_omitted, U64_MAX),
             },

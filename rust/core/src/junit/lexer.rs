@@ -54,6 +54,8 @@ pub enum Elem {
     RerunError,
     SystemOut,
     SystemErr,
+    /// `<property name=… value=…>` (inside a testcase's `<properties>`).
+    Property,
     Other,
 }
 
@@ -73,6 +75,7 @@ impl Elem {
             Elem::RerunError => b"rerunError",
             Elem::SystemOut => b"system-out",
             Elem::SystemErr => b"system-err",
+            Elem::Property => b"property",
             Elem::Other => b"",
         }
     }
@@ -91,6 +94,7 @@ impl Elem {
             b"flakyError" => Elem::FlakyError,
             b"rerunFailure" => Elem::RerunFailure,
             b"rerunError" => Elem::RerunError,
+            b"property" => Elem::Property,
             _ => Elem::Other,
         }
     }
@@ -106,6 +110,7 @@ pub enum Slot {
     Time = 4,
     Type = 5,
     Message = 6,
+    Value = 7,
 }
 
 fn slot_for(elem: Elem, name: &[u8]) -> Option<Slot> {
@@ -122,6 +127,11 @@ fn slot_for(elem: Elem, name: &[u8]) -> Option<Slot> {
         Elem::Failure | Elem::Error | Elem::Skipped => match name {
             b"type" => Some(Slot::Type),
             b"message" => Some(Slot::Message),
+            _ => None,
+        },
+        Elem::Property => match name {
+            b"name" => Some(Slot::Name),
+            b"value" => Some(Slot::Value),
             _ => None,
         },
         _ => None,
@@ -142,6 +152,7 @@ impl Slot {
             Slot::Time => "time",
             Slot::Type => "type",
             Slot::Message => "message",
+            Slot::Value => "value",
         }
     }
 }
@@ -198,7 +209,7 @@ impl AttrValue {
 /// The read attributes of the current start tag, by [`Slot`].
 #[derive(Debug, Default)]
 pub struct Attrs {
-    slots: [AttrValue; 7],
+    slots: [AttrValue; 8],
     /// Slots set by the current tag (`Slot::bit`).
     set: u8,
 }
