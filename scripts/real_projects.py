@@ -12,7 +12,9 @@ interpreter's packages (pytest, pytest-json-report, pytest-xdist), then
    and read the summary's counts;
 3. compare. pytest counts a test whose call passed but whose teardown errored as one
    pass *and* one error; the server counts it once, as an error (docs/ENGINE.md), so
-   those tests are added back before comparing ("explained").
+   those tests are added back before comparing ("explained"). Subtests (pytest 9's
+   ``subTest`` and ``subtests``) are compared too: the server's counts are put in
+   pytest's terms by the rule of docs/ENGINE.md, *Subtests* (``pytest_view``).
 
 Usage::
 
@@ -54,6 +56,8 @@ PROJECTS = (
 )
 
 OUTCOMES = ("passed", "failed", "errors", "skipped", "xfailed", "xpassed")
+COMPARED = (*OUTCOMES, "subtests_passed")
+"""What is compared: the six outcomes and pytest 9's "N subtests passed"."""
 
 
 @dataclass
@@ -140,9 +144,9 @@ def parse_pytest_line(output: str) -> tuple[str, dict[str, int]]:
     for line in reversed(output.splitlines()):
         m = _SUMMARY.match(line.strip())
         if m:
-            counts = {k: 0 for k in OUTCOMES}
+            counts = {k: 0 for k in COMPARED}
             for n, word in re.findall(r"(\d+) ([a-z]+(?: [a-z]+)?)", m.group(1)):
-                key = {"error": "errors"}.get(word, word)  # "subtests passed" etc. are not tests
+                key = {"error": "errors", "subtests passed": "subtests_passed"}.get(word, word)
                 if key in counts:
                     counts[key] = int(n)
             return line.strip(" ="), counts
@@ -180,9 +184,21 @@ async def run_mcp(tree: Path, python: Path, artifacts: Path) -> tuple[dict, str,
     return result.structured_content, result.content[0].text, took
 
 
+def pytest_view(counts: dict[str, int]) -> dict[str, int]:
+    """The server's counts as pytest's summary line gives them (docs/ENGINE.md, *Subtests*):
+    pytest counts each failed subtest as failed and a test whose subtests failed as passed.
+    The subtest counts are left out of the structured content when all are 0."""
+    view = {k: counts[k] for k in OUTCOMES}
+    with_failed_subtests = counts.get("passed_with_failed_subtests", 0)
+    view["failed"] += counts.get("subtests_failed", 0) - with_failed_subtests
+    view["passed"] += with_failed_subtests
+    view["subtests_passed"] = counts.get("subtests_passed", 0)
+    return view
+
+
 def compare(outcome: Outcome, structured: dict) -> None:
     summary = structured["summary"]
-    outcome.mcp_counts = {k: summary["counts"][k] for k in OUTCOMES}
+    outcome.mcp_counts = pytest_view(summary["counts"])
     outcome.mcp_status = structured["status"]
     # tests whose call passed and whose teardown errored: pytest counts them as passed too
     outcome.teardown_after_pass = sum(
