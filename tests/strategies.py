@@ -1666,6 +1666,7 @@ BUDGET_BOUNDS = {
     "max_slowest": (0, 8),
     "max_collection_errors": (0, 4),
     "max_log_bytes": (0, 300),
+    "max_frame_context_lines": (0, 12),
 }
 
 

@@ -80,6 +80,39 @@ def test_cut_drops_library_frames_and_keeps_essential_lines(impl):
     assert not any("site-packages/requests" in line for line in lines)
 
 
+def test_frame_context_budget_sets_how_much_of_a_frame_stays_before_its_arrow(impl):
+    """Step 4's context is the ``max_frame_context_lines`` budget: a large one keeps the
+    whole frame (``self = ...``, the ``def`` line, every source line), 0 keeps none of
+    the source before ``>``; library frames go either way."""
+    whole, omitted = impl.cut_traceback(REQUESTS_TRACEBACK, 400, 200, None, 1000)
+    lines = whole.split("\n")
+    assert lines[:8] == [
+        "self = <tests.test_api.TestApi object at 0x7f00>",
+        "",
+        "    def test_get(self):",
+        "        url = URL",
+        "        headers = {}",
+        "        params = {}",
+        "        timeout = 3",
+        ">       r = requests.get(url, headers=headers, params=params, timeout=timeout)",
+    ]
+    assert omitted == 2 + 2  # only the two site-packages short entries
+    bare, omitted = impl.cut_traceback(REQUESTS_TRACEBACK, 400, 200, None, 0)
+    assert bare.split("\n")[:2] == [
+        "... [7 lines omitted]",
+        ">       r = requests.get(url, headers=headers, params=params, timeout=timeout)",
+    ]
+    # every frame's source before `>` goes (7, 4 and 2 lines), and the library entries
+    assert omitted == 7 + 4 + 2 + 2 + 2
+    # None is the budget's default (3), the same cut as without the argument.
+    assert impl.cut_traceback(REQUESTS_TRACEBACK, 40, 200, None, None) == impl.cut_traceback(
+        REQUESTS_TRACEBACK, 40, 200
+    )
+    assert impl.cut_traceback(REQUESTS_TRACEBACK, 40, 200, None, Budgets().max_frame_context_lines) == (
+        impl.cut_traceback(REQUESTS_TRACEBACK, 40, 200)
+    )
+
+
 def test_cut_on_a_real_pytest_json_report(impl, corpus_dir):
     report = json.loads((corpus_dir / "pytest-json-report" / "sample_report.json").read_text())
     nested = next(t for t in report["tests"] if t["nodeid"].endswith("::test_fail_nested"))
@@ -306,11 +339,12 @@ traceback_lines = st.lists(
     newline=st.sampled_from(["\n", "\r\n"]),
     max_lines=st.integers(0, 45),
     max_line_chars=st.integers(0, 60),
+    context_lines=st.one_of(st.none(), st.integers(0, 8)),
 )
-def test_cut_traceback_parity(lines, newline, max_lines, max_line_chars):
+def test_cut_traceback_parity(lines, newline, max_lines, max_line_chars, context_lines):
     text = newline.join(lines)
-    assert native.cut_traceback(text, max_lines, max_line_chars) == pure_cut.cut_traceback(
-        text, max_lines, max_line_chars
+    assert native.cut_traceback(text, max_lines, max_line_chars, None, context_lines) == pure_cut.cut_traceback(
+        text, max_lines, max_line_chars, None, context_lines
     )
 
 
@@ -321,11 +355,16 @@ def test_cut_traceback_parity_on_any_text(text, max_lines):
     assert native.cut_traceback(text, max_lines, 20) == pure_cut.cut_traceback(text, max_lines, 20)
 
 
-@given(lines=traceback_lines, max_lines=st.integers(3, 45), max_line_chars=st.integers(8, 60))
+@given(
+    lines=traceback_lines,
+    max_lines=st.integers(3, 45),
+    max_line_chars=st.integers(8, 60),
+    context_lines=st.integers(0, 8),
+)
 @settings(max_examples=500, deadline=None)
-def test_cut_traceback_invariants(lines, max_lines, max_line_chars):
+def test_cut_traceback_invariants(lines, max_lines, max_line_chars, context_lines):
     text = "\n".join(lines)
-    cut, omitted = pure_cut.cut_traceback(text, max_lines, max_line_chars)
+    cut, omitted = pure_cut.cut_traceback(text, max_lines, max_line_chars, None, context_lines)
     out = cut.split("\n") if cut else []
     assert len(out) <= max_lines
     markers = [line for line in out if line.startswith("... [") and line.endswith(" lines omitted]")]

@@ -33,6 +33,8 @@ fn budgets(selector: u8) -> (Budgets, usize) {
         max_examples: s % 4,
         max_slowest: s % 3,
         max_collection_errors: s % 2,
+        max_log_bytes: s % 6 * 5,
+        max_frame_context_lines: s % 5,
     };
     (b, 1 + s % 5)
 }

@@ -60,17 +60,26 @@ fn summarize_files<'py>(
 }
 
 /// Cut a long representation down; returns (cut text, lines omitted). `project`: (root,
-/// top-level packages), or None for the path-pattern rule.
+/// top-level packages), or None for the path-pattern rule. `context_lines`: non-blank
+/// lines kept before a frame's `>` line (None: the `max_frame_context_lines` default).
 #[pyfunction]
-#[pyo3(signature = (text, max_lines, max_line_chars, project=None))]
+#[pyo3(signature = (text, max_lines, max_line_chars, project=None, context_lines=None))]
 fn cut_traceback(
     text: &str,
     max_lines: usize,
     max_line_chars: usize,
     project: Option<(String, Vec<String>)>,
+    context_lines: Option<usize>,
 ) -> (String, u64) {
     let project = project.map(|(root, packages)| ProjectCode::new(&root, &packages));
-    report_core::cut::cut_traceback_for(text, max_lines, max_line_chars, project.as_ref())
+    let context_lines = context_lines.unwrap_or(Budgets::default().max_frame_context_lines);
+    report_core::cut::cut_traceback_for(
+        text,
+        max_lines,
+        max_line_chars,
+        context_lines,
+        project.as_ref(),
+    )
 }
 
 /// Group id and normalised message of a failure; `where_`: the frame or assertion site

@@ -21,10 +21,15 @@ def summarize_files(
     NativeReportError, ValueError (unknown format, missing budget key)."""
 
 def cut_traceback(
-    text: str, max_lines: int, max_line_chars: int, project: tuple[str, list[str]] | None = None
+    text: str,
+    max_lines: int,
+    max_line_chars: int,
+    project: tuple[str, list[str]] | None = None,
+    context_lines: int | None = None,
 ) -> tuple[str, int]:
     """Cut a long representation down; returns (cut text, lines omitted). ``project`` as in
-    ``summarize_files``."""
+    ``summarize_files``; ``context_lines``: non-blank lines kept before a frame's ``>``
+    line (None: the ``max_frame_context_lines`` default)."""
 
 def group_key(exception: str | None, message: str, where_: str | None = None) -> tuple[str, str]:
     """Group id and normalised message of a failure (``docs/ENGINE.md``, *Groups*);

@@ -45,6 +45,9 @@ class Budgets(_Frozen):
     max_slowest: int = Field(5, ge=0, le=1_000, description="slowest tests listed")
     max_collection_errors: int = Field(20, ge=0, le=10_000, description="collection errors listed")
     max_log_bytes: int = Field(2048, ge=0, le=1_048_576, description="bytes of captured log records tail per failure")
+    max_frame_context_lines: int = Field(
+        3, ge=0, le=10_000, description="non-blank source lines kept before a traceback frame's `>` line"
+    )
 
 
 def budget_bounds(name: str) -> tuple[int, int]:
@@ -66,9 +69,16 @@ EXECUTE_BUDGETS = Budgets(max_traceback_lines=30, max_output_bytes=1024)
 """``execute_tests``' default budgets: a run's answer is read in full at once, so its
 tracebacks and captured output are shorter than the engine's defaults (``Budgets()``)."""
 
-FULL_STORY = Budgets(max_traceback_lines=400, max_line_chars=1000, max_message_chars=4000, max_output_bytes=32_768)
+FULL_STORY = Budgets(
+    max_traceback_lines=400,
+    max_line_chars=1000,
+    max_message_chars=4000,
+    max_output_bytes=32_768,
+    max_frame_context_lines=1000,
+)
 """``summarize_report``'s default budgets when ``node_ids`` is given: the full story of a
-few tests (long tracebacks, messages and output), without re-running them."""
+few tests (long tracebacks, messages and output, every frame whole: its ``def`` line,
+docstring and source up to the ``>`` line), without re-running them."""
 
 
 class Counts(_Frozen):

@@ -15,6 +15,9 @@ pub struct Budgets {
     pub max_collection_errors: usize,
     /// Bytes of a failure's captured log records kept (their tail).
     pub max_log_bytes: usize,
+    /// Non-blank source lines kept before a frame's `>` line (docs/ENGINE.md,
+    /// *Traceback cutting*, step 4).
+    pub max_frame_context_lines: usize,
 }
 
 impl Default for Budgets {
@@ -30,13 +33,14 @@ impl Default for Budgets {
             max_slowest: 5,
             max_collection_errors: 20,
             max_log_bytes: 2048,
+            max_frame_context_lines: 3,
         }
     }
 }
 
 impl Budgets {
     /// The budget names, in the order the Python model declares them.
-    pub const NAMES: [&'static str; 10] = [
+    pub const NAMES: [&'static str; 11] = [
         "max_failures",
         "max_traceback_lines",
         "max_line_chars",
@@ -47,6 +51,7 @@ impl Budgets {
         "max_slowest",
         "max_collection_errors",
         "max_log_bytes",
+        "max_frame_context_lines",
     ];
 
     /// One budget by name; None for an unknown name.
@@ -79,6 +84,7 @@ impl Budgets {
             "max_slowest" => &mut self.max_slowest,
             "max_collection_errors" => &mut self.max_collection_errors,
             "max_log_bytes" => &mut self.max_log_bytes,
+            "max_frame_context_lines" => &mut self.max_frame_context_lines,
             _ => return None,
         })
     }

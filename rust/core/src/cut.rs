@@ -22,9 +22,10 @@
 //!   frame before each chain line and the last frame of the text; a separator is
 //!   dropped when every frame of the block after it is. With a project, kept frame
 //!   lines show install directories as `<site-packages>/`.
-//! * Step 4 keeps, before a frame's first `>` line, its last 3 non-blank lines and
-//!   everything after the first of them; earlier lines go unless essential (and stay
-//!   when they are all blank).
+//! * Step 4 keeps, before a frame's first `>` line, its last `context_lines` (the
+//!   `max_frame_context_lines` budget, 3 by default) non-blank lines and everything
+//!   after the first of them (with 0: nothing before the `>` line); earlier lines go
+//!   unless essential (and stay when they are all blank).
 //! * Marker lines are never cut to `max_line_chars`; `max_lines` below 3 counts as 3,
 //!   `max_line_chars` below 8 as 8. The head/tail cut of step 6 counts marker lines,
 //!   so the result has at most `max_lines` lines.
@@ -244,9 +245,11 @@ enum Piece {
 
 /// Cut a failure's long representation down to what matters (docs/ENGINE.md,
 /// *Traceback cutting*; exact rules in the module docs), library code by the
-/// path-pattern rule: [`cut_traceback_for`] without a project.
+/// path-pattern rule and the default source context: [`cut_traceback_for`] without a
+/// project.
 pub fn cut_traceback(text: &str, max_lines: usize, max_line_chars: usize) -> (String, u64) {
-    cut_traceback_for(text, max_lines, max_line_chars, None)
+    let context_lines = crate::Budgets::default().max_frame_context_lines;
+    cut_traceback_for(text, max_lines, max_line_chars, context_lines, None)
 }
 
 /// Cut a failure's long representation down to what matters (docs/ENGINE.md,
@@ -255,12 +258,14 @@ pub fn cut_traceback(text: &str, max_lines: usize, max_line_chars: usize) -> (St
 /// Returns (cut text joined by `\n`, number of input lines dropped). `max_lines` is the
 /// most lines returned (markers included); `max_line_chars` the most characters (Unicode
 /// scalar values) of a kept line, a longer one keeping `max_line_chars - 1` and `…`.
+/// `context_lines`: the non-blank lines kept before a frame's first `>` line (step 4).
 /// `project`: which frames are library code ([`classify`]; None: the path-pattern
 /// rule); with one, kept frame lines show their path through [`display_path`].
 pub fn cut_traceback_for(
     text: &str,
     max_lines: usize,
     max_line_chars: usize,
+    context_lines: usize,
     project: Option<&ProjectCode>,
 ) -> (String, u64) {
     let max_lines = max_lines.max(3);
@@ -374,25 +379,24 @@ pub fn cut_traceback_for(
         i += 1;
     }
 
-    // Steps 4-5: source context before each frame's first `>` line: the last 3
-    // non-blank lines and what follows them stay; earlier lines go unless essential.
+    // Steps 4-5: source context before each frame's first `>` line: the last
+    // `context_lines` non-blank lines and what follows them stay; earlier lines go
+    // unless essential.
     for frame in &frames {
         let Some(arrow) =
             (frame.start..frame.end).find(|&j| !dropped[j] && lines[j].starts_with('>'))
         else {
             continue;
         };
-        let mut non_blank_seen = 0;
-        let mut keep_from = frame.start;
-        for j in (frame.start..arrow).rev() {
-            if !dropped[j] && !strip(lines[j]).is_empty() {
-                non_blank_seen += 1;
-                if non_blank_seen == 3 {
-                    keep_from = j;
-                    break;
-                }
-            }
-        }
+        // The `context_lines`-th non-blank line before the arrow (0: the arrow itself).
+        let keep_from = match context_lines.checked_sub(1) {
+            None => arrow,
+            Some(nth) => (frame.start..arrow)
+                .rev()
+                .filter(|&j| !dropped[j] && !strip(lines[j]).is_empty())
+                .nth(nth)
+                .unwrap_or(frame.start),
+        };
         // Only blank lines before the kept context (pytest's blank line after a
         // separator): nothing worth a marker.
         if (frame.start..keep_from).all(|j| dropped[j] || strip(lines[j]).is_empty()) {
@@ -606,6 +610,19 @@ java.lang.AssertionError: expected
             "Traceback (most recent call last):\n  File \"/work/app/tests/test_x.py\", line 3, in test_x\n    run()\n... [3 lines omitted]\n  File \"/work/app/app.py\", line 9, in run\n    json.loads('{')\njson.decoder.JSONDecodeError: Expecting property name\njava.lang.AssertionError: expected\n... [1 lines omitted]\n\tat com.example.CalcTest.adds(CalcTest.java:12)\n... [1 lines omitted]"
         );
         assert_eq!(omitted, 5);
+    }
+
+    #[test]
+    fn the_context_budget_keeps_the_whole_frame_or_none_of_its_source() {
+        let text = "self = <T>\n\n    def test_x(self):\n        \"\"\"Doc.\"\"\"\n        a = 1\n        b = 2\n        c = 3\n>       assert a == b\nE       assert 1 == 2\n\ntests/test_x.py:8: AssertionError";
+        let (whole, omitted) = cut_traceback_for(text, 40, 200, 1000, None);
+        assert_eq!((whole.as_str(), omitted), (text, 0));
+        let (default, omitted) = cut_traceback(text, 40, 200);
+        assert!(default.starts_with("... [4 lines omitted]\n        a = 1\n"));
+        assert_eq!(omitted, 4);
+        let (bare, omitted) = cut_traceback_for(text, 40, 200, 0, None);
+        assert!(bare.starts_with("... [7 lines omitted]\n>       assert a == b\n"));
+        assert_eq!(omitted, 7);
     }
 
     #[test]

@@ -502,6 +502,7 @@ impl SummaryBuilder {
             text,
             self.budgets.max_traceback_lines,
             self.budgets.max_line_chars,
+            self.budgets.max_frame_context_lines,
             project,
         );
         ListedFailure {
@@ -630,6 +631,7 @@ impl SummaryBuilder {
                 &text,
                 self.budgets.max_traceback_lines,
                 self.budgets.max_line_chars,
+                self.budgets.max_frame_context_lines,
                 project,
             );
             self.collection_errors.push(ListedCollectionError {

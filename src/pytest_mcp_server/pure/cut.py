@@ -10,7 +10,9 @@ every string a parser yields.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from itertools import islice
 
+from ..models import Budgets
 from .project import LIBRARY, TEST, ProjectCode, classify, display_path
 from .text import U64_MAX
 
@@ -154,7 +156,11 @@ def _indentation(line: str) -> int:
 
 
 def cut_traceback(
-    text: str, max_lines: int, max_line_chars: int, project: ProjectCode | None = None
+    text: str,
+    max_lines: int,
+    max_line_chars: int,
+    project: ProjectCode | None = None,
+    context_lines: int | None = None,
 ) -> tuple[str, int]:
     """Cut a failure's long representation down (docs/ENGINE.md, *Traceback cutting*).
 
@@ -163,10 +169,15 @@ def cut_traceback(
     than ``max_line_chars`` (at least 8) code points keeps ``max_line_chars - 1`` and
     ``…``. ``project``: which frames are library code (``project.classify``; None: the
     path-pattern rule), and with one, kept frame lines show their path through
-    ``project.display_path``. Exact rules: the top of ``rust/core/src/cut.rs``.
+    ``project.display_path``. ``context_lines`` (>= 0, the ``max_frame_context_lines``
+    budget; None: its default): the non-blank lines kept before a frame's first ``>``
+    line (step 4).
+    Exact rules: the top of ``rust/core/src/cut.rs``.
     """
     max_lines = max(max_lines, 3)
     max_line_chars = max(max_line_chars, 8)
+    if context_lines is None:
+        context_lines = Budgets().max_frame_context_lines
 
     # Step 1.
     all_lines = [chomp(line) for line in text.split("\n")]
@@ -252,20 +263,17 @@ def cut_traceback(
             dropped[i] = True
         i += 1
 
-    # Steps 4-5: before a frame's first `>` line, its last 3 non-blank lines and what
-    # follows them stay; earlier lines go unless essential (or all blank).
+    # Steps 4-5: before a frame's first `>` line, its last `context_lines` non-blank
+    # lines and what follows them stay; earlier lines go unless essential (or all blank).
     for start, end, _block, _section_end in frames:
         arrow = next((j for j in range(start, end) if not dropped[j] and lines[j].startswith(">")), None)
         if arrow is None:
             continue
-        non_blank_seen = 0
-        keep_from = start
-        for j in range(arrow - 1, start - 1, -1):
-            if not dropped[j] and strip(lines[j]):
-                non_blank_seen += 1
-                if non_blank_seen == 3:
-                    keep_from = j
-                    break
+        # The `context_lines`-th non-blank line before the arrow (0: the arrow itself).
+        keep_from = arrow
+        if context_lines > 0:
+            before = (j for j in range(arrow - 1, start - 1, -1) if not dropped[j] and strip(lines[j]))
+            keep_from = next(islice(before, context_lines - 1, None), start)
         # Only blank lines before the kept context (pytest's blank line after a
         # separator): nothing worth a marker.
         if all(dropped[j] or not strip(lines[j]) for j in range(start, keep_from)):

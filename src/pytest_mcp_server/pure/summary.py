@@ -174,6 +174,7 @@ class SummaryBuilder:
         self._max_failures = budgets["max_failures"]
         self._max_traceback_lines = budgets["max_traceback_lines"]
         self._max_line_chars = budgets["max_line_chars"]
+        self._context_lines = budgets["max_frame_context_lines"]
         self._max_message_chars = budgets["max_message_chars"]
         self._max_groups = budgets["max_groups"]
         self._max_examples = budgets["max_examples"]
@@ -293,7 +294,9 @@ class SummaryBuilder:
             location = _location_from_text(text)
             if location is not None:
                 location["path"] = display_path(str(location["path"]), self._project)
-        traceback, omitted = cut_traceback(text, self._max_traceback_lines, self._max_line_chars, self._project)
+        traceback, omitted = cut_traceback(
+            text, self._max_traceback_lines, self._max_line_chars, self._project, self._context_lines
+        )
         entry = {
             "node_id": record.node_id,
             "subtest": record.subtest,
@@ -364,7 +367,9 @@ class SummaryBuilder:
                 location = _location_from_text(text)
                 if location is not None:
                     location["path"] = display_path(str(location["path"]), self._project)
-            traceback, omitted = cut_traceback(text, self._max_traceback_lines, self._max_line_chars, self._project)
+            traceback, omitted = cut_traceback(
+                text, self._max_traceback_lines, self._max_line_chars, self._project, self._context_lines
+            )
             self._collection_traceback_omitted += omitted
             self._collection_errors.append(
                 {
