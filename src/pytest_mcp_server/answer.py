@@ -41,12 +41,15 @@ not worth an agent's attention)."""
 _OMITTED_MARKER = re.compile(r"^\s*\.\.\. \[(\d+) lines omitted\]$", re.MULTILINE)
 
 
-def failure_entries(summary: ReportSummary) -> list[tuple[Failure, bool]]:
+def failure_entries(summary: ReportSummary, every_failure: bool = False) -> list[tuple[Failure, bool]]:
     """The failures the text gives an entry, in report order, each with ``True`` when
     shown in full: the first listed failure of each group (full), and a later listed
     failure of a group missing from ``summary.groups`` (one line: node id, location,
     message). A later listed failure of a listed group has no entry: the group's
-    ``also in`` line names it."""
+    ``also in`` line names it. ``every_failure`` (the tests an agent asked for by node
+    id, ``summarize_report``): every listed failure is an entry in full."""
+    if every_failure:
+        return [(failure, True) for failure in summary.failures]
     listed_groups = {g.id for g in summary.groups}
     seen: set[str] = set()
     entries: list[tuple[Failure, bool]] = []

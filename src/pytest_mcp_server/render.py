@@ -7,7 +7,9 @@ never lists passing tests and never repeats the structured JSON. Each cause gets
 entry (``answer.failure_entries``): its first listed failure in full (traceback, output
 tail), then ``also in N more: a, b, ...``, the group's other failures as a count and a
 few example ids (those of a group the groups budget left out get one line each). A
-group line is printed only for a group with no entry (it would repeat the entry).
+group line is printed only for a group with no entry (it would repeat the entry). For
+the tests an agent asked for by node id (``summarize_report``), every listed failure is
+an entry in full instead (``every_failure``).
 Within an entry, what pytest already says is not said twice: the message line is left
 out when an ``E`` line says it, pytest's closing ``path:line: Exception`` line (the
 entry's ``at``) too, a repeated block of traceback lines (a recursion, a diff's
@@ -98,6 +100,7 @@ def render_text(
     failures_budget: str = "--max-failures",
     deselected: int = 0,
     line_chars: int | None = None,
+    every_failure: bool = False,
 ) -> str:
     """The compact text of a summary.
 
@@ -107,23 +110,25 @@ def render_text(
     argument). ``deselected``: tests the run deselected (``counts_phrase``).
     ``line_chars``: when given, every line is capped at that many characters
     (``answer.cap_line``) and the bytes cut are added to the ``Omitted`` line's report
-    text. Returns text ending in a newline; its first line is always
-    ``<VERDICT> <counts phrase>``.
+    text. ``every_failure``: every listed failure is an entry in full
+    (``answer.failure_entries``), with no ``also in`` lines and no group table (the
+    tests asked for by node id: each one's whole story, not its cause's). Returns text
+    ending in a newline; its first line is always ``<VERDICT> <counts phrase>``.
     """
     lines = [f"{verdict or verdict_word(summary)} {counts_phrase(summary, deselected)}"]
     groups_by_id = {g.id: g for g in summary.groups}
-    entries = failure_entries(summary)
+    entries = failure_entries(summary, every_failure)
     if entries:
         lines.append("")
         lines.append("Failures:")
         for failure, full in entries:
             lines.extend(_failure_lines(failure, full=full))
             group = groups_by_id.get(failure.group)
-            if full and group is not None and group.count > 1:
+            if full and not every_failure and group is not None and group.count > 1:
                 lines.append("  " + _also_in(failure, group, summary.failures))
     # a group with an entry says nothing its entry and "also in" line do not
     with_entry = {failure.group for failure, _ in entries}
-    unlisted = [g for g in summary.groups if g.id not in with_entry]
+    unlisted = [] if every_failure else [g for g in summary.groups if g.id not in with_entry]
     if unlisted:
         lines.append("")
         lines.append(f"Failure groups{' not listed above' if entries else ''} (same exception and message):")
@@ -143,7 +148,7 @@ def render_text(
         capped = [cap_line(line, line_chars) for line in lines]
         lines = [line for line, _ in capped]
         cut = sum(dropped for _, dropped in capped)
-    omitted = _omitted_phrase(summary, failures_budget, shown_traceback_lines_omitted(entries), cut)
+    omitted = _omitted_phrase(summary, failures_budget, shown_traceback_lines_omitted(entries), cut, every_failure)
     if omitted:
         lines.append("")
         lines.append(omitted)
@@ -319,16 +324,21 @@ def _failure_lines(failure: Failure, *, full: bool) -> list[str]:
     return out
 
 
-def _omitted_phrase(summary: ReportSummary, failures_budget: str, traceback_lines: int, cut_text_bytes: int) -> str:
+def _omitted_phrase(
+    summary: ReportSummary, failures_budget: str, traceback_lines: int, cut_text_bytes: int, every_failure: bool
+) -> str:
     """The ``Omitted: ...`` line, or ``""``. Failures are counted only when the text
     names them nowhere (not in an entry, an ``also in`` count or a group line: their
-    groups were cut by the groups budget); ``traceback_lines``: lines cut from the
-    tracebacks shown; ``cut_text_bytes``: bytes the text's line cap cut, added to the
-    report text."""
+    groups were cut by the groups budget; with ``every_failure``, the failures not
+    listed); ``traceback_lines``: lines cut from the tracebacks shown;
+    ``cut_text_bytes``: bytes the text's line cap cut, added to the report text."""
     o = summary.omitted
-    listed_groups = {g.id for g in summary.groups}
-    named = sum(g.count for g in summary.groups) + sum(1 for f in summary.failures if f.group not in listed_groups)
-    unnamed = max(0, len(summary.failures) + o.failures - named)
+    if every_failure:
+        unnamed = o.failures
+    else:
+        listed_groups = {g.id for g in summary.groups}
+        named = sum(g.count for g in summary.groups) + sum(1 for f in summary.failures if f.group not in listed_groups)
+        unnamed = max(0, len(summary.failures) + o.failures - named)
     text_bytes = o.text_bytes + cut_text_bytes
     parts = []
     if unnamed:
@@ -452,9 +462,10 @@ def render_discover(result: DiscoverResult, *, files_shown: int = 30) -> str:
 
 
 def render_summarize(result: SummarizeResult) -> str:
-    """The text block of ``summarize_report``: ``render_text`` of the summary, and
-    the requested node ids that matched no failure."""
-    text = render_text(result.summary, failures_budget="failures_listed")
+    """The text block of ``summarize_report``: ``render_text`` of the summary (with
+    ``full_story``, every listed failure in full), and the requested node ids that
+    matched no failure."""
+    text = render_text(result.summary, failures_budget="failures_listed", every_failure=result.full_story)
     if result.not_failing:
         text += "\nNo failure for: " + ", ".join(result.not_failing) + " (passed, skipped, or not in the report)\n"
     return text

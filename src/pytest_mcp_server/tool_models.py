@@ -271,7 +271,10 @@ class SummarizeResult(_Frozen):
     its failures, groups, collection errors, slowest tests and ``omitted`` cover only
     those tests; counts stay the whole report's) and ``not_failing``: requested node ids
     that matched no failure nor collection error (they passed, were skipped, or are not
-    in the report; the same as ``summary.unmatched``)."""
+    in the report; the same as ``summary.unmatched``). ``full_story``: node ids were
+    given, so the text lists every listed failure in full, each its own entry (no
+    ``also in`` folding, no group table)."""
 
     summary: ReportSummary
     not_failing: list[str]
+    full_story: bool = False

@@ -517,7 +517,8 @@ class Runner:
         ``engine.summarize(select=...)``, one pass) and the larger ``FULL_STORY`` budgets
         apply: failures, groups (with their counts), collection errors, slowest and
         ``omitted`` cover only the selected tests, counts stay the whole report's, and
-        ``not_failing`` is the engine's ``unmatched``. Raises
+        ``not_failing`` is the engine's ``unmatched``; the text then gives each listed
+        failure in full (``full_story``). Raises
         ``ToolFailure(report_error)`` for a file that is not a readable report.
         """
         bases = [self.root, self.artifacts_base.resolve() if self.artifacts_base.exists() else self.artifacts_base]
@@ -540,7 +541,7 @@ class Runner:
                 field=field,
                 report_error_kind=exc.kind,
             ) from None
-        return SummarizeResult(summary=summary, not_failing=summary.unmatched)
+        return SummarizeResult(summary=summary, not_failing=summary.unmatched, full_story=select is not None)
 
 
 def _error_line(text: str) -> str:
