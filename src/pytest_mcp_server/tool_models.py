@@ -64,7 +64,10 @@ def _summarize_default(budget: str) -> str:
     return f"default {plain}" if plain == story else f"default {plain}; {story} with node_ids"
 
 
-class _SelectionParams(ParamsModel):
+class SelectionParams(ParamsModel):
+    """What to run or collect: node ids or paths, a ``-m`` and a ``-k`` expression
+    (shared by ``execute_tests`` and ``discover_tests``)."""
+
     node_ids: list[NodeId] = Field(
         default_factory=list,
         max_length=MAX_NODE_IDS,
@@ -91,7 +94,7 @@ def _optional_expression(value: str | None, *, markers: bool) -> str | None:
     return stripped or None
 
 
-class ExecuteParams(_SelectionParams):
+class ExecuteParams(SelectionParams):
     """Arguments of ``execute_tests``. Budgets shape the answer, not the run; their
     defaults are ``EXECUTE_BUDGETS``."""
 
@@ -127,7 +130,7 @@ class ExecuteParams(_SelectionParams):
         )
 
 
-class DiscoverParams(_SelectionParams):
+class DiscoverParams(SelectionParams):
     """Arguments of ``discover_tests``: the selection, and a page of node ids."""
 
     offset: int = Field(0, ge=0, le=MAX_DISCOVER_OFFSET)

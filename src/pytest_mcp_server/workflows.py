@@ -61,6 +61,7 @@ from .tool_models import (
     ExecuteParams,
     ExecuteResult,
     RunStatus,
+    SelectionParams,
     SummarizeParams,
     SummarizeResult,
 )
@@ -87,6 +88,19 @@ thread's stack into the run's stacks file (the plugin's ``STACK_DUMP_SIGNAL``)."
 STACK_DUMP_WAIT_S = 1.0
 """Seconds to wait for that dump to be written (it is written at once unless the process
 is stopped; within ``process.ON_TIMEOUT_S``)."""
+
+
+def selection_argv(params: SelectionParams) -> list[str]:
+    """pytest's arguments for a validated selection: ``-m``, ``-k``, then ``--`` and the
+    node ids (after ``--`` pytest reads no option, whatever the id looks like)."""
+    argv: list[str] = []
+    if params.markers:
+        argv += ["-m", params.markers]
+    if params.keywords:
+        argv += ["-k", params.keywords]
+    if params.node_ids:
+        argv += ["--", *params.node_ids]
+    return argv
 
 
 class Runner:
@@ -194,13 +208,7 @@ class Runner:
             argv.append("--lf")
         if params.workers is not None:
             argv += ["-n", str(params.workers)]
-        if params.markers:
-            argv += ["-m", params.markers]
-        if params.keywords:
-            argv += ["-k", params.keywords]
-        if params.node_ids:
-            argv += ["--", *params.node_ids]
-        return argv
+        return argv + selection_argv(params)
 
     async def execute(self, params: ExecuteParams, progress: ProgressFn | None = None) -> ExecuteResult:
         """Run the selected tests and summarise the report (the ``execute_tests`` tool).
@@ -464,13 +472,7 @@ class Runner:
         argv = [interp.python, "-m", "pytest", "-p", PLUGIN_NAME, f"--mcp-events={tmp / 'events.txt'}"]
         # JUnit only: pytest-json-report would list every collected item again (+70% time at 100k tests)
         argv += ["--collect-only", "-qq", f"--junitxml={tmp / 'junit.xml'}"]
-        if params.markers:
-            argv += ["-m", params.markers]
-        if params.keywords:
-            argv += ["-k", params.keywords]
-        if params.node_ids:
-            argv += ["--", *params.node_ids]
-        return argv
+        return argv + selection_argv(params)
 
     async def discover(self, params: DiscoverParams) -> DiscoverResult:
         """Collect the selected tests without running them (the ``discover_tests`` tool).
