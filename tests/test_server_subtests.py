@@ -2,7 +2,8 @@
 
 The real server over real stdio (the SDK's client) runs the real pytest on fixture
 projects (tests/fixtures); pytest's own summary line comes from running pytest directly
-on the same project. The counts must reconcile with it by the rule of docs/ENGINE.md
+on the same project, once per engine backend (``PYTEST_MCP_SERVER_BACKEND``: both read
+the subtests from the JUnit XML). The counts must reconcile with it by the rule of docs/ENGINE.md
 (*Subtests*): pytest's failed = failed + subtests_failed - passed_with_failed_subtests,
 its passed = passed + passed_with_failed_subtests, its subtests passed = subtests_passed.
 """
@@ -16,6 +17,7 @@ import sys
 import pytest
 from server_support import Project, connect, run, text_of
 
+from pytest_mcp_server.engine import BACKEND_ENV
 from pytest_mcp_server.models import Counts
 from pytest_mcp_server.tool_models import ExecuteResult, SummarizeResult
 
@@ -45,12 +47,14 @@ def reconciles(counts: Counts, pytest_says: dict[str, int]) -> None:
     assert pytest_says["subtests passed"] == counts.subtests_passed
 
 
-def execute(project: Project, node_ids: list[str] | None = None) -> tuple[ExecuteResult, str, SummarizeResult | None]:
-    """``execute_tests`` on the project, then (with ``node_ids``) ``summarize_report`` of
-    its report for those tests, on one connection."""
+def execute(
+    project: Project, backend: str, node_ids: list[str] | None = None
+) -> tuple[ExecuteResult, str, SummarizeResult | None]:
+    """``execute_tests`` on the project with the engine's ``backend``, then (with
+    ``node_ids``) ``summarize_report`` of its report for those tests, on one connection."""
 
     async def body():
-        async with connect(project.params(), MODE) as client:
+        async with connect(project.params(env={BACKEND_ENV: backend}), MODE) as client:
             executed = await client.call_tool("execute_tests", {})
             assert not executed.is_error, text_of(executed)
             res = ExecuteResult.model_validate(executed.structured_content)
@@ -86,11 +90,11 @@ def execute(project: Project, node_ids: list[str] | None = None) -> tuple[Execut
     ],
 )
 def test_each_failed_subtest_is_named_and_the_counts_reconcile_with_pytest(
-    tmp_path, name, node_id, labels, messages, line, pytest_counted_parent_passed
+    tmp_path, backend, name, node_id, labels, messages, line, pytest_counted_parent_passed
 ):
     # Both flavours: 2 failing and 2 passing subtests in one test, plus one passing test.
     project = Project(name, tmp_path)
-    res, text, story = execute(project, [node_id])
+    res, text, story = execute(project, backend, [node_id])
     counts = res.summary.counts
     assert res.status == "failed"
     assert (counts.failed, counts.passed, counts.subtests_failed, counts.subtests_passed) == (1, 1, 2, 2)
@@ -121,10 +125,10 @@ def test_each_failed_subtest_is_named_and_the_counts_reconcile_with_pytest(
     assert [(p.node_id, p.message) for p in parent] == [(node_id, "contains 2 failed subtests")]
 
 
-def test_a_collection_error_carries_its_location_and_traceback(tmp_path):
+def test_a_collection_error_carries_its_location_and_traceback(tmp_path, backend):
     # tests/test_broken_import.py:3 calls pkg/__init__.py:3, which raises.
     project = Project("import_error", tmp_path)
-    res, text, _ = execute(project)
+    res, text, _ = execute(project, backend)
     assert res.status == "interrupted"
     [error] = res.summary.collection_errors
     assert error.path == "tests/test_broken_import.py"
@@ -139,12 +143,12 @@ def test_a_collection_error_carries_its_location_and_traceback(tmp_path):
     assert "    tests/test_broken_import.py:3: in <module>" in text
 
 
-def test_the_log_records_of_a_failing_test_are_shown_under_it(tmp_path):
+def test_the_log_records_of_a_failing_test_are_shown_under_it(tmp_path, backend):
     # test_logs_then_fails logs INFO, WARNING and ERROR, then fails; the root level keeps
     # WARNING and above.
     project = Project("warnings_logs", tmp_path)
     node_id = "tests/test_warnings.py::test_logs_then_fails"
-    res, text, story = execute(project, [node_id])
+    res, text, story = execute(project, backend, [node_id])
     assert [f.node_id for f in res.summary.failures] == [node_id]
     records = (
         "WARNING  test_warnings:test_warnings.py:47 retrying after timeout (attempt 2)\n"
