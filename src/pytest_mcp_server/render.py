@@ -121,8 +121,12 @@ def render_text(
     if entries:
         lines.append("")
         lines.append("Failures:")
+        shapes: dict[str, str] = {}
         for failure, full in entries:
-            lines.extend(_failure_lines(failure, full=full))
+            entry = _failure_lines(failure, full=full)
+            if full and not every_failure:
+                entry = _folded_if_seen(failure, entry, shapes)
+            lines.extend(entry)
             group = groups_by_id.get(failure.group)
             if full and not every_failure and group is not None and group.count > 1:
                 lines.append("  " + _also_in(failure, group, summary.failures))
@@ -322,6 +326,24 @@ def _failure_lines(failure: Failure, *, full: bool) -> list[str]:
         out.append("    log (tail):")
         out.extend(("      " + line).rstrip() for line in failure.log.rstrip("\n").split("\n"))
     return out
+
+
+_DIGITS = re.compile(r"\d+")
+
+
+def _folded_if_seen(failure: Failure, entry: list[str], shapes: dict[str, str]) -> list[str]:
+    """An entry whose traceback, captured output and log are those of an earlier entry
+    but for numbers and its own test file (the same test body copied into another module,
+    the same check on other values) shrinks to its header, its exception line and a
+    pointer to that entry; ``shapes`` maps each shape seen to its entry's node id. The
+    entry keeps its own location and message, so nothing that differs is lost."""
+    own_file = failure.node_id.split("::", 1)[0]
+    shape = _DIGITS.sub("N", "\n".join(entry[1:]).replace(own_file, "<file>"))
+    first = shapes.setdefault(shape, failure.node_id)
+    if first == failure.node_id:
+        return entry
+    what = exception_line(failure.exception, failure.message)
+    return [entry[0], *([f"    {what}"] if what else []), f"    same traceback as {first}, with other values"]
 
 
 def _omitted_phrase(
