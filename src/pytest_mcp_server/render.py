@@ -241,6 +241,38 @@ def _without_rerun_hints(lines: list[str]) -> list[str]:
     return out
 
 
+_E_TEXT = re.compile(r"^E(\s*)(.*)$")
+
+
+def _without_redundant_full_diff(lines: list[str]) -> list[str]:
+    """pytest's ``Full diff:`` block of a dict comparison, when its ``Differing items:``
+    block (with full values, as the server runs pytest with ``verbosity_assertions=2``)
+    already says what differs: the block (the ``E`` lines after it indented at least as
+    deep, up to a blank ``E`` line) becomes one line that says how many lines were left
+    out and why. Other diffs (lists, strings, sets) are kept whole."""
+    out: list[str] = []
+    differing = False
+    i = 0
+    while i < len(lines):
+        m = _E_TEXT.match(lines[i])
+        if m and m.group(2) == "Differing items:":
+            differing = True
+        if m and differing and m.group(2).startswith("Full diff:"):
+            indent = len(m.group(1))
+            j = i + 1
+            while j < len(lines) and (n := _E_TEXT.match(lines[j])) and len(n.group(1)) >= indent and n.group(2):
+                j += 1
+            if j - i > 1:
+                out.append(f"E{m.group(1)}Full diff: [{j - i - 1} lines left out: the differing items above]")
+                i = j
+                continue
+        if not m:
+            differing = False
+        out.append(lines[i])
+        i += 1
+    return out
+
+
 _FRAME_SEPARATOR = "_ _ _ _ _"
 """How a line between two frames of pytest's long traceback (``_ _ _ ...``, 80
 characters) is written: the boundary stays, its width goes."""
@@ -317,7 +349,8 @@ def _failure_lines(failure: Failure, *, full: bool) -> list[str]:
             while traceback and not traceback[-1].strip():
                 traceback.pop()
     traceback = [_FRAME_SEPARATOR if _is_frame_separator(line) else line for line in _last_frame_carets(traceback)]
-    out.extend(("    " + line).rstrip() for line in _fold_repeats(_without_rerun_hints(traceback)))
+    shown = _fold_repeats(_without_redundant_full_diff(_without_rerun_hints(traceback)))
+    out.extend(("    " + line).rstrip() for line in shown)
     for name, tail in (("stdout", failure.stdout), ("stderr", failure.stderr)):
         if tail:
             out.append(f"    {name} (tail):")

@@ -1,10 +1,13 @@
-"""Entries that repeat an earlier entry's traceback but for numbers and their own file.
+"""What the text says once: repeated tracebacks and pytest's redundant dict diff.
 
 A test body copied into several modules (or one check failing on other values at other
 sites) gives one group per assertion site, by the grouping rule; the text then shows the
 first entry in full and each repeat as its header, its own exception line (with its
-values) and a pointer to the first, instead of the same traceback again. Checked on a
-real pytest run's JUnit XML through the real CLI, in both engine backends.
+values) and a pointer to the first, instead of the same traceback again. A dict
+comparison's ``Full diff:`` block repeats its ``Differing items:`` block and becomes one
+line saying so. Checked on a real pytest run's JUnit XML (pytest run with
+``verbosity_assertions=2``, as the server runs it) through the real CLI, in both engine
+backends.
 """
 
 from __future__ import annotations
@@ -37,7 +40,8 @@ def summarize_text(tmp_path: Path, backend: str, modules: dict[str, str]) -> str
         (tests / name).write_text(source)
     junit = tmp_path / "junit.xml"
     subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={junit}", "tests"],
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "verbosity_assertions=2"]
+        + [f"--junitxml={junit}", "tests"],
         cwd=tmp_path,
         capture_output=True,
         timeout=120,
@@ -64,3 +68,23 @@ def test_a_copied_failure_is_one_line_pointing_at_the_first(tmp_path, backend):
     assert "- FAILED tests/test_c.py::test_other  at tests/test_c.py:4" in text
     assert ">       assert values[0] == 5" in text, text
     assert text.count("same traceback as") == 1, text
+
+
+DICTS = """
+def test_totals():
+    assert {"apples": 3, "pears": 5, "plums": 7} == {"apples": 3, "pears": 2, "plums": 7}
+
+
+def test_lists():
+    assert [1, 2, 3] == [1, 2, 4]
+"""
+
+
+def test_a_dict_diff_is_said_once_and_a_list_diff_kept(tmp_path, backend):
+    text = summarize_text(tmp_path, backend, {"test_d.py": DICTS})
+    assert "{'pears': 5} != {'pears': 2}" in text, text
+    [dict_entry, list_entry] = text.split("- FAILED ")[1:]
+    assert "Full diff: [" in dict_entry and " lines left out: the differing items above]" in dict_entry, text
+    assert "'apples': 3," not in dict_entry.split("Full diff:")[1], text
+    # a list's full diff is kept: it is the only place showing the whole lists side by side
+    assert "Full diff:" in list_entry and "lines left out" not in list_entry, text
