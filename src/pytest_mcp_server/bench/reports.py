@@ -21,7 +21,7 @@ from .generate import format_size
 if TYPE_CHECKING:
     from rich.progress import Progress
 
-# Targets of issue #2 / #4 (docs: benches/RESULTS.md). Reported, never asserted.
+# The speed and memory targets of the report engine (benches/RESULTS.md, section 1). Reported, never asserted.
 TARGETS = {
     "junit": {"mb_s": 400.0, "vs_pure": 10.0, "vs_best_alt": 8.0, "peak_rss": 64 * 2**20},
     "pytest-json": {"mb_s": 300.0, "vs_pure": 10.0, "vs_best_alt": 8.0, "peak_rss": 64 * 2**20},
