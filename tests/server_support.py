@@ -119,3 +119,11 @@ def text_of(result) -> str:
 def run(fn, *args):
     """Run an async test body on asyncio."""
     return anyio.run(fn, *args)
+
+
+def line_of(path: Path, needle: str) -> int:
+    """1-based line of the first line of ``path`` containing ``needle``."""
+    for i, line in enumerate(path.read_text().splitlines(), 1):
+        if needle in line:
+            return i
+    raise AssertionError(f"{needle!r} not in {path}")

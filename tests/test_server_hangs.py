@@ -10,21 +10,11 @@ with its message), and no process of the run is left.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
-from server_support import Project, connect, pid_alive, run, text_of
+from server_support import Project, connect, line_of, pid_alive, run, text_of
 
 from pytest_mcp_server.failures import ToolFailureDetail
 from pytest_mcp_server.stacks import STACK_FRAMES
-
-
-def line_of(path: Path, needle: str) -> int:
-    """1-based line of the first line of ``path`` containing ``needle``."""
-    for i, line in enumerate(path.read_text().splitlines(), 1):
-        if needle in line:
-            return i
-    raise AssertionError(f"{needle!r} not in {path}")
 
 
 def test_a_hang_names_the_running_test_its_line_and_keeps_what_finished(tmp_path):

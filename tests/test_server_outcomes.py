@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 
 import pytest
-from server_support import MODES, Project, connect, run, text_of
+from server_support import MODES, Project, connect, line_of, run, text_of
 
 from pytest_mcp_server.failures import ToolFailureDetail
 from pytest_mcp_server.tool_models import DiscoverResult, ExecuteResult, SummarizeResult
@@ -32,14 +32,6 @@ EVERY_OUTCOME_COUNTS = {
     "subtests_failed": 0,
     "passed_with_failed_subtests": 0,
 }
-
-
-def line_of(path: Path, needle: str) -> int:
-    """1-based line of the first line of ``path`` containing ``needle``."""
-    for i, line in enumerate(path.read_text().splitlines(), 1):
-        if needle in line:
-            return i
-    raise AssertionError(f"{needle!r} not in {path}")
 
 
 @pytest.fixture

@@ -10,20 +10,10 @@ every test; the event plugin records both.
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from server_support import Project, connect, run, text_of
+from server_support import Project, connect, line_of, run, text_of
 
 from pytest_mcp_server.events import WARNING_GROUPS_LISTED
 from pytest_mcp_server.tool_models import ExecuteResult
-
-
-def line_of(path: Path, needle: str) -> int:
-    """1-based line of the first line of ``path`` containing ``needle``."""
-    for i, line in enumerate(path.read_text().splitlines(), 1):
-        if needle in line:
-            return i
-    raise AssertionError(f"{needle!r} not in {path}")
 
 
 def test_warnings_are_grouped_with_the_thread_traceback_and_deselected_counted(tmp_path):
