@@ -27,6 +27,41 @@ def counts_cell(r: dict[str, Any]) -> str:
     return "-"
 
 
+def _report_cells(r: dict[str, Any], shards: bool) -> list[str]:
+    """The cell texts of one ``bench reports`` / ``bench shards`` row, shared by the rich
+    table and the Markdown one; ``shards`` adds the threads and vs-one-by-one cells."""
+    cells = [
+        r["format"],
+        f"{r['files']} x {r['size']}" if shards else r["size"],
+        r["parser"],
+        _f(r.get("median_s"), ".3f"),
+        f"{r['min_s']:.3f}-{r['max_s']:.3f}" if r.get("min_s") is not None else "-",
+        _f(r.get("mb_s"), ".0f"),
+        _f(r.get("cpu_s"), ".2f"),
+        _f(r["peak_rss"] / MIB if r.get("peak_rss") else None, ".1f"),
+    ]
+    if shards:
+        cells += [
+            str(r.get("threads") or "-"),
+            _f(r.get("vs_one_by_one"), ".2f") + ("x" if r.get("vs_one_by_one") else ""),
+        ]
+    cells += [_f(r.get("vs_native"), ".1f") + ("x" if r.get("vs_native") else ""), counts_cell(r)]
+    return cells
+
+
+def _suite_cells(r: dict[str, Any]) -> list[str]:
+    """The cell texts of one ``bench suite`` row, shared by the rich table and the Markdown one."""
+    return [
+        r["way"],
+        _f(r.get("median_s"), ".2f"),
+        f"{r['min_s']:.2f}-{r['max_s']:.2f}" if r.get("min_s") is not None else "-",
+        _f(r.get("added_s"), "+.2f"),
+        _f(r.get("added_pct"), "+.1f"),
+        _f(r.get("agent_bytes"), "d"),
+        counts_cell(r),
+    ]
+
+
 def reports_table(rows: list[dict[str, Any]], title: str) -> Table:
     """A rich ``Table`` of ``bench reports`` / ``bench shards`` rows."""
     from rich.table import Table
@@ -47,23 +82,7 @@ def reports_table(rows: list[dict[str, Any]], title: str) -> Table:
     t.add_column("time / native", justify="right")
     t.add_column("counts vs truth")
     for r in rows:
-        size = f"{r['files']} x {r['size']}" if shards else r["size"]
-        cells = [
-            r["format"],
-            size,
-            r["parser"],
-            _f(r.get("median_s"), ".3f"),
-            f"{r['min_s']:.3f}-{r['max_s']:.3f}" if r.get("min_s") is not None else "-",
-            _f(r.get("mb_s"), ".0f"),
-            _f(r.get("cpu_s"), ".2f"),
-            _f(r["peak_rss"] / MIB if r.get("peak_rss") else None, ".1f"),
-        ]
-        if shards:
-            cells += [
-                str(r.get("threads") or "-"),
-                _f(r.get("vs_one_by_one"), ".2f") + ("x" if r.get("vs_one_by_one") else ""),
-            ]
-        cells += [_f(r.get("vs_native"), ".1f") + ("x" if r.get("vs_native") else ""), counts_cell(r)]
+        cells = _report_cells(r, shards)
         style = "red" if (not r.get("ok") and r.get("available", True)) or r.get("truth_ok") is False else None
         t.add_row(*cells, style=style)
     return t
@@ -184,13 +203,7 @@ def suite_table(rows: list[dict[str, Any]], title: str) -> Table:
         t.add_column(name, justify=justify)
     for r in rows:
         t.add_row(
-            r["way"],
-            _f(r.get("median_s"), ".2f"),
-            f"{r['min_s']:.2f}-{r['max_s']:.2f}" if r.get("min_s") is not None else "-",
-            _f(r.get("added_s"), "+.2f"),
-            _f(r.get("added_pct"), "+.1f"),
-            _f(r.get("agent_bytes"), "d"),
-            counts_cell(r),
+            *_suite_cells(r),
             style="red" if (not r.get("ok")) or r.get("truth_ok") is False else None,
         )
     return t
@@ -217,18 +230,7 @@ def markdown(doc: dict[str, Any]) -> str:
     rows = doc["rows"]
     if doc["bench"] == "suite":
         header = ["way", "median s", "min-max s", "added s", "added %", "agent text bytes", "counts vs truth"]
-        body = [
-            [
-                r["way"],
-                _f(r.get("median_s"), ".2f"),
-                f"{r['min_s']:.2f}-{r['max_s']:.2f}" if r.get("min_s") is not None else "-",
-                _f(r.get("added_s"), "+.2f"),
-                _f(r.get("added_pct"), "+.1f"),
-                _f(r.get("agent_bytes"), "d"),
-                counts_cell(r),
-            ]
-            for r in rows
-        ]
+        body = [_suite_cells(r) for r in rows]
         out.append(_md_table(header, body, {1, 2, 3, 4, 5}))
     else:
         shards = doc["bench"] == "shards"
@@ -246,25 +248,7 @@ def markdown(doc: dict[str, Any]) -> str:
             + (["threads", "vs one-by-one"] if shards else [])
             + ["time / native", "counts vs truth"]
         )
-        body = []
-        for r in rows:
-            cells = [
-                r["format"],
-                f"{r['files']} x {r['size']}" if shards else r["size"],
-                r["parser"],
-                _f(r.get("median_s"), ".3f"),
-                f"{r['min_s']:.3f}-{r['max_s']:.3f}" if r.get("min_s") is not None else "-",
-                _f(r.get("mb_s"), ".0f"),
-                _f(r.get("cpu_s"), ".2f"),
-                _f(r["peak_rss"] / MIB if r.get("peak_rss") else None, ".1f"),
-            ]
-            if shards:
-                cells += [
-                    str(r.get("threads") or "-"),
-                    _f(r.get("vs_one_by_one"), ".2f") + ("x" if r.get("vs_one_by_one") else ""),
-                ]
-            cells += [_f(r.get("vs_native"), ".1f") + ("x" if r.get("vs_native") else ""), counts_cell(r)]
-            body.append(cells)
+        body = [_report_cells(r, shards) for r in rows]
         n = len(header)
         out.append(_md_table(header, body, set(range(3, n - 1))))
     if doc.get("targets"):
