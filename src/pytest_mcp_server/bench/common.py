@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import generate as gen
+from .runner import failed_result
 
 if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
@@ -114,26 +115,12 @@ def spawn(
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
-        return _failed(f"timed out after {timeout:.0f} s")
+        return failed_result(f"timed out after {timeout:.0f} s")
     stderr = proc.stderr.read() if proc.stderr else ""
     if result is None:
         tail = stderr.strip().splitlines()[-1:] or [f"exit status {proc.returncode}"]
-        return _failed(f"the runner died (exit {proc.returncode}): {tail[0][:300]}")
+        return failed_result(f"the runner died (exit {proc.returncode}): {tail[0][:300]}")
     return result
-
-
-def _failed(error: str) -> dict[str, Any]:
-    return {
-        "ok": False,
-        "error": error,
-        "times_s": [],
-        "warmup_s": [],
-        "cpu_s": [],
-        "counts": None,
-        "baseline_rss": 0,
-        "peak_rss": 0,
-        "threads": 0,
-    }
 
 
 def stats(times: list[float]) -> dict[str, float | None]:

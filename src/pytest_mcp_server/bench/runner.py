@@ -57,13 +57,13 @@ def _cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def run(job: dict[str, Any]) -> dict[str, Any]:
-    """Run one job (see the module docstring) and return the result dict."""
-    from .parsers import lookup
-
-    out: dict[str, Any] = {
+def failed_result(error: str | None) -> dict[str, Any]:
+    """A result dict with no runs in it: ``ok`` False, ``error`` as given, empty lists and
+    zero sizes, with the keys of ``RESULT`` (module docstring). ``run`` starts from it, and
+    the parent process gives it when the runner timed out or died before answering."""
+    return {
         "ok": False,
-        "error": None,
+        "error": error,
         "times_s": [],
         "warmup_s": [],
         "cpu_s": [],
@@ -72,6 +72,13 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
         "peak_rss": 0,
         "threads": 0,
     }
+
+
+def run(job: dict[str, Any]) -> dict[str, Any]:
+    """Run one job (see the module docstring) and return the result dict."""
+    from .parsers import lookup
+
+    out = failed_result(None)
     if job.get("mem_limit"):
         limit = int(job["mem_limit"])
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
