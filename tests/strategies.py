@@ -695,6 +695,22 @@ def _junit_identity(draw, prefix: str, index: int, pytest_suite: bool):
 
 
 @st.composite
+def _testcase_attrs(draw, classname: str | None, name: str, file: str | None):
+    """The identity attributes of one ``<testcase>`` (``name``, then ``classname`` and
+    ``file`` when given) plus a drawn ``time`` attribute (absent when None); returns the
+    attribute list and the raw time text the truth rows are computed from."""
+    attrs: list[tuple[str, str]] = [("name", name)]
+    if classname is not None:
+        attrs.append(("classname", classname))
+    if file is not None:
+        attrs.append(("file", file))
+    time = draw(JUNIT_TIMES)
+    if time is not None:
+        attrs.append(("time", time))
+    return attrs, time
+
+
+@st.composite
 def _junit_logical_test(draw, prefix: str, index: int, suite_name: str | None):
     """The testcase elements (1-3 attempts) of one logical test, and its truth row."""
     classname, name, file = draw(_junit_identity(prefix, index, suite_name == "pytest"))
@@ -706,14 +722,7 @@ def _junit_logical_test(draw, prefix: str, index: int, suite_name: str | None):
     for _ in range(attempts):
         kind = draw(st.sampled_from(kinds_single if attempts == 1 else kinds_retry))
         children, outcome, phase, flaky = draw(_result_children(kind, suite_name == "pytest"))
-        attrs: list[tuple[str, str]] = [("name", name)]
-        if classname is not None:
-            attrs.append(("classname", classname))
-        if file is not None:
-            attrs.append(("file", file))
-        time = draw(JUNIT_TIMES)
-        if time is not None:
-            attrs.append(("time", time))
+        attrs, time = draw(_testcase_attrs(classname, name, file))
         if draw(st.booleans()):
             attrs.append(("line", draw(st.sampled_from(["12", "0", "x", "-3", "", "99999999999999999999"]))))
         if draw(st.integers(0, 5)) == 0:
@@ -766,14 +775,7 @@ def _junit_subtests_test(draw, prefix: str, index: int, suite_name: str | None):
     if fixture_flavour:
         marker = f"contains {failed} failed subtest{'s' if failed > 1 else ''}"
         children.append(("failure", [("message", marker)], marker))
-    attrs: list[tuple[str, str]] = [("name", name)]
-    if classname is not None:
-        attrs.append(("classname", classname))
-    if file is not None:
-        attrs.append(("file", file))
-    time = draw(JUNIT_TIMES)
-    if time is not None:
-        attrs.append(("time", time))
+    attrs, time = draw(_testcase_attrs(classname, name, file))
     rows: list[tuple] = [
         (node_id, "subtest-failed", "call", False, 0, label if with_properties else "") for label in labels
     ]
