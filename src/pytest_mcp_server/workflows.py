@@ -89,6 +89,9 @@ STACK_DUMP_WAIT_S = 1.0
 """Seconds to wait for that dump to be written (it is written at once unless the process
 is stopped; within ``process.ON_TIMEOUT_S``)."""
 
+ERROR_LINE_CHARS = 500
+"""Characters kept of the error line quoted from a pytest that failed before running tests."""
+
 
 def selection_argv(params: SelectionParams) -> list[str]:
     """pytest's arguments for a validated selection: ``-m``, ``-k``, then ``--`` and the
@@ -553,7 +556,7 @@ def _error_line(text: str) -> str:
     for i in range(len(lines) - 1, -1, -1):
         if re.match(r"(?i)error: (?!usage:)|\S+: error: ", lines[i]):
             detail = lines[i + 1] if i + 1 < len(lines) and lines[i + 1].startswith("(") else ""
-            return (lines[i] + (" " + detail if detail else ""))[:500]
+            return (lines[i] + (" " + detail if detail else ""))[:ERROR_LINE_CHARS]
     return _last_line(text)
 
 
@@ -578,4 +581,4 @@ def _read_text(path: Path) -> str:
 
 def _last_line(text: str) -> str:
     lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
-    return lines[-1][:500] if lines else "(no output)"
+    return lines[-1][:ERROR_LINE_CHARS] if lines else "(no output)"
