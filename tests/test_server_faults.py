@@ -27,7 +27,6 @@ import os
 import signal
 import sys
 import textwrap
-import time
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -36,6 +35,7 @@ import pytest
 import strategies
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
+from server_support import pid_alive, wait_for, wait_until_gone
 
 SERVER = Path(sys.executable).with_name("pytest-mcp-server")
 # Over a minute each: run with --soak (docs/RELIABILITY.md), not in the quick suite.
@@ -169,33 +169,6 @@ async def session(params: StdioServerParameters):
                 yield s
 
 
-def pid_alive(pid: int) -> bool:
-    """True while ``pid`` runs (a zombie counts as gone)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-    except (OSError, IndexError):
-        return False
-
-
-def alive_after(pids: list[int], timeout: float = 30.0) -> list[int]:
-    """The pids still alive after waiting up to ``timeout`` seconds for them to go."""
-    deadline = time.monotonic() + timeout
-    alive = [p for p in pids if pid_alive(p)]
-    while alive and time.monotonic() < deadline:
-        time.sleep(0.1)
-        alive = [p for p in alive if pid_alive(p)]
-    return alive
-
-
-async def wait_for(predicate, what: str, timeout: float = 120.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        await anyio.sleep(0.05)
-
-
 def _reap_leftovers(pids: list[int]) -> None:
     """After a failed assertion, do not leave test processes behind on the machine."""
     for pid in pids:
@@ -263,7 +236,9 @@ def test_eight_clients_at_once_while_one_disconnects_mid_run(tmp_path):
 
                 tg.start_soon(call)
                 await wait_for(
-                    lambda: project.pytest_marks(m) and project.child_pids(m), "the hanging run and its grandchild", 240
+                    lambda: project.pytest_marks(m) and project.child_pids(m),
+                    what="the hanging run and its grandchild",
+                    timeout=240,
                 )
                 dropped["server"] = [project.pytest_marks(m)[0]["ppid"]]
                 tg.cancel_scope.cancel()
@@ -284,12 +259,12 @@ def test_eight_clients_at_once_while_one_disconnects_mid_run(tmp_path):
                 x["pid"] for x in project.pytest_marks(marks[i])
             ]
         all_pids += dropped["server"] + dropped["pids"]
-        assert alive_after(dropped["server"] + dropped["pids"]) == [], (
+        assert wait_until_gone(dropped["server"] + dropped["pids"], timeout=30) == [], (
             "the disconnected client's server or its processes survived"
         )
         for i in range(7):
             assert counts(results[i]) == SUITE_COUNTS, i
-        assert alive_after(all_pids) == []
+        assert wait_until_gone(all_pids, timeout=30) == []
     finally:
         _reap_leftovers(all_pids + [p for m in marks for p in project.child_pids(m)])
 
@@ -315,7 +290,7 @@ def test_one_server_keeps_serving_when_one_of_two_runs_is_cancelled(tmp_path):
                         )
 
                     inner.start_soon(hanging)
-                    await wait_for(lambda: project.child_pids(), "the stubborn grandchild")
+                    await wait_for(lambda: project.child_pids(), what="the stubborn grandchild", timeout=120)
                     inner.cancel_scope.cancel()  # notifications/cancelled for that request only
             after = await s.call_tool("execute_tests", {"node_ids": ["tests/test_suite.py::test_fail"]})
             return done["good"], after
@@ -325,7 +300,7 @@ def test_one_server_keeps_serving_when_one_of_two_runs_is_cancelled(tmp_path):
         assert counts(good) == SUITE_COUNTS
         assert counts(after)["failed"] == 1
         pids = [m["pid"] for m in project.pytest_marks()] + project.child_pids()
-        assert alive_after(pids) == []
+        assert wait_until_gone(pids, timeout=30) == []
     finally:
         _reap_leftovers(project.child_pids())
 
@@ -356,11 +331,12 @@ def test_sigterm_to_the_server_mid_run_leaves_no_process(tmp_path):
                     tg.start_soon(call)
                 await wait_for(
                     lambda: len(project.pytest_marks()) == 2 and len(project.child_pids()) == 2,
-                    "two runs and their grandchildren",
+                    what="two runs and their grandchildren",
+                    timeout=120,
                 )
                 server = project.pytest_marks()[0]["ppid"]
                 os.kill(server, signal.SIGTERM)
-                assert alive_after([server]) == [], "the server ignored SIGTERM"
+                assert wait_until_gone([server], timeout=30) == [], "the server ignored SIGTERM"
                 tg.cancel_scope.cancel()
             return server
 
@@ -368,7 +344,7 @@ def test_sigterm_to_the_server_mid_run_leaves_no_process(tmp_path):
         run(body, 600)
         pids = [m["pid"] for m in project.pytest_marks()] + project.child_pids()
         assert len(pids) == 4
-        assert alive_after(pids) == []
+        assert wait_until_gone(pids, timeout=30) == []
     finally:
         _reap_leftovers(project.child_pids())
 
