@@ -4,7 +4,9 @@ It builds a low-level ``mcp.server.lowlevel.Server`` from the tool catalogue
 (``tools.TOOLS``): ``tools/list`` lists each ``ToolSpec`` with its generated schemas,
 and ``tools/call`` looks the tool up by name, parses its arguments, awaits its workflow
 and answers with the result and its text (``to_mcp_result``) or with the
-``ToolFailure`` as a tool error (``to_mcp_failure``). It serves stdio (``run_stdio``).
+``ToolFailure`` as a tool error (``to_mcp_failure``). It serves stdio (``run_stdio``) and
+Streamable HTTP (``run_http``: the SDK's own app for the low-level server, served by
+uvicorn, with the policy of ``http_security``).
 
 Both protocol eras are served by the SDK's dual-era loop: a client that opens with the
 ``initialize`` handshake (2025-11-25) and one that sends 2026-07-28 per-request
@@ -18,22 +20,39 @@ return (``process.run_process``); an ``atexit`` hook SIGKILLs any group still li
 from __future__ import annotations
 
 import atexit
+import contextlib
 import logging
 import os
 import signal
+import socket
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 import anyio
 import mcp.types as types
+import uvicorn
+from mcp.server.auth.provider import AccessToken
+from mcp.server.auth.settings import AuthSettings
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
+from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel
 
 from .config import SERVER_NAME, ServerConfig, package_version
 from .events import ProgressFn
 from .failures import ToolFailure
+from .http_security import (
+    MAX_CONNECTIONS,
+    MAX_REQUEST_BODY_BYTES,
+    MAX_SESSIONS,
+    MCP_PATH,
+    SESSION_IDLE_TIMEOUT_S,
+    SHUTDOWN_GRACE_S,
+    HttpSettings,
+    token_matches,
+)
 from .process import kill_live_groups_now
 from .render import render_failure
 from .tools import INSTRUCTIONS, TOOLS, TOOLS_BY_NAME, ToolSpec, input_schema, output_schema
@@ -178,3 +197,153 @@ def run_stdio(config: ServerConfig) -> int:
     finally:
         kill_live_groups_now()
     return 0
+
+
+# --------------------------------------------------------------------------------------
+# Streamable HTTP
+
+
+class BearerTokenVerifier:
+    """The SDK's ``TokenVerifier`` for one static bearer token (``--token-file`` or
+    ``$PYTEST_MCP_SERVER_TOKEN``): a request's token is accepted when it equals the
+    server's (``http_security.token_matches``, constant time), else refused with 401 by
+    the SDK's ``RequireAuthMiddleware``. The token is never logged."""
+
+    def __init__(self, token: str) -> None:
+        self._token = token
+
+    def __repr__(self) -> str:  # never show the token
+        return f"{type(self).__name__}(token=**********)"
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        """An ``AccessToken`` (client ``bearer``, no scopes, no expiry) for the server's
+        token, None for any other."""
+        if not token_matches(token, self._token):
+            return None
+        return AccessToken(token="**********", client_id="bearer", scopes=[])
+
+
+class _UvicornServer(uvicorn.Server):
+    """uvicorn's server without its own signal handlers: ``serve_http`` handles SIGTERM,
+    SIGINT and SIGHUP itself (uvicorn would re-raise the signal after its shutdown, ending
+    the process before the runs' process groups are known to be gone)."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+def bind_http_socket(http: HttpSettings) -> socket.socket:
+    """A TCP socket bound to ``http.host``/``http.port`` (port 0: a free one, picked by
+    the system), not yet listening. Raises ``OSError`` (address in use, not available)."""
+    family = socket.AF_INET6 if ":" in http.host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if family == socket.AF_INET6:
+            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+        sock.bind((http.host, http.port))
+    except OSError:
+        sock.close()
+        raise
+    sock.set_inheritable(False)  # no pytest run may hold the server's port
+    return sock
+
+
+def build_http_app(server: Server[Any], http: HttpSettings, port: int) -> Any:
+    """The SDK's Streamable HTTP app (``Server.streamable_http_app``, a Starlette app) at
+    ``/mcp`` for the server bound to ``port``, with every protection given explicitly:
+    ``TransportSecuritySettings`` (Host/Origin allow-lists: 421 for a foreign Host, 403
+    for a foreign Origin, 400 for a POST whose Content-Type is not JSON), the body limit
+    (413), the session limit (503) and idle timeout, and, with a token, the SDK's bearer
+    authentication (401 without the token)."""
+    token = http.token.get_secret_value() if http.token is not None else None
+    return server.streamable_http_app(
+        streamable_http_path=MCP_PATH,
+        json_response=False,  # SSE: progress notifications reach the client during a run
+        stateless_http=False,  # 2025-11-25 clients get sessions; 2026-07-28 requests are stateless anyway
+        max_request_body_size=MAX_REQUEST_BODY_BYTES,
+        session_idle_timeout=SESSION_IDLE_TIMEOUT_S,
+        max_sessions=MAX_SESSIONS,
+        transport_security=TransportSecuritySettings(
+            enable_dns_rebinding_protection=True,
+            allowed_hosts=http.allowed_hosts(port),
+            allowed_origins=http.allowed_origins(port),
+        ),
+        host=http.host,
+        # The SDK wants an issuer for its auth settings; with no authorization server
+        # provider and no resource URL it only installs the bearer check.
+        auth=AuthSettings(issuer_url=http.endpoint_url(port), resource_server_url=None) if token else None,
+        token_verifier=BearerTokenVerifier(token) if token else None,
+    )
+
+
+async def serve_http(config: ServerConfig, http: HttpSettings, sock: socket.socket) -> int:
+    """Serve MCP over Streamable HTTP on ``sock`` (bound by ``bind_http_socket``) until a
+    termination signal arrives; returns the exit status (128 + the signal).
+
+    Prints ``listening on http://HOST:PORT/mcp`` on stderr once connections are accepted.
+    All clients share one ``Runner``, so ``--max-concurrent`` bounds the runs of all of
+    them. On SIGTERM/SIGINT/SIGHUP: no new connection is accepted, answers in flight get
+    ``SHUTDOWN_GRACE_S``, then every running call is cancelled (each kills its pytest
+    process group and removes its files) and the sessions end.
+    """
+    server = build_server(Runner(config))
+    port = sock.getsockname()[1]
+    app = build_http_app(server, http, port)
+    uv = _UvicornServer(
+        uvicorn.Config(
+            app,
+            lifespan="on",
+            log_level="warning",
+            access_log=False,
+            proxy_headers=False,  # no X-Forwarded-* trust: the server is reached directly
+            server_header=False,
+            limit_concurrency=MAX_CONNECTIONS,
+            timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
+        )
+    )
+    stopped_by: list[int] = []
+    async with anyio.create_task_group() as tg:
+
+        async def stop_on_signal() -> None:
+            with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
+                async for signum in signals:
+                    logger.info("received %s, stopping", signal.Signals(signum).name)
+                    stopped_by.append(signum)
+                    uv.should_exit = True
+                    return
+
+        async def announce_when_listening() -> None:
+            while not uv.started:
+                await anyio.sleep(0.01)
+            print(f"listening on {http.endpoint_url(port)}", file=sys.stderr, flush=True)
+
+        if sys.platform != "win32":
+            tg.start_soon(stop_on_signal)
+        tg.start_soon(announce_when_listening)
+        await uv.serve(sockets=[sock])
+        tg.cancel_scope.cancel()
+    return 128 + stopped_by[0] if stopped_by else 0
+
+
+def run_http(config: ServerConfig, http: HttpSettings) -> int:
+    """Run the Streamable HTTP server (``serve --transport http``); returns the process
+    exit status: 2 when the address cannot be bound, else ``serve_http``'s."""
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="pytest-mcp-server: %(message)s")
+    try:
+        sock = bind_http_socket(http)
+    except OSError as exc:
+        print(
+            f"{SERVER_NAME}: error: --host/--port: cannot listen on {http.host} port {http.port}: "
+            f"{exc.strerror or exc}; choose another port (--port 0 picks a free one) or address",
+            file=sys.stderr,
+        )
+        return 2
+    atexit.register(kill_live_groups_now)
+    try:
+        return anyio.run(serve_http, config, http, sock)
+    except KeyboardInterrupt:  # pragma: no cover - SIGINT before the receiver is installed
+        return 128 + signal.SIGINT
+    finally:
+        kill_live_groups_now()
