@@ -26,8 +26,8 @@ import os
 import signal
 import socket
 import sys
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Awaitable, Iterator
+from typing import Any, TypeVar
 
 import anyio
 import mcp.types as types
@@ -39,6 +39,7 @@ from mcp.server.stdio import stdio_server
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel
+from starlette.requests import Request as HttpRequest
 
 from .config import SERVER_NAME, ServerConfig, package_version
 from .events import ProgressFn
@@ -59,6 +60,7 @@ from .tools import INSTRUCTIONS, TOOLS, TOOLS_BY_NAME, ToolSpec, input_schema, o
 from .workflows import Runner
 
 logger = logging.getLogger("pytest_mcp_server")
+T = TypeVar("T")
 
 
 # --------------------------------------------------------------------------------------
@@ -110,6 +112,39 @@ def to_mcp_progress(ctx: Any) -> ProgressFn:
     return progress
 
 
+CLIENT_GONE = "the client disconnected during the call; the call was stopped (its pytest run killed)"
+
+
+async def until_client_disconnects(request: Any, call: Awaitable[T]) -> list[T]:
+    """``[result of call]``, or ``[]`` when the HTTP client disconnected first: the call
+    is then cancelled (a run kills its pytest process group on the way out).
+
+    ``request`` is the call's HTTP request (``ctx.request``; None over stdio, where stdin
+    EOF ends the session instead). The SDK cancels a 2026-07-28 call whose stream closes
+    by itself; a 2025-11-25 call is not cancelled by a dropped stream (the spec lets a
+    client resume it), but without an event store, which this server does not keep, a
+    dropped stream cannot be resumed and its answer could never be delivered, so the run
+    is stopped here too instead of holding a pytest slot until the session expires.
+    """
+    if not isinstance(request, HttpRequest):
+        return [await call]
+    done: list[T] = []
+    async with anyio.create_task_group() as tg:
+
+        async def watch() -> None:
+            # uvicorn answers every receive() after a disconnect with http.disconnect,
+            # so this watch and the SDK's own (SSE, 2026-07-28) both see it
+            while (await request.receive())["type"] != "http.disconnect":
+                pass
+            logger.info("client disconnected during a call: stopping it")
+            tg.cancel_scope.cancel()
+
+        tg.start_soon(watch)
+        done.append(await call)
+        tg.cancel_scope.cancel()
+    return done
+
+
 # --------------------------------------------------------------------------------------
 # Server
 
@@ -129,8 +164,11 @@ def build_server(runner: Runner) -> Server[Any]:
                 message=f"unknown tool {params.name!r}; tools: {', '.join(TOOLS_BY_NAME)}",
             )
         try:
-            result = await spec.handler(runner, spec.parse(params.arguments), to_mcp_progress(ctx))
-            return to_mcp_result(result, spec.render(result))
+            done = await until_client_disconnects(
+                ctx.request, spec.handler(runner, spec.parse(params.arguments), to_mcp_progress(ctx))
+            )
+            if done:
+                return to_mcp_result(done[0], spec.render(done[0]))
         except ToolFailure as failure:
             return to_mcp_failure(failure)
         except Exception as exc:  # a bug of ours: say so, keep serving
@@ -142,6 +180,8 @@ def build_server(runner: Runner) -> Server[Any]:
                     "this is a bug in pytest-mcp-server, please report it",
                 )
             )
+        # the client disconnected: nobody reads this answer, its stream is closed
+        raise MCPError(code=types.CONNECTION_CLOSED, message=CLIENT_GONE)
 
     return Server(
         SERVER_NAME,
