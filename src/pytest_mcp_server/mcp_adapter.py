@@ -129,6 +129,7 @@ async def until_client_disconnects(request: Any, call: Awaitable[T]) -> list[T]:
     if not isinstance(request, HttpRequest):
         return [await call]
     done: list[T] = []
+    failed: list[Exception] = []
     async with anyio.create_task_group() as tg:
 
         async def watch() -> None:
@@ -140,8 +141,13 @@ async def until_client_disconnects(request: Any, call: Awaitable[T]) -> list[T]:
             tg.cancel_scope.cancel()
 
         tg.start_soon(watch)
-        done.append(await call)
+        try:
+            done.append(await call)
+        except Exception as exc:  # raised below as itself, not inside the task group's ExceptionGroup
+            failed.append(exc)
         tg.cancel_scope.cancel()
+    if failed:
+        raise failed[0]
     return done
 
 
