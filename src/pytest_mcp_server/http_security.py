@@ -48,9 +48,10 @@ MAX_CONNECTIONS = 128
 SESSION_IDLE_TIMEOUT_S = 30 * 60.0
 """A 2025-11-25 session with no request in flight for this long is closed, seconds (its
 runs, if any, are killed): the end of a client that vanished without closing its session."""
-SHUTDOWN_GRACE_S = 1
-"""On SIGTERM/SIGINT/SIGHUP, how long answers in flight may still be sent before the
-running calls are cancelled (each killing its pytest process group), seconds."""
+SHUTDOWN_GRACE_S = 5
+"""On SIGTERM/SIGINT/SIGHUP, how long the stopped calls may take to kill their pytest
+process groups (SIGTERM, then SIGKILL after ``process.KILL_GRACE_S``) and answer, and then
+how long open connections may take to close before uvicorn cancels them, seconds."""
 
 # RFC 6750, section 2.1: b64token = 1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"="
 _B64TOKEN = re.compile(r"[A-Za-z0-9\-._~+/]+=*")

@@ -113,6 +113,41 @@ def to_mcp_progress(ctx: Any) -> ProgressFn:
 
 
 CLIENT_GONE = "the client disconnected during the call; the call was stopped (its pytest run killed)"
+SERVER_STOPPING = "the server is shutting down; the call was stopped (its pytest run killed); retry once it is back"
+
+
+class InFlightCalls:
+    """The tool calls being served, each stoppable, so that a shutdown answers them (an
+    error saying the server stops) instead of cutting their connections."""
+
+    def __init__(self) -> None:
+        self._scopes: set[anyio.CancelScope] = set()
+        self.stopping = False
+
+    @contextlib.contextmanager
+    def track(self) -> Iterator[None]:
+        """Run the ``with`` body as one call; it is cancelled by ``stop_all`` (at once
+        when the server is already stopping). The cancellation ends at this block."""
+        with anyio.CancelScope() as scope:
+            if self.stopping:
+                scope.cancel()
+            self._scopes.add(scope)
+            try:
+                yield
+            finally:
+                self._scopes.discard(scope)
+
+    def stop_all(self) -> None:
+        """Cancel every call in flight and every later one."""
+        self.stopping = True
+        for scope in list(self._scopes):
+            scope.cancel()
+
+    async def wait_stopped(self, timeout_s: float) -> None:
+        """Return once no call is in flight, or after ``timeout_s`` seconds."""
+        with anyio.move_on_after(timeout_s):
+            while self._scopes:
+                await anyio.sleep(0.02)
 
 
 async def until_client_disconnects(request: Any, call: Awaitable[T]) -> list[T]:
@@ -155,9 +190,11 @@ async def until_client_disconnects(request: Any, call: Awaitable[T]) -> list[T]:
 # Server
 
 
-def build_server(runner: Runner) -> Server[Any]:
-    """The MCP server for one ``Runner`` (one project)."""
+def build_server(runner: Runner, in_flight: InFlightCalls | None = None) -> Server[Any]:
+    """The MCP server for one ``Runner`` (one project); its tool calls are tracked in
+    ``in_flight`` when given (to stop them at shutdown)."""
     tools = [to_mcp_tool(spec) for spec in TOOLS]
+    calls = in_flight or InFlightCalls()
 
     async def on_list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         return types.ListToolsResult(tools=tools)
@@ -169,23 +206,26 @@ def build_server(runner: Runner) -> Server[Any]:
                 code=types.INVALID_PARAMS,
                 message=f"unknown tool {params.name!r}; tools: {', '.join(TOOLS_BY_NAME)}",
             )
-        try:
-            done = await until_client_disconnects(
-                ctx.request, spec.handler(runner, spec.parse(params.arguments), to_mcp_progress(ctx))
-            )
-            if done:
-                return to_mcp_result(done[0], spec.render(done[0]))
-        except ToolFailure as failure:
-            return to_mcp_failure(failure)
-        except Exception as exc:  # a bug of ours: say so, keep serving
-            logger.exception("tool %s failed", params.name)
-            return to_mcp_failure(
-                ToolFailure(
-                    "internal_error",
-                    f"the server failed while handling {params.name}: {type(exc).__name__}: {exc}; "
-                    "this is a bug in pytest-mcp-server, please report it",
+        with calls.track():
+            try:
+                done = await until_client_disconnects(
+                    ctx.request, spec.handler(runner, spec.parse(params.arguments), to_mcp_progress(ctx))
                 )
-            )
+                if done:
+                    return to_mcp_result(done[0], spec.render(done[0]))
+            except ToolFailure as failure:
+                return to_mcp_failure(failure)
+            except Exception as exc:  # a bug of ours: say so, keep serving
+                logger.exception("tool %s failed", params.name)
+                return to_mcp_failure(
+                    ToolFailure(
+                        "internal_error",
+                        f"the server failed while handling {params.name}: {type(exc).__name__}: {exc}; "
+                        "this is a bug in pytest-mcp-server, please report it",
+                    )
+                )
+        if calls.stopping:
+            raise MCPError(code=types.INTERNAL_ERROR, message=SERVER_STOPPING)
         # the client disconnected: nobody reads this answer, its stream is closed
         raise MCPError(code=types.CONNECTION_CLOSED, message=CLIENT_GONE)
 
@@ -330,11 +370,13 @@ async def serve_http(config: ServerConfig, http: HttpSettings, sock: socket.sock
 
     Prints ``listening on http://HOST:PORT/mcp`` on stderr once connections are accepted.
     All clients share one ``Runner``, so ``--max-concurrent`` bounds the runs of all of
-    them. On SIGTERM/SIGINT/SIGHUP: no new connection is accepted, answers in flight get
-    ``SHUTDOWN_GRACE_S``, then every running call is cancelled (each kills its pytest
-    process group and removes its files) and the sessions end.
+    them. On SIGTERM/SIGINT/SIGHUP: every call in flight (and any later one) is stopped:
+    it kills its pytest process group, removes its files and answers with an error saying
+    the server stops; then the listener closes, open streams end and the sessions with
+    them (each stage given at most ``SHUTDOWN_GRACE_S``).
     """
-    server = build_server(Runner(config))
+    in_flight = InFlightCalls()
+    server = build_server(Runner(config), in_flight)
     port = sock.getsockname()[1]
     app = build_http_app(server, http, port)
     uv = _UvicornServer(
@@ -357,7 +399,11 @@ async def serve_http(config: ServerConfig, http: HttpSettings, sock: socket.sock
                 async for signum in signals:
                     logger.info("received %s, stopping", signal.Signals(signum).name)
                     stopped_by.append(signum)
-                    uv.should_exit = True
+                    # the calls first: each kills its run and answers, so no stream is cut
+                    in_flight.stop_all()
+                    await in_flight.wait_stopped(SHUTDOWN_GRACE_S)
+                    # uvicorn's own exit path: sse-starlette hooks it to end its streams
+                    uv.handle_exit(signum, None)
                     return
 
         async def announce_when_listening() -> None:
