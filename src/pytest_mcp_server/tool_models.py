@@ -18,7 +18,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, SerializationInfo, field_serializer, field_validator
 
-from .answer import answer_summary, with_run_dir, without_silent_subtest_fields
+from .answer import answer_summary, with_run_dir, without_silent_fields
 from .config import TIMEOUT_LIMIT_S
 from .expressions import check_expression
 from .models import EXECUTE_BUDGETS, FULL_STORY, Budgets, CollectionError, ReportSummary, _Frozen, budget_bounds
@@ -242,7 +242,7 @@ class ExecuteResult(_Frozen):
     def _summary_as_answered(self, summary: ReportSummary, info: SerializationInfo) -> dict[str, Any]:
         answered = answer_summary(summary)
         files = with_run_dir(answered.files, self.report_path)
-        return without_silent_subtest_fields(answered.model_copy(update={"files": files}).model_dump(mode=info.mode))
+        return without_silent_fields(answered.model_copy(update={"files": files}).model_dump(mode=info.mode))
 
     @field_serializer("command")
     def _command_as_answered(self, command: list[str]) -> list[str]:
