@@ -132,3 +132,13 @@ def test_sigterm_mid_run_stops_the_server_and_kills_every_run(tmp_path):
     assert [run_dir for d in (project.artifacts / "runs").iterdir() for run_dir in d.iterdir()] == []
     assert status == 128 + signal.SIGTERM
     assert "Traceback" not in server.stderr_text()
+
+
+def test_sigint_and_sighup_stop_an_idle_server_cleanly(tmp_path):
+    project = Project("slow", tmp_path)
+    for signum in (signal.SIGINT, signal.SIGHUP):
+        with http_server(project) as server:
+            server.proc.send_signal(signum)
+            status = wait_exit(server.proc)
+        assert status == 128 + signum
+        assert "Traceback" not in server.stderr_text() and "KeyboardInterrupt" not in server.stderr_text()

@@ -15,6 +15,7 @@ server's stderr, never reaches the pytest run's environment, and never appears i
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import sys
 
@@ -170,6 +171,17 @@ def test_unusable_http_options_are_refused_at_start(tmp_path, args, env, message
     assert proc.returncode == 2, proc
     assert message in proc.stderr and "listening" not in proc.stderr
     assert "abc" not in proc.stderr  # a token's value is never echoed
+
+
+def test_a_port_in_use_is_refused_at_start(tmp_path):
+    project = Project("every_outcome", tmp_path)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        proc = start_refused(project, "--port", str(port))  # the later --port wins over the helper's 0
+    assert proc.returncode == 2, proc
+    assert f"cannot listen on 127.0.0.1 port {port}" in proc.stderr and "--port 0" in proc.stderr
 
 
 def test_http_options_need_the_http_transport(tmp_path):
