@@ -12,9 +12,12 @@ Both protocol eras are served by the SDK's dual-era loop: a client that opens wi
 ``initialize`` handshake (2025-11-25) and one that sends 2026-07-28 per-request
 envelopes (``mcp.Client`` in its default mode).
 
-Shutdown: stdin EOF ends the loop, which cancels running tool calls; SIGTERM, SIGINT and
-SIGHUP cancel the loop too. Cancelled calls kill their pytest process group before they
-return (``process.run_process``); an ``atexit`` hook SIGKILLs any group still listed.
+Shutdown: stdin EOF ends the stdio loop, which cancels running tool calls; SIGTERM,
+SIGINT and SIGHUP cancel the loop too. Over HTTP a call whose client disconnects is
+cancelled (``until_client_disconnects``), and the signals stop every call in flight with
+an answer before the server closes (``serve_http``). Cancelled calls kill their pytest
+process group before they return (``process.run_process``); an ``atexit`` hook SIGKILLs
+any group still listed.
 """
 
 from __future__ import annotations
@@ -330,8 +333,7 @@ def bind_http_socket(http: HttpSettings) -> socket.socket:
     except OSError:
         sock.close()
         raise
-    sock.set_inheritable(False)  # no pytest run may hold the server's port
-    return sock
+    return sock  # not inheritable (PEP 446): no pytest run holds the server's port
 
 
 def build_http_app(server: Server[Any], http: HttpSettings, port: int) -> Any:
