@@ -5,6 +5,8 @@ body (413) and a body that is not declared JSON (400). Each refused request is a
 2026-07-28 ``tools/call`` of ``execute_tests`` that would run pytest: the fixture
 project's conftest marks every pytest process it is imported in, and the marks directory
 stays empty (the same request with the right headers does run pytest: the control).
+A 2025-11-25 session beyond ``MAX_SESSIONS`` gets 503 while stateless calls are still
+served; the ``localhost`` forms of the bound address are accepted as Host and Origin.
 
 At start-up: a bind to a non-loopback address without a token, an unreadable or unusable
 token, and HTTP options without ``--transport http`` end with exit status 2 and a message
@@ -32,7 +34,7 @@ from http_support import (
 )
 from server_support import Project, run, text_of
 
-from pytest_mcp_server.http_security import MAX_REQUEST_BODY_BYTES, TOKEN_ENV, HttpSettings
+from pytest_mcp_server.http_security import MAX_REQUEST_BODY_BYTES, MAX_SESSIONS, TOKEN_ENV, HttpSettings
 from pytest_mcp_server.validation import MAX_NODE_ID_CHARS, MAX_NODE_IDS
 
 MODERN = "2026-07-28"
@@ -104,12 +106,26 @@ def test_the_same_request_with_the_right_headers_runs_pytest(tmp_path):
     assert b'"isError":false' in body.replace(b" ", b"")
 
 
-def test_legacy_session_needs_the_token_too(served):
+def test_legacy_handshake_needs_the_token_and_a_local_host_and_origin(served):
     project, server = served
     got, _ = server.post(initialize_body(), json_headers(server, token=None))
     assert got == 401
     got, _ = server.post(initialize_body(), json_headers(server, Host="rebound.example:8765"))
     assert got == 421
+    # the localhost forms of the bound address are the allowed Host and Origin
+    port = server.host_port.rsplit(":", 1)[1]
+    local = {"Host": f"localhost:{port}", "Origin": f"http://localhost:{port}"}
+    got, body = server.post(initialize_body(), json_headers(server, **local))
+    assert got == 200 and b'"serverInfo"' in body, body
+
+
+def test_sessions_beyond_the_limit_are_refused_and_stateless_calls_still_served(tmp_path):
+    project = Project("every_outcome", tmp_path)
+    with http_server(project) as server:
+        statuses = [server.post(initialize_body(), json_headers(server))[0] for _ in range(MAX_SESSIONS + 1)]
+        stateless, _ = server.post(execute_call({"node_ids": ["tests/test_skips.py"]}), modern_headers(server))
+    assert statuses == [200] * MAX_SESSIONS + [503]
+    assert stateless == 200 and len(project.pytest_marks()) == 1
 
 
 def test_the_token_is_never_logged_inherited_or_answered(tmp_path):
