@@ -321,16 +321,18 @@ def _without_redundant_full_diff(lines: list[str]) -> list[str]:
     return out
 
 
-_INSTANCE_ARGUMENT = re.compile(r"^self = <(?:[\w.]+\.)?(\w+) object at 0x[0-9a-fA-F]+>$")
+_INSTANCE_ARGUMENT = re.compile(r"^self = <(?:[\w.]+\.)?(\w+) (?:object at 0x[0-9a-fA-F]+|testMethod=\w+)>$")
 """pytest's long-format line for a method's ``self`` argument that has no repr of its
-own (``self = <tests.test_x.TestDict object at 0x7f10a51d0310>``)."""
+own (``self = <tests.test_x.TestDict object at 0x7f10a51d0310>``), or unittest's
+``TestCase`` repr (``self = <tests.test_x.CacheTest testMethod=test_clear>``)."""
 
 
 def _without_own_instance(lines: list[str], node_id: str) -> list[str]:
-    """``lines`` without the ``self = <...Cls object at 0x...>`` line (and the blank
-    line after it) of a class the node id names (``...::TestDict::test_valmap``): the
-    test's own instance, whose class the entry's header says and whose address says
-    nothing. A ``self`` of any other class (the project's code) stays."""
+    """``lines`` without the ``self = <...Cls object at 0x...>`` (or ``<...Cls
+    testMethod=name>``) line, and the blank line after it, of a class the node id names
+    (``...::TestDict::test_valmap``): the test's own instance, whose class the entry's
+    header says and whose address says nothing. A ``self`` of any other class (the
+    project's code) stays."""
     classes = set(node_id.split("[", 1)[0].split("::")[1:])
     out: list[str] = []
     skip_blank = False
