@@ -3,9 +3,9 @@
 Not for users: the server adds this directory to the child's PYTHONPATH and passes
 ``-p pytest_mcp_server_events --mcp-events=FILE`` (and, for a test run,
 ``--mcp-results=FILE --mcp-stacks=FILE``). It imports nothing but pytest and the
-standard library (and orjson when the project's interpreter has it: it encodes the
-per-test records faster), so it works in any project interpreter (Python 3.8+, pytest
-7+), whatever else is installed.
+standard library (and orjson, when the project's interpreter has it, in runs of more
+than ``ORJSON_AFTER_RECORDS`` tests: it encodes the per-test records faster), so it works
+in any project interpreter (Python 3.8+, pytest 7+), whatever else is installed.
 
 It appends one line per event to the events FILE, each with one unbuffered write, so
 the server can follow it while the run goes on and a killed pytest loses no line it
@@ -48,25 +48,22 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from json.encoder import encode_basestring_ascii
 from types import FrameType
 from typing import IO, Any
 
 import pytest
 
-try:  # the project's interpreter may lack it: the standard library's encoder then does the same job, slower
-    import orjson
-
-    orjson.OPT_APPEND_NEWLINE  # noqa: B018 (an old orjson lacks it: use the standard library then)
-except (ImportError, AttributeError):
-    orjson = None  # type: ignore[assignment]
-
 PR_SET_PDEATHSIG = 1
 TEXT_CAP = 65536
 """Characters kept of a warning message, a longrepr or captured output in the files
 written here (the head and the tail; the report engine cuts further)."""
 _OUTCOMES = ("failed", "error", "skipped", "xfailed", "xpassed")
+ORJSON_AFTER_RECORDS = 2000
+"""Records written with the standard library's json before the plugin imports orjson (when
+the project's interpreter has it). Importing orjson takes 5-15 ms and it saves about 5 us a
+record (5 us -> 0.3 us), so it pays back only in runs of a few thousand tests."""
 COLLECTED_CHUNK_BYTES = 65536
 """Bytes of ``i`` lines (collected node ids) written at once with --collect-only."""
 STACK_DUMP_SIGNAL = "SIGUSR1"
@@ -127,16 +124,26 @@ def _capped(text: str) -> str:
     return f"{text[:half]}\n[... {len(text) - 2 * half} characters cut by pytest-mcp-server ...]\n{text[-half:]}"
 
 
-def _json_line(record: dict[str, Any]) -> bytes:
-    # orjson when the project's interpreter has it (about 15x faster: this runs once per
-    # test); it refuses what the standard library escapes (lone surrogates in captured
-    # output), so that falls back too. Both give JSON that json.loads reads alike.
-    if orjson is not None:
-        try:
-            return orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE)
-        except TypeError:  # orjson.JSONEncodeError
-            pass
+def _stdlib_json_line(record: dict[str, Any]) -> bytes:
     return (json.dumps(record) + "\n").encode("ascii")  # ensure_ascii: always ASCII
+
+
+def _orjson_line_encoder() -> Callable[[dict[str, Any]], bytes] | None:
+    # orjson when the project's interpreter has it (an old one lacks OPT_APPEND_NEWLINE)
+    try:
+        import orjson
+
+        option = orjson.OPT_APPEND_NEWLINE
+    except (ImportError, AttributeError):
+        return None
+
+    def orjson_line(record: dict[str, Any]) -> bytes:
+        try:
+            return orjson.dumps(record, option=option)
+        except TypeError:  # orjson.JSONEncodeError: what json escapes (a lone surrogate in a message)
+            return _stdlib_json_line(record)
+
+    return orjson_line
 
 
 def _write(file: IO[bytes], data: bytes) -> None:
@@ -191,6 +198,9 @@ class _EventWriter:
         self.total_sent = False
         self.results = open(results, "ab", buffering=0) if results else None
         self.tests: dict[str, dict[str, Any]] = {}
+        self.records_written = 0
+        # json.loads reads both encoders' lines alike (orjson's are compact and UTF-8)
+        self.json_line: Callable[[dict[str, Any]], bytes] = _stdlib_json_line
         self.stacks = _arm_stack_dump(stacks) if stacks else None
         if self.stacks is not None:
             _write(self.file, b"d\n")
@@ -224,7 +234,7 @@ class _EventWriter:
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         if report.failed and self.results is not None:
             record = {"nodeid": report.nodeid, "outcome": "failed", "longrepr": _capped(report.longreprtext)}
-            _write(self.results, _json_line({"collector": record}))
+            _write(self.results, self.json_line({"collector": record}))
 
     def pytest_runtest_logstart(self, nodeid: str, location: object) -> None:
         _write(self.file, f"s {time.time():.3f} {encode_basestring_ascii(nodeid)}\n".encode("ascii"))
@@ -249,7 +259,10 @@ class _EventWriter:
                 test[when] = _stage(report)
         if when == "teardown":
             if self.results is not None:
-                _write(self.results, _json_line({"test": self.tests.pop(nodeid)}))
+                _write(self.results, self.json_line({"test": self.tests.pop(nodeid)}))
+                self.records_written += 1
+                if self.records_written == ORJSON_AFTER_RECORDS:
+                    self.json_line = _orjson_line_encoder() or _stdlib_json_line
             _write(self.file, ("t " + encode_basestring_ascii(nodeid) + "\n").encode("ascii"))
 
     def pytest_warning_recorded(self, warning_message: Any, when: str, nodeid: str, location: object) -> None:
@@ -261,7 +274,7 @@ class _EventWriter:
             "nodeid": nodeid,
             "when": when,
         }
-        _write(self.file, b"w " + _json_line(record))
+        _write(self.file, b"w " + self.json_line(record))
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         _disarm_stack_dump(self.stacks)
