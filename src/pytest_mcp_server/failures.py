@@ -19,6 +19,7 @@ FailureKind = Literal[
     "internal_error",
     "crashed",
     "pytest_missing",
+    "coverage_missing",
     "report_error",
 ]
 """Why a tool call did not produce a result.
@@ -29,6 +30,8 @@ FailureKind = Literal[
 * ``internal_error``: pytest exited 3, or the server itself failed.
 * ``crashed``: pytest died from a signal, exited with a code pytest never uses, or wrote no report.
 * ``pytest_missing``: the project's interpreter cannot import pytest.
+* ``coverage_missing``: ``coverage`` was asked for, but the project's interpreter lacks
+  coverage.py or pytest-cov (the message names which).
 * ``report_error``: a report file cannot be summarised (``report_error_kind`` says why).
 """
 
