@@ -31,6 +31,7 @@ from .answer import LINE_CHARS, SLOW_S, cap_line, cap_lines, failure_entries, sh
 from .models import CollectionError, Failure, Group, Location, ReportSummary
 
 if TYPE_CHECKING:  # only for annotations: the CLI's summarize does not load the tools' models
+    from .coverage_report import CoverageSummary
     from .failures import ToolFailureDetail
     from .tool_models import DiscoverResult, ExecuteResult, SummarizeResult, WarningsSummary
 
@@ -445,6 +446,11 @@ def render_execute(result: ExecuteResult) -> str:
         line_chars=LINE_CHARS,
     )
     text += cap_lines(_warnings_text(result.warnings))[0]  # the warnings' own budgets count what they cut
+    if result.coverage is not None:
+        headline, section = coverage_lines(result.coverage)
+        verdict, _, rest = text.partition("\n")
+        text = "\n".join([verdict, *(cap_line(line)[0] for line in headline), rest])
+        text += cap_lines("\n".join(["", *section, ""]))[0]
     tail: list[str] = []
     if result.status == "no_tests":
         tail.append(
@@ -519,7 +525,11 @@ def render_discover(result: DiscoverResult, *, files_shown: int = 30) -> str:
 def render_summarize(result: SummarizeResult) -> str:
     """The text block of ``summarize_report``: ``render_text`` of the summary (with
     ``full_story``, every listed failure in full), and the requested node ids that
-    matched no failure."""
+    matched no failure; for coverage reports, their coverage (``coverage_lines``)."""
+    if result.summary is None:  # coverage reports: the coverage title is the verdict line
+        assert result.coverage is not None, "a summarize_report result has a summary or a coverage"
+        headline, section = coverage_lines(result.coverage, title="COVERAGE")
+        return "\n".join([*section[:1], *headline, *section[1:]]) + "\n"
     text = render_text(result.summary, failures_budget="failures_listed", every_failure=result.full_story)
     if result.not_failing:
         text += "\nNo failure for: " + ", ".join(result.not_failing) + " (passed, skipped, or not in the report)\n"
@@ -558,3 +568,35 @@ def render_failure(detail: ToolFailureDetail) -> str:
         for name, tail in tails:
             lines += ["", f"{name} (tail):", tail.rstrip("\n")]
     return cap_lines("\n".join(lines))[0] + "\n"  # each line capped; whole in the structured content
+
+
+def coverage_lines(coverage: CoverageSummary, title: str = "Coverage:") -> tuple[list[str], list[str]]:
+    """The text of a coverage summary: the headline lines that follow the verdict line
+    (one ``changed lines not run: pkg/calc.py 12-13`` per file, then ``changed files not
+    measured: pkg/new.py`` when there are such files), and the section: its
+    ``title`` line (``Coverage: 71.43% of 14 lines ran (4 missed, 3 files)``), one line
+    per listed file with missed lines (``  pkg/calc.py 60%: 7, 12-13``), and what the
+    budgets cut (``  ... 3 more files with missed lines``)."""
+    headline = [f"changed lines not run: {c.path} {c.lines}" for c in coverage.changed_not_run or ()]
+    if coverage.changed_not_measured:
+        headline.append(f"changed files not measured: {', '.join(coverage.changed_not_measured)}")
+    if coverage.percent is None:
+        return headline, [f"{title} not measured: {coverage.problem}"]
+    files = f"{coverage.files_measured} file{'s' if coverage.files_measured != 1 else ''}"
+    title = f"{title} {coverage.percent:g}% of {coverage.statements} lines ran ({coverage.missed} missed, {files})"
+    if coverage.changed_not_run == [] and coverage.changed_not_measured == []:
+        title += "; every changed line ran"
+    section = [title, *(f"  {f.path} {f.percent:g}%: {f.missing}" for f in coverage.files)]
+    omitted = coverage.omitted
+    cuts = [
+        f"{n} {what}"
+        for n, what in (
+            (omitted.files, "more files with missed lines"),
+            (omitted.changed_files, "more changed files not run or not measured"),
+            (omitted.lines, "more missed line numbers"),
+        )
+        if n
+    ]
+    if cuts:
+        section.append("  ... " + "; ".join(cuts))
+    return headline, section

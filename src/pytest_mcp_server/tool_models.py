@@ -20,6 +20,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, Serialization
 
 from .answer import answer_summary, with_run_dir, without_silent_subtest_fields
 from .config import TIMEOUT_LIMIT_S
+from .coverage_report import CoverageSummary
 from .expressions import check_expression
 from .models import EXECUTE_BUDGETS, FULL_STORY, Budgets, CollectionError, ReportSummary, _Frozen, budget_bounds
 from .validation import (
@@ -103,6 +104,7 @@ class ExecuteParams(SelectionParams):
     last_failed: bool = Field(False, description="only tests that failed last run (--lf)")
     workers: int | None = Field(None, ge=1, le=MAX_WORKERS, description="parallel workers (pytest-xdist -n)")
     timeout_s: float | None = Field(None, gt=0, le=TIMEOUT_LIMIT_S, description="seconds before the run is killed")
+    coverage: bool = Field(False, description="line coverage (pytest-cov): missed lines, changed lines not run")
     failures_listed: int = Field(
         EXECUTE_BUDGETS.max_failures, ge=budget_bounds("max_failures")[0], le=MAX_FAILURES_LISTED
     )
@@ -227,6 +229,9 @@ class ExecuteResult(_Frozen):
     ``warnings``: the warnings pytest recorded (see ``WarningsSummary``).
     ``deselected``: collected tests that ``-m``/``-k`` (the agent's or the project's
     ``addopts``) or ``--lf`` deselected.
+    ``coverage``: with ``coverage: true``, the line coverage of the run
+    (``coverage_report.CoverageSummary``; its ``data_path`` written with ``{run_dir}``);
+    else None.
     """
 
     status: RunStatus
@@ -237,6 +242,7 @@ class ExecuteResult(_Frozen):
     summary: ReportSummary
     warnings: WarningsSummary = Field(default_factory=WarningsSummary)
     deselected: int = 0
+    coverage: CoverageSummary | None = None
 
     @field_serializer("summary")
     def _summary_as_answered(self, summary: ReportSummary, info: SerializationInfo) -> dict[str, Any]:
@@ -247,6 +253,13 @@ class ExecuteResult(_Frozen):
     @field_serializer("command")
     def _command_as_answered(self, command: list[str]) -> list[str]:
         return with_run_dir(command, self.report_path)
+
+    @field_serializer("coverage")
+    def _coverage_as_answered(self, coverage: CoverageSummary | None, info: SerializationInfo) -> dict[str, Any] | None:
+        if coverage is None:
+            return None
+        data_path = coverage.data_path and with_run_dir([coverage.data_path], self.report_path)[0]
+        return coverage.model_copy(update={"data_path": data_path}).model_dump(mode=info.mode)
 
 
 class DiscoverResult(_Frozen):
@@ -276,8 +289,10 @@ class SummarizeResult(_Frozen):
     that matched no failure nor collection error (they passed, were skipped, or are not
     in the report; the same as ``summary.unmatched``). ``full_story``: node ids were
     given, so the text lists every listed failure in full, each its own entry (no
-    ``also in`` folding, no group table)."""
+    ``also in`` folding, no group table). ``coverage``: for coverage reports (coverage.py
+    JSON, Cobertura XML) their line coverage, and ``summary`` None; else None."""
 
-    summary: ReportSummary
+    summary: ReportSummary | None
     not_failing: list[str]
     full_story: bool = False
+    coverage: CoverageSummary | None = None

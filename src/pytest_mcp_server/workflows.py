@@ -38,6 +38,8 @@ from typing import Any
 import anyio
 
 from .config import ServerConfig
+from .coverage_report import CoverageFormat, read_coverage_reports, sniff_coverage, summarize_coverage
+from .coverage_run import COVERAGE_ARGV, coverage_env, finish_coverage, missing_coverage
 from .engine import summarize as engine_summarize
 from .events import (
     PLUGIN_DIR,
@@ -211,6 +213,8 @@ class Runner:
             argv.append("--lf")
         if params.workers is not None:
             argv += ["-n", str(params.workers)]
+        if params.coverage:
+            argv += COVERAGE_ARGV
         return argv + selection_argv(params)
 
     async def execute(self, params: ExecuteParams, progress: ProgressFn | None = None) -> ExecuteResult:
@@ -232,6 +236,10 @@ class Runner:
                     f"pytest-xdist is not installed in the project's interpreter {interp.python}; "
                     "omit workers, or install pytest-xdist there",
                 )
+        if params.coverage and missing_coverage(interp) is not None:
+            interp = await self.interpreter(refresh=True)
+            if (failure := missing_coverage(interp)) is not None:
+                raise failure
         timeout = min(params.timeout_s or self.config.max_timeout_s, self.config.max_timeout_s)
         async with self._slots:
             run_dir = await anyio.to_thread.run_sync(self.new_run_dir)
@@ -243,7 +251,8 @@ class Runner:
             on_timeout = partial(self._dump_stacks, events_path, run_dir / "stacks.txt", stopped_at)
             keep = False
             try:
-                outcome = await self._run(argv, timeout, watch, on_timeout)
+                measured = coverage_env(run_dir) if params.coverage else None
+                outcome = await self._run(argv, timeout, watch, on_timeout, measured)
                 ended_at = stopped_at[0] if stopped_at else time.time()
                 run_events = await anyio.to_thread.run_sync(read_run_events, events_path, self.root)
                 report = self._report_file(run_dir, interp)
@@ -254,6 +263,9 @@ class Runner:
                         await self._explain_stop(failure, run_dir, run_events, ended_at, outcome, params.budgets())
                     raise
                 summary = await self._summarize_run(report, params.budgets(), outcome, argv)
+                coverage = None
+                if params.coverage:
+                    coverage = await finish_coverage(interp.python, self.root, self.child_env(), run_dir)
                 keep = True
             finally:
                 with anyio.CancelScope(shield=True):
@@ -269,6 +281,7 @@ class Runner:
             summary=summary,
             warnings=run_events.warnings,
             deselected=run_events.deselected,
+            coverage=coverage,
         )
 
     async def _run(
@@ -277,10 +290,14 @@ class Runner:
         timeout: float,
         watch: Callable[[], Coroutine[Any, Any, None]] | None = None,
         on_timeout: Callable[[int], Awaitable[None]] | None = None,
+        extra_env: dict[str, str] | None = None,
     ) -> ProcessOutcome:
+        """Run ``argv`` in the root with the child's environment plus ``extra_env`` (the
+        server's own variables, e.g. ``coverage_run.coverage_env``; never an agent's)."""
+        env = self.child_env(run=True) | (extra_env or {})
         try:
             return await run_process(
-                argv, cwd=self.root, env=self.child_env(run=True), timeout_s=timeout, watch=watch, on_timeout=on_timeout
+                argv, cwd=self.root, env=env, timeout_s=timeout, watch=watch, on_timeout=on_timeout
             )
         except OSError as exc:
             raise ToolFailure(
@@ -528,6 +545,9 @@ class Runner:
         """
         bases = [self.root, self.artifacts_base.resolve() if self.artifacts_base.exists() else self.artifacts_base]
         paths = [str(resolve_inside(p, bases, f"paths[{i}]", must_be_file=True)) for i, p in enumerate(params.paths)]
+        formats = await anyio.to_thread.run_sync(lambda: [sniff_coverage(p) for p in paths])
+        if any(formats):
+            return await self._summarize_coverage(params, paths, formats)
         budgets = params.budgets()
         # an empty node_ids list means no filter (as the FULL_STORY choice in params.budgets())
         select = params.node_ids or None
@@ -536,17 +556,45 @@ class Runner:
                 partial(engine_summarize, paths, budgets=budgets, select=select, project=self.project())
             )
         except ReportError as exc:
-            try:
-                field = f"paths[{paths.index(exc.path)}]"
-            except ValueError:
-                field = "paths"
-            raise ToolFailure(
-                "report_error",
-                f"{field}: {exc} ({exc.kind})",
-                field=field,
-                report_error_kind=exc.kind,
-            ) from None
+            raise _report_failure(exc, paths) from None
         return SummarizeResult(summary=summary, not_failing=summary.unmatched, full_story=select is not None)
+
+    async def _summarize_coverage(
+        self, params: SummarizeParams, paths: list[str], formats: list[CoverageFormat | None]
+    ) -> SummarizeResult:
+        """``summarize_report`` on coverage reports (``coverage_report.sniff_coverage``
+        found one among ``paths``): all must be coverage reports, merged as coverage.py
+        combines data; ``node_ids`` is refused (a coverage report names no tests)."""
+        if params.node_ids:
+            raise invalid("node_ids", "coverage reports hold no tests to select; omit node_ids")
+        kinds = [kind for kind in formats if kind is not None]
+        if len(kinds) != len(paths):
+            other = paths[formats.index(None)]
+            raise _report_failure(
+                ReportError(
+                    "mixed_formats",
+                    other,
+                    "this file is not a coverage report but others are; summarise test reports and coverage "
+                    "reports in separate calls",
+                ),
+                paths,
+            )
+        try:
+            lines = await anyio.to_thread.run_sync(read_coverage_reports, paths, kinds)
+        except ReportError as exc:
+            raise _report_failure(exc, paths) from None
+        coverage = summarize_coverage(lines, root=str(self.root))
+        return SummarizeResult(summary=None, not_failing=[], coverage=coverage)
+
+
+def _report_failure(exc: ReportError, paths: list[str]) -> ToolFailure:
+    """``ToolFailure(report_error)`` for a report that cannot be read, naming its
+    argument (``paths[2]``)."""
+    try:
+        field = f"paths[{paths.index(exc.path)}]"
+    except ValueError:
+        field = "paths"
+    return ToolFailure("report_error", f"{field}: {exc} ({exc.kind})", field=field, report_error_kind=exc.kind)
 
 
 def _error_line(text: str) -> str:
