@@ -94,7 +94,8 @@ def parse_unified_diff(lines: Iterable[str]) -> dict[str, list[tuple[int, int]]]
     path: str | None = None
     for line in lines:
         if line.startswith("+++ "):
-            target = _unquote(line[4:].rstrip("\n"))
+            # git ends the name with a tab when it holds a space (a name with a tab is quoted)
+            target = _unquote(line[4:].rstrip("\n").removesuffix("\t"))
             path = target[2:] if target.startswith("b/") else None
             continue
         if path is None or not line.startswith("@@"):
