@@ -128,6 +128,10 @@ class LineSets:
     ran: dict[str, set[int]] = field(default_factory=dict)
     missed: dict[str, set[int]] = field(default_factory=dict)
 
+    def touch(self, path: str) -> None:
+        """Note ``path`` as measured (a file with no executable line has no line to add)."""
+        self.ran.setdefault(path, set())
+
     def add(self, path: str, line: int, hit: bool) -> None:
         """Note ``line`` of ``path`` as executable, run when ``hit``."""
         (self.ran if hit else self.missed).setdefault(path, set()).add(line)
@@ -311,6 +315,8 @@ def _read_json(f: IO[bytes], path: str, lines: LineSets) -> None:
                     keys[depth] = value
                 if depth == 1 and value == "files":
                     seen_files = True
+                elif depth == 2 and keys[1] == "files":
+                    lines.touch(str(value))
                 continue
             # a scalar: an item of files.<path>.executed_lines/missing_lines sits at depth 4
             if depth == 4 and keys[1] == "files" and keys[3] in ("executed_lines", "missing_lines"):
@@ -365,6 +371,8 @@ def _read_cobertura(f: IO[bytes], path: str, lines: LineSets) -> None:
     def start(tag: str, attrs: dict[str, str]) -> None:
         if tag == "class":
             current[0] = attrs.get("filename")
+            if current[0] is not None:
+                lines.touch(current[0])
         elif tag == "line" and stack[-1:] == ["lines"] and stack[-2:-1] == ["class"] and current[0] is not None:
             try:
                 number, hits = int(attrs["number"]), int(attrs.get("hits", "0"))

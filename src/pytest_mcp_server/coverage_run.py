@@ -21,7 +21,7 @@ from pathlib import Path
 import anyio
 
 from .changed_lines import changed_lines
-from .coverage_report import CoverageSummary, read_coverage_reports, summarize_coverage
+from .coverage_report import CoverageFormat, CoverageSummary, LineSets, read_coverage_reports, summarize_coverage
 from .events import PLUGIN_DIR
 from .failures import ToolFailure
 from .interpreter import Interpreter
@@ -75,6 +75,16 @@ def missing_coverage(interp: Interpreter) -> ToolFailure | None:
     )
 
 
+def project_lines(paths: list[str], formats: list[CoverageFormat]) -> LineSets:
+    """``coverage_report.read_coverage_reports`` without the server's own pytest plugins
+    (``events.PLUGIN_DIR``): they run inside every measured pytest, outside the project's
+    site-packages, so coverage.py measures them unless the project names its ``source``;
+    they are never the project's code. Raises ``ReportError``."""
+    lines = read_coverage_reports(paths, formats)
+    lines.drop_under(str(PLUGIN_DIR))
+    return lines
+
+
 def coverage_env(run_dir: Path, run_number: int = 1) -> dict[str, str]:
     """The environment variables a measured pytest process gets on top of the child's:
     ``COVERAGE_FILE``, its own data file ``<run_dir>/coverage/run-<run_number>`` (the
@@ -110,9 +120,8 @@ async def finish_coverage(python: str, root: Path, env: dict[str, str], run_dir:
         why = stderr[-1] if stderr else f"exit {proc.returncode}"
         return CoverageSummary(percent=None, data_path=str(combined), problem=f"coverage.py wrote no report: {why}")
     try:
-        lines = await anyio.to_thread.run_sync(lambda: read_coverage_reports([str(report)], ["coverage-json"]))
+        lines = await anyio.to_thread.run_sync(lambda: project_lines([str(report)], ["coverage-json"]))
     except ReportError as exc:
         return CoverageSummary(percent=None, data_path=str(combined), problem=str(exc))
-    lines.drop_under(str(PLUGIN_DIR))  # the server's plugins ran in pytest too; they are not the project's
     changed = await changed_lines(root)
     return summarize_coverage(lines, root=os.fspath(root), changed=changed, data_path=str(combined))

@@ -38,8 +38,8 @@ from typing import Any
 import anyio
 
 from .config import ServerConfig
-from .coverage_report import CoverageFormat, read_coverage_reports, sniff_coverage, summarize_coverage
-from .coverage_run import COVERAGE_ARGV, coverage_env, finish_coverage, missing_coverage
+from .coverage_report import CoverageFormat, sniff_coverage, summarize_coverage
+from .coverage_run import COVERAGE_ARGV, coverage_env, finish_coverage, missing_coverage, project_lines
 from .engine import summarize as engine_summarize
 from .events import (
     PLUGIN_DIR,
@@ -580,7 +580,7 @@ class Runner:
                 paths,
             )
         try:
-            lines = await anyio.to_thread.run_sync(read_coverage_reports, paths, kinds)
+            lines = await anyio.to_thread.run_sync(project_lines, paths, kinds)
         except ReportError as exc:
             raise _report_failure(exc, paths) from None
         coverage = summarize_coverage(lines, root=str(self.root))
