@@ -215,17 +215,17 @@ def test_an_interpreter_without_coverage_gets_a_tool_error_naming_what_to_instal
     assert detail.kind == "coverage_missing" and "which lacks pytest-cov;" in detail.message
 
 
-def test_cobertura_with_a_dtd_subset_or_an_entity_is_refused(tmp_path):
+def test_cobertura_with_a_dtd_subset_is_refused_and_a_clover_report_is_not_cobertura(tmp_path):
     entity = tmp_path / "entity.xml"
     entity.write_text(
         '<?xml version="1.0"?>\n<!DOCTYPE coverage [<!ENTITY x "y">]>\n'
-        '<coverage><packages><package><classes><class filename="a.py"><lines>'
+        '<coverage line-rate="1"><packages><package><classes><class filename="a.py"><lines>'
         '<line number="1" hits="1"/></lines></class></classes></package></packages></coverage>\n'
     )
     external = tmp_path / "external.xml"  # Java Cobertura's own header: allowed, never fetched
     external.write_text(
         '<?xml version="1.0"?>\n<!DOCTYPE coverage SYSTEM "http://cobertura.sourceforge.net/xml/coverage-04.dtd">\n'
-        '<coverage><packages><package><classes><class filename="a.py"><methods><method><lines>'
+        '<coverage line-rate="0.5"><packages><package><classes><class filename="a.py"><methods><method><lines>'
         '<line number="1" hits="1"/></lines></method></methods><lines>'
         '<line number="1" hits="1"/><line number="2" hits="0"/></lines></class></classes></package></packages>'
         "</coverage>\n"
@@ -238,6 +238,14 @@ def test_cobertura_with_a_dtd_subset_or_an_entity_is_refused(tmp_path):
         raise AssertionError("a DTD internal subset was read")
     lines = read_coverage_reports([str(external)], ["cobertura"])
     assert list(lines.files()) == [("a.py", 2, [2])]  # the method's copy of line 1 is not counted twice
+    clover = tmp_path / "clover.xml"  # Clover's root is <coverage> too, without Cobertura's line-rate
+    clover.write_text('<coverage generated="1" clover="4"><project><file name="a.py"/></project></coverage>\n')
+    try:
+        read_coverage_reports([str(clover)], ["cobertura"])
+    except ReportError as exc:
+        assert exc.kind == "not_a_report" and "not a Cobertura report" in exc.message
+    else:
+        raise AssertionError("a Clover report was read as Cobertura")
 
 
 def test_summarize_report_refuses_a_coverage_report_mixed_with_a_test_report(tmp_path):

@@ -233,7 +233,7 @@ def summarize_coverage(
             files=max(0, len(with_missed) - COVERAGE_FILES_LISTED), lines=cut_lines, changed_files=changed_files
         ),
         data_path=data_path,
-        problem=None if per_file else "coverage.py measured no file (no Python code ran under measurement)",
+        problem=None if per_file else "no file was measured (no code ran under measurement, or all was omitted)",
     )
 
 
@@ -345,7 +345,7 @@ class _Refused(Exception):
 def _read_cobertura(f: IO[bytes], path: str, lines: LineSets) -> None:
     """Stream a Cobertura document: each ``class`` element's ``filename`` and its own
     ``lines/line`` elements (``number``, ``hits``); a method's lines repeat its class's
-    and are skipped."""
+    and are skipped. The root must carry ``line-rate`` (Cobertura's DTD requires it)."""
     parser = expat.ParserCreate()
     parser.SetParamEntityParsing(expat.XML_PARAM_ENTITY_PARSING_NEVER)
     stack: list[str] = []
@@ -369,6 +369,17 @@ def _read_cobertura(f: IO[bytes], path: str, lines: LineSets) -> None:
             refuse("a DTD internal subset")
 
     def start(tag: str, attrs: dict[str, str]) -> None:
+        if not stack and "line-rate" not in attrs:  # required by Cobertura's DTD; Clover's <coverage> has none
+            problem.append(
+                ReportError(
+                    "not_a_report",
+                    path,
+                    "the root <coverage> has no line-rate attribute: not a Cobertura report; "
+                    "pass the file `coverage xml` (or another Cobertura writer) wrote",
+                    f"line {parser.CurrentLineNumber}",
+                )
+            )
+            raise _Refused
         if tag == "class":
             current[0] = attrs.get("filename")
             if current[0] is not None:
