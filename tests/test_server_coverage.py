@@ -24,6 +24,7 @@ from mcp import StdioServerParameters
 from server_support import connect, run, text_of
 
 from pytest_mcp_server.coverage_report import CoverageSummary, read_coverage_reports
+from pytest_mcp_server.coverage_run import COVERAGE_ARGV, coverage_env, finish_coverage
 from pytest_mcp_server.failures import ToolFailureDetail
 from pytest_mcp_server.models import ReportError
 from pytest_mcp_server.tool_models import ExecuteResult, SummarizeResult
@@ -159,6 +160,32 @@ def test_missed_and_changed_lines_are_exact_and_both_report_formats_agree(tmp_pa
         assert text_of(answer) == (
             "COVERAGE 55.56% of 9 lines ran (4 missed, 2 files)\n  pkg/calc.py 55.56%: 3, 8, 16-17\n"
         )
+
+
+def test_the_data_files_of_several_pytest_processes_of_a_call_are_combined(tmp_path):
+    """A call that runs pytest more than once (``repeat``) gives each process its own data
+    file and answers with their union, as ``coverage combine`` does: a line ran when any
+    process ran it. Two processes here, each running one of two tests that take the two
+    sides of ``classify``'s branch."""
+    root = make_project(tmp_path)
+    (root / "tests" / "test_negative.py").write_text(
+        "from pkg.calc import classify\n\n\ndef test_negative():\n    assert classify(-1) == 'negative'\n"
+    )
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    for number, test in enumerate(["tests/test_calc.py", "tests/test_negative.py"], 1):
+        env = {k: v for k, v in os.environ.items() if k != "COVERAGE_FILE"} | coverage_env(run_dir, number)
+        argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *COVERAGE_ARGV, test]
+        subprocess.run(argv, cwd=root, env=env, check=True, capture_output=True)
+    assert sorted(p.name for p in (run_dir / "coverage").iterdir()) == ["run-1", "run-2"]
+
+    coverage = run(finish_coverage, sys.executable, root, dict(os.environ), run_dir)
+
+    # line 3 ran only in the second process, line 4 only in the first: neither is missed
+    assert [(f.path, f.missing) for f in coverage.files] == [("pkg/calc.py", "8, 16-17")]
+    assert (coverage.statements, coverage.missed) == (9, 3)
+    assert [(c.path, c.lines) for c in coverage.changed_not_run] == [("pkg/calc.py", "16-17")]
+    assert sorted(p.name for p in root.iterdir() if p.name.startswith(".coverage")) == [".coveragerc"]
 
 
 def _python_with(tmp_path: Path, *distributions: str) -> Path:
