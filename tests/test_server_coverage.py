@@ -2,6 +2,8 @@
 ``coverage`` on a project made here in a real git repository (a branch and a function
 no test runs, committed; then a change that adds a function no test calls), and
 ``summarize_report`` on the ``coverage json`` and ``coverage xml`` reports of that run.
+Without the server: the combining of several pytest processes' data (real pytest-cov
+runs) and the Cobertura reader's refusals (real files).
 
 What an agent relies on: the missed lines and the changed lines not run are exact (the
 changed-and-not-run line is the headline), the project's ``.coveragerc`` decides what

@@ -104,7 +104,7 @@ class ExecuteParams(SelectionParams):
     last_failed: bool = Field(False, description="only tests that failed last run (--lf)")
     workers: int | None = Field(None, ge=1, le=MAX_WORKERS, description="parallel workers (pytest-xdist -n)")
     timeout_s: float | None = Field(None, gt=0, le=TIMEOUT_LIMIT_S, description="seconds before the run is killed")
-    coverage: bool = Field(False, description="line coverage (pytest-cov): missed lines, changed lines not run")
+    coverage: bool = Field(False, description="line coverage via pytest-cov")
     failures_listed: int = Field(
         EXECUTE_BUDGETS.max_failures, ge=budget_bounds("max_failures")[0], le=MAX_FAILURES_LISTED
     )

@@ -540,7 +540,8 @@ class Runner:
         apply: failures, groups (with their counts), collection errors, slowest and
         ``omitted`` cover only the selected tests, counts stay the whole report's, and
         ``not_failing`` is the engine's ``unmatched``; the text then gives each listed
-        failure in full (``full_story``). Raises
+        failure in full (``full_story``). Coverage reports (coverage.py JSON, Cobertura
+        XML) are answered with their ``coverage`` instead (``_summarize_coverage``). Raises
         ``ToolFailure(report_error)`` for a file that is not a readable report.
         """
         bases = [self.root, self.artifacts_base.resolve() if self.artifacts_base.exists() else self.artifacts_base]
