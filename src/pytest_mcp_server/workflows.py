@@ -223,8 +223,10 @@ class Runner:
         ``progress`` is awaited with (tests done, tests collected) as the run goes on.
         Refuses (before starting pytest) node ids that do not exist inside the root and
         ``workers`` without pytest-xdist. Raises ``ToolFailure`` for timeouts, crashes,
-        usage and internal errors; failing tests, collection errors (exit 2) and an
-        empty selection (exit 5) are results.
+        usage and internal errors, and ``coverage`` without coverage.py and pytest-cov
+        (``coverage_missing``); failing tests, collection errors (exit 2) and an empty
+        selection (exit 5) are results. With ``coverage`` the run writes its data into
+        the run directory and the result carries its ``coverage`` (``coverage_run``).
         """
         check_node_ids_exist(params.node_ids, self.root)
         interp = await self.interpreter()
