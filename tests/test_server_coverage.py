@@ -23,6 +23,7 @@ from importlib import metadata
 from pathlib import Path
 
 from mcp import StdioServerParameters
+from packaging.requirements import Requirement
 from server_support import connect, run, text_of
 
 from pytest_mcp_server.coverage_report import CoverageSummary, read_coverage_reports
@@ -192,8 +193,8 @@ def test_the_data_files_of_several_pytest_processes_of_a_call_are_combined(tmp_p
 
 def _python_with(tmp_path: Path, *distributions: str) -> Path:
     """A virtualenv without system site-packages whose only third-party packages are
-    those of ``distributions``, linked from this interpreter's installs: pytest's
-    without coverage.py, as a project that never installed it has."""
+    ``distributions`` and what they require, linked from this interpreter's installs:
+    pytest's without coverage.py, as a project that never installed it has."""
     home = tmp_path / "venv"
     venv.create(home, with_pip=False, symlinks=True)
     (site,) = home.glob("lib/python*/site-packages")
@@ -203,23 +204,22 @@ def _python_with(tmp_path: Path, *distributions: str) -> Path:
 
 
 def link_distribution(name: str, site: Path) -> None:
-    """Link the top-level modules and packages of the installed distribution ``name`` into ``site``."""
+    """Link the installed distribution ``name`` (its top-level modules, packages and
+    metadata) into ``site``, and the distributions it requires here, recursively."""
     dist = metadata.distribution(name)
-    tops = {Path(str(f)).parts[0] for f in dist.files or ()}
-    for top in sorted(tops):
+    for top in sorted({Path(str(f)).parts[0] for f in dist.files or ()}):
         source = Path(str(dist.locate_file(top)))
-        if top == "__pycache__" or ".." in top or not source.exists():
-            continue
-        if not (site / top).exists():
+        if top != "__pycache__" and ".." not in top and source.exists() and not (site / top).exists():
             (site / top).symlink_to(source)
-
-
-PYTEST_DISTRIBUTIONS = ("pytest", "pluggy", "iniconfig", "packaging", "pygments")
+    for requirement in dist.requires or ():
+        required = Requirement(requirement)
+        if required.marker is None or required.marker.evaluate({"extra": ""}):
+            link_distribution(required.name, site)
 
 
 def test_an_interpreter_without_coverage_gets_a_tool_error_naming_what_to_install(tmp_path):
     root = make_project(tmp_path)
-    python = _python_with(tmp_path, *PYTEST_DISTRIBUTIONS)
+    python = _python_with(tmp_path, "pytest")
     site = next(python.parent.parent.glob("lib/python*/site-packages"))
 
     async def body():
