@@ -188,6 +188,8 @@ def test_the_data_files_of_several_pytest_processes_of_a_call_are_combined(tmp_p
     assert [(f.path, f.missing) for f in coverage.files] == [("pkg/calc.py", "8, 16-17")]
     assert (coverage.statements, coverage.missed) == (9, 3)
     assert [(c.path, c.lines) for c in coverage.changed_not_run] == [("pkg/calc.py", "16-17")]
+    # the new test module is omitted by .coveragerc: a test file is not named as not measured
+    assert coverage.changed_not_measured == ["pkg/extra.py"]
     assert sorted(p.name for p in root.iterdir() if p.name.startswith(".coverage")) == [".coveragerc"]
 
 
