@@ -51,7 +51,7 @@ _REPORT_SCRIPT = (
     "import sys, coverage\n"
     "combined, out, files = sys.argv[1], sys.argv[2], sys.argv[3:]\n"
     "cov = coverage.Coverage(data_file=combined)\n"
-    "cov.combine(files, strict=True, keep=True)\n"
+    "cov.combine(files, keep=True)\n"
     "cov.save()\n"
     "cov.json_report(outfile=out, ignore_errors=True)\n"
 )
