@@ -17,6 +17,7 @@ from mcp import StdioServerParameters
 from server_support import connect, line_of, pid_alive, run, text_of, wait_until_gone
 
 from pytest_mcp_server.failures import ToolFailureDetail
+from pytest_mcp_server.flaky import OutcomeHistory, last_failing_run, legend
 from pytest_mcp_server.tool_models import ExecuteResult
 
 FLAKY_TESTS = """\
@@ -227,3 +228,17 @@ def test_one_timeout_budget_spans_the_runs_and_a_run_that_exceeds_it_ends_the_ca
     text = text_of(result)
     assert text.startswith("ERROR timeout: Run 3 of 4 ran out of time: ")
     assert f"\nFlaky in the finished runs (P passed, F failed; one letter per run):\n- PF {FLAKY}\n" in text
+
+
+def test_patterns_have_one_letter_per_run_and_a_run_without_the_test_says_nothing():
+    # the letters of every outcome, a test missing from some runs (-x stopped the run
+    # before it, or it was not collected) and one whose outcome has no letter
+    history = OutcomeHistory()
+    history.add_run({"a": "passed", "b": "xfailed", "c": "passed", "d": "failed", "e": "error"})
+    history.add_run({"a": "failed", "b": "xpassed", "d": "failed", "e": "skipped", "f": "passed"})
+    history.add_run({"a": "passed", "c": "passed", "d": "failed", "e": "error", "f": "rerun"})
+    assert [history.pattern(t) for t in "abcdef"] == ["PFP", "xX-", "P-P", "FFF", "ESE", "-P?"]
+    # flaky: two outcomes besides "not run"; failing every time is consistent, not flaky
+    assert history.flaky() == [("a", "PFP"), ("b", "xX-"), ("e", "ESE"), ("f", "-P?")]
+    assert [last_failing_run(history.pattern(t)) for t in "abde"] == [1, None, 2, 2]
+    assert legend(["PFP", "xX-", "ESE"]) == "P passed, F failed, E error, S skipped, x xfailed, X xpassed, - not run"
