@@ -13,8 +13,9 @@ import re
 import sys
 from pathlib import Path
 
+import anyio
 from mcp import StdioServerParameters
-from server_support import connect, line_of, pid_alive, run, text_of, wait_until_gone
+from server_support import connect, line_of, pid_alive, run, text_of, wait_for, wait_until_gone
 
 from pytest_mcp_server.failures import ToolFailureDetail
 from pytest_mcp_server.flaky import OutcomeHistory, last_failing_run, legend
@@ -153,10 +154,9 @@ def test_one_run_answers_as_before_and_a_flaky_failure_of_an_earlier_run_is_show
             default = await client.call_tool("execute_tests", {"node_ids": selection})
             once = await client.call_tool("execute_tests", {"node_ids": selection, "repeat": 1})
             three = await client.call_tool("execute_tests", {"node_ids": [FLAKY], "repeat": 3})
-            green = await client.call_tool("execute_tests", {"node_ids": [PASSES], "repeat": 2})
-            return default, once, three, green
+            return default, once, three
 
-    default, once, three, green = run(body)
+    default, once, three = run(body)
     # repeat 1 is the default: the same answer, without the repeat fields
     assert _without_times_and_paths(text_of(once)) == _without_times_and_paths(text_of(default))
     assert text_of(once).startswith("FAILED 1 failed, 1 passed in ")
@@ -172,10 +172,6 @@ def test_one_run_answers_as_before_and_a_flaky_failure_of_an_earlier_run_is_show
     where = line_of(project.root / "tests" / "test_flaky.py", "assert n % 2 == 0")
     assert f"- PFP {FLAKY}\n    run 2: FAILED  at tests/test_flaky.py:{where}\n" in text
     assert "E       AssertionError: call 2: this test fails every other run" in text
-    # no flaky test: the usual verdict line, one clause longer
-    green_text = text_of(green)
-    assert re.fullmatch(r"PASSED 1 passed in \d+\.\d+s; 2 runs, none flaky\n", green_text), green_text
-    assert green.structured_content["runs"] == 2 and green.structured_content["flaky"] == []
 
 
 def test_repeat_out_of_range_or_with_last_failed_is_refused_naming_the_field(tmp_path):
@@ -198,7 +194,7 @@ def test_repeat_out_of_range_or_with_last_failed_is_refused_naming_the_field(tmp
 
 def test_one_timeout_budget_spans_the_runs_and_a_run_that_exceeds_it_ends_the_call(tmp_path):
     project = RepeatProject(tmp_path)
-    budget_s = 8
+    budget_s = 6
 
     async def body():
         async with connect(project.params(), "auto") as client:
@@ -214,7 +210,7 @@ def test_one_timeout_budget_spans_the_runs_and_a_run_that_exceeds_it_ends_the_ca
     # the third run hung in its test and was killed when the budget left by runs 1-2 ran out
     assert detail.running_test == "tests/test_hangs.py::test_hangs_from_the_third_run"
     assert detail.message.startswith(
-        "Run 3 of 4 ran out of time: timeout_s (8s) covers all 4 runs, and runs 1-2 took "
+        "Run 3 of 4 ran out of time: timeout_s (6s) covers all 4 runs, and runs 1-2 took "
     ), detail.message
     assert "s and found 1 flaky test; lower repeat or raise timeout_s. pytest did not finish within " in (
         detail.message
@@ -228,6 +224,34 @@ def test_one_timeout_budget_spans_the_runs_and_a_run_that_exceeds_it_ends_the_ca
     text = text_of(result)
     assert text.startswith("ERROR timeout: Run 3 of 4 ran out of time: ")
     assert f"\nFlaky in the finished runs (P passed, F failed; one letter per run):\n- PF {FLAKY}\n" in text
+
+
+def test_cancelling_a_repeated_call_kills_the_running_pytest_and_starts_no_further_run(tmp_path):
+    project = RepeatProject(tmp_path)
+
+    async def body():
+        async with connect(project.params(), "auto") as client:
+            async with anyio.create_task_group() as call:
+
+                async def repeated():
+                    await client.call_tool("execute_tests", {"node_ids": ["tests/test_hangs.py"], "repeat": 4})
+
+                call.start_soon(repeated)
+                # runs 1 and 2 finish; the third hangs in its test
+                await wait_for(lambda: len(project.pids()) == 3, what="the third run to start")
+                call.cancel_scope.cancel()  # notifications/cancelled for that request
+            hung = project.pids()[-1]
+            await wait_for(lambda: not pid_alive(hung), timeout=30, what="the cancelled run's pytest to end")
+            await anyio.sleep(1)  # time enough for a fourth run to start, were the loop still going
+            started = len(project.pids())
+            after = await client.call_tool("execute_tests", {"node_ids": [PASSES], "repeat": 2})
+            return started, after
+
+    started, after = run(body)
+    assert started == 3
+    # the server serves on; with no flaky test the verdict line is the usual one, a clause longer
+    assert re.fullmatch(r"PASSED 1 passed in \d+\.\d+s; 2 runs, none flaky\n", text_of(after)), text_of(after)
+    assert after.structured_content["runs"] == 2 and after.structured_content["flaky"] == []
 
 
 def test_patterns_have_one_letter_per_run_and_a_run_without_the_test_says_nothing():

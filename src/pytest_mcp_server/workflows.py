@@ -10,7 +10,8 @@ for the event plugin and the run's ``RUN_MARKER`` token; nothing from the agent.
 
 Each run's reports are kept in ``<artifacts>/runs/<project>-<hash>/<run id>/`` (JUnit XML
 always, pytest-json-report when the project has the plugin); only the newest
-``KEEP_RUNS`` run directories of a project are kept.
+``KEEP_RUNS`` run directories of a project are kept. With ``repeat``, one call makes
+several such runs, one after the other, and compares each test's outcomes (``flaky``).
 
 When a run times out or pytest dies (a signal, ``os._exit``), the answer still says what
 happened: the event plugin's files name the test that was running and since when, and
