@@ -573,13 +573,13 @@ def render_summarize(result: SummarizeResult) -> str:
 
 
 def render_failure(detail: ToolFailureDetail) -> str:
-    """The text block of a failed call: ``ERROR <kind>: <message>``; for a repeated
-    call, the flaky tests of the runs that finished (at most ``FLAKY_LISTED_IN_ERRORS``);
-    for a timeout or a crash, the test that was running, its stack and the summary of
-    the tests that finished before (``render_text``); then the command, the exit, and
-    the tails of pytest's output (only named when a stack was found: they are in the
-    structured content). Every line is capped at ``answer.LINE_CHARS`` (a cut line ends with
-    ``…``; the structured content has it whole)."""
+    """The text block of a failed call: ``ERROR <kind>: <message>``; for a timeout or a
+    crash, the test that was running, its stack and the summary of the tests that
+    finished before (``render_text``); then the command, the exit, and the tails of
+    pytest's output (only named when a stack was found: they are in the structured
+    content). Every line is capped at ``answer.LINE_CHARS`` (a cut line ends with
+    ``…``; the structured content has it whole). For a repeated call, the flaky tests of
+    the runs that finished (at most ``FLAKY_LISTED_IN_ERRORS``) follow the first line."""
     lines = [f"ERROR {detail.kind}: {detail.message}"]
     if detail.flaky:
         lines += ["", f"Flaky in the finished runs ({legend(t.pattern for t in detail.flaky)}; one letter per run):"]

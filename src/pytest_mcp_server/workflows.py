@@ -320,7 +320,7 @@ class Runner:
                     raise ToolFailure("timeout", "pytest was not started: no time was left.")
                 result = await self._execute_run(params, interp, timeout - spent, run_progress)
             except ToolFailure as failure:
-                failure.detail = _repeat_stop(failure, index, params.repeat, timeout, spent, history)
+                failure.detail = _repeat_stop(failure, index, params, timeout, spent, history)
                 raise
             spent += result.duration_s
             results_file = Path(result.report_path).parent / RESULTS_FILE
@@ -654,14 +654,16 @@ async def _progress_across_runs(
 
 
 def _repeat_stop(
-    failure: ToolFailure, index: int, repeat: int, timeout: float, spent: float, history: OutcomeHistory
+    failure: ToolFailure, index: int, params: ExecuteParams, timeout: float, spent: float, history: OutcomeHistory
 ) -> ToolFailureDetail:
-    """The detail of a ``ToolFailure`` raised by run ``index`` (0-based) of ``repeat``,
-    its message led by which run ended the call, for a timeout how the budget was spent
-    (``timeout`` seconds for all runs, ``spent`` by the finished ones) and what to do,
-    and how many flaky tests the finished runs found (``history``); ``runs_finished``
-    and ``flaky`` (patterns only) say which (the text lists them,
-    ``render.render_failure``). The lead comes first: the text caps the message line."""
+    """The detail of a ``ToolFailure`` raised by run ``index`` (0-based) of
+    ``params.repeat``, its message led by which run ended the call, for a timeout how the
+    budget was spent (``timeout`` seconds for all runs, ``spent`` by the finished ones)
+    and what to do, and how many flaky tests the finished runs found (``history``);
+    ``runs_finished``, and ``flaky`` (the first ``failures_listed``, patterns only) say
+    which (the text lists them, ``render.render_failure``). The lead comes first: the
+    text caps the message line."""
+    repeat = params.repeat
     finished = history.runs
     flaky = history.flaky()
     found = f"found {len(flaky) or 'no'} flaky test{'' if len(flaky) == 1 else 's'}"
@@ -676,7 +678,9 @@ def _repeat_stop(
         update={
             "message": f"{lead} {failure.detail.message}",
             "runs_finished": finished,
-            "flaky": [FlakyTest(node_id=node_id, pattern=pattern) for node_id, pattern in flaky],
+            "flaky": [
+                FlakyTest(node_id=node_id, pattern=pattern) for node_id, pattern in flaky[: params.failures_listed]
+            ],
         }
     )
 
