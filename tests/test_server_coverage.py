@@ -193,6 +193,36 @@ def test_the_data_files_of_several_pytest_processes_of_a_call_are_combined(tmp_p
     assert sorted(p.name for p in root.iterdir() if p.name.startswith(".coverage")) == [".coveragerc"]
 
 
+def test_repeat_with_coverage_finds_the_flaky_test_and_combines_every_runs_data(tmp_path):
+    """``repeat`` and ``coverage`` together over the real server: a test that takes one
+    side of ``classify``'s branch in run 1 and the other (and fails) in run 2 is flaky
+    (``PF``), and the coverage is of both runs: neither side of the branch is missed,
+    although each run alone missed one of them."""
+    root = make_project(tmp_path)
+    (root / "tests" / "test_calc.py").write_text(
+        "from pathlib import Path\n\nfrom pkg.calc import classify\n\n"
+        "COUNTER = Path(__file__).with_name('runs.txt')\n\n\n"
+        "def test_alternates():\n"
+        "    n = int(COUNTER.read_text()) if COUNTER.exists() else 0\n"
+        "    COUNTER.write_text(str(n + 1))\n"
+        "    assert classify(-1 if n % 2 else 3) == 'non-negative'\n"
+    )
+
+    async def body():
+        async with connect(server(root, tmp_path / "artifacts"), "auto") as client:
+            return await client.call_tool("execute_tests", {"coverage": True, "repeat": 2})
+
+    answer = run(body)
+    assert not answer.is_error, text_of(answer)
+    result = ExecuteResult.model_validate(answer.structured_content)
+    assert result.runs == 2
+    assert [(f.node_id, f.pattern) for f in result.flaky] == [("tests/test_calc.py::test_alternates", "PF")]
+    assert result.coverage is not None
+    assert [(f.path, f.missing) for f in result.coverage.files] == [("pkg/calc.py", "8, 16-17")]
+    assert [(c.path, c.lines) for c in result.coverage.changed_not_run] == [("pkg/calc.py", "16-17")]
+    assert "changed lines not run: pkg/calc.py 16-17" in text_of(answer)
+
+
 def _python_with(tmp_path: Path, *distributions: str) -> Path:
     """A virtualenv without system site-packages whose only third-party packages are
     ``distributions`` and what they require, linked from this interpreter's installs:

@@ -16,6 +16,7 @@ missed lines with the lines changed since ``HEAD`` (``changed_lines``).
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 import anyio
@@ -95,16 +96,20 @@ def coverage_env(run_dir: Path, run_number: int = 1) -> dict[str, str]:
     return {"COVERAGE_FILE": str(data_dir / f"run-{run_number}")}
 
 
-async def finish_coverage(python: str, root: Path, env: dict[str, str], run_dir: Path) -> CoverageSummary:
-    """Combine the data files of a call (every file under ``<run_dir>/coverage``), have
-    ``python`` (the project's interpreter, cwd ``root``, environment ``env``) write
-    ``<run_dir>/coverage.json``, and summarise it with the changed lines of ``root``.
+async def finish_coverage(
+    python: str, root: Path, env: dict[str, str], run_dir: Path, measured_dirs: Sequence[Path] = ()
+) -> CoverageSummary:
+    """Combine the data files of a call (every file under ``<dir>/coverage`` of each
+    run directory in ``measured_dirs``, the runs of a repeated call; default just
+    ``run_dir``), have ``python`` (the project's interpreter, cwd ``root``, environment
+    ``env``) write ``<run_dir>/coverage.json``, and summarise it with the changed lines
+    of ``root``.
 
     Never raises for a run that measured nothing or a report that cannot be written:
     the summary then has ``percent`` None and ``problem`` saying why (the tests' results
     stay the answer)."""
-    data_dir = run_dir / COVERAGE_DIR
-    files = sorted(str(p) for p in data_dir.iterdir() if p.is_file()) if data_dir.is_dir() else []
+    data_dirs = [d / COVERAGE_DIR for d in (measured_dirs or [run_dir])]
+    files = sorted(str(p) for d in data_dirs if d.is_dir() for p in d.iterdir() if p.is_file())
     if not files:
         return CoverageSummary(percent=None, problem="no coverage data was written (pytest-cov did not start?)")
     combined, report = run_dir / COMBINED_DATA, run_dir / JSON_REPORT

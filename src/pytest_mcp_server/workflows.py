@@ -10,7 +10,8 @@ for the event plugin and the run's ``RUN_MARKER`` token; nothing from the agent.
 
 Each run's reports are kept in ``<artifacts>/runs/<project>-<hash>/<run id>/`` (JUnit XML
 always, pytest-json-report when the project has the plugin); only the newest
-``KEEP_RUNS`` run directories of a project are kept.
+``KEEP_RUNS`` run directories of a project are kept. With ``repeat``, one call makes
+several such runs, one after the other, and compares each test's outcomes (``flaky``).
 
 When a run times out or pytest dies (a signal, ``os._exit``), the answer still says what
 happened: the event plugin's files name the test that was running and since when, and
@@ -48,12 +49,14 @@ from .events import (
     ProgressFn,
     RunEvents,
     read_collected,
+    read_outcomes,
     read_run_events,
     write_partial_report,
 )
-from .failures import FailureKind, ToolFailure, invalid
+from .failures import FailureKind, ToolFailure, ToolFailureDetail, invalid
+from .flaky import FlakyTest, OutcomeHistory, last_failing_run
 from .interpreter import Interpreter, find_python, probe_interpreter
-from .models import Budgets, ProjectCode, ReportError, ReportSummary
+from .models import Budgets, Failure, ProjectCode, ReportError, ReportSummary
 from .process import KILL_GRACE_S, RUN_MARKER, ProcessOutcome, run_process, signal_name
 from .project_code import project_code
 from .stacks import fatal_error, parse_dump, test_stack
@@ -74,6 +77,8 @@ from .validation import check_node_ids_exist, resolve_inside
 # its MARKER_NAME): pytest-json-report loses them.
 SUBTESTS_PLUGIN_NAME = "pytest_mcp_server_subtests"
 SUBTESTS_MARKER = "subtests"
+RESULTS_FILE = "results.jsonl"
+"""The event plugin's record of each finished test in a run directory (``--mcp-results``)."""
 
 KEEP_RUNS = 20
 """Run directories kept per project (the newest; a run in progress is never removed)."""
@@ -194,7 +199,7 @@ class Runner:
     def execute_argv(self, params: ExecuteParams, interp: Interpreter, run_dir: Path, events: Path) -> list[str]:
         """The exact argv of a run, built only from validated fields."""
         argv = [interp.python, "-m", "pytest", "-p", PLUGIN_NAME, f"--mcp-events={events}"]
-        argv += [f"--mcp-results={run_dir / 'results.jsonl'}", f"--mcp-stacks={run_dir / 'stacks.txt'}"]
+        argv += [f"--mcp-results={run_dir / RESULTS_FILE}", f"--mcp-stacks={run_dir / 'stacks.txt'}"]
         argv.append(f"--junitxml={run_dir / 'junit.xml'}")
         argv += ["-p", SUBTESTS_PLUGIN_NAME]
         # a failing test's captured output and log records in the JUnit report too (read
@@ -227,6 +232,8 @@ class Runner:
         (``coverage_missing``); failing tests, collection errors (exit 2) and an empty
         selection (exit 5) are results. With ``coverage`` the run writes its data into
         the run directory and the result carries its ``coverage`` (``coverage_run``).
+        With ``repeat`` above 1 the selection runs that many times
+        (``_execute_repeated``).
         """
         check_node_ids_exist(params.node_ids, self.root)
         interp = await self.interpreter()
@@ -243,6 +250,16 @@ class Runner:
             if (failure := missing_coverage(interp)) is not None:
                 raise failure
         timeout = min(params.timeout_s or self.config.max_timeout_s, self.config.max_timeout_s)
+        if params.repeat > 1:
+            return await self._execute_repeated(params, interp, timeout, progress)
+        return await self._execute_run(params, interp, timeout, progress)
+
+    async def _execute_run(
+        self, params: ExecuteParams, interp: Interpreter, timeout: float, progress: ProgressFn | None
+    ) -> ExecuteResult:
+        """One complete run of ``execute_tests``: a fresh pytest in its own run directory
+        (a pytest slot held while it runs), killed after ``timeout`` seconds, its report
+        summarised. Raises ``ToolFailure`` as ``execute`` says."""
         async with self._slots:
             run_dir = await anyio.to_thread.run_sync(self.new_run_dir)
             events_path = run_dir / "events.txt"
@@ -266,7 +283,7 @@ class Runner:
                     raise
                 summary = await self._summarize_run(report, params.budgets(), outcome, argv)
                 coverage = None
-                if params.coverage:
+                if params.coverage and params.repeat == 1:  # a repeated call combines all its runs at the end
                     coverage = await finish_coverage(interp.python, self.root, self.child_env(), run_dir)
                 keep = True
             finally:
@@ -285,6 +302,92 @@ class Runner:
             deselected=run_events.deselected,
             coverage=coverage,
         )
+
+    async def _execute_repeated(
+        self, params: ExecuteParams, interp: Interpreter, timeout: float, progress: ProgressFn | None
+    ) -> ExecuteResult:
+        """Run the selection ``params.repeat`` times, one complete run after the other
+        (``_execute_run``: a fresh pytest, its own run directory and reports, the argv
+        of a single run), and find the tests whose outcome changed (``flaky.OutcomeHistory``, fed
+        with each run's ``events.read_outcomes``).
+
+        ``timeout`` bounds the pytest time of all runs together: each run gets what the
+        finished ones left. ``progress`` counts tests over all runs (done over the runs
+        finished plus the current one; total as if every run left collects as many as
+        the current one). Returns the last run's result with ``runs``,
+        ``summary.counts.flaky`` and ``flaky`` (the first ``failures_listed`` flaky
+        tests, each with the failure of its last failing run). A run that raises
+        ``ToolFailure`` (a timeout, a crash) ends the call: the failure names the run
+        and what the finished runs found (``_repeat_stop``).
+        """
+        history = OutcomeHistory()
+        reports: list[str] = []
+        spent = 0.0  # pytest seconds of the finished runs
+        tests_done = 0
+        per_run: int | None = None
+        result: ExecuteResult | None = None
+        run_dirs: list[Path] = []
+        for index in range(params.repeat):
+            runs_left = params.repeat - index
+            run_progress = (
+                None if progress is None else partial(_progress_across_runs, progress, tests_done, runs_left, per_run)
+            )
+            try:
+                if timeout - spent <= 0:
+                    raise ToolFailure("timeout", "pytest was not started: no time was left.")
+                result = await self._execute_run(params, interp, timeout - spent, run_progress)
+            except ToolFailure as failure:
+                failure.detail = _repeat_stop(failure, index, params, timeout, spent, history)
+                raise
+            spent += result.duration_s
+            results_file = Path(result.report_path).parent / RESULTS_FILE
+            outcomes = await anyio.to_thread.run_sync(read_outcomes, results_file)
+            history.add_run(outcomes)
+            reports.append(result.report_path)
+            run_dirs.append(Path(result.report_path).parent)
+            tests_done += len(outcomes)
+            per_run = len(outcomes)
+        assert result is not None  # repeat >= 2: the loop ran
+        flaky = history.flaky()
+        listed = await self._flaky_failures(flaky[: params.failures_listed], reports, params.budgets())
+        counts = result.summary.counts.model_copy(update={"flaky": len(flaky)})
+        summary = result.summary.model_copy(update={"counts": counts})
+        coverage = None
+        if params.coverage:
+            coverage = await finish_coverage(interp.python, self.root, self.child_env(), run_dirs[-1], run_dirs)
+        return result.model_copy(
+            update={"summary": summary, "runs": params.repeat, "flaky": listed, "coverage": coverage}
+        )
+
+    async def _flaky_failures(
+        self, flaky: list[tuple[str, str]], reports: list[str], budgets: Budgets
+    ) -> list[FlakyTest]:
+        """``flaky`` (node id, pattern) as ``FlakyTest`` entries, each with the failure of
+        its last failing run, read from that run's report (``reports``, in run order)
+        through the report engine with a node-id selection, one pass per run. A report
+        removed meanwhile (another call's runs rotated it away) leaves ``failure`` None."""
+        by_run: dict[int, list[str]] = {}
+        for node_id, pattern in flaky:
+            run = last_failing_run(pattern)
+            if run is not None:
+                by_run.setdefault(run, []).append(node_id)
+        failures: dict[tuple[int, str], Failure] = {}
+        for run, node_ids in by_run.items():
+            try:
+                summary = await anyio.to_thread.run_sync(
+                    partial(engine_summarize, [reports[run]], budgets=budgets, select=node_ids, project=self.project())
+                )
+            except ReportError:
+                continue
+            for failure in summary.failures:
+                failures.setdefault((run, failure.node_id), failure)
+        out: list[FlakyTest] = []
+        for node_id, pattern in flaky:
+            run = last_failing_run(pattern)
+            failed_run = None if run is None else run + 1
+            shown = failures.get((run, node_id)) if run is not None else None
+            out.append(FlakyTest(node_id=node_id, pattern=pattern, failed_run=failed_run, failure=shown))
+        return out
 
     async def _run(
         self,
@@ -385,9 +488,7 @@ class Runner:
         if stack:
             update["stack"] = stack
         partial_report = run_dir / "partial.json"
-        wrote = await anyio.to_thread.run_sync(
-            write_partial_report, run_dir / "results.jsonl", partial_report, self.root
-        )
+        wrote = await anyio.to_thread.run_sync(write_partial_report, run_dir / RESULTS_FILE, partial_report, self.root)
         if wrote:
             try:
                 update["summary"] = await anyio.to_thread.run_sync(
@@ -598,6 +699,54 @@ def _report_failure(exc: ReportError, paths: list[str]) -> ToolFailure:
     except ValueError:
         field = "paths"
     return ToolFailure("report_error", f"{field}: {exc} ({exc.kind})", field=field, report_error_kind=exc.kind)
+
+
+async def _progress_across_runs(
+    progress: ProgressFn, done_before: int, runs_left: int, per_run_guess: int | None, done: int, total: int | None
+) -> None:
+    """Report one run's progress (``done`` of ``total`` tests) as progress over all runs
+    of a repeated call: ``done_before`` tests finished in the earlier runs, and
+    ``runs_left`` runs (this one included) of ``total`` tests each (``per_run_guess``,
+    the previous run's, until this run has collected)."""
+    per_run = total if total is not None else per_run_guess
+    await progress(done_before + done, None if per_run is None else done_before + per_run * runs_left)
+
+
+def _repeat_stop(
+    failure: ToolFailure, index: int, params: ExecuteParams, timeout: float, spent: float, history: OutcomeHistory
+) -> ToolFailureDetail:
+    """The detail of a ``ToolFailure`` raised by run ``index`` (0-based) of
+    ``params.repeat``, its message led by which run ended the call, for a timeout how the
+    budget was spent (``timeout`` seconds for all runs, ``spent`` by the finished ones)
+    and what to do, and how many flaky tests the finished runs found (``history``);
+    ``runs_finished``, and ``flaky`` (the first ``failures_listed``, patterns only) say
+    which (the text lists them, ``render.render_failure``). The lead comes first: the
+    text caps the message line."""
+    repeat = params.repeat
+    finished = history.runs
+    flaky = history.flaky()
+    found = f"found {len(flaky) or 'no'} flaky test{'' if len(flaky) == 1 else 's'}"
+    if failure.kind == "timeout":
+        lead = f"Run {index + 1} of {repeat} ran out of time: timeout_s ({timeout:g}s) covers all {repeat} runs"
+        if finished:
+            lead += f", and {_runs_phrase(finished)} took {spent:.2f}s and {found}"
+        lead += "; lower repeat or raise timeout_s."
+    else:
+        lead = f"Run {index + 1} of {repeat} failed" + (f" ({_runs_phrase(finished)} {found})." if finished else ".")
+    return failure.detail.model_copy(
+        update={
+            "message": f"{lead} {failure.detail.message}",
+            "runs_finished": finished,
+            "flaky": [
+                FlakyTest(node_id=node_id, pattern=pattern) for node_id, pattern in flaky[: params.failures_listed]
+            ],
+        }
+    )
+
+
+def _runs_phrase(count: int) -> str:
+    """``"run 1"``, ``"runs 1-3"``: the first ``count`` runs."""
+    return "run 1" if count == 1 else f"runs 1-{count}"
 
 
 def _error_line(text: str) -> str:
