@@ -463,13 +463,14 @@ def measure(
     counts = summary["counts"]
     row.answer_failures = counts["failed"] + counts["errors"] - baseline_n
     failures = summary["failures"]
-    # a group's members: its examples and the listed failures that name it (examples leave those out)
-    members = {
-        g["id"]: set(g["examples"]) | {f["node_id"] for f in failures if f.get("group") == g["id"]}
-        for g in summary["groups"]
-    }
-    listed = [g for g in summary["groups"] if not members[g["id"]] or not members[g["id"]] <= baseline]
-    row.groups = len(listed) + summary["omitted"]["groups"]
+    # a group's members: its examples and the listed failures that name it (examples leave those out;
+    # a group of one listed failure may be named by that failure only, and empty lists and 0 counts
+    # may be left out of the structured content)
+    members: dict[str, set[str]] = {g["id"]: set(g.get("examples", ())) for g in summary["groups"]}
+    for f in failures:
+        members.setdefault(f["group"], set()).add(f["node_id"])
+    listed = [gid for gid, names in members.items() if not names or not names <= baseline]
+    row.groups = len(listed) + summary.get("omitted", {}).get("groups", 0)
     if failures:
         location = failures[0].get("location") or {}
         row.location_path = f"{location.get('path')}:{location.get('line')}" if location else ""

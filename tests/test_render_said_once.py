@@ -4,8 +4,9 @@ A test body copied into several modules (or one check failing on other values at
 sites) gives one group per assertion site, by the grouping rule; the text then shows the
 first entry in full and each repeat as its header, its own exception line (with its
 values) and a pointer to the first, instead of the same traceback again. A dict
-comparison's ``Full diff:`` block repeats its ``Differing items:`` block and becomes one
-line saying so. Checked on a real pytest run's JUnit XML (pytest run with
+comparison's ``Full diff:`` block repeats its ``Differing items:`` block, and a short
+list's repeats the assertion line that holds both lists whole: each becomes one line
+saying so. Checked on a real pytest run's JUnit XML (pytest run with
 ``verbosity_assertions=2``, as the server runs it) through the real CLI, in both engine
 backends.
 """
@@ -77,14 +78,21 @@ def test_totals():
 
 def test_lists():
     assert [1, 2, 3] == [1, 2, 4]
+
+
+def test_long_lists():
+    assert list(range(60)) == list(range(1, 61))
 """
 
 
-def test_a_dict_diff_is_said_once_and_a_list_diff_kept(tmp_path, backend):
+def test_a_dict_or_short_list_diff_is_said_once_and_a_long_list_diff_kept(tmp_path, backend):
     text = summarize_text(tmp_path, backend, {"test_d.py": DICTS})
     assert "{'pears': 5} != {'pears': 2}" in text, text
-    [dict_entry, list_entry] = text.split("- FAILED ")[1:]
+    [dict_entry, list_entry, long_entry] = text.split("- FAILED ")[1:]
     assert "Full diff: [" in dict_entry and " lines left out: the differing items above]" in dict_entry, text
     assert "'apples': 3," not in dict_entry.split("Full diff:")[1], text
-    # a list's full diff is kept: it is the only place showing the whole lists side by side
-    assert "Full diff:" in list_entry and "lines left out" not in list_entry, text
+    # a short list's diff repeats the assert line, which holds both lists whole
+    assert "assert [1, 2, 3] == [1, 2, 4]" in list_entry, text
+    assert "lines left out: both sides are whole in the assert line above]" in list_entry, text
+    # a long list's diff is kept: the assert line is cut, the diff is the only place with the values
+    assert "…" in long_entry and "Full diff:" in long_entry and "lines left out" not in long_entry, text

@@ -239,6 +239,46 @@ def test_normaliser_placeholders(impl, message, normalized):
     assert impl.group_key(None, message)[1] == normalized
 
 
+@pytest.mark.parametrize(
+    "messages",
+    [
+        # one dict comparison, three reprs of the result (dict, defaultdict, an object without repr)
+        [
+            "assert {2: 1, 3: 2} == {1: 2, 2: 3}",
+            "assert defaultdict(<class 'int'>, {2: 1, 3: 2}) == defaultdict(<class 'int'>, {1: 2, 2: 3})",
+            "assert <t.CustomMapping object at 0x7f10> == <t.CustomMapping object at 0x7f11>",
+        ],
+        # unittest's assertNotIn on three containers
+        [
+            "None unexpectedly found in Cache({None: 1}, maxsize=2, currsize=1)",
+            "None unexpectedly found in {None: 1}",
+            "None unexpectedly found in <t.Mapping object at 0x7f10>",
+        ],
+        ["assert 'a' == 1", 'assert "b" == [1, (2, 3)]', "assert None == True"],
+    ],
+)
+def test_an_assertion_site_is_one_group_whatever_the_values(impl, messages):
+    keys = {impl.group_key("AssertionError", message, "tests/t.py:58") for message in messages}
+    assert len({group_id for group_id, _ in keys}) == 1
+    # the message shown stays the first failure's, values masked but readable
+    assert len({normalized for _, normalized in keys}) == len(messages)
+
+
+def test_folding_keeps_sites_exceptions_and_wording_apart(impl):
+    at_58 = impl.group_key("AssertionError", "assert [1] == [2]", "tests/t.py:58")[0]
+    assert impl.group_key("AssertionError", "assert [1] == [2]", "tests/t.py:59")[0] != at_58
+    assert impl.group_key("AssertionError", "assert [1] != [2]", "tests/t.py:58")[0] != at_58
+    assert impl.group_key("AssertionError", "assert [1] in [2]", "tests/t.py:58")[0] != at_58
+    # other exceptions keep their quoted names apart, as without a site
+    attr = impl.group_key("AttributeError", "'NoneType' object has no attribute 'a'", "tests/t.py:58")[0]
+    assert impl.group_key("AttributeError", "'str' object has no attribute 'lowr'", "tests/t.py:58")[0] != attr
+    # without a site (no test frame) nothing is folded beyond the normaliser
+    assert (
+        impl.group_key("AssertionError", "assert [1] == [2]")[0]
+        != impl.group_key("AssertionError", "assert 'x' == [2]")[0]
+    )
+
+
 def test_group_id_is_fnv1a_of_exception_nul_message():
     # FNV-1a 64 of the single byte 0x00 (exception None, message "") is 0xaf63bd4c8601b7df.
     assert pure_group.group_key(None, "") == ("gaf63bd4c", "")
@@ -275,6 +315,10 @@ _FRAGMENTS = [
     "\n",
     "\r\n",
     "    ",
+    "None",
+    "defaultdict(",
+    "<class 'a.<locals>.B'>",
+    "{1: [",
 ]
 messages = st.lists(
     st.one_of(st.sampled_from(_FRAGMENTS), st.text(alphabet=_TOKEN_CHARS, max_size=6)), max_size=40
@@ -293,6 +337,15 @@ def test_group_key_parity(exception, message):
 @given(message=st.one_of(st.text(max_size=80), st.text(st.characters(max_codepoint=127), max_size=80)))
 def test_group_key_parity_on_any_text(message):
     assert native.group_key("E", message) == pure_group.group_key("E", message)
+
+
+@needs_native
+@settings(max_examples=3000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(message=st.one_of(messages, st.text(max_size=80)))
+def test_group_key_parity_at_an_assertion_site(message):
+    # the site's key folds values (brackets, angle reprs, quotes, None/True/False)
+    site = ("AssertionError", message, "tests/t.py:9")
+    assert native.group_key(*site) == pure_group.group_key(*site)
 
 
 traceback_lines = st.lists(

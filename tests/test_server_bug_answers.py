@@ -151,17 +151,21 @@ def test_the_answer_points_at_the_bug_in_the_installed_package(installed, backen
     assert summary.groups[0].id == store.id and summary.failures[0].group == store.id
     assert f"at <site-packages>/cachelike/core.py:{check_line}" in text
 
-    # The same message at two assertion sites: two groups.
-    here = groups[("AssertionError", "tests/test_cachelike.py", line_of(TESTS, "def test_store_here") + 1)]
-    there = groups[("AssertionError", "tests/test_cachelike.py", line_of(TESTS, "def test_store_there") + 1)]
-    assert here.id != there.id and here.count == there.count == 1 and here.message == there.message
+    # The same message at two assertion sites: two groups, each of one failure; a listed failure
+    # is its group's whole story, so the structured content names such a group by the failure only.
+    here = by_id["tests/test_cachelike.py::test_store_here"]
+    there = by_id["tests/test_cachelike.py::test_store_there"]
+    assert here.group != there.group and here.message == there.message
+    assert here.location.line == line_of(TESTS, "def test_store_here") + 1
+    assert there.location.line == line_of(TESTS, "def test_store_there") + 1
+    assert not {here.group, there.group} & {g.id for g in summary.groups}
 
     # Four boolean parametrisations failing the same way: one group.
     flags = groups[("AssertionError", "tests/test_cachelike.py", line_of(TESTS, "assert [a, b] == [not a, b]"))]
     assert flags.count == 4
     assert flags.message == "assert [<bool>, <bool>] == [<bool>, <bool>]"
 
-    assert len(summary.groups) == 5
+    assert len({g.id for g in summary.groups} | {f.group for f in summary.failures}) == 5
     # Never the standard library or pytest as a location.
     for failure in summary.failures:
         assert failure.location is not None

@@ -33,7 +33,8 @@ def cut_traceback(
 
 def group_key(exception: str | None, message: str, where_: str | None = None) -> tuple[str, str]:
     """Group id and normalised message of a failure (``docs/ENGINE.md``, *Groups*);
-    ``where_``: the frame or assertion site (``path:line``) of the key, if any."""
+    ``where_``: the frame or assertion site (``path:line``) of the key, if any (with one,
+    an ``AssertionError``'s id is that of its message with the values folded)."""
 
 def classify_path(path: str, project: tuple[str, list[str]] | None = None) -> str:
     """``"library"``, ``"project"`` or ``"test"`` for a frame path (``docs/ENGINE.md``,

@@ -153,21 +153,41 @@ def answer_summary(summary: ReportSummary) -> ReportSummary:
 
 SUBTEST_COUNTS = ("subtests_passed", "subtests_failed", "passed_with_failed_subtests")
 """The counts that only say something in a run with subtests."""
+SILENT_FAILURE_FIELDS = ("subtest", "traceback", "stdout", "stderr", "log")
+"""A failure's fields that an answer's structured content leaves out when empty (null or
+``""``: the traceback and output tails are in the text)."""
 
 
-def without_silent_subtest_fields(summary: dict[str, Any]) -> dict[str, Any]:
-    """A dumped answer summary without the fields that say nothing when no test has
-    subtests or logs (the models' defaults): the subtest counts when all are 0, a
-    failure's ``subtest`` and ``log`` when null. Keeps the structured content of a run
-    without subtests as small as before they existed."""
+def without_silent_fields(summary: dict[str, Any]) -> dict[str, Any]:
+    """A dumped answer summary without what says nothing (each left-out field is the
+    model's default, so the summary still validates as a ``ReportSummary``): the
+    subtest counts when all are 0; a failure's empty ``subtest``, ``traceback``,
+    ``stdout``, ``stderr`` and ``log``; a group of one failure that is listed (the
+    failure, whose ``group`` names it, says all the group would), and a group's empty
+    ``examples``; empty ``collection_errors``, ``slowest`` and ``unmatched``; the 0
+    counts of ``omitted`` (all of it when nothing was cut)."""
     counts = summary["counts"]
     if not any(counts.get(name) for name in SUBTEST_COUNTS):
         summary["counts"] = {k: v for k, v in counts.items() if k not in SUBTEST_COUNTS}
     summary["failures"] = [without_silent_failure_fields(f) for f in summary["failures"]]
+    listed = {f["group"] for f in summary["failures"]}
+    summary["groups"] = [
+        {k: v for k, v in g.items() if k != "examples" or v}
+        for g in summary["groups"]
+        if g["count"] > 1 or g["id"] not in listed
+    ]
+    for name in ("collection_errors", "slowest", "unmatched"):
+        if not summary[name]:
+            del summary[name]
+    omitted = {k: v for k, v in summary["omitted"].items() if v}
+    if omitted:
+        summary["omitted"] = omitted
+    else:
+        del summary["omitted"]
     return summary
 
 
 def without_silent_failure_fields(failure: dict[str, Any]) -> dict[str, Any]:
-    """A dumped failure without its ``subtest`` and ``log`` when null (see
-    ``without_silent_subtest_fields``)."""
-    return {k: v for k, v in failure.items() if not (k in ("subtest", "log") and v is None)}
+    """A dumped failure without its empty ``SILENT_FAILURE_FIELDS`` (see
+    ``without_silent_fields``)."""
+    return {k: v for k, v in failure.items() if not (k in SILENT_FAILURE_FIELDS and not v)}

@@ -1,7 +1,8 @@
 """The ``pytest-mcp-server`` console script.
 
 Subcommands:
-* ``serve`` (the default): the MCP stdio server (see ``mcp_adapter``).
+* ``serve`` (the default): the MCP server over stdio, or over Streamable HTTP with
+  ``--transport http`` (see ``mcp_adapter``, ``http_security``).
 * ``summarize PATH...``: summarise JUnit XML / pytest-json-report files. Exit 0 when no
   test failed or errored, 1 when some did, 2 when an input cannot be read or is not a
   report (message on stderr, nothing on stdout).
@@ -14,12 +15,15 @@ heavy loads; the MCP SDK loads only for ``serve``.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from pydantic import ValidationError
 
 from .config import DEFAULT_MAX_CONCURRENT, DEFAULT_MAX_TIMEOUT_S, SERVER_NAME, ServerConfig, package_version
+from .http_security import DEFAULT_HTTP_HOST, DEFAULT_HTTP_PORT, TOKEN_ENV, HttpSettings, TokenError, take_token
 from .models import Budgets
 from .validation import describe_validation_error
 
@@ -46,7 +50,7 @@ def _build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"{SERVER_NAME} {package_version()}")
     sub = parser.add_subparsers(dest="command", metavar="{serve,summarize,bench}")
 
-    serve = sub.add_parser("serve", help="run the MCP stdio server (the default)")
+    serve = sub.add_parser("serve", help="run the MCP server, over stdio or HTTP (the default command)")
     serve.add_argument(
         "--root", default=".", help="the project; every path an agent gives must be inside it (default: .)"
     )
@@ -74,6 +78,26 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument(
         "--artifacts-dir", default=None, help="where run reports are kept (default: the user cache directory)"
+    )
+    http = serve.add_argument_group("transport (stdio, or Streamable HTTP at http://HOST:PORT/mcp)")
+    http.add_argument("--transport", choices=("stdio", "http"), default="stdio", help="(default: stdio)")
+    http.add_argument("--host", default=None, help=f"http: address to bind (default {DEFAULT_HTTP_HOST})")
+    http.add_argument(
+        "--port", type=int, default=None, help=f"http: port (default {DEFAULT_HTTP_PORT}; 0 picks a free one)"
+    )
+    http.add_argument(
+        "--token-file",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help=f"http: file holding the bearer token every request must carry (or ${TOKEN_ENV})",
+    )
+    http.add_argument(
+        "--allow-host",
+        action="append",
+        default=None,
+        metavar="NAME[:PORT]",
+        help="http: a further Host name clients use to reach the server (repeatable)",
     )
 
     summ = sub.add_parser("summarize", help="summarise JUnit XML / pytest-json-report files")
@@ -133,6 +157,9 @@ _SERVE_FLAGS = {
 }
 
 
+_HTTP_FLAGS = {"host": "--host", "port": "--port", "allow_hosts": "--allow-host", "token": "--token-file"}
+
+
 def _serve(args: argparse.Namespace) -> int:
     try:  # checked before the MCP SDK is imported, so a bad option fails fast
         config = ServerConfig(
@@ -144,9 +171,36 @@ def _serve(args: argparse.Namespace) -> int:
         )
     except ValidationError as exc:
         return _option_error(exc, _SERVE_FLAGS)
-    from .mcp_adapter import run_stdio
+    if args.transport == "stdio":
+        http_only = {
+            "--host": args.host,
+            "--port": args.port,
+            "--token-file": args.token_file,
+            "--allow-host": args.allow_host,
+        }
+        given = [flag for flag, value in http_only.items() if value is not None]
+        if given:
+            print(f"{SERVER_NAME}: error: {given[0]}: only applies with --transport http", file=sys.stderr)
+            return 2
+        from .mcp_adapter import run_stdio
 
-    return run_stdio(config) or 0
+        return run_stdio(config) or 0
+    try:
+        token = take_token(args.token_file, os.environ)  # removes the variable: no pytest run inherits it
+        http = HttpSettings(
+            token=token,
+            host=args.host or DEFAULT_HTTP_HOST,
+            port=DEFAULT_HTTP_PORT if args.port is None else args.port,
+            allow_hosts=tuple(args.allow_host or ()),
+        )
+    except TokenError as exc:
+        print(f"{SERVER_NAME}: error: {exc}", file=sys.stderr)
+        return 2
+    except ValidationError as exc:
+        return _option_error(exc, _HTTP_FLAGS)
+    from .mcp_adapter import run_http
+
+    return run_http(config, http)
 
 
 def _option_error(exc: ValidationError, flags: dict[str, str]) -> int:

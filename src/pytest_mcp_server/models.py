@@ -65,7 +65,7 @@ def budget_bounds(name: str) -> tuple[int, int]:
     return low, high
 
 
-EXECUTE_BUDGETS = Budgets(max_traceback_lines=30, max_output_bytes=1024)
+EXECUTE_BUDGETS = Budgets(max_traceback_lines=30, max_output_bytes=512)
 """``execute_tests``' default budgets: a run's answer is read in full at once, so its
 tracebacks and captured output are shorter than the engine's defaults (``Budgets()``)."""
 
@@ -128,9 +128,9 @@ class Failure(_Frozen):
     exception: str | None
     message: str
     location: Location | None
-    traceback: str
-    stdout: str | None
-    stderr: str | None
+    traceback: str = ""
+    stdout: str | None = None
+    stderr: str | None = None
     log: str | None = None
     group: str
 
@@ -146,7 +146,7 @@ class Group(_Frozen):
     exception: str | None
     message: str
     location: Location | None
-    examples: list[str]
+    examples: list[str] = Field(default_factory=list)
 
 
 class ProjectCode(_Frozen):
@@ -201,12 +201,12 @@ class Omitted(_Frozen):
     """What the budgets cut, so that truncation is never silent (counts of items,
     lines and bytes)."""
 
-    failures: int
-    groups: int
-    collection_errors: int
-    traceback_lines: int
-    output_bytes: int
-    text_bytes: int
+    failures: int = 0
+    groups: int = 0
+    collection_errors: int = 0
+    traceback_lines: int = 0
+    output_bytes: int = 0
+    text_bytes: int = 0
 
 
 class ReportSummary(_Frozen):
@@ -224,10 +224,10 @@ class ReportSummary(_Frozen):
     duration_s: float
     failures: list[Failure]
     groups: list[Group]
-    collection_errors: list[CollectionError]
-    slowest: list[SlowTest]
-    omitted: Omitted
-    unmatched: list[str]
+    collection_errors: list[CollectionError] = Field(default_factory=list)
+    slowest: list[SlowTest] = Field(default_factory=list)
+    omitted: Omitted = Field(default_factory=Omitted)
+    unmatched: list[str] = Field(default_factory=list)
 
     @property
     def ok(self) -> bool:

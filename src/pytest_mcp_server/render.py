@@ -119,6 +119,20 @@ def render_text(
     tests asked for by node id: each one's whole story, not its cause's). Returns text
     ending in a newline; its first line is always ``<VERDICT> <counts phrase>``.
     """
+    return _text_and_leftovers(summary, verdict, failures_budget, deselected, line_chars, every_failure)[0]
+
+
+def _text_and_leftovers(
+    summary: ReportSummary,
+    verdict: str | None,
+    failures_budget: str,
+    deselected: int,
+    line_chars: int | None,
+    every_failure: bool,
+) -> tuple[str, bool]:
+    """``render_text``'s text, and True when it leaves something out that the report
+    has: an ``Omitted`` line, or a failure without an entry in full (named on an ``also
+    in`` line or a group line, or on one line)."""
     lines = [f"{verdict or verdict_word(summary)} {counts_phrase(summary, deselected)}"]
     groups_by_id = {g.id: g for g in summary.groups}
     entries = failure_entries(summary, every_failure)
@@ -160,7 +174,13 @@ def render_text(
     if omitted:
         lines.append("")
         lines.append(omitted)
-    return "\n".join(lines) + "\n"
+    in_full = sum(1 for _, full in entries if full)
+    left_out = (
+        bool(omitted)
+        or in_full < len(summary.failures) + summary.omitted.failures
+        or any("lines omitted]" in ce.traceback for ce in summary.collection_errors)
+    )
+    return "\n".join(lines) + "\n", left_out
 
 
 def exception_line(exception: str | None, message: str) -> str:
@@ -249,31 +269,88 @@ _E_TEXT = re.compile(r"^E(\s*)(.*)$")
 
 
 def _without_redundant_full_diff(lines: list[str]) -> list[str]:
-    """pytest's ``Full diff:`` block of a dict comparison, when its ``Differing items:``
-    block (with full values, as the server runs pytest with ``verbosity_assertions=2``)
-    already says what differs: the block (the ``E`` lines after it indented at least as
-    deep, up to a blank ``E`` line) becomes one line that says how many lines were left
-    out and why. Other diffs (lists, strings, sets) are kept whole."""
+    """pytest's ``Full diff:`` block when it repeats what the lines above it say: for a
+    dict comparison, its ``Differing items:`` block (with full values, as the server runs
+    pytest with ``verbosity_assertions=2``); for any ``==`` comparison, the assertion's
+    ``E`` line when it holds both sides whole (not cut by the engine's line cap: no
+    trailing ``…``, no ``...`` of pytest's own repr cut), so the diff only lays the same
+    values out one per line. The block
+    (the ``E`` lines after it indented at least as deep, up to a blank ``E`` line)
+    becomes one line that says how many lines were left out and why. A diff of values
+    the ``assert`` line cuts is kept whole."""
     out: list[str] = []
     differing = False
+    whole_sides = False
     i = 0
     while i < len(lines):
         m = _E_TEXT.match(lines[i])
         if m and m.group(2) == "Differing items:":
             differing = True
-        if m and differing and m.group(2).startswith("Full diff:"):
+        said = m.group(2).removeprefix("AssertionError: ") if m else ""
+        if said.startswith("assert ") and " == " in said:
+            whole_sides = not said.endswith("…") and "..." not in said  # pytest < 8 cuts reprs with "..."
+        if m and (differing or whole_sides) and m.group(2).startswith("Full diff:"):
             indent = len(m.group(1))
             j = i + 1
             while j < len(lines) and (n := _E_TEXT.match(lines[j])) and len(n.group(1)) >= indent and n.group(2):
                 j += 1
             if j - i > 1:
-                out.append(f"E{m.group(1)}Full diff: [{j - i - 1} lines left out: the differing items above]")
+                why = "the differing items above" if differing else "both sides are whole in the assert line above"
+                out.append(f"E{m.group(1)}Full diff: [{j - i - 1} lines left out: {why}]")
                 i = j
                 continue
         if not m:
             differing = False
+            whole_sides = False
         out.append(lines[i])
         i += 1
+    return out
+
+
+_INSTANCE_ARGUMENT = re.compile(r"^self = <(?:[\w.]+\.)?(\w+) object at 0x[0-9a-fA-F]+>$")
+"""pytest's long-format line for a method's ``self`` argument that has no repr of its
+own (``self = <tests.test_x.TestDict object at 0x7f10a51d0310>``)."""
+
+
+def _without_own_instance(lines: list[str], node_id: str) -> list[str]:
+    """``lines`` without the ``self = <...Cls object at 0x...>`` line (and the blank
+    line after it) of a class the node id names (``...::TestDict::test_valmap``): the
+    test's own instance, whose class the entry's header says and whose address says
+    nothing. A ``self`` of any other class (the project's code) stays."""
+    classes = set(node_id.split("[", 1)[0].split("::")[1:])
+    out: list[str] = []
+    skip_blank = False
+    for line in lines:
+        if skip_blank and not line.strip():
+            skip_blank = False
+            continue
+        skip_blank = False
+        m = _INSTANCE_ARGUMENT.match(line)
+        if m and m.group(1) in classes:
+            skip_blank = True
+            continue
+        out.append(line)
+    return out
+
+
+_DIFF_LINE = re.compile(r"^E\s+([-+]) (.*)$")
+
+
+def _without_restated_diff(lines: list[str]) -> list[str]:
+    """``lines`` without pytest's two-line diff of two short strings when it only
+    restates the assertion above it: ``E  assert 'B' == 'C'``, a blank ``E``, then
+    ``E  - C`` and ``E  + B`` ending the ``E`` lines. Longer diffs (several lines,
+    ``?`` markers) are kept."""
+    out = list(lines)
+    for i in range(len(out) - 3, 0, -1):
+        if out[i].strip() != "E" or (i + 3 < len(out) and out[i + 3].startswith("E")):
+            continue
+        minus, plus = _DIFF_LINE.match(out[i + 1]), _DIFF_LINE.match(out[i + 2])
+        if not (minus and plus and minus.group(1) == "-" and plus.group(1) == "+"):
+            continue
+        assertion = out[i - 1]
+        if assertion.startswith("E ") and assertion.endswith(f"'{plus.group(2)}' == '{minus.group(2)}'"):
+            del out[i : i + 3]
     return out
 
 
@@ -353,6 +430,7 @@ def _failure_lines(failure: Failure, *, full: bool) -> list[str]:
             while traceback and not traceback[-1].strip():
                 traceback.pop()
     traceback = [_FRAME_SEPARATOR if _is_frame_separator(line) else line for line in _last_frame_carets(traceback)]
+    traceback = _without_restated_diff(_without_own_instance(traceback, failure.node_id))
     shown = _fold_repeats(_without_redundant_full_diff(_without_rerun_hints(traceback)))
     out.extend(("    " + line).rstrip() for line in shown)
     for name, tail in (("stdout", failure.stdout), ("stderr", failure.stderr)):
@@ -438,15 +516,19 @@ VERDICTS: dict[str, str] = {
 def render_execute(result: ExecuteResult) -> str:
     """The text block of ``execute_tests``: ``render_text`` with a verdict that
     reflects ``status`` (``PASSED``/``FAILED``/``NO TESTS``/``INTERRUPTED``) and the
-    run's wall time, then, when not green, a hint and where the report is."""
+    run's wall time, then, when not green, a hint, and where the report is when the
+    text leaves something out (``summarize_report`` gives the rest; an answer that
+    shows every failure in full has nothing more to give: the structured content
+    still carries ``report_path``)."""
     # the verdict line's time is the run's wall time, as in pytest's own summary line
     shown = result.summary.model_copy(update={"duration_s": result.duration_s})
-    text = render_text(
+    text, left_out = _text_and_leftovers(
         shown,
         verdict=VERDICTS[result.status],
         failures_budget="failures_listed",
         deselected=result.deselected,
         line_chars=LINE_CHARS,
+        every_failure=False,
     )
     if result.runs > 1:
         text = _with_runs(text, result, shown)
@@ -464,7 +546,7 @@ def render_execute(result: ExecuteResult) -> str:
         )
     elif result.status == "interrupted":
         tail.append(f"pytest stopped early (exit {result.exit_code}); fix the collection errors above and run again.")
-    if result.status != "passed":
+    if result.status != "passed" and left_out:
         tail.append(f"Report: {result.report_path} (summarize_report with node_ids for one test's full story)")
     return text + ("\n" + "\n".join(tail) + "\n" if tail else "")
 

@@ -34,7 +34,7 @@ from .answer import (
     answer_summary,
     with_run_dir,
     without_silent_failure_fields,
-    without_silent_subtest_fields,
+    without_silent_fields,
 )
 from .config import TIMEOUT_LIMIT_S
 from .coverage_report import CoverageSummary
@@ -308,7 +308,7 @@ class ExecuteResult(_Frozen):
     def _summary_as_answered(self, summary: ReportSummary, info: SerializationInfo) -> dict[str, Any]:
         answered = answer_summary(summary)
         files = with_run_dir(answered.files, self.report_path)
-        return without_silent_subtest_fields(answered.model_copy(update={"files": files}).model_dump(mode=info.mode))
+        return without_silent_fields(answered.model_copy(update={"files": files}).model_dump(mode=info.mode))
 
     @field_serializer("command")
     def _command_as_answered(self, command: list[str]) -> list[str]:

@@ -408,6 +408,121 @@ fn normalize_prefix(message: &str, limit: usize) -> String {
     String::from_utf8(out).expect("normalising keeps UTF-8 intact")
 }
 
+/// The exception whose key at an assertion site folds its values (`fold_values`).
+pub const ASSERTION_ERROR: &str = "AssertionError";
+/// What `fold_values` writes for each value.
+const VALUE: &str = "<v>";
+
+fn is_name_start(b: u8) -> bool {
+    b.is_ascii_alphabetic() || b == b'_'
+}
+
+fn is_opener(b: u8) -> bool {
+    matches!(b, b'(' | b'[' | b'{')
+}
+
+fn is_closer(b: u8) -> bool {
+    matches!(b, b')' | b']' | b'}')
+}
+
+/// The index after the closer matching the opener at `start` (any of `)]}` closes one
+/// depth of any of `([{`), or `s.len()` when it is never closed.
+fn bracket_end(s: &[u8], start: usize) -> usize {
+    let mut depth = 0usize;
+    for (j, &b) in s.iter().enumerate().skip(start) {
+        if is_opener(b) {
+            depth += 1;
+        } else if is_closer(b) {
+            depth -= 1;
+            if depth == 0 {
+                return j + 1;
+            }
+        }
+    }
+    s.len()
+}
+
+/// For each `<` of `s` that is closed, the index of its `>` (`<` and `>` nest), in one
+/// pass: the same as counting depth forward from each `<`. `usize::MAX`: not closed.
+fn matching_angles(s: &[u8]) -> Vec<usize> {
+    let mut matches = Vec::new();
+    if !s.contains(&b'<') {
+        return matches;
+    }
+    matches.resize(s.len(), usize::MAX);
+    let mut open_at = Vec::new();
+    for (j, &b) in s.iter().enumerate() {
+        if b == b'<' {
+            open_at.push(j);
+        } else if b == b'>' {
+            if let Some(i) = open_at.pop() {
+                matches[i] = j;
+            }
+        }
+    }
+    matches
+}
+
+/// A normalised assertion message with every value folded to `<v>` (the key of an
+/// `AssertionError` at an assertion site; docs/ENGINE.md, *Groups*, value folding;
+/// identical to `fold_values` in `pure/group.py`). One left-to-right scan, ASCII
+/// classes: a bracket `(`, `[` or `{` up to its matching closer (the three kinds nest
+/// as one depth; an unclosed one runs to the end), with the dotted name right before
+/// it at a word start; `<` + a letter or `_` up to its matching `>`; a quote at a word
+/// start up to the same quote on the line; the words `None`/`True`/`False`. Everything
+/// else is copied.
+pub fn fold_values(normalized: &str) -> String {
+    let s = normalized.as_bytes();
+    let n = s.len();
+    let angles = matching_angles(s);
+    let mut out: Vec<u8> = Vec::with_capacity(n);
+    let mut i = 0;
+    while i < n {
+        let c = s[i];
+        let word_start = i == 0 || !is_word(s[i - 1]);
+        if word_start && is_name_start(c) {
+            let end = match_name(s, i).unwrap_or(i + 1);
+            if end < n && is_opener(s[end]) {
+                out.extend_from_slice(VALUE.as_bytes());
+                i = bracket_end(s, end);
+            } else {
+                let name = &s[i..end];
+                if matches!(name, b"None" | b"True" | b"False") {
+                    out.extend_from_slice(VALUE.as_bytes());
+                } else {
+                    out.extend_from_slice(name);
+                }
+                i = end;
+            }
+            continue;
+        }
+        if is_opener(c) {
+            out.extend_from_slice(VALUE.as_bytes());
+            i = bracket_end(s, i);
+            continue;
+        }
+        if c == b'<' && i + 1 < n && is_name_start(s[i + 1]) && angles[i] != usize::MAX {
+            out.extend_from_slice(VALUE.as_bytes());
+            i = angles[i] + 1;
+            continue;
+        }
+        if (c == b'\'' || c == b'"') && word_start {
+            let close = s[i + 1..].iter().position(|&b| b == c || b == b'\n');
+            if let Some(k) = close {
+                if s[i + 1 + k] == c {
+                    out.extend_from_slice(VALUE.as_bytes());
+                    i += k + 2;
+                    continue;
+                }
+            }
+        }
+        out.push(c);
+        i += 1;
+    }
+    // Only ASCII runs were replaced, at ASCII boundaries: the rest is copied whole.
+    String::from_utf8(out).expect("folding keeps UTF-8 intact")
+}
+
 /// FNV-1a 64 of `exception or ""`, a NUL byte, then `normalized` (UTF-8); with `where`
 /// (a frame or assertion site), `where` and a NUL byte come before `normalized`.
 pub fn key_hash(exception: Option<&str>, normalized: &str, at: Option<&str>) -> u64 {
@@ -437,9 +552,17 @@ pub fn group_id(hash: u64) -> String {
 ///
 /// `exception` None and `Some("")` hash the same. `at`: the frame (`path:line`) or
 /// assertion site of the key, if any (a key by frame passes `message = ""`).
+///
+/// With an `at` and the exception `AssertionError` (an assertion site), the id is that of
+/// the message with its values folded (`fold_values`); the message returned is the
+/// normalised one either way.
 pub fn group_key(exception: Option<&str>, message: &str, at: Option<&str>) -> (String, String) {
     let normalized = normalize_message(message);
-    let id = group_id(key_hash(exception, &normalized, at));
+    let id = if at.is_some() && exception == Some(ASSERTION_ERROR) {
+        group_id(key_hash(exception, &fold_values(&normalized), at))
+    } else {
+        group_id(key_hash(exception, &normalized, at))
+    };
     (id, normalized)
 }
 
@@ -449,6 +572,45 @@ mod tests {
 
     fn n(s: &str) -> String {
         normalize_message(s)
+    }
+
+    #[test]
+    fn assertion_values_fold_names_and_operators_stay() {
+        let f = |m: &str| fold_values(&n(m));
+        assert_eq!(
+            f("assert {2: 1, 3: 2} == {1: 2, 2: 3}"),
+            "assert <v> == <v>"
+        );
+        assert_eq!(
+            f("assert defaultdict(<class 'int'>, {2: 1}) == <a.B object at 0x7f>"),
+            "assert <v> == <v>"
+        );
+        assert_eq!(
+            f("None unexpectedly found in Cache({}, maxsize=1)"),
+            "<v> unexpectedly found in <v>"
+        );
+        assert_eq!(f("KeyError not raised"), "KeyError not raised");
+        assert_eq!(f("can't x 'a' a < b (open"), "can't x <v> a < b <v>");
+        // an assertion site with other values is the same group; another site is not
+        let site = group_key(
+            Some("AssertionError"),
+            "assert [1] == [2, 3]",
+            Some("t.py:9"),
+        );
+        assert_eq!(
+            site.0,
+            group_key(Some("AssertionError"), "assert 'x' == None", Some("t.py:9")).0
+        );
+        assert_ne!(
+            site.0,
+            group_key(
+                Some("AssertionError"),
+                "assert 'x' == None",
+                Some("t.py:10")
+            )
+            .0
+        );
+        assert_eq!(site.1, "assert [<n>] == [<n>, <n>]");
     }
 
     #[test]

@@ -21,7 +21,10 @@ use crate::budgets::Budgets;
 use crate::cut::{
     capped, chomp, cut_traceback_for, is_ws, parse_location, strip, DeepestFrames, FrameLine,
 };
-use crate::group::{group_id, key_hash, normalize_capped, OTHER_GROUP_ID, OTHER_GROUP_MESSAGE};
+use crate::group::{
+    fold_values, group_id, key_hash, normalize_capped, ASSERTION_ERROR, OTHER_GROUP_ID,
+    OTHER_GROUP_MESSAGE,
+};
 use crate::project::{display_path, ProjectCode};
 use crate::record::{CollectionErrorRecord, Item, Outcome, Phase, TestRecord};
 use crate::select::Selection;
@@ -535,8 +538,9 @@ impl SummaryBuilder {
     /// Count a failure in its group (creating it, or `gother` when the table is full).
     /// The key (docs/ENGINE.md, *Groups*): the exception and the deepest frame of the
     /// project's non-test code; else the assertion site and the normalised message
-    /// (the whole line normalised, then capped like a message); else that message. A
-    /// group lists its first failure's normalised message.
+    /// (the whole line normalised, then capped like a message; an `AssertionError`'s
+    /// with its values folded); else that message. A group lists its first failure's
+    /// normalised message.
     fn add_to_group(
         &mut self,
         exception: Option<&str>,
@@ -556,7 +560,12 @@ impl SummaryBuilder {
             (None, Some(site)) => GroupKey {
                 exception: exception.to_owned(),
                 at: Some(self.frame_at(site)),
-                normalized: normalized.clone(),
+                // one assertion site checks one expression: only the values differ between its failures
+                normalized: if exception == ASSERTION_ERROR {
+                    fold_values(&normalized)
+                } else {
+                    normalized.clone()
+                },
             },
             (None, None) => GroupKey {
                 exception: exception.to_owned(),

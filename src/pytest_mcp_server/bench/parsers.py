@@ -125,7 +125,7 @@ def lxml_iterparse(paths: Sequence[str]) -> Counts:
 
 def junitparser_load(paths: Sequence[str]) -> Counts:
     """``junitparser.JUnitXml.fromfile`` (a whole lxml tree) and its result objects."""
-    from junitparser import Error, Failure, JUnitXml, Skipped
+    from junitparser import Error, Failure, JUnitXml, Skipped, TestCase
 
     c: dict[str, int] = {}
     for path in paths:
@@ -133,6 +133,8 @@ def junitparser_load(paths: Sequence[str]) -> Counts:
         suites = [xml] if xml._tag == "testsuite" else list(xml)
         for suite in suites:
             for case in suite:
+                if not isinstance(case, TestCase):  # junitparser 5 types a suite's items as suites or cases
+                    continue
                 results = case.result
                 if any(isinstance(r, Error) for r in results):
                     key = "errors"

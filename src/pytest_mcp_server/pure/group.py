@@ -104,6 +104,93 @@ def _normalize_prefix(message: str, limit: int | None) -> str:
     return "".join(out)
 
 
+ASSERTION_ERROR = "AssertionError"
+"""The exception whose key at an assertion site folds its values (``fold_values``)."""
+VALUE = "<v>"
+"""What ``fold_values`` writes for each value."""
+_OPENERS = "([{"
+_CLOSERS = ")]}"
+_VALUE_WORDS = frozenset({"None", "True", "False"})
+_NAME_START = re.compile(r"[A-Za-z_]")
+_DOTTED_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
+_WORD_CHAR = re.compile(r"[A-Za-z0-9_]")
+
+
+def fold_values(normalized: str) -> str:
+    """A normalised assertion message with every value folded to ``<v>`` (the key of an
+    ``AssertionError`` at an assertion site; grammar: docs/ENGINE.md, *Groups*, value
+    folding; identical to ``fold_values`` in ``group.rs``). One left-to-right scan, ASCII
+    classes: a bracket ``(``, ``[`` or ``{`` up to its matching closer (the three kinds
+    nest as one depth; an unclosed one runs to the end), with the dotted name right
+    before it at a word start; ``<`` + a letter or ``_`` up to its matching ``>`` (``<``
+    and ``>`` nest); a quote at a word start up to the same quote on the line; and the
+    words ``None``/``True``/``False``. Everything else is copied."""
+    out: list[str] = []
+    angles = _matching_angles(normalized)
+    i = 0
+    n = len(normalized)
+    while i < n:
+        c = normalized[i]
+        word_start = i == 0 or not _WORD_CHAR.match(normalized[i - 1])
+        if word_start and _NAME_START.match(c):
+            name = _DOTTED_NAME.match(normalized, i)
+            assert name is not None
+            end = name.end()
+            if end < n and normalized[end] in _OPENERS:
+                out.append(VALUE)
+                i = _bracket_end(normalized, end)
+            else:
+                out.append(VALUE if name.group() in _VALUE_WORDS else name.group())
+                i = end
+            continue
+        if c in _OPENERS:
+            out.append(VALUE)
+            i = _bracket_end(normalized, i)
+            continue
+        if c == "<" and i + 1 < n and _NAME_START.match(normalized[i + 1]) and i in angles:
+            out.append(VALUE)
+            i = angles[i] + 1
+            continue
+        if c in "'\"" and word_start:
+            close = normalized.find(c, i + 1)
+            if close != -1 and normalized.find("\n", i + 1, close) == -1:
+                out.append(VALUE)
+                i = close + 1
+                continue
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
+def _matching_angles(text: str) -> dict[int, int]:
+    """The index of the ``>`` that closes each ``<`` of ``text`` that is closed (``<`` and
+    ``>`` nest), in one pass: the same as counting depth forward from each ``<``."""
+    matches: dict[int, int] = {}
+    if "<" not in text:
+        return matches
+    open_at: list[int] = []
+    for j, c in enumerate(text):
+        if c == "<":
+            open_at.append(j)
+        elif c == ">" and open_at:
+            matches[open_at.pop()] = j
+    return matches
+
+
+def _bracket_end(text: str, start: int) -> int:
+    """The index after the closer matching the opener at ``start`` (any of ``)]}``
+    closes one depth of any of ``([{``), or ``len(text)`` when it is never closed."""
+    depth = 0
+    for j in range(start, len(text)):
+        if text[j] in _OPENERS:
+            depth += 1
+        elif text[j] in _CLOSERS:
+            depth -= 1
+            if depth == 0:
+                return j + 1
+    return len(text)
+
+
 def key_hash(exception: str, normalized: str, where: str | None = None) -> int:
     """FNV-1a 64 of UTF-8(``exception`` + ``\\0`` + ``normalized``), with
     ``where`` + ``\\0`` before ``normalized`` when a frame or site is given."""
@@ -128,7 +215,11 @@ def group_key(exception: str | None, message: str, where: str | None = None) -> 
     The id is ``g`` + the first 8 lowercase hex digits of FNV-1a 64 of
     UTF-8(``exception or ""`` + ``\\0`` + [``where`` + ``\\0``] + normalised message);
     ``None`` and ``""`` exceptions give the same id. ``where``: the frame (``path:line``)
-    or assertion site of the key, if any; a key by frame passes ``message=""``.
+    or assertion site of the key, if any; a key by frame passes ``message=""``. With a
+    ``where`` and the exception ``AssertionError`` (an assertion site), the id is that of
+    the message with its values folded (``fold_values``); the message returned is the
+    normalised one either way.
     """
     normalized = normalize_message(message)
-    return group_id(key_hash(exception or "", normalized, where)), normalized
+    keyed = fold_values(normalized) if where is not None and exception == ASSERTION_ERROR else normalized
+    return group_id(key_hash(exception or "", keyed, where)), normalized

@@ -12,7 +12,15 @@ from typing import Any
 import orjson
 
 from .cut import WHITESPACE, DeepestFrames, Frame, capped, chomp, cut_traceback, parse_location
-from .group import OTHER_GROUP_ID, OTHER_GROUP_MESSAGE, group_id, key_hash, normalize_capped
+from .group import (
+    ASSERTION_ERROR,
+    OTHER_GROUP_ID,
+    OTHER_GROUP_MESSAGE,
+    fold_values,
+    group_id,
+    key_hash,
+    normalize_capped,
+)
 from .project import ProjectCode, display_path
 from .records import CollectionErrorRecord, TestRecord
 from .select import Selection
@@ -331,7 +339,9 @@ class SummaryBuilder:
         if frames.non_test is not None:
             key: tuple[str, str | None, str] = (exception or "", self._where(frames.non_test), "")
         elif frames.test is not None:
-            key = (exception or "", self._where(frames.test), normalized)
+            # one assertion site checks one expression: only the values differ between its failures
+            folded = fold_values(normalized) if exception == ASSERTION_ERROR else normalized
+            key = (exception or "", self._where(frames.test), folded)
         else:
             key = (exception or "", None, normalized)
         group = self._groups.get(key)
