@@ -464,13 +464,15 @@ def measure(
     row.answer_failures = counts["failed"] + counts["errors"] - baseline_n
     failures = summary["failures"]
     # a group's members: its examples and the listed failures that name it (examples leave those out;
-    # a group of one listed failure may be named by that failure only, and empty lists and 0 counts
-    # may be left out of the structured content)
+    # when no group was cut, a group of one listed failure may be named by that failure only, and
+    # empty lists and 0 counts may be left out of the structured content)
     members: dict[str, set[str]] = {g["id"]: set(g.get("examples", ())) for g in summary["groups"]}
+    cut_groups = summary.get("omitted", {}).get("groups", 0)
     for f in failures:
-        members.setdefault(f["group"], set()).add(f["node_id"])
+        if f["group"] in members or not cut_groups:  # else its group is among the cut ones
+            members.setdefault(f["group"], set()).add(f["node_id"])
     listed = [gid for gid, names in members.items() if not names or not names <= baseline]
-    row.groups = len(listed) + summary.get("omitted", {}).get("groups", 0)
+    row.groups = len(listed) + cut_groups
     if failures:
         location = failures[0].get("location") or {}
         row.location_path = f"{location.get('path')}:{location.get('line')}" if location else ""

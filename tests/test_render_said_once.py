@@ -96,3 +96,42 @@ def test_a_dict_or_short_list_diff_is_said_once_and_a_long_list_diff_kept(tmp_pa
     assert "lines left out: both sides are whole in the assert line above]" in list_entry, text
     # a long list's diff is kept: the assert line is cut, the diff is the only place with the values
     assert "…" in long_entry and "Full diff:" in long_entry and "lines left out" not in long_entry, text
+
+
+CLASSES = """
+import unittest
+
+
+class Box:
+    pass
+
+
+class TestBox:
+    def test_size(self):
+        size = 2
+        assert size == 3
+
+    def test_box(self):
+        box = Box()
+        check(self, box)
+
+
+def check(owner, box):
+    assert box is None
+
+
+class BoxCase(unittest.TestCase):
+    def test_width(self):
+        width = 2
+        self.assertEqual(width, 3)
+"""
+
+
+def test_the_tests_own_instance_is_not_shown_other_arguments_are(tmp_path, backend):
+    # pytest's long format prints a method's ``self``: the test's own instance says only
+    # its class, which the entry's node id names; a helper's arguments stay
+    text = summarize_text(tmp_path, backend, {"test_cls.py": CLASSES})
+    for test in ("TestBox::test_size", "TestBox::test_box", "BoxCase::test_width"):
+        assert f"- FAILED tests/test_cls.py::{test}" in text, text
+    assert "self = <" not in text, text
+    assert "owner = <test_cls.TestBox object at 0x" in text, text

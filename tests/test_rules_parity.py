@@ -102,8 +102,9 @@ def test_frame_context_budget_sets_how_much_of_a_frame_stays_before_its_arrow(im
         "... [7 lines omitted]",
         ">       r = requests.get(url, headers=headers, params=params, timeout=timeout)",
     ]
-    # every frame's source before `>` goes (7, 4 and 2 lines), and the library entries
-    assert omitted == 7 + 4 + 2 + 2 + 2
+    # every frame's source before `>` goes (7 and 4 lines; a frame with a single source
+    # line before it keeps it: a marker would save nothing), and the library entries
+    assert omitted == 7 + 4 + 2 + 2
     # None is the budget's default (3), the same cut as without the argument.
     assert impl.cut_traceback(REQUESTS_TRACEBACK, 40, 200, None, None) == impl.cut_traceback(
         REQUESTS_TRACEBACK, 40, 200
@@ -111,6 +112,18 @@ def test_frame_context_budget_sets_how_much_of_a_frame_stays_before_its_arrow(im
     assert impl.cut_traceback(REQUESTS_TRACEBACK, 40, 200, None, Budgets().max_frame_context_lines) == (
         impl.cut_traceback(REQUESTS_TRACEBACK, 40, 200)
     )
+
+
+def test_a_single_line_before_the_context_stays_a_marker_would_not_save_a_line(impl):
+    """Step 4 drops nothing when only one non-blank line lies before the kept context
+    (the ``def`` line of a test with three lines before its ``>``): its marker would
+    take a line to save one; two such lines go, as one marker."""
+    frame = (
+        "    def test_x():\n        a = 1\n        b = 2\n        c = 3\n>       assert a == b\nE       assert 1 == 2"
+    )
+    assert impl.cut_traceback(frame, 40, 200) == (frame, 0)
+    cut, omitted = impl.cut_traceback("    @mark\n" + frame, 40, 200)
+    assert cut.split("\n")[:2] == ["... [2 lines omitted]", "        a = 1"] and omitted == 2
 
 
 def test_cut_on_a_real_pytest_json_report(impl, corpus_dir):
@@ -564,6 +577,8 @@ def test_pure_builder_counts_subtests_apart_and_lists_each_failed_one():
     assert (subtest.node_id, subtest.subtest, subtest.message) == (parent, "(i=1)", "1 is odd")
     assert subtest.location is not None and (subtest.location.path, subtest.location.line) == ("t.py", 13)
     assert (own.subtest, own.message) == (None, "contains 1 failed subtest")
+    # the test that only says its subtest failed is counted in that subtest's group
+    assert own.group == subtest.group and [(g.id, g.count) for g in summary.groups] == [(subtest.group, 2)]
     # a subtest is never among the slowest: only its test is
     assert [(s.node_id, s.duration_s) for s in summary.slowest] == [(parent, 7e-6)]
     [error] = summary.collection_errors

@@ -7,7 +7,8 @@ What must hold (docs/ENGINE.md, *Project code*, *Groups*, *Failures*): the answe
 the bug's line as ``<site-packages>/cachelike/core.py:LINE`` (location and traceback),
 never a standard-library or pytest frame; one bug hit with many different values is one
 group; one message at two assertion sites is two groups; a boolean parametrisation that
-fails the same way is one group.
+fails the same way is one group, and so is one assertion site whose compared values come in
+different reprs (dict, defaultdict, an object without a repr).
 """
 
 from __future__ import annotations
@@ -48,6 +49,8 @@ class Cache:
 '''
 
 TESTS = """\
+import collections
+
 import pytest
 
 from cachelike.core import Cache
@@ -87,6 +90,16 @@ def test_store_there():
 @pytest.mark.parametrize("b", [True, False])
 def test_flags(a, b):
     assert [a, b] == [not a, b]
+
+
+class Box:
+    def __init__(self, items):
+        self.items = items
+
+
+@pytest.mark.parametrize("wrap", [dict, lambda items: collections.defaultdict(int, items), Box])
+def test_store_in(wrap):
+    assert wrap({1: Cache().store(1)}) == wrap({1: 2})
 """
 
 
@@ -125,7 +138,7 @@ def execute(installed: InstalledProject, backend: str, tmp_path: Path) -> tuple[
 def test_the_answer_points_at_the_bug_in_the_installed_package(installed, backend, tmp_path):
     res, text = execute(installed, backend, tmp_path)
     summary = res.summary
-    assert (summary.counts.failed, summary.counts.passed) == (15, 1)
+    assert (summary.counts.failed, summary.counts.passed) == (18, 1)
     assert (installed.site_packages / "cachelike" / "core.py").is_file()
     empty_line = line_of(CORE, "BUG-EMPTY")
     check_line = line_of(CORE, "BUG-CHECK")
@@ -165,7 +178,12 @@ def test_the_answer_points_at_the_bug_in_the_installed_package(installed, backen
     assert flags.count == 4
     assert flags.message == "assert [<bool>, <bool>] == [<bool>, <bool>]"
 
-    assert len({g.id for g in summary.groups} | {f.group for f in summary.failures}) == 5
+    # One assertion site whose values come as a dict, a defaultdict and an object without a
+    # repr (three different messages): one group.
+    shapes = groups[("AssertionError", "tests/test_cachelike.py", line_of(TESTS, "assert wrap({1: Cache()"))]
+    assert shapes.count == 3
+
+    assert len({g.id for g in summary.groups} | {f.group for f in summary.failures}) == 6
     # Never the standard library or pytest as a location.
     for failure in summary.failures:
         assert failure.location is not None

@@ -162,19 +162,21 @@ def without_silent_fields(summary: dict[str, Any]) -> dict[str, Any]:
     """A dumped answer summary without what says nothing (each left-out field is the
     model's default, so the summary still validates as a ``ReportSummary``): the
     subtest counts when all are 0; a failure's empty ``subtest``, ``traceback``,
-    ``stdout``, ``stderr`` and ``log``; a group of one failure that is listed (the
-    failure, whose ``group`` names it, says all the group would), and a group's empty
-    ``examples``; empty ``collection_errors``, ``slowest`` and ``unmatched``; the 0
+    ``stdout``, ``stderr`` and ``log``; when the groups budget cut no group, a group of
+    one failure that is listed (the failure, whose ``group`` names it, says all the
+    group would), and a group's empty ``examples``; empty ``collection_errors``, ``slowest`` and ``unmatched``; the 0
     counts of ``omitted`` (all of it when nothing was cut)."""
     counts = summary["counts"]
     if not any(counts.get(name) for name in SUBTEST_COUNTS):
         summary["counts"] = {k: v for k, v in counts.items() if k not in SUBTEST_COUNTS}
     summary["failures"] = [without_silent_failure_fields(f) for f in summary["failures"]]
-    listed = {f["group"] for f in summary["failures"]}
+    # Only when the groups budget cut none: then a failure whose group is not listed is
+    # that group's only failure, never one of a group counted in ``omitted.groups``.
+    singles = {f["group"] for f in summary["failures"]} if not summary["omitted"]["groups"] else set()
     summary["groups"] = [
         {k: v for k, v in g.items() if k != "examples" or v}
         for g in summary["groups"]
-        if g["count"] > 1 or g["id"] not in listed
+        if g["count"] > 1 or g["id"] not in singles
     ]
     for name in ("collection_errors", "slowest", "unmatched"):
         if not summary[name]:

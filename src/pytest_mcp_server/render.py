@@ -14,7 +14,9 @@ Within an entry, what pytest already says is not said twice: the message line is
 out when an ``E`` line says it, pytest's closing ``path:line: Exception`` line (the
 entry's ``at``) too, a repeated block of traceback lines (a recursion, a diff's
 identical lines) is written once with a count, ``^^^^`` markers stay in the last frame
-only, frame separators are short, and pytest's advice to re-run verbose is left out.
+only, frame separators are short, and pytest's advice to re-run verbose, the test's own
+``self = <... object at 0x...>`` line and diffs that repeat the ``assert`` line are left
+out. The report's path closes an answer only when the text leaves something out.
 Every line of an ``execute_tests`` answer and of an error is capped
 (``answer.LINE_CHARS``). So 256 failures from 3 causes stay under 2 KB, and a
 20,000-test suite with 580 failures from 4 causes a few KB (benches/answer_size.py,
@@ -214,8 +216,13 @@ def _also_in(failure: Failure, group: Group, listed: list[Failure] | None = None
     has beyond ``failure`` (its entry), and up to ``ALSO_IN_IDS`` of the group's
     examples, written after ``file::`` when they share the entry's file. The group's
     failed subtests among ``listed`` come first, named with their labels (the examples
-    are node ids: a subtest's is its test's)."""
-    subtests = [failure_name(f) for f in listed or () if f.group == group.id and f.subtest is not None]
+    are node ids: a subtest's is its test's), and the entry's own test when it is
+    listed in the group (a test that failed because these subtests did)."""
+    subtests = [
+        failure_name(f)
+        for f in listed or ()
+        if f.group == group.id and (f.subtest is not None or f.node_id == failure.node_id)
+    ]
     others = [name for name in subtests if name != failure_name(failure)]
     others += [node_id for node_id in group.examples if node_id != failure.node_id and node_id not in others]
     others = others[:ALSO_IN_IDS]
@@ -266,6 +273,8 @@ def _without_rerun_hints(lines: list[str]) -> list[str]:
 
 
 _E_TEXT = re.compile(r"^E(\s*)(.*)$")
+_MARKER = re.compile(r"^\.\.\. \[(\d+) lines omitted\]$")
+"""The engine's marker for cut traceback lines (docs/ENGINE.md, *Traceback cutting*)."""
 
 
 def _without_redundant_full_diff(lines: list[str]) -> list[str]:
@@ -274,10 +283,10 @@ def _without_redundant_full_diff(lines: list[str]) -> list[str]:
     pytest with ``verbosity_assertions=2``); for any ``==`` comparison, the assertion's
     ``E`` line when it holds both sides whole (not cut by the engine's line cap: no
     trailing ``…``, no ``...`` of pytest's own repr cut), so the diff only lays the same
-    values out one per line. The block
-    (the ``E`` lines after it indented at least as deep, up to a blank ``E`` line)
-    becomes one line that says how many lines were left out and why. A diff of values
-    the ``assert`` line cuts is kept whole."""
+    values out one per line. The block (the ``E`` lines after it indented at least as
+    deep, and the engine's ``... [N lines omitted]`` markers among them, up to a blank
+    ``E`` line) becomes one line that says how many lines were left out and why. A diff
+    of values the ``assert`` line cuts is kept whole."""
     out: list[str] = []
     differing = False
     whole_sides = False
@@ -292,11 +301,20 @@ def _without_redundant_full_diff(lines: list[str]) -> list[str]:
         if m and (differing or whole_sides) and m.group(2).startswith("Full diff:"):
             indent = len(m.group(1))
             j = i + 1
-            while j < len(lines) and (n := _E_TEXT.match(lines[j])) and len(n.group(1)) >= indent and n.group(2):
+            left_out = 0
+            while j < len(lines):
+                n = _E_TEXT.match(lines[j])
+                marker = None if n else _MARKER.match(lines[j])
+                if n and len(n.group(1)) >= indent and n.group(2):
+                    left_out += 1
+                elif marker:  # the engine cut part of the diff: those lines are counted as omitted too
+                    left_out += int(marker.group(1))
+                else:
+                    break
                 j += 1
-            if j - i > 1:
+            if left_out:
                 why = "the differing items above" if differing else "both sides are whole in the assert line above"
-                out.append(f"E{m.group(1)}Full diff: [{j - i - 1} lines left out: {why}]")
+                out.append(f"E{m.group(1)}Full diff: [{left_out} lines left out: {why}]")
                 i = j
                 continue
         if not m:
@@ -307,16 +325,18 @@ def _without_redundant_full_diff(lines: list[str]) -> list[str]:
     return out
 
 
-_INSTANCE_ARGUMENT = re.compile(r"^self = <(?:[\w.]+\.)?(\w+) object at 0x[0-9a-fA-F]+>$")
+_INSTANCE_ARGUMENT = re.compile(r"^self = <(?:[\w.]+\.)?(\w+) (?:object at 0x[0-9a-fA-F]+|testMethod=\w+)>$")
 """pytest's long-format line for a method's ``self`` argument that has no repr of its
-own (``self = <tests.test_x.TestDict object at 0x7f10a51d0310>``)."""
+own (``self = <tests.test_x.TestDict object at 0x7f10a51d0310>``), or unittest's
+``TestCase`` repr (``self = <tests.test_x.CacheTest testMethod=test_clear>``)."""
 
 
 def _without_own_instance(lines: list[str], node_id: str) -> list[str]:
-    """``lines`` without the ``self = <...Cls object at 0x...>`` line (and the blank
-    line after it) of a class the node id names (``...::TestDict::test_valmap``): the
-    test's own instance, whose class the entry's header says and whose address says
-    nothing. A ``self`` of any other class (the project's code) stays."""
+    """``lines`` without the ``self = <...Cls object at 0x...>`` (or ``<...Cls
+    testMethod=name>``) line, and the blank line after it, of a class the node id names
+    (``...::TestDict::test_valmap``): the test's own instance, whose class the entry's
+    header says and whose address says nothing. A ``self`` of any other class (the
+    project's code) stays."""
     classes = set(node_id.split("[", 1)[0].split("::")[1:])
     out: list[str] = []
     skip_blank = False

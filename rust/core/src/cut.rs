@@ -25,7 +25,7 @@
 //! * Step 4 keeps, before a frame's first `>` line, its last `context_lines` (the
 //!   `max_frame_context_lines` budget, 3 by default) non-blank lines and everything
 //!   after the first of them (with 0: nothing before the `>` line); earlier lines go
-//!   unless essential (and stay when they are all blank).
+//!   unless essential (and stay when they hold at most one non-blank line).
 //! * Marker lines are never cut to `max_line_chars`; `max_lines` below 3 counts as 3,
 //!   `max_line_chars` below 8 as 8. The head/tail cut of step 6 counts marker lines,
 //!   so the result has at most `max_lines` lines.
@@ -397,9 +397,13 @@ pub fn cut_traceback_for(
                 .nth(nth)
                 .unwrap_or(frame.start),
         };
-        // Only blank lines before the kept context (pytest's blank line after a
-        // separator): nothing worth a marker.
-        if (frame.start..keep_from).all(|j| dropped[j] || strip(lines[j]).is_empty()) {
+        // At most one non-blank line before the kept context (pytest's blank line after a
+        // separator, a `def` line): a marker would take as many lines, so nothing goes.
+        if (frame.start..keep_from)
+            .filter(|&j| !dropped[j] && !strip(lines[j]).is_empty())
+            .count()
+            <= 1
+        {
             continue;
         }
         for j in frame.start..keep_from {
@@ -623,6 +627,16 @@ java.lang.AssertionError: expected
         let (bare, omitted) = cut_traceback_for(text, 40, 200, 0, None);
         assert!(bare.starts_with("... [7 lines omitted]\n>       assert a == b\n"));
         assert_eq!(omitted, 7);
+    }
+
+    #[test]
+    fn one_line_before_the_context_stays_a_marker_would_not_save_a_line() {
+        let text = "    def test_x():\n        a = 1\n        b = 2\n        c = 3\n>       assert a == b\nE       assert 1 == 2";
+        assert_eq!(cut_traceback(text, 40, 200), (text.to_owned(), 0));
+        let two = format!("    @mark\n{text}");
+        let (cut, omitted) = cut_traceback(&two, 40, 200);
+        assert!(cut.starts_with("... [2 lines omitted]\n        a = 1\n"));
+        assert_eq!(omitted, 2);
     }
 
     #[test]

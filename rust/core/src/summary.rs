@@ -227,6 +227,16 @@ impl OtherGroup {
 }
 
 /// Which group a failure is in.
+/// pytest's failure of a test whose subtests failed, and only that (`contains 2 failed
+/// subtests`; docs/ENGINE.md, *Subtests*).
+fn is_subtests_marker(message: &str) -> bool {
+    let Some(rest) = message.strip_prefix("contains ") else {
+        return false;
+    };
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    digits > 0 && matches!(&rest[digits..], " failed subtest" | " failed subtests")
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum GroupRef {
     Tracked(usize),
@@ -294,6 +304,9 @@ pub struct SummaryBuilder {
     matched: Vec<bool>,
     /// The project's own code (docs/ENGINE.md, *Project code*); None: the path-pattern rule.
     project: Option<Arc<ProjectCode>>,
+    /// The node id and group of the last failed subtest listed (a parent that only says
+    /// its subtests failed joins that group).
+    last_subtest: Option<(String, GroupRef)>,
 }
 
 impl SummaryBuilder {
@@ -316,6 +329,7 @@ impl SummaryBuilder {
             groups: Vec::new(),
             group_index: HashMap::new(),
             other: OtherGroup::default(),
+            last_subtest: None,
             collection_total: 0,
             collection_errors: Vec::new(),
             slowest: Vec::new(),
@@ -458,7 +472,23 @@ impl SummaryBuilder {
         );
         let project = self.project.clone();
         let frames = DeepestFrames::of(&text, project.as_deref());
-        let group = self.add_to_group(exception, line, &frames, seq, &record.node_id);
+        let group = match &self.last_subtest {
+            // a test whose failure only says its subtests failed: the cause is theirs
+            Some((node_id, group))
+                if record.subtest.is_none()
+                    && exception.is_none()
+                    && *node_id == record.node_id
+                    && is_subtests_marker(line) =>
+            {
+                let group = *group;
+                self.join_group(group, seq, &record.node_id);
+                group
+            }
+            _ => self.add_to_group(exception, line, &frames, seq, &record.node_id),
+        };
+        if record.subtest.is_some() {
+            self.last_subtest = Some((record.node_id.clone(), group));
+        }
         let needs_representative = match group {
             GroupRef::Tracked(i) => self.groups[i].representative.is_none(),
             GroupRef::Other => self.other.representative.is_none(),
@@ -533,6 +563,28 @@ impl SummaryBuilder {
             display_path(frame.0, self.project.as_deref()),
             frame.1
         )
+    }
+
+    /// Count one more failure in `group` (an existing group, or `gother`).
+    fn join_group(&mut self, group: GroupRef, seq: u64, node_id: &str) {
+        let max_examples = self.budgets.max_examples;
+        match group {
+            GroupRef::Tracked(i) => {
+                let group = &mut self.groups[i];
+                group.count += 1;
+                if group.examples.len() < max_examples {
+                    group.examples.push((seq, node_id.to_owned()));
+                }
+            }
+            GroupRef::Other => {
+                let example = if self.other.examples.len() < max_examples {
+                    vec![(seq, node_id.to_owned())]
+                } else {
+                    Vec::new()
+                };
+                self.other.absorb(1, seq, example, max_examples, None);
+            }
+        }
     }
 
     /// Count a failure in its group (creating it, or `gother` when the table is full).
@@ -1228,6 +1280,10 @@ mod tests {
         assert_eq!(failures[0]["location"], json!({"path": "t.py", "line": 13}));
         assert_eq!(failures[1]["subtest"], Value::Null);
         assert_eq!(failures[1]["message"], "contains 1 failed subtest");
+        // The test that only says its subtest failed is counted in that subtest's group.
+        assert_eq!(failures[1]["group"], failures[0]["group"]);
+        assert_eq!(v["groups"].as_array().unwrap().len(), 1);
+        assert_eq!(v["groups"][0]["count"], 2);
         // A subtest is never among the slowest: only its test is.
         assert_eq!(
             v["slowest"],

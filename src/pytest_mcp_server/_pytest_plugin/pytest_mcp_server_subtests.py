@@ -50,9 +50,11 @@ class _SubtestNamer:
         self.item = item
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when != "call":  # a subtest reports in the call stage: setup and teardown end here, cheaply
+            return
         label = subtest_label(report)
         item = self.item
-        if label is None or report.when != "call" or item is None or item.nodeid != report.nodeid:
+        if label is None or item is None or item.nodeid != report.nodeid:
             return
         if report.failed:
             outcome = "failed"

@@ -264,7 +264,7 @@ def cut_traceback(
         i += 1
 
     # Steps 4-5: before a frame's first `>` line, its last `context_lines` non-blank
-    # lines and what follows them stay; earlier lines go unless essential (or all blank).
+    # lines and what follows them stay; earlier lines go unless essential (or at most one is not blank).
     for start, end, _block, _section_end in frames:
         arrow = next((j for j in range(start, end) if not dropped[j] and lines[j].startswith(">")), None)
         if arrow is None:
@@ -274,9 +274,9 @@ def cut_traceback(
         if context_lines > 0:
             before = (j for j in range(arrow - 1, start - 1, -1) if not dropped[j] and strip(lines[j]))
             keep_from = next(islice(before, context_lines - 1, None), start)
-        # Only blank lines before the kept context (pytest's blank line after a
-        # separator): nothing worth a marker.
-        if all(dropped[j] or not strip(lines[j]) for j in range(start, keep_from)):
+        # At most one non-blank line before the kept context (pytest's blank line after a
+        # separator, a `def` line): a marker would take as many lines, so nothing goes.
+        if sum(1 for j in range(start, keep_from) if not dropped[j] and strip(lines[j])) <= 1:
             continue
         for j in range(start, keep_from):
             if not _is_essential(lines[j]):

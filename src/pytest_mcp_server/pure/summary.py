@@ -7,6 +7,7 @@ It must write the same bytes as the native builder (docs/ENGINE.md, *The builder
 from __future__ import annotations
 
 import bisect
+import re
 from typing import Any
 
 import orjson
@@ -25,6 +26,10 @@ from .project import ProjectCode, display_path
 from .records import CollectionErrorRecord, TestRecord
 from .select import Selection
 from .text import U64_MAX
+
+_SUBTESTS_MARKER = re.compile(r"contains [0-9]+ failed subtests?")
+"""pytest's failure of a test whose subtests failed, and only that (docs/ENGINE.md,
+*Subtests*); a test that says only this joins its last failed subtest's group."""
 
 # Distinct group keys tracked; a failure with a new key past this joins ``gother``.
 MAX_TRACKED_GROUPS = 10_000
@@ -202,6 +207,9 @@ class SummaryBuilder:
         self._groups: dict[tuple[str, str | None, str], _Group] = {}
         self._normalized_cache: dict[str, str] = {}
         self._other = _Group(OTHER_GROUP_ID, None, OTHER_GROUP_MESSAGE, 0)
+        # The node id and group of the last failed subtest listed (a parent that only says
+        # its subtests failed joins that group).
+        self._last_subtest: tuple[str, _Group] | None = None
         self._collection_total = 0
         self._collection_traceback_omitted = 0
         self._collection_errors: list[dict[str, Any]] = []
@@ -280,7 +288,23 @@ class SummaryBuilder:
         exception, line = describe(record.exception, record.message, record.text)
         text = record.text or ""
         frames = DeepestFrames(text, self._project)
-        group = self._add_to_group(exception, line, frames, seq, record.node_id)
+        last = self._last_subtest
+        if (
+            last is not None
+            and record.subtest is None
+            and exception is None
+            and last[0] == record.node_id
+            and _SUBTESTS_MARKER.fullmatch(line)
+        ):
+            # a test whose failure only says its subtests failed: the cause is theirs
+            group = last[1]
+            group.count += 1
+            if len(group.examples) < self._max_examples:
+                group.examples.append(record.node_id)
+        else:
+            group = self._add_to_group(exception, line, frames, seq, record.node_id)
+        if record.subtest is not None:
+            self._last_subtest = (record.node_id, group)
         listed: _Listed | None = None
         if group.representative is None:
             listed = group.representative = self._listed(record, seq, exception, line, frames, group.id)
