@@ -100,6 +100,15 @@ def with_run_dir(values: list[str], report_path: str) -> list[str]:
     return [value.replace(run_dir, RUN_DIR) for value in values]
 
 
+def answer_failure(failure: Failure) -> tuple[Failure, int]:
+    """A failure as the structured content gives it, and the UTF-8 bytes its message
+    lost: ``traceback`` ``""`` and ``stdout``/``stderr``/``log`` null (the text carries
+    them), the message capped per line at ``LINE_CHARS``."""
+    message, cut = cap_lines(failure.message)
+    update = {"message": message, "traceback": "", "stdout": None, "stderr": None, "log": None}
+    return failure.model_copy(update=update), cut
+
+
 def answer_summary(summary: ReportSummary) -> ReportSummary:
     """The structured content's summary of an ``execute_tests`` answer, from the
     engine's ``summary``.
@@ -119,13 +128,9 @@ def answer_summary(summary: ReportSummary) -> ReportSummary:
     text_cut = 0
     entries = failure_entries(summary)
     for failure, _ in entries:
-        message, cut = cap_lines(failure.message)
+        answered, cut = answer_failure(failure)
         text_cut += cut
-        failures.append(
-            failure.model_copy(
-                update={"message": message, "traceback": "", "stdout": None, "stderr": None, "log": None}
-            )
-        )
+        failures.append(answered)
     entry_ids = {failure.node_id for failure in failures}
     groups = [g.model_copy(update={"examples": [e for e in g.examples if e not in entry_ids]}) for g in summary.groups]
     omitted = summary.omitted
@@ -164,9 +169,7 @@ def without_silent_fields(summary: dict[str, Any]) -> dict[str, Any]:
     counts = summary["counts"]
     if not any(counts.get(name) for name in SUBTEST_COUNTS):
         summary["counts"] = {k: v for k, v in counts.items() if k not in SUBTEST_COUNTS}
-    summary["failures"] = [
-        {k: v for k, v in f.items() if not (k in SILENT_FAILURE_FIELDS and not v)} for f in summary["failures"]
-    ]
+    summary["failures"] = [without_silent_failure_fields(f) for f in summary["failures"]]
     # Only when the groups budget cut none: then a failure whose group is not listed is
     # that group's only failure, never one of a group counted in ``omitted.groups``.
     singles = {f["group"] for f in summary["failures"]} if not summary["omitted"]["groups"] else set()
@@ -184,3 +187,9 @@ def without_silent_fields(summary: dict[str, Any]) -> dict[str, Any]:
     else:
         del summary["omitted"]
     return summary
+
+
+def without_silent_failure_fields(failure: dict[str, Any]) -> dict[str, Any]:
+    """A dumped failure without its empty ``SILENT_FAILURE_FIELDS`` (see
+    ``without_silent_fields``)."""
+    return {k: v for k, v in failure.items() if not (k in SILENT_FAILURE_FIELDS and not v)}

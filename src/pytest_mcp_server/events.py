@@ -309,3 +309,24 @@ def write_partial_report(results: Path, dest: Path, root: Path) -> bool:
         dest.unlink(missing_ok=True)
         return False
     return True
+
+
+def read_outcomes(results: Path) -> dict[str, str]:
+    """Each test the event plugin saw finish, from its ``--mcp-results`` file: node id
+    -> outcome (pytest-json-report's names: ``passed``, ``failed``, ``error``,
+    ``skipped``, ``xfailed``, ``xpassed``), in finishing order. Streams the file (one line
+    in memory at a time); collection errors, lines cut by a killed pytest and a missing
+    file are skipped (a missing file reads as no test)."""
+    outcomes: dict[str, str] = {}
+    try:
+        src = open(results, encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        return outcomes
+    with src:
+        for line in src:
+            try:
+                test = json.loads(line)["test"]
+                outcomes[str(test["nodeid"])] = str(test["outcome"])
+            except (ValueError, TypeError, KeyError):
+                continue
+    return outcomes

@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 from pydantic import field_serializer
 
+from .flaky import FlakyTest
 from .models import ReportSummary, _Frozen
 
 FailureKind = Literal[
@@ -19,6 +20,7 @@ FailureKind = Literal[
     "internal_error",
     "crashed",
     "pytest_missing",
+    "coverage_missing",
     "report_error",
 ]
 """Why a tool call did not produce a result.
@@ -29,6 +31,8 @@ FailureKind = Literal[
 * ``internal_error``: pytest exited 3, or the server itself failed.
 * ``crashed``: pytest died from a signal, exited with a code pytest never uses, or wrote no report.
 * ``pytest_missing``: the project's interpreter cannot import pytest.
+* ``coverage_missing``: ``coverage`` was asked for, but the project's interpreter lacks
+  coverage.py or pytest-cov (the message names which).
 * ``report_error``: a report file cannot be summarised (``report_error_kind`` says why).
 """
 
@@ -51,6 +55,11 @@ class ToolFailureDetail(_Frozen):
     test's own frames (``stacks.test_stack``); ``summary``, the tests that finished
     before (their counts and failures, from the event plugin's records through the
     report engine; None when none finished).
+
+    For a call with ``repeat`` above 1, the message names the run that ended the call
+    (``Run 3 of 4``) and ``runs_finished`` counts the runs that finished before it;
+    ``flaky``: the tests whose outcome changed among those runs (``flaky.FlakyTest``,
+    patterns only: ``failure`` null).
     """
 
     kind: FailureKind
@@ -67,6 +76,8 @@ class ToolFailureDetail(_Frozen):
     running_for_s: float | None = None
     stack: list[str] | None = None
     summary: ReportSummary | None = None
+    runs_finished: int | None = None
+    flaky: list[FlakyTest] | None = None
 
     @field_serializer("summary")
     def _summary_whole(self, summary: ReportSummary | None) -> dict[str, Any] | None:

@@ -3,7 +3,8 @@ can import (``probe_interpreter`` -> ``Interpreter``).
 
 The probe starts the interpreter once with a short script; it asks for pytest (required)
 and for the optional plugins the server uses when present: pytest-json-report (exact
-node ids, xfail/xpass, phases) and pytest-xdist (``workers``).
+node ids, xfail/xpass, phases), pytest-xdist (``workers``), coverage.py and pytest-cov
+(``coverage``).
 """
 
 from __future__ import annotations
@@ -37,7 +38,9 @@ _PROBE = INSTALLED_PROBE + (
     "    v = None\n"
     "    e = type(x).__name__ + ': ' + str(x)\n"
     "print(json.dumps({'pytest': v, 'error': e, 'json_report': u.find_spec('pytest_jsonreport') is not None,"
-    " 'xdist': u.find_spec('xdist') is not None, 'project_packages': _installed_from(os.getcwd(), sys.argv[1])}))\n"
+    " 'xdist': u.find_spec('xdist') is not None, 'coverage': u.find_spec('coverage') is not None,"
+    " 'pytest_cov': u.find_spec('pytest_cov') is not None,"
+    " 'project_packages': _installed_from(os.getcwd(), sys.argv[1])}))\n"
 )
 
 
@@ -53,6 +56,9 @@ class Interpreter:
     pytest_version: tuple[int, ...] = ()
     # Top-level import names of the project's installed distributions (``project_code.INSTALLED_PROBE``).
     project_packages: tuple[str, ...] = ()
+    # coverage.py and pytest-cov, which ``execute_tests`` with ``coverage`` needs (``coverage_run``).
+    has_coverage: bool = False
+    has_pytest_cov: bool = False
 
 
 def find_python(config: ServerConfig, environ: Mapping[str, str] | None = None) -> Path:
@@ -120,6 +126,8 @@ async def probe_interpreter(python: str, *, cwd: Path, env: dict[str, str]) -> I
         has_xdist=bool(info["xdist"]),
         pytest_version=version_numbers(str(info["pytest"])),
         project_packages=tuple(str(n) for n in info.get("project_packages") or ()),
+        has_coverage=bool(info.get("coverage")),
+        has_pytest_cov=bool(info.get("pytest_cov")),
     )
 
 

@@ -30,9 +30,11 @@ import shlex
 from typing import TYPE_CHECKING
 
 from .answer import LINE_CHARS, SLOW_S, cap_line, cap_lines, failure_entries, shown_traceback_lines_omitted
+from .flaky import legend
 from .models import CollectionError, Failure, Group, Location, ReportSummary
 
 if TYPE_CHECKING:  # only for annotations: the CLI's summarize does not load the tools' models
+    from .coverage_report import CoverageSummary
     from .failures import ToolFailureDetail
     from .tool_models import DiscoverResult, ExecuteResult, SummarizeResult, WarningsSummary
 
@@ -40,6 +42,8 @@ ALSO_IN_IDS = 3
 """Node ids named on a group's ``also in`` line (the rest are counted)."""
 REPEAT_BLOCK_LINES = 4
 """Longest block of traceback lines whose consecutive repeats are folded into one count."""
+FLAKY_LISTED_IN_ERRORS = 10
+"""Flaky tests of the finished runs listed in the text of a repeated call that failed."""
 
 _COUNT_ORDER = (
     ("failed", "failed"),
@@ -546,7 +550,14 @@ def render_execute(result: ExecuteResult) -> str:
         line_chars=LINE_CHARS,
         every_failure=False,
     )
+    if result.runs > 1:
+        text = _with_runs(text, result, shown)
     text += cap_lines(_warnings_text(result.warnings))[0]  # the warnings' own budgets count what they cut
+    if result.coverage is not None:
+        headline, section = coverage_lines(result.coverage)
+        verdict, _, rest = text.partition("\n")
+        text = "\n".join([verdict, *(cap_line(line)[0] for line in headline), rest])
+        text += cap_lines("\n".join(["", *section, ""]))[0]
     tail: list[str] = []
     if result.status == "no_tests":
         tail.append(
@@ -558,6 +569,47 @@ def render_execute(result: ExecuteResult) -> str:
     if result.status != "passed" and left_out:
         tail.append(f"Report: {result.report_path} (summarize_report with node_ids for one test's full story)")
     return text + ("\n" + "\n".join(tail) + "\n" if tail else "")
+
+
+def _with_runs(text: str, result: ExecuteResult, shown: ReportSummary) -> str:
+    """``text`` (``render_text`` of the last run of a repeated call, ``shown``) with the
+    first line saying what the runs found: ``FLAKY 1 test flaky over 4 runs; last run:
+    1 failed, 5 passed in 0.41s`` followed by the flaky tests (``_flaky_lines``), or, when
+    no test changed outcome, the usual verdict line ending ``; 4 runs, none flaky``."""
+    _, _, rest = text.partition("\n")
+    last = shown.model_copy(update={"counts": shown.counts.model_copy(update={"flaky": 0})})
+    phrase = counts_phrase(last, result.deselected)
+    flaky = shown.counts.flaky
+    if not flaky:
+        return f"{VERDICTS[result.status]} {phrase}; {result.runs} runs, none flaky\n{rest}"
+    first = f"FLAKY {flaky} test{'s' if flaky != 1 else ''} flaky over {result.runs} runs; last run: {phrase}"
+    return first + "\n" + cap_lines("\n".join(_flaky_lines(result)))[0] + "\n" + rest
+
+
+def _flaky_lines(result: ExecuteResult) -> list[str]:
+    """The ``Flaky tests`` section: a legend of the letters used, then per listed flaky
+    test ``- PFPF <node id>`` and the failure of its last failing run as a failure entry
+    (``run 4: FAILED  at path:line``, its traceback and output tails), unless that is
+    the last run's and the ``Failures`` section already has it in full; then how many
+    flaky tests were not listed."""
+    in_failures = {failure.node_id for failure, full in failure_entries(result.summary) if full}
+    lines = ["", f"Flaky tests ({legend(t.pattern for t in result.flaky)}; one letter per run):"]
+    for test in result.flaky:
+        head = f"- {test.pattern} {test.node_id}"
+        if test.failed_run is None:
+            lines.append(head)
+        elif test.failure is None:
+            lines.append(f"{head}  (failed in run {test.failed_run}, whose report was removed since)")
+        elif test.failed_run == result.runs and test.node_id in in_failures:
+            lines.append(f"{head}  (run {test.failed_run}'s failure: under Failures)")
+        else:
+            entry = _failure_lines(test.failure, full=True)
+            outcome = entry[0].removeprefix("- ").replace(" " + failure_name(test.failure), "", 1)
+            lines += [head, f"    run {test.failed_run}: {outcome}", *entry[1:]]
+    more = result.summary.counts.flaky - len(result.flaky)
+    if more:
+        lines.append(f"  ... {more} more flaky tests (raise failures_listed)")
+    return lines
 
 
 def _warnings_text(warnings: WarningsSummary) -> str:
@@ -621,7 +673,11 @@ def render_discover(result: DiscoverResult, *, files_shown: int = 30) -> str:
 def render_summarize(result: SummarizeResult) -> str:
     """The text block of ``summarize_report``: ``render_text`` of the summary (with
     ``full_story``, every listed failure in full), and the requested node ids that
-    matched no failure."""
+    matched no failure; for coverage reports, their coverage (``coverage_lines``)."""
+    if result.summary is None:  # coverage reports: the coverage title is the verdict line
+        assert result.coverage is not None, "a summarize_report result has a summary or a coverage"
+        headline, section = coverage_lines(result.coverage, title="COVERAGE")
+        return "\n".join([*section[:1], *headline, *section[1:]]) + "\n"
     text = render_text(result.summary, failures_budget="failures_listed", every_failure=result.full_story)
     if result.not_failing:
         text += "\nNo failure for: " + ", ".join(result.not_failing) + " (passed, skipped, or not in the report)\n"
@@ -634,8 +690,14 @@ def render_failure(detail: ToolFailureDetail) -> str:
     finished before (``render_text``); then the command, the exit, and the tails of
     pytest's output (only named when a stack was found: they are in the structured
     content). Every line is capped at ``answer.LINE_CHARS`` (a cut line ends with
-    ``…``; the structured content has it whole)."""
+    ``…``; the structured content has it whole). For a repeated call, the flaky tests of
+    the runs that finished (at most ``FLAKY_LISTED_IN_ERRORS``) follow the first line."""
     lines = [f"ERROR {detail.kind}: {detail.message}"]
+    if detail.flaky:
+        lines += ["", f"Flaky in the finished runs ({legend(t.pattern for t in detail.flaky)}; one letter per run):"]
+        lines += [f"- {test.pattern} {test.node_id}" for test in detail.flaky[:FLAKY_LISTED_IN_ERRORS]]
+        more = len(detail.flaky) - FLAKY_LISTED_IN_ERRORS
+        lines += [f"  ... {more} more (flaky in the structured content)"] if more > 0 else []
     if detail.running_test:
         took = f" for {detail.running_for_s:g}s" if detail.running_for_s is not None else ""
         lines += ["", f"Running: {detail.running_test}{took}"]
@@ -660,3 +722,35 @@ def render_failure(detail: ToolFailureDetail) -> str:
         for name, tail in tails:
             lines += ["", f"{name} (tail):", tail.rstrip("\n")]
     return cap_lines("\n".join(lines))[0] + "\n"  # each line capped; whole in the structured content
+
+
+def coverage_lines(coverage: CoverageSummary, title: str = "Coverage:") -> tuple[list[str], list[str]]:
+    """The text of a coverage summary: the headline lines that follow the verdict line
+    (one ``changed lines not run: pkg/calc.py 12-13`` per file, then ``changed files not
+    measured: pkg/new.py`` when there are such files), and the section: its
+    ``title`` line (``Coverage: 71.43% of 14 lines ran (4 missed, 3 files)``), one line
+    per listed file with missed lines (``  pkg/calc.py 60%: 7, 12-13``), and what the
+    budgets cut (``  ... 3 more files with missed lines``)."""
+    headline = [f"changed lines not run: {c.path} {c.lines}" for c in coverage.changed_not_run or ()]
+    if coverage.changed_not_measured:
+        headline.append(f"changed files not measured: {', '.join(coverage.changed_not_measured)}")
+    if coverage.percent is None:
+        return headline, [f"{title} not measured: {coverage.problem}"]
+    files = f"{coverage.files_measured} file{'s' if coverage.files_measured != 1 else ''}"
+    title = f"{title} {coverage.percent:g}% of {coverage.statements} lines ran ({coverage.missed} missed, {files})"
+    if coverage.changed_not_run == [] and coverage.changed_not_measured == []:
+        title += "; every changed line ran"
+    section = [title, *(f"  {f.path} {f.percent:g}%: {f.missing}" for f in coverage.files)]
+    omitted = coverage.omitted
+    cuts = [
+        f"{n} {what}"
+        for n, what in (
+            (omitted.files, "more files with missed lines"),
+            (omitted.changed_files, "more changed files not run or not measured"),
+            (omitted.lines, "more missed line numbers"),
+        )
+        if n
+    ]
+    if cuts:
+        section.append("  ... " + "; ".join(cuts))
+    return headline, section

@@ -16,11 +16,30 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, SerializationInfo, field_serializer, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializationInfo,
+    SerializerFunctionWrapHandler,
+    ValidationInfo,
+    field_serializer,
+    field_validator,
+    model_serializer,
+)
 
-from .answer import answer_summary, with_run_dir, without_silent_fields
+from .answer import (
+    answer_failure,
+    answer_summary,
+    with_run_dir,
+    without_silent_failure_fields,
+    without_silent_fields,
+)
 from .config import TIMEOUT_LIMIT_S
+from .coverage_report import CoverageSummary
 from .expressions import check_expression
+from .flaky import FlakyTest
 from .models import EXECUTE_BUDGETS, FULL_STORY, Budgets, CollectionError, ReportSummary, _Frozen, budget_bounds
 from .validation import (
     MAX_EXPRESSION_CHARS,
@@ -37,6 +56,8 @@ MAX_FAILURES_LISTED = 1000
 EXECUTE_MAX_TRACEBACK_LINES = 2000
 EXECUTE_MAX_OUTPUT_BYTES = 262_144
 MAX_WORKERS = 64
+MAX_REPEAT = 20
+"""Most runs of one ``execute_tests`` call (``repeat``)."""
 MAX_DISCOVER_OFFSET = 10_000_000
 MAX_DISCOVER_LIMIT = 2000
 DEFAULT_DISCOVER_LIMIT = 100
@@ -73,7 +94,7 @@ class SelectionParams(ParamsModel):
         max_length=MAX_NODE_IDS,
         description="paths or node ids (file::Class::test[param]); default: testpaths",
     )
-    markers: str | None = Field(None, max_length=MAX_EXPRESSION_CHARS, description="-m expression, e.g. 'not slow'")
+    markers: str | None = Field(None, max_length=MAX_EXPRESSION_CHARS, description="-m expression")
     keywords: str | None = Field(None, max_length=MAX_EXPRESSION_CHARS, description="-k expression")
 
     @field_validator("markers")
@@ -102,7 +123,9 @@ class ExecuteParams(SelectionParams):
     failfast: bool = Field(False, description="stop at the first failure (-x)")
     last_failed: bool = Field(False, description="only tests that failed last run (--lf)")
     workers: int | None = Field(None, ge=1, le=MAX_WORKERS, description="parallel workers (pytest-xdist -n)")
+    repeat: int = Field(1, ge=1, le=MAX_REPEAT, description="run N times, find flaky tests")
     timeout_s: float | None = Field(None, gt=0, le=TIMEOUT_LIMIT_S, description="seconds before the run is killed")
+    coverage: bool = Field(False, description="line coverage via pytest-cov")
     failures_listed: int = Field(
         EXECUTE_BUDGETS.max_failures, ge=budget_bounds("max_failures")[0], le=MAX_FAILURES_LISTED
     )
@@ -117,6 +140,16 @@ class ExecuteParams(SelectionParams):
         le=EXECUTE_MAX_OUTPUT_BYTES,
         description="captured output kept per failure",
     )
+
+    @field_validator("repeat")
+    @classmethod
+    def _repeat(cls, value: int, info: ValidationInfo) -> int:
+        if value > 1 and info.data.get("last_failed"):
+            raise ValueError(
+                "last_failed would change the selection between runs (each run rewrites pytest's cache of failures); "
+                "give the failing tests as node_ids to repeat them, or use repeat 1"
+            )
+        return value
 
     def budgets(self) -> Budgets:
         """The report engine's budgets for this call: ``EXECUTE_BUDGETS`` with the
@@ -224,9 +257,19 @@ class ExecuteResult(_Frozen):
     without traceback and output tails, which the text carries, one per entry of the
     text), and ``command`` and ``summary.files`` write the run's directory
     (``report_path``'s) as ``{run_dir}`` (``answer.with_run_dir``).
+    ``runs``: how many runs the call made (``repeat``); with more than one, every field
+    above describes the last run, except ``summary.counts.flaky``: the number of tests
+    whose outcome changed between runs, and ``flaky``: those tests (the first
+    ``failures_listed``, in the order first seen), each with its pattern and the
+    failure of its last failing run (``flaky.FlakyTest``; serialised like the summary's
+    failures, without traceback and output tails). With one run, ``runs`` and ``flaky``
+    are left out of the structured content.
     ``warnings``: the warnings pytest recorded (see ``WarningsSummary``).
     ``deselected``: collected tests that ``-m``/``-k`` (the agent's or the project's
     ``addopts``) or ``--lf`` deselected.
+    ``coverage``: with ``coverage: true``, the line coverage of the run
+    (``coverage_report.CoverageSummary``; its ``data_path`` written with ``{run_dir}``);
+    else None.
     """
 
     status: RunStatus
@@ -236,7 +279,30 @@ class ExecuteResult(_Frozen):
     report_path: str
     summary: ReportSummary
     warnings: WarningsSummary = Field(default_factory=WarningsSummary)
+    runs: int = 1
+    flaky: list[FlakyTest] = Field(default_factory=list)
     deselected: int = 0
+    coverage: CoverageSummary | None = None
+
+    @model_serializer(mode="wrap")
+    def _without_single_run_fields(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        dumped: dict[str, Any] = handler(self)
+        if self.runs == 1:  # a single run answers as before repeat existed
+            dumped.pop("runs", None)
+            dumped.pop("flaky", None)
+        return dumped
+
+    @field_serializer("flaky")
+    def _flaky_as_answered(self, flaky: list[FlakyTest], info: SerializationInfo) -> list[dict[str, Any]]:
+        out = []
+        for test in flaky:
+            dumped = test.model_dump(mode=info.mode)
+            if test.failure is not None:
+                dumped["failure"] = without_silent_failure_fields(
+                    answer_failure(test.failure)[0].model_dump(mode=info.mode)
+                )
+            out.append(dumped)
+        return out
 
     @field_serializer("summary")
     def _summary_as_answered(self, summary: ReportSummary, info: SerializationInfo) -> dict[str, Any]:
@@ -247,6 +313,13 @@ class ExecuteResult(_Frozen):
     @field_serializer("command")
     def _command_as_answered(self, command: list[str]) -> list[str]:
         return with_run_dir(command, self.report_path)
+
+    @field_serializer("coverage")
+    def _coverage_as_answered(self, coverage: CoverageSummary | None, info: SerializationInfo) -> dict[str, Any] | None:
+        if coverage is None:
+            return None
+        data_path = coverage.data_path and with_run_dir([coverage.data_path], self.report_path)[0]
+        return coverage.model_copy(update={"data_path": data_path}).model_dump(mode=info.mode)
 
 
 class DiscoverResult(_Frozen):
@@ -276,8 +349,10 @@ class SummarizeResult(_Frozen):
     that matched no failure nor collection error (they passed, were skipped, or are not
     in the report; the same as ``summary.unmatched``). ``full_story``: node ids were
     given, so the text lists every listed failure in full, each its own entry (no
-    ``also in`` folding, no group table)."""
+    ``also in`` folding, no group table). ``coverage``: for coverage reports (coverage.py
+    JSON, Cobertura XML) their line coverage, and ``summary`` None; else None."""
 
-    summary: ReportSummary
+    summary: ReportSummary | None
     not_failing: list[str]
     full_story: bool = False
+    coverage: CoverageSummary | None = None

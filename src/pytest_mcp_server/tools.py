@@ -73,8 +73,8 @@ TOOLS: tuple[ToolSpec[Any, Any], ...] = (
     ToolSpec[ExecuteParams, ExecuteResult](
         name="execute_tests",
         description=(
-            "Run pytest; returns exact counts, failures grouped by cause with cut-down tracebacks "
-            "(passing tests never listed) and report_path."
+            "Run pytest: exact counts, failures grouped by cause with cut tracebacks "
+            "(passing tests never listed), report_path."
         ),
         params=ExecuteParams,
         result=ExecuteResult,
@@ -94,7 +94,7 @@ TOOLS: tuple[ToolSpec[Any, Any], ...] = (
     ToolSpec[SummarizeParams, SummarizeResult](
         name="summarize_report",
         description=(
-            "Summarise JUnit XML / pytest-json-report files, e.g. a run's report_path; "
+            "Summarise JUnit XML, pytest-json-report or coverage JSON/XML files (e.g. a run's report_path); "
             "with node_ids, those tests' full story without re-running."
         ),
         params=SummarizeParams,

@@ -10,7 +10,8 @@ for the event plugin and the run's ``RUN_MARKER`` token; nothing from the agent.
 
 Each run's reports are kept in ``<artifacts>/runs/<project>-<hash>/<run id>/`` (JUnit XML
 always, pytest-json-report when the project has the plugin); only the newest
-``KEEP_RUNS`` run directories of a project are kept.
+``KEEP_RUNS`` run directories of a project are kept. With ``repeat``, one call makes
+several such runs, one after the other, and compares each test's outcomes (``flaky``).
 
 When a run times out or pytest dies (a signal, ``os._exit``), the answer still says what
 happened: the event plugin's files name the test that was running and since when, and
@@ -38,6 +39,8 @@ from typing import Any
 import anyio
 
 from .config import ServerConfig
+from .coverage_report import CoverageFormat, sniff_coverage, summarize_coverage
+from .coverage_run import COVERAGE_ARGV, coverage_env, finish_coverage, missing_coverage, project_lines
 from .engine import summarize as engine_summarize
 from .events import (
     PLUGIN_DIR,
@@ -46,12 +49,14 @@ from .events import (
     ProgressFn,
     RunEvents,
     read_collected,
+    read_outcomes,
     read_run_events,
     write_partial_report,
 )
-from .failures import FailureKind, ToolFailure, invalid
+from .failures import FailureKind, ToolFailure, ToolFailureDetail, invalid
+from .flaky import FlakyTest, OutcomeHistory, last_failing_run
 from .interpreter import Interpreter, find_python, probe_interpreter
-from .models import Budgets, ProjectCode, ReportError, ReportSummary
+from .models import Budgets, Failure, ProjectCode, ReportError, ReportSummary
 from .process import KILL_GRACE_S, RUN_MARKER, ProcessOutcome, run_process, signal_name
 from .project_code import project_code
 from .stacks import fatal_error, parse_dump, test_stack
@@ -72,6 +77,8 @@ from .validation import check_node_ids_exist, resolve_inside
 # its MARKER_NAME): pytest-json-report loses them.
 SUBTESTS_PLUGIN_NAME = "pytest_mcp_server_subtests"
 SUBTESTS_MARKER = "subtests"
+RESULTS_FILE = "results.jsonl"
+"""The event plugin's record of each finished test in a run directory (``--mcp-results``)."""
 
 KEEP_RUNS = 20
 """Run directories kept per project (the newest; a run in progress is never removed)."""
@@ -192,7 +199,7 @@ class Runner:
     def execute_argv(self, params: ExecuteParams, interp: Interpreter, run_dir: Path, events: Path) -> list[str]:
         """The exact argv of a run, built only from validated fields."""
         argv = [interp.python, "-m", "pytest", "-p", PLUGIN_NAME, f"--mcp-events={events}"]
-        argv += [f"--mcp-results={run_dir / 'results.jsonl'}", f"--mcp-stacks={run_dir / 'stacks.txt'}"]
+        argv += [f"--mcp-results={run_dir / RESULTS_FILE}", f"--mcp-stacks={run_dir / 'stacks.txt'}"]
         argv.append(f"--junitxml={run_dir / 'junit.xml'}")
         argv += ["-p", SUBTESTS_PLUGIN_NAME]
         # a failing test's captured output and log records in the JUnit report too (read
@@ -211,6 +218,8 @@ class Runner:
             argv.append("--lf")
         if params.workers is not None:
             argv += ["-n", str(params.workers)]
+        if params.coverage:
+            argv += COVERAGE_ARGV
         return argv + selection_argv(params)
 
     async def execute(self, params: ExecuteParams, progress: ProgressFn | None = None) -> ExecuteResult:
@@ -219,8 +228,12 @@ class Runner:
         ``progress`` is awaited with (tests done, tests collected) as the run goes on.
         Refuses (before starting pytest) node ids that do not exist inside the root and
         ``workers`` without pytest-xdist. Raises ``ToolFailure`` for timeouts, crashes,
-        usage and internal errors; failing tests, collection errors (exit 2) and an
-        empty selection (exit 5) are results.
+        usage and internal errors, and ``coverage`` without coverage.py and pytest-cov
+        (``coverage_missing``); failing tests, collection errors (exit 2) and an empty
+        selection (exit 5) are results. With ``coverage`` the run writes its data into
+        the run directory and the result carries its ``coverage`` (``coverage_run``).
+        With ``repeat`` above 1 the selection runs that many times
+        (``_execute_repeated``).
         """
         check_node_ids_exist(params.node_ids, self.root)
         interp = await self.interpreter()
@@ -232,7 +245,21 @@ class Runner:
                     f"pytest-xdist is not installed in the project's interpreter {interp.python}; "
                     "omit workers, or install pytest-xdist there",
                 )
+        if params.coverage and missing_coverage(interp) is not None:
+            interp = await self.interpreter(refresh=True)
+            if (failure := missing_coverage(interp)) is not None:
+                raise failure
         timeout = min(params.timeout_s or self.config.max_timeout_s, self.config.max_timeout_s)
+        if params.repeat > 1:
+            return await self._execute_repeated(params, interp, timeout, progress)
+        return await self._execute_run(params, interp, timeout, progress)
+
+    async def _execute_run(
+        self, params: ExecuteParams, interp: Interpreter, timeout: float, progress: ProgressFn | None
+    ) -> ExecuteResult:
+        """One complete run of ``execute_tests``: a fresh pytest in its own run directory
+        (a pytest slot held while it runs), killed after ``timeout`` seconds, its report
+        summarised. Raises ``ToolFailure`` as ``execute`` says."""
         async with self._slots:
             run_dir = await anyio.to_thread.run_sync(self.new_run_dir)
             events_path = run_dir / "events.txt"
@@ -243,7 +270,8 @@ class Runner:
             on_timeout = partial(self._dump_stacks, events_path, run_dir / "stacks.txt", stopped_at)
             keep = False
             try:
-                outcome = await self._run(argv, timeout, watch, on_timeout)
+                measured = coverage_env(run_dir) if params.coverage else None
+                outcome = await self._run(argv, timeout, watch, on_timeout, measured)
                 ended_at = stopped_at[0] if stopped_at else time.time()
                 run_events = await anyio.to_thread.run_sync(read_run_events, events_path, self.root)
                 report = self._report_file(run_dir, interp)
@@ -254,6 +282,9 @@ class Runner:
                         await self._explain_stop(failure, run_dir, run_events, ended_at, outcome, params.budgets())
                     raise
                 summary = await self._summarize_run(report, params.budgets(), outcome, argv)
+                coverage = None
+                if params.coverage and params.repeat == 1:  # a repeated call combines all its runs at the end
+                    coverage = await finish_coverage(interp.python, self.root, self.child_env(), run_dir)
                 keep = True
             finally:
                 with anyio.CancelScope(shield=True):
@@ -269,7 +300,94 @@ class Runner:
             summary=summary,
             warnings=run_events.warnings,
             deselected=run_events.deselected,
+            coverage=coverage,
         )
+
+    async def _execute_repeated(
+        self, params: ExecuteParams, interp: Interpreter, timeout: float, progress: ProgressFn | None
+    ) -> ExecuteResult:
+        """Run the selection ``params.repeat`` times, one complete run after the other
+        (``_execute_run``: a fresh pytest, its own run directory and reports, the argv
+        of a single run), and find the tests whose outcome changed (``flaky.OutcomeHistory``, fed
+        with each run's ``events.read_outcomes``).
+
+        ``timeout`` bounds the pytest time of all runs together: each run gets what the
+        finished ones left. ``progress`` counts tests over all runs (done over the runs
+        finished plus the current one; total as if every run left collects as many as
+        the current one). Returns the last run's result with ``runs``,
+        ``summary.counts.flaky`` and ``flaky`` (the first ``failures_listed`` flaky
+        tests, each with the failure of its last failing run). A run that raises
+        ``ToolFailure`` (a timeout, a crash) ends the call: the failure names the run
+        and what the finished runs found (``_repeat_stop``).
+        """
+        history = OutcomeHistory()
+        reports: list[str] = []
+        spent = 0.0  # pytest seconds of the finished runs
+        tests_done = 0
+        per_run: int | None = None
+        result: ExecuteResult | None = None
+        run_dirs: list[Path] = []
+        for index in range(params.repeat):
+            runs_left = params.repeat - index
+            run_progress = (
+                None if progress is None else partial(_progress_across_runs, progress, tests_done, runs_left, per_run)
+            )
+            try:
+                if timeout - spent <= 0:
+                    raise ToolFailure("timeout", "pytest was not started: no time was left.")
+                result = await self._execute_run(params, interp, timeout - spent, run_progress)
+            except ToolFailure as failure:
+                failure.detail = _repeat_stop(failure, index, params, timeout, spent, history)
+                raise
+            spent += result.duration_s
+            results_file = Path(result.report_path).parent / RESULTS_FILE
+            outcomes = await anyio.to_thread.run_sync(read_outcomes, results_file)
+            history.add_run(outcomes)
+            reports.append(result.report_path)
+            run_dirs.append(Path(result.report_path).parent)
+            tests_done += len(outcomes)
+            per_run = len(outcomes)
+        assert result is not None  # repeat >= 2: the loop ran
+        flaky = history.flaky()
+        listed = await self._flaky_failures(flaky[: params.failures_listed], reports, params.budgets())
+        counts = result.summary.counts.model_copy(update={"flaky": len(flaky)})
+        summary = result.summary.model_copy(update={"counts": counts})
+        coverage = None
+        if params.coverage:
+            coverage = await finish_coverage(interp.python, self.root, self.child_env(), run_dirs[-1], run_dirs)
+        return result.model_copy(
+            update={"summary": summary, "runs": params.repeat, "flaky": listed, "coverage": coverage}
+        )
+
+    async def _flaky_failures(
+        self, flaky: list[tuple[str, str]], reports: list[str], budgets: Budgets
+    ) -> list[FlakyTest]:
+        """``flaky`` (node id, pattern) as ``FlakyTest`` entries, each with the failure of
+        its last failing run, read from that run's report (``reports``, in run order)
+        through the report engine with a node-id selection, one pass per run. A report
+        removed meanwhile (another call's runs rotated it away) leaves ``failure`` None."""
+        by_run: dict[int, list[str]] = {}
+        for node_id, pattern in flaky:
+            run = last_failing_run(pattern)
+            if run is not None:
+                by_run.setdefault(run, []).append(node_id)
+        failures: dict[tuple[int, str], Failure] = {}
+        for run, node_ids in by_run.items():
+            try:
+                summary = await anyio.to_thread.run_sync(
+                    partial(engine_summarize, [reports[run]], budgets=budgets, select=node_ids, project=self.project())
+                )
+            except ReportError:
+                continue
+            for failure in summary.failures:
+                failures.setdefault((run, failure.node_id), failure)
+        out: list[FlakyTest] = []
+        for node_id, pattern in flaky:
+            run = last_failing_run(pattern)
+            failed_run = None if run is None else run + 1
+            shown = failures.get((run, node_id)) if run is not None else None
+            out.append(FlakyTest(node_id=node_id, pattern=pattern, failed_run=failed_run, failure=shown))
+        return out
 
     async def _run(
         self,
@@ -277,10 +395,14 @@ class Runner:
         timeout: float,
         watch: Callable[[], Coroutine[Any, Any, None]] | None = None,
         on_timeout: Callable[[int], Awaitable[None]] | None = None,
+        extra_env: dict[str, str] | None = None,
     ) -> ProcessOutcome:
+        """Run ``argv`` in the root with the child's environment plus ``extra_env`` (the
+        server's own variables, e.g. ``coverage_run.coverage_env``; never an agent's)."""
+        env = self.child_env(run=True) | (extra_env or {})
         try:
             return await run_process(
-                argv, cwd=self.root, env=self.child_env(run=True), timeout_s=timeout, watch=watch, on_timeout=on_timeout
+                argv, cwd=self.root, env=env, timeout_s=timeout, watch=watch, on_timeout=on_timeout
             )
         except OSError as exc:
             raise ToolFailure(
@@ -366,9 +488,7 @@ class Runner:
         if stack:
             update["stack"] = stack
         partial_report = run_dir / "partial.json"
-        wrote = await anyio.to_thread.run_sync(
-            write_partial_report, run_dir / "results.jsonl", partial_report, self.root
-        )
+        wrote = await anyio.to_thread.run_sync(write_partial_report, run_dir / RESULTS_FILE, partial_report, self.root)
         if wrote:
             try:
                 update["summary"] = await anyio.to_thread.run_sync(
@@ -523,11 +643,15 @@ class Runner:
         apply: failures, groups (with their counts), collection errors, slowest and
         ``omitted`` cover only the selected tests, counts stay the whole report's, and
         ``not_failing`` is the engine's ``unmatched``; the text then gives each listed
-        failure in full (``full_story``). Raises
+        failure in full (``full_story``). Coverage reports (coverage.py JSON, Cobertura
+        XML) are answered with their ``coverage`` instead (``_summarize_coverage``). Raises
         ``ToolFailure(report_error)`` for a file that is not a readable report.
         """
         bases = [self.root, self.artifacts_base.resolve() if self.artifacts_base.exists() else self.artifacts_base]
         paths = [str(resolve_inside(p, bases, f"paths[{i}]", must_be_file=True)) for i, p in enumerate(params.paths)]
+        formats = await anyio.to_thread.run_sync(lambda: [sniff_coverage(p) for p in paths])
+        if any(formats):
+            return await self._summarize_coverage(params, paths, formats)
         budgets = params.budgets()
         # an empty node_ids list means no filter (as the FULL_STORY choice in params.budgets())
         select = params.node_ids or None
@@ -536,17 +660,93 @@ class Runner:
                 partial(engine_summarize, paths, budgets=budgets, select=select, project=self.project())
             )
         except ReportError as exc:
-            try:
-                field = f"paths[{paths.index(exc.path)}]"
-            except ValueError:
-                field = "paths"
-            raise ToolFailure(
-                "report_error",
-                f"{field}: {exc} ({exc.kind})",
-                field=field,
-                report_error_kind=exc.kind,
-            ) from None
+            raise _report_failure(exc, paths) from None
         return SummarizeResult(summary=summary, not_failing=summary.unmatched, full_story=select is not None)
+
+    async def _summarize_coverage(
+        self, params: SummarizeParams, paths: list[str], formats: list[CoverageFormat | None]
+    ) -> SummarizeResult:
+        """``summarize_report`` on coverage reports (``coverage_report.sniff_coverage``
+        found one among ``paths``): all must be coverage reports, merged as coverage.py
+        combines data; ``node_ids`` is refused (a coverage report names no tests)."""
+        if params.node_ids:
+            raise invalid("node_ids", "coverage reports hold no tests to select; omit node_ids")
+        kinds = [kind for kind in formats if kind is not None]
+        if len(kinds) != len(paths):
+            other = paths[formats.index(None)]
+            raise _report_failure(
+                ReportError(
+                    "mixed_formats",
+                    other,
+                    "this file is not a coverage report but others are; summarise test reports and coverage "
+                    "reports in separate calls",
+                ),
+                paths,
+            )
+        try:
+            lines = await anyio.to_thread.run_sync(project_lines, paths, kinds)
+        except ReportError as exc:
+            raise _report_failure(exc, paths) from None
+        coverage = summarize_coverage(lines, root=str(self.root))
+        return SummarizeResult(summary=None, not_failing=[], coverage=coverage)
+
+
+def _report_failure(exc: ReportError, paths: list[str]) -> ToolFailure:
+    """``ToolFailure(report_error)`` for a report that cannot be read, naming its
+    argument (``paths[2]``)."""
+    try:
+        field = f"paths[{paths.index(exc.path)}]"
+    except ValueError:
+        field = "paths"
+    return ToolFailure("report_error", f"{field}: {exc} ({exc.kind})", field=field, report_error_kind=exc.kind)
+
+
+async def _progress_across_runs(
+    progress: ProgressFn, done_before: int, runs_left: int, per_run_guess: int | None, done: int, total: int | None
+) -> None:
+    """Report one run's progress (``done`` of ``total`` tests) as progress over all runs
+    of a repeated call: ``done_before`` tests finished in the earlier runs, and
+    ``runs_left`` runs (this one included) of ``total`` tests each (``per_run_guess``,
+    the previous run's, until this run has collected)."""
+    per_run = total if total is not None else per_run_guess
+    await progress(done_before + done, None if per_run is None else done_before + per_run * runs_left)
+
+
+def _repeat_stop(
+    failure: ToolFailure, index: int, params: ExecuteParams, timeout: float, spent: float, history: OutcomeHistory
+) -> ToolFailureDetail:
+    """The detail of a ``ToolFailure`` raised by run ``index`` (0-based) of
+    ``params.repeat``, its message led by which run ended the call, for a timeout how the
+    budget was spent (``timeout`` seconds for all runs, ``spent`` by the finished ones)
+    and what to do, and how many flaky tests the finished runs found (``history``);
+    ``runs_finished``, and ``flaky`` (the first ``failures_listed``, patterns only) say
+    which (the text lists them, ``render.render_failure``). The lead comes first: the
+    text caps the message line."""
+    repeat = params.repeat
+    finished = history.runs
+    flaky = history.flaky()
+    found = f"found {len(flaky) or 'no'} flaky test{'' if len(flaky) == 1 else 's'}"
+    if failure.kind == "timeout":
+        lead = f"Run {index + 1} of {repeat} ran out of time: timeout_s ({timeout:g}s) covers all {repeat} runs"
+        if finished:
+            lead += f", and {_runs_phrase(finished)} took {spent:.2f}s and {found}"
+        lead += "; lower repeat or raise timeout_s."
+    else:
+        lead = f"Run {index + 1} of {repeat} failed" + (f" ({_runs_phrase(finished)} {found})." if finished else ".")
+    return failure.detail.model_copy(
+        update={
+            "message": f"{lead} {failure.detail.message}",
+            "runs_finished": finished,
+            "flaky": [
+                FlakyTest(node_id=node_id, pattern=pattern) for node_id, pattern in flaky[: params.failures_listed]
+            ],
+        }
+    )
+
+
+def _runs_phrase(count: int) -> str:
+    """``"run 1"``, ``"runs 1-3"``: the first ``count`` runs."""
+    return "run 1" if count == 1 else f"runs 1-{count}"
 
 
 def _error_line(text: str) -> str:

@@ -1,0 +1,331 @@
+"""Line coverage through the real server over real stdio: ``execute_tests`` with
+``coverage`` on a project made here in a real git repository (a branch and a function
+no test runs, committed; then a change that adds a function no test calls), and
+``summarize_report`` on the ``coverage json`` and ``coverage xml`` reports of that run.
+Without the server: the combining of several pytest processes' data (real pytest-cov
+runs) and the Cobertura reader's refusals (real files).
+
+What an agent relies on: the missed lines and the changed lines not run are exact (the
+changed-and-not-run line is the headline), the project's ``.coveragerc`` decides what
+is measured (``omit``) and what is not code (``exclude_lines``), no coverage data lands
+in the project, pytest-xdist workers are measured too, both report formats give the
+same figures, and an interpreter without coverage.py or pytest-cov gets a tool error
+naming what to install.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import venv
+from importlib import metadata
+from pathlib import Path
+
+from mcp import StdioServerParameters
+from packaging.requirements import Requirement
+from server_support import connect, run, text_of
+
+from pytest_mcp_server.coverage_report import CoverageSummary, read_coverage_reports
+from pytest_mcp_server.coverage_run import COVERAGE_ARGV, coverage_env, finish_coverage
+from pytest_mcp_server.failures import ToolFailureDetail
+from pytest_mcp_server.models import ReportError
+from pytest_mcp_server.tool_models import ExecuteResult, SummarizeResult
+
+CALC = """\
+def classify(n):
+    if n < 0:
+        return "negative"
+    return "non-negative"
+
+
+def never_called():
+    return 42
+
+
+def debug_only():
+    return "debug"
+"""
+ADDED = """
+
+def added_later(x):
+    doubled = x * 2
+    return doubled
+"""
+TEST = """\
+from pkg.calc import classify
+
+
+def test_non_negative():
+    assert classify(3) == "non-negative"
+"""
+COVERAGERC = """\
+[run]
+omit = tests/*
+
+[report]
+exclude_lines =
+    def debug_only
+"""
+
+
+def git(root: Path, *args: str) -> None:
+    argv = ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", "-c", "init.defaultBranch=main", *args]
+    subprocess.run(argv, cwd=root, check=True, capture_output=True)
+
+
+def make_project(tmp_path: Path) -> Path:
+    """The project, committed, then changed: ``added_later`` appended to pkg/calc.py
+    (lines 13-17), line 4 edited (a line that runs), pkg/extra.py untracked."""
+    root = tmp_path / "proj"
+    (root / "pkg").mkdir(parents=True)
+    (root / "tests").mkdir()
+    (root / "pkg" / "__init__.py").write_text("")
+    (root / "pkg" / "calc.py").write_text(CALC)
+    (root / "tests" / "test_calc.py").write_text(TEST)
+    (root / ".coveragerc").write_text(COVERAGERC)
+    git(root, "init", "-q")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "base")
+    calc = root / "pkg" / "calc.py"
+    calc.write_text(CALC.replace('return "non-negative"', 'return "non-negative"  # edited') + ADDED)
+    (root / "pkg" / "extra.py").write_text("VALUE = 1\n")
+    return root
+
+
+def server(root: Path, artifacts: Path, *extra: str) -> StdioServerParameters:
+    """The real server for ``root`` (artifacts outside it), as ``server_support.Project`` starts it."""
+    env = dict(os.environ)
+    env.pop("VIRTUAL_ENV", None)
+    args = ["-m", "pytest_mcp_server", "--root", str(root), "--artifacts-dir", str(artifacts), *extra]
+    return StdioServerParameters(command=sys.executable, args=args, env=env)
+
+
+def test_missed_and_changed_lines_are_exact_and_both_report_formats_agree(tmp_path):
+    root = make_project(tmp_path)
+
+    async def body():
+        async with connect(server(root, tmp_path / "artifacts"), "auto") as client:
+            measured = await client.call_tool("execute_tests", {"coverage": True})
+            with_workers = await client.call_tool("execute_tests", {"coverage": True, "workers": 2})
+            result = ExecuteResult.model_validate(measured.structured_content)
+            data = result.coverage.data_path.replace("{run_dir}", os.path.dirname(result.report_path))
+            for kind in ("json", "xml"):
+                subprocess.run(
+                    [sys.executable, "-m", "coverage", kind, f"--data-file={data}", "-o", f"cov.{kind}"],
+                    cwd=root,
+                    check=True,
+                    capture_output=True,
+                )
+            from_json = await client.call_tool("summarize_report", {"paths": ["cov.json"]})
+            from_xml = await client.call_tool("summarize_report", {"paths": ["cov.xml"]})
+            return measured, with_workers, from_json, from_xml
+
+    measured, with_workers, from_json, from_xml = run(body)
+    assert not measured.is_error, text_of(measured)
+    result = ExecuteResult.model_validate(measured.structured_content)
+    assert result.status == "passed" and "--cov" in result.command
+    coverage = result.coverage
+    assert coverage is not None
+    # tests/ omitted by .coveragerc; debug_only (11-12) excluded, so not missed although it never ran;
+    # executable: 1-4, 7-8, 15-17; missed: the negative branch, never_called, added_later's body
+    assert [(f.path, f.percent, f.missing) for f in coverage.files] == [("pkg/calc.py", 55.56, "3, 8, 16-17")]
+    assert (coverage.percent, coverage.statements, coverage.missed, coverage.files_measured) == (55.56, 9, 4, 2)
+    # line 4 changed but ran; 13-14 are blank; 15 (the def) ran at import
+    assert [(c.path, c.lines) for c in coverage.changed_not_run] == [("pkg/calc.py", "16-17")]
+    assert coverage.changed_not_measured == ["pkg/extra.py"]  # never imported
+    assert coverage.data_path == "{run_dir}/coverage.data"
+
+    text = text_of(measured)
+    lines = text.splitlines()
+    assert lines[0].startswith("PASSED 1 passed in ")
+    assert lines[1:3] == ["changed lines not run: pkg/calc.py 16-17", "changed files not measured: pkg/extra.py"]
+    assert "Coverage: 55.56% of 9 lines ran (4 missed, 2 files)" in lines
+    assert "  pkg/calc.py 55.56%: 3, 8, 16-17" in lines
+
+    # the data stays in the artifacts: no .coverage file in the project
+    assert sorted(p.name for p in root.iterdir() if p.name.startswith(".coverage")) == [".coveragerc"]
+
+    # xdist workers are measured and combined by pytest-cov: the same figures
+    assert not with_workers.is_error, text_of(with_workers)
+    assert ExecuteResult.model_validate(with_workers.structured_content).coverage == coverage.model_copy(
+        update={"data_path": ExecuteResult.model_validate(with_workers.structured_content).coverage.data_path}
+    )
+
+    # coverage json and coverage xml of the same data: the same figures, no git part
+    for answer in (from_json, from_xml):
+        assert not answer.is_error, text_of(answer)
+        summarized = SummarizeResult.model_validate(answer.structured_content)
+        assert summarized.summary is None
+        assert summarized.coverage == coverage.model_copy(
+            update={"changed_not_run": None, "changed_not_measured": None, "data_path": None}
+        )
+        assert text_of(answer) == (
+            "COVERAGE 55.56% of 9 lines ran (4 missed, 2 files)\n  pkg/calc.py 55.56%: 3, 8, 16-17\n"
+        )
+
+
+def test_the_data_files_of_several_pytest_processes_of_a_call_are_combined(tmp_path):
+    """A call that runs pytest more than once (``repeat``) gives each process its own data
+    file and answers with their union, as ``coverage combine`` does: a line ran when any
+    process ran it. Two processes here, each running one of two tests that take the two
+    sides of ``classify``'s branch."""
+    root = make_project(tmp_path)
+    (root / "tests" / "test_negative.py").write_text(
+        "from pkg.calc import classify\n\n\ndef test_negative():\n    assert classify(-1) == 'negative'\n"
+    )
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    for number, test in enumerate(["tests/test_calc.py", "tests/test_negative.py"], 1):
+        env = {k: v for k, v in os.environ.items() if k != "COVERAGE_FILE"} | coverage_env(run_dir, number)
+        argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *COVERAGE_ARGV, test]
+        subprocess.run(argv, cwd=root, env=env, check=True, capture_output=True)
+    assert sorted(p.name for p in (run_dir / "coverage").iterdir()) == ["run-1", "run-2"]
+
+    coverage = run(finish_coverage, sys.executable, root, dict(os.environ), run_dir)
+
+    # line 3 ran only in the second process, line 4 only in the first: neither is missed
+    assert [(f.path, f.missing) for f in coverage.files] == [("pkg/calc.py", "8, 16-17")]
+    assert (coverage.statements, coverage.missed) == (9, 3)
+    assert [(c.path, c.lines) for c in coverage.changed_not_run] == [("pkg/calc.py", "16-17")]
+    # the new test module is omitted by .coveragerc: a test file is not named as not measured
+    assert coverage.changed_not_measured == ["pkg/extra.py"]
+    assert sorted(p.name for p in root.iterdir() if p.name.startswith(".coverage")) == [".coveragerc"]
+
+
+def test_repeat_with_coverage_finds_the_flaky_test_and_combines_every_runs_data(tmp_path):
+    """``repeat`` and ``coverage`` together over the real server: a test that takes one
+    side of ``classify``'s branch in run 1 and the other (and fails) in run 2 is flaky
+    (``PF``), and the coverage is of both runs: neither side of the branch is missed,
+    although each run alone missed one of them."""
+    root = make_project(tmp_path)
+    (root / "tests" / "test_calc.py").write_text(
+        "from pathlib import Path\n\nfrom pkg.calc import classify\n\n"
+        "COUNTER = Path(__file__).with_name('runs.txt')\n\n\n"
+        "def test_alternates():\n"
+        "    n = int(COUNTER.read_text()) if COUNTER.exists() else 0\n"
+        "    COUNTER.write_text(str(n + 1))\n"
+        "    assert classify(-1 if n % 2 else 3) == 'non-negative'\n"
+    )
+
+    async def body():
+        async with connect(server(root, tmp_path / "artifacts"), "auto") as client:
+            return await client.call_tool("execute_tests", {"coverage": True, "repeat": 2})
+
+    answer = run(body)
+    assert not answer.is_error, text_of(answer)
+    result = ExecuteResult.model_validate(answer.structured_content)
+    assert result.runs == 2
+    assert [(f.node_id, f.pattern) for f in result.flaky] == [("tests/test_calc.py::test_alternates", "PF")]
+    assert result.coverage is not None
+    assert [(f.path, f.missing) for f in result.coverage.files] == [("pkg/calc.py", "8, 16-17")]
+    assert [(c.path, c.lines) for c in result.coverage.changed_not_run] == [("pkg/calc.py", "16-17")]
+    assert "changed lines not run: pkg/calc.py 16-17" in text_of(answer)
+
+
+def _python_with(tmp_path: Path, *distributions: str) -> Path:
+    """A virtualenv without system site-packages whose only third-party packages are
+    ``distributions`` and what they require, linked from this interpreter's installs:
+    pytest's without coverage.py, as a project that never installed it has."""
+    home = tmp_path / "venv"
+    venv.create(home, with_pip=False, symlinks=True)
+    (site,) = home.glob("lib/python*/site-packages")
+    for name in distributions:
+        link_distribution(name, site)
+    return home / "bin" / "python"
+
+
+def link_distribution(name: str, site: Path) -> None:
+    """Link the installed distribution ``name`` (its top-level modules, packages and
+    metadata) into ``site``, and the distributions it requires here, recursively."""
+    dist = metadata.distribution(name)
+    for top in sorted({Path(str(f)).parts[0] for f in dist.files or ()}):
+        source = Path(str(dist.locate_file(top)))
+        if top != "__pycache__" and ".." not in top and source.exists() and not (site / top).exists():
+            (site / top).symlink_to(source)
+    for requirement in dist.requires or ():
+        required = Requirement(requirement)
+        if required.marker is None or required.marker.evaluate({"extra": ""}):
+            link_distribution(required.name, site)
+
+
+def test_an_interpreter_without_coverage_gets_a_tool_error_naming_what_to_install(tmp_path):
+    root = make_project(tmp_path)
+    python = _python_with(tmp_path, "pytest")
+    site = next(python.parent.parent.glob("lib/python*/site-packages"))
+
+    async def body():
+        async with connect(server(root, tmp_path / "artifacts", "--python", str(python)), "auto") as client:
+            neither = await client.call_tool("execute_tests", {"coverage": True})
+            plain = await client.call_tool("execute_tests", {})
+            link_distribution("coverage", site)  # coverage.py, still no pytest-cov
+            no_plugin = await client.call_tool("execute_tests", {"coverage": True})
+            return neither, plain, no_plugin
+
+    neither, plain, no_plugin = run(body)
+    assert neither.is_error
+    detail = ToolFailureDetail.model_validate(neither.structured_content)
+    assert detail.kind == "coverage_missing"
+    assert f"{python}, which lacks coverage and pytest-cov" in detail.message
+    assert f"{python} -m pip install coverage pytest-cov" in detail.message
+    assert text_of(neither).startswith("ERROR coverage_missing: coverage needs coverage.py and pytest-cov")
+    assert not plain.is_error, text_of(plain)  # without coverage the same interpreter runs the tests
+    assert ExecuteResult.model_validate(plain.structured_content).coverage is None
+    # the server asks again after a failed check: installing needs no restart
+    detail = ToolFailureDetail.model_validate(no_plugin.structured_content)
+    assert detail.kind == "coverage_missing" and "which lacks pytest-cov;" in detail.message
+
+
+def test_cobertura_with_a_dtd_subset_is_refused_and_a_clover_report_is_not_cobertura(tmp_path):
+    entity = tmp_path / "entity.xml"
+    entity.write_text(
+        '<?xml version="1.0"?>\n<!DOCTYPE coverage [<!ENTITY x "y">]>\n'
+        '<coverage line-rate="1"><packages><package><classes><class filename="a.py"><lines>'
+        '<line number="1" hits="1"/></lines></class></classes></package></packages></coverage>\n'
+    )
+    external = tmp_path / "external.xml"  # Java Cobertura's own header: allowed, never fetched
+    external.write_text(
+        '<?xml version="1.0"?>\n<!DOCTYPE coverage SYSTEM "http://cobertura.sourceforge.net/xml/coverage-04.dtd">\n'
+        '<coverage line-rate="0.5"><packages><package><classes><class filename="a.py"><methods><method><lines>'
+        '<line number="1" hits="1"/></lines></method></methods><lines>'
+        '<line number="1" hits="1"/><line number="2" hits="0"/></lines></class></classes></package></packages>'
+        "</coverage>\n"
+    )
+    try:
+        read_coverage_reports([str(entity)], ["cobertura"])
+    except ReportError as exc:
+        assert exc.kind == "forbidden" and "DTD internal subset" in exc.message
+    else:
+        raise AssertionError("a DTD internal subset was read")
+    lines = read_coverage_reports([str(external)], ["cobertura"])
+    assert list(lines.files()) == [("a.py", 2, [2])]  # the method's copy of line 1 is not counted twice
+    clover = tmp_path / "clover.xml"  # Clover's root is <coverage> too, without Cobertura's line-rate
+    clover.write_text('<coverage generated="1" clover="4"><project><file name="a.py"/></project></coverage>\n')
+    try:
+        read_coverage_reports([str(clover)], ["cobertura"])
+    except ReportError as exc:
+        assert exc.kind == "not_a_report" and "not a Cobertura report" in exc.message
+    else:
+        raise AssertionError("a Clover report was read as Cobertura")
+
+
+def test_summarize_report_refuses_a_coverage_report_mixed_with_a_test_report(tmp_path):
+    root = tmp_path / "proj"
+    root.mkdir()
+    (root / "cov.json").write_text(
+        '{"meta": {"format": 3}, "files": {"a.py": {"executed_lines": [1], "missing_lines": [2]}}}'
+    )
+    (root / "junit.xml").write_text('<testsuite tests="1"><testcase classname="t" name="a"/></testsuite>')
+
+    async def body():
+        async with connect(server(root, tmp_path / "artifacts"), "auto") as client:
+            mixed = await client.call_tool("summarize_report", {"paths": ["cov.json", "junit.xml"]})
+            alone = await client.call_tool("summarize_report", {"paths": ["cov.json"]})
+            return mixed, alone
+
+    mixed, alone = run(body)
+    detail = ToolFailureDetail.model_validate(mixed.structured_content)
+    assert detail.kind == "report_error" and detail.report_error_kind == "mixed_formats"
+    assert detail.field == "paths[1]"
+    coverage = CoverageSummary.model_validate(alone.structured_content["coverage"])
+    assert (coverage.percent, coverage.files[0].missing) == (50.0, "2")
