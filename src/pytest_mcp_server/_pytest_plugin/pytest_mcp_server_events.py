@@ -240,7 +240,7 @@ class _EventWriter:
         _write(self.file, f"s {time.time():.3f} {encode_basestring_ascii(nodeid)}\n".encode("ascii"))
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        nodeid = report.nodeid  # a property that builds the string each time
+        nodeid = report.nodeid  # a property: read once
         when = report.when
         if self.results is not None:
             test = self.tests.get(nodeid)
