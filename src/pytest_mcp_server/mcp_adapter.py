@@ -241,6 +241,19 @@ def build_server(runner: Runner, in_flight: InFlightCalls | None = None) -> Serv
     )
 
 
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+"""The signals that stop the server (both transports): calls are stopped, groups killed."""
+
+
+async def first_stop_signal() -> int:
+    """Wait for the first of ``STOP_SIGNALS`` and return its number (logged at info)."""
+    with anyio.open_signal_receiver(*STOP_SIGNALS) as signals:
+        async for signum in signals:
+            logger.info("received %s, stopping", signal.Signals(signum).name)
+            return int(signum)
+    raise AssertionError("unreachable: a signal receiver never ends")  # pragma: no cover
+
+
 async def serve_stdio(config: ServerConfig) -> None:
     """Serve MCP over stdin/stdout until stdin closes or a termination signal arrives.
 
@@ -255,12 +268,8 @@ async def serve_stdio(config: ServerConfig) -> None:
     async with anyio.create_task_group() as tg:
 
         async def stop_on_signal() -> None:
-            with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
-                async for signum in signals:
-                    logger.info("received %s, stopping", signal.Signals(signum).name)
-                    stopped_by.append(signum)
-                    tg.cancel_scope.cancel()
-                    return
+            stopped_by.append(await first_stop_signal())
+            tg.cancel_scope.cancel()
 
         if sys.platform != "win32":
             tg.start_soon(stop_on_signal)
@@ -395,16 +404,13 @@ async def serve_http(config: ServerConfig, http: HttpSettings, sock: socket.sock
     async with anyio.create_task_group() as tg:
 
         async def stop_on_signal() -> None:
-            with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
-                async for signum in signals:
-                    logger.info("received %s, stopping", signal.Signals(signum).name)
-                    stopped_by.append(signum)
-                    # the calls first: each kills its run and answers, so no stream is cut
-                    in_flight.stop_all()
-                    await in_flight.wait_stopped(SHUTDOWN_GRACE_S)
-                    # uvicorn's own exit path: sse-starlette hooks it to end its streams
-                    uv.handle_exit(signum, None)
-                    return
+            signum = await first_stop_signal()
+            stopped_by.append(signum)
+            # the calls first: each kills its run and answers, so no stream is cut
+            in_flight.stop_all()
+            await in_flight.wait_stopped(SHUTDOWN_GRACE_S)
+            # uvicorn's own exit path: sse-starlette hooks it to end its streams
+            uv.handle_exit(signum, None)
 
         async def announce_when_listening() -> None:
             while not uv.started:
