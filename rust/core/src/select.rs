@@ -85,7 +85,16 @@ impl Selection {
 
     /// The entries whose flag in `matched` (one per entry) is false, as given, in input
     /// order.
+    ///
+    /// # Panics
+    /// When `matched` does not have one flag per entry (a caller's bug; the pure twin
+    /// raises `ValueError` through `zip(..., strict=True)`).
     pub fn unmatched<'a>(&'a self, matched: &[bool]) -> Vec<&'a str> {
+        assert_eq!(
+            matched.len(),
+            self.entries.len(),
+            "one matched flag per selection entry"
+        );
         self.entries
             .iter()
             .zip(matched)
