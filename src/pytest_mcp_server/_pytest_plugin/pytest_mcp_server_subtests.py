@@ -78,6 +78,8 @@ class _SubtestNamer:
             return
         self.pending.append((SUBTEST_PROPERTY, f"{outcome} {label}"))
         if self.marker is not None:
+            # pytest makes the JUnit report's directory only when it writes the report
+            os.makedirs(os.path.dirname(self.marker), exist_ok=True)
             open(self.marker, "a").close()
             self.marker = None
 
