@@ -524,20 +524,9 @@ impl SummaryBuilder {
         frames: &DeepestFrames<'_>,
         group: GroupRef,
     ) -> ListedFailure {
-        let project = self.project.as_deref();
-        let shown = |path: &str| display_path(path, project).into_owned();
-        let location = match (frames.code, &record.path) {
-            (Some((path, line)), _) => Some((shown(path), Some(line))),
-            (None, Some(path)) => Some((shown(path), record.line)),
-            (None, None) => location_from_text(text).map(|(path, line)| (shown(&path), line)),
-        };
-        let (traceback, traceback_omitted) = cut_traceback_for(
-            text,
-            self.budgets.max_traceback_lines,
-            self.budgets.max_line_chars,
-            self.budgets.max_frame_context_lines,
-            project,
-        );
+        let reported = record.path.as_deref().map(|path| (path, record.line));
+        let (location, traceback, traceback_omitted) =
+            self.located_and_cut(text, frames.code, reported);
         ListedFailure {
             seq,
             node_id: record.node_id.clone(),
@@ -554,6 +543,33 @@ impl SummaryBuilder {
             log: non_empty(record.log.clone()),
             group,
         }
+    }
+
+    /// Where a failure or collection error happened and its cut traceback (lines, lines
+    /// omitted): the deepest project frame `code`, else the report's own `reported`
+    /// path and line, else the text's last location line; the path as shown
+    /// (`display_path`).
+    fn located_and_cut(
+        &self,
+        text: &str,
+        code: Option<FrameLine<'_>>,
+        reported: Option<(&str, Option<u64>)>,
+    ) -> (Option<(String, Option<u64>)>, String, u64) {
+        let project = self.project.as_deref();
+        let shown = |path: &str| display_path(path, project).into_owned();
+        let location = match (code, reported) {
+            (Some((path, line)), _) => Some((shown(path), Some(line))),
+            (None, Some((path, line))) => Some((shown(path), line)),
+            (None, None) => location_from_text(text).map(|(path, line)| (shown(&path), line)),
+        };
+        let (traceback, omitted) = cut_traceback_for(
+            text,
+            self.budgets.max_traceback_lines,
+            self.budgets.max_line_chars,
+            self.budgets.max_frame_context_lines,
+            project,
+        );
+        (location, traceback, omitted)
     }
 
     /// `path:line` of a frame, its path as shown.
@@ -682,19 +698,8 @@ impl SummaryBuilder {
             );
             // located and cut like a failure (its text is pytest's short-style traceback)
             let text = record.text.unwrap_or_default();
-            let project = self.project.as_deref();
-            let shown = |path: &str| display_path(path, project).into_owned();
-            let location = match DeepestFrames::of(&text, project).code {
-                Some((path, line)) => Some((shown(path), Some(line))),
-                None => location_from_text(&text).map(|(path, line)| (shown(&path), line)),
-            };
-            let (traceback, traceback_omitted) = cut_traceback_for(
-                &text,
-                self.budgets.max_traceback_lines,
-                self.budgets.max_line_chars,
-                self.budgets.max_frame_context_lines,
-                project,
-            );
+            let code = DeepestFrames::of(&text, self.project.as_deref()).code;
+            let (location, traceback, traceback_omitted) = self.located_and_cut(&text, code, None);
             self.collection_errors.push(ListedCollectionError {
                 path: record.path,
                 exception,

@@ -311,17 +311,18 @@ class SummaryBuilder:
         if len(self._failures) < self._max_failures:
             self._failures.append(listed or self._listed(record, seq, exception, line, frames, group.id))
 
-    def _listed(
-        self, record: TestRecord, seq: int, exception: str | None, line: str, frames: DeepestFrames, group_id: str
-    ) -> _Listed:
-        """A failure as listed: its location (the deepest frame of project code, else the
-        record's, else the text's last location line) and its cut traceback."""
-        text = record.text or ""
+    def _located_and_cut(
+        self, text: str, code: tuple[str, int] | None, reported: tuple[str, int | None] | None
+    ) -> tuple[dict[str, str | int | None] | None, str, int]:
+        """Where a failure or collection error happened and its cut traceback (text, lines
+        omitted): the deepest project frame ``code``, else the report's own ``reported``
+        path and line, else the text's last location line; the path as shown
+        (``display_path``)."""
         location: dict[str, str | int | None] | None
-        if frames.code is not None:
-            location = {"path": display_path(frames.code[0], self._project), "line": frames.code[1]}
-        elif record.path is not None:
-            location = {"path": display_path(record.path, self._project), "line": record.line}
+        if code is not None:
+            location = {"path": display_path(code[0], self._project), "line": code[1]}
+        elif reported is not None:
+            location = {"path": display_path(reported[0], self._project), "line": reported[1]}
         else:
             location = _location_from_text(text)
             if location is not None:
@@ -329,6 +330,16 @@ class SummaryBuilder:
         traceback, omitted = cut_traceback(
             text, self._max_traceback_lines, self._max_line_chars, self._project, self._context_lines
         )
+        return location, traceback, omitted
+
+    def _listed(
+        self, record: TestRecord, seq: int, exception: str | None, line: str, frames: DeepestFrames, group_id: str
+    ) -> _Listed:
+        """A failure as listed: its location (the deepest frame of project code, else the
+        record's, else the text's last location line) and its cut traceback."""
+        text = record.text or ""
+        reported = (record.path, record.line) if record.path is not None else None
+        location, traceback, omitted = self._located_and_cut(text, frames.code, reported)
         entry = {
             "node_id": record.node_id,
             "subtest": record.subtest,
@@ -394,16 +405,7 @@ class SummaryBuilder:
             # located and cut like a failure (its text is pytest's short-style traceback)
             text = record.text or ""
             code = DeepestFrames(text, self._project).code
-            location: dict[str, str | int | None] | None
-            if code is not None:
-                location = {"path": display_path(code[0], self._project), "line": code[1]}
-            else:
-                location = _location_from_text(text)
-                if location is not None:
-                    location["path"] = display_path(str(location["path"]), self._project)
-            traceback, omitted = cut_traceback(
-                text, self._max_traceback_lines, self._max_line_chars, self._project, self._context_lines
-            )
+            location, traceback, omitted = self._located_and_cut(text, code, None)
             self._collection_traceback_omitted += omitted
             self._collection_errors.append(
                 {
