@@ -1,13 +1,16 @@
-"""The event plugin's files, written by a real pytest child, are the same with orjson and without it.
+"""The record plugin's file, written by a real pytest child: pytest-reportlog's format in
+the server's dialect, the same with orjson and without it, and nothing lost that the
+JUnit XML, pytest-json-report and the old event files carried.
 
-The plugin encodes its per-test records (``--mcp-results``) and warning lines with the
-standard library's ``json``, and with orjson once ``ORJSON_AFTER_RECORDS`` tests have
-finished, when the project's interpreter has it. Both runs below are real ``python -m
-pytest`` processes on one project: that many passing tests, then every outcome, a
-teardown error, a subtest failure, warnings, non-ASCII test names and an exception
-message with a lone surrogate (which orjson refuses); the second run cannot import
-orjson. Their files must decode to the same records, and say what pytest-json-report
-would: the test's outcome (the last category that is not a pass) and each stage's outcome.
+Every run below is a real ``python -m pytest`` process with the plugin loaded as the
+server loads it (``-p pytest_mcp_server_events --mcp-records=FILE``). The main project
+has that many passing tests (``ORJSON_AFTER_RECORDS``: past it the plugin encodes with
+orjson), then every outcome, a teardown error, subtests, captured output and log
+records, warnings, non-ASCII test names and an exception message with a lone surrogate
+(which orjson refuses); it runs once with orjson and once where orjson cannot be
+imported. The files must decode to the same records, in the order and shape the
+dialect promises (docs/SERVER.md, *The record file*), and the server's readers
+(``events``) must find in them what the old files told.
 """
 
 from __future__ import annotations
@@ -15,17 +18,29 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from pytest_mcp_server._pytest_plugin.pytest_mcp_server_events import ORJSON_AFTER_RECORDS
-from pytest_mcp_server.events import PLUGIN_DIR, PLUGIN_NAME, read_run_events
+from pytest_mcp_server._pytest_plugin.pytest_mcp_server_events import COLLECTED_CHUNK_BYTES, ORJSON_AFTER_RECORDS
+from pytest_mcp_server.events import (
+    PLUGIN_DIR,
+    PLUGIN_NAME,
+    EventFollower,
+    drop_cut_line,
+    read_collected,
+    read_outcomes,
+    read_run_events,
+    stack_dump_armed,
+)
 
 PROJECT = """
+import logging
 import warnings
 
 import pytest
@@ -44,10 +59,12 @@ def leaky():
 
 def test_passes():
     print("fine")
+    logging.getLogger("app").warning("nothing to see")
 
 
 def test_fails():
     print("captured")
+    logging.getLogger("app").warning("the log line of a failure")
     raise ValueError("lone \\udce9 surrogate")
 
 
@@ -78,78 +95,190 @@ def test_naïve():
 
 
 def test_subtests(subtests):
-    for i in range(2):
-        with subtests.test(i=i):
-            assert i == 0
+    for i in range(3):
+        with subtests.test(msg="step", i=i):
+            assert i != 1
+
+
+def test_deselected_by_k():
+    pass
 """
+NAMED = [
+    "test_passes",
+    "test_fails",
+    "test_teardown_errors",
+    "test_skipped",
+    "test_xfails",
+    "test_xpasses",
+    "test_café",
+    "test_naïve",
+    "test_subtests",
+]
+LEAN_KEYS = ["$report_type", "nodeid", "when", "outcome", "duration"]
 
 
-Run = tuple[list[dict], list[tuple[str, object]], Path]
-
-
-def run_plugin(project: Path, out: Path, *, orjson: bool) -> Run:
-    """Run pytest on ``project`` with the event plugin writing into ``out``; returns the
-    decoded records (durations zeroed, object addresses hidden), the events as (tag,
-    decoded rest of the line; a start line without its time) and ``out``."""
-    out.mkdir()
-    (out / "events.txt").touch()
+def plugin_env(out: Path, *, orjson: bool = True) -> dict[str, str]:
+    """The child's environment: the plugin's directory on PYTHONPATH (and, without orjson,
+    a module in front of it that refuses to import)."""
     paths = [str(PLUGIN_DIR)]
     if not orjson:
         blocker = out / "blocker"
-        blocker.mkdir()
+        blocker.mkdir(parents=True, exist_ok=True)
         (blocker / "orjson.py").write_text("raise ImportError('orjson is blocked by the test')\n")
         paths.insert(0, str(blocker))
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(paths), PYTHONDONTWRITEBYTECODE="1")
-    argv = [sys.executable, "-m", "pytest", "-p", PLUGIN_NAME, f"--mcp-events={out / 'events.txt'}"]
-    argv += [f"--mcp-results={out / 'results.jsonl'}", "-p", "no:cacheprovider", "-q", "test_project.py"]
-    proc = subprocess.run(argv, cwd=project, env=env, capture_output=True, text=True, errors="replace", timeout=120)
-    assert proc.returncode == 1, proc.stdout + proc.stderr
-    text = (out / "results.jsonl").read_text(encoding="utf-8")
-    records = [json.loads(line) for line in re.sub(r" at 0x[0-9a-f]+", " at 0x?", text).splitlines()]  # reprs
-    for record in records:
-        for when in ("setup", "call", "teardown"):
-            if when in record["test"]:
-                assert record["test"][when]["duration"] >= 0
-                record["test"][when]["duration"] = 0
-    events: list[tuple[str, object]] = []
-    for line in (out / "events.txt").read_text(encoding="utf-8").splitlines():
-        tag, _, rest = line.partition(" ")
-        if tag == "s":
-            rest = rest.split(" ", 1)[1]  # the start time differs from run to run
-        events.append((tag, json.loads(rest) if rest else None))
-    return records, events, out
+    return dict(os.environ, PYTHONPATH=os.pathsep.join(paths), PYTHONDONTWRITEBYTECODE="1")
+
+
+def run_plugin(
+    project: Path, records: Path, *args: str, orjson: bool = True, stacks: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run pytest in ``project`` with the plugin writing ``records`` (and arming its stack dump into ``stacks``)."""
+    records.parent.mkdir(parents=True, exist_ok=True)
+    argv = [sys.executable, "-m", "pytest", "-p", PLUGIN_NAME, f"--mcp-records={records}", "-p", "no:cacheprovider"]
+    if stacks is not None:
+        argv.append(f"--mcp-stacks={stacks}")
+    env = plugin_env(records.parent, orjson=orjson)
+    return subprocess.run(
+        [*argv, *args], cwd=project, env=env, capture_output=True, text=True, errors="replace", timeout=300
+    )
+
+
+def lines_of(records: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in records.read_text(encoding="utf-8").splitlines()]
+
+
+def comparable(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The lines with what differs from run to run made constant: times, durations, object addresses."""
+    text = json.dumps(lines)
+    text = re.sub(r" at 0x[0-9a-f]+", " at 0x?", text)
+    out = json.loads(text)
+    for line in out:
+        for key in ("start", "stop", "duration"):
+            if key in line:
+                line[key] = 0
+    return out
 
 
 @pytest.fixture(scope="module")
-def both_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[bool, Run]:
-    project = tmp_path_factory.mktemp("project")
+def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("project")
     source = textwrap.dedent(PROJECT).replace("BULK", str(ORJSON_AFTER_RECORDS))
-    (project / "test_project.py").write_text(source, encoding="utf-8")
-    return {
-        with_orjson: run_plugin(project, project / f"out-{with_orjson}", orjson=with_orjson)
-        for with_orjson in (True, False)
-    }
+    (root / "test_project.py").write_text(source, encoding="utf-8")
+    return root
 
 
-def test_records_and_events_are_the_same_with_and_without_orjson(both_runs):
-    """The fast encoder and the fallback give the same data: the server cannot tell them apart."""
+@pytest.fixture(scope="module")
+def both_runs(project: Path) -> dict[bool, tuple[Path, subprocess.CompletedProcess[str]]]:
+    """The project run with orjson and without, ``-k`` deselecting one test."""
+    runs = {}
+    for with_orjson in (True, False):
+        records = project / f"out-{with_orjson}" / "records.jsonl"
+        proc = run_plugin(project, records, "-q", "-k", "not deselected_by_k", orjson=with_orjson)
+        assert proc.returncode == 1, proc.stdout + proc.stderr
+        runs[with_orjson] = (records, proc)
+    return runs
+
+
+def test_records_are_the_same_with_and_without_orjson(both_runs):
+    """The fast encoder and the fallback give the same data: the readers cannot tell them apart."""
     pytest.importorskip("orjson")  # else both runs used the fallback and the comparison says nothing
-    assert both_runs[True][:2] == both_runs[False][:2]
-    # orjson wrote the records after the first ORJSON_AFTER_RECORDS (its lines are compact)
-    lines = {w: (run[2] / "results.jsonl").read_text(encoding="utf-8").splitlines() for w, run in both_runs.items()}
-    assert lines[True][ORJSON_AFTER_RECORDS - 1].startswith('{"test": {"nodeid": ')
-    assert lines[True][ORJSON_AFTER_RECORDS].startswith('{"test":{"nodeid":')
-    assert all(line.startswith('{"test": {"nodeid": ') for line in lines[False])
+    with_orjson, without = (lines_of(both_runs[w][0]) for w in (True, False))
+    assert comparable(with_orjson) == comparable(without)
+    # the complete reports after the first ORJSON_AFTER_RECORDS tests are orjson's: UTF-8, not \u escapes
+    text = {w: run[0].read_text(encoding="utf-8") for w, run in both_runs.items()}
+    assert '"nodeid":"test_project.py::test_fails"' in text[True]
+    assert "naïve" in text[True] and "naïve" not in text[False] and "na\\u00efve" in text[False]
 
 
 @pytest.mark.parametrize("with_orjson", [True, False], ids=["orjson", "stdlib-json"])
-def test_each_finished_test_has_its_outcome_and_stages(both_runs, with_orjson):
-    """One record per test, with the outcome pytest-json-report would give it; a failure
-    keeps its captured output, its crash message (a lone surrogate included) and its longrepr."""
-    records, _, _ = both_runs[with_orjson]
-    assert len(records) == ORJSON_AFTER_RECORDS + 9
-    tests = {r["test"]["nodeid"].split("::", 1)[1]: r["test"] for r in records[ORJSON_AFTER_RECORDS:]}
-    assert {name: t["outcome"] for name, t in tests.items()} == {
+def test_the_file_is_a_session_of_started_and_finished_tests_in_order(both_runs, project, with_orjson):
+    """SessionStart first, SessionFinish last; per test its TestStart, then its reports in
+    order (setup only when it did not pass, call, subtests, teardown), lean when passed."""
+    records, proc = both_runs[with_orjson]
+    lines = lines_of(records)
+    assert lines[0]["$report_type"] == "SessionStart"
+    assert lines[0]["root"] == str(project) and lines[0]["pytest_version"] == pytest.__version__
+    assert isinstance(lines[0]["start"], float) and "stack_dump_armed" not in lines[0]
+    assert lines[-1]["$report_type"] == "SessionFinish" and lines[-1]["exitstatus"] == 1
+    total = ORJSON_AFTER_RECORDS + len(NAMED)
+    assert [line for line in lines if line["$report_type"] == "CollectionFinish"] == [
+        {"$report_type": "CollectionFinish", "collected": total}
+    ]
+    assert [line for line in lines if line["$report_type"] == "Deselected"] == [
+        {"$report_type": "Deselected", "count": 1}
+    ]
+    tests: list[tuple[str, list[dict[str, Any]]]] = []
+    for line in lines[1:-1]:
+        kind = line["$report_type"]
+        if kind == "TestStart":
+            tests.append((line["nodeid"], []))
+        elif kind in ("TestReport", "SubTestReport"):
+            assert line["nodeid"] == tests[-1][0]  # a test's reports come before the next test starts
+            tests[-1][1].append(line)
+    assert len(tests) == total
+    for node_id, reports in tests:
+        whens = [r["when"] for r in reports]
+        assert whens[-1] == "teardown" and whens.count("teardown") == 1, (node_id, whens)
+        assert whens[: whens.index("call")] == ([] if reports[0]["when"] == "call" else ["setup"])
+        for report in reports:
+            if report["outcome"] == "passed" and "wasxfail" not in report:
+                lean = [*LEAN_KEYS, "_subtest.context"] if report["$report_type"] == "SubTestReport" else LEAN_KEYS
+                assert list(report) == lean, report
+            else:  # complete: pytest's serialisation
+                assert list(report)[:4] == ["$report_type", "nodeid", "when", "outcome"]
+                assert {"location", "keywords", "longrepr", "sections", "duration"} <= set(report), report
+    subtests = dict(tests)["test_project.py::test_subtests"]
+    assert [(r["$report_type"], r["when"], r["outcome"]) for r in subtests] == [
+        ("SubTestReport", "call", "passed"),
+        ("SubTestReport", "call", "failed"),
+        ("SubTestReport", "call", "passed"),
+        ("TestReport", "call", "passed"),
+        ("TestReport", "teardown", "passed"),
+    ]
+    assert [r["_subtest.context"] for r in subtests[:3]] == [{"msg": "step", "kwargs": {"i": str(i)}} for i in range(3)]
+    # the session's time is the one pytest's last line gives ("... in 1.52s", rounded; the
+    # plugin reads pytest's clock a few statements before pytest does)
+    said = float(re.search(r" in ([0-9.]+)s", proc.stdout.strip().splitlines()[-1])[1])
+    assert said - 0.011 <= lines[-1]["duration"] <= said + 0.005, (lines[-1], proc.stdout[-200:])
+
+
+@pytest.mark.parametrize("with_orjson", [True, False], ids=["orjson", "stdlib-json"])
+def test_a_failure_keeps_its_crash_output_and_log_records(both_runs, with_orjson):
+    """What the JUnit XML (``junit_logging=all``) and pytest-json-report carried of a
+    failure: its crash (a lone surrogate included), traceback, captured output and log
+    records; a passed test's are left out."""
+    lines = lines_of(both_runs[with_orjson][0])
+    by_test = {(line["nodeid"].split("::")[-1], line["when"]): line for line in lines if "when" in line}
+    fails = by_test[("test_fails", "call")]
+    assert fails["outcome"] == "failed"
+    assert fails["longrepr"]["reprcrash"]["message"] == "ValueError: lone \udce9 surrogate"
+    assert fails["longrepr"]["reprcrash"]["lineno"] > 0
+    sections = dict(map(tuple, fails["sections"]))
+    assert sections["Captured stdout call"] == "captured\n"
+    assert "the log line of a failure" in sections["Captured log call"]
+    assert by_test[("test_passes", "call")] == {
+        "$report_type": "TestReport",
+        "nodeid": "test_project.py::test_passes",
+        "when": "call",
+        "outcome": "passed",
+        "duration": by_test[("test_passes", "call")]["duration"],
+    }
+    assert by_test[("test_teardown_errors", "teardown")]["outcome"] == "failed"
+    assert by_test[("test_xfails", "call")]["wasxfail"] == "known"
+    assert by_test[("test_xpasses", "call")]["wasxfail"] == "fixed?"
+    assert by_test[("test_skipped", "call")]["longrepr"][2] == "Skipped: not here"
+
+
+@pytest.mark.parametrize("with_orjson", [True, False], ids=["orjson", "stdlib-json"])
+def test_the_servers_readers_find_outcomes_warnings_and_counts(both_runs, project, with_orjson):
+    """``read_outcomes`` gives each test the outcome pytest-json-report gave it;
+    ``read_run_events`` finds nothing running, the warnings with their non-ASCII
+    messages and test, the deselected count and pytest's session time; the follower
+    counts every finished test."""
+    records, _ = both_runs[with_orjson]
+    outcomes = read_outcomes(records)
+    assert len(outcomes) == ORJSON_AFTER_RECORDS + len(NAMED)
+    assert {k.split("::", 1)[1]: v for k, v in outcomes.items() if "test_bulk" not in k} == {
         "test_passes": "passed",
         "test_fails": "failed",
         "test_teardown_errors": "error",
@@ -160,27 +289,112 @@ def test_each_finished_test_has_its_outcome_and_stages(both_runs, with_orjson):
         "test_naïve": "passed",
         "test_subtests": "failed",
     }
-    fails = tests["test_fails"]["call"]
-    assert fails["outcome"] == "failed"
-    assert fails["stdout"] == "captured\n"
-    assert fails["crash"]["message"] == "ValueError: lone \udce9 surrogate"
-    assert "raise ValueError" in fails["longrepr"]
-    assert fails["crash"]["lineno"] > 0
-    assert tests["test_teardown_errors"]["teardown"]["outcome"] == "failed"
-    assert tests["test_teardown_errors"]["call"]["outcome"] == "passed"
-    # the failed subtest's call stage is not replaced by the passing test's own call report
-    assert tests["test_subtests"]["call"]["outcome"] == "failed"
-
-
-@pytest.mark.parametrize("with_orjson", [True, False], ids=["orjson", "stdlib-json"])
-def test_events_name_every_test_and_read_back_as_the_server_reads_them(both_runs, with_orjson, tmp_path):
-    """The count comes first, each test has its start and finish line in order, and the
-    server's reader of the raw file finds nothing left running and the warnings with their
-    non-ASCII messages."""
-    records, events, out = both_runs[with_orjson]
-    assert events[0] == ("c", ORJSON_AFTER_RECORDS + 9)
-    assert [e for e in events if e[0] in "st"] == [(tag, r["test"]["nodeid"]) for r in records for tag in ("s", "t")]
-    read = read_run_events(out / "events.txt", tmp_path)
-    assert read.running == {}
+    read = read_run_events(records, project)
+    assert read.running == {} and read.deselected == 1 and read.collection_errors == 0
+    assert read.collected == read.finished == ORJSON_AFTER_RECORDS + len(NAMED)
+    assert read.exit_status == 1 and read.session_duration_s == lines_of(records)[-1]["duration"]
     assert read.warnings.total == 2
     assert sorted(g.message for g in read.warnings.groups) == ["deprecated: café", "deprecated: naïve"]
+    source = (project / "test_project.py").read_text(encoding="utf-8").splitlines()
+    warned = [f"test_project.py:{n}" for n, text in enumerate(source, 1) if "warnings.warn(" in text]
+    assert sorted(g.locations[0] for g in read.warnings.groups) == warned
+    warning_lines = [line for line in lines_of(records) if line["$report_type"] == "WarningMessage"]
+    assert [w["nodeid"] for w in warning_lines] == ["test_project.py::test_café", "test_project.py::test_naïve"]
+    assert {w["category"] for w in warning_lines} == {"UserWarning"} and {w["when"] for w in warning_lines} == {
+        "runtest"
+    }
+    follower = EventFollower(records)
+    follower.poll()
+    assert (follower.done, follower.total) == (read.finished, read.collected)
+
+
+COLLECTION_PROJECT = {
+    "test_ok.py": "import pytest\n\n\n@pytest.mark.parametrize('i', range(2500))\ndef test_many(i):\n    pass\n",
+    "test_broken.py": "import not_a_module_anywhere\n",
+    "test_skipped_module.py": "import pytest\n\npytest.skip('not on this machine', allow_module_level=True)\n",
+}
+
+
+@pytest.fixture(scope="module")
+def collection_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("collection")
+    for name, source in COLLECTION_PROJECT.items():
+        (root / name).write_text(source)
+    return root
+
+
+def test_collect_only_writes_the_node_ids_in_chunks_and_the_collection_errors(collection_project, tmp_path):
+    """discover_tests' stream: the collected node ids in ``CollectedIds`` lines of about
+    ``COLLECTED_CHUNK_BYTES``, the collection error complete (with its traceback) and the
+    module-level skip; ``read_collected`` pages through them."""
+    records = tmp_path / "records.jsonl"
+    proc = run_plugin(collection_project, records, "--collect-only", "-qq")
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    lines = lines_of(records)
+    kinds = [line["$report_type"] for line in lines]
+    assert kinds[0] == "SessionStart" and kinds[-1] == "SessionFinish" and lines[-1]["exitstatus"] == 2
+    chunks = [line["nodeids"] for line in lines if line["$report_type"] == "CollectedIds"]
+    raw = [line for line in records.read_bytes().splitlines() if b'"CollectedIds"' in line]
+    assert len(chunks) >= 2 and all(len(line) <= COLLECTED_CHUNK_BYTES + 200 for line in raw)
+    assert [n for chunk in chunks for n in chunk] == [f"test_ok.py::test_many[{i}]" for i in range(2500)]
+    collect = {line["nodeid"]: line for line in lines if line["$report_type"] == "CollectReport"}
+    assert set(collect) == {"test_broken.py", "test_skipped_module.py"}  # a passed collector is not written
+    assert collect["test_broken.py"]["outcome"] == "failed"
+    assert "not_a_module_anywhere" in collect["test_broken.py"]["longrepr"]
+    assert collect["test_skipped_module.py"]["outcome"] == "skipped"
+    total, files, omitted, page = read_collected(records, 2498, 10)
+    assert (total, files, omitted) == (2500, {"test_ok.py": 2500}, 0)
+    assert page == ["test_ok.py::test_many[2498]", "test_ok.py::test_many[2499]"]
+    assert read_run_events(records, collection_project).collection_errors == 1
+
+
+def test_a_killed_pytest_leaves_every_finished_test_and_the_running_one(tmp_path):
+    """What a crash or a timeout leaves: each finished test's complete lines, and the
+    TestStart of the test that was running (read as ``running``); no SessionFinish. A
+    partial line (a write cut by the kill) is dropped by ``drop_cut_line``."""
+    (tmp_path / "test_dies.py").write_text(
+        "import os, signal\n\n\ndef test_a():\n    pass\n\n\ndef test_b():\n    assert 1 == 2\n\n\n"
+        "def test_dies():\n    os.kill(os.getpid(), signal.SIGKILL)\n\n\ndef test_never():\n    pass\n"
+    )
+    records = tmp_path / "out" / "records.jsonl"
+    stacks = tmp_path / "out" / "stacks.txt"
+    proc = run_plugin(tmp_path, records, "-q", stacks=stacks)
+    assert proc.returncode == -signal.SIGKILL, proc.stdout + proc.stderr
+    assert stack_dump_armed(records)
+    with open(records, "ab") as f:
+        f.write(b'{"$report_type":"TestReport","nodeid":"test_dies.py::test_never","wh')  # a cut write
+    drop_cut_line(records)
+    lines = lines_of(records)
+    assert lines[-1] == {"$report_type": "TestStart", "nodeid": "test_dies.py::test_dies", "start": lines[-1]["start"]}
+    assert read_outcomes(records) == {"test_dies.py::test_a": "passed", "test_dies.py::test_b": "failed"}
+    read = read_run_events(records, tmp_path)
+    assert list(read.running) == ["test_dies.py::test_dies"] and read.finished == 2
+    assert read.session_duration_s is None and read.exit_status is None and read.stack_dump_armed
+
+
+def test_with_xdist_the_controller_writes_every_test_and_the_workers_arm_their_dumps(project, tmp_path):
+    """Under pytest-xdist the tests run in workers; the controller writes one stream with
+    each test's reports together (reports of tests on different workers interleave on
+    their way), and each worker arms its own stack dump (``<stacks>.<pid>``). (Not
+    test_fails: execnet cannot send its lone surrogate, and xdist stops.)"""
+    pytest.importorskip("xdist")
+    records = tmp_path / "records.jsonl"
+    stacks = tmp_path / "stacks.txt"
+    proc = run_plugin(
+        project, records, "-q", "-n", "2", "-k", "test_teardown_errors or test_subtests or test_bulk", stacks=stacks
+    )
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    lines = lines_of(records)
+    assert lines[0]["stack_dump_armed"] is True and lines[-1]["exitstatus"] == 1
+    assert [line["collected"] for line in lines if line["$report_type"] == "CollectionFinish"] == [
+        ORJSON_AFTER_RECORDS + 2
+    ]
+    finished = [line for line in lines if line.get("when") == "teardown"]
+    assert len(finished) == len({line["nodeid"] for line in finished}) == ORJSON_AFTER_RECORDS + 2
+    outcomes = read_outcomes(records)
+    assert outcomes["test_project.py::test_teardown_errors"] == "error"
+    assert outcomes["test_project.py::test_subtests"] == "failed"
+    assert read_run_events(records, project).running == {}
+    subtests = [line for line in lines if line["$report_type"] == "SubTestReport"]
+    assert [line["outcome"] for line in subtests] == ["passed", "failed", "passed"]
+    assert len(list(tmp_path.glob("stacks.txt.*"))) == 2

@@ -174,8 +174,8 @@ def test_pytest_8_and_later_run_with_full_assertion_detail(tmp_path):
     runner = Runner(ServerConfig(root=tmp_path / "proj", artifacts_dir=tmp_path / "art"))
     params = ExecuteParams()
     for version, expected in (((9, 2, 0), True), ((8, 0), True), ((7, 4, 4), False), ((), False)):
-        interp = Interpreter("/py", has_json_report=True, has_xdist=False, pytest_version=version)
-        argv = runner.execute_argv(params, interp, tmp_path, tmp_path / "events.txt")
+        interp = Interpreter("/py", has_xdist=False, pytest_version=version)
+        argv = runner.execute_argv(params, interp, tmp_path)
         has = any(a == "-o" and b == "verbosity_assertions=2" for a, b in zip(argv, argv[1:], strict=False))
         assert has is expected, (version, argv)
 

@@ -24,7 +24,7 @@ from pytest_mcp_server.models import EXECUTE_BUDGETS, FULL_STORY, Budgets
 from pytest_mcp_server.process import Tail
 from pytest_mcp_server.tools import TOOLS_BY_NAME
 from pytest_mcp_server.validation import resolve_inside
-from pytest_mcp_server.workflows import KEEP_RUNS, Runner
+from pytest_mcp_server.workflows import KEEP_RUNS, RUNNING_MARKER, Runner
 
 
 def parse_params(tool: str, arguments: dict):
@@ -149,27 +149,16 @@ def test_execute_argv_is_built_only_from_validated_fields(tmp_path):
             "workers": 2,
         },
     )
-    interp = Interpreter("/py", has_json_report=True, has_xdist=True)
-    argv = runner.execute_argv(params, interp, Path("/r"), Path("/r/events.txt"))
+    interp = Interpreter("/py", has_xdist=True)
+    argv = runner.execute_argv(params, interp, Path("/r"))
     assert argv == [
         "/py",
         "-m",
         "pytest",
         "-p",
         "pytest_mcp_server_events",
-        "--mcp-events=/r/events.txt",
-        "--mcp-results=/r/results.jsonl",
+        "--mcp-records=/r/records.jsonl",
         "--mcp-stacks=/r/stacks.txt",
-        "--junitxml=/r/junit.xml",
-        "-p",
-        "pytest_mcp_server_subtests",
-        "-o",
-        "junit_logging=all",
-        "-o",
-        "junit_log_passing_tests=false",
-        "--json-report",
-        "--json-report-file=/r/report.json",
-        "--json-report-omit=keywords",
         "--maxfail=3",
         "-x",
         "--lf",
@@ -247,7 +236,7 @@ def test_summarize_budgets_grow_with_node_ids():
 def test_plugin_dir_holds_only_the_plugin():
     # the child's PYTHONPATH gets this directory: nothing else may be importable from it
     names = sorted(p.name for p in PLUGIN_DIR.iterdir() if p.name != "__pycache__")
-    assert names == ["pytest_mcp_server_events.py", "pytest_mcp_server_subtests.py"]
+    assert names == ["pytest_mcp_server_events.py"]
     assert os.path.basename(PLUGIN_DIR) == "_pytest_plugin"
 
 
@@ -255,7 +244,7 @@ def test_rotation_never_removes_a_run_in_progress(tmp_path):
     (tmp_path / "proj").mkdir()
     runner = Runner(ServerConfig(root=tmp_path / "proj", artifacts_dir=tmp_path / "art"))
     running = runner.new_run_dir()
-    (running / "events.txt").touch()
+    (running / RUNNING_MARKER).touch()
     finished = runner.new_run_dir()
     for _ in range(KEEP_RUNS + 3):
         runner.new_run_dir()

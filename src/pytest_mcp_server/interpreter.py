@@ -2,9 +2,9 @@
 can import (``probe_interpreter`` -> ``Interpreter``).
 
 The probe starts the interpreter once with a short script; it asks for pytest (required)
-and for the optional plugins the server uses when present: pytest-json-report (exact
-node ids, xfail/xpass, phases), pytest-xdist (``workers``), coverage.py and pytest-cov
-(``coverage``).
+and for the optional plugins the server uses when present: pytest-xdist (``workers``),
+coverage.py and pytest-cov (``coverage``). (Runs write their report with the server's
+own plugin, whatever else is installed.)
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ _PROBE = INSTALLED_PROBE + (
     "except Exception as x:\n"
     "    v = None\n"
     "    e = type(x).__name__ + ': ' + str(x)\n"
-    "print(json.dumps({'pytest': v, 'error': e, 'json_report': u.find_spec('pytest_jsonreport') is not None,"
+    "print(json.dumps({'pytest': v, 'error': e,"
     " 'xdist': u.find_spec('xdist') is not None, 'coverage': u.find_spec('coverage') is not None,"
     " 'pytest_cov': u.find_spec('pytest_cov') is not None,"
     " 'project_packages': _installed_from(os.getcwd(), sys.argv[1])}))\n"
@@ -51,7 +51,6 @@ class Interpreter:
     leading numbers of ``pytest.__version__``, ``(9, 2, 0)``; ``()`` when unknown)."""
 
     python: str
-    has_json_report: bool
     has_xdist: bool
     pytest_version: tuple[int, ...] = ()
     # Top-level import names of the project's installed distributions (``project_code.INSTALLED_PROBE``).
@@ -122,7 +121,6 @@ async def probe_interpreter(python: str, *, cwd: Path, env: dict[str, str]) -> I
         )
     return Interpreter(
         python,
-        has_json_report=bool(info["json_report"]),
         has_xdist=bool(info["xdist"]),
         pytest_version=version_numbers(str(info["pytest"])),
         project_packages=tuple(str(n) for n in info.get("project_packages") or ()),

@@ -8,15 +8,17 @@ never a free-form argument, never ``-p`` from the agent), run it with
 it started), cwd = the project root, the server's own environment plus ``PYTHONPATH``
 for the event plugin and the run's ``RUN_MARKER`` token; nothing from the agent.
 
-Each run's reports are kept in ``<artifacts>/runs/<project>-<hash>/<run id>/`` (JUnit XML
-always, pytest-json-report when the project has the plugin); only the newest
-``KEEP_RUNS`` run directories of a project are kept. With ``repeat``, one call makes
-several such runs, one after the other, and compares each test's outcomes (``flaky``).
+Each run writes one record file, ``<artifacts>/runs/<project>-<hash>/<run id>/records.jsonl``
+(``RECORDS_FILE``: the server's plugin's stream in pytest-reportlog's format, ``events``):
+the report engine summarises it, the server follows it for progress and reads the
+warnings, counts and the running test from it; only the newest ``KEEP_RUNS`` run
+directories of a project are kept. With ``repeat``, one call makes several such runs,
+one after the other, and compares each test's outcomes (``flaky``).
 
 When a run times out or pytest dies (a signal, ``os._exit``), the answer still says what
-happened: the event plugin's files name the test that was running and since when, and
-hold a record of each finished test, summarised through the report engine as usual. On
-a timeout the plugin is first asked for a stack dump (``STACK_DUMP_SIGNAL``, before the
+happened: the record file names the test that was running and since when, and its
+complete lines hold every finished test, summarised through the report engine as usual.
+On a timeout the plugin is first asked for a stack dump (``STACK_DUMP_SIGNAL``, before the
 group is killed); after a fatal signal, pytest's own faulthandler dump on stderr gives
 the stack (``stacks``).
 """
@@ -32,6 +34,7 @@ import signal
 import tempfile
 import time
 from collections.abc import Awaitable, Callable, Coroutine
+from enum import IntEnum
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -48,10 +51,11 @@ from .events import (
     EventFollower,
     ProgressFn,
     RunEvents,
+    drop_cut_line,
     read_collected,
     read_outcomes,
     read_run_events,
-    write_partial_report,
+    stack_dump_armed,
 )
 from .failures import FailureKind, ToolFailure, ToolFailureDetail, invalid
 from .flaky import FlakyTest, OutcomeHistory, last_failing_run
@@ -72,13 +76,13 @@ from .tool_models import (
 )
 from .validation import check_node_ids_exist, resolve_inside
 
-# The plugin that names subtests in the JUnit XML and marks runs that had subtests with
-# this file next to the JUnit report (``_pytest_plugin/pytest_mcp_server_subtests.py``,
-# its MARKER_NAME): pytest-json-report loses them.
-SUBTESTS_PLUGIN_NAME = "pytest_mcp_server_subtests"
-SUBTESTS_MARKER = "subtests"
-RESULTS_FILE = "results.jsonl"
-"""The event plugin's record of each finished test in a run directory (``--mcp-results``)."""
+RECORDS_FILE = "records.jsonl"
+"""A run's record file, in its run directory (the plugin's ``--mcp-records``): the run's
+report (``report_path``)."""
+STACKS_FILE = "stacks.txt"
+"""Where the plugin's stack dump goes, in the run directory (``--mcp-stacks``)."""
+RUNNING_MARKER = "running"
+"""A file in a run directory while its pytest runs (``rotate`` never removes that run)."""
 
 KEEP_RUNS = 20
 """Run directories kept per project (the newest; a run in progress is never removed)."""
@@ -87,7 +91,25 @@ FULL_ASSERTION_DETAIL_SINCE = (8, 0)
 """The first pytest with the ``verbosity_assertions`` ini option (pytest's changelog, 8.0.0);
 runs on it get ``-o verbosity_assertions=2``, assertion explanations in full."""
 
-_PYTEST_STATUSES: dict[int, RunStatus] = {0: "passed", 1: "failed", 2: "interrupted", 5: "no_tests"}
+
+class ExitCode(IntEnum):
+    """pytest's exit statuses (``pytest.ExitCode``; pytest's docs, *Exit codes*), named
+    here because the server never imports pytest."""
+
+    OK = 0
+    TESTS_FAILED = 1
+    INTERRUPTED = 2
+    INTERNAL_ERROR = 3
+    USAGE_ERROR = 4
+    NO_TESTS_COLLECTED = 5
+
+
+_PYTEST_STATUSES: dict[int, RunStatus] = {
+    ExitCode.OK: "passed",
+    ExitCode.TESTS_FAILED: "failed",
+    ExitCode.INTERRUPTED: "interrupted",
+    ExitCode.NO_TESTS_COLLECTED: "no_tests",
+}
 
 STACK_DUMP_SIGNAL = signal.SIGUSR1
 """Sent to pytest when a run times out: the event plugin's faulthandler then dumps every
@@ -133,7 +155,7 @@ class Runner:
     # -- environment ----------------------------------------------------------------
 
     def child_env(self, *, run: bool = False) -> dict[str, str]:
-        """The child's environment: the server's own, with the event plugin's directory
+        """The child's environment: the server's own, with the record plugin's directory
         first on ``PYTHONPATH``; for a run, a fresh ``RUN_MARKER`` token."""
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PLUGIN_DIR), env.get("PYTHONPATH", "")) if p)
@@ -179,7 +201,7 @@ class Runner:
 
     def rotate(self) -> None:
         """Keep the newest ``KEEP_RUNS`` run directories of this project; a run still in
-        progress (its events file was touched within the maximum timeout) is never
+        progress (its ``RUNNING_MARKER`` was made within the maximum timeout) is never
         removed, however many newer runs there are."""
         try:
             runs = sorted(p for p in self.runs_dir.iterdir() if p.is_dir() and not p.is_symlink())
@@ -188,7 +210,7 @@ class Runner:
         now = time.time()
         for old in runs[:-KEEP_RUNS]:
             try:
-                if now - (old / "events.txt").stat().st_mtime < self.config.max_timeout_s + 60:
+                if now - (old / RUNNING_MARKER).stat().st_mtime < self.config.max_timeout_s + 60:
                     continue
             except FileNotFoundError:
                 pass
@@ -196,17 +218,11 @@ class Runner:
 
     # -- execute_tests --------------------------------------------------------------
 
-    def execute_argv(self, params: ExecuteParams, interp: Interpreter, run_dir: Path, events: Path) -> list[str]:
-        """The exact argv of a run, built only from validated fields."""
-        argv = [interp.python, "-m", "pytest", "-p", PLUGIN_NAME, f"--mcp-events={events}"]
-        argv += [f"--mcp-results={run_dir / RESULTS_FILE}", f"--mcp-stacks={run_dir / 'stacks.txt'}"]
-        argv.append(f"--junitxml={run_dir / 'junit.xml'}")
-        argv += ["-p", SUBTESTS_PLUGIN_NAME]
-        # a failing test's captured output and log records in the JUnit report too (read
-        # when subtests ran); passing tests' are left out
-        argv += ["-o", "junit_logging=all", "-o", "junit_log_passing_tests=false"]
-        if interp.has_json_report:
-            argv += ["--json-report", f"--json-report-file={run_dir / 'report.json'}", "--json-report-omit=keywords"]
+    def execute_argv(self, params: ExecuteParams, interp: Interpreter, run_dir: Path) -> list[str]:
+        """The exact argv of a run, built only from validated fields: the record plugin
+        writing ``run_dir``'s ``RECORDS_FILE`` (and its stack dump into ``STACKS_FILE``)."""
+        argv = [interp.python, "-m", "pytest", "-p", PLUGIN_NAME, f"--mcp-records={run_dir / RECORDS_FILE}"]
+        argv.append(f"--mcp-stacks={run_dir / STACKS_FILE}")
         if interp.pytest_version >= FULL_ASSERTION_DETAIL_SINCE:
             # the whole differing values: pytest's default cuts them ("{'name': 'ali...", "use -vv to show")
             argv += ["-o", "verbosity_assertions=2"]
@@ -252,56 +268,60 @@ class Runner:
         timeout = min(params.timeout_s or self.config.max_timeout_s, self.config.max_timeout_s)
         if params.repeat > 1:
             return await self._execute_repeated(params, interp, timeout, progress)
-        return await self._execute_run(params, interp, timeout, progress)
+        return (await self._execute_run(params, interp, timeout, progress))[0]
 
     async def _execute_run(
         self, params: ExecuteParams, interp: Interpreter, timeout: float, progress: ProgressFn | None
-    ) -> ExecuteResult:
+    ) -> tuple[ExecuteResult, float]:
         """One complete run of ``execute_tests``: a fresh pytest in its own run directory
-        (a pytest slot held while it runs), killed after ``timeout`` seconds, its report
-        summarised. Raises ``ToolFailure`` as ``execute`` says."""
+        (a pytest slot held while it runs), killed after ``timeout`` seconds, its record
+        file summarised. Returns the result and the pytest process's wall time (seconds;
+        the result's ``duration_s`` is pytest's own session time). Raises
+        ``ToolFailure`` as ``execute`` says."""
         async with self._slots:
             run_dir = await anyio.to_thread.run_sync(self.new_run_dir)
-            events_path = run_dir / "events.txt"
-            events_path.touch()
-            argv = self.execute_argv(params, interp, run_dir, events_path)
-            watch = partial(EventFollower(events_path).follow, progress) if progress is not None else None
+            records = run_dir / RECORDS_FILE
+            running = run_dir / RUNNING_MARKER
+            running.touch()
+            argv = self.execute_argv(params, interp, run_dir)
+            watch = partial(EventFollower(records).follow, progress) if progress is not None else None
             stopped_at: list[float] = []  # when the timeout hook ran (unix time)
-            on_timeout = partial(self._dump_stacks, events_path, run_dir / "stacks.txt", stopped_at)
+            on_timeout = partial(self._dump_stacks, records, run_dir / STACKS_FILE, stopped_at)
             keep = False
             try:
                 measured = coverage_env(run_dir) if params.coverage else None
                 outcome = await self._run(argv, timeout, watch, on_timeout, measured)
                 ended_at = stopped_at[0] if stopped_at else time.time()
-                run_events = await anyio.to_thread.run_sync(read_run_events, events_path, self.root)
-                report = self._report_file(run_dir, interp)
+                run_events = await anyio.to_thread.run_sync(read_run_events, records, self.root)
                 try:
-                    status = self._status(outcome, argv, report, timeout)
+                    status = self._status(outcome, argv, run_events, timeout)
                 except ToolFailure as failure:
                     if failure.kind in ("timeout", "crashed"):
                         await self._explain_stop(failure, run_dir, run_events, ended_at, outcome, params.budgets())
                     raise
-                summary = await self._summarize_run(report, params.budgets(), outcome, argv)
+                summary = await self._summarize_run(records, params.budgets(), outcome, argv)
                 coverage = None
                 if params.coverage and params.repeat == 1:  # a repeated call combines all its runs at the end
                     coverage = await finish_coverage(interp.python, self.root, self.child_env(), run_dir)
                 keep = True
             finally:
                 with anyio.CancelScope(shield=True):
-                    events_path.unlink(missing_ok=True)
+                    running.unlink(missing_ok=True)
                     if not keep:
                         shutil.rmtree(run_dir, ignore_errors=True)
-        return ExecuteResult(
+        session_s = run_events.session_duration_s
+        result = ExecuteResult(
             status=status,
             exit_code=outcome.exit_code,
-            duration_s=outcome.duration_s,
+            duration_s=round(session_s, 3) if session_s is not None else outcome.duration_s,
             command=argv,
-            report_path=str(report),
+            report_path=str(records),
             summary=summary,
             warnings=run_events.warnings,
             deselected=run_events.deselected,
             coverage=coverage,
         )
+        return result, outcome.duration_s
 
     async def _execute_repeated(
         self, params: ExecuteParams, interp: Interpreter, timeout: float, progress: ProgressFn | None
@@ -309,10 +329,10 @@ class Runner:
         """Run the selection ``params.repeat`` times, one complete run after the other
         (``_execute_run``: a fresh pytest, its own run directory and reports, the argv
         of a single run), and find the tests whose outcome changed (``flaky.OutcomeHistory``, fed
-        with each run's ``events.read_outcomes``).
+        with each run's ``events.read_outcomes`` of its record file).
 
-        ``timeout`` bounds the pytest time of all runs together: each run gets what the
-        finished ones left. ``progress`` counts tests over all runs (done over the runs
+        ``timeout`` bounds the pytest time of all runs together (the processes' wall
+        time): each run gets what the finished ones left. ``progress`` counts tests over all runs (done over the runs
         finished plus the current one; total as if every run left collects as many as
         the current one). Returns the last run's result with ``runs``,
         ``summary.counts.flaky`` and ``flaky`` (the first ``failures_listed`` flaky
@@ -322,7 +342,7 @@ class Runner:
         """
         history = OutcomeHistory()
         reports: list[str] = []
-        spent = 0.0  # pytest seconds of the finished runs
+        spent = 0.0  # wall seconds of the finished runs' pytest processes
         tests_done = 0
         per_run: int | None = None
         result: ExecuteResult | None = None
@@ -335,13 +355,12 @@ class Runner:
             try:
                 if timeout - spent <= 0:
                     raise ToolFailure("timeout", "pytest was not started: no time was left.")
-                result = await self._execute_run(params, interp, timeout - spent, run_progress)
+                result, wall_s = await self._execute_run(params, interp, timeout - spent, run_progress)
             except ToolFailure as failure:
                 failure.detail = _repeat_stop(failure, index, params, timeout, spent, history)
                 raise
-            spent += result.duration_s
-            results_file = Path(result.report_path).parent / RESULTS_FILE
-            outcomes = await anyio.to_thread.run_sync(read_outcomes, results_file)
+            spent += wall_s
+            outcomes = await anyio.to_thread.run_sync(read_outcomes, Path(result.report_path))
             history.add_run(outcomes)
             reports.append(result.report_path)
             run_dirs.append(Path(result.report_path).parent)
@@ -412,17 +431,16 @@ class Runner:
             ) from None
 
     @staticmethod
-    async def _dump_stacks(events: Path, stacks: Path, stopped_at: list[float], pid: int) -> None:
+    async def _dump_stacks(records: Path, stacks: Path, stopped_at: list[float], pid: int) -> None:
         """The timeout hook: note the time in ``stopped_at``, send pytest (``pid``) the
-        stack-dump signal if the plugin armed it (the events file starts with ``d``),
+        stack-dump signal if the plugin armed it (the record file's first line says so),
         and its xdist workers (each armed its own ``<stacks>.<pid>``, and is in pytest's
         process group), and wait until the dumps stop growing (at most
         ``STACK_DUMP_WAIT_S``)."""
         stopped_at.append(time.time())
+        if not stack_dump_armed(records):
+            return  # not armed: the signal would kill pytest instead
         try:
-            with open(events, "rb") as f:
-                if f.read(2) != b"d\n":
-                    return  # not armed: the signal would kill pytest instead
             os.kill(pid, STACK_DUMP_SIGNAL)
         except OSError:
             return
@@ -452,16 +470,16 @@ class Runner:
         outcome: ProcessOutcome,
         budgets: Budgets,
     ) -> None:
-        """Add to a ``timeout`` or ``crashed`` failure what the event plugin saw: the
+        """Add to a ``timeout`` or ``crashed`` failure what the record file says: the
         test that was running and for how long, its stack (the timeout's dump, or
         faulthandler's fatal-error report in stderr), and the summary of the tests that
-        finished (their records through the report engine). The message names the
-        running test and its innermost frame."""
+        finished (the file's complete lines through the report engine). The message
+        names the running test and its innermost frame."""
         update: dict[str, Any] = {}
         message = failure.detail.message
         running = next(iter(run_events.running), None)
         if failure.kind == "timeout":
-            stacks = run_dir / "stacks.txt"
+            stacks = run_dir / STACKS_FILE
             text = "".join([await anyio.to_thread.run_sync(_read_text, p) for p in [stacks, *_worker_dumps(stacks)]])
             # the running test's function, to pick its thread among the xdist workers'
             function = running.rsplit("::", 1)[-1].split("[", 1)[0] if running else None
@@ -487,26 +505,17 @@ class Runner:
             message += f" No test was running (collection, or a session fixture); pytest stood at {own_frame}."
         if stack:
             update["stack"] = stack
-        partial_report = run_dir / "partial.json"
-        wrote = await anyio.to_thread.run_sync(write_partial_report, run_dir / RESULTS_FILE, partial_report, self.root)
-        if wrote:
+        records = run_dir / RECORDS_FILE
+        await anyio.to_thread.run_sync(drop_cut_line, records)  # pytest is gone: no line grows any more
+        if run_events.finished or run_events.collection_errors:
             try:
                 update["summary"] = await anyio.to_thread.run_sync(
-                    partial(engine_summarize, [str(partial_report)], budgets=budgets, project=self.project())
+                    partial(engine_summarize, [str(records)], budgets=budgets, project=self.project())
                 )
             except ReportError:
                 pass  # the answer keeps the output tails
         update["message"] = message
         failure.detail = failure.detail.model_copy(update=update)
-
-    @staticmethod
-    def _report_file(run_dir: Path, interp: Interpreter) -> Path:
-        json_report = run_dir / "report.json"
-        # pytest-json-report keeps one entry per node id: subtest failures vanish from it
-        had_subtests = (run_dir / SUBTESTS_MARKER).exists()
-        if interp.has_json_report and not had_subtests and json_report.is_file() and json_report.stat().st_size > 0:
-            return json_report
-        return run_dir / "junit.xml"
 
     @staticmethod
     def _failure(kind: FailureKind, message: str, outcome: ProcessOutcome, argv: list[str]) -> ToolFailure:
@@ -521,8 +530,10 @@ class Runner:
             stderr_tail=outcome.stderr_tail or None,
         )
 
-    def _status(self, outcome: ProcessOutcome, argv: list[str], report: Path, timeout: float) -> RunStatus:
-        """Map the exit to a status, or raise ``ToolFailure`` for execution failures."""
+    def _status(self, outcome: ProcessOutcome, argv: list[str], run_events: RunEvents, timeout: float) -> RunStatus:
+        """Map the exit to a status, or raise ``ToolFailure`` for execution failures
+        (``run_events``: the run's record file, which says whether pytest's session
+        finished)."""
         code = outcome.exit_code
         if outcome.timed_out:
             raise self._failure(
@@ -542,7 +553,7 @@ class Runner:
                 outcome,
                 argv,
             )
-        if code == 4:
+        if code == ExitCode.USAGE_ERROR:
             raise self._failure(
                 "usage_error",
                 "pytest refused the command line (exit 4): "
@@ -550,7 +561,7 @@ class Runner:
                 outcome,
                 argv,
             )
-        if code == 3:
+        if code == ExitCode.INTERNAL_ERROR:
             raise self._failure(
                 "internal_error",
                 "pytest hit an internal error (exit 3), often a plugin or conftest hook raising: "
@@ -566,11 +577,12 @@ class Runner:
                 outcome,
                 argv,
             )
-        if not report.is_file() or report.stat().st_size == 0:
+        if run_events.exit_status is None:
             raise self._failure(
                 "crashed",
-                f"pytest exited with {code} but wrote no report ({report.name}): the process ended before pytest "
-                "finished (a test called os._exit, or the interpreter crashed); see the output tails",
+                f"pytest exited with {code} but its session never finished (no SessionFinish in {RECORDS_FILE}): "
+                "the process ended before pytest did (a test called os._exit, or the interpreter crashed); "
+                "see the output tails",
                 outcome,
                 argv,
             )
@@ -591,32 +603,31 @@ class Runner:
     # -- discover_tests -------------------------------------------------------------
 
     def discover_argv(self, params: DiscoverParams, interp: Interpreter, tmp: Path) -> list[str]:
-        """The argv of a collect-only run."""
-        argv = [interp.python, "-m", "pytest", "-p", PLUGIN_NAME, f"--mcp-events={tmp / 'events.txt'}"]
-        # JUnit only: pytest-json-report would list every collected item again (+70% time at 100k tests)
-        argv += ["--collect-only", "-qq", f"--junitxml={tmp / 'junit.xml'}"]
+        """The argv of a collect-only run: the record plugin writes ``tmp``'s
+        ``RECORDS_FILE`` (the collected node ids and the collection errors)."""
+        argv = [interp.python, "-m", "pytest", "-p", PLUGIN_NAME, f"--mcp-records={tmp / RECORDS_FILE}"]
+        argv += ["--collect-only", "-qq"]
         return argv + selection_argv(params)
 
     async def discover(self, params: DiscoverParams) -> DiscoverResult:
         """Collect the selected tests without running them (the ``discover_tests`` tool).
 
-        Node ids are read from the event file line by line; only the requested page and
-        the per-file counts are kept, so a 100k-test suite costs little memory.
+        Node ids are read from the record file line by line; only the requested page and
+        the per-file counts are kept, so a 100k-test suite costs little memory. The
+        collection errors are the report engine's reading of the same file.
         """
         check_node_ids_exist(params.node_ids, self.root)
         interp = await self.interpreter()
         async with self._slots:
             tmp = Path(await anyio.to_thread.run_sync(partial(tempfile.mkdtemp, prefix="pytest-mcp-discover-")))
             try:
-                (tmp / "events.txt").touch()
+                records = tmp / RECORDS_FILE
                 argv = self.discover_argv(params, interp, tmp)
                 outcome = await self._run(argv, self.config.max_timeout_s)
-                report = tmp / "junit.xml"
-                self._status(outcome, argv, report, self.config.max_timeout_s)
-                page = await anyio.to_thread.run_sync(
-                    partial(read_collected, tmp / "events.txt", params.offset, params.limit)
-                )
-                summary = await self._summarize_run(report, Budgets(max_failures=0), outcome, argv)
+                run_events = await anyio.to_thread.run_sync(read_run_events, records, self.root)
+                self._status(outcome, argv, run_events, self.config.max_timeout_s)
+                page = await anyio.to_thread.run_sync(partial(read_collected, records, params.offset, params.limit))
+                summary = await self._summarize_run(records, Budgets(max_failures=0), outcome, argv)
             finally:
                 with anyio.CancelScope(shield=True):
                     shutil.rmtree(tmp, ignore_errors=True)
@@ -629,7 +640,9 @@ class Runner:
             node_ids=node_ids,
             next_offset=end if end < total else None,
             collection_errors=summary.collection_errors,
-            duration_s=outcome.duration_s,
+            duration_s=round(run_events.session_duration_s, 3)
+            if run_events.session_duration_s is not None
+            else outcome.duration_s,
         )
 
     # -- summarize_report -----------------------------------------------------------

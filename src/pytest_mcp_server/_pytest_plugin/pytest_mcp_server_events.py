@@ -1,36 +1,50 @@
 """pytest plugin that pytest-mcp-server loads into the pytest runs it starts.
 
 Not for users: the server adds this directory to the child's PYTHONPATH and passes
-``-p pytest_mcp_server_events --mcp-events=FILE`` (and, for a test run,
-``--mcp-results=FILE --mcp-stacks=FILE``). It imports nothing but pytest and the
-standard library (and orjson, when the project's interpreter has it, in runs of more
-than ``ORJSON_AFTER_RECORDS`` tests: it encodes the per-test records faster), so it works
-in any project interpreter (Python 3.8+, pytest 7+), whatever else is installed.
+``-p pytest_mcp_server_events --mcp-records=FILE`` (and, for a test run,
+``--mcp-stacks=FILE``). It imports nothing but pytest and the standard library (and
+orjson, when the project's interpreter has it, in runs of more than
+``ORJSON_AFTER_RECORDS`` tests: it encodes the complete reports faster), so it works in
+any project interpreter (Python 3.8+, pytest 7+), whatever else is installed.
 
-It appends one line per event to the events FILE, each with one unbuffered write, so
-the server can follow it while the run goes on and a killed pytest loses no line it
-wrote:
+FILE is the run's one record stream: JSON lines in pytest-reportlog's format (pytest-dev's
+``--report-log``: each report as ``pytest_report_to_serializable`` gives it, with its
+``$report_type``), in this dialect (docs/SERVER.md, *The record file*):
 
-* ``c N``: N tests collected (after -m/-k/--lf deselection; with xdist, a worker's count);
-* ``x N``: N collected tests deselected (``pytest_deselected``; one line per call);
-* ``s <unix time> <node id>``: a test started (``pytest_runtest_logstart``);
-* ``t <node id>``: that test finished (its teardown report arrived);
-* ``w {json}``: a warning pytest recorded (``pytest_warning_recorded``): ``category``,
-  ``message`` (capped), ``filename``, ``lineno``, ``nodeid``, ``when``;
-* ``d``: the stack-dump signal is armed (see below);
-* ``i "<node id>"``: a collected node id, JSON-encoded (only with --collect-only).
+* first ``{"$report_type": "SessionStart", "pytest_version", "root", "start"}`` (``root``:
+  ``config.rootpath``; ``start``: unix seconds), with ``"stack_dump_armed": true`` when
+  the stack dump below is armed;
+* each CollectReport that did not pass (collection errors, module-level skips), complete;
+* ``{"$report_type": "CollectionFinish", "collected": N}`` (after -m/-k/--lf; with xdist,
+  the first worker's count), and with --collect-only the collected node ids, in
+  ``{"$report_type": "CollectedIds", "nodeids": [...]}`` lines of about
+  ``COLLECTED_CHUNK_BYTES`` each;
+* ``{"$report_type": "Deselected", "count": N}`` per ``pytest_deselected`` call;
+* ``{"$report_type": "TestStart", "nodeid", "start"}`` when a test starts
+  (``pytest_runtest_logstart``): the test running when a run is stopped;
+* per test, when its teardown report arrives, its reports in order: setup (left out
+  when it passed), call, any SubTestReports (pytest 9's built-in subtests; pytest writes
+  them with ``_report_type``, renamed ``$report_type`` as pytest-reportlog does), teardown.
+  A report that passed (outcome passed, no ``wasxfail``) is lean:
+  ``{"$report_type", "nodeid", "when", "outcome": "passed", "duration"}`` (a subtest's
+  keeps its ``_subtest.context``); the others are complete serialisations, their
+  ``$report_type``, ``nodeid``, ``when`` and ``outcome`` first. (xdist's report of a
+  test whose worker crashed, ``when`` ``???``, ends its test too.)
+* ``{"$report_type": "WarningMessage", ...}`` per ``pytest_warning_recorded``, as
+  pytest-reportlog writes it (``category``, ``filename``, ``lineno``, ``message``,
+  ``when``, ``location``) plus ``nodeid``; the message is capped (``TEXT_CAP``);
+* last ``{"$report_type": "SessionFinish", "exitstatus": N, "duration": S}``: ``S`` the
+  session's seconds as pytest's last line measures them (``in 8.53s``: from the session's
+  start to the end of the terminal summary).
 
-Node ids are JSON-encoded. With ``--mcp-results=FILE`` it also writes one JSON line per
-finished test, shaped as a test of pytest-json-report (``{"test": {nodeid, outcome,
-setup, call, teardown}}``), and one per collection error (``{"collector": {nodeid,
-outcome, longrepr}}``), so the server can build the report of the tests that finished
-when pytest never writes its own (a crash, a timeout): each record is written (one
-unbuffered write) when its test's teardown report arrives, before the next test starts.
-Long texts are capped (``TEXT_CAP``). With ``--mcp-stacks=FILE``, ``faulthandler`` dumps every thread's stack
-into FILE on ``SIGUSR1`` (the server sends it when the run times out).
+Every line is written with one unbuffered write(2) (a test's reports together, in one),
+compact, whole and on disk before the next test starts: the server follows the file
+while the run goes on, and a killed pytest loses no line it wrote.
 
-In xdist workers it only arms that dump, into ``FILE.<worker pid>`` (the tests run
-there); the controller sees every report and writes the rest.
+With ``--mcp-stacks=FILE``, ``faulthandler`` dumps every thread's stack into FILE on
+``SIGUSR1`` (the server sends it when the run times out). In xdist workers the plugin
+only arms that dump, into ``FILE.<worker pid>`` (the tests run there); the controller
+sees every report and writes the records.
 
 On Linux it also guards against the server's sudden death (SIGKILL, a crash): pytest
 asks the kernel for SIGHUP when its parent dies (``PR_SET_PDEATHSIG``) and then kills its
@@ -48,7 +62,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Generator, Sequence
 from json.encoder import encode_basestring_ascii
 from types import FrameType
 from typing import IO, Any
@@ -57,17 +71,17 @@ import pytest
 
 PR_SET_PDEATHSIG = 1
 TEXT_CAP = 65536
-"""Characters kept of a warning message, a longrepr or captured output in the files
-written here (the head and the tail; the report engine cuts further)."""
-_OUTCOMES = ("failed", "error", "skipped", "xfailed", "xpassed")
+"""Characters kept of a warning's message in the record file (its head and tail)."""
 ORJSON_AFTER_RECORDS = 2000
-"""Records written with the standard library's json before the plugin imports orjson (when
-the project's interpreter has it). Importing orjson takes 5-15 ms and it saves about 5 us a
-record (5 us -> 0.3 us), so it pays back only in runs of a few thousand tests."""
+"""Tests recorded with the standard library's json before the plugin imports orjson (when
+the project's interpreter has it). Importing orjson takes 5-15 ms and it saves several
+microseconds per complete report, so it pays back only in runs of a few thousand tests.
+(A passing test's lean lines are formatted without either.)"""
 COLLECTED_CHUNK_BYTES = 65536
-"""Bytes of ``i`` lines (collected node ids) written at once with --collect-only."""
+"""Bytes of node ids per ``CollectedIds`` line with --collect-only."""
 STACK_DUMP_SIGNAL = "SIGUSR1"
 """The signal on which faulthandler dumps every thread's stack into the stacks file."""
+_ENDS_TEST = ("setup", "call")  # a report with any other ``when`` (teardown, xdist's ???) ends its test
 
 
 def _kill_escaped(token: str) -> None:
@@ -112,8 +126,7 @@ def _guard_parent_death() -> None:
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.addoption("--mcp-events", dest="mcp_events", default=None, help="(pytest-mcp-server internal)")
-    parser.addoption("--mcp-results", dest="mcp_results", default=None, help="(pytest-mcp-server internal)")
+    parser.addoption("--mcp-records", dest="mcp_records", default=None, help="(pytest-mcp-server internal)")
     parser.addoption("--mcp-stacks", dest="mcp_stacks", default=None, help="(pytest-mcp-server internal)")
 
 
@@ -125,7 +138,9 @@ def _capped(text: str) -> str:
 
 
 def _stdlib_json_line(record: dict[str, Any]) -> bytes:
-    return (json.dumps(record) + "\n").encode("ascii")  # ensure_ascii: always ASCII
+    # compact as orjson's; ensure_ascii: always ASCII (a lone surrogate escaped); str() what
+    # JSON cannot hold (a user property's object), as pytest-reportlog does
+    return (json.dumps(record, separators=(",", ":"), default=str) + "\n").encode("ascii")
 
 
 def _orjson_line_encoder() -> Callable[[dict[str, Any]], bytes] | None:
@@ -139,7 +154,7 @@ def _orjson_line_encoder() -> Callable[[dict[str, Any]], bytes] | None:
 
     def orjson_line(record: dict[str, Any]) -> bytes:
         try:
-            return orjson.dumps(record, option=option)
+            return orjson.dumps(record, option=option, default=str)
         except TypeError:  # orjson.JSONEncodeError: what json escapes (a lone surrogate in a message)
             return _stdlib_json_line(record)
 
@@ -151,23 +166,6 @@ def _write(file: IO[bytes], data: bytes) -> None:
     # so a crash or a kill loses nothing written before; a short write is continued
     while data:
         data = data[file.write(data) :]
-
-
-def _stage(report: pytest.TestReport) -> dict[str, Any]:
-    # the fields of a pytest-json-report stage that the report engine reads
-    stage: dict[str, Any] = {"duration": report.duration, "outcome": report.outcome}
-    if report.failed:
-        crash = getattr(report.longrepr, "reprcrash", None)
-        if crash is not None:
-            stage["crash"] = {"path": crash.path, "lineno": crash.lineno, "message": _capped(crash.message)}
-        if report.capstdout:
-            stage["stdout"] = _capped(report.capstdout)
-        if report.capstderr:
-            stage["stderr"] = _capped(report.capstderr)
-        longrepr = report.longreprtext
-        if longrepr:
-            stage["longrepr"] = _capped(longrepr)
-    return stage
 
 
 def _arm_stack_dump(path: str) -> IO[str] | None:
@@ -186,29 +184,76 @@ def _disarm_stack_dump(stacks: IO[str] | None) -> None:
         stacks.close()
 
 
-class _EventWriter:
-    # Per test: one write(2) to the events file when it starts, and when it finished one
-    # to the results file and one to the events file, each line whole and on disk before
-    # the next test runs (the timeout and crash answers read them). The outcome hook is
-    # asked only about reports that did not pass (see pytest_runtest_logreport).
-    def __init__(self, config: pytest.Config, path: str, results: str | None, stacks: str | None) -> None:
+class _RecordWriter:
+    # Per test: one write(2) when it starts (TestStart) and one when its teardown report
+    # arrives (all its reports), each line whole and on disk before the next test runs.
+    # A passing report is formatted by hand (the C string encoder for its node id): no
+    # serialisation hook, no dict, no json encoder.
+    def __init__(self, config: pytest.Config, path: str, stacks: str | None) -> None:
         self.config = config
         self.file = open(path, "ab", buffering=0)
         self.collect_only = bool(config.getoption("collectonly", False))
-        self.total_sent = False
-        self.results = open(results, "ab", buffering=0) if results else None
-        self.tests: dict[str, dict[str, Any]] = {}
-        self.records_written = 0
-        # json.loads reads both encoders' lines alike (orjson's are compact and UTF-8)
+        self.collected_sent = False
+        self.session_started: float | None = None  # perf_counter at the session's start
+        self.summary_duration: float | None = None  # the session's time at the end of the terminal summary
+        self.early: list[bytes] = []  # lines recorded before the session started (config-time warnings)
+        self.pending: dict[str, list[bytes]] = {}  # node id -> its reports' lines until its teardown
+        self.tests_written = 0
+        # json.loads reads both encoders' lines alike (orjson's are UTF-8, json's ASCII)
         self.json_line: Callable[[dict[str, Any]], bytes] = _stdlib_json_line
         self.stacks = _arm_stack_dump(stacks) if stacks else None
+
+    def _line(self, line: bytes) -> None:
+        if self.session_started is None:
+            self.early.append(line)
+        else:
+            _write(self.file, line)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        start = {
+            "$report_type": "SessionStart",
+            "pytest_version": pytest.__version__,
+            "root": str(self.config.rootpath),
+            "start": time.time(),
+        }
         if self.stacks is not None:
-            _write(self.file, b"d\n")
+            start["stack_dump_armed"] = True
+        self.session_started = time.perf_counter()
+        _write(self.file, _stdlib_json_line(start) + b"".join(self.early))
+        self.early = []
+
+    @pytest.hookimpl(hookwrapper=True, tryfirst=True)
+    def pytest_terminal_summary(self) -> Generator[None, None, None]:
+        # the terminal reporter prints its last line ("in 8.53s") right after this hook
+        yield
+        self.summary_duration = self._duration()
+
+    @pytest.hookimpl(hookwrapper=True, tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> Generator[None, None, None]:
+        # outermost: after the terminal reporter's summary line, whose time it repeats
+        yield
+        duration = self.summary_duration if self.summary_duration is not None else self._duration()
+        finish = {"$report_type": "SessionFinish", "exitstatus": int(session.exitstatus), "duration": duration}
+        self._line(_stdlib_json_line(finish))
+
+    def _duration(self) -> float:
+        # the terminal reporter's own clock when it has one (pytest 8+: an Instant taken in its
+        # trylast pytest_sessionstart), so the figure is the one its last line printed
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        start = getattr(reporter, "_session_start", None)
+        if start is not None and hasattr(start, "elapsed"):
+            try:
+                return float(start.elapsed().seconds)
+            except (AttributeError, TypeError, ValueError):
+                pass
+        started = self.session_started if self.session_started is not None else time.perf_counter()
+        return time.perf_counter() - started
 
     def _collected(self, n: int) -> None:
-        if not self.total_sent:
-            self.total_sent = True
-            _write(self.file, b"c %d\n" % n)
+        if not self.collected_sent:
+            self.collected_sent = True
+            self._line(b'{"$report_type":"CollectionFinish","collected":%d}\n' % n)
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self._collected(len(session.items))
@@ -216,76 +261,112 @@ class _EventWriter:
             chunk: list[str] = []
             size = 0
             for item in session.items:
-                line = "i " + encode_basestring_ascii(item.nodeid) + "\n"
-                chunk.append(line)
-                size += len(line)
+                encoded = encode_basestring_ascii(item.nodeid)
+                chunk.append(encoded)
+                size += len(encoded) + 1
                 if size >= COLLECTED_CHUNK_BYTES:
-                    _write(self.file, "".join(chunk).encode("ascii"))
+                    self._collected_ids(chunk)
                     chunk, size = [], 0
-            _write(self.file, "".join(chunk).encode("ascii"))
+            if chunk:
+                self._collected_ids(chunk)
+
+    def _collected_ids(self, encoded: list[str]) -> None:
+        self._line(('{"$report_type":"CollectedIds","nodeids":[' + ",".join(encoded) + "]}\n").encode("ascii"))
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: object, ids: Sequence[str]) -> None:
         self._collected(len(ids))
 
     def pytest_deselected(self, items: Sequence[pytest.Item]) -> None:
-        _write(self.file, b"x %d\n" % len(items))
+        self._line(b'{"$report_type":"Deselected","count":%d}\n' % len(items))
+
+    def _complete(self, report: pytest.CollectReport | pytest.TestReport) -> bytes:
+        data = self.config.hook.pytest_report_to_serializable(config=self.config, report=report)
+        if "_report_type" in data:  # a subtest report (pytest 9, pytest-subtests), as pytest-reportlog renames it
+            data["$report_type"] = data.pop("_report_type")
+        head = {"$report_type": data.pop("$report_type"), "nodeid": data.pop("nodeid")}
+        for key in ("when", "outcome"):
+            if key in data:
+                head[key] = data.pop(key)
+        head.update(data)
+        return self.json_line(head)
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
-        if report.failed and self.results is not None:
-            record = {"nodeid": report.nodeid, "outcome": "failed", "longrepr": _capped(report.longreprtext)}
-            _write(self.results, self.json_line({"collector": record}))
+        if not report.passed:
+            self._line(self._complete(report))
 
     def pytest_runtest_logstart(self, nodeid: str, location: object) -> None:
-        _write(self.file, f"s {time.time():.3f} {encode_basestring_ascii(nodeid)}\n".encode("ascii"))
+        start = "%.3f" % time.time()  # noqa: UP031 - Python 3.8's f-strings are no faster
+        line = '{"$report_type":"TestStart","nodeid":' + encode_basestring_ascii(nodeid) + ',"start":' + start + "}\n"
+        self._line(line.encode("ascii"))
 
+    @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        # first: the report as it was made (pytest 9's terminal reporter later marks a passed
+        # test with failed subtests failed, in the report itself), as pytest-reportlog sees it
         nodeid = report.nodeid  # a property: read once
         when = report.when
-        if self.results is not None:
-            test = self.tests.get(nodeid)
-            if test is None:
-                test = self.tests[nodeid] = {"nodeid": nodeid, "outcome": "passed"}
-            # the test's outcome as pytest-json-report computes it: the last category that is
-            # not a pass. A passed report that is no xpass has category "passed", "" or a
-            # plugin's own ("subtests passed"), never one of _OUTCOMES: no need to ask the hook
-            if not report.passed or hasattr(report, "wasxfail"):
-                category = self.config.hook.pytest_report_teststatus(report=report, config=self.config)[0]
-                if category in _OUTCOMES:  # not "subtests passed" and the like
-                    test["outcome"] = category
-            earlier = test.get(when)
-            if earlier is None or report.failed or earlier["outcome"] != "failed":
-                # a failed subtest's stage (same node id, "call") is not replaced by a later passing one
-                test[when] = _stage(report)
-        if when == "teardown":
-            if self.results is not None:
-                _write(self.results, self.json_line({"test": self.tests.pop(nodeid)}))
-                self.records_written += 1
-                if self.records_written == ORJSON_AFTER_RECORDS:
-                    self.json_line = _orjson_line_encoder() or _stdlib_json_line
-            _write(self.file, ("t " + encode_basestring_ascii(nodeid) + "\n").encode("ascii"))
+        if report.passed and not hasattr(report, "wasxfail"):
+            context = getattr(report, "context", None)
+            if context is None:
+                if when == "setup":
+                    return  # a passed setup is left out
+                line = (
+                    '{"$report_type":"TestReport","nodeid":'
+                    + encode_basestring_ascii(nodeid)
+                    + ',"when":"'
+                    + str(when)
+                    + '","outcome":"passed","duration":'
+                    + repr(report.duration)
+                    + "}\n"
+                ).encode("ascii")
+            else:  # a passed subtest: lean, with what names it
+                lean: dict[str, Any] = {"$report_type": "SubTestReport", "nodeid": nodeid, "when": when}
+                lean["outcome"] = "passed"
+                lean["duration"] = report.duration
+                lean["_subtest.context"] = {"msg": context.msg, "kwargs": dict(context.kwargs)}
+                line = self.json_line(lean)
+        else:
+            line = self._complete(report)
+        if when in _ENDS_TEST:
+            lines = self.pending.get(nodeid)
+            if lines is None:
+                self.pending[nodeid] = [line]
+            else:
+                lines.append(line)
+            return
+        lines = self.pending.pop(nodeid, None)
+        if lines is None:
+            self._line(line)
+        else:
+            lines.append(line)
+            self._line(b"".join(lines))
+        self.tests_written += 1
+        if self.tests_written == ORJSON_AFTER_RECORDS:
+            self.json_line = _orjson_line_encoder() or _stdlib_json_line
 
     def pytest_warning_recorded(self, warning_message: Any, when: str, nodeid: str, location: object) -> None:
+        category = warning_message.category
         record = {
-            "category": warning_message.category.__name__,
-            "message": _capped(str(warning_message.message)),
+            "$report_type": "WarningMessage",
+            "category": category.__name__ if category else None,
             "filename": warning_message.filename,
             "lineno": warning_message.lineno,
-            "nodeid": nodeid,
+            "message": _capped(str(warning_message.message)),
             "when": when,
+            "location": location,
+            "nodeid": nodeid,
         }
-        _write(self.file, b"w " + self.json_line(record))
+        self._line(self.json_line(record))
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         _disarm_stack_dump(self.stacks)
-        if self.results is not None:
-            self.results.close()
         self.file.close()
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_configure(config: pytest.Config) -> None:
-    path = config.getoption("mcp_events", None)
+    path = config.getoption("mcp_records", None)
     if not path:
         return
     if hasattr(config, "workerinput"):
@@ -297,5 +378,5 @@ def pytest_configure(config: pytest.Config) -> None:
                 config.add_cleanup(lambda: _disarm_stack_dump(worker_stacks))
         return
     _guard_parent_death()
-    writer = _EventWriter(config, path, config.getoption("mcp_results", None), config.getoption("mcp_stacks", None))
-    config.pluginmanager.register(writer, "pytest-mcp-events")
+    writer = _RecordWriter(config, path, config.getoption("mcp_stacks", None))
+    config.pluginmanager.register(writer, "pytest-mcp-records")
