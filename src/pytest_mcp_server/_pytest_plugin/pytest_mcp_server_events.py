@@ -81,7 +81,9 @@ COLLECTED_CHUNK_BYTES = 65536
 """Bytes of node ids per ``CollectedIds`` line with --collect-only."""
 STACK_DUMP_SIGNAL = "SIGUSR1"
 """The signal on which faulthandler dumps every thread's stack into the stacks file."""
-_ENDS_TEST = ("setup", "call")  # a report with any other ``when`` (teardown, xdist's ???) ends its test
+_HELD_STAGES = ("setup", "call")  # a report of any other stage (teardown, xdist's ???) ends its test
+_LEAN_TEST_REPORT = '{"$report_type":"TestReport","nodeid":%s,"when":"%s","outcome":"passed","duration":%r}\n'
+_TEST_START = '{"$report_type":"TestStart","nodeid":%s,"start":%.3f}\n'
 
 
 def _kill_escaped(token: str) -> None:
@@ -164,8 +166,10 @@ def _orjson_line_encoder() -> Callable[[dict[str, Any]], bytes] | None:
 def _write(file: IO[bytes], data: bytes) -> None:
     # an unbuffered file: each call is one write(2), on disk (page cache) when it returns,
     # so a crash or a kill loses nothing written before; a short write is continued
-    while data:
-        data = data[file.write(data) :]
+    written = file.write(data)
+    while written is not None and written < len(data):
+        data = data[written:]
+        written = file.write(data)
 
 
 def _arm_stack_dump(path: str) -> IO[str] | None:
@@ -199,6 +203,7 @@ class _RecordWriter:
         self.early: list[bytes] = []  # lines recorded before the session started (config-time warnings)
         self.pending: dict[str, list[bytes]] = {}  # node id -> its reports' lines until its teardown
         self.tests_written = 0
+        self.running = ("", "")  # the node id of the test that started last, and its JSON string
         # json.loads reads both encoders' lines alike (orjson's are UTF-8, json's ASCII)
         self.json_line: Callable[[dict[str, Any]], bytes] = _stdlib_json_line
         self.stacks = _arm_stack_dump(stacks) if stacks else None
@@ -296,39 +301,47 @@ class _RecordWriter:
             self._line(self._complete(report))
 
     def pytest_runtest_logstart(self, nodeid: str, location: object) -> None:
-        start = "%.3f" % time.time()  # noqa: UP031 - Python 3.8's f-strings are no faster
-        line = '{"$report_type":"TestStart","nodeid":' + encode_basestring_ascii(nodeid) + ',"start":' + start + "}\n"
-        self._line(line.encode("ascii"))
+        encoded = encode_basestring_ascii(nodeid)
+        self.running = (nodeid, encoded)  # the node id of its reports, encoded once
+        self._line((_TEST_START % (encoded, time.time())).encode("ascii"))
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         # first: the report as it was made (pytest 9's terminal reporter later marks a passed
-        # test with failed subtests failed, in the report itself), as pytest-reportlog sees it
-        nodeid = report.nodeid  # a property: read once
+        # test with failed subtests failed, in the report itself), as pytest-reportlog sees it.
+        # The hot path (a plain TestReport that passed) reads attributes without raising
+        # AttributeError (hasattr's cost) and formats its line with one %.
         when = report.when
-        if report.passed and not hasattr(report, "wasxfail"):
-            context = getattr(report, "context", None)
-            if context is None:
+        plain = type(report) is pytest.TestReport
+        if plain:
+            lean = report.outcome == "passed" and "wasxfail" not in report.__dict__
+        else:
+            lean = report.outcome == "passed" and not hasattr(report, "wasxfail")
+        if lean:
+            if plain:
                 if when == "setup":
                     return  # a passed setup is left out
-                line = (
-                    '{"$report_type":"TestReport","nodeid":'
-                    + encode_basestring_ascii(nodeid)
-                    + ',"when":"'
-                    + str(when)
-                    + '","outcome":"passed","duration":'
-                    + repr(report.duration)
-                    + "}\n"
-                ).encode("ascii")
-            else:  # a passed subtest: lean, with what names it
-                lean: dict[str, Any] = {"$report_type": "SubTestReport", "nodeid": nodeid, "when": when}
-                lean["outcome"] = "passed"
-                lean["duration"] = report.duration
-                lean["_subtest.context"] = {"msg": context.msg, "kwargs": dict(context.kwargs)}
-                line = self.json_line(lean)
+                nodeid = report.nodeid  # a property: read once
+                running, encoded = self.running
+                if nodeid != running:  # with xdist, reports of several tests interleave
+                    encoded = encode_basestring_ascii(nodeid)
+                line = (_LEAN_TEST_REPORT % (encoded, when, report.duration)).encode("ascii")
+            else:
+                nodeid = report.nodeid
+                context = getattr(report, "context", None)
+                record: dict[str, Any] = {"$report_type": "TestReport", "nodeid": nodeid, "when": when}
+                record["outcome"] = "passed"
+                record["duration"] = report.duration
+                if context is not None:  # a passed subtest: lean, with what names it
+                    record["$report_type"] = "SubTestReport"
+                    record["_subtest.context"] = {"msg": context.msg, "kwargs": dict(context.kwargs)}
+                elif when == "setup":
+                    return
+                line = self.json_line(record)
         else:
+            nodeid = report.nodeid
             line = self._complete(report)
-        if when in _ENDS_TEST:
+        if when in _HELD_STAGES:
             lines = self.pending.get(nodeid)
             if lines is None:
                 self.pending[nodeid] = [line]

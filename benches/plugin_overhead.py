@@ -1,0 +1,125 @@
+#!/usr/bin/env python
+"""Wall time of a run through the server against plain pytest, on a generated suite of
+fast parametrized tests.
+
+Three ways, alternating in every round so that drift and other load hit them alike:
+
+* ``plain``: ``python -m pytest -q -p no:cacheprovider`` in the suite, the server's
+  environment without its plugin directory;
+* ``server argv``: the exact argv and environment of a run of ``execute_tests``
+  (``Runner.execute_argv``, ``Runner.child_env``: the record plugin writing its file,
+  the stack dump armed), run directly;
+* ``execute_tests``: the tool itself, called over stdio on a server started once (the
+  time the client waits: pytest, then the summary, the answer and the MCP round trip).
+
+Prints the load average, each run, then a markdown table: median and range of each way
+over the rounds, and its ratio to plain pytest's median. Usage::
+
+    python benches/plugin_overhead.py [--tests 6006] [--rounds 7] [--files 6]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import anyio
+
+from pytest_mcp_server.config import ServerConfig
+from pytest_mcp_server.tool_models import ExecuteParams
+from pytest_mcp_server.workflows import Runner
+
+
+def make_suite(root: Path, tests: int, files: int) -> None:
+    """``files`` test files sharing ``tests`` fast parametrized tests (each an assert on ints)."""
+    (root / "tests").mkdir(parents=True)
+    per_file, extra = divmod(tests, files)
+    for n in range(files):
+        count = per_file + (1 if n < extra else 0)
+        (root / "tests" / f"test_gen_{n}.py").write_text(
+            "import pytest\n\n\n"
+            f"@pytest.mark.parametrize('i', range({count}))\n"
+            "def test_value(i):\n"
+            "    assert i + 1 > i\n"
+        )
+    (root / "pyproject.toml").write_text("[tool.pytest.ini_options]\ntestpaths = ['tests']\n")
+
+
+def timed(argv: list[str], cwd: Path, env: dict[str, str]) -> float:
+    """Wall seconds of one pytest child (exit 0 expected)."""
+    start = time.perf_counter()
+    proc = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, stdin=subprocess.DEVNULL)
+    took = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise SystemExit(f"{argv[:4]} exited with {proc.returncode}: {proc.stdout.decode(errors='replace')[-2000:]}")
+    return took
+
+
+async def measure(root: Path, work: Path, rounds: int) -> dict[str, list[float]]:
+    from mcp import Client, StdioServerParameters
+
+    runner = Runner(ServerConfig(root=root, artifacts_dir=work / "artifacts"))
+    interp = await runner.interpreter()
+    server_env = runner.child_env(run=True)
+    plain_env = {k: v for k, v in server_env.items() if k != "PYTHONPATH"}
+    plain = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+    times: dict[str, list[float]] = {"plain": [], "server argv": [], "execute_tests": []}
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "pytest_mcp_server", "--root", str(root), "--artifacts-dir", str(work / "artifacts")],
+        env=dict(os.environ),
+    )
+    async with Client(params, mode="legacy") as client:
+        for rnd in range(rounds + 1):  # round 0 warms the caches and is not counted
+            run_dir = work / "direct"
+            shutil.rmtree(run_dir, ignore_errors=True)
+            run_dir.mkdir()
+            argv = runner.execute_argv(ExecuteParams(), interp, run_dir)
+            took = {
+                "plain": await anyio.to_thread.run_sync(timed, plain, root, plain_env),
+                "server argv": await anyio.to_thread.run_sync(timed, argv, root, server_env),
+            }
+            start = time.perf_counter()
+            result = await client.call_tool("execute_tests", {})
+            took["execute_tests"] = time.perf_counter() - start
+            if result.structured_content is None or result.structured_content["status"] != "passed":
+                raise SystemExit(f"execute_tests did not pass: {result.content[0]}")
+            print(f"round {rnd}: " + ", ".join(f"{k} {v:.2f}s" for k, v in took.items()), flush=True)
+            if rnd:
+                for way, seconds in took.items():
+                    times[way].append(seconds)
+    return times
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tests", type=int, default=6006, help="tests in the generated suite")
+    parser.add_argument("--files", type=int, default=6, help="test files they are spread over")
+    parser.add_argument("--rounds", type=int, default=7, help="counted rounds (each runs every way once)")
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="plugin-overhead-"))
+    try:
+        root = work / "suite"
+        make_suite(root, args.tests, args.files)
+        print(f"{args.tests} tests, {args.rounds} rounds; load average at the start {os.getloadavg()}", flush=True)
+        times = anyio.run(measure, root, work, args.rounds)
+        print(f"load average at the end {os.getloadavg()}\n")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    base = statistics.median(times["plain"])
+    print("| way | median (s) | range (s) | / plain |")
+    print("|---|---:|---:|---:|")
+    for way, runs in times.items():
+        median = statistics.median(runs)
+        print(f"| {way} | {median:.2f} | {min(runs):.2f}-{max(runs):.2f} | {median / base:.3f}x |")
+
+
+if __name__ == "__main__":
+    main()
