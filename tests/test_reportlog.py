@@ -1,4 +1,5 @@
-"""The pytest report-log reader (pure ``pure/reportlog.py``; docs/ENGINE.md, *pytest report-log*).
+"""The pytest report-log readers (native ``reportlog.rs``, pure ``pure/reportlog.py``;
+docs/ENGINE.md, *pytest report-log*).
 
 Real pytest runs of the fixture project ``fixtures/reportlog/project`` (every outcome,
 subtests of both flavours, a collection error, chained exceptions, wide arguments,
@@ -7,6 +8,8 @@ server plugin's dialect (``fixtures/reportlog/dialect_plugin.py``) and pytest-js
 The report log must answer as pytest-json-report does (the reader builds the same test
 entries), plus the subtests that pytest-json-report cannot show; its rendering of a
 structured ``longrepr`` must be pytest's own ``report.longreprtext``, byte for byte.
+Everywhere the native and pure summaries must be the same bytes (or the same error
+kind); ``test_reportlog_parity.py`` adds generated record files.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from backends import kind_in_both, needs_native, result_in_both, summary_in_both
 
 from pytest_mcp_server.engine import summarize_bytes
 from pytest_mcp_server.models import ReportError, ReportSummary
@@ -69,8 +73,9 @@ def three_reports(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path,
     return tmp / "run.jsonl", tmp / "dialect.jsonl", tmp / "run.json", last
 
 
-def summary(path: Path, backend: str = "pure", **kw: object) -> dict:
-    return json.loads(summarize_bytes(path, backend=backend, **kw))  # type: ignore[arg-type]
+def summary(path: Path, fmt: str = "auto") -> dict:
+    """The summary both backends give (the same bytes)."""
+    return summary_in_both(path, fmt)
 
 
 def _pytest_counts(line: str) -> dict[str, int]:
@@ -167,12 +172,9 @@ def test_killed_run_summarises_the_complete_lines_and_says_the_last_was_cut(thre
     cut_at = next(i for i, line in enumerate(lines) if b'"when": "call"' in line and b'"outcome": "failed"' in line)
     cut = tmp_path / "cut.jsonl"
     cut.write_bytes(b"".join(lines[:cut_at]) + lines[cut_at][: len(lines[cut_at]) // 2])
-    for backend in ("pure", "auto"):
-        s = ReportSummary.model_validate_json(summarize_bytes(cut, backend=backend))  # type: ignore[arg-type]
-        assert s.truncated == [str(cut)]
-        whole = summary(dialect)
-        assert s.counts.total < whole["counts"]["total"]
-        assert s.counts.total >= 1
+    s = ReportSummary.model_validate(summary(cut))
+    assert s.truncated == [str(cut)]
+    assert 1 <= s.counts.total < summary(dialect)["counts"]["total"]
     # the same file with its last line complete is not cut
     complete = tmp_path / "complete.jsonl"
     complete.write_bytes(b"".join(lines[:cut_at]))
@@ -223,11 +225,12 @@ def report(**fields: object) -> str:
 def test_bad_lines_are_malformed_naming_the_line(tmp_path, content, where):
     path = tmp_path / "bad.jsonl"
     path.write_text(content)
-    with pytest.raises(ReportError) as info:
-        summarize_bytes(path, backend="pure")
-    assert info.value.kind == "malformed"
-    assert info.value.position == where
-    assert where in str(info.value)
+    assert kind_in_both(path) == "malformed"
+    for backend in ("native", "pure"):
+        with pytest.raises(ReportError) as info:
+            summarize_bytes(path, backend=backend)  # type: ignore[arg-type]
+        assert info.value.position == where
+        assert where in str(info.value)
 
 
 def test_json_lines_without_report_type_are_not_a_report(tmp_path):
@@ -236,17 +239,45 @@ def test_json_lines_without_report_type_are_not_a_report(tmp_path):
     # the first line has the key: a report log (unknown types are ignored)
     assert summary(path)["counts"]["total"] == 0
     path.write_text('{"Action": "run"}\n{"Action": "pass"}\n')
-    with pytest.raises(ReportError) as info:
-        summarize_bytes(path, backend="pure", format="reportlog")
-    assert info.value.kind == "not_a_report"
+    # sniffed as pytest-json: not the report log asked for
+    assert kind_in_both(path, fmt="reportlog") == "not_a_report"
+    # the key on the first line only as a value: the reader finds no $report_type
+    path.write_text('{"Action": "\\"$report_type\\""}\n{"Action": "pass"}\n')
+    assert kind_in_both(path, fmt="reportlog") == "not_a_report"
 
 
-def test_auto_backend_reads_report_logs(three_reports):
+def test_auto_backend_reads_report_logs(three_reports, monkeypatch):
     """``auto`` answers for a report log whether or not the native extension reads the
-    format (an extension without it leaves report logs to the pure backend)."""
-    reportlog = three_reports[0]
-    assert summary(reportlog, backend="auto") == summary(reportlog, backend="pure")
-    assert summary(reportlog, backend="auto", format="reportlog") == summary(reportlog, backend="pure")
+    format (an extension without it, as built before this reader, leaves report logs to
+    the pure backend; the other formats stay native)."""
+    from pytest_mcp_server import engine
+
+    reportlog, _, json_report, _ = three_reports
+    pure = summarize_bytes(reportlog, backend="pure")
+    assert summarize_bytes(reportlog, backend="auto") == pure
+    monkeypatch.setattr(engine._native, "FORMATS", ["junit", "pytest-json"])
+    assert not engine._native_reads([str(reportlog)], "auto")
+    assert not engine._native_reads([str(json_report)], "reportlog")
+    assert engine._native_reads([str(json_report)], "auto")
+    assert summarize_bytes(reportlog, backend="auto") == pure
+    assert summarize_bytes(reportlog, backend="auto", format="reportlog") == pure
+
+
+@needs_native
+@pytest.mark.parametrize("name", ["run.reportlog.jsonl", "run.dialect.jsonl", "short.dialect.jsonl"])
+def test_committed_fixtures_give_identical_bytes(name, tmp_path):
+    """The files ``fixtures/reportlog/generate.py`` wrote with real pytest, whole and cut
+    at every line and in the middle of lines: the same bytes (or error kind) in both."""
+    data = (HERE / name).read_bytes()
+    s = summary(HERE / name)
+    assert s["counts"]["failed"] >= 10 and s["counts"]["subtests_failed"] == 3
+    cut = tmp_path / name
+    step = max(len(data) // 97, 1)
+    for end in range(0, len(data), step):
+        cut.write_bytes(data[:end])
+        result_in_both(cut)
+    for budgets in ({"max_output_bytes": 3, "max_log_bytes": 5}, {"max_failures": 1, "max_traceback_lines": 3}):
+        result_in_both(HERE / name, budgets)
 
 
 def test_cli_summarize_reads_a_report_log(three_reports):

@@ -26,8 +26,8 @@ from .text import ATTR_CAP, duration_us_from_float
 _PHASES = ("setup", "call", "teardown")
 _REPORT_OUTCOMES = ("passed", "failed", "skipped", "rerun")
 # The deepest nesting of arrays/objects a line may have (the line's object is level 1):
-# serde_json's recursion limit, which the native reader keeps.
-MAX_DEPTH = 128
+# serde_json's recursion limit (128 levels fail), which the native reader keeps.
+MAX_DEPTH = 127
 
 # What Python's str.strip() / rstrip() / isspace() take for whitespace: pytest's
 # longreprtext strips its text with it.
@@ -105,15 +105,18 @@ def parse_reportlog(f: IO[bytes], path: str, budgets: dict[str, int], emit: Emit
             continue
         try:
             obj = orjson.loads(raw)
+            problem = None
         except orjson.JSONDecodeError as exc:
+            problem = f"not valid JSON ({exc.msg})"
+        if problem is None and _too_deep(raw):
+            problem = f"not valid JSON (arrays/objects nested deeper than {MAX_DEPTH} levels)"
+        if problem is not None:
             if not raw.endswith(b"\n"):
                 end.cut_last_line = True
                 break
-            raise reader.malformed(line_no, f"not valid JSON ({exc.msg})") from None
+            raise reader.malformed(line_no, problem)
         if type(obj) is not dict:
             raise reader.malformed(line_no, "a JSON value that is not an object")
-        if _too_deep(raw, obj):
-            raise reader.malformed(line_no, f"arrays/objects nested deeper than {MAX_DEPTH} levels")
         try:
             reader.line(obj)
         except _Malformed as exc:
@@ -129,7 +132,7 @@ def parse_reportlog(f: IO[bytes], path: str, budgets: dict[str, int], emit: Emit
     return end
 
 
-def _too_deep(raw: bytes, obj: Any) -> bool:
+def _too_deep(raw: bytes) -> bool:
     """Whether the line nests arrays/objects deeper than MAX_DEPTH (cheap unless the line
     has more than MAX_DEPTH brackets)."""
     if raw.count(b"[") + raw.count(b"{") <= MAX_DEPTH:
