@@ -82,6 +82,35 @@ fn synthetic_json(tests: usize) -> Vec<u8> {
     s.into_bytes()
 }
 
+/// A report log in the server plugin's dialect: lean passing reports, one failure in 50
+/// with a string longrepr.
+fn synthetic_reportlog(tests: usize) -> Vec<u8> {
+    let mut s = String::from(
+        "{\"$report_type\": \"SessionStart\", \"pytest_version\": \"9.2.0\", \"root\": \"/ci\", \"start\": 1.0}\n",
+    );
+    let longrepr = serde_json_escape(TRACEBACK);
+    for i in 0..tests {
+        let nodeid = format!("tests/pkg/test_mod_{}.py::TestCase::test_{i}", i / 100);
+        s.push_str(&format!(
+            "{{\"$report_type\": \"TestStart\", \"nodeid\": \"{nodeid}\", \"start\": 2.0}}\n"
+        ));
+        if i % 50 == 7 {
+            s.push_str(&format!(
+                "{{\"$report_type\": \"TestReport\", \"nodeid\": \"{nodeid}\", \"location\": [\"tests/api/test_users.py\", 41, \"test\"], \"keywords\": {{}}, \"outcome\": \"failed\", \"longrepr\": {longrepr}, \"when\": \"call\", \"user_properties\": [], \"sections\": [], \"duration\": 0.012, \"start\": 2.0, \"stop\": 2.012}}\n"
+            ));
+        } else {
+            s.push_str(&format!(
+                "{{\"$report_type\": \"TestReport\", \"nodeid\": \"{nodeid}\", \"when\": \"call\", \"outcome\": \"passed\", \"duration\": 0.003}}\n"
+            ));
+        }
+        s.push_str(&format!(
+            "{{\"$report_type\": \"TestReport\", \"nodeid\": \"{nodeid}\", \"when\": \"teardown\", \"outcome\": \"passed\", \"duration\": 0.0001}}\n"
+        ));
+    }
+    s.push_str("{\"$report_type\": \"SessionFinish\", \"exitstatus\": 1, \"duration\": 30.0}\n");
+    s.into_bytes()
+}
+
 fn serde_json_escape(s: &str) -> String {
     let mut out = String::from("\"");
     for c in s.chars() {
@@ -110,6 +139,11 @@ fn inputs() -> Vec<(Format, String, Vec<u8>, Option<PathBuf>)> {
             "REPORT_BENCH_JSON",
             "pytest-json-10MB-s20240611-v1.json",
         ),
+        (
+            Format::Reportlog,
+            "REPORT_BENCH_REPORTLOG",
+            "reportlog-synthetic-only.jsonl",
+        ),
     ] {
         match generated(var, name) {
             Some(path) => {
@@ -121,6 +155,7 @@ fn inputs() -> Vec<(Format, String, Vec<u8>, Option<PathBuf>)> {
                 let bytes = match format {
                     Format::Junit => synthetic_junit(20_000),
                     Format::PytestJson => synthetic_json(8_000),
+                    Format::Reportlog => synthetic_reportlog(8_000),
                 };
                 out.push((
                     format,
@@ -157,6 +192,13 @@ fn parsers(c: &mut Criterion) {
                         &budgets,
                         &mut sink,
                     ),
+                    Format::Reportlog => report_core::reportlog::parse_reportlog(
+                        &bytes[..],
+                        "bench",
+                        &budgets,
+                        &mut sink,
+                    )
+                    .map(|_| ()),
                 };
                 r.expect("the bench input parses");
                 n

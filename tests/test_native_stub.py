@@ -16,7 +16,7 @@ STUB = Path(__file__).resolve().parents[1] / "src" / "pytest_mcp_server" / "_nat
 
 
 def _stub_declarations() -> dict[str, list[str] | None]:
-    """name -> parameters as ``name`` or ``name=default`` (None for classes)."""
+    """name -> parameters as ``name`` or ``name=default`` (None for classes and constants)."""
     tree = ast.parse(STUB.read_text())
     out: dict[str, list[str] | None] = {}
     for node in tree.body:
@@ -29,6 +29,8 @@ def _stub_declarations() -> dict[str, list[str] | None]:
             ]
         elif isinstance(node, ast.ClassDef):
             out[node.name] = None
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            out[node.target.id] = None
     return out
 
 

@@ -124,6 +124,8 @@ fn version() -> &'static str {
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("NativeReportError", m.py().get_type::<NativeReportError>())?;
+    // The formats summarize_files reads (the facade gives others to the pure backend).
+    m.add("FORMATS", report_core::FORMATS.to_vec())?;
     m.add_function(wrap_pyfunction!(summarize_files, m)?)?;
     m.add_function(wrap_pyfunction!(cut_traceback, m)?)?;
     m.add_function(wrap_pyfunction!(group_key, m)?)?;

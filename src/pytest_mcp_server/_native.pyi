@@ -6,6 +6,9 @@ Kept in step with the extension by ``tests/test_native_stub.py``.
 class NativeReportError(Exception):
     """args: (kind: str, path: str, message: str, position: str | None)."""
 
+FORMATS: list[str]
+"""The formats ``summarize_files`` reads besides ``auto``: junit, pytest-json, reportlog."""
+
 def summarize_files(
     paths: list[str],
     format: str,

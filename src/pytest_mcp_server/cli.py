@@ -3,7 +3,7 @@
 Subcommands:
 * ``serve`` (the default): the MCP server over stdio, or over Streamable HTTP with
   ``--transport http`` (see ``mcp_adapter``, ``http_security``).
-* ``summarize PATH...``: summarise JUnit XML / pytest-json-report files. Exit 0 when no
+* ``summarize PATH...``: summarise JUnit XML / pytest-json-report / pytest report-log files. Exit 0 when no
   test failed or errored, 1 when some did, 2 when an input cannot be read or is not a
   report (message on stderr, nothing on stdout).
 * ``bench ...``: the benchmarks (see ``pytest_mcp_server.bench``).
@@ -100,12 +100,15 @@ def _build_parser() -> argparse.ArgumentParser:
         help="http: a further Host name clients use to reach the server (repeatable)",
     )
 
-    summ = sub.add_parser("summarize", help="summarise JUnit XML / pytest-json-report files")
+    summ = sub.add_parser("summarize", help="summarise JUnit XML / pytest-json-report / pytest report-log files")
     summ.add_argument(
         "paths", nargs="+", metavar="PATH", help="report files; several (CI shards) merge into one summary"
     )
     summ.add_argument(
-        "--format", choices=("auto", "junit", "pytest-json"), default="auto", help="report format (default: sniffed)"
+        "--format",
+        choices=("auto", "junit", "pytest-json", "reportlog"),
+        default="auto",
+        help="report format (default: sniffed)",
     )
     summ.add_argument(
         "--backend",

@@ -15,7 +15,8 @@ from typing import Literal
 from .models import Budgets, ProjectCode, ReportError, ReportSummary
 
 Backend = Literal["auto", "native", "pure"]
-FormatChoice = Literal["auto", "junit", "pytest-json"]
+FormatChoice = Literal["auto", "junit", "pytest-json", "reportlog"]
+FORMATS = ("auto", "junit", "pytest-json", "reportlog")
 
 BACKEND_ENV = "PYTEST_MCP_SERVER_BACKEND"
 """Environment variable naming the backend ``auto`` means (``native`` or ``pure``):
@@ -77,12 +78,15 @@ def summarize_bytes(
     ``--json``, which print exactly the backend's bytes.
     """
     path_list = _as_path_list(paths)
-    if format not in ("auto", "junit", "pytest-json"):
-        raise ValueError(f"format must be 'auto', 'junit' or 'pytest-json', not {format!r}")
+    if format not in FORMATS:
+        raise ValueError(f"format must be 'auto', 'junit', 'pytest-json' or 'reportlog', not {format!r}")
     budget_dict = (budgets or Budgets()).model_dump()
     select_list = _as_select_list(select)
     project_pair = (project.root, list(project.packages)) if project is not None else None
-    if resolve_backend(backend) == "native":
+    chosen = resolve_backend(backend)
+    if chosen == "native" and backend == "auto" and not _native_reads(path_list, format):
+        chosen = "pure"
+    if chosen == "native":
         try:
             return _native.summarize_files(path_list, format, budget_dict, select_list, project_pair)
         except _native.NativeReportError as exc:
@@ -102,14 +106,16 @@ def summarize(
     select: Sequence[str] | None = None,
     project: ProjectCode | None = None,
 ) -> ReportSummary:
-    """Summarise one or more JUnit XML / pytest-json-report files into a ``ReportSummary``.
+    """Summarise one or more JUnit XML / pytest-json-report / pytest report-log files into a
+    ``ReportSummary``.
 
     ``paths``: a path or a list of paths; several files (CI shards) merge into one
     summary, in input order. ``format``: ``auto`` (sniffed from the first bytes),
-    ``junit`` or ``pytest-json``. ``backend``: ``auto`` (native if importable, else pure),
-    ``native`` or ``pure``. ``budgets``: a ``Budgets`` (None: its defaults), e.g.
-    ``Budgets(max_failures=10)``. ``select``: None lists every test; else node ids,
-    files, directories or classes (``tests/a.py::TestX``, ``tests/unit/``): failures,
+    ``junit``, ``pytest-json`` or ``reportlog`` (pytest's ``--report-log`` JSON lines).
+    ``backend``: ``auto`` (native if importable, else pure; a native extension that does
+    not read report logs leaves them to pure), ``native`` or ``pure``. ``budgets``: a
+    ``Budgets`` (None: its defaults), e.g. ``Budgets(max_failures=10)``. ``select``: None
+    lists every test; else node ids, files, directories or classes (``tests/a.py::TestX``, ``tests/unit/``): failures,
     groups, collection errors, slowest and ``omitted`` then only cover the tests they
     select, counts and duration stay the whole report's, and ``unmatched`` names the
     entries that selected no failing/erroring test and no collection error (rule:
@@ -127,6 +133,26 @@ def summarize(
     """
     raw = summarize_bytes(paths, format=format, backend=backend, budgets=budgets, select=select, project=project)
     return ReportSummary.model_validate_json(raw)
+
+
+def _native_reads(paths: list[str], format: str) -> bool:
+    """Whether the native extension reads these files: it lists the formats it reads in
+    ``FORMATS`` (an extension built before report logs has no such list and reads no
+    report log, so ``auto`` gives those files to the pure backend)."""
+    if "reportlog" in getattr(_native, "FORMATS", ()):
+        return True
+    if format != "auto":
+        return format != "reportlog"
+    from .pure import SNIFF_BYTES, sniff
+
+    for path in paths:
+        try:
+            with open(path, "rb") as f:
+                if sniff(path, f.read(SNIFF_BYTES)) == "reportlog":
+                    return False
+        except (OSError, ReportError):
+            continue  # the native backend reports it
+    return True
 
 
 def _as_select_list(select: Sequence[str] | None) -> list[str] | None:

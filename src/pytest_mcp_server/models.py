@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 Outcome = Literal["passed", "failed", "error", "skipped", "xfailed", "xpassed"]
 Phase = Literal["setup", "call", "teardown"]
-ReportFormat = Literal["junit", "pytest-json"]
+ReportFormat = Literal["junit", "pytest-json", "reportlog"]
 ErrorKind = Literal[
     "not_found",
     "unreadable",
@@ -210,7 +210,7 @@ class Omitted(_Frozen):
 
 
 class ReportSummary(_Frozen):
-    """A compact summary of one or more JUnit XML or pytest-json-report files.
+    """A compact summary of one or more JUnit XML, pytest-json-report or pytest report-log files.
 
     ``duration_s`` is the sum of the test durations in seconds (not wall time).
     ``files`` lists the input paths in the order given. ``unmatched``: with a node-id
@@ -228,6 +228,7 @@ class ReportSummary(_Frozen):
     slowest: list[SlowTest] = Field(default_factory=list)
     omitted: Omitted = Field(default_factory=Omitted)
     unmatched: list[str] = Field(default_factory=list)
+    truncated: list[str] = Field(default_factory=list)
 
     @property
     def ok(self) -> bool:

@@ -1,4 +1,5 @@
-//! report-core: streaming summaries of JUnit XML and pytest-json-report files.
+//! report-core: streaming summaries of JUnit XML, pytest-json-report and pytest report-log
+//! files.
 //!
 //! The hot path of pytest-mcp-server, free of PyO3 so that `cargo test` and fuzzers
 //! drive it directly. The rules are in `docs/ENGINE.md`; `src/pytest_mcp_server/pure`
@@ -20,6 +21,7 @@ pub mod junit;
 pub mod project;
 pub mod pytest_json;
 pub mod record;
+pub mod reportlog;
 pub mod select;
 pub mod summary;
 pub mod text;
@@ -42,24 +44,31 @@ pub use summary::SummaryBuilder;
 pub enum Format {
     Junit,
     PytestJson,
+    Reportlog,
 }
+
+/// The format names `Format::parse_choice` accepts besides `auto` (the binding exports
+/// them, so the facade knows this extension reads report logs).
+pub const FORMATS: [&str; 3] = ["junit", "pytest-json", "reportlog"];
 
 impl Format {
     pub fn as_str(self) -> &'static str {
         match self {
             Format::Junit => "junit",
             Format::PytestJson => "pytest-json",
+            Format::Reportlog => "reportlog",
         }
     }
 
-    /// `"auto"` -> None; `"junit"`/`"pytest-json"` -> Some; anything else -> Err.
+    /// `"auto"` -> None; `"junit"`/`"pytest-json"`/`"reportlog"` -> Some; anything else -> Err.
     pub fn parse_choice(s: &str) -> Result<Option<Format>, String> {
         match s {
             "auto" => Ok(None),
             "junit" => Ok(Some(Format::Junit)),
             "pytest-json" => Ok(Some(Format::PytestJson)),
+            "reportlog" => Ok(Some(Format::Reportlog)),
             other => Err(format!(
-                "format must be 'auto', 'junit' or 'pytest-json', not {other:?}"
+                "format must be 'auto', 'junit', 'pytest-json' or 'reportlog', not {other:?}"
             )),
         }
     }
@@ -68,7 +77,11 @@ impl Format {
 /// Bytes read to sniff the format.
 pub const SNIFF_BYTES: usize = 4096;
 
-/// The format of a file from its first bytes (docs/ENGINE.md, *Sniffing*).
+/// The key every line of a pytest report log has (docs/ENGINE.md, *Sniffing*).
+const REPORT_TYPE_KEY: &[u8] = b"\"$report_type\"";
+
+/// The format of a file from its first bytes (docs/ENGINE.md, *Sniffing*): `{` and a
+/// first line (within `head`) with the key `"$report_type"` is a report log.
 pub fn sniff(path: &str, head: &[u8]) -> Result<Format, ReportError> {
     let head = if head.starts_with(b"\xef\xbb\xbf") {
         &head[3..]
@@ -77,24 +90,31 @@ pub fn sniff(path: &str, head: &[u8]) -> Result<Format, ReportError> {
     } else {
         head
     };
-    let first = head
+    let start = head
         .iter()
-        .copied()
-        .find(|b| !matches!(b, b' ' | b'\t' | b'\r' | b'\n'));
-    match first {
+        .position(|b| !matches!(b, b' ' | b'\t' | b'\r' | b'\n'));
+    match start.map(|i| (i, head[i])) {
         None => Err(ReportError::new(
             ErrorKind::NotAReport,
             path,
-            "the file is empty; expected a JUnit XML or pytest-json-report file",
+            "the file is empty; expected a JUnit XML, pytest-json-report or report-log file",
         )),
-        Some(b'<') => Ok(Format::Junit),
-        Some(b'{') => Ok(Format::PytestJson),
-        Some(b) => Err(ReportError::new(
+        Some((_, b'<')) => Ok(Format::Junit),
+        Some((i, b'{')) => {
+            let rest = &head[i..];
+            let first_line = &rest[..memchr::memchr(b'\n', rest).unwrap_or(rest.len())];
+            if memchr::memmem::find(first_line, REPORT_TYPE_KEY).is_some() {
+                Ok(Format::Reportlog)
+            } else {
+                Ok(Format::PytestJson)
+            }
+        }
+        Some((_, b)) => Err(ReportError::new(
             ErrorKind::NotAReport,
             path,
             format!(
-                "the file starts with {:?}, not '<' (JUnit XML) or '{{' (pytest-json-report); \
-                 pass a JUnit XML or pytest-json-report file",
+                "the file starts with {:?}, not '<' (JUnit XML) or '{{' (pytest-json-report, \
+                 report log); pass a JUnit XML, pytest-json-report or report-log file",
                 char::from(b)
             ),
         )
@@ -155,6 +175,7 @@ fn summarize_into(
             let expected = match w {
                 Format::Junit => "a JUnit XML document",
                 Format::PytestJson => "a pytest-json-report document",
+                Format::Reportlog => "a pytest report log (JSON lines with \"$report_type\")",
             };
             return fail(
                 None,
@@ -172,13 +193,22 @@ fn summarize_into(
     if let Err(e) = file.seek(SeekFrom::Start(0)) {
         return fail(Some(found), ReportError::from_io(path, &e));
     }
+    let mut truncated = false;
     let parsed = {
         let mut sink = |item: Item| builder.push(item);
         match found {
             Format::Junit => junit::parse_junit(file, path, budgets, &mut sink),
             Format::PytestJson => pytest_json::parse_pytest_json(file, path, budgets, &mut sink),
+            Format::Reportlog => {
+                reportlog::parse_reportlog(file, path, budgets, &mut sink).map(|end| {
+                    truncated = end.cut_last_line;
+                })
+            }
         }
     };
+    if truncated {
+        builder.note_truncated(path);
+    }
     FilePart {
         format: Some(found),
         result: parsed.map(|()| builder),

@@ -41,18 +41,17 @@ pub fn parse_pytest_json<R: Read>(
         max_output_bytes: budgets.max_output_bytes,
         max_log_bytes: budgets.max_log_bytes,
         sink,
-        root: None,
+        entries: TestEntries::new(budgets.max_output_bytes, budgets.max_log_bytes),
         has_exitcode: false,
         has_summary: false,
         held_error: None,
-        chain: None,
     };
     parser.document()
 }
 
 /// A test entry's `outcome`, with pytest-rerunfailures' `rerun`.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum EntryOutcome {
+pub(crate) enum EntryOutcome {
     Final(Outcome),
     Rerun,
 }
@@ -79,32 +78,32 @@ const PHASES: [(&str, Phase); 3] = [
 ];
 
 #[derive(Default)]
-struct Crash {
-    path: Option<String>,
-    line: Option<u64>,
-    message: Option<String>,
-    message_dropped: u64,
+pub(crate) struct Crash {
+    pub(crate) path: Option<String>,
+    pub(crate) line: Option<u64>,
+    pub(crate) message: Option<String>,
+    pub(crate) message_dropped: u64,
 }
 
 /// What is kept of one phase object (`setup`, `call`, `teardown`).
 #[derive(Default)]
-struct PhaseData {
-    duration_us: u64,
-    failed: bool,
-    longrepr: Option<(String, u64)>,
-    crash: Option<Crash>,
-    stdout: Option<(String, u64)>,
-    stderr: Option<(String, u64)>,
+pub(crate) struct PhaseData {
+    pub(crate) duration_us: u64,
+    pub(crate) failed: bool,
+    pub(crate) longrepr: Option<(String, u64)>,
+    pub(crate) crash: Option<Crash>,
+    pub(crate) stdout: Option<(String, u64)>,
+    pub(crate) stderr: Option<(String, u64)>,
     /// The phase's log records as lines, tail-capped (docs/ENGINE.md, *Logs*).
-    log: Option<(String, u64)>,
+    pub(crate) log: Option<(String, u64)>,
 }
 
 /// What is kept of one element of `tests`.
 #[derive(Default)]
-struct Entry {
-    node_id: Option<String>,
-    outcome: Option<EntryOutcome>,
-    phases: [Option<PhaseData>; 3],
+pub(crate) struct Entry {
+    pub(crate) node_id: Option<String>,
+    pub(crate) outcome: Option<EntryOutcome>,
+    pub(crate) phases: [Option<PhaseData>; 3],
 }
 
 /// Earlier attempts (`rerun` entries) of the test whose next entry is awaited.
@@ -119,13 +118,12 @@ struct Parser<'a, R: Read> {
     max_output_bytes: usize,
     max_log_bytes: usize,
     sink: &'a mut dyn FnMut(Item),
-    /// The report's `root`, when present and within `ATTR_CAP`.
-    root: Option<String>,
+    /// The test entries (with the report's `root`, when present and within `ATTR_CAP`).
+    entries: TestEntries,
     has_exitcode: bool,
     has_summary: bool,
     /// The first structural error, held until the document is known to be a report.
     held_error: Option<ReportError>,
-    chain: Option<RerunChain>,
 }
 
 /// The reading of one object's known keys: before its first key or not, which of the
@@ -399,7 +397,7 @@ impl<'a, R: Read> Parser<'a, R> {
         let mut root = Capped::new(ATTR_CAP);
         self.string_into(&mut root)?;
         // A root cut at the cap could strip a wrong prefix: then none is stripped.
-        self.root = if root.dropped == 0 {
+        self.entries.root = if root.dropped == 0 {
             Some(root.text)
         } else {
             None
@@ -487,13 +485,15 @@ impl<'a, R: Read> Parser<'a, R> {
         let mut index = 0u64;
         while self.next_element(&mut first)? {
             if let Some(entry) = self.test_entry(index)? {
-                self.push_entry(entry);
+                for record in self.entries.push(entry, false).into_iter().flatten() {
+                    self.emit(Item::Test(record));
+                }
             }
             index += 1;
         }
         // The retry rule never looks past the end of the array.
-        if let Some(chain) = self.chain.take() {
-            self.emit(Item::Test(passed_after_reruns(chain)));
+        if let Some(record) = self.entries.end() {
+            self.emit(Item::Test(record));
         }
         Ok(())
     }
@@ -752,9 +752,45 @@ impl<'a, R: Read> Parser<'a, R> {
         }
         Ok(if fields.ok { Some(crash) } else { None })
     }
+}
 
-    /// Turn a test entry into a record, applying the retry rule to `rerun` entries.
-    fn push_entry(&mut self, entry: Entry) {
+/// Test entries (node id, outcome, phase data) -> `TestRecord`s: the retry rule, the
+/// phase, the details of the first failed phase, the outputs joined in phase order
+/// (docs/ENGINE.md, *pytest-json-report*). Shared by the pytest-json-report parser and
+/// the report-log reader (`reportlog.rs`), which builds the same phase data. Mirrored by
+/// `TestEntries` in `pure/pytest_json.py`.
+pub(crate) struct TestEntries {
+    max_output_bytes: usize,
+    max_log_bytes: usize,
+    /// The report's root directory, removed from crash paths (None: none).
+    pub(crate) root: Option<String>,
+    chain: Option<RerunChain>,
+}
+
+impl TestEntries {
+    pub(crate) fn new(max_output_bytes: usize, max_log_bytes: usize) -> Self {
+        TestEntries {
+            max_output_bytes,
+            max_log_bytes,
+            root: None,
+            chain: None,
+        }
+    }
+
+    /// The end of the entries: a pending `rerun` chain is a test that passed.
+    pub(crate) fn end(&mut self) -> Option<TestRecord> {
+        self.chain.take().map(passed_after_reruns)
+    }
+
+    /// Turn a test entry into records (a rerun chain it ends, then its own), applying
+    /// the retry rule to `rerun` entries. `passed_with_failed_subtests` is set on the
+    /// record (the report-log reader's unittest parents, docs/ENGINE.md, *Subtests*).
+    pub(crate) fn push(
+        &mut self,
+        entry: Entry,
+        passed_with_failed_subtests: bool,
+    ) -> [Option<TestRecord>; 2] {
+        let mut out: [Option<TestRecord>; 2] = [None, None];
         let node_id = entry.node_id.unwrap_or_default();
         let duration_us = entry
             .phases
@@ -765,7 +801,7 @@ impl<'a, R: Read> Parser<'a, R> {
         let earlier = match self.chain.take() {
             Some(chain) if chain.node_id == node_id => Some(chain),
             Some(chain) => {
-                self.emit(Item::Test(passed_after_reruns(chain)));
+                out[0] = Some(passed_after_reruns(chain));
                 None
             }
             None => None,
@@ -778,7 +814,7 @@ impl<'a, R: Read> Parser<'a, R> {
                     node_id,
                     duration_us: previous.saturating_add(duration_us),
                 });
-                return;
+                return out;
             }
         };
         let failed_phase = (0..3).find(|&i| entry.phases[i].as_ref().is_some_and(|p| p.failed));
@@ -787,6 +823,7 @@ impl<'a, R: Read> Parser<'a, R> {
             outcome: Some(outcome),
             phase: failed_phase.map(|i| PHASES[i].1),
             duration_us,
+            passed_with_failed_subtests,
             ..TestRecord::default()
         };
         if let Some(chain) = earlier {
@@ -835,7 +872,8 @@ impl<'a, R: Read> Parser<'a, R> {
             record.log = log;
             record.output_bytes_omitted = out_omitted + err_omitted + log_omitted;
         }
-        self.emit(Item::Test(record));
+        out[1] = Some(record);
+        out
     }
 }
 
@@ -852,7 +890,7 @@ fn passed_after_reruns(chain: RerunChain) -> TestRecord {
 }
 
 /// `path` without the report's root directory prefix (`root` + `/` or `\`).
-fn strip_root<'p>(path: &'p str, root: Option<&str>) -> &'p str {
+pub(crate) fn strip_root<'p>(path: &'p str, root: Option<&str>) -> &'p str {
     let Some(root) = root.filter(|r| !r.is_empty()) else {
         return path;
     };

@@ -307,9 +307,16 @@ pub struct SummaryBuilder {
     /// The node id and group of the last failed subtest listed (a parent that only says
     /// its subtests failed joins that group).
     last_subtest: Option<(String, GroupRef)>,
+    /// The files whose last line was cut (a report log of a killed run), input order.
+    truncated: Vec<String>,
 }
 
 impl SummaryBuilder {
+    /// Say that the file `path` ended in the middle of a line (listed in `truncated`).
+    pub fn note_truncated(&mut self, path: &str) {
+        self.truncated.push(path.to_owned());
+    }
+
     /// An empty builder with these budgets.
     pub fn new(budgets: &Budgets) -> Self {
         Self::with_group_limit(budgets, MAX_TRACKED_GROUPS)
@@ -330,6 +337,7 @@ impl SummaryBuilder {
             group_index: HashMap::new(),
             other: OtherGroup::default(),
             last_subtest: None,
+            truncated: Vec::new(),
             collection_total: 0,
             collection_errors: Vec::new(),
             slowest: Vec::new(),
@@ -731,6 +739,7 @@ impl SummaryBuilder {
         self.counts.subtests_failed += c.subtests_failed;
         self.counts.passed_with_failed_subtests += c.passed_with_failed_subtests;
         self.duration_us = self.duration_us.saturating_add(other.duration_us);
+        self.truncated.extend(other.truncated.iter().cloned());
         self.text_bytes_omitted = self
             .text_bytes_omitted
             .saturating_add(other.text_bytes_omitted);
@@ -967,6 +976,7 @@ impl SummaryBuilder {
                 .selection
                 .as_ref()
                 .map_or_else(Vec::new, |s| s.unmatched(&self.matched)),
+            truncated: &self.truncated,
         };
         serde_json::to_vec(&summary).expect("a summary always serialises")
     }
@@ -987,6 +997,7 @@ struct SummaryJson<'a> {
     slowest: Vec<SlowJson<'a>>,
     omitted: OmittedJson,
     unmatched: Vec<&'a str>,
+    truncated: &'a [String],
 }
 
 #[derive(Serialize)]
@@ -1308,7 +1319,7 @@ mod tests {
         let out = String::from_utf8(b.finish(Format::PytestJson, &["x.json".into()])).unwrap();
         assert_eq!(
             out,
-            r#"{"format":"pytest-json","files":["x.json"],"counts":{"total":1,"passed":1,"failed":0,"errors":0,"skipped":0,"xfailed":0,"xpassed":0,"flaky":0,"subtests_passed":0,"subtests_failed":0,"passed_with_failed_subtests":0},"duration_s":1e-6,"failures":[],"groups":[],"collection_errors":[],"slowest":[{"node_id":"a","duration_s":1e-6}],"omitted":{"failures":0,"groups":0,"collection_errors":0,"traceback_lines":0,"output_bytes":0,"text_bytes":0},"unmatched":[]}"#
+            r#"{"format":"pytest-json","files":["x.json"],"counts":{"total":1,"passed":1,"failed":0,"errors":0,"skipped":0,"xfailed":0,"xpassed":0,"flaky":0,"subtests_passed":0,"subtests_failed":0,"passed_with_failed_subtests":0},"duration_s":1e-6,"failures":[],"groups":[],"collection_errors":[],"slowest":[{"node_id":"a","duration_s":1e-6}],"omitted":{"failures":0,"groups":0,"collection_errors":0,"traceback_lines":0,"output_bytes":0,"text_bytes":0},"unmatched":[],"truncated":[]}"#
         );
         // Forms orjson writes for the same doubles (checked against orjson 3.x).
         for (us, text) in [

@@ -4,7 +4,7 @@ ijson), and writes the same canonical JSON bytes (docs/ENGINE.md).
 
 Each module is the twin of the same-named module of ``rust/core/src``: this one of
 ``lib.rs`` (sniffing, ``summarize_files``), ``cut``, ``group``, ``project``, ``summary``, ``junit``,
-``pytest_json``, ``text`` and ``records`` (``record.rs``) of theirs.
+``pytest_json``, ``reportlog``, ``text`` and ``records`` (``record.rs``) of theirs.
 """
 
 from __future__ import annotations
@@ -20,8 +20,13 @@ from .summary import SummaryBuilder
 SNIFF_BYTES = 4096
 
 
+# The key every line of a pytest report log has (docs/ENGINE.md, *Sniffing*).
+REPORT_TYPE_KEY = b'"$report_type"'
+
+
 def sniff(path: str, head: bytes) -> str:
-    """The format of a file from its first bytes: ``junit`` or ``pytest-json``.
+    """The format of a file from its first bytes: ``junit``, ``pytest-json`` or
+    ``reportlog`` (``{`` and the first line, within ``head``, has the key ``"$report_type"``).
 
     Raises ``ReportError(not_a_report)`` for an empty file or any other first byte.
     """
@@ -31,19 +36,29 @@ def sniff(path: str, head: bytes) -> str:
         return "junit"
     stripped = head.lstrip(b" \t\r\n")
     if not stripped:
-        raise ReportError("not_a_report", path, "the file is empty; expected a JUnit XML or pytest-json-report file")
+        raise ReportError(
+            "not_a_report", path, "the file is empty; expected a JUnit XML, pytest-json-report or report-log file"
+        )
     first = stripped[:1]
     if first == b"<":
         return "junit"
     if first == b"{":
-        return "pytest-json"
+        first_line = stripped.split(b"\n", 1)[0]
+        return "reportlog" if REPORT_TYPE_KEY in first_line else "pytest-json"
     raise ReportError(
         "not_a_report",
         path,
-        f"the file starts with {first.decode('latin-1')!r}, not '<' (JUnit XML) or '{{' (pytest-json-report); "
-        "pass a JUnit XML or pytest-json-report file",
+        f"the file starts with {first.decode('latin-1')!r}, not '<' (JUnit XML) or '{{' (pytest-json-report, "
+        "report log); pass a JUnit XML, pytest-json-report or report-log file",
         "byte 0",
     )
+
+
+_EXPECTED = {
+    "junit": "a JUnit XML document",
+    "pytest-json": "a pytest-json-report document",
+    "reportlog": 'a pytest report log (JSON lines with "$report_type")',
+}
 
 
 def _open(path: str) -> IO[bytes]:
@@ -79,7 +94,7 @@ def summarize_files(
 ) -> bytes:
     """Summarise report files into canonical summary JSON bytes (docs/ENGINE.md).
 
-    ``format``: ``auto``, ``junit`` or ``pytest-json``. ``select``: None lists every
+    ``format``: ``auto``, ``junit``, ``pytest-json`` or ``reportlog``. ``select``: None lists every
     test; else only the tests and collection errors its entries select
     (docs/ENGINE.md, *Selection*). ``project``: (root, top-level packages) of the
     project's own code, or None for the path-pattern rule (docs/ENGINE.md, *Project
@@ -87,6 +102,7 @@ def summarize_files(
     """
     from .junit import parse_junit
     from .pytest_json import parse_pytest_json
+    from .reportlog import parse_reportlog
 
     builder = SummaryBuilder(
         budgets,
@@ -99,7 +115,7 @@ def summarize_files(
             head = _read_head(path, f)
             found = sniff(path, head)
             if format != "auto" and found != format:
-                expected = "a JUnit XML document" if format == "junit" else "a pytest-json-report document"
+                expected = _EXPECTED[format]
                 raise ReportError(
                     "not_a_report", path, f"expected {expected}, but the file looks like {found}; check --format"
                 )
@@ -111,8 +127,14 @@ def summarize_files(
                 )
             seen_format = found
             f.seek(0)
-            parse = parse_junit if found == "junit" else parse_pytest_json
-            parse(f, path, budgets, builder.push)
+            if found == "junit":
+                parse_junit(f, path, budgets, builder.push)
+            elif found == "pytest-json":
+                parse_pytest_json(f, path, budgets, builder.push)
+            else:
+                end = parse_reportlog(f, path, budgets, builder.push)
+                if end.cut_last_line:
+                    builder.note_truncated(path)
     if seen_format is None:
         raise ValueError("paths is empty: give at least one report file")
     return builder.finish(seen_format, paths)

@@ -619,6 +619,92 @@ class _PhaseData(TypedDict, total=False):
     log: tuple[str, int]
 
 
+class TestEntries:
+    """Test entries (node id, outcome, phase data) -> ``TestRecord``s: the retry rule, the
+    phase, the details of the first failed phase, the outputs joined in phase order
+    (docs/ENGINE.md, *pytest-json-report*). Shared by the pytest-json-report parser and
+    the report-log reader (``reportlog.py``), which builds the same phase data.
+
+    ``root``: the report's root directory, removed from crash paths (None: none).
+    """
+
+    __test__ = False  # not a pytest test class
+
+    def __init__(self, emit: Emit, max_output_bytes: int, max_log_bytes: int) -> None:
+        self.emit = emit
+        self.max_output_bytes = max_output_bytes
+        self.max_log_bytes = max_log_bytes
+        self.root: str | None = None
+        self.chain: tuple[str, int] | None = None  # (node id, duration_us) of rerun entries
+
+    def push(
+        self,
+        node_id: str,
+        outcome: str,
+        phases: list[_PhaseData | None],
+        passed_with_failed_subtests: bool = False,
+    ) -> None:
+        """Turn a test entry into a record, applying the retry rule to ``rerun`` entries.
+
+        ``phases``: setup, call, teardown (None: absent). ``passed_with_failed_subtests``
+        is set on the record (the report-log reader's unittest parents, docs/ENGINE.md,
+        *Subtests*)."""
+        duration_us = 0
+        for p in phases:
+            if p is not None:
+                duration_us = _saturating_add(duration_us, p["duration_us"])
+        earlier = None
+        if self.chain is not None:
+            if self.chain[0] == node_id:
+                earlier = self.chain
+            else:
+                self.emit(_passed_after_reruns(self.chain))
+            self.chain = None
+        if outcome == "rerun":
+            previous = earlier[1] if earlier else 0
+            self.chain = (node_id, _saturating_add(previous, duration_us))
+            return
+        failed = next((i for i, p in enumerate(phases) if p is not None and p["failed"]), None)
+        record = TestRecord(
+            node_id=node_id,
+            outcome=outcome,
+            phase=_PHASES[failed] if failed is not None else None,
+            duration_us=duration_us,
+            passed_with_failed_subtests=passed_with_failed_subtests,
+        )
+        if earlier is not None:
+            # Earlier attempts were reruns (non-passing): flaky if this one passed.
+            record.duration_us = _saturating_add(duration_us, earlier[1])
+            record.flaky = outcome == "passed"
+        if outcome in _PROBLEMS:
+            if failed is not None:
+                p = phases[failed]
+                assert p is not None  # failed indexes a phase that is present
+                if "longrepr" in p:
+                    record.text, omitted = p["longrepr"]
+                    record.text_bytes_omitted += omitted
+                crash = p.get("crash")
+                if crash is not None:
+                    if "message" in crash:
+                        record.message, dropped = crash["message"]
+                        record.text_bytes_omitted += dropped
+                    if "path" in crash:
+                        record.path = _strip_root(crash["path"][0], self.root)
+                    record.line = crash.get("line")
+            present = [p for p in phases if p is not None]
+            record.stdout, out_omitted = _join_output([p.get("stdout") for p in present], self.max_output_bytes)
+            record.stderr, err_omitted = _join_output([p.get("stderr") for p in present], self.max_output_bytes)
+            record.log, log_omitted = _join_output([p.get("log") for p in present], self.max_log_bytes)
+            record.output_bytes_omitted = out_omitted + err_omitted + log_omitted
+        self.emit(record)
+
+    def end(self) -> None:
+        """The end of the entries: a pending ``rerun`` chain is a test that passed."""
+        if self.chain is not None:
+            self.emit(_passed_after_reruns(self.chain))
+            self.chain = None
+
+
 class _Parser:
     """The state of one parse: identity keys seen, the held structural error, the
     pending rerun chain (docs/ENGINE.md, *pytest-json-report*)."""
@@ -632,11 +718,10 @@ class _Parser:
         self.max_log_bytes = max_log_bytes
         self._emit = emit
         self.depth = 0
-        self.root: str | None = None
+        self.entries = TestEntries(self.emit, max_output_bytes, max_log_bytes)
         self.has_exitcode = False
         self.has_summary = False
         self.held_error: ReportError | None = None
-        self.chain: tuple[str, int] | None = None  # (node id, duration_us) of rerun entries
         # ijson's next (event, value); set by run(). Values are Any: their type follows the event.
         self._next: Callable[[], tuple[str, Any]]
 
@@ -748,7 +833,7 @@ class _Parser:
             elif key == "root":
                 # A root cut at the cap could strip a wrong prefix: then none is.
                 cut = type(value) is _CutString or len(value.encode("utf-8")) > ATTR_CAP
-                self.root = None if cut else value
+                self.entries.root = None if cut else value
             elif key == "collectors":
                 self.collectors(ev)
             else:
@@ -807,11 +892,9 @@ class _Parser:
         for index, (ev, _) in enumerate(self.items()):
             entry = self.test_entry(index, ev)
             if entry is not None:
-                self.push_entry(*entry)
+                self.entries.push(*entry)
         # The retry rule never looks past the end of the array.
-        if self.chain is not None:
-            self.emit(_passed_after_reruns(self.chain))
-            self.chain = None
+        self.entries.end()
 
     def test_entry(self, index: int, ev: str) -> tuple[str, str, list[_PhaseData | None]] | None:
         """One element of ``tests`` -> (node id, outcome, phases) or None if it broke the
@@ -933,56 +1016,6 @@ class _Parser:
                 else:
                     crash["message"] = _head_text(value, ATTR_CAP)
         return crash if fields.ok else None
-
-    def push_entry(self, node_id: str, outcome: str, phases: list[_PhaseData | None]) -> None:
-        """Turn a test entry into a record, applying the retry rule to ``rerun`` entries."""
-        duration_us = 0
-        for p in phases:
-            if p is not None:
-                duration_us = _saturating_add(duration_us, p["duration_us"])
-        earlier = None
-        if self.chain is not None:
-            if self.chain[0] == node_id:
-                earlier = self.chain
-            else:
-                self.emit(_passed_after_reruns(self.chain))
-            self.chain = None
-        if outcome == "rerun":
-            previous = earlier[1] if earlier else 0
-            self.chain = (node_id, _saturating_add(previous, duration_us))
-            return
-        failed = next((i for i, p in enumerate(phases) if p is not None and p["failed"]), None)
-        record = TestRecord(
-            node_id=node_id,
-            outcome=outcome,
-            phase=_PHASES[failed] if failed is not None else None,
-            duration_us=duration_us,
-        )
-        if earlier is not None:
-            # Earlier attempts were reruns (non-passing): flaky if this one passed.
-            record.duration_us = _saturating_add(duration_us, earlier[1])
-            record.flaky = outcome == "passed"
-        if outcome in _PROBLEMS:
-            if failed is not None:
-                p = phases[failed]
-                assert p is not None  # failed indexes a phase that is present
-                if "longrepr" in p:
-                    record.text, omitted = p["longrepr"]
-                    record.text_bytes_omitted += omitted
-                crash = p.get("crash")
-                if crash is not None:
-                    if "message" in crash:
-                        record.message, dropped = crash["message"]
-                        record.text_bytes_omitted += dropped
-                    if "path" in crash:
-                        record.path = _strip_root(crash["path"][0], self.root)
-                    record.line = crash.get("line")
-            present = [p for p in phases if p is not None]
-            record.stdout, out_omitted = _join_output([p.get("stdout") for p in present], self.max_output_bytes)
-            record.stderr, err_omitted = _join_output([p.get("stderr") for p in present], self.max_output_bytes)
-            record.log, log_omitted = _join_output([p.get("log") for p in present], self.max_log_bytes)
-            record.output_bytes_omitted = out_omitted + err_omitted + log_omitted
-        self.emit(record)
 
 
 _U64_MAX = 2**64 - 1

@@ -221,8 +221,13 @@ class SummaryBuilder:
         self._text_bytes_omitted = 0
         self._output_bytes_omitted = 0
         self._selection = selection
+        self._truncated: list[str] = []
         # One flag per select entry: it selected a failing/erroring test or a collection error.
         self._matched = [False] * len(selection.entries) if selection is not None else []
+
+    def note_truncated(self, path: str) -> None:
+        """Say that the file ``path`` ended in the middle of a line (listed in ``truncated``)."""
+        self._truncated.append(path)
 
     def _mark_matched(self, index: int) -> None:
         self._matched[index] = True
@@ -420,7 +425,7 @@ class SummaryBuilder:
     def finish(self, format: str, files: list[str]) -> bytes:
         """The canonical summary JSON bytes (docs/ENGINE.md, *Summary JSON*).
 
-        ``format``: ``junit`` or ``pytest-json``; ``files``: the input paths as given.
+        ``format``: ``junit``, ``pytest-json`` or ``reportlog``; ``files``: the input paths as given.
         """
         c = self._counts
         groups = list(self._groups.values())
@@ -474,5 +479,6 @@ class SummaryBuilder:
                 "text_bytes": min(self._text_bytes_omitted, U64_MAX),
             },
             "unmatched": self._selection.unmatched(self._matched) if self._selection is not None else [],
+            "truncated": self._truncated,
         }
         return orjson.dumps(summary)

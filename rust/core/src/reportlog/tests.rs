@@ -1,0 +1,156 @@
+use super::*;
+
+fn records(input: &str) -> Result<(Vec<Item>, ReportlogEnd), ReportError> {
+    let mut items = Vec::new();
+    let end = parse_reportlog(input.as_bytes(), "r.jsonl", &Budgets::default(), &mut |i| {
+        items.push(i)
+    })?;
+    Ok((items, end))
+}
+
+fn tests_of(items: &[Item]) -> Vec<&TestRecord> {
+    items
+        .iter()
+        .filter_map(|i| match i {
+            Item::Test(t) => Some(t),
+            Item::CollectionError(_) => None,
+        })
+        .collect()
+}
+
+#[test]
+fn nesting_limit_is_serde_jsons() {
+    // The pure reader's MAX_DEPTH mirrors this: 127 levels parse, 128 do not.
+    let ok = format!("{}{}", "[".repeat(127), "]".repeat(127));
+    assert!(serde_json::from_str::<Value>(&ok).is_ok());
+    let deep = format!("{}{}", "[".repeat(128), "]".repeat(128));
+    assert!(serde_json::from_str::<Value>(&deep).is_err());
+}
+
+#[test]
+fn a_test_is_emitted_at_its_teardown_with_the_phases_aggregated() {
+    let input = concat!(
+        r#"{"$report_type": "SessionStart", "pytest_version": "9.2.0", "root": "/r"}"#,
+        "\n",
+        r#"{"$report_type": "TestReport", "nodeid": "t.py::a", "when": "call", "outcome": "failed", "duration": 0.25, "longrepr": {"reprcrash": {"path": "/r/t.py", "lineno": 3, "message": "AssertionError: x\nmore"}, "reprtraceback": {"reprentries": [{"type": "ReprEntry", "data": {"lines": ["    def test_a():", ">       assert 0", "E       AssertionError: x"], "reprfuncargs": null, "reprlocals": null, "reprfileloc": {"path": "t.py", "lineno": 3, "message": "AssertionError"}, "style": "long"}}], "extraline": null, "style": "long"}, "sections": [], "chain": null}, "sections": [["Captured stdout call", "out\n"], ["Captured log call", "WARNING  x:t.py:2 w"]]}"#,
+        "\n",
+        r#"{"$report_type": "TestReport", "nodeid": "t.py::a", "when": "teardown", "outcome": "passed", "duration": 0.5}"#,
+        "\n",
+    );
+    let (items, end) = records(input).unwrap();
+    assert_eq!(end, ReportlogEnd::default());
+    let tests = tests_of(&items);
+    assert_eq!(tests.len(), 1);
+    let t = tests[0];
+    assert_eq!(t.outcome(), Outcome::Failed);
+    assert_eq!(t.phase, Some(Phase::Call));
+    assert_eq!(t.duration_us, 750_000);
+    assert_eq!(
+        t.text.as_deref(),
+        Some(
+            "def test_a():\n>       assert 0\nE       AssertionError: x\n\nt.py:3: AssertionError"
+        )
+    );
+    assert_eq!(t.message.as_deref(), Some("AssertionError: x\nmore"));
+    assert_eq!((t.path.as_deref(), t.line), (Some("t.py"), Some(3)));
+    assert_eq!(t.stdout.as_deref(), Some("out\n"));
+    assert_eq!(t.log.as_deref(), Some("WARNING  x:t.py:2 w\n"));
+}
+
+#[test]
+fn outcomes_follow_pytest_json_reports_status_rule() {
+    let line = |node: &str, when: &str, outcome: &str, extra: &str| {
+        format!(
+            r#"{{"$report_type": "TestReport", "nodeid": "{node}", "when": "{when}", "outcome": "{outcome}"{extra}}}"#
+        ) + "\n"
+    };
+    let mut input = String::new();
+    input += &line(
+        "s",
+        "setup",
+        "skipped",
+        r#", "longrepr": ["t.py", 1, "Skipped: no"]"#,
+    );
+    input += &line("s", "teardown", "passed", "");
+    input += &line("xf", "call", "skipped", r#", "wasxfail": "bug""#);
+    input += &line("xf", "teardown", "passed", "");
+    input += &line("xp", "call", "passed", r#", "wasxfail": "bug""#);
+    input += &line("xp", "teardown", "passed", "");
+    input += &line("e", "call", "failed", r#", "longrepr": "E boom""#);
+    input += &line("e", "teardown", "failed", r#", "longrepr": "E td""#);
+    let (items, _) = records(&input).unwrap();
+    let got: Vec<(&str, Outcome, Option<Phase>)> = tests_of(&items)
+        .iter()
+        .map(|t| (t.node_id.as_str(), t.outcome(), t.phase))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            ("s", Outcome::Skipped, None),
+            ("xf", Outcome::XFailed, None),
+            ("xp", Outcome::XPassed, None),
+            // the last non-passing status is the outcome, the first failed phase the phase
+            ("e", Outcome::Error, Some(Phase::Call)),
+        ]
+    );
+}
+
+#[test]
+fn subtests_become_subtest_records_and_a_passing_parent_fails() {
+    let input = concat!(
+        r#"{"$report_type": "SubTestReport", "nodeid": "t.py::T::m", "when": "call", "outcome": "passed", "_subtest.context": {"msg": null, "kwargs": {"z": "0", "a": "'x'"}}}"#,
+        "\n",
+        r#"{"_report_type": "SubTestReport", "nodeid": "t.py::T::m", "when": "call", "outcome": "failed", "longrepr": "E   AssertionError: 1 != 0", "_subtest.context": {"msg": "m", "kwargs": {}}}"#,
+        "\n",
+        r#"{"$report_type": "TestReport", "nodeid": "t.py::T::m", "when": "call", "outcome": "passed"}"#,
+        "\n",
+        r#"{"$report_type": "TestReport", "nodeid": "t.py::T::m", "when": "teardown", "outcome": "passed"}"#,
+        "\n",
+    );
+    let (items, _) = records(input).unwrap();
+    let tests = tests_of(&items);
+    let got: Vec<(Option<&str>, Outcome, Option<&str>)> = tests
+        .iter()
+        .map(|t| (t.subtest.as_deref(), t.outcome(), t.message.as_deref()))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            // kwargs keep their order in the line
+            (Some("(z=0, a='x')"), Outcome::Passed, None),
+            (Some("[m]"), Outcome::Failed, None),
+            (None, Outcome::Failed, Some("contains 1 failed subtest")),
+        ]
+    );
+    assert!(tests[2].passed_with_failed_subtests);
+    assert_eq!(tests[1].text.as_deref(), Some("E   AssertionError: 1 != 0"));
+}
+
+#[test]
+fn a_cut_last_line_is_reported_and_a_bad_line_is_malformed() {
+    let start = r#"{"$report_type": "SessionStart"}"#;
+    let (_, end) = records(&format!("{start}\n{{\"$report_type\": \"TestRe")).unwrap();
+    assert!(end.cut_last_line);
+    let err = records(&format!("{start}\n{{\"$report_type\": \"TestRe\n")).unwrap_err();
+    assert_eq!(
+        (err.kind, err.position.as_deref()),
+        (ErrorKind::Malformed, Some("line 2"))
+    );
+    let err = records(&format!("{start}\n\n[1]\n")).unwrap_err();
+    assert_eq!(err.position.as_deref(), Some("line 3"));
+    let err = records("{\"a\": 1}\n").unwrap_err();
+    assert_eq!(err.kind, ErrorKind::NotAReport);
+}
+
+#[test]
+fn python_string_rules() {
+    assert_eq!(py_strip("\u{a0} x \u{1f}\n"), "x");
+    assert_eq!(py_splitlines("a\r\nb\rc\x0cd\n"), vec!["a", "b", "c", "d"]);
+    assert_eq!(py_splitlines("a\n\nb"), vec!["a", "", "b"]);
+    assert_eq!(py_splitlines(""), Vec::<&str>::new());
+    assert_eq!(py_splitlines("x\x1fy"), vec!["x\x1fy"]);
+    assert_eq!(
+        sep_line("-", "Captured"),
+        format!("{} Captured {}", "-".repeat(35), "-".repeat(35))
+    );
+}
