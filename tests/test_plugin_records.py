@@ -28,11 +28,11 @@ from typing import Any
 import pytest
 
 from pytest_mcp_server._pytest_plugin.pytest_mcp_server_events import COLLECTED_CHUNK_BYTES, ORJSON_AFTER_RECORDS
+from pytest_mcp_server.engine import summarize
 from pytest_mcp_server.events import (
     PLUGIN_DIR,
     PLUGIN_NAME,
     EventFollower,
-    drop_cut_line,
     read_collected,
     read_outcomes,
     read_run_events,
@@ -245,13 +245,14 @@ def test_the_file_is_a_session_of_started_and_finished_tests_in_order(both_runs,
 @pytest.mark.parametrize("with_orjson", [True, False], ids=["orjson", "stdlib-json"])
 def test_a_failure_keeps_its_crash_output_and_log_records(both_runs, with_orjson):
     """What the JUnit XML (``junit_logging=all``) and pytest-json-report carried of a
-    failure: its crash (a lone surrogate included), traceback, captured output and log
-    records; a passed test's are left out."""
+    failure: its crash, traceback, captured output and log records; a passed test's are
+    left out. A lone surrogate (which strict JSON readers refuse as an escape) is
+    written as its text ``\\udce9``."""
     lines = lines_of(both_runs[with_orjson][0])
     by_test = {(line["nodeid"].split("::")[-1], line["when"]): line for line in lines if "when" in line}
     fails = by_test[("test_fails", "call")]
     assert fails["outcome"] == "failed"
-    assert fails["longrepr"]["reprcrash"]["message"] == "ValueError: lone \udce9 surrogate"
+    assert fails["longrepr"]["reprcrash"]["message"] == "ValueError: lone \\udce9 surrogate"
     assert fails["longrepr"]["reprcrash"]["lineno"] > 0
     sections = dict(map(tuple, fails["sections"]))
     assert sections["Captured stdout call"] == "captured\n"
@@ -350,8 +351,9 @@ def test_collect_only_writes_the_node_ids_in_chunks_and_the_collection_errors(co
 
 def test_a_killed_pytest_leaves_every_finished_test_and_the_running_one(tmp_path):
     """What a crash or a timeout leaves: each finished test's complete lines, and the
-    TestStart of the test that was running (read as ``running``); no SessionFinish. A
-    partial line (a write cut by the kill) is dropped by ``drop_cut_line``."""
+    TestStart of the test that was running (read as ``running``); no SessionFinish. The
+    report engine summarises the complete lines (a write cut by the kill is left out and
+    named in ``truncated``)."""
     (tmp_path / "test_dies.py").write_text(
         "import os, signal\n\n\ndef test_a():\n    pass\n\n\ndef test_b():\n    assert 1 == 2\n\n\n"
         "def test_dies():\n    os.kill(os.getpid(), signal.SIGKILL)\n\n\ndef test_never():\n    pass\n"
@@ -361,15 +363,19 @@ def test_a_killed_pytest_leaves_every_finished_test_and_the_running_one(tmp_path
     proc = run_plugin(tmp_path, records, "-q", stacks=stacks)
     assert proc.returncode == -signal.SIGKILL, proc.stdout + proc.stderr
     assert stack_dump_armed(records)
-    with open(records, "ab") as f:
-        f.write(b'{"$report_type":"TestReport","nodeid":"test_dies.py::test_never","wh')  # a cut write
-    drop_cut_line(records)
     lines = lines_of(records)
     assert lines[-1] == {"$report_type": "TestStart", "nodeid": "test_dies.py::test_dies", "start": lines[-1]["start"]}
     assert read_outcomes(records) == {"test_dies.py::test_a": "passed", "test_dies.py::test_b": "failed"}
     read = read_run_events(records, tmp_path)
     assert list(read.running) == ["test_dies.py::test_dies"] and read.finished == 2
     assert read.session_duration_s is None and read.exit_status is None and read.stack_dump_armed
+    with open(records, "ab") as f:
+        f.write(b'{"$report_type":"TestReport","nodeid":"test_dies.py::test_never","wh')  # a cut write
+    for backend in ("native", "pure"):
+        summary = summarize([str(records)], backend=backend)
+        assert (summary.counts.total, summary.counts.failed) == (2, 1)
+        assert [f.node_id for f in summary.failures] == ["test_dies.py::test_b"]
+        assert summary.truncated == [str(records)]
 
 
 def test_with_xdist_the_controller_writes_every_test_and_the_workers_arm_their_dumps(project, tmp_path):
@@ -398,3 +404,17 @@ def test_with_xdist_the_controller_writes_every_test_and_the_workers_arm_their_d
     subtests = [line for line in lines if line["$report_type"] == "SubTestReport"]
     assert [line["outcome"] for line in subtests] == ["passed", "failed", "passed"]
     assert len(list(tmp_path.glob("stacks.txt.*"))) == 2
+
+
+@pytest.mark.parametrize("backend", ["native", "pure"])
+def test_the_report_engine_reads_the_file_of_each_encoder(both_runs, backend):
+    """Both report engines read what either encoder wrote (orjson's UTF-8 lines, json's
+    ASCII ones, the lone surrogate written as text), with the counts pytest printed."""
+    for records, proc in both_runs.values():
+        summary = summarize([str(records)], backend=backend)
+        counts = summary.counts
+        assert summary.format == "reportlog" and counts.total == ORJSON_AFTER_RECORDS + len(NAMED)
+        assert (counts.failed, counts.errors, counts.skipped, counts.xfailed, counts.xpassed) == (2, 1, 1, 1, 1)
+        assert (counts.subtests_passed, counts.subtests_failed) == (2, 1)
+        assert "3 failed" in proc.stdout.splitlines()[-1]  # pytest's own count: test_subtests among them
+        assert any(f.message == "lone \\udce9 surrogate" for f in summary.failures)

@@ -66,7 +66,7 @@ _TEST_REPORT = re.compile(
 )
 _TEST_START = re.compile(rb'\{"\$report_type":"TestStart","nodeid":("(?:[^"\\]|\\.)*"),"start":([-+.0-9eE]+)\}$')
 _LEAN_TAIL = re.compile(rb',"duration":[-+.0-9eE]+\}$')
-_ENDS_TEST = (b"teardown", b"???")  # the report that ends its test (xdist's ??? for a crashed worker)
+_ENDS_TEST = (b"teardown",)  # the report that ends its test
 
 ProgressFn = Callable[[int, int | None], Awaitable[None]]
 """``await progress(done, total)``: tests finished so far and tests collected (None
@@ -415,29 +415,6 @@ def stack_dump_armed(records: Path) -> bool:
     return record is not None and record.get("stack_dump_armed") is True
 
 
-def drop_cut_line(records: Path) -> None:
-    """Cut a partial last line (a write a kill interrupted) off the record file, so that
-    it holds complete lines only, for the report engine. A missing file is left alone."""
-    try:
-        with open(records, "r+b") as f:
-            end = f.seek(0, 2)
-            position = end
-            while position > 0:
-                step = min(65536, position)
-                f.seek(position - step)
-                chunk = f.read(step)
-                newline = chunk.rfind(b"\n")
-                if newline >= 0:
-                    keep = position - step + newline + 1
-                    if keep != end:
-                        f.truncate(keep)
-                    return
-                position -= step
-            f.truncate(0)
-    except FileNotFoundError:
-        return
-
-
 # pytest-json-report's outcome of a test from one of its reports: the test's is the last that is not a pass
 def _report_outcome(kind: bytes, when: str, outcome: str, xfail: bool) -> str | None:
     if kind == b"SubTestReport":
@@ -456,10 +433,13 @@ def read_outcomes(records: Path) -> dict[str, str]:
     names: ``passed``, ``failed``, ``error``, ``skipped``, ``xfailed``, ``xpassed``), in
     finishing order. Streams the file (a passed report is read from its head; only the
     others are decoded); collection errors, lines cut by a killed pytest and a missing
-    file are skipped (a missing file reads as no test). A test whose reports ended
-    without its teardown's (a stopped run) is not among them."""
+    file are skipped (a missing file reads as no test). A test whose teardown report
+    never came (a stopped run, an xdist worker that crashed) is among them, after the
+    others, when it ran: a call report, or a setup that did not pass (as the report
+    engine reads it)."""
     outcomes: dict[str, str] = {}
     current: dict[bytes, str] = {}  # encoded node id -> the outcome so far, until its teardown
+    ran: dict[bytes, None] = {}  # ... of those (in order), the ones that ran (a call, or a setup that did not pass)
     for line, whole in RecordLines(records):
         kind = record_type(line)
         if kind != b"TestReport" and kind != b"SubTestReport":
@@ -473,12 +453,21 @@ def read_outcomes(records: Path) -> dict[str, str]:
             record = _json(line, whole)
             xfail = record is not None and "wasxfail" in record
         category = _report_outcome(kind, when, outcome, xfail)
+        so_far = current.setdefault(key, "passed")
         if category is not None:
             current[key] = category
-        if when in ("teardown", "???"):
-            final = current.pop(key, "passed")
-            try:
-                outcomes[json.loads(key)] = final
-            except ValueError:
-                continue
+        if when == "call" and kind == b"TestReport" or when == "setup" and outcome != "passed":
+            ran[key] = None
+        if when == "teardown":
+            ran.pop(key, None)
+            _add_outcome(outcomes, key, current.pop(key, so_far))
+    for key in ran:
+        _add_outcome(outcomes, key, current[key])
     return outcomes
+
+
+def _add_outcome(outcomes: dict[str, str], encoded: bytes, outcome: str) -> None:
+    try:
+        outcomes[json.loads(encoded)] = outcome
+    except ValueError:
+        pass

@@ -51,7 +51,6 @@ from .events import (
     EventFollower,
     ProgressFn,
     RunEvents,
-    drop_cut_line,
     read_collected,
     read_outcomes,
     read_run_events,
@@ -506,7 +505,7 @@ class Runner:
         if stack:
             update["stack"] = stack
         records = run_dir / RECORDS_FILE
-        await anyio.to_thread.run_sync(drop_cut_line, records)  # pytest is gone: no line grows any more
+        # the engine reads the complete lines (a write cut by the kill is left out: its ``truncated``)
         if run_events.finished or run_events.collection_errors:
             try:
                 update["summary"] = await anyio.to_thread.run_sync(

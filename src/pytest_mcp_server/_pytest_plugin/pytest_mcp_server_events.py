@@ -29,7 +29,8 @@ FILE is the run's one record stream: JSON lines in pytest-reportlog's format (py
   ``{"$report_type", "nodeid", "when", "outcome": "passed", "duration"}`` (a subtest's
   keeps its ``_subtest.context``); the others are complete serialisations, their
   ``$report_type``, ``nodeid``, ``when`` and ``outcome`` first. (xdist's report of a
-  test whose worker crashed, ``when`` ``???``, ends its test too.)
+  test whose worker crashed, ``when`` ``???``, ends its test instead of a teardown: it is
+  written as a failed ``call``, the test's last line.)
 * ``{"$report_type": "WarningMessage", ...}`` per ``pytest_warning_recorded``, as
   pytest-reportlog writes it (``category``, ``filename``, ``lineno``, ``message``,
   ``when``, ``location``) plus ``nodeid``; the message is capped (``TEXT_CAP``);
@@ -59,6 +60,7 @@ from __future__ import annotations
 import faulthandler
 import json
 import os
+import re
 import signal
 import sys
 import time
@@ -81,6 +83,8 @@ COLLECTED_CHUNK_BYTES = 65536
 """Bytes of node ids per ``CollectedIds`` line with --collect-only."""
 STACK_DUMP_SIGNAL = "SIGUSR1"
 """The signal on which faulthandler dumps every thread's stack into the stacks file."""
+_STAGES = ("setup", "call", "teardown")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _HELD_STAGES = ("setup", "call")  # a report of any other stage (teardown, xdist's ???) ends its test
 _LEAN_TEST_REPORT = '{"$report_type":"TestReport","nodeid":%s,"when":"%s","outcome":"passed","duration":%r}\n'
 _TEST_START = '{"$report_type":"TestStart","nodeid":%s,"start":%.3f}\n'
@@ -139,10 +143,39 @@ def _capped(text: str) -> str:
     return f"{text[:half]}\n[... {len(text) - 2 * half} characters cut by pytest-mcp-server ...]\n{text[-half:]}"
 
 
+def _without_lone_surrogates(value: Any) -> Any:
+    # JSON readers that follow RFC 8259 strictly (orjson, serde_json: the report engine)
+    # refuse a \udXXX escape that is not half of a pair, which json writes for a str holding
+    # a lone surrogate (an exception message from undecodable bytes): written as the text
+    # "\udce9" instead (a str never holds a valid pair: those are one code point)
+    if isinstance(value, str):
+        return _SURROGATE.sub(_surrogate_as_text, value)
+    if isinstance(value, dict):
+        return {_without_lone_surrogates(k): _without_lone_surrogates(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_without_lone_surrogates(v) for v in value]
+    return value
+
+
+def _surrogate_as_text(match: re.Match[str]) -> str:
+    return match.group().encode("utf-8", "backslashreplace").decode("ascii")
+
+
+def _json_string(text: str) -> str:
+    """``text`` as a JSON string, ASCII (the C encoder), a lone surrogate written as text."""
+    encoded = encode_basestring_ascii(text)
+    if "\\ud" in encoded:  # an astral character's pair, or a lone surrogate
+        encoded = encode_basestring_ascii(_without_lone_surrogates(text))
+    return encoded
+
+
 def _stdlib_json_line(record: dict[str, Any]) -> bytes:
-    # compact as orjson's; ensure_ascii: always ASCII (a lone surrogate escaped); str() what
-    # JSON cannot hold (a user property's object), as pytest-reportlog does
-    return (json.dumps(record, separators=(",", ":"), default=str) + "\n").encode("ascii")
+    # compact as orjson's; ensure_ascii: always ASCII; str() what JSON cannot hold (a user
+    # property's object), as pytest-reportlog does
+    line = json.dumps(record, separators=(",", ":"), default=str)
+    if "\\ud" in line:  # an astral character's pair, or a lone surrogate
+        line = json.dumps(_without_lone_surrogates(record), separators=(",", ":"), default=str)
+    return (line + "\n").encode("ascii")
 
 
 def _orjson_line_encoder() -> Callable[[dict[str, Any]], bytes] | None:
@@ -266,7 +299,7 @@ class _RecordWriter:
             chunk: list[str] = []
             size = 0
             for item in session.items:
-                encoded = encode_basestring_ascii(item.nodeid)
+                encoded = _json_string(item.nodeid)
                 chunk.append(encoded)
                 size += len(encoded) + 1
                 if size >= COLLECTED_CHUNK_BYTES:
@@ -293,6 +326,8 @@ class _RecordWriter:
         for key in ("when", "outcome"):
             if key in data:
                 head[key] = data.pop(key)
+        if head.get("when") not in (None, *_STAGES):
+            head["when"] = "call"  # xdist's report of a test whose worker crashed (``???``): its last line
         head.update(data)
         return self.json_line(head)
 
@@ -301,7 +336,7 @@ class _RecordWriter:
             self._line(self._complete(report))
 
     def pytest_runtest_logstart(self, nodeid: str, location: object) -> None:
-        encoded = encode_basestring_ascii(nodeid)
+        encoded = _json_string(nodeid)
         self.running = (nodeid, encoded)  # the node id of its reports, encoded once
         self._line((_TEST_START % (encoded, time.time())).encode("ascii"))
 
@@ -324,7 +359,7 @@ class _RecordWriter:
                 nodeid = report.nodeid  # a property: read once
                 running, encoded = self.running
                 if nodeid != running:  # with xdist, reports of several tests interleave
-                    encoded = encode_basestring_ascii(nodeid)
+                    encoded = _json_string(nodeid)
                 line = (_LEAN_TEST_REPORT % (encoded, when, report.duration)).encode("ascii")
             else:
                 nodeid = report.nodeid
