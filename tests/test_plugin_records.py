@@ -232,9 +232,10 @@ def test_the_file_is_a_session_of_started_and_finished_tests_in_order(both_runs,
         ("SubTestReport", "call", "passed"),
         ("SubTestReport", "call", "failed"),
         ("SubTestReport", "call", "passed"),
-        ("TestReport", "call", "passed"),
+        ("TestReport", "call", "failed"),  # as pytest counted it: "contains 1 failed subtest"
         ("TestReport", "teardown", "passed"),
     ]
+    assert subtests[3]["longrepr"] == "contains 1 failed subtest"
     assert [r["_subtest.context"] for r in subtests[:3]] == [{"msg": "step", "kwargs": {"i": str(i)}} for i in range(3)]
     # the session's time is the one pytest's last line gives ("... in 1.52s", rounded; the
     # plugin reads pytest's clock a few statements before pytest does)

@@ -53,7 +53,7 @@ def test_every_outcome_exact_counts_every_problem_named_under_5kb(every_outcome,
     res = ExecuteResult.model_validate(result.structured_content)
     assert res.status == "failed" and res.exit_code == 1
     assert res.summary.counts.model_dump() == EVERY_OUTCOME_COUNTS
-    assert res.summary.format == "pytest-json"
+    assert res.summary.format == "reportlog"
     assert res.command[1:3] == ["-m", "pytest"] and "-p" in res.command
     report = Path(res.report_path)
     assert report.is_file() and project.artifacts in report.parents
@@ -297,10 +297,11 @@ def test_summarize_report_drills_into_one_test_without_rerunning(every_outcome):
                     "node_ids": ["tests/test_errors.py::test_prints_a_lot", "tests/test_asserts.py::test_addition"],
                 },
             )
-            junit = await client.call_tool("summarize_report", {"paths": [str(Path(report).parent / "junit.xml")]})
-            return story, junit
+            return story, report
 
-    story, junit = run(body)
+    story, report = run(body)
+    # the run wrote one report, the record file (and the stack-dump file its plugin armed)
+    assert sorted(p.name for p in Path(report).parent.iterdir()) == ["records.jsonl", "stacks.txt"]
     assert every_outcome.pytest_marks() == []  # nothing was re-run
     res = SummarizeResult.model_validate(story.structured_content)
     assert [f.node_id for f in res.summary.failures] == ["tests/test_errors.py::test_prints_a_lot"]
@@ -309,10 +310,6 @@ def test_summarize_report_drills_into_one_test_without_rerunning(every_outcome):
     out = res.summary.failures[0].stdout or ""
     assert "log line 03899" in out and len(out.encode()) > 16_000  # the larger budget: 32 KB of output
     assert "log line 03899" in text_of(story)
-
-    j = SummarizeResult.model_validate(junit.structured_content)
-    assert j.summary.format == "junit"
-    assert j.summary.counts.failed == 6 and j.summary.counts.errors == 2
 
 
 def test_execution_failures_are_tool_errors_with_kind_exit_and_tails(every_outcome):
@@ -347,7 +344,7 @@ def test_execution_failures_are_tool_errors_with_kind_exit_and_tails(every_outco
     assert "killed by SIGKILL" in killed.message and killed.command[-1] == "tests/crash/test_kill.py"
 
     exited = details["exited"]
-    assert exited.kind == "crashed" and exited.exit_code == 1 and "wrote no report" in exited.message
+    assert exited.kind == "crashed" and exited.exit_code == 1 and "session never finished" in exited.message
 
     usage = details["usage"]
     assert usage.kind == "usage_error" and usage.exit_code == 4

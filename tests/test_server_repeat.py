@@ -123,7 +123,7 @@ def test_repeat_names_the_flaky_test_with_its_pattern_apart_from_the_consistent_
     res = ExecuteResult.model_validate(result.structured_content)
     # four complete runs, each its own pytest process with its own reports
     assert len(set(project.pids())) == 4
-    assert len(project.run_dirs()) == 4 and all((d / "report.json").is_file() for d in project.run_dirs())
+    assert len(project.run_dirs()) == 4 and all((d / "records.jsonl").is_file() for d in project.run_dirs())
     assert Path(res.report_path).parent == project.run_dirs()[-1]
     # the counts are the last run's (the flaky test failed in it), plus the flaky count
     assert res.runs == 4 and res.status == "failed" and res.exit_code == 1

@@ -122,7 +122,7 @@ def test_a_report_that_is_not_a_report_is_a_report_error(project):
 
 def _venv(root: Path, *, with_pytest: bool) -> Path:
     """``<root>/.venv`` without pip; with_pytest links pytest and its dependencies (not
-    pytest-json-report, not xdist) from this interpreter's site-packages."""
+    xdist, not orjson) from this interpreter's site-packages."""
     import venv
 
     venv.EnvBuilder(with_pip=False, symlinks=True).create(root / ".venv")
@@ -161,7 +161,10 @@ def test_missing_pytest_names_the_interpreter_and_the_fix(tmp_path):
     assert project.pytest_marks() == []
 
 
-def test_project_venv_without_plugins_runs_with_junit_and_refuses_workers(tmp_path):
+def test_project_venv_without_plugins_runs_with_the_record_file_and_refuses_workers(tmp_path):
+    """A project interpreter with pytest only: the server's own plugin writes the record
+    file (with the standard library's json: no orjson there), exact to the xpass; xdist's
+    ``workers`` is refused."""
     project = Project("every_outcome", tmp_path)
     python = _venv(project.root, with_pytest=True)
 
@@ -180,11 +183,9 @@ def test_project_venv_without_plugins_runs_with_junit_and_refuses_workers(tmp_pa
 
     res = ExecuteResult.model_validate(plain.structured_content)
     assert res.command[0] == str(python)
-    assert res.summary.format == "junit" and res.report_path.endswith("junit.xml")
-    assert "--json-report" not in res.command
-    # JUnit cannot tell an xpass from a pass: 19 passed, 0 xpassed
+    assert res.summary.format == "reportlog" and res.report_path.endswith("records.jsonl")
     c = res.summary.counts
-    assert (c.total, c.failed, c.errors, c.skipped, c.xfailed, c.xpassed, c.passed) == (30, 6, 2, 2, 1, 0, 19)
+    assert (c.total, c.failed, c.errors, c.skipped, c.xfailed, c.xpassed, c.passed) == (30, 6, 2, 2, 1, 1, 18)
 
 
 def test_python_option_and_workers_with_xdist(tmp_path):

@@ -548,7 +548,8 @@ class Runner:
             raise self._failure(
                 "crashed",
                 f"pytest was killed by {signal_name(code)} after {outcome.duration_s:g}s "
-                "(out of memory, a crash in native code, or a test that killed its own process?); see the output tails",
+                "(out of memory, a crash in native code, or a test that killed its own process?); "
+                "see the output tails.",
                 outcome,
                 argv,
             )
@@ -572,7 +573,7 @@ class Runner:
             raise self._failure(
                 "crashed",
                 f"pytest exited with {code}, a status pytest itself never uses (a test or conftest called "
-                "sys.exit/os._exit?); see the output tails",
+                "sys.exit/os._exit?); see the output tails.",
                 outcome,
                 argv,
             )
@@ -581,7 +582,7 @@ class Runner:
                 "crashed",
                 f"pytest exited with {code} but its session never finished (no SessionFinish in {RECORDS_FILE}): "
                 "the process ended before pytest did (a test called os._exit, or the interpreter crashed); "
-                "see the output tails",
+                "see the output tails.",
                 outcome,
                 argv,
             )

@@ -340,10 +340,10 @@ class _RecordWriter:
         self.running = (nodeid, encoded)  # the node id of its reports, encoded once
         self._line((_TEST_START % (encoded, time.time())).encode("ascii"))
 
-    @pytest.hookimpl(tryfirst=True)
+    @pytest.hookimpl(trylast=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        # first: the report as it was made (pytest 9's terminal reporter later marks a passed
-        # test with failed subtests failed, in the report itself), as pytest-reportlog sees it.
+        # last: the report as pytest counted it (pytest 9's terminal reporter marks a passed
+        # test whose subtests failed failed, in the report itself: "contains 2 failed subtests").
         # The hot path (a plain TestReport that passed) reads attributes without raising
         # AttributeError (hasattr's cost) and formats its line with one %.
         when = report.when
