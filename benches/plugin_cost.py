@@ -4,8 +4,8 @@ Runs the project ``pytest-mcp-server bench suite`` generates (20,000 tests, cach
 ``~/.cache/pytest-mcp-server/bench``; run that command once first) several times, the
 ways alternating in every round so that drift and other load hit them alike:
 
-* ``plain``: the server's argv without its plugins (``-p ...`` and ``--mcp-*`` removed,
-  as ``bench suite`` does for its ``pytest`` way; ``-o`` options and reports kept);
+* ``plain``: the server's argv without its plugin (``-p ...`` and ``--mcp-*`` removed,
+  as ``bench suite`` does for its ``pytest`` way; ``-o`` options kept);
 * ``plugins``: the argv ``execute_tests`` runs (``Runner.execute_argv``), with the
   server's environment for the child (``Runner.child_env``: the plugin directory first on
   ``PYTHONPATH``, the run token);
@@ -80,10 +80,9 @@ def main() -> None:
             for way, (run_dir, env) in ways.items():
                 shutil.rmtree(run_dir, ignore_errors=True)
                 run_dir.mkdir()
-                (run_dir / "events.txt").touch()
-                argv = runner.execute_argv(ExecuteParams(), interp, run_dir, run_dir / "events.txt")
+                argv = runner.execute_argv(ExecuteParams(), interp, run_dir)
                 if way == "plain":
-                    argv = _from_server_argv(argv, run_dir)
+                    argv = _from_server_argv(argv)
                 user, system, wall = measure(argv, env, args.project)
                 results[way].append((user, system, wall))
                 print(f"{rep} {way:16s} cpu {user + system:6.2f} (sys {system:4.2f}) wall {wall:6.2f}", flush=True)

@@ -6,7 +6,7 @@
    For reference: ``python -c pass``, and importing the MCP SDK's server alone.
 2. Overhead on a small suite: ``execute_tests`` measured at the SDK client (one server
    started once, warm) against the very same pytest argv run directly with the same
-   environment (the server's event plugin and report flags included), interleaved.
+   environment (the server's record plugin included), interleaved.
    Target: median overhead < 50 ms.
 
 Usage: ``python benches/server_latency.py [--reps 15] [--tests 20] [--json]``
@@ -101,7 +101,6 @@ async def overhead(root: Path, artifacts: Path, reps: int) -> dict[str, float]:
             run_dir = str(Path(result.structured_content["report_path"]).parent)
             with tempfile.TemporaryDirectory() as tmp:
                 argv = [a.replace(run_dir, tmp) for a in result.structured_content["command"]]
-                open(Path(tmp) / "events.txt", "w").close()
                 direct_s = await anyio.to_thread.run_sync(partial(timed, argv, cwd=root, env=env))
             if i >= 2:  # warm-up
                 via_mcp.append(took)
@@ -112,7 +111,7 @@ async def overhead(root: Path, artifacts: Path, reps: int) -> dict[str, float]:
         "direct_median_s": statistics.median(direct),
         "overhead_median_ms": (statistics.median(via_mcp) - statistics.median(direct)) * 1000,
         "overhead_paired_median_ms": statistics.median(a - b for a, b in zip(via_mcp, direct, strict=False)) * 1000,
-        # the part spent outside the pytest process (MCP round trip, validation, reports)
+        # the part spent outside pytest's session (interpreter start-up, MCP round trip, validation, summary)
         "outside_pytest_median_ms": statistics.median(outside) * 1000,
     }
 

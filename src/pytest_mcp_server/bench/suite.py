@@ -10,9 +10,11 @@ with the engine's semantics: a teardown error counts as one ``errors`` and not a
 
 Ways (each run ``warmup`` times, then ``reps`` times, interleaved so drift hits all alike):
 
-* ``pytest``: ``python -m pytest`` with the report flags the server uses (JUnit XML and
-  pytest-json-report, the same argv as the server's minus its progress plugin); the
-  agent would read pytest's terminal output (its bytes are ``agent_bytes``).
+* ``pytest``: ``python -m pytest`` as the server runs it minus its record plugin (no
+  report file: the server's argv without ``-p`` and ``--mcp-*``); the agent would read
+  pytest's terminal output (its bytes are ``agent_bytes``). Its counts come from one more,
+  untimed run with the record plugin, read by the report engine (pytest's terminal line
+  counts a test with a teardown error twice).
 * ``mcp``: ``execute_tests`` (only ``timeout_s`` given) through the SDK's stdio client
   (``mcp.client.stdio.stdio_client`` + ``ClientSession``) talking to the real
   ``python -m pytest_mcp_server --root DIR`` process, started once (its start-up and
@@ -22,7 +24,7 @@ Ways (each run ``warmup`` times, then ``reps`` times, interleaved so drift hits 
   ``pytest-mcp-server summarize`` of the report; ``agent_bytes`` is the summary text.
 
 ``added_s`` / ``added_pct``: the median minus the ``pytest`` way's median. For ``mcp``,
-``pytest_in_server_s`` lists the wall time of the pytest process the server reports
+``pytest_in_server_s`` lists the session time of the pytest run the server reports
 (``duration_s`` of the result) and ``outside_pytest_median_s`` the median of the rest
 (transport, validation, summary, rendering): where the added time goes.
 """
@@ -202,20 +204,12 @@ def _env() -> dict[str, str]:
     return env
 
 
-def _plain_argv(run_dir: Path) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "pytest",
-        f"--junitxml={run_dir / 'junit.xml'}",
-        "--json-report",
-        f"--json-report-file={run_dir / 'report.json'}",
-        "--json-report-omit=keywords",
-    ]
+def _plain_argv() -> list[str]:
+    return [sys.executable, "-m", "pytest"]
 
 
-def _from_server_argv(server_argv: list[str], run_dir: Path) -> list[str]:
-    """The server's pytest argv without its plugins, reports into ``run_dir``."""
+def _from_server_argv(server_argv: list[str]) -> list[str]:
+    """The server's pytest argv without its plugin (and so without a report file)."""
     out: list[str] = [sys.executable]
     skip = False
     for a in server_argv[1:]:
@@ -225,12 +219,8 @@ def _from_server_argv(server_argv: list[str], run_dir: Path) -> list[str]:
         if a == "-p":
             skip = True  # the next item is the plugin name
             continue
-        if a.startswith("--mcp-"):  # the plugins' options (events, results, stacks): they are not loaded here
+        if a.startswith("--mcp-"):  # the plugin's options (records, stacks): it is not loaded here
             continue
-        if a.startswith("--junitxml="):
-            a = f"--junitxml={run_dir / 'junit.xml'}"
-        elif a.startswith("--json-report-file="):
-            a = f"--json-report-file={run_dir / 'report.json'}"
         out.append(a)
     return out
 
@@ -242,10 +232,18 @@ def _run_pytest(argv: list[str], root: Path, timeout: float) -> tuple[float, int
     return time.perf_counter() - t0, proc.returncode, len(proc.stdout) + len(proc.stderr)
 
 
-def _json_counts(path: Path) -> dict[str, int]:
-    from .parsers import json_load
+def _record_counts(argv: list[str], root: Path, run_dir: Path, timeout: float) -> dict[str, int]:
+    """The counts of one untimed run of ``argv`` with the server's record plugin, as the
+    report engine reads its record file."""
+    from ..engine import summarize
+    from ..events import PLUGIN_DIR, PLUGIN_NAME
 
-    return json_load([str(path)])
+    records = run_dir / "records.jsonl"
+    env = _env()
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PLUGIN_DIR), env.get("PYTHONPATH", "")) if p)
+    counted = [*argv[:3], "-p", PLUGIN_NAME, f"--mcp-records={records}", *argv[3:]]
+    subprocess.run(counted, cwd=root, env=env, capture_output=True, timeout=timeout, stdin=subprocess.DEVNULL)
+    return summarize([str(records)]).counts.model_dump()
 
 
 def run_suite(
@@ -472,11 +470,11 @@ def _one_plain(
     try:
         if way == "pytest":
             server_cmd = rows.get("mcp", {}).get("server_command")
-            argv = _from_server_argv(server_cmd, run_dir) if server_cmd else _plain_argv(run_dir)
+            argv = _from_server_argv(server_cmd) if server_cmd else _plain_argv()
             dt, status, nbytes = _run_pytest(argv, root, timeout)
             row["command"] = argv
             row["agent_bytes"] = nbytes
-            counts = _json_counts(run_dir / "report.json")
+            counts = row.get("counts") or _record_counts(argv, root, run_dir, timeout)
         else:  # cli: pytest with a JUnit report, then the summary a person reads
             argv = [sys.executable, "-m", "pytest", f"--junitxml={run_dir / 'junit.xml'}"]
             dt1, status, _ = _run_pytest(argv, root, timeout)
