@@ -536,11 +536,11 @@ VERDICTS: dict[str, str] = {
 def render_execute(result: ExecuteResult) -> str:
     """The text block of ``execute_tests``: ``render_text`` with a verdict that
     reflects ``status`` (``PASSED``/``FAILED``/``NO TESTS``/``INTERRUPTED``) and the
-    run's wall time, then, when not green, a hint, and where the report is when the
+    run's session time (``ExecuteResult.duration_s``), then, when not green, a hint, and where the report is when the
     text leaves something out (``summarize_report`` gives the rest; an answer that
     shows every failure in full has nothing more to give: the structured content
     still carries ``report_path``)."""
-    # the verdict line's time is the run's wall time, as in pytest's own summary line
+    # the verdict line's time is pytest's session time, the figure of its own summary line
     shown = result.summary.model_copy(update={"duration_s": result.duration_s})
     text, left_out = _text_and_leftovers(
         shown,

@@ -249,8 +249,9 @@ class ExecuteResult(_Frozen):
 
     ``status``: ``passed`` (exit 0), ``failed`` (exit 1), ``no_tests`` (exit 5: nothing
     ran, never green), ``interrupted`` (exit 2: collection errors or an interrupt; the
-    summary lists them). ``exit_code``: pytest's. ``duration_s``: wall time of the
-    pytest process, seconds. ``command``: the exact argv run (cwd = the project root).
+    summary lists them). ``exit_code``: pytest's. ``duration_s``: pytest's session time,
+    seconds, as its last line gives it (``in 8.53s``; the process's wall time when the
+    session did not finish). ``command``: the exact argv run (cwd = the project root).
     ``report_path``: the report file the summary came from, for ``summarize_report``.
     ``summary``: the report engine's summary. Serialised (the structured content),
     ``summary`` is cut to what the text shows (``answer.answer_summary``: failures
@@ -329,8 +330,8 @@ class DiscoverResult(_Frozen):
     collection order (at most ``events.MAX_FILES_LISTED`` files; ``files_omitted``
     counts the rest). ``node_ids``: the page ``[offset, offset+limit)``;
     ``next_offset``: where the next page starts, or None at the end.
-    ``collection_errors``: files that failed to import. ``duration_s``: wall time of
-    the collect run, seconds.
+    ``collection_errors``: files that failed to import. ``duration_s``: pytest's session
+    time of the collect run, seconds.
     """
 
     total: int
