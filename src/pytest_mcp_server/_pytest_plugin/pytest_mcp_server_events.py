@@ -233,6 +233,7 @@ class _RecordWriter:
         self.collected_sent = False
         self.session_started: float | None = None  # perf_counter at the session's start
         self.summary_duration: float | None = None  # the session's time at the end of the terminal summary
+        self.session_finished = False
         self.early: list[bytes] = []  # lines recorded before the session started (config-time warnings)
         self.pending: dict[str, list[bytes]] = {}  # node id -> its reports' lines until its teardown
         self.tests_written = 0
@@ -244,7 +245,7 @@ class _RecordWriter:
     def _line(self, line: bytes) -> None:
         if self.session_started is None:
             self.early.append(line)
-        else:
+        elif not self.session_finished:  # SessionFinish stays the last line (a warning at exit is dropped)
             _write(self.file, line)
 
     @pytest.hookimpl(tryfirst=True)
@@ -274,10 +275,11 @@ class _RecordWriter:
         duration = self.summary_duration if self.summary_duration is not None else self._duration()
         finish = {"$report_type": "SessionFinish", "exitstatus": int(session.exitstatus), "duration": duration}
         self._line(_stdlib_json_line(finish))
+        self.session_finished = True
 
     def _duration(self) -> float:
-        # the terminal reporter's own clock when it has one (pytest 8+: an Instant taken in its
-        # trylast pytest_sessionstart), so the figure is the one its last line printed
+        # the terminal reporter's own clock when it has one (recent pytest: an Instant taken in
+        # its trylast pytest_sessionstart), so the figure is the one its last line printed
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
         start = getattr(reporter, "_session_start", None)
         if start is not None and hasattr(start, "elapsed"):
