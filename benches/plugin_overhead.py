@@ -9,6 +9,9 @@ Three ways, alternating in every round so that drift and other load hit them ali
 * ``server argv``: the exact argv and environment of a run of ``execute_tests``
   (``Runner.execute_argv``, ``Runner.child_env``: the record plugin writing its file,
   the stack dump armed), run directly;
+* ``server argv, no cache``: the same with ``-q -p no:cacheprovider`` added, as plain's:
+  what the record plugin alone costs (the server keeps pytest's cache provider, which
+  ``last_failed`` needs, and its default verbosity);
 * ``execute_tests``: the tool itself, called over stdio on a server started once (the
   time the client waits: pytest, then the summary, the answer and the MCP round trip).
 
@@ -70,7 +73,7 @@ async def measure(root: Path, work: Path, rounds: int) -> dict[str, list[float]]
     server_env = runner.child_env(run=True)
     plain_env = {k: v for k, v in server_env.items() if k != "PYTHONPATH"}
     plain = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
-    times: dict[str, list[float]] = {"plain": [], "server argv": [], "execute_tests": []}
+    times: dict[str, list[float]] = {"plain": [], "server argv": [], "server argv, no cache": [], "execute_tests": []}
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "pytest_mcp_server", "--root", str(root), "--artifacts-dir", str(work / "artifacts")],
@@ -86,6 +89,8 @@ async def measure(root: Path, work: Path, rounds: int) -> dict[str, list[float]]
                 "plain": await anyio.to_thread.run_sync(timed, plain, root, plain_env),
                 "server argv": await anyio.to_thread.run_sync(timed, argv, root, server_env),
             }
+            no_cache = [*argv, "-q", "-p", "no:cacheprovider"]
+            took["server argv, no cache"] = await anyio.to_thread.run_sync(timed, no_cache, root, server_env)
             start = time.perf_counter()
             result = await client.call_tool("execute_tests", {})
             took["execute_tests"] = time.perf_counter() - start
