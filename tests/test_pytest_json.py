@@ -402,7 +402,8 @@ def test_rerun_entries_follow_the_retry_rule(tmp_path):
         "passed_with_failed_subtests": 0,
     }
     assert [f["node_id"] for f in summary["failures"]] == ["t.py::broken"]
-    assert summary["duration_s"] == 3.0 + 2.0 + 0.25 + 0.125
+    assert summary["tests_duration_s"] == 3.0 + 2.0 + 0.25 + 0.125
+    assert summary["duration_s"] == 2.0  # the report's own (pytest's session time)
     assert summary["slowest"][0] == {"node_id": "t.py::flaky", "duration_s": 3.0}
 
 
@@ -540,6 +541,8 @@ def test_long_and_odd_duration_numbers_convert_the_same(tmp_path, number):
     summary = summary_in_both(write(tmp_path, doc))
     x = float(number)  # correctly rounded, as docs/ENGINE.md *Durations* asks
     expected_us = int(x * 1e6 + 0.5) if 0 <= x < 1e9 else 0
+    assert summary["tests_duration_s"] == expected_us / 1e6
+    # the report has no duration of its own: the session time is the tests' sum
     assert summary["duration_s"] == expected_us / 1e6
 
 

@@ -164,7 +164,8 @@ def without_silent_fields(summary: dict[str, Any]) -> dict[str, Any]:
     subtest counts when all are 0; a failure's empty ``subtest``, ``traceback``,
     ``stdout``, ``stderr`` and ``log``; when the groups budget cut no group, a group of
     one failure that is listed (the failure, whose ``group`` names it, says all the
-    group would), and a group's empty ``examples``; empty ``collection_errors``, ``slowest`` and ``unmatched``; the 0
+    group would), and a group's empty ``examples``; empty ``collection_errors``, ``slowest``, ``unmatched``
+    and ``truncated``; the 0
     counts of ``omitted`` (all of it when nothing was cut)."""
     counts = summary["counts"]
     if not any(counts.get(name) for name in SUBTEST_COUNTS):
@@ -178,8 +179,8 @@ def without_silent_fields(summary: dict[str, Any]) -> dict[str, Any]:
         for g in summary["groups"]
         if g["count"] > 1 or g["id"] not in singles
     ]
-    for name in ("collection_errors", "slowest", "unmatched"):
-        if not summary[name]:
+    for name in ("collection_errors", "slowest", "unmatched", "truncated"):
+        if not summary.get(name, True):
             del summary[name]
     omitted = {k: v for k, v in summary["omitted"].items() if v}
     if omitted:

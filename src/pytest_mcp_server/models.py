@@ -212,7 +212,11 @@ class Omitted(_Frozen):
 class ReportSummary(_Frozen):
     """A compact summary of one or more JUnit XML, pytest-json-report or pytest report-log files.
 
-    ``duration_s`` is the sum of the test durations in seconds (not wall time).
+    ``duration_s``: pytest's session time in seconds when the report says it
+    (pytest-json-report's ``duration``; a report log's SessionFinish ``duration``, else
+    its last report ``stop`` minus its first ``start``), else the sum of the test
+    durations; several files add up. ``tests_duration_s``: the sum of the test durations
+    in seconds (tests run in parallel count each).
     ``files`` lists the input paths in the order given. ``unmatched``: with a node-id
     selection, its entries (as given, in order) that selected no failing/erroring test
     and no collection error; always ``[]`` without one. See ``docs/ENGINE.md``.
@@ -222,6 +226,7 @@ class ReportSummary(_Frozen):
     files: list[str]
     counts: Counts
     duration_s: float
+    tests_duration_s: float
     failures: list[Failure]
     groups: list[Group]
     collection_errors: list[CollectionError] = Field(default_factory=list)

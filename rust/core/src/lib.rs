@@ -194,14 +194,18 @@ fn summarize_into(
         return fail(Some(found), ReportError::from_io(path, &e));
     }
     let mut truncated = false;
+    let file_start_us = builder.tests_duration_us();
     let parsed = {
         let mut sink = |item: Item| builder.push(item);
         match found {
-            Format::Junit => junit::parse_junit(file, path, budgets, &mut sink),
-            Format::PytestJson => pytest_json::parse_pytest_json(file, path, budgets, &mut sink),
+            Format::Junit => junit::parse_junit(file, path, budgets, &mut sink).map(|()| None),
+            Format::PytestJson => {
+                pytest_json::parse_pytest_json_session(file, path, budgets, &mut sink)
+            }
             Format::Reportlog => {
                 reportlog::parse_reportlog(file, path, budgets, &mut sink).map(|end| {
                     truncated = end.cut_last_line;
+                    end.session_duration_us
                 })
             }
         }
@@ -209,6 +213,7 @@ fn summarize_into(
     if truncated {
         builder.note_truncated(path);
     }
+    let parsed = parsed.map(|session_us| builder.end_file(session_us, file_start_us));
     FilePart {
         format: Some(found),
         result: parsed.map(|()| builder),

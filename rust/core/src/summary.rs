@@ -309,9 +309,31 @@ pub struct SummaryBuilder {
     last_subtest: Option<(String, GroupRef)>,
     /// The files whose last line was cut (a report log of a killed run), input order.
     truncated: Vec<String>,
+    /// pytest's session times of the files that have one, and their tests' sum (the
+    /// others count their tests' sum: docs/ENGINE.md, *Summary JSON*).
+    known_session_us: u64,
+    known_tests_us: u64,
 }
 
 impl SummaryBuilder {
+    /// The sum of the durations pushed so far (saturating), microseconds.
+    pub fn tests_duration_us(&self) -> u64 {
+        self.duration_us
+    }
+
+    /// The file pushed since `tests_duration_us()` was `file_start_us` ran for
+    /// `session_us` (pytest's session time; None when the report does not say: then its
+    /// tests' sum counts). `duration_s` adds up the files' times (docs/ENGINE.md,
+    /// *Summary JSON*); a builder never told counts the sum of all durations.
+    pub fn end_file(&mut self, session_us: Option<u64>, file_start_us: u64) {
+        if let Some(us) = session_us {
+            self.known_session_us = self.known_session_us.saturating_add(us);
+            self.known_tests_us = self
+                .known_tests_us
+                .saturating_add(self.duration_us.saturating_sub(file_start_us));
+        }
+    }
+
     /// Say that the file `path` ended in the middle of a line (listed in `truncated`).
     pub fn note_truncated(&mut self, path: &str) {
         self.truncated.push(path.to_owned());
@@ -338,6 +360,8 @@ impl SummaryBuilder {
             other: OtherGroup::default(),
             last_subtest: None,
             truncated: Vec::new(),
+            known_session_us: 0,
+            known_tests_us: 0,
             collection_total: 0,
             collection_errors: Vec::new(),
             slowest: Vec::new(),
@@ -740,6 +764,8 @@ impl SummaryBuilder {
         self.counts.passed_with_failed_subtests += c.passed_with_failed_subtests;
         self.duration_us = self.duration_us.saturating_add(other.duration_us);
         self.truncated.extend(other.truncated.iter().cloned());
+        self.known_session_us = self.known_session_us.saturating_add(other.known_session_us);
+        self.known_tests_us = self.known_tests_us.saturating_add(other.known_tests_us);
         self.text_bytes_omitted = self
             .text_bytes_omitted
             .saturating_add(other.text_bytes_omitted);
@@ -934,7 +960,12 @@ impl SummaryBuilder {
             format: format.as_str(),
             files,
             counts,
-            duration_s: self.duration_us as f64 / 1e6,
+            duration_s: self
+                .known_session_us
+                .saturating_add(self.duration_us.saturating_sub(self.known_tests_us))
+                as f64
+                / 1e6,
+            tests_duration_s: self.duration_us as f64 / 1e6,
             failures,
             groups,
             collection_errors: self
@@ -991,6 +1022,7 @@ struct SummaryJson<'a> {
     files: &'a [String],
     counts: CountsJson,
     duration_s: f64,
+    tests_duration_s: f64,
     failures: Vec<FailureJson<'a>>,
     groups: Vec<GroupJson<'a>>,
     collection_errors: Vec<CollectionErrorJson<'a>>,
@@ -1215,7 +1247,7 @@ mod tests {
             json!({"total": 10, "passed": 3, "failed": 5, "errors": 1, "skipped": 1, "xfailed": 0, "xpassed": 0, "flaky": 1,
                    "subtests_passed": 0, "subtests_failed": 0, "passed_with_failed_subtests": 0})
         );
-        assert_eq!(v["duration_s"], json!(5.005010));
+        assert_eq!(v["tests_duration_s"], json!(5.005010));
         let (conn_id, _) =
             crate::group::group_key(Some("ConnectionError"), "refused after 3 retries", None);
         // The KeyError is keyed by its frame (t.py is project code, not test code).
@@ -1316,10 +1348,11 @@ mod tests {
     fn key_order_and_number_forms_are_the_documented_ones() {
         let mut b = SummaryBuilder::new(&Budgets::default());
         b.push(Item::Test(test("a", Outcome::Passed, 1)));
+        b.end_file(Some(3), 0);
         let out = String::from_utf8(b.finish(Format::PytestJson, &["x.json".into()])).unwrap();
         assert_eq!(
             out,
-            r#"{"format":"pytest-json","files":["x.json"],"counts":{"total":1,"passed":1,"failed":0,"errors":0,"skipped":0,"xfailed":0,"xpassed":0,"flaky":0,"subtests_passed":0,"subtests_failed":0,"passed_with_failed_subtests":0},"duration_s":1e-6,"failures":[],"groups":[],"collection_errors":[],"slowest":[{"node_id":"a","duration_s":1e-6}],"omitted":{"failures":0,"groups":0,"collection_errors":0,"traceback_lines":0,"output_bytes":0,"text_bytes":0},"unmatched":[],"truncated":[]}"#
+            r#"{"format":"pytest-json","files":["x.json"],"counts":{"total":1,"passed":1,"failed":0,"errors":0,"skipped":0,"xfailed":0,"xpassed":0,"flaky":0,"subtests_passed":0,"subtests_failed":0,"passed_with_failed_subtests":0},"duration_s":3e-6,"tests_duration_s":1e-6,"failures":[],"groups":[],"collection_errors":[],"slowest":[{"node_id":"a","duration_s":1e-6}],"omitted":{"failures":0,"groups":0,"collection_errors":0,"traceback_lines":0,"output_bytes":0,"text_bytes":0},"unmatched":[],"truncated":[]}"#
         );
         // Forms orjson writes for the same doubles (checked against orjson 3.x).
         for (us, text) in [

@@ -127,14 +127,18 @@ def summarize_files(
                 )
             seen_format = found
             f.seek(0)
+            builder.begin_file()
+            session_us: int | None = None
             if found == "junit":
                 parse_junit(f, path, budgets, builder.push)
             elif found == "pytest-json":
-                parse_pytest_json(f, path, budgets, builder.push)
+                session_us = parse_pytest_json(f, path, budgets, builder.push)
             else:
                 end = parse_reportlog(f, path, budgets, builder.push)
+                session_us = end.session_duration_us
                 if end.cut_last_line:
                     builder.note_truncated(path)
+            builder.end_file(session_us)
     if seen_format is None:
         raise ValueError("paths is empty: give at least one report file")
     return builder.finish(seen_format, paths)

@@ -48,6 +48,7 @@ _PHASES = ("setup", "call", "teardown")
 # the caller checks). Any other key is skipped, duplicates of it too.
 _REPORT_KINDS = {
     "exitcode": None,
+    "duration": "number",
     "summary": None,
     "root": "string",
     "collectors": "start_array",
@@ -462,9 +463,11 @@ def parse_pytest_json(
     path: str,
     budgets: dict[str, int],
     emit: Emit,
-) -> None:
+) -> int | None:
     """Parse a pytest-json-report document from ``f`` (binary, at byte 0), calling ``emit``
-    with each ``TestRecord`` / ``CollectionErrorRecord`` in report order.
+    with each ``TestRecord`` / ``CollectionErrorRecord`` in report order. Returns the
+    report's ``duration`` (pytest's session time) in integer microseconds, or None
+    without one.
 
     ``budgets`` needs ``max_output_bytes`` (bytes of stdout/stderr tail kept per test) and
     ``max_log_bytes`` (bytes of captured log lines kept per test).
@@ -507,6 +510,7 @@ def parse_pytest_json(
         reader.unread(head)
         events = _ijson.basic_parse(reader, use_float=True)
         parser.run(events)
+        return parser.session_us
     except _Malformed as exc:
         raise parser.malformed(exc.what) from None
     except StopIteration:  # ijson raises on a premature end; this is a safety net
@@ -721,6 +725,7 @@ class _Parser:
         self.entries = TestEntries(self.emit, max_output_bytes, max_log_bytes)
         self.has_exitcode = False
         self.has_summary = False
+        self.session_us: int | None = None
         self.held_error: ReportError | None = None
         # ijson's next (event, value); set by run(). Values are Any: their type follows the event.
         self._next: Callable[[], tuple[str, Any]]
@@ -826,6 +831,8 @@ class _Parser:
                 self.has_exitcode = True
                 if self.expect(ev, "number", lambda: "exitcode") and type(value) is not int:
                     self.structural("exitcode must be an integer")
+            elif key == "duration":
+                self.session_us = duration_us_from_float(float(value))
             elif key == "summary":
                 self.has_summary = True
                 if self.expect(ev, "start_map", lambda: "summary"):

@@ -201,6 +201,11 @@ class SummaryBuilder:
         self._subtests_failed = 0
         self._passed_with_failed_subtests = 0
         self._duration_us = 0
+        # pytest's session times of the files that have one, and their tests' sum (the
+        # others count their tests' sum: docs/ENGINE.md, *Summary JSON*)
+        self._known_session_us = 0
+        self._known_tests_us = 0
+        self._file_start_us = 0
         self._failures_total = 0
         self._failures: list[_Listed] = []
         self._project = project
@@ -224,6 +229,19 @@ class SummaryBuilder:
         self._truncated: list[str] = []
         # One flag per select entry: it selected a failing/erroring test or a collection error.
         self._matched = [False] * len(selection.entries) if selection is not None else []
+
+    def begin_file(self) -> None:
+        """A file's records come next (its own tests' sum is measured from here)."""
+        self._file_start_us = min(self._duration_us, U64_MAX)
+
+    def end_file(self, session_us: int | None) -> None:
+        """The file pushed since ``begin_file`` ran for ``session_us`` microseconds
+        (pytest's session time; None when the report does not say: then its tests' sum
+        counts). ``duration_s`` adds up the files' times (docs/ENGINE.md, *Summary
+        JSON*); a builder never told counts the sum of all durations."""
+        if session_us is not None:
+            self._known_session_us += session_us
+            self._known_tests_us += min(self._duration_us, U64_MAX) - self._file_start_us
 
     def note_truncated(self, path: str) -> None:
         """Say that the file ``path`` ended in the middle of a line (listed in ``truncated``)."""
@@ -455,7 +473,9 @@ class SummaryBuilder:
                 "subtests_failed": self._subtests_failed,
                 "passed_with_failed_subtests": self._passed_with_failed_subtests,
             },
-            "duration_s": min(self._duration_us, U64_MAX) / 1e6,
+            "duration_s": min(self._known_session_us + min(self._duration_us, U64_MAX) - self._known_tests_us, U64_MAX)
+            / 1e6,
+            "tests_duration_s": min(self._duration_us, U64_MAX) / 1e6,
             "failures": [listed[1] for listed in failures],
             "groups": [
                 {
