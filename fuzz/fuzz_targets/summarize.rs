@@ -16,7 +16,9 @@
 use libfuzzer_sys::fuzz_target;
 use std::sync::Arc;
 
-use report_core::{junit, pytest_json, sniff, Budgets, Format, Item, Selection, SummaryBuilder};
+use report_core::{
+    junit, pytest_json, reportlog, sniff, Budgets, Format, Item, Selection, SummaryBuilder,
+};
 
 fn budgets(selector: u8) -> (Budgets, usize) {
     if selector == 0 {
@@ -113,6 +115,7 @@ fn run(format: Format, doc: &[u8], b: &Budgets, limit: usize) {
         match format {
             Format::Junit => junit::parse_junit(doc, "fuzz", b, &mut sink),
             Format::PytestJson => pytest_json::parse_pytest_json(doc, "fuzz", b, &mut sink),
+            Format::Reportlog => reportlog::parse_reportlog(doc, "fuzz", b, &mut sink).map(|_| ()),
         }
     };
     if let Err(e) = &result {
@@ -156,4 +159,5 @@ fuzz_target!(|data: &[u8]| {
     let _ = sniff("fuzz", &doc[..doc.len().min(4096)]);
     run(Format::Junit, doc, &b, limit);
     run(Format::PytestJson, doc, &b, limit);
+    run(Format::Reportlog, doc, &b, limit);
 });
