@@ -26,7 +26,11 @@ def stable(content: Any) -> Any:
     """``content`` without what differs from one run to the next: durations, the run's
     report path and the report files a summary was read from."""
     if isinstance(content, dict):
-        return {k: stable(v) for k, v in content.items() if k not in ("duration_s", "report_path", "files")}
+        return {
+            k: stable(v)
+            for k, v in content.items()
+            if k not in ("duration_s", "tests_duration_s", "report_path", "files")
+        }
     if isinstance(content, list):
         return [stable(v) for v in content]
     return content

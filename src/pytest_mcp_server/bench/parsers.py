@@ -46,7 +46,7 @@ def _engine(backend: str) -> Callable[[Sequence[str]], Counts]:
 
         summary = orjson.loads(summarize_bytes(list(paths), backend=backend))  # type: ignore[arg-type]
         counts = dict(summary["counts"])
-        counts["duration_us"] = round(summary["duration_s"] * 1e6)
+        counts["duration_us"] = round(summary["tests_duration_s"] * 1e6)
         return counts
 
     return run
