@@ -330,3 +330,25 @@ def test_duration_is_pytests_session_time_and_the_tests_sum_is_apart(three_repor
     no_times.write_text("".join(untimed(line) for line in dialect_lines))
     s = summary(no_times)
     assert s["duration_s"] == s["tests_duration_s"] == tests_us / 1e6
+
+
+def test_xdist_run_with_interleaved_tests_answers_as_pytest_json_report(tmp_path):
+    """With pytest-xdist the workers' reports interleave in the log: each test is still
+    assembled from its own lines (held until its teardown)."""
+    _, last = run_pytest(
+        tmp_path,
+        "-n",
+        "2",
+        "--continue-on-collection-errors",
+        f"--report-log={tmp_path / 'x.jsonl'}",
+        "--json-report",
+        f"--json-report-file={tmp_path / 'x.json'}",
+    )
+    assert "failed" in last
+    got, want = summary(tmp_path / "x.jsonl"), summary(tmp_path / "x.json")
+    subtest_keys = ("subtests_passed", "subtests_failed", "passed_with_failed_subtests")
+    assert {k: v for k, v in got["counts"].items() if k not in subtest_keys} == {
+        k: v for k, v in want["counts"].items() if k not in subtest_keys
+    }
+    assert got["counts"]["subtests_failed"] == 3
+    assert {f["node_id"] for f in got["failures"]} == {f["node_id"] for f in want["failures"]}
