@@ -66,7 +66,7 @@ def main(argv: list[str]) -> int:
     from pytest_mcp_server import engine
 
     site_dirs = {Path(sysconfig.get_paths()[key]).resolve() for key in ("purelib", "platlib")}
-    native_spec = importlib.util.find_spec("pytest_mcp_server._native")
+    native_spec = importlib.util.find_spec("pytest_mcp_server.engine._native")
     origin = Path(native_spec.origin).resolve() if native_spec and native_spec.origin else None
     if not engine.native_available() or engine.resolve_backend("auto") != "native":
         _fail(f"the native backend is not in use (extension found at {origin})")

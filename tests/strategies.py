@@ -1725,7 +1725,7 @@ def check_invariants(raw: bytes, budgets: dict[str, int], paths: list[str]) -> d
     model accepts it, counts add up, every budget holds, nothing is cut silently."""
     import orjson
 
-    from pytest_mcp_server.models import Budgets, ReportSummary
+    from pytest_mcp_server.engine.models import Budgets, ReportSummary
 
     ReportSummary.model_validate_json(raw)
     s = orjson.loads(raw)
@@ -1785,7 +1785,7 @@ def check_invariants(raw: bytes, budgets: dict[str, int], paths: list[str]) -> d
 def check_truth(raw: bytes, truth: Truth, budgets: dict[str, int], paths: list[str]) -> None:
     """The summary says what the generated document holds (counts, durations, the
     failing tests with their phases, collection errors, slowest, omitted counts)."""
-    from pytest_mcp_server.models import Budgets
+    from pytest_mcp_server.engine.models import Budgets
 
     s = check_invariants(raw, budgets, paths)
     b = Budgets(**budgets)

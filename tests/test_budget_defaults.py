@@ -14,7 +14,7 @@ from pathlib import Path
 import backends
 import pytest
 
-from pytest_mcp_server.models import Budgets
+from pytest_mcp_server.engine.models import Budgets
 
 ENGINE_MD = Path(__file__).resolve().parents[1] / "docs" / "ENGINE.md"
 

@@ -29,8 +29,8 @@ import pytest
 from backends import kind_in_both, needs_native, result_in_both, summary_in_both
 
 from pytest_mcp_server.engine import summarize
-from pytest_mcp_server.models import Budgets
-from pytest_mcp_server.pure.junit import parse_junit as pure_parse_junit
+from pytest_mcp_server.engine.models import Budgets
+from pytest_mcp_server.engine.pure.junit import parse_junit as pure_parse_junit
 
 XML_FILES = corpus.files("*.xml")
 

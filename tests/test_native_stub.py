@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-_native = pytest.importorskip("pytest_mcp_server._native", reason="the Rust extension is not built")
+_native = pytest.importorskip("pytest_mcp_server.engine._native", reason="the Rust extension is not built")
 
-STUB = Path(__file__).resolve().parents[1] / "src" / "pytest_mcp_server" / "_native.pyi"
+STUB = Path(__file__).resolve().parents[1] / "src" / "pytest_mcp_server" / "engine" / "_native.pyi"
 
 
 def _stub_declarations() -> dict[str, list[str] | None]:

@@ -5,7 +5,7 @@ Each case runs in a fresh interpreter whose import system refuses the missing mo
 meta path finder raising ``ModuleNotFoundError`` for it, installed before the package is
 imported), as on a platform with no wheel and no Rust, or a base install:
 
-* without ``pytest_mcp_server._native``: ``engine.native_available()`` is False, backend
+* without ``pytest_mcp_server.engine._native``: ``engine.native_available()`` is False, backend
   ``auto`` answers through the pure backend with the very bytes the native backend gives
   for the same files (examples/reports and a few corpus files), and the CLI's
   ``summarize`` prints the same text and JSON;
@@ -67,7 +67,7 @@ def _pure_fallback_summaries(paths: list[Path], out: Path) -> dict[str, object]:
     extension does not import; writes ``<out>/<i>.json`` per path and returns what the
     engine said about its backends there."""
     code = _blocking(
-        ("pytest_mcp_server._native",),
+        ("pytest_mcp_server.engine._native",),
         "import json\n"
         "from pathlib import Path\n"
         "from pytest_mcp_server import engine\n"
@@ -93,7 +93,7 @@ def _assert_pure_fallback_matches_native(paths: list[Path], tmp_path: Path) -> N
     facts = _pure_fallback_summaries(paths, tmp_path)
     assert facts["native_available"] is False
     assert facts["auto"] == "pure"
-    assert "pytest_mcp_server._native did not import" in str(facts.get("native_refused"))
+    assert "pytest_mcp_server.engine._native did not import" in str(facts.get("native_refused"))
     for i, path in enumerate(paths):
         fallback = (tmp_path / f"{i}.json").read_bytes()
         assert fallback == summarize_bytes(path, backend="native"), path
@@ -119,7 +119,7 @@ def test_cli_summarize_without_the_extension_prints_what_the_native_backend_prin
     """``pytest-mcp-server summarize`` on an install without the extension: same exit
     status (1: the demo has failures), same output."""
     args = ["summarize", str(REPO / "examples" / "reports" / "demo.junit.xml"), *(["--json"] if as_json else [])]
-    fallback = _run(args, block=("pytest_mcp_server._native",))
+    fallback = _run(args, block=("pytest_mcp_server.engine._native",))
     native = _run([*args, "--backend", "native"])
     assert (fallback.returncode, native.returncode) == (1, 1), (fallback.stderr, native.stderr)
     assert fallback.stderr == b""

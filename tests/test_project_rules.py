@@ -20,9 +20,9 @@ from hypothesis import strategies as st
 from strategies import budgets_dicts, check_invariants, fuzz_settings, valid_docs
 
 from pytest_mcp_server.engine import BACKEND_ENV, resolve_backend, summarize_bytes
-from pytest_mcp_server.models import Budgets, ProjectCode
-from pytest_mcp_server.pure import cut as pure_cut
-from pytest_mcp_server.pure import project as pure_project
+from pytest_mcp_server.engine.models import Budgets, ProjectCode
+from pytest_mcp_server.engine.pure import cut as pure_cut
+from pytest_mcp_server.engine.pure import project as pure_project
 
 try:
     from pytest_mcp_server import _native as native

@@ -30,9 +30,9 @@ import peak_memory
 import pytest
 from backends import kind_in_both, needs_native, summary_in_both
 
-from pytest_mcp_server.models import Budgets, ReportError
-from pytest_mcp_server.pure.pytest_json import parse_pytest_json as pure_parse
-from pytest_mcp_server.pure.records import CollectionErrorRecord, TestRecord
+from pytest_mcp_server.engine.models import Budgets, ReportError
+from pytest_mcp_server.engine.pure.pytest_json import parse_pytest_json as pure_parse
+from pytest_mcp_server.engine.pure.records import CollectionErrorRecord, TestRecord
 
 # The plugin's own sample report, in the corpus.
 SAMPLE = corpus.ROOT / "pytest-json-report" / "sample_report.json"
@@ -564,8 +564,8 @@ def test_root_applies_to_the_tests_after_it(tmp_path):
 
 def test_pure_capping_of_one_huge_string_equals_the_streaming_head_tail():
     """``_capped`` encodes only the ends of a huge string; it must cut like ``HeadTail``."""
-    from pytest_mcp_server.pure.pytest_json import _capped
-    from pytest_mcp_server.pure.text import HeadTail
+    from pytest_mcp_server.engine.pure.pytest_json import _capped
+    from pytest_mcp_server.engine.pure.text import HeadTail
 
     rng = random.Random(5)
     pieces = ["a", "é", "€", "😀", "\n", "xyz"]
@@ -680,7 +680,7 @@ def _cut_doc(contents: list[bytes], root: bytes = b"/proj") -> bytes:
 
 def _expected_records(doc: bytes, max_output_bytes: int) -> list[tuple]:
     """What the records of ``_cut_doc`` must hold, from the whole strings (json module)."""
-    from pytest_mcp_server.pure.text import ATTR_CAP, HeadTail
+    from pytest_mcp_server.engine.pure.text import ATTR_CAP, HeadTail
 
     def head(s: str) -> tuple[str, int]:
         data = s.encode()
@@ -846,7 +846,7 @@ def test_a_cut_string_ended_by_the_end_of_file_is_malformed_in_both(tmp_path, en
 
 def test_pure_cut_boundaries_never_split_a_character_or_an_escape():
     """``_boundary`` on random valid content: both sides decode, and to the whole."""
-    from pytest_mcp_server.pure.pytest_json import _boundary, _decoded_size
+    from pytest_mcp_server.engine.pure.pytest_json import _boundary, _decoded_size
 
     rng = random.Random(7)
     tokens = [

@@ -2,8 +2,8 @@
 
 Each rule is checked two ways: concrete expected outputs (worked out by hand from
 docs/ENGINE.md) on realistic pytest tracebacks for both implementations, and hypothesis
-runs that feed the same random inputs to ``pytest_mcp_server._native`` and to
-``pytest_mcp_server.pure`` (cut, group, summary) and demand identical results.
+runs that feed the same random inputs to ``pytest_mcp_server.engine._native`` and to
+``pytest_mcp_server.engine.pure`` (cut, group, summary) and demand identical results.
 """
 
 from __future__ import annotations
@@ -19,11 +19,11 @@ from backends import needs_native, summary_in_both
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_mcp_server.models import Budgets, Location, ReportSummary
-from pytest_mcp_server.pure import cut as pure_cut
-from pytest_mcp_server.pure import group as pure_group
-from pytest_mcp_server.pure import summary as pure_summary
-from pytest_mcp_server.pure.records import CollectionErrorRecord, TestRecord
+from pytest_mcp_server.engine.models import Budgets, Location, ReportSummary
+from pytest_mcp_server.engine.pure import cut as pure_cut
+from pytest_mcp_server.engine.pure import group as pure_group
+from pytest_mcp_server.engine.pure import summary as pure_summary
+from pytest_mcp_server.engine.pure.records import CollectionErrorRecord, TestRecord
 
 # Shared with the Rust unit tests of rust/core/src/cut.rs (include_str!).
 FIXTURES = Path(__file__).parent / "fixtures"

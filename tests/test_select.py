@@ -22,7 +22,7 @@ import orjson
 import pytest
 
 from pytest_mcp_server.engine import summarize, summarize_bytes
-from pytest_mcp_server.models import Budgets, ReportError, ReportSummary
+from pytest_mcp_server.engine.models import Budgets, ReportError, ReportSummary
 
 # Large enough that nothing is cut: the oracle can filter the unselected summary.
 EVERYTHING = Budgets(

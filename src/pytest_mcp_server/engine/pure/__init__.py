@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import IO
 
-from ..models import ReportError
+from pytest_mcp_server.engine.models import ReportError
+
 from .project import ProjectCode
 from .select import Selection
 from .summary import SummaryBuilder

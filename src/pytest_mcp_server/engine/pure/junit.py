@@ -20,7 +20,8 @@ from collections.abc import Callable
 from typing import IO
 from xml.parsers import expat
 
-from ..models import ReportError
+from pytest_mcp_server.engine.models import ReportError
+
 from .records import SEVERITY, CollectionErrorRecord, Emit, TestRecord
 from .text import ATTR_CAP, HeadTail, _head, duration_us_from_text
 

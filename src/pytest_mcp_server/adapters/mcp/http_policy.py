@@ -25,7 +25,7 @@ from pathlib import Path
 
 from pydantic import Field, SecretStr, ValidationInfo, field_validator
 
-from .models import _Frozen
+from pytest_mcp_server.engine.models import _Frozen
 
 MCP_PATH = "/mcp"
 """The endpoint's path: ``http://HOST:PORT/mcp``."""

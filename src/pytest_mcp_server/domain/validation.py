@@ -17,7 +17,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from .failures import invalid
+from pytest_mcp_server.domain.failures import invalid
 
 # Limits of what an agent may send (oversized lists or strings are refused, not cut).
 MAX_NODE_IDS = 500

@@ -29,14 +29,21 @@ import re
 import shlex
 from typing import TYPE_CHECKING
 
-from .answer import LINE_CHARS, SLOW_S, cap_line, cap_lines, failure_entries, shown_traceback_lines_omitted
-from .flaky import legend
-from .models import CollectionError, Failure, Group, Location, ReportSummary
+from pytest_mcp_server.adapters.answer import (
+    LINE_CHARS,
+    SLOW_S,
+    cap_line,
+    cap_lines,
+    failure_entries,
+    shown_traceback_lines_omitted,
+)
+from pytest_mcp_server.domain.flaky import legend
+from pytest_mcp_server.engine.models import CollectionError, Failure, Group, Location, ReportSummary
 
 if TYPE_CHECKING:  # only for annotations: the CLI's summarize does not load the tools' models
-    from .coverage_report import CoverageSummary
-    from .failures import ToolFailureDetail
-    from .tool_models import DiscoverResult, ExecuteResult, SummarizeResult, WarningsSummary
+    from pytest_mcp_server.domain.coverage import CoverageSummary
+    from pytest_mcp_server.domain.failures import ToolFailureDetail
+    from pytest_mcp_server.domain.tools import DiscoverResult, ExecuteResult, SummarizeResult, WarningsSummary
 
 ALSO_IN_IDS = 3
 """Node ids named on a group's ``also in`` line (the rest are counted)."""

@@ -10,8 +10,8 @@ from typing import Any, Literal
 
 from pydantic import field_serializer
 
-from .flaky import FlakyTest
-from .models import ReportSummary, _Frozen
+from pytest_mcp_server.domain.flaky import FlakyTest
+from pytest_mcp_server.engine.models import ReportSummary, _Frozen
 
 FailureKind = Literal[
     "invalid_argument",

@@ -14,40 +14,36 @@ No MCP import.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import (
     AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
-    SerializationInfo,
-    SerializerFunctionWrapHandler,
     ValidationInfo,
-    field_serializer,
     field_validator,
-    model_serializer,
 )
 
-from .answer import (
-    answer_failure,
-    answer_summary,
-    with_run_dir,
-    without_silent_failure_fields,
-    without_silent_fields,
-)
-from .config import TIMEOUT_LIMIT_S
-from .coverage_report import CoverageSummary
-from .expressions import check_expression
-from .flaky import FlakyTest
-from .models import EXECUTE_BUDGETS, FULL_STORY, Budgets, CollectionError, ReportSummary, _Frozen, budget_bounds
-from .validation import (
+from pytest_mcp_server.domain.config import TIMEOUT_LIMIT_S
+from pytest_mcp_server.domain.coverage import CoverageSummary
+from pytest_mcp_server.domain.expressions import check_expression
+from pytest_mcp_server.domain.flaky import FlakyTest
+from pytest_mcp_server.domain.policy import EXECUTE_BUDGETS, FULL_STORY
+from pytest_mcp_server.domain.validation import (
     MAX_EXPRESSION_CHARS,
     MAX_NODE_IDS,
     MAX_REPORT_PATHS,
     check_filter_node_id,
     check_node_id_syntax,
     check_report_path,
+)
+from pytest_mcp_server.engine.models import (
+    Budgets,
+    CollectionError,
+    ReportSummary,
+    _Frozen,
+    budget_bounds,
 )
 
 # Largest budgets an agent may ask for (the engine accepts more; an answer this large
@@ -252,18 +248,14 @@ class ExecuteResult(_Frozen):
     summary lists them). ``exit_code``: pytest's. ``duration_s``: wall time of the
     pytest process, seconds. ``command``: the exact argv run (cwd = the project root).
     ``report_path``: the report file the summary came from, for ``summarize_report``.
-    ``summary``: the report engine's summary. Serialised (the structured content),
-    ``summary`` is cut to what the text shows (``answer.answer_summary``: failures
-    without traceback and output tails, which the text carries, one per entry of the
-    text), and ``command`` and ``summary.files`` write the run's directory
-    (``report_path``'s) as ``{run_dir}`` (``answer.with_run_dir``).
+    ``summary``: the report engine's summary. The MCP adapter shapes the structured
+    content from it (``adapters.mcp.structured.execute_structured``).
     ``runs``: how many runs the call made (``repeat``); with more than one, every field
     above describes the last run, except ``summary.counts.flaky``: the number of tests
     whose outcome changed between runs, and ``flaky``: those tests (the first
     ``failures_listed``, in the order first seen), each with its pattern and the
     failure of its last failing run (``flaky.FlakyTest``; serialised like the summary's
-    failures, without traceback and output tails). With one run, ``runs`` and ``flaky``
-    are left out of the structured content.
+    failures, without traceback and output tails).
     ``warnings``: the warnings pytest recorded (see ``WarningsSummary``).
     ``deselected``: collected tests that ``-m``/``-k`` (the agent's or the project's
     ``addopts``) or ``--lf`` deselected.
@@ -283,43 +275,6 @@ class ExecuteResult(_Frozen):
     flaky: list[FlakyTest] = Field(default_factory=list)
     deselected: int = 0
     coverage: CoverageSummary | None = None
-
-    @model_serializer(mode="wrap")
-    def _without_single_run_fields(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        dumped: dict[str, Any] = handler(self)
-        if self.runs == 1:  # a single run answers as before repeat existed
-            dumped.pop("runs", None)
-            dumped.pop("flaky", None)
-        return dumped
-
-    @field_serializer("flaky")
-    def _flaky_as_answered(self, flaky: list[FlakyTest], info: SerializationInfo) -> list[dict[str, Any]]:
-        out = []
-        for test in flaky:
-            dumped = test.model_dump(mode=info.mode)
-            if test.failure is not None:
-                dumped["failure"] = without_silent_failure_fields(
-                    answer_failure(test.failure)[0].model_dump(mode=info.mode)
-                )
-            out.append(dumped)
-        return out
-
-    @field_serializer("summary")
-    def _summary_as_answered(self, summary: ReportSummary, info: SerializationInfo) -> dict[str, Any]:
-        answered = answer_summary(summary)
-        files = with_run_dir(answered.files, self.report_path)
-        return without_silent_fields(answered.model_copy(update={"files": files}).model_dump(mode=info.mode))
-
-    @field_serializer("command")
-    def _command_as_answered(self, command: list[str]) -> list[str]:
-        return with_run_dir(command, self.report_path)
-
-    @field_serializer("coverage")
-    def _coverage_as_answered(self, coverage: CoverageSummary | None, info: SerializationInfo) -> dict[str, Any] | None:
-        if coverage is None:
-            return None
-        data_path = coverage.data_path and with_run_dir([coverage.data_path], self.report_path)[0]
-        return coverage.model_copy(update={"data_path": data_path}).model_dump(mode=info.mode)
 
 
 class DiscoverResult(_Frozen):

@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from itertools import islice
 
-from ..models import Budgets
+from pytest_mcp_server.engine.models import Budgets
+
 from .project import LIBRARY, TEST, ProjectCode, classify, display_path
 from .text import U64_MAX
 

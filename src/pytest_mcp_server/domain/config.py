@@ -14,7 +14,7 @@ from pathlib import Path
 import platformdirs
 from pydantic import Field, ValidationInfo, field_validator
 
-from .models import _Frozen
+from pytest_mcp_server.engine.models import _Frozen
 
 SERVER_NAME = "pytest-mcp-server"
 """The distribution name: the MCP server name, the console script, the cache directory."""

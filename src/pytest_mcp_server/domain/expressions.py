@@ -20,7 +20,7 @@ from __future__ import annotations
 import keyword
 import re
 
-from .validation import check_plain_text
+from pytest_mcp_server.domain.validation import check_plain_text
 
 _IDENT = re.compile(r"(:?\w|:|\+|-|\.|\[|\]|\\|/)+")
 

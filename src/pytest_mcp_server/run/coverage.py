@@ -21,13 +21,19 @@ from pathlib import Path
 
 import anyio
 
-from .changed_lines import changed_lines
-from .coverage_report import CoverageFormat, CoverageSummary, LineSets, read_coverage_reports, summarize_coverage
-from .events import PLUGIN_DIR
-from .failures import ToolFailure
-from .interpreter import Interpreter
-from .models import ReportError
-from .process import TAIL_BYTES
+from pytest_mcp_server.domain.coverage import (
+    CoverageFormat,
+    CoverageSummary,
+    LineSets,
+    read_coverage_reports,
+    summarize_coverage,
+)
+from pytest_mcp_server.domain.failures import ToolFailure
+from pytest_mcp_server.engine.models import ReportError
+from pytest_mcp_server.run.events import PLUGIN_DIR
+from pytest_mcp_server.run.git import changed_lines
+from pytest_mcp_server.run.interpreter import Interpreter
+from pytest_mcp_server.run.process import TAIL_BYTES
 
 COVERAGE_ARGV = ("--cov", "--cov-report=", "--cov-fail-under=0")
 """pytest-cov's options of a measured run: measure (what the project's configuration

@@ -23,7 +23,8 @@ from typing import IO, Any, TypedDict
 
 import ijson
 
-from ..models import ReportError
+from pytest_mcp_server.engine.models import ReportError
+
 from .records import CollectionErrorRecord, Emit, TestRecord
 from .text import ATTR_CAP, TEXT_HEAD, TEXT_TAIL, HeadTail, duration_us_from_float
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from .models import Failure, _Frozen
+from pytest_mcp_server.engine.models import Failure, _Frozen
 
 OUTCOME_LETTERS: dict[str, str] = {
     "passed": "P",

@@ -44,10 +44,15 @@ from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel
 from starlette.requests import Request as HttpRequest
 
-from .config import SERVER_NAME, ServerConfig, package_version
-from .events import ProgressFn
-from .failures import ToolFailure
-from .http_security import (
+from pytest_mcp_server.adapters.mcp.catalogue import (
+    INSTRUCTIONS,
+    TOOLS,
+    TOOLS_BY_NAME,
+    ToolSpec,
+    input_schema,
+    output_schema,
+)
+from pytest_mcp_server.adapters.mcp.http_policy import (
     MAX_CONNECTIONS,
     MAX_REQUEST_BODY_BYTES,
     MAX_SESSIONS,
@@ -57,10 +62,12 @@ from .http_security import (
     HttpSettings,
     token_matches,
 )
-from .process import kill_live_groups_now
-from .render import render_failure
-from .tools import INSTRUCTIONS, TOOLS, TOOLS_BY_NAME, ToolSpec, input_schema, output_schema
-from .workflows import Runner
+from pytest_mcp_server.adapters.text import render_failure
+from pytest_mcp_server.app.workflows import Runner
+from pytest_mcp_server.domain.config import SERVER_NAME, ServerConfig, package_version
+from pytest_mcp_server.domain.failures import ToolFailure
+from pytest_mcp_server.run.events import ProgressFn
+from pytest_mcp_server.run.process import kill_live_groups_now
 
 logger = logging.getLogger("pytest_mcp_server")
 T = TypeVar("T")
@@ -84,12 +91,12 @@ def to_mcp_tool(spec: ToolSpec[Any, Any]) -> types.Tool:
     )
 
 
-def to_mcp_result(result: BaseModel, text: str) -> types.CallToolResult:
-    """A domain result -> a ``CallToolResult``: the model as ``structured_content`` and
-    one compact text block for the model."""
+def to_mcp_result(spec: ToolSpec[Any, Any], result: BaseModel) -> types.CallToolResult:
+    """A domain result -> a ``CallToolResult``: its structured content
+    (``spec.structured``) and one compact text block for the model (``spec.render``)."""
     return types.CallToolResult(
-        content=[types.TextContent(type="text", text=text)],
-        structured_content=result.model_dump(mode="json"),
+        content=[types.TextContent(type="text", text=spec.render(result))],
+        structured_content=spec.structured(result),
         is_error=False,
     )
 
@@ -215,7 +222,7 @@ def build_server(runner: Runner, in_flight: InFlightCalls | None = None) -> Serv
                     ctx.request, spec.handler(runner, spec.parse(params.arguments), to_mcp_progress(ctx))
                 )
                 if done:
-                    return to_mcp_result(done[0], spec.render(done[0]))
+                    return to_mcp_result(spec, done[0])
             except ToolFailure as failure:
                 return to_mcp_failure(failure)
             except Exception as exc:  # a bug of ours: say so, keep serving

@@ -16,10 +16,11 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from .events import ProgressFn
-from .failures import invalid
-from .render import render_discover, render_execute, render_summarize
-from .tool_models import (
+from pytest_mcp_server.adapters.mcp.structured import execute_structured, plain_structured
+from pytest_mcp_server.adapters.text import render_discover, render_execute, render_summarize
+from pytest_mcp_server.app.workflows import Runner
+from pytest_mcp_server.domain.failures import invalid
+from pytest_mcp_server.domain.tools import (
     DiscoverParams,
     DiscoverResult,
     ExecuteParams,
@@ -28,8 +29,8 @@ from .tool_models import (
     SummarizeParams,
     SummarizeResult,
 )
-from .validation import describe_validation_error
-from .workflows import Runner
+from pytest_mcp_server.domain.validation import describe_validation_error
+from pytest_mcp_server.run.events import ProgressFn
 
 P = TypeVar("P", bound=ParamsModel)
 R = TypeVar("R", bound=BaseModel)
@@ -42,8 +43,8 @@ SCHEMA_UNPUBLISHED_MAXIMUM = 100_000
 class ToolSpec(Generic[P, R]):
     """One tool: ``name`` and ``description`` (as listed), ``params``/``result`` (the
     models its schemas come from), ``read_only`` (the MCP hint), ``handler`` (awaited as
-    ``handler(runner, params, progress)``, raises ``ToolFailure``) and ``render`` (the
-    text block of a result)."""
+    ``handler(runner, params, progress)``, raises ``ToolFailure``), ``render`` (the
+    text block of a result) and ``structured`` (its structured content)."""
 
     name: str
     description: str
@@ -52,6 +53,7 @@ class ToolSpec(Generic[P, R]):
     read_only: bool
     handler: Callable[[Runner, P, ProgressFn | None], Awaitable[R]]
     render: Callable[[R], str]
+    structured: Callable[[R], dict[str, Any]] = plain_structured
 
     def parse(self, arguments: Mapping[str, Any] | None) -> P:
         """Validate the raw arguments of a call into ``params``.
@@ -81,6 +83,7 @@ TOOLS: tuple[ToolSpec[Any, Any], ...] = (
         read_only=False,
         handler=lambda runner, params, progress: runner.execute(params, progress),
         render=render_execute,
+        structured=execute_structured,
     ),
     ToolSpec[DiscoverParams, DiscoverResult](
         name="discover_tests",

@@ -26,7 +26,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from .models import ProjectCode
+from pytest_mcp_server.engine.models import ProjectCode
 
 # Modules at the top of a root that are tooling, not the project's importable code.
 _TOOLING_MODULES = frozenset({"setup", "conftest", "noxfile", "fabfile", "tasks", "manage"})

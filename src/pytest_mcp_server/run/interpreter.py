@@ -19,10 +19,10 @@ from pathlib import Path
 
 import anyio
 
-from .config import ServerConfig
-from .failures import ToolFailure
-from .process import TAIL_BYTES
-from .project_code import INSTALLED_PROBE, distribution_name
+from pytest_mcp_server.domain.config import ServerConfig
+from pytest_mcp_server.domain.failures import ToolFailure
+from pytest_mcp_server.run.process import TAIL_BYTES
+from pytest_mcp_server.run.project import INSTALLED_PROBE, distribution_name
 
 PROBE_TIMEOUT_S = 60.0
 """Seconds the project's interpreter gets to answer the probe (a cold start on a slow

@@ -38,11 +38,25 @@ from typing import Any
 
 import anyio
 
-from .config import ServerConfig
-from .coverage_report import CoverageFormat, sniff_coverage, summarize_coverage
-from .coverage_run import COVERAGE_ARGV, coverage_env, finish_coverage, missing_coverage, project_lines
-from .engine import summarize as engine_summarize
-from .events import (
+from pytest_mcp_server.domain.config import ServerConfig
+from pytest_mcp_server.domain.coverage import CoverageFormat, sniff_coverage, summarize_coverage
+from pytest_mcp_server.domain.failures import FailureKind, ToolFailure, ToolFailureDetail, invalid
+from pytest_mcp_server.domain.flaky import FlakyTest, OutcomeHistory, last_failing_run
+from pytest_mcp_server.domain.tools import (
+    DiscoverParams,
+    DiscoverResult,
+    ExecuteParams,
+    ExecuteResult,
+    RunStatus,
+    SelectionParams,
+    SummarizeParams,
+    SummarizeResult,
+)
+from pytest_mcp_server.domain.validation import check_node_ids_exist, resolve_inside
+from pytest_mcp_server.engine import summarize as engine_summarize
+from pytest_mcp_server.engine.models import Budgets, Failure, ProjectCode, ReportError, ReportSummary
+from pytest_mcp_server.run.coverage import COVERAGE_ARGV, coverage_env, finish_coverage, missing_coverage, project_lines
+from pytest_mcp_server.run.events import (
     PLUGIN_DIR,
     PLUGIN_NAME,
     EventFollower,
@@ -53,27 +67,13 @@ from .events import (
     read_run_events,
     write_partial_report,
 )
-from .failures import FailureKind, ToolFailure, ToolFailureDetail, invalid
-from .flaky import FlakyTest, OutcomeHistory, last_failing_run
-from .interpreter import Interpreter, find_python, probe_interpreter
-from .models import Budgets, Failure, ProjectCode, ReportError, ReportSummary
-from .process import KILL_GRACE_S, RUN_MARKER, ProcessOutcome, run_process, signal_name
-from .project_code import project_code
-from .stacks import fatal_error, parse_dump, test_stack
-from .tool_models import (
-    DiscoverParams,
-    DiscoverResult,
-    ExecuteParams,
-    ExecuteResult,
-    RunStatus,
-    SelectionParams,
-    SummarizeParams,
-    SummarizeResult,
-)
-from .validation import check_node_ids_exist, resolve_inside
+from pytest_mcp_server.run.interpreter import Interpreter, find_python, probe_interpreter
+from pytest_mcp_server.run.process import KILL_GRACE_S, RUN_MARKER, ProcessOutcome, run_process, signal_name
+from pytest_mcp_server.run.project import project_code
+from pytest_mcp_server.run.stacks import fatal_error, parse_dump, test_stack
 
 # The plugin that names subtests in the JUnit XML and marks runs that had subtests with
-# this file next to the JUnit report (``_pytest_plugin/pytest_mcp_server_subtests.py``,
+# this file next to the JUnit report (``run/pytest_plugin/pytest_mcp_server_subtests.py``,
 # its MARKER_NAME): pytest-json-report loses them.
 SUBTESTS_PLUGIN_NAME = "pytest_mcp_server_subtests"
 SUBTESTS_MARKER = "subtests"

@@ -1,6 +1,6 @@
 """The report engine facade: one ``summarize`` over two backends.
 
-``native`` is the Rust extension ``pytest_mcp_server._native`` (streams files in chunks
+``native`` is the Rust extension ``pytest_mcp_server.engine._native`` (streams files in chunks
 with the GIL released, several files in parallel threads). ``pure`` is the Python twin
 in ``pytest_mcp_server.pure`` (the fallback, and the oracle the native code is checked
 against). Both write the same canonical JSON bytes; the rules are in ``docs/ENGINE.md``.
@@ -12,7 +12,7 @@ import os
 from collections.abc import Iterable, Sequence
 from typing import Literal
 
-from .models import Budgets, ProjectCode, ReportError, ReportSummary
+from pytest_mcp_server.engine.models import Budgets, ProjectCode, ReportError, ReportSummary
 
 Backend = Literal["auto", "native", "pure"]
 FormatChoice = Literal["auto", "junit", "pytest-json"]
@@ -23,7 +23,7 @@ how tests run the server (a separate process) on one backend; unset or empty: th
 native one if it imported, else pure."""
 
 try:  # the extension may be missing (source checkout, unsupported platform)
-    from . import _native
+    from pytest_mcp_server.engine import _native
 
     # Why the extension did not import (None: it did; `_native` is only bound then).
     _NATIVE_IMPORT_ERROR: str | None = None
@@ -53,7 +53,7 @@ def resolve_backend(backend: Backend) -> Literal["native", "pure"]:
     if backend == "native":
         if not native_available():
             raise RuntimeError(
-                f"the native backend is not available (pytest_mcp_server._native did not "
+                f"the native backend is not available (pytest_mcp_server.engine._native did not "
                 f"import: {_NATIVE_IMPORT_ERROR}); reinstall the wheel, or use backend='pure'"
             )
         return "native"
@@ -88,7 +88,7 @@ def summarize_bytes(
         except _native.NativeReportError as exc:
             kind, path, message, position = exc.args
             raise ReportError(kind, path, message, position) from None
-    from .pure import summarize_files
+    from pytest_mcp_server.engine.pure import summarize_files
 
     return summarize_files(path_list, format, budget_dict, select_list, project_pair)
 

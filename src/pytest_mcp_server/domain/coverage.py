@@ -16,6 +16,7 @@ No MCP import.
 
 from __future__ import annotations
 
+import bisect
 import os
 import re
 from collections.abc import Iterable, Iterator
@@ -26,8 +27,7 @@ from xml.parsers import expat
 import ijson
 from pydantic import Field
 
-from .changed_lines import ChangedLines
-from .models import ReportError, _Frozen
+from pytest_mcp_server.engine.models import ReportError, _Frozen
 
 try:  # the C backend when built (the engine's pure JSON reader uses it too)
     _ijson: Any = ijson.get_backend("yajl2_c")
@@ -55,6 +55,40 @@ _COBERTURA_HEAD = re.compile(
 
 
 # -- the answer's models -------------------------------------------------------------
+
+
+@dataclass
+class ChangedLines:
+    """Lines added or modified relative to ``HEAD``, per path relative to the root.
+
+    ``ranges``: path -> sorted, disjoint ``(first, last)`` line ranges (1-based,
+    inclusive) of the new file; ``new_files``: untracked files, every line of which is
+    new."""
+
+    ranges: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+    new_files: set[str] = field(default_factory=set)
+
+    def __contains__(self, path: str) -> bool:
+        return path in self.new_files or path in self.ranges
+
+    def paths(self) -> list[str]:
+        """Every changed path (modified, added, untracked), sorted."""
+        return sorted(self.new_files | self.ranges.keys())
+
+    def changed(self, path: str, lines: Iterable[int]) -> list[int]:
+        """The ones of ``lines`` (sorted ascending) that the change added or modified in ``path``."""
+        if path in self.new_files:
+            return list(lines)
+        ranges = self.ranges.get(path)
+        if not ranges:
+            return []
+        starts = [first for first, _ in ranges]
+        out = []
+        for line in lines:
+            i = bisect.bisect_right(starts, line) - 1
+            if i >= 0 and ranges[i][1] >= line:
+                out.append(line)
+        return out
 
 
 class FileCoverage(_Frozen):

@@ -10,14 +10,14 @@ timeout) in the project root and adds the untracked files (``git ls-files --othe
 
 from __future__ import annotations
 
-import bisect
 import os
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import anyio
+
+from pytest_mcp_server.domain.coverage import ChangedLines
 
 GIT_TIMEOUT_S = 10.0
 """Seconds each git command may take before the change is treated as unknown."""
@@ -47,40 +47,6 @@ GIT_DIFF_ARGV = (
 GIT_UNTRACKED_ARGV = ("git", "-c", "core.fsmonitor=false", "ls-files", "--others", "--exclude-standard", "-z", "--")
 
 _HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@")
-
-
-@dataclass
-class ChangedLines:
-    """Lines added or modified relative to ``HEAD``, per path relative to the root.
-
-    ``ranges``: path -> sorted, disjoint ``(first, last)`` line ranges (1-based,
-    inclusive) of the new file; ``new_files``: untracked files, every line of which is
-    new."""
-
-    ranges: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
-    new_files: set[str] = field(default_factory=set)
-
-    def __contains__(self, path: str) -> bool:
-        return path in self.new_files or path in self.ranges
-
-    def paths(self) -> list[str]:
-        """Every changed path (modified, added, untracked), sorted."""
-        return sorted(self.new_files | self.ranges.keys())
-
-    def changed(self, path: str, lines: Iterable[int]) -> list[int]:
-        """The ones of ``lines`` (sorted ascending) that the change added or modified in ``path``."""
-        if path in self.new_files:
-            return list(lines)
-        ranges = self.ranges.get(path)
-        if not ranges:
-            return []
-        starts = [first for first, _ in ranges]
-        out = []
-        for line in lines:
-            i = bisect.bisect_right(starts, line) - 1
-            if i >= 0 and ranges[i][1] >= line:
-                out.append(line)
-        return out
 
 
 def parse_unified_diff(lines: Iterable[str]) -> dict[str, list[tuple[int, int]]]:

@@ -1,7 +1,7 @@
 """The event plugin's side in the server: where the plugin is, how pytest loads it, and
 how its files are read.
 
-The plugin (``_pytest_plugin/pytest_mcp_server_events.py``, whose docstring gives the
+The plugin (``pytest_plugin/pytest_mcp_server_events.py``, whose docstring gives the
 line formats) appends one line per event to the events file: tests collected,
 deselected, started and finished, warnings, collected node ids (``--collect-only``).
 ``EventFollower`` follows that file during a run for progress; ``read_collected`` reads a
@@ -22,9 +22,9 @@ from pathlib import Path
 
 import anyio
 
-from .tool_models import WarningGroup, WarningsSummary
+from pytest_mcp_server.domain.tools import WarningGroup, WarningsSummary
 
-PLUGIN_DIR = Path(__file__).resolve().parent / "_pytest_plugin"
+PLUGIN_DIR = Path(__file__).resolve().parent / "pytest_plugin"
 """Put first on the child's ``PYTHONPATH``; holds only the plugin, so nothing else of
 the server becomes importable in the project's tests."""
 PLUGIN_NAME = "pytest_mcp_server_events"
