@@ -21,7 +21,7 @@ ENGINE_MD = Path(__file__).resolve().parents[1] / "docs" / "ENGINE.md"
 
 @backends.needs_native
 def test_rust_defaults_equal_the_python_model_in_name_order() -> None:
-    from pytest_mcp_server import _native
+    from pytest_mcp_server.engine import _native
 
     rust = _native.default_budgets()
     assert rust == Budgets().model_dump()

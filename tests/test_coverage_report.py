@@ -9,13 +9,8 @@ import json
 from pathlib import Path
 
 from pytest_mcp_server.adapters.text import coverage_lines
-from pytest_mcp_server.domain.coverage import (
-    COVERAGE_FILES_LISTED,
-    RANGE_CHARS,
-    read_coverage_reports,
-    sniff_coverage,
-    summarize_coverage,
-)
+from pytest_mcp_server.domain.coverage import read_coverage_reports, sniff_coverage, summarize_coverage
+from pytest_mcp_server.domain.policy import COVERAGE_FILES_LISTED, RANGE_CHARS
 
 
 def coverage_json(path: Path, files: dict[str, tuple[list[int], list[int]]], *, pretty: bool = False) -> str:

@@ -25,7 +25,7 @@ from pytest_mcp_server.engine.pure import cut as pure_cut
 from pytest_mcp_server.engine.pure import project as pure_project
 
 try:
-    from pytest_mcp_server import _native as native
+    from pytest_mcp_server.engine import _native as native
 except ImportError:  # the tests that use it are skipped (needs_native)
     native = None
 

@@ -30,7 +30,7 @@ FIXTURES = Path(__file__).parent / "fixtures"
 
 
 try:
-    from pytest_mcp_server import _native as native
+    from pytest_mcp_server.engine import _native as native
 except ImportError:  # the tests that use it are skipped (needs_native)
     native = None
 

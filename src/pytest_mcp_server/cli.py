@@ -24,19 +24,13 @@ from pydantic import ValidationError
 
 from pytest_mcp_server.adapters.mcp.http_policy import (
     DEFAULT_HTTP_HOST,
-    DEFAULT_HTTP_PORT,
     TOKEN_ENV,
     HttpSettings,
     TokenError,
     take_token,
 )
-from pytest_mcp_server.domain.config import (
-    DEFAULT_MAX_CONCURRENT,
-    DEFAULT_MAX_TIMEOUT_S,
-    SERVER_NAME,
-    ServerConfig,
-    package_version,
-)
+from pytest_mcp_server.domain.config import SERVER_NAME, ServerConfig, package_version
+from pytest_mcp_server.domain.policy import DEFAULT_HTTP_PORT, DEFAULT_MAX_CONCURRENT, DEFAULT_MAX_TIMEOUT_S
 from pytest_mcp_server.domain.validation import describe_validation_error
 from pytest_mcp_server.engine.models import Budgets
 

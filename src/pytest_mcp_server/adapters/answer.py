@@ -23,18 +23,8 @@ from __future__ import annotations
 
 import re
 
+from pytest_mcp_server.domain.policy import LINE_CHARS
 from pytest_mcp_server.engine.models import Failure, ReportSummary
-
-LINE_CHARS = 400
-"""Characters kept per line of an ``execute_tests`` text (a longer line keeps
-``LINE_CHARS - 1`` and ends with ``…``). Longer than any line the engine keeps with
-``execute_tests``' budgets (traceback lines of 200 characters, messages of 300 after an
-exception name), so it cuts what the engine does not: lines of captured output, node
-ids, paths."""
-
-SLOW_S = 1.0
-"""A test is named as slow when it took at least this many seconds (shorter ones are
-not worth an agent's attention)."""
 
 _OMITTED_MARKER = re.compile(r"^\s*\.\.\. \[(\d+) lines omitted\]$", re.MULTILINE)
 

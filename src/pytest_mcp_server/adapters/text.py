@@ -18,7 +18,7 @@ only, frame separators are short, and pytest's advice to re-run verbose, the tes
 ``self = <... object at 0x...>`` line and diffs that repeat the ``assert`` line are left
 out. The report's path closes an answer only when the text leaves something out.
 Every line of an ``execute_tests`` answer and of an error is capped
-(``answer.LINE_CHARS``). So 256 failures from 3 causes stay under 2 KB, and a
+(``policy.LINE_CHARS``). So 256 failures from 3 causes stay under 2 KB, and a
 20,000-test suite with 580 failures from 4 causes a few KB (benches/answer_size.py,
 benches/RESULTS.md ``bench suite``).
 """
@@ -29,15 +29,9 @@ import re
 import shlex
 from typing import TYPE_CHECKING
 
-from pytest_mcp_server.adapters.answer import (
-    LINE_CHARS,
-    SLOW_S,
-    cap_line,
-    cap_lines,
-    failure_entries,
-    shown_traceback_lines_omitted,
-)
+from pytest_mcp_server.adapters.answer import cap_line, cap_lines, failure_entries, shown_traceback_lines_omitted
 from pytest_mcp_server.domain.flaky import legend
+from pytest_mcp_server.domain.policy import ALSO_IN_IDS, FLAKY_LISTED_IN_ERRORS, LINE_CHARS, SLOW_S
 from pytest_mcp_server.engine.models import CollectionError, Failure, Group, Location, ReportSummary
 
 if TYPE_CHECKING:  # only for annotations: the CLI's summarize does not load the tools' models
@@ -45,12 +39,8 @@ if TYPE_CHECKING:  # only for annotations: the CLI's summarize does not load the
     from pytest_mcp_server.domain.failures import ToolFailureDetail
     from pytest_mcp_server.domain.tools import DiscoverResult, ExecuteResult, SummarizeResult, WarningsSummary
 
-ALSO_IN_IDS = 3
-"""Node ids named on a group's ``also in`` line (the rest are counted)."""
 REPEAT_BLOCK_LINES = 4
 """Longest block of traceback lines whose consecutive repeats are folded into one count."""
-FLAKY_LISTED_IN_ERRORS = 10
-"""Flaky tests of the finished runs listed in the text of a repeated call that failed."""
 
 _COUNT_ORDER = (
     ("failed", "failed"),
@@ -696,7 +686,7 @@ def render_failure(detail: ToolFailureDetail) -> str:
     crash, the test that was running, its stack and the summary of the tests that
     finished before (``render_text``); then the command, the exit, and the tails of
     pytest's output (only named when a stack was found: they are in the structured
-    content). Every line is capped at ``answer.LINE_CHARS`` (a cut line ends with
+    content). Every line is capped at ``policy.LINE_CHARS`` (a cut line ends with
     ``…``; the structured content has it whole). For a repeated call, the flaky tests of
     the runs that finished (at most ``FLAKY_LISTED_IN_ERRORS``) follow the first line."""
     lines = [f"ERROR {detail.kind}: {detail.message}"]

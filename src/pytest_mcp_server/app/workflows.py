@@ -42,6 +42,7 @@ from pytest_mcp_server.domain.config import ServerConfig
 from pytest_mcp_server.domain.coverage import CoverageFormat, sniff_coverage, summarize_coverage
 from pytest_mcp_server.domain.failures import FailureKind, ToolFailure, ToolFailureDetail, invalid
 from pytest_mcp_server.domain.flaky import FlakyTest, OutcomeHistory, last_failing_run
+from pytest_mcp_server.domain.policy import KILL_GRACE_S
 from pytest_mcp_server.domain.tools import (
     DiscoverParams,
     DiscoverResult,
@@ -68,7 +69,7 @@ from pytest_mcp_server.run.events import (
     write_partial_report,
 )
 from pytest_mcp_server.run.interpreter import Interpreter, find_python, probe_interpreter
-from pytest_mcp_server.run.process import KILL_GRACE_S, RUN_MARKER, ProcessOutcome, run_process, signal_name
+from pytest_mcp_server.run.process import RUN_MARKER, ProcessOutcome, run_process, signal_name
 from pytest_mcp_server.run.project import project_code
 from pytest_mcp_server.run.stacks import fatal_error, parse_dump, test_stack
 
@@ -94,7 +95,7 @@ STACK_DUMP_SIGNAL = signal.SIGUSR1
 thread's stack into the run's stacks file (the plugin's ``STACK_DUMP_SIGNAL``)."""
 STACK_DUMP_WAIT_S = 1.0
 """Seconds to wait for that dump to be written (it is written at once unless the process
-is stopped; within ``process.ON_TIMEOUT_S``)."""
+is stopped; within ``policy.ON_TIMEOUT_S``)."""
 
 ERROR_LINE_CHARS = 500
 """Characters kept of the error line quoted from a pytest that failed before running tests."""

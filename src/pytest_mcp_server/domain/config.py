@@ -14,18 +14,16 @@ from pathlib import Path
 import platformdirs
 from pydantic import Field, ValidationInfo, field_validator
 
+from pytest_mcp_server.domain.policy import (
+    DEFAULT_MAX_CONCURRENT,
+    DEFAULT_MAX_TIMEOUT_S,
+    MAX_CONCURRENT_LIMIT,
+    TIMEOUT_LIMIT_S,
+)
 from pytest_mcp_server.engine.models import _Frozen
 
 SERVER_NAME = "pytest-mcp-server"
 """The distribution name: the MCP server name, the console script, the cache directory."""
-
-DEFAULT_MAX_TIMEOUT_S = 600.0
-"""``--max-timeout`` when not given, seconds."""
-TIMEOUT_LIMIT_S = 7 * 24 * 3600.0
-"""The largest timeout anyone may set (server option or tool argument), seconds: a week."""
-DEFAULT_MAX_CONCURRENT = 2
-"""``--max-concurrent`` when not given: the machine's cores are shared with the tests."""
-MAX_CONCURRENT_LIMIT = 64
 
 
 def package_version() -> str:

@@ -27,6 +27,7 @@ from xml.parsers import expat
 import ijson
 from pydantic import Field
 
+from pytest_mcp_server.domain.policy import COVERAGE_FILES_LISTED, RANGE_CHARS
 from pytest_mcp_server.engine.models import ReportError, _Frozen
 
 try:  # the C backend when built (the engine's pure JSON reader uses it too)
@@ -34,13 +35,6 @@ try:  # the C backend when built (the engine's pure JSON reader uses it too)
 except ImportError:  # pragma: no cover - wheels without the C extension
     _ijson = ijson
 
-COVERAGE_FILES_LISTED = 20
-"""Files with missed lines listed in a coverage answer (most missed lines first); the
-others are counted in ``omitted.files``. The same number bounds the files of
-``changed_not_run`` (the rest in ``omitted.changed_files``)."""
-RANGE_CHARS = 160
-"""Characters of missed-line ranges kept per file (``7, 12-13, ...``); the line numbers
-cut are counted in ``omitted.lines``."""
 
 CoverageFormat = Literal["coverage-json", "cobertura"]
 

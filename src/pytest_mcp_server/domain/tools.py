@@ -25,19 +25,26 @@ from pydantic import (
     field_validator,
 )
 
-from pytest_mcp_server.domain.config import TIMEOUT_LIMIT_S
 from pytest_mcp_server.domain.coverage import CoverageSummary
 from pytest_mcp_server.domain.expressions import check_expression
 from pytest_mcp_server.domain.flaky import FlakyTest
-from pytest_mcp_server.domain.policy import EXECUTE_BUDGETS, FULL_STORY
-from pytest_mcp_server.domain.validation import (
+from pytest_mcp_server.domain.policy import (
+    DEFAULT_DISCOVER_LIMIT,
+    EXECUTE_BUDGETS,
+    EXECUTE_MAX_OUTPUT_BYTES,
+    EXECUTE_MAX_TRACEBACK_LINES,
+    FULL_STORY,
+    MAX_DISCOVER_LIMIT,
+    MAX_DISCOVER_OFFSET,
     MAX_EXPRESSION_CHARS,
+    MAX_FAILURES_LISTED,
     MAX_NODE_IDS,
+    MAX_REPEAT,
     MAX_REPORT_PATHS,
-    check_filter_node_id,
-    check_node_id_syntax,
-    check_report_path,
+    MAX_WORKERS,
+    TIMEOUT_LIMIT_S,
 )
+from pytest_mcp_server.domain.validation import check_filter_node_id, check_node_id_syntax, check_report_path
 from pytest_mcp_server.engine.models import (
     Budgets,
     CollectionError,
@@ -45,18 +52,6 @@ from pytest_mcp_server.engine.models import (
     _Frozen,
     budget_bounds,
 )
-
-# Largest budgets an agent may ask for (the engine accepts more; an answer this large
-# would not help a model).
-MAX_FAILURES_LISTED = 1000
-EXECUTE_MAX_TRACEBACK_LINES = 2000
-EXECUTE_MAX_OUTPUT_BYTES = 262_144
-MAX_WORKERS = 64
-MAX_REPEAT = 20
-"""Most runs of one ``execute_tests`` call (``repeat``)."""
-MAX_DISCOVER_OFFSET = 10_000_000
-MAX_DISCOVER_LIMIT = 2000
-DEFAULT_DISCOVER_LIMIT = 100
 
 
 class ParamsModel(BaseModel):

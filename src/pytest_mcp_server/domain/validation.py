@@ -18,13 +18,10 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from pytest_mcp_server.domain.failures import invalid
-
-# Limits of what an agent may send (oversized lists or strings are refused, not cut).
-MAX_NODE_IDS = 500
-MAX_NODE_ID_CHARS = 1000
-MAX_EXPRESSION_CHARS = 1000
-MAX_REPORT_PATHS = 64
-MAX_PATH_CHARS = 4096
+from pytest_mcp_server.domain.policy import (
+    MAX_NODE_ID_CHARS,
+    MAX_PATH_CHARS,
+)
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 

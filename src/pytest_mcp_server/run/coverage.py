@@ -29,11 +29,11 @@ from pytest_mcp_server.domain.coverage import (
     summarize_coverage,
 )
 from pytest_mcp_server.domain.failures import ToolFailure
+from pytest_mcp_server.domain.policy import REPORT_TIMEOUT_S, TAIL_BYTES
 from pytest_mcp_server.engine.models import ReportError
 from pytest_mcp_server.run.events import PLUGIN_DIR
 from pytest_mcp_server.run.git import changed_lines
 from pytest_mcp_server.run.interpreter import Interpreter
-from pytest_mcp_server.run.process import TAIL_BYTES
 
 COVERAGE_ARGV = ("--cov", "--cov-report=", "--cov-fail-under=0")
 """pytest-cov's options of a measured run: measure (what the project's configuration
@@ -48,8 +48,6 @@ COMBINED_DATA = "coverage.data"
 JSON_REPORT = "coverage.json"
 """The ``coverage json`` report of the combined data, in the run directory."""
 
-REPORT_TIMEOUT_S = 120.0
-"""Seconds the project's interpreter gets to combine the data and write the JSON report."""
 
 # Run by the project's interpreter, in the root (so coverage.py reads the project's
 # configuration): combine the given data files into argv[1] and write the JSON report

@@ -18,9 +18,7 @@ from pathlib import Path
 import anyio
 
 from pytest_mcp_server.domain.coverage import ChangedLines
-
-GIT_TIMEOUT_S = 10.0
-"""Seconds each git command may take before the change is treated as unknown."""
+from pytest_mcp_server.domain.policy import GIT_TIMEOUT_S
 
 # The same output whatever the user's git configuration says: fixed a/ b/ prefixes (not
 # diff.noprefix or diff.mnemonicPrefix), no colour, no external diff or textconv driver,

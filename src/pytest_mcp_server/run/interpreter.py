@@ -21,12 +21,8 @@ import anyio
 
 from pytest_mcp_server.domain.config import ServerConfig
 from pytest_mcp_server.domain.failures import ToolFailure
-from pytest_mcp_server.run.process import TAIL_BYTES
+from pytest_mcp_server.domain.policy import PROBE_TIMEOUT_S, TAIL_BYTES
 from pytest_mcp_server.run.project import INSTALLED_PROBE, distribution_name
-
-PROBE_TIMEOUT_S = 60.0
-"""Seconds the project's interpreter gets to answer the probe (a cold start on a slow
-disk can take long)."""
 
 _PROBE = INSTALLED_PROBE + (
     "import importlib.util as u, json, os, sys\n"

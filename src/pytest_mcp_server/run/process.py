@@ -33,12 +33,7 @@ from typing import Any
 import anyio
 import anyio.abc
 
-TAIL_BYTES = 8192
-"""Bytes of a child's stdout and of its stderr kept (the end)."""
-KILL_GRACE_S = 2.0
-"""Seconds between SIGTERM and SIGKILL when a run is stopped."""
-ON_TIMEOUT_S = 1.5
-"""Seconds the ``on_timeout`` hook of ``run_process`` may take before the group is killed."""
+from pytest_mcp_server.domain.policy import KILL_GRACE_S, ON_TIMEOUT_S, TAIL_BYTES
 
 # Process groups started by this process and not yet reaped; killed at exit as a last
 # resort (the normal paths kill them themselves).

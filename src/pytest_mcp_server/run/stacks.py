@@ -23,8 +23,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-STACK_FRAMES = 6
-"""Frames kept of the running test's stack (the outermost two and the innermost rest)."""
+from pytest_mcp_server.domain.policy import STACK_FRAMES
 
 _THREAD = re.compile(r"^(Current thread|Thread) 0x[0-9a-fA-F]+ .*\(most recent call first\):\s*$|^Stack \(most recent")
 _FRAME = re.compile(r'^\s+File "(?P<path>.*)", line (?P<line>\d+|\?\?\?) in (?P<name>.*?)\s*$')

@@ -25,33 +25,18 @@ from pathlib import Path
 
 from pydantic import Field, SecretStr, ValidationInfo, field_validator
 
+from pytest_mcp_server.domain.policy import (
+    DEFAULT_HTTP_PORT,
+    MIN_TOKEN_CHARS,
+)
 from pytest_mcp_server.engine.models import _Frozen
 
 MCP_PATH = "/mcp"
 """The endpoint's path: ``http://HOST:PORT/mcp``."""
 DEFAULT_HTTP_HOST = "127.0.0.1"
-DEFAULT_HTTP_PORT = 8765
 TOKEN_ENV = "PYTEST_MCP_SERVER_TOKEN"
 """The environment variable a bearer token may come from (``--token-file`` wins)."""
-MIN_TOKEN_CHARS = 16
-"""Shortest token accepted: 16 characters of base64url are 96 bits, beyond guessing over HTTP."""
 
-MAX_REQUEST_BODY_BYTES = 4 * 1024 * 1024
-"""Largest request body, bytes (413 beyond). 4 MiB is above the largest call the tools
-accept, ``validation.MAX_NODE_IDS`` node ids of ``MAX_NODE_ID_CHARS`` characters each
-written as ``\\uXXXX`` escapes (3 MB), so it never refuses a call validation would take."""
-MAX_SESSIONS = 32
-"""Open 2025-11-25 sessions at once (503 for one more); 2026-07-28 requests open none."""
-MAX_CONNECTIONS = 128
-"""Open connections and requests at once (uvicorn's ``limit_concurrency``; 503 beyond). A
-2025-11-25 client holds two (its notification stream and a call), a 2026-07-28 call one."""
-SESSION_IDLE_TIMEOUT_S = 30 * 60.0
-"""A 2025-11-25 session with no request in flight for this long is closed, seconds (its
-runs, if any, are killed): the end of a client that vanished without closing its session."""
-SHUTDOWN_GRACE_S = 5
-"""On SIGTERM/SIGINT/SIGHUP, how long the stopped calls may take to kill their pytest
-process groups (SIGTERM, then SIGKILL after ``process.KILL_GRACE_S``) and answer, and then
-how long open connections may take to close before uvicorn cancels them, seconds."""
 
 # RFC 6750, section 2.1: b64token = 1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"="
 _B64TOKEN = re.compile(r"[A-Za-z0-9\-._~+/]+=*")

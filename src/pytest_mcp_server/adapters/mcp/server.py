@@ -52,20 +52,18 @@ from pytest_mcp_server.adapters.mcp.catalogue import (
     input_schema,
     output_schema,
 )
-from pytest_mcp_server.adapters.mcp.http_policy import (
-    MAX_CONNECTIONS,
-    MAX_REQUEST_BODY_BYTES,
-    MAX_SESSIONS,
-    MCP_PATH,
-    SESSION_IDLE_TIMEOUT_S,
-    SHUTDOWN_GRACE_S,
-    HttpSettings,
-    token_matches,
-)
+from pytest_mcp_server.adapters.mcp.http_policy import MCP_PATH, HttpSettings, token_matches
 from pytest_mcp_server.adapters.text import render_failure
 from pytest_mcp_server.app.workflows import Runner
 from pytest_mcp_server.domain.config import SERVER_NAME, ServerConfig, package_version
 from pytest_mcp_server.domain.failures import ToolFailure
+from pytest_mcp_server.domain.policy import (
+    MAX_CONNECTIONS,
+    MAX_REQUEST_BODY_BYTES,
+    MAX_SESSIONS,
+    SESSION_IDLE_TIMEOUT_S,
+    SHUTDOWN_GRACE_S,
+)
 from pytest_mcp_server.run.events import ProgressFn
 from pytest_mcp_server.run.process import kill_live_groups_now
 

@@ -16,12 +16,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from pytest_mcp_server.adapters.answer import (
-    SLOW_S,
-    cap_lines,
-    failure_entries,
-    shown_traceback_lines_omitted,
-)
+from pytest_mcp_server.adapters.answer import cap_lines, failure_entries, shown_traceback_lines_omitted
+from pytest_mcp_server.domain.policy import SLOW_S
 from pytest_mcp_server.domain.tools import ExecuteResult
 from pytest_mcp_server.engine.models import Failure, Omitted, ReportSummary
 
