@@ -39,7 +39,7 @@ from typing import Any
 import anyio
 
 from pytest_mcp_server.domain.config import ServerConfig
-from pytest_mcp_server.domain.coverage import CoverageFormat, sniff_coverage, summarize_coverage
+from pytest_mcp_server.domain.coverage import summarize_coverage
 from pytest_mcp_server.domain.failures import FailureKind, ToolFailure, ToolFailureDetail, invalid
 from pytest_mcp_server.domain.flaky import FlakyTest, OutcomeHistory, last_failing_run
 from pytest_mcp_server.domain.policy import KILL_GRACE_S
@@ -55,6 +55,7 @@ from pytest_mcp_server.domain.tools import (
 )
 from pytest_mcp_server.domain.validation import check_node_ids_exist, resolve_inside
 from pytest_mcp_server.engine import summarize as engine_summarize
+from pytest_mcp_server.engine.coverage import CoverageFormat, sniff_coverage
 from pytest_mcp_server.engine.models import Budgets, Failure, ProjectCode, ReportError, ReportSummary
 from pytest_mcp_server.run.coverage import COVERAGE_ARGV, coverage_env, finish_coverage, missing_coverage, project_lines
 from pytest_mcp_server.run.events import (

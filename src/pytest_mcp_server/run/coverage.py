@@ -21,15 +21,10 @@ from pathlib import Path
 
 import anyio
 
-from pytest_mcp_server.domain.coverage import (
-    CoverageFormat,
-    CoverageSummary,
-    LineSets,
-    read_coverage_reports,
-    summarize_coverage,
-)
+from pytest_mcp_server.domain.coverage import CoverageSummary, summarize_coverage
 from pytest_mcp_server.domain.failures import ToolFailure
 from pytest_mcp_server.domain.policy import REPORT_TIMEOUT_S, TAIL_BYTES
+from pytest_mcp_server.engine.coverage import CoverageFormat, LineSets, read_coverage_reports
 from pytest_mcp_server.engine.models import ReportError
 from pytest_mcp_server.run.events import PLUGIN_DIR
 from pytest_mcp_server.run.git import changed_lines
