@@ -16,7 +16,9 @@
 use libfuzzer_sys::fuzz_target;
 use std::sync::Arc;
 
-use report_core::{junit, pytest_json, sniff, Budgets, Format, Item, Selection, SummaryBuilder};
+use report_core::{
+    parse_junit, parse_pytest_json, sniff, Budgets, Format, Item, Selection, SummaryBuilder,
+};
 
 fn budgets(selector: u8) -> (Budgets, usize) {
     if selector == 0 {
@@ -111,8 +113,8 @@ fn run(format: Format, doc: &[u8], b: &Budgets, limit: usize) {
     let result = {
         let mut sink = |item: Item| items.push(item);
         match format {
-            Format::Junit => junit::parse_junit(doc, "fuzz", b, &mut sink),
-            Format::PytestJson => pytest_json::parse_pytest_json(doc, "fuzz", b, &mut sink),
+            Format::Junit => parse_junit(doc, "fuzz", b, &mut sink),
+            Format::PytestJson => parse_pytest_json(doc, "fuzz", b, &mut sink),
         }
     };
     if let Err(e) = &result {

@@ -12,7 +12,7 @@ import os
 from collections.abc import Iterable, Sequence
 from typing import Literal
 
-from pytest_mcp_server.engine.models import Budgets, ProjectCode, ReportError, ReportSummary
+from pytest_mcp_server.engine.models import Budgets, ProjectCode, ReportSummary
 
 Backend = Literal["auto", "native", "pure"]
 FormatChoice = Literal["auto", "junit", "pytest-json"]
@@ -79,18 +79,15 @@ def summarize_bytes(
     path_list = _as_path_list(paths)
     if format not in ("auto", "junit", "pytest-json"):
         raise ValueError(f"format must be 'auto', 'junit' or 'pytest-json', not {format!r}")
-    budget_dict = (budgets or Budgets()).model_dump()
+    budgets = budgets or Budgets()
     select_list = _as_select_list(select)
     project_pair = (project.root, list(project.packages)) if project is not None else None
     if resolve_backend(backend) == "native":
-        try:
-            return _native.summarize_files(path_list, format, budget_dict, select_list, project_pair)
-        except _native.NativeReportError as exc:
-            kind, path, message, position = exc.args
-            raise ReportError(kind, path, message, position) from None
+        # raises models.ReportError itself (rust/binding/lib.rs)
+        return _native.summarize_files(path_list, format, budgets, select_list, project_pair)
     from pytest_mcp_server.engine.pure import summarize_files
 
-    return summarize_files(path_list, format, budget_dict, select_list, project_pair)
+    return summarize_files(path_list, format, budgets.model_dump(), select_list, project_pair)
 
 
 def summarize(
