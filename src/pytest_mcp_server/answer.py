@@ -22,7 +22,6 @@ as structure).
 from __future__ import annotations
 
 import os
-import re
 from typing import Any
 
 from .models import Failure, Omitted, ReportSummary
@@ -37,8 +36,6 @@ ids, paths."""
 SLOW_S = 1.0
 """A test is named as slow when it took at least this many seconds (shorter ones are
 not worth an agent's attention)."""
-
-_OMITTED_MARKER = re.compile(r"^\s*\.\.\. \[(\d+) lines omitted\]$", re.MULTILINE)
 
 
 def failure_entries(summary: ReportSummary, every_failure: bool = False) -> list[tuple[Failure, bool]]:
@@ -64,9 +61,9 @@ def failure_entries(summary: ReportSummary, every_failure: bool = False) -> list
 
 def shown_traceback_lines_omitted(entries: list[tuple[Failure, bool]]) -> int:
     """Traceback lines the engine cut from the tracebacks shown in full among
-    ``entries`` (the sum of their ``... [N lines omitted]`` markers; the engine's
+    ``entries`` (the sum of their ``traceback_lines_omitted``; the engine's
     ``omitted.traceback_lines`` covers every listed failure)."""
-    return sum(int(n) for failure, full in entries if full for n in _OMITTED_MARKER.findall(failure.traceback))
+    return sum(failure.traceback_lines_omitted for failure, full in entries if full)
 
 
 def cap_line(line: str, limit: int = LINE_CHARS) -> tuple[str, int]:
@@ -102,10 +99,18 @@ def with_run_dir(values: list[str], report_path: str) -> list[str]:
 
 def answer_failure(failure: Failure) -> tuple[Failure, int]:
     """A failure as the structured content gives it, and the UTF-8 bytes its message
-    lost: ``traceback`` ``""`` and ``stdout``/``stderr``/``log`` null (the text carries
-    them), the message capped per line at ``LINE_CHARS``."""
+    lost: ``traceback`` ``""`` (and its ``traceback_lines_omitted`` 0) and
+    ``stdout``/``stderr``/``log`` null (the text carries them), the message capped per
+    line at ``LINE_CHARS``."""
     message, cut = cap_lines(failure.message)
-    update = {"message": message, "traceback": "", "stdout": None, "stderr": None, "log": None}
+    update = {
+        "message": message,
+        "traceback": "",
+        "traceback_lines_omitted": 0,
+        "stdout": None,
+        "stderr": None,
+        "log": None,
+    }
     return failure.model_copy(update=update), cut
 
 
@@ -153,7 +158,7 @@ def answer_summary(summary: ReportSummary) -> ReportSummary:
 
 SUBTEST_COUNTS = ("subtests_passed", "subtests_failed", "passed_with_failed_subtests")
 """The counts that only say something in a run with subtests."""
-SILENT_FAILURE_FIELDS = ("subtest", "traceback", "stdout", "stderr", "log")
+SILENT_FAILURE_FIELDS = ("subtest", "traceback", "traceback_lines_omitted", "stdout", "stderr", "log")
 """A failure's fields that an answer's structured content leaves out when empty (null or
 ``""``: the traceback and output tails are in the text)."""
 
