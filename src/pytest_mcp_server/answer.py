@@ -99,12 +99,14 @@ def with_run_dir(values: list[str], report_path: str) -> list[str]:
 
 def answer_failure(failure: Failure) -> tuple[Failure, int]:
     """A failure as the structured content gives it, and the UTF-8 bytes its message
-    lost: ``traceback`` ``""`` (and its ``traceback_lines_omitted`` 0) and
+    lost: ``traceback`` ``""`` (and its ``traceback_lines_omitted`` 0,
+    ``message_in_traceback`` false) and
     ``stdout``/``stderr``/``log`` null (the text carries them), the message capped per
     line at ``LINE_CHARS``."""
     message, cut = cap_lines(failure.message)
     update = {
         "message": message,
+        "message_in_traceback": False,
         "traceback": "",
         "traceback_lines_omitted": 0,
         "stdout": None,
@@ -158,7 +160,15 @@ def answer_summary(summary: ReportSummary) -> ReportSummary:
 
 SUBTEST_COUNTS = ("subtests_passed", "subtests_failed", "passed_with_failed_subtests")
 """The counts that only say something in a run with subtests."""
-SILENT_FAILURE_FIELDS = ("subtest", "traceback", "traceback_lines_omitted", "stdout", "stderr", "log")
+SILENT_FAILURE_FIELDS = (
+    "subtest",
+    "message_in_traceback",
+    "traceback",
+    "traceback_lines_omitted",
+    "stdout",
+    "stderr",
+    "log",
+)
 """A failure's fields that an answer's structured content leaves out when empty (null or
 ``""``: the traceback and output tails are in the text)."""
 

@@ -121,7 +121,9 @@ class Failure(_Frozen):
     ``log``: the test's captured log records, one per line (``LEVEL    logger:file:N msg``).
     ``traceback``: the text to show, final (cut and tidied by the engine: docs/ENGINE.md,
     *Traceback cutting*); ``traceback_lines_omitted``: the lines of the report's text the
-    cut left out of it (its ``... [N lines omitted]`` markers, as a number).
+    cut left out of it (its ``... [N lines omitted]`` markers, as a number);
+    ``message_in_traceback``: an ``E`` line of ``traceback`` says ``exception: message``
+    (an entry in full then writes no message line of its own).
     """
 
     node_id: str
@@ -130,6 +132,7 @@ class Failure(_Frozen):
     phase: Phase | None
     exception: str | None
     message: str
+    message_in_traceback: bool = False
     location: Location | None
     traceback: str = ""
     traceback_lines_omitted: int = 0

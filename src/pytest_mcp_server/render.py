@@ -16,8 +16,9 @@ above the last frame, the test's own ``self``, restated and redundant diffs and 
 to re-run verbose left out, separators short, repeats folded), in both backends, so the
 CLI's ``summarize`` and a tool's answer show the same entries; what it cut comes as a
 number (``traceback_lines_omitted``), never parsed from the text. Within an entry, the
-message line is left out when an ``E`` line says it. The report's path closes an answer
-only when the text leaves something out.
+message line is left out when the engine says an ``E`` line of the traceback says it
+(``message_in_traceback``). The report's path closes an answer only when the text
+leaves something out.
 Every line of an ``execute_tests`` answer and of an error is capped
 (``answer.LINE_CHARS``). So 256 failures from 3 causes stay under 2 KB, and a
 20,000-test suite with 580 failures from 4 causes a few KB (benches/answer_size.py,
@@ -232,37 +233,18 @@ def _also_in(failure: Failure, group: Group, listed: list[Failure] | None = None
     return f"also in {more} more" + (f": {', '.join(names)}{etc}" if names else "")
 
 
-def _says_the_message(line: str, what: str) -> bool:
-    """True when ``line`` is pytest's ``E`` line with ``what`` (``<exception>:
-    <message>``) on it, whole or as far as the shorter of the two was kept (the engine
-    cuts traceback lines and messages at different lengths, ending them with ``…``).
-    ``AssertionError: assert ...`` is said by ``E  assert ...``: pytest's rewritten
-    assertion does not name its exception, ``assert`` does."""
-    if not line.startswith("E "):
-        return False
-    said = line[1:].strip().removesuffix("…")
-    message = what.removesuffix("…")
-    if message.startswith("AssertionError: assert "):
-        said = said.removeprefix("AssertionError: ")
-        message = message.removeprefix("AssertionError: ")
-    if message in said:
-        return True
-    shorter = min(len(said), len(message))
-    return shorter >= 40 and said[:shorter] == message[:shorter]
-
-
 def _failure_lines(failure: Failure, *, full: bool) -> list[str]:
     where = _where(failure.location)
     phase = f" in {failure.phase}" if failure.phase and failure.phase != "call" else ""
     label = "ERROR" if failure.outcome == "error" else "FAILED"
     out = [f"- {label}{phase} {failure_name(failure)}{where}"]
     what = exception_line(failure.exception, failure.message)
-    traceback = failure.traceback.split("\n") if full and failure.traceback else []
-    if what and not any(_says_the_message(line, what) for line in traceback):
+    if what and not (full and failure.message_in_traceback):
         out.append(f"    {what}")
     if not full:
         return out
-    out.extend(("    " + line).rstrip() for line in traceback)
+    if failure.traceback:
+        out.extend(("    " + line).rstrip() for line in failure.traceback.split("\n"))
     for name, tail in (("stdout", failure.stdout), ("stderr", failure.stderr)):
         if tail:
             out.append(f"    {name} (tail):")

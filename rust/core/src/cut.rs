@@ -914,6 +914,37 @@ fn fold_repeats(lines: &[Shown]) -> Vec<Shown> {
     out
 }
 
+/// True when an `E ` line of the shown traceback `shown` says the failure's
+/// `exception: message` (its message alone without an exception), whole or as far as
+/// the shorter of the two was kept (traceback lines and messages are cut at different
+/// lengths, each ending with `…`): the entry then needs no message line of its own.
+/// `AssertionError: assert …` is said by `E  assert …` (pytest's rewritten assertion
+/// does not name its exception). docs/ENGINE.md, *The shown traceback*.
+pub(crate) fn says_message(shown: &str, exception: Option<&str>, message: &str) -> bool {
+    let what = match exception.filter(|e| !e.is_empty()) {
+        Some(exception) => format!("{exception}: {message}"),
+        None => message.to_owned(),
+    };
+    let what = what.strip_suffix('…').unwrap_or(&what);
+    shown.split('\n').any(|line| {
+        let Some(after) = line.strip_prefix("E ") else {
+            return false;
+        };
+        let said = strip(after);
+        let mut said = said.strip_suffix('…').unwrap_or(said);
+        let mut what = what;
+        if what.starts_with("AssertionError: assert ") {
+            said = said.strip_prefix("AssertionError: ").unwrap_or(said);
+            what = &what["AssertionError: ".len()..];
+        }
+        if said.contains(what) {
+            return true;
+        }
+        let shorter = said.chars().count().min(what.chars().count());
+        shorter >= 40 && said.chars().take(shorter).eq(what.chars().take(shorter))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1243,5 +1274,30 @@ java.lang.AssertionError: expected
             shown_traceback_for(&text, 10, 200, 3, None, FailureContext::default());
         assert_eq!(omitted, cut_omitted);
         assert!(tidy.lines().count() <= cut.lines().count());
+    }
+
+    #[test]
+    fn the_message_is_said_by_an_e_line_whole_or_as_far_as_both_were_kept() {
+        let tb = ">   f()\nE   KeyError: 'pear'";
+        assert!(says_message(tb, Some("KeyError"), "'pear'"));
+        assert!(!says_message(tb, Some("ValueError"), "'pear'"));
+        assert!(!says_message(
+            ">   KeyError: 'pear'",
+            Some("KeyError"),
+            "'pear'"
+        ));
+        // pytest's rewritten assertion: `E  assert …` says `AssertionError: assert …`
+        assert!(says_message(
+            "E       assert 3 == 4",
+            Some("AssertionError"),
+            "assert 3 == 4"
+        ));
+        // cut at different lengths: equal as far as both go, at least 40 characters
+        let long = "x".repeat(60);
+        let line = format!("E   ValueError: {}…", &long[..30]);
+        assert!(says_message(&line, Some("ValueError"), &long));
+        let line = format!("E   ValueError: {}…", &long[..20]);
+        assert!(!says_message(&line, Some("ValueError"), &long));
+        assert!(says_message("E   boom", None, "boom"));
     }
 }

@@ -19,8 +19,8 @@ use serde::Serialize;
 
 use crate::budgets::Budgets;
 use crate::cut::{
-    capped, chomp, cut_traceback_for, is_ws, parse_location, shown_traceback_for, strip,
-    DeepestFrames, FailureContext, FrameLine,
+    capped, chomp, cut_traceback_for, is_ws, parse_location, says_message, shown_traceback_for,
+    strip, DeepestFrames, FailureContext, FrameLine,
 };
 use crate::group::{
     fold_values, group_id, key_hash, normalize_capped, ASSERTION_ERROR, OTHER_GROUP_ID,
@@ -253,6 +253,7 @@ struct ListedFailure {
     phase: Option<Phase>,
     exception: Option<String>,
     message: String,
+    message_in_traceback: bool,
     location: Option<(String, Option<u64>)>,
     traceback: String,
     traceback_omitted: u64,
@@ -532,6 +533,8 @@ impl SummaryBuilder {
             reported,
             Some((&record.node_id, exception)),
         );
+        let message = capped(line, self.budgets.max_message_chars);
+        let message_in_traceback = says_message(&traceback, exception, &message);
         ListedFailure {
             seq,
             node_id: record.node_id.clone(),
@@ -539,7 +542,8 @@ impl SummaryBuilder {
             outcome: record.outcome(),
             phase: record.phase,
             exception: exception.map(str::to_owned),
-            message: capped(line, self.budgets.max_message_chars),
+            message,
+            message_in_traceback,
             location,
             traceback,
             traceback_omitted,
@@ -930,6 +934,7 @@ impl SummaryBuilder {
                 phase: f.phase.map(Phase::as_str),
                 exception: f.exception.as_deref(),
                 message: &f.message,
+                message_in_traceback: f.message_in_traceback,
                 location: f
                     .location
                     .as_ref()
@@ -1044,6 +1049,7 @@ struct FailureJson<'a> {
     phase: Option<&'static str>,
     exception: Option<&'a str>,
     message: &'a str,
+    message_in_traceback: bool,
     location: Option<LocationJson<'a>>,
     traceback: &'a str,
     traceback_lines_omitted: u64,

@@ -668,3 +668,27 @@ def _fold_repeats(lines: Shown) -> Shown:
             out.append(lines[i])
             i += 1
     return out
+
+
+def says_message(shown: str, exception: str | None, message: str) -> bool:
+    """True when an ``E `` line of the shown traceback ``shown`` says the failure's
+    ``exception: message`` (its message alone without an exception), whole or as far as
+    the shorter of the two was kept (traceback lines and messages are cut at different
+    lengths, each ending with ``…``): the entry then needs no message line of its own.
+    ``AssertionError: assert …`` is said by ``E  assert …`` (pytest's rewritten
+    assertion does not name its exception). docs/ENGINE.md, *The shown traceback*."""
+    what = (f"{exception}: {message}" if exception else message).removesuffix("…")
+    for line in shown.split("\n"):
+        if not line.startswith("E "):
+            continue
+        said = strip(line[2:]).removesuffix("…")
+        wanted = what
+        if wanted.startswith("AssertionError: assert "):
+            said = said.removeprefix("AssertionError: ")
+            wanted = wanted.removeprefix("AssertionError: ")
+        if wanted in said:
+            return True
+        shorter = min(len(said), len(wanted))
+        if shorter >= 40 and said[:shorter] == wanted[:shorter]:
+            return True
+    return False

@@ -12,7 +12,17 @@ from typing import Any
 
 import orjson
 
-from .cut import WHITESPACE, DeepestFrames, Frame, capped, chomp, cut_traceback, parse_location, shown_traceback
+from .cut import (
+    WHITESPACE,
+    DeepestFrames,
+    Frame,
+    capped,
+    chomp,
+    cut_traceback,
+    parse_location,
+    says_message,
+    shown_traceback,
+)
 from .group import (
     ASSERTION_ERROR,
     OTHER_GROUP_ID,
@@ -362,13 +372,15 @@ class SummaryBuilder:
         text = record.text or ""
         reported = (record.path, record.line) if record.path is not None else None
         location, traceback, omitted = self._located_and_cut(text, frames.code, reported, (record.node_id, exception))
+        message = capped(line, self._max_message_chars)
         entry = {
             "node_id": record.node_id,
             "subtest": record.subtest,
             "outcome": record.outcome,
             "phase": record.phase,
             "exception": exception,
-            "message": capped(line, self._max_message_chars),
+            "message": message,
+            "message_in_traceback": says_message(traceback, exception, message),
             "location": location,
             "traceback": traceback,
             "traceback_lines_omitted": omitted,
