@@ -7,7 +7,8 @@ sake): a rule is read off the summary of a pytest-json-report with one failed te
 text). The pure twin's rule functions are called directly, so a test compares the native
 rule, as a user meets it, with the pure one.
 
-* ``native_cut``: the failure's ``traceback`` and ``omitted.traceback_lines``, i.e.
+* ``native_cut`` (and ``pure_cut``, the same probe on the pure backend): the failure's
+  ``traceback`` and ``omitted.traceback_lines``, i.e. the shown traceback of
   ``cut_traceback(text, max_lines, max_line_chars, project, context_lines)`` with the
   budgets ``max_traceback_lines``, ``max_line_chars``, ``max_frame_context_lines``.
 * ``native_group_key``: the failure's group (id, normalised message), i.e.
@@ -51,23 +52,35 @@ def _project(project: tuple[str, list[str]] | None) -> ProjectCode | None:
     return None if project is None else ProjectCode(root=project[0], packages=project[1])
 
 
-def native_cut(
+def summary_cut(
+    backend: str,
     text: str,
     max_lines: int,
     max_line_chars: int,
     project: tuple[str, list[str]] | None = None,
     context_lines: int | None = None,
 ) -> tuple[str, int]:
-    """(cut text, lines omitted) of ``text`` as the native backend's summary lists it;
+    """(shown traceback, lines omitted) of ``text`` as ``backend``'s summary lists it (the
+    cut, then the shown-traceback rules: docs/ENGINE.md, *Traceback cutting*);
     ``project`` as (root, packages); ``context_lines`` None: the budget's default. The
     values must be within ``Budgets``' bounds (``max_lines`` >= 3, ``max_line_chars`` >= 8)."""
     budgets = Budgets(max_traceback_lines=max_lines, max_line_chars=max_line_chars)
     if context_lines is not None:
         budgets = budgets.model_copy(update={"max_frame_context_lines": context_lines})
     path = write_one_failure(text, "E")
-    summary = orjson.loads(summarize_bytes([path], backend="native", budgets=budgets, project=_project(project)))
+    summary = orjson.loads(summarize_bytes([path], backend=backend, budgets=budgets, project=_project(project)))
     (failure,) = summary["failures"]
     return failure["traceback"], summary["omitted"]["traceback_lines"]
+
+
+def native_cut(*args: Any) -> tuple[str, int]:
+    """``summary_cut`` of the native backend."""
+    return summary_cut("native", *args)
+
+
+def pure_cut(*args: Any) -> tuple[str, int]:
+    """``summary_cut`` of the pure backend."""
+    return summary_cut("pure", *args)
 
 
 def native_group_key(exception: str | None, message: str, where_: str | None = None) -> tuple[str, str]:

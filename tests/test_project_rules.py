@@ -19,11 +19,11 @@ from backends import needs_native
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from rule_probes import native_cut, summaries_agree
+from rule_probes import pure_cut as pure_summary_cut
 from strategies import budgets_dicts, check_invariants, fuzz_settings, valid_docs
 
 from pytest_mcp_server.engine import BACKEND_ENV, native_available, resolve_backend, summarize_bytes
 from pytest_mcp_server.engine.models import Budgets, ProjectCode
-from pytest_mcp_server.engine.pure import cut as pure_cut
 from pytest_mcp_server.engine.pure import group as pure_group
 from pytest_mcp_server.engine.pure import project as pure_project
 
@@ -161,19 +161,12 @@ INSTALLED_BUG = "\n".join(
 def cut_impl(backend: str):
     """``cut_traceback(text, max_lines, max_line_chars, project=None)`` of the backend
     under test, ``project`` as (root, packages); the native one as its summaries cut."""
-    if backend == "native":
-        return native_cut
-
-    def pure(text, max_lines, max_line_chars, project=None):
-        code = pure_project.ProjectCode(*project) if project is not None else None
-        return pure_cut.cut_traceback(text, max_lines, max_line_chars, code)
-
-    return pure
+    return native_cut if backend == "native" else pure_summary_cut
 
 
 def test_cut_keeps_the_installed_project_frame_with_its_header(cut_impl):
     cut, omitted = cut_impl(INSTALLED_BUG, 2000, 200, PAIR)
-    separator = "_ " * 39 + "_ "
+    separator = "_ _ _ _ _"  # shown short: its width says nothing
     # The project's frame keeps its header and source line, its path shown short; the
     # third-party and standard-library frames after it go; the raising frame stays.
     assert cut.split("\n") == [
@@ -219,9 +212,7 @@ def test_cut_keeps_the_installed_project_frame_with_its_header(cut_impl):
 def test_cut_parity_with_a_project(lines, max_lines, root):
     text = "\n".join(lines)
     project = (root, ["pkg"])
-    assert native_cut(text, max_lines, 60, project) == pure_cut.cut_traceback(
-        text, max_lines, 60, pure_project.ProjectCode(*project)
-    )
+    assert native_cut(text, max_lines, 60, project) == pure_summary_cut(text, max_lines, 60, project)
 
 
 # --------------------------------------------------------------------------------------

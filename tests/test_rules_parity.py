@@ -20,6 +20,7 @@ from backends import needs_native, summary_in_both
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from rule_probes import native_cut, native_group_key, summaries_agree
+from rule_probes import pure_cut as pure_summary_cut
 
 from pytest_mcp_server.engine.models import Budgets, Location, ReportSummary
 from pytest_mcp_server.engine.pure import cut as pure_cut
@@ -37,7 +38,7 @@ def impl(backend: str) -> SimpleNamespace:
     (the pure ones live in two modules; the native ones as its summaries apply them)."""
     if backend == "native":
         return SimpleNamespace(cut_traceback=native_cut, group_key=native_group_key)
-    return SimpleNamespace(cut_traceback=pure_cut.cut_traceback, group_key=pure_group.group_key)
+    return SimpleNamespace(cut_traceback=pure_summary_cut, group_key=pure_group.group_key)
 
 
 # --------------------------------------------------------------------------------------
@@ -60,9 +61,10 @@ def test_cut_drops_library_frames_and_keeps_essential_lines(impl):
         "        timeout = 3",
         ">       r = requests.get(url, headers=headers, params=params, timeout=timeout)",
     ]
-    # Step 2: the two site-packages short entries go (2 lines each), the helper stays.
+    # Step 2: the two site-packages short entries go (2 lines each), the helper stays;
+    # the separator is shown short (its width says nothing).
     assert lines[7:12] == [
-        "_ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _",
+        "_ _ _ _ _",
         "... [2 lines omitted]",
         "tests/helpers.py:9: in request",
         "    return session.request(method=method, url=url, **kwargs)",
@@ -71,7 +73,9 @@ def test_cut_drops_library_frames_and_keeps_essential_lines(impl):
     # The library frame that raised is the last of its exception: kept, E line and all.
     assert "E       ConnectionRefusedError: [Errno 111] Connection refused" in lines
     assert "The above exception was the direct cause of the following exception:" in lines
-    assert lines[-3:] == ["E       RuntimeError: boom", "", "tests/test_api.py:30: RuntimeError"]
+    # pytest's closing `path:line: Exception` line is the failure's location: not repeated
+    assert lines[-2:] == [">       raise RuntimeError('boom')", "E       RuntimeError: boom"]
+    assert "tests/test_api.py:30: RuntimeError" not in lines
     assert omitted == 4 + 2 + 2
     assert not any("site-packages/requests" in line for line in lines)
 
@@ -137,7 +141,11 @@ def test_cut_on_a_real_pytest_json_report(impl, corpus_dir):
     ]
     # The last frame has only a blank line before its context: nothing dropped there.
     assert lines[lines.index("o = 1") - 1] == ""
-    assert lines[-2:] == ["", "test_create_report.py:55: TypeError"]
+    # the closing `test_create_report.py:55: TypeError` line is the failure's location: not repeated
+    assert lines[-2:] == [
+        ">       return 2 - c - None",
+        "E       TypeError: unsupported operand type(s) for -: 'int' and 'NoneType'",
+    ]
     assert "E       TypeError: unsupported operand type(s) for -: 'int' and 'NoneType'" in lines
     assert omitted == 11
 
@@ -415,7 +423,7 @@ traceback_lines = st.lists(
 )
 def test_cut_traceback_parity(lines, newline, max_lines, max_line_chars, context_lines):
     text = newline.join(lines)
-    assert native_cut(text, max_lines, max_line_chars, None, context_lines) == pure_cut.cut_traceback(
+    assert native_cut(text, max_lines, max_line_chars, None, context_lines) == pure_summary_cut(
         text, max_lines, max_line_chars, None, context_lines
     )
 
@@ -424,7 +432,7 @@ def test_cut_traceback_parity(lines, newline, max_lines, max_line_chars, context
 @settings(max_examples=300, deadline=None)
 @given(text=st.text(max_size=300), max_lines=st.integers(3, 20))
 def test_cut_traceback_parity_on_any_text(text, max_lines):
-    assert native_cut(text, max_lines, 20) == pure_cut.cut_traceback(text, max_lines, 20)
+    assert native_cut(text, max_lines, 20) == pure_summary_cut(text, max_lines, 20)
 
 
 @given(

@@ -1,7 +1,7 @@
 //! report-core: streaming summaries of JUnit XML and pytest-json-report files.
 //!
 //! The hot path of pytest-mcp-server, free of PyO3 so that `cargo test` and fuzzers
-//! drive it directly. The rules are in `docs/ENGINE.md`; `src/pytest_mcp_server/pure`
+//! drive it directly. The rules are in `docs/ENGINE.md`; `src/pytest_mcp_server/engine/pure`
 //! is the Python twin that must write the same bytes.
 //!
 //! Entry point: [`summarize_files`]. Memory does not grow with the report: files are

@@ -21,12 +21,8 @@ as structure).
 
 from __future__ import annotations
 
-import re
-
 from pytest_mcp_server.domain.policy import LINE_CHARS
 from pytest_mcp_server.engine.models import Failure, ReportSummary
-
-_OMITTED_MARKER = re.compile(r"^\s*\.\.\. \[(\d+) lines omitted\]$", re.MULTILINE)
 
 
 def failure_entries(summary: ReportSummary, every_failure: bool = False) -> list[tuple[Failure, bool]]:
@@ -52,9 +48,9 @@ def failure_entries(summary: ReportSummary, every_failure: bool = False) -> list
 
 def shown_traceback_lines_omitted(entries: list[tuple[Failure, bool]]) -> int:
     """Traceback lines the engine cut from the tracebacks shown in full among
-    ``entries`` (the sum of their ``... [N lines omitted]`` markers; the engine's
+    ``entries`` (the sum of their ``traceback_lines_omitted``; the engine's
     ``omitted.traceback_lines`` covers every listed failure)."""
-    return sum(int(n) for failure, full in entries if full for n in _OMITTED_MARKER.findall(failure.traceback))
+    return sum(failure.traceback_lines_omitted for failure, full in entries if full)
 
 
 def cap_line(line: str, limit: int = LINE_CHARS) -> tuple[str, int]:

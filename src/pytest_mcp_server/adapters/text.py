@@ -10,13 +10,15 @@ few example ids (those of a group the groups budget left out get one line each).
 group line is printed only for a group with no entry (it would repeat the entry). For
 the tests an agent asked for by node id (``summarize_report``), every listed failure is
 an entry in full instead (``every_failure``).
-Within an entry, what pytest already says is not said twice: the message line is left
-out when an ``E`` line says it, pytest's closing ``path:line: Exception`` line (the
-entry's ``at``) too, a repeated block of traceback lines (a recursion, a diff's
-identical lines) is written once with a count, ``^^^^`` markers stay in the last frame
-only, frame separators are short, and pytest's advice to re-run verbose, the test's own
-``self = <... object at 0x...>`` line and diffs that repeat the ``assert`` line are left
-out. The report's path closes an answer only when the text leaves something out.
+An entry's traceback is the engine's ``Failure.traceback`` as it is: the engine writes
+the final text (docs/ENGINE.md, *The shown traceback*: pytest's closing line, carets
+above the last frame, the test's own ``self``, restated and redundant diffs and advice
+to re-run verbose left out, separators short, repeats folded), in both backends, so the
+CLI's ``summarize`` and a tool's answer show the same entries; what it cut comes as a
+number (``traceback_lines_omitted``), never parsed from the text. Within an entry, the
+message line is left out when the engine says an ``E`` line of the traceback says it
+(``message_in_traceback``). The report's path closes an answer only when the text
+leaves something out.
 Every line of an ``execute_tests`` answer and of an error is capped
 (``policy.LINE_CHARS``). So 256 failures from 3 causes stay under 2 KB, and a
 20,000-test suite with 580 failures from 4 causes a few KB (benches/answer_size.py,
@@ -38,9 +40,6 @@ if TYPE_CHECKING:  # only for annotations: the CLI's summarize does not load the
     from pytest_mcp_server.domain.coverage import CoverageSummary
     from pytest_mcp_server.domain.failures import ToolFailureDetail
     from pytest_mcp_server.domain.tools import DiscoverResult, ExecuteResult, SummarizeResult, WarningsSummary
-
-REPEAT_BLOCK_LINES = 4
-"""Longest block of traceback lines whose consecutive repeats are folded into one count."""
 
 _COUNT_ORDER = (
     ("failed", "failed"),
@@ -177,7 +176,7 @@ def _text_and_leftovers(
     left_out = (
         bool(omitted)
         or in_full < len(summary.failures) + summary.omitted.failures
-        or any("lines omitted]" in ce.traceback for ce in summary.collection_errors)
+        or any(ce.traceback_lines_omitted for ce in summary.collection_errors)
     )
     return "\n".join(lines) + "\n", left_out
 
@@ -230,226 +229,18 @@ def _also_in(failure: Failure, group: Group, listed: list[Failure] | None = None
     return f"also in {more} more" + (f": {', '.join(names)}{etc}" if names else "")
 
 
-def _says_the_message(line: str, what: str) -> bool:
-    """True when ``line`` is pytest's ``E`` line with ``what`` (``<exception>:
-    <message>``) on it, whole or as far as the shorter of the two was kept (the engine
-    cuts traceback lines and messages at different lengths, ending them with ``…``).
-    ``AssertionError: assert ...`` is said by ``E  assert ...``: pytest's rewritten
-    assertion does not name its exception, ``assert`` does."""
-    if not line.startswith("E "):
-        return False
-    said = line[1:].strip().removesuffix("…")
-    message = what.removesuffix("…")
-    if message.startswith("AssertionError: assert "):
-        said = said.removeprefix("AssertionError: ")
-        message = message.removeprefix("AssertionError: ")
-    if message in said:
-        return True
-    shorter = min(len(said), len(message))
-    return shorter >= 40 and said[:shorter] == message[:shorter]
-
-
-_RERUN_HINT = re.compile(
-    r",? use -vv? to show$|^E\s+Use -v to get (?:more|the full) diff$|, use '-vv?' to show$",
-)
-"""pytest's advice to re-run verbose (``Omitting 2 identical items, use -vv to show``,
-``Use -v to get more diff``, ``...Full output truncated (3 lines hidden), use '-vv' to
-show``; ``_pytest/assertion/util.py`` and ``truncate.py``): an agent cannot add
-options, and ``summarize_report`` is its way to see more."""
-
-
-def _without_rerun_hints(lines: list[str]) -> list[str]:
-    """``lines`` without pytest's re-run advice: a line that is only advice is left out,
-    advice at the end of a line is cut off (``Omitting 2 identical items`` stays)."""
-    out: list[str] = []
-    for line in lines:
-        kept = _RERUN_HINT.sub("", line)
-        if kept == line or kept.strip() not in ("", "E"):
-            out.append(kept)
-    return out
-
-
-_E_TEXT = re.compile(r"^E(\s*)(.*)$")
-_MARKER = re.compile(r"^\.\.\. \[(\d+) lines omitted\]$")
-"""The engine's marker for cut traceback lines (docs/ENGINE.md, *Traceback cutting*)."""
-
-
-def _without_redundant_full_diff(lines: list[str]) -> list[str]:
-    """pytest's ``Full diff:`` block when it repeats what the lines above it say: for a
-    dict comparison, its ``Differing items:`` block (with full values, as the server runs
-    pytest with ``verbosity_assertions=2``); for any ``==`` comparison, the assertion's
-    ``E`` line when it holds both sides whole (not cut by the engine's line cap: no
-    trailing ``…``, no ``...`` of pytest's own repr cut), so the diff only lays the same
-    values out one per line. The block (the ``E`` lines after it indented at least as
-    deep, and the engine's ``... [N lines omitted]`` markers among them, up to a blank
-    ``E`` line) becomes one line that says how many lines were left out and why. A diff
-    of values the ``assert`` line cuts is kept whole."""
-    out: list[str] = []
-    differing = False
-    whole_sides = False
-    i = 0
-    while i < len(lines):
-        m = _E_TEXT.match(lines[i])
-        if m and m.group(2) == "Differing items:":
-            differing = True
-        said = m.group(2).removeprefix("AssertionError: ") if m else ""
-        if said.startswith("assert ") and " == " in said:
-            whole_sides = not said.endswith("…") and "..." not in said  # pytest < 8 cuts reprs with "..."
-        if m and (differing or whole_sides) and m.group(2).startswith("Full diff:"):
-            indent = len(m.group(1))
-            j = i + 1
-            left_out = 0
-            while j < len(lines):
-                n = _E_TEXT.match(lines[j])
-                marker = None if n else _MARKER.match(lines[j])
-                if n and len(n.group(1)) >= indent and n.group(2):
-                    left_out += 1
-                elif marker:  # the engine cut part of the diff: those lines are counted as omitted too
-                    left_out += int(marker.group(1))
-                else:
-                    break
-                j += 1
-            if left_out:
-                why = "the differing items above" if differing else "both sides are whole in the assert line above"
-                out.append(f"E{m.group(1)}Full diff: [{left_out} lines left out: {why}]")
-                i = j
-                continue
-        if not m:
-            differing = False
-            whole_sides = False
-        out.append(lines[i])
-        i += 1
-    return out
-
-
-_INSTANCE_ARGUMENT = re.compile(r"^self = <(?:[\w.]+\.)?(\w+) (?:object at 0x[0-9a-fA-F]+|testMethod=\w+)>$")
-"""pytest's long-format line for a method's ``self`` argument that has no repr of its
-own (``self = <tests.test_x.TestDict object at 0x7f10a51d0310>``), or unittest's
-``TestCase`` repr (``self = <tests.test_x.CacheTest testMethod=test_clear>``)."""
-
-
-def _without_own_instance(lines: list[str], node_id: str) -> list[str]:
-    """``lines`` without the ``self = <...Cls object at 0x...>`` (or ``<...Cls
-    testMethod=name>``) line, and the blank line after it, of a class the node id names
-    (``...::TestDict::test_valmap``): the test's own instance, whose class the entry's
-    header says and whose address says nothing. A ``self`` of any other class (the
-    project's code) stays."""
-    classes = set(node_id.split("[", 1)[0].split("::")[1:])
-    out: list[str] = []
-    skip_blank = False
-    for line in lines:
-        if skip_blank and not line.strip():
-            skip_blank = False
-            continue
-        skip_blank = False
-        m = _INSTANCE_ARGUMENT.match(line)
-        if m and m.group(1) in classes:
-            skip_blank = True
-            continue
-        out.append(line)
-    return out
-
-
-_DIFF_LINE = re.compile(r"^E\s+([-+]) (.*)$")
-
-
-def _without_restated_diff(lines: list[str]) -> list[str]:
-    """``lines`` without pytest's two-line diff of two short strings when it only
-    restates the assertion above it: ``E  assert 'B' == 'C'``, a blank ``E``, then
-    ``E  - C`` and ``E  + B`` ending the ``E`` lines. Longer diffs (several lines,
-    ``?`` markers) are kept."""
-    out = list(lines)
-    for i in range(len(out) - 3, 0, -1):
-        if out[i].strip() != "E" or (i + 3 < len(out) and out[i + 3].startswith("E")):
-            continue
-        minus, plus = _DIFF_LINE.match(out[i + 1]), _DIFF_LINE.match(out[i + 2])
-        if not (minus and plus and minus.group(1) == "-" and plus.group(1) == "+"):
-            continue
-        assertion = out[i - 1]
-        if assertion.startswith("E ") and assertion.endswith(f"'{plus.group(2)}' == '{minus.group(2)}'"):
-            del out[i : i + 3]
-    return out
-
-
-_FRAME_SEPARATOR = "_ _ _ _ _"
-"""How a line between two frames of pytest's long traceback (``_ _ _ ...``, 80
-characters) is written: the boundary stays, its width goes."""
-
-
-def _is_frame_separator(line: str) -> bool:
-    """True for pytest's line between two frames: ``_ _ _ ...`` (stripped, at least
-    three underscores with single spaces between; the engine's frame rule)."""
-    stripped = line.strip()
-    return len(stripped) >= 5 and stripped[::2] == "_" * len(stripped[::2]) and not stripped[1::2].strip()
-
-
-_FRAME_START = re.compile(r"^\S.*:\d+: in \S")
-"""A short-style frame's location line (``shop.py:13: in cart_total``)."""
-_CARETS = re.compile(r"^\s*[\^~]+\s*$")
-"""Python's marker under the part of a source line that was running (``^^^^``)."""
-
-
-def _last_frame_carets(lines: list[str]) -> list[str]:
-    """``lines`` without the ``^^^^`` marker lines of all frames but the last: there
-    they underline the call the next frame names; in the last frame they show what
-    raised."""
-    last_start = max(
-        (i for i, line in enumerate(lines) if _is_frame_separator(line) or _FRAME_START.match(line)), default=0
-    )
-    return [line for i, line in enumerate(lines) if i >= last_start or not _CARETS.match(line)]
-
-
-def _fold_repeats(lines: list[str]) -> list[str]:
-    """``lines`` with each run of a repeated block (1 to ``REPEAT_BLOCK_LINES`` lines,
-    e.g. a recursion's frame, a diff's identical lines) written once, followed by
-    ``... [the N lines above repeat M more times]``; a run is folded only when that
-    saves at least two lines."""
-    out: list[str] = []
-    i = 0
-    while i < len(lines):
-        best_period, best_repeats = 0, 0
-        for period in range(1, REPEAT_BLOCK_LINES + 1):
-            block = lines[i : i + period]
-            if len(block) < period or not any(line.strip() for line in block):
-                break
-            repeats = 1
-            while lines[i + repeats * period : i + (repeats + 1) * period] == block:
-                repeats += 1
-            if (repeats - 1) * period > (best_repeats - 1) * best_period:
-                best_period, best_repeats = period, repeats
-        if best_period and (best_repeats - 1) * best_period >= 2:
-            out.extend(lines[i : i + best_period])
-            what = "line above repeats" if best_period == 1 else f"{best_period} lines above repeat"
-            out.append(f"... [the {what} {best_repeats - 1} more times]")
-            i += best_repeats * best_period
-        else:
-            out.append(lines[i])
-            i += 1
-    return out
-
-
 def _failure_lines(failure: Failure, *, full: bool) -> list[str]:
     where = _where(failure.location)
     phase = f" in {failure.phase}" if failure.phase and failure.phase != "call" else ""
     label = "ERROR" if failure.outcome == "error" else "FAILED"
     out = [f"- {label}{phase} {failure_name(failure)}{where}"]
     what = exception_line(failure.exception, failure.message)
-    traceback = failure.traceback.split("\n") if full and failure.traceback else []
-    if what and not any(_says_the_message(line, what) for line in traceback):
+    if what and not (full and failure.message_in_traceback):
         out.append(f"    {what}")
     if not full:
         return out
-    if traceback and failure.location is not None and failure.exception:
-        # pytest's closing "path:line: ExceptionName" repeats the entry's "at" and exception
-        closing = f"{failure.location.path}:{failure.location.line}: {failure.exception.rpartition('.')[2]}"
-        if traceback[-1] == closing:
-            traceback = traceback[:-1]
-            while traceback and not traceback[-1].strip():
-                traceback.pop()
-    traceback = [_FRAME_SEPARATOR if _is_frame_separator(line) else line for line in _last_frame_carets(traceback)]
-    traceback = _without_restated_diff(_without_own_instance(traceback, failure.node_id))
-    shown = _fold_repeats(_without_redundant_full_diff(_without_rerun_hints(traceback)))
-    out.extend(("    " + line).rstrip() for line in shown)
+    if failure.traceback:
+        out.extend(("    " + line).rstrip() for line in failure.traceback.split("\n"))
     for name, tail in (("stdout", failure.stdout), ("stderr", failure.stderr)):
         if tail:
             out.append(f"    {name} (tail):")

@@ -2,7 +2,7 @@
 
 ``native`` is the Rust extension ``pytest_mcp_server.engine._native`` (streams files in chunks
 with the GIL released, several files in parallel threads). ``pure`` is the Python twin
-in ``pytest_mcp_server.pure`` (the fallback, and the oracle the native code is checked
+in ``pytest_mcp_server.engine.pure`` (the fallback, and the oracle the native code is checked
 against). Both write the same canonical JSON bytes; the rules are in ``docs/ENGINE.md``.
 """
 

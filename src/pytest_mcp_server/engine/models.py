@@ -103,6 +103,11 @@ class Failure(_Frozen):
     ``subtest``: set when the entry is one failed subtest of the test ``node_id``: its
     label as pytest prints it (``[msg] (i=1)``), ``""`` when the report does not name it.
     ``log``: the test's captured log records, one per line (``LEVEL    logger:file:N msg``).
+    ``traceback``: the text to show, final (cut and tidied by the engine: docs/ENGINE.md,
+    *Traceback cutting*); ``traceback_lines_omitted``: the lines of the report's text the
+    cut left out of it (its ``... [N lines omitted]`` markers, as a number);
+    ``message_in_traceback``: an ``E`` line of ``traceback`` says ``exception: message``
+    (an entry in full then writes no message line of its own).
     """
 
     node_id: str
@@ -111,8 +116,10 @@ class Failure(_Frozen):
     phase: Phase | None
     exception: str | None
     message: str
+    message_in_traceback: bool = False
     location: Location | None
     traceback: str = ""
+    traceback_lines_omitted: int = 0
     stdout: str | None = None
     stderr: str | None = None
     log: str | None = None
@@ -165,13 +172,16 @@ class ProjectCode(_Frozen):
 
 class CollectionError(_Frozen):
     """A module or file that failed to collect; ``location`` is the innermost frame of
-    its traceback (``path:line``), ``traceback`` cut like a failure's."""
+    its traceback (``path:line``), ``traceback`` cut like a failure's (not tidied: the
+    shown-traceback rules are for failures), ``traceback_lines_omitted`` the lines the cut
+    left out of it."""
 
     path: str
     exception: str | None
     message: str
     location: Location | None = None
     traceback: str = ""
+    traceback_lines_omitted: int = 0
 
 
 class SlowTest(_Frozen):

@@ -38,10 +38,20 @@ def with_run_dir(values: list[str], report_path: str) -> list[str]:
 
 def answer_failure(failure: Failure) -> tuple[Failure, int]:
     """A failure as the structured content gives it, and the UTF-8 bytes its message
-    lost: ``traceback`` ``""`` and ``stdout``/``stderr``/``log`` null (the text carries
-    them), the message capped per line at ``LINE_CHARS``."""
+    lost: ``traceback`` ``""`` (and its ``traceback_lines_omitted`` 0,
+    ``message_in_traceback`` false) and
+    ``stdout``/``stderr``/``log`` null (the text carries them), the message capped per
+    line at ``LINE_CHARS``."""
     message, cut = cap_lines(failure.message)
-    update = {"message": message, "traceback": "", "stdout": None, "stderr": None, "log": None}
+    update = {
+        "message": message,
+        "message_in_traceback": False,
+        "traceback": "",
+        "traceback_lines_omitted": 0,
+        "stdout": None,
+        "stderr": None,
+        "log": None,
+    }
     return failure.model_copy(update=update), cut
 
 
@@ -89,7 +99,15 @@ def answer_summary(summary: ReportSummary) -> ReportSummary:
 
 SUBTEST_COUNTS = ("subtests_passed", "subtests_failed", "passed_with_failed_subtests")
 """The counts that only say something in a run with subtests."""
-SILENT_FAILURE_FIELDS = ("subtest", "traceback", "stdout", "stderr", "log")
+SILENT_FAILURE_FIELDS = (
+    "subtest",
+    "message_in_traceback",
+    "traceback",
+    "traceback_lines_omitted",
+    "stdout",
+    "stderr",
+    "log",
+)
 """A failure's fields that an answer's structured content leaves out when empty (null or
 ``""``: the traceback and output tails are in the text)."""
 

@@ -9,7 +9,7 @@ every string a parser yields.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from itertools import islice
 
 from pytest_mcp_server.engine.models import Budgets
@@ -175,6 +175,15 @@ def cut_traceback(
     line (step 4).
     Exact rules: the top of ``rust/core/src/cut.rs``.
     """
+    shown, omitted = _cut_lines(text, max_lines, max_line_chars, project, context_lines)
+    return _joined(shown), omitted
+
+
+def _cut_lines(
+    text: str, max_lines: int, max_line_chars: int, project: ProjectCode | None, context_lines: int | None
+) -> tuple[list[str | int], int]:
+    """``cut_traceback``'s lines before they are joined: kept lines (capped, paths as
+    shown) and markers (an int: the lines it stands for), and the input lines dropped."""
     max_lines = max(max_lines, 3)
     max_line_chars = max(max_line_chars, 8)
     if context_lines is None:
@@ -184,7 +193,7 @@ def cut_traceback(
     all_lines = [chomp(line) for line in text.split("\n")]
     first = next((i for i, line in enumerate(all_lines) if strip(line)), None)
     if first is None:
-        return "", 0
+        return [], 0
     last = next(i for i in range(len(all_lines) - 1, -1, -1) if strip(all_lines[i]))
     lines = all_lines[first : last + 1]
     n = len(lines)
@@ -303,16 +312,21 @@ def cut_traceback(
                 cut.append(p)
         pieces = cut
 
-    # Steps 8-9, and the output.
-    out = []
+    # Steps 8-9.
+    shown: list[str | int] = []
     omitted = 0
     for p in pieces:
         if isinstance(p, int):
             omitted += p
-            out.append(f"... [{p} lines omitted]")
+            shown.append(p)
         else:
-            out.append(capped(p if project is None else _display_line(p, project), max_line_chars))
-    return "\n".join(out), omitted
+            shown.append(capped(p if project is None else _display_line(p, project), max_line_chars))
+    return shown, omitted
+
+
+def _joined(shown: list[str | int]) -> str:
+    """The lines joined by ``\n``, markers written ``... [N lines omitted]``."""
+    return "\n".join(f"... [{p} lines omitted]" if isinstance(p, int) else p for p in shown)
 
 
 def _display_line(line: str, project: ProjectCode) -> str:
@@ -371,3 +385,311 @@ class DeepestFrames:
                 self.test = frame
             else:
                 self.non_test = frame
+
+
+# --------------------------------------------------------------------------------------
+# The shown traceback: what a listed failure's traceback says after the cut
+# (docs/ENGINE.md, *Traceback cutting*, "The shown traceback"); the twin of the rules at
+# the end of ``rust/core/src/cut.rs``. Lines are ``str``, markers ``int`` (the lines a
+# marker stands for): no rule matches a marker's text.
+
+Shown = list[str | int]
+
+SHOWN_SEPARATOR = "_ _ _ _ _"
+"""The separator of two frames as shown: the boundary stays, its width goes."""
+REPEAT_BLOCK_LINES = 4
+"""Longest block of lines whose consecutive repeats rule 8 folds into one count."""
+_WORD = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+_HEX = frozenset("0123456789abcdefABCDEF")
+_CARET_CHARS = frozenset("^~")
+
+
+def shown_traceback(
+    text: str,
+    max_lines: int,
+    max_line_chars: int,
+    project: ProjectCode | None,
+    context_lines: int | None,
+    node_id: str,
+    location: tuple[str, int | None] | None,
+    exception: str | None,
+) -> tuple[str, int]:
+    """A listed failure's traceback: ``cut_traceback``, then the shown-traceback rules
+    (docs/ENGINE.md, *Traceback cutting*, "The shown traceback"). ``node_id``,
+    ``location`` (path as shown, line) and ``exception``: the failure's, as listed.
+    Returns (text, input lines dropped by the cut: the sum of the markers the cut
+    wrote, whether or not a rule folded one away)."""
+    shown, omitted = _cut_lines(text, max_lines, max_line_chars, project, context_lines)
+    _without_closing_line(shown, location, exception)
+    shown = _last_frame_carets(shown)
+    shown = _without_own_instance(shown, node_id)
+    shown = _without_restated_diff(shown)
+    shown = _without_rerun_hints(shown)
+    shown = _without_redundant_full_diff(shown)
+    return _joined(_fold_repeats(shown)), omitted
+
+
+def _is_blank(line: str | int) -> bool:
+    """A line of whitespace only (a marker never is)."""
+    return isinstance(line, str) and not strip(line)
+
+
+def _without_closing_line(shown: Shown, location: tuple[str, int | None] | None, exception: str | None) -> None:
+    """Rule 1: pytest's closing ``path:line: ExceptionName`` line, when it says the
+    listed location and the exception's last dotted name, and the blank lines before it."""
+    if location is None or location[1] is None or not exception:
+        return
+    closing = f"{location[0]}:{location[1]}: {exception.rpartition('.')[2]}"
+    if shown and shown[-1] == closing:
+        shown.pop()
+        while shown and _is_blank(shown[-1]):
+            shown.pop()
+
+
+def _is_caret_line(line: str) -> bool:
+    t = strip(line)
+    return bool(t) and all(c in _CARET_CHARS for c in t)
+
+
+def _starts_frame(line: str) -> bool:
+    """A separator, or a short-style entry header (``a.py:3: in f``)."""
+    if _is_separator_line(line):
+        return True
+    loc = parse_location(line)
+    return loc is not None and loc[2].startswith("in ")
+
+
+def _last_frame_carets(shown: Shown) -> Shown:
+    """Rules 2-3: caret lines only in the last frame, longer separators written
+    ``SHOWN_SEPARATOR`` (a line only gets shorter)."""
+    last_start = next((i for i in range(len(shown) - 1, -1, -1) if _text_is(shown[i], _starts_frame)), 0)
+    out: Shown = []
+    for i, line in enumerate(shown):
+        if isinstance(line, str):
+            if i < last_start and _is_caret_line(line):
+                continue
+            if len(line) > len(SHOWN_SEPARATOR) and _is_separator_line(line):
+                line = SHOWN_SEPARATOR
+        out.append(line)
+    return out
+
+
+def _text_is(line: str | int, rule: Callable[[str], bool]) -> bool:
+    return isinstance(line, str) and rule(line)
+
+
+def _instance_class(line: str) -> str | None:
+    """The class of ``self = <pkg.mod.Cls object at 0x7f...>`` or ``self = <pkg.mod.Cls
+    testMethod=test_x>`` (ASCII word characters), else None."""
+    if not (line.startswith("self = <") and line.endswith(">")):
+        return None
+    inner = line[8:-1]
+    qualified, space, rest = inner.partition(" ")
+    if not space or not qualified or not all(c in _WORD or c == "." for c in qualified):
+        return None
+    dot = qualified.rfind(".")
+    prefix, cls = qualified[: dot + 1], qualified[dot + 1 :]
+    if not cls or len(prefix) == 1:
+        return None
+    if rest.startswith("object at 0x"):
+        digits = rest[12:]
+        valid = bool(digits) and all(c in _HEX for c in digits)
+    elif rest.startswith("testMethod="):
+        name = rest[11:]
+        valid = bool(name) and all(c in _WORD for c in name)
+    else:
+        valid = False
+    return cls if valid else None
+
+
+def _without_own_instance(shown: Shown, node_id: str) -> Shown:
+    """Rule 4: the ``self`` line of the test's own instance (a class the node id names)
+    and the blank line after it."""
+    classes = node_id.split("[", 1)[0].split("::")[1:]
+    out: Shown = []
+    skip_blank = False
+    for line in shown:
+        if skip_blank and _is_blank(line):
+            skip_blank = False
+            continue
+        skip_blank = False
+        if isinstance(line, str) and _instance_class(line) in classes:
+            skip_blank = True
+            continue
+        out.append(line)
+    return out
+
+
+def _diff_line(line: str | int) -> tuple[str, str] | None:
+    """``E``, whitespace, ``-`` or ``+``, a space, the rest: (sign, rest)."""
+    if not isinstance(line, str) or not line.startswith("E"):
+        return None
+    t = line[1:].lstrip(WHITESPACE)
+    if len(t) == len(line) - 1 or t[:1] not in ("-", "+") or t[1:2] != " ":
+        return None
+    return t[0], t[2:]
+
+
+def _without_restated_diff(shown: Shown) -> Shown:
+    """Rule 5: pytest's two-line diff of two strings when it only restates the
+    ``assert`` line above it (``E  assert 'B' == 'C'``, ``E``, ``E  - C``, ``E  + B``,
+    the last ``E`` lines)."""
+    out = list(shown)
+
+    def text(k: int) -> str | None:
+        line = out[k] if k < len(out) else None
+        return line if isinstance(line, str) else None
+
+    for i in range(len(out) - 3, 0, -1):
+        blank_e, after = text(i), text(i + 3)
+        if blank_e is None or strip(blank_e) != "E" or (after is not None and after.startswith("E")):
+            continue
+        minus, plus = _diff_line(text(i + 1) or ""), _diff_line(text(i + 2) or "")
+        if minus is None or plus is None or minus[0] != "-" or plus[0] != "+":
+            continue
+        assertion = text(i - 1)
+        if assertion is not None and assertion.startswith("E ") and assertion.endswith(f"'{plus[1]}' == '{minus[1]}'"):
+            del out[i : i + 3]
+    return out
+
+
+_RERUN_HINT_ENDS = (
+    ", use -vv to show",
+    ", use -v to show",
+    " use -vv to show",
+    " use -v to show",
+    ", use '-vv' to show",
+    ", use '-v' to show",
+)
+"""pytest's advice to re-run verbose at a line's end (``_pytest/assertion/util.py``,
+``truncate.py``), longest first."""
+_RERUN_HINT_LINES = ("Use -v to get more diff", "Use -v to get the full diff")
+"""pytest's advice as a whole line: ``E`` + whitespace + one of these."""
+
+
+def _without_rerun_hint(line: str) -> str | None:
+    """``line`` without pytest's advice to re-run verbose; None when nothing else is
+    left but whitespace or a bare ``E``."""
+    after = line[1:].lstrip(WHITESPACE)
+    if line.startswith("E") and len(after) < len(line) - 1 and after in _RERUN_HINT_LINES:
+        kept = ""
+    else:
+        end = next((end for end in _RERUN_HINT_ENDS if line.endswith(end)), None)
+        if end is None:
+            return line
+        kept = line[: len(line) - len(end)]
+    return kept if strip(kept) not in ("", "E") else None
+
+
+def _without_rerun_hints(shown: Shown) -> Shown:
+    """Rule 6: pytest's advice to re-run verbose (an agent cannot add options)."""
+    out: Shown = []
+    for line in shown:
+        kept = _without_rerun_hint(line) if isinstance(line, str) else line
+        if kept is not None:
+            out.append(kept)
+    return out
+
+
+def _e_text(line: str | int) -> tuple[str, str] | None:
+    """An ``E`` line: (the whitespace after ``E``, the text after it)."""
+    if not isinstance(line, str) or not line.startswith("E"):
+        return None
+    text = line[1:].lstrip(WHITESPACE)
+    return line[1 : len(line) - len(text)], text
+
+
+def _without_redundant_full_diff(shown: Shown) -> Shown:
+    """Rule 7: pytest's ``Full diff:`` block when the lines above say it (a dict's
+    ``Differing items:``, or an ``assert a == b`` line with both sides whole) becomes one
+    line saying how many lines it held (markers inside it counted by their lines)."""
+    out: Shown = []
+    differing = False
+    whole_sides = False
+    i = 0
+    while i < len(shown):
+        e = _e_text(shown[i])
+        if e is None:
+            differing = whole_sides = False
+            out.append(shown[i])
+            i += 1
+            continue
+        ws, text = e
+        if text == "Differing items:":
+            differing = True
+        said = text.removeprefix("AssertionError: ")
+        if said.startswith("assert ") and " == " in said:
+            whole_sides = not said.endswith("…") and "..." not in said  # pytest < 8 cuts reprs with "..."
+        if (differing or whole_sides) and text.startswith("Full diff:"):
+            j = i + 1
+            left_out = 0
+            while j < len(shown):
+                line = shown[j]
+                if isinstance(line, int):
+                    left_out += line
+                else:
+                    inner = _e_text(line)
+                    if inner is None or len(inner[0]) < len(ws) or not inner[1]:
+                        break
+                    left_out += 1
+                j += 1
+            if left_out:
+                why = "the differing items above" if differing else "both sides are whole in the assert line above"
+                out.append(f"E{ws}Full diff: [{left_out} lines left out: {why}]")
+                i = j
+                continue
+        out.append(shown[i])
+        i += 1
+    return out
+
+
+def _fold_repeats(lines: Shown) -> Shown:
+    """Rule 8: each run of a repeated block (1 to ``REPEAT_BLOCK_LINES`` lines, one not
+    blank) written once and followed by ``... [the N lines above repeat M more times]``,
+    when that saves at least two lines."""
+    out: Shown = []
+    i = 0
+    while i < len(lines):
+        best_period, best_repeats = 0, 0
+        for period in range(1, REPEAT_BLOCK_LINES + 1):
+            block = lines[i : i + period]
+            if len(block) < period or all(_is_blank(line) for line in block):
+                break
+            repeats = 1
+            while lines[i + repeats * period : i + (repeats + 1) * period] == block:
+                repeats += 1
+            if (repeats - 1) * period > max(best_repeats - 1, 0) * best_period:
+                best_period, best_repeats = period, repeats
+        if best_period and (best_repeats - 1) * best_period >= 2:
+            out.extend(lines[i : i + best_period])
+            what = "line above repeats" if best_period == 1 else f"{best_period} lines above repeat"
+            out.append(f"... [the {what} {best_repeats - 1} more times]")
+            i += best_repeats * best_period
+        else:
+            out.append(lines[i])
+            i += 1
+    return out
+
+
+def says_message(shown: str, exception: str | None, message: str) -> bool:
+    """True when an ``E `` line of the shown traceback ``shown`` says the failure's
+    ``exception: message`` (its message alone without an exception), whole or as far as
+    the shorter of the two was kept (traceback lines and messages are cut at different
+    lengths, each ending with ``…``): the entry then needs no message line of its own.
+    ``AssertionError: assert …`` is said by ``E  assert …`` (pytest's rewritten
+    assertion does not name its exception). docs/ENGINE.md, *The shown traceback*."""
+    what = (f"{exception}: {message}" if exception else message).removesuffix("…")
+    for line in shown.split("\n"):
+        if not line.startswith("E "):
+            continue
+        said = strip(line[2:]).removesuffix("…")
+        wanted = what
+        if wanted.startswith("AssertionError: assert "):
+            said = said.removeprefix("AssertionError: ")
+            wanted = wanted.removeprefix("AssertionError: ")
+        if wanted in said:
+            return True
+        shorter = min(len(said), len(wanted))
+        if shorter >= 40 and said[:shorter] == wanted[:shorter]:
+            return True
+    return False

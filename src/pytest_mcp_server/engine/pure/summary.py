@@ -12,7 +12,17 @@ from typing import Any
 
 import orjson
 
-from .cut import WHITESPACE, DeepestFrames, Frame, capped, chomp, cut_traceback, parse_location
+from .cut import (
+    WHITESPACE,
+    DeepestFrames,
+    Frame,
+    capped,
+    chomp,
+    cut_traceback,
+    parse_location,
+    says_message,
+    shown_traceback,
+)
 from .group import (
     ASSERTION_ERROR,
     OTHER_GROUP_ID,
@@ -312,12 +322,18 @@ class SummaryBuilder:
             self._failures.append(listed or self._listed(record, seq, exception, line, frames, group.id))
 
     def _located_and_cut(
-        self, text: str, code: tuple[str, int] | None, reported: tuple[str, int | None] | None
+        self,
+        text: str,
+        code: tuple[str, int] | None,
+        reported: tuple[str, int | None] | None,
+        failure: tuple[str, str | None] | None,
     ) -> tuple[dict[str, str | int | None] | None, str, int]:
         """Where a failure or collection error happened and its cut traceback (text, lines
         omitted): the deepest project frame ``code``, else the report's own ``reported``
         path and line, else the text's last location line; the path as shown
-        (``display_path``)."""
+        (``display_path``). ``failure``: a failure's (node id, exception), whose
+        traceback is also tidied by the shown-traceback rules (``shown_traceback``); None
+        for a collection error (its traceback is only cut)."""
         location: dict[str, str | int | None] | None
         if code is not None:
             location = {"path": display_path(code[0], self._project), "line": code[1]}
@@ -327,9 +343,25 @@ class SummaryBuilder:
             location = _location_from_text(text)
             if location is not None:
                 location["path"] = display_path(str(location["path"]), self._project)
-        traceback, omitted = cut_traceback(
-            text, self._max_traceback_lines, self._max_line_chars, self._project, self._context_lines
-        )
+        if failure is None:
+            traceback, omitted = cut_traceback(
+                text, self._max_traceback_lines, self._max_line_chars, self._project, self._context_lines
+            )
+        else:
+            where = None
+            if location is not None:
+                line = location["line"]
+                where = (str(location["path"]), line if isinstance(line, int) else None)
+            traceback, omitted = shown_traceback(
+                text,
+                self._max_traceback_lines,
+                self._max_line_chars,
+                self._project,
+                self._context_lines,
+                failure[0],
+                where,
+                failure[1],
+            )
         return location, traceback, omitted
 
     def _listed(
@@ -339,16 +371,19 @@ class SummaryBuilder:
         record's, else the text's last location line) and its cut traceback."""
         text = record.text or ""
         reported = (record.path, record.line) if record.path is not None else None
-        location, traceback, omitted = self._located_and_cut(text, frames.code, reported)
+        location, traceback, omitted = self._located_and_cut(text, frames.code, reported, (record.node_id, exception))
+        message = capped(line, self._max_message_chars)
         entry = {
             "node_id": record.node_id,
             "subtest": record.subtest,
             "outcome": record.outcome,
             "phase": record.phase,
             "exception": exception,
-            "message": capped(line, self._max_message_chars),
+            "message": message,
+            "message_in_traceback": says_message(traceback, exception, message),
             "location": location,
             "traceback": traceback,
+            "traceback_lines_omitted": omitted,
             "stdout": record.stdout or None,
             "stderr": record.stderr or None,
             "log": record.log or None,
@@ -405,7 +440,7 @@ class SummaryBuilder:
             # located and cut like a failure (its text is pytest's short-style traceback)
             text = record.text or ""
             code = DeepestFrames(text, self._project).code
-            location, traceback, omitted = self._located_and_cut(text, code, None)
+            location, traceback, omitted = self._located_and_cut(text, code, None, None)
             self._collection_traceback_omitted += omitted
             self._collection_errors.append(
                 {
@@ -414,6 +449,7 @@ class SummaryBuilder:
                     "message": message,
                     "location": location,
                     "traceback": traceback,
+                    "traceback_lines_omitted": omitted,
                 }
             )
 
