@@ -32,13 +32,22 @@ from pytest_mcp_server.engine import summarize_bytes
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE_REPORTS = sorted(p for p in (REPO / "examples" / "reports").iterdir() if p.is_file())
-# A few real-world files of each format (the whole corpus is compared in test_junit_corpus.py).
-CORPUS_FILES = (
-    "pytest-json-report/sample_report.json",
-    "action-junit-report/test_results/python/report.xml",
-    "action-junit-report/test_results/maven_surefire_flaky/surefire-report.xml",
-    "action-junit-report/test_results/nested/multi-level.xml",
-)
+# A few files of each format and dialect, by corpus id (tests/corpus.py; the shared ones
+# when present). The whole corpora are compared in test_junit_corpus.py.
+CORPUS_FILES = [
+    rel
+    for rel in (
+        "dialects/json/pytest-json-report.json",
+        "dialects/junit/pytest-xunit1.xml",
+        "dialects/junit/surefire-flaky-reruns.xml",
+        "dialects/junit/nested-suites.xml",
+        "shared/pytest-json-report/sample_report.json",
+        "shared/action-junit-report/test_results/python/report.xml",
+        "shared/action-junit-report/test_results/maven_surefire_flaky/surefire-report.xml",
+        "shared/action-junit-report/test_results/nested/multi-level.xml",
+    )
+    if corpus.available(rel)
+]
 
 
 def _blocking(modules: tuple[str, ...], code: str) -> str:
@@ -107,10 +116,9 @@ def test_without_the_extension_auto_uses_pure_with_the_native_bytes_on_the_examp
 
 
 @backends.needs_native
-@corpus.needs_corpus
 def test_without_the_extension_auto_uses_pure_with_the_native_bytes_on_corpus_files(tmp_path: Path) -> None:
-    """Real-world JUnit XML and pytest-json-report files, through the fallback."""
-    _assert_pure_fallback_matches_native([corpus.ROOT / rel for rel in CORPUS_FILES], tmp_path)
+    """JUnit XML dialects and pytest-json-report files, through the fallback."""
+    _assert_pure_fallback_matches_native([corpus.path(rel) for rel in CORPUS_FILES], tmp_path)
 
 
 @backends.needs_native

@@ -14,6 +14,7 @@ import random
 from pathlib import Path
 from types import SimpleNamespace
 
+import corpus
 import orjson
 import pytest
 from backends import needs_native, summary_in_both
@@ -126,28 +127,60 @@ def test_a_single_line_before_the_context_stays_a_marker_would_not_save_a_line(i
     assert cut.split("\n")[:2] == ["... [2 lines omitted]", "        a = 1"] and omitted == 2
 
 
-def test_cut_on_a_real_pytest_json_report(impl, corpus_dir):
-    report = json.loads((corpus_dir / "pytest-json-report" / "sample_report.json").read_text())
-    nested = next(t for t in report["tests"] if t["nodeid"].endswith("::test_fail_nested"))
+# One nested failure of each real pytest-json-report file (tests/corpus.py: the in-repo
+# one always, the plugin's sample when the shared corpus is present) and its cut at
+# (40, 200), worked out by hand from the longrepr: corpus id -> (node id suffix, first
+# lines, last lines, runs of consecutive lines that must be there, lines omitted).
+CUT_ON_REAL_REPORTS = {
+    # Two frames: the test (15 lines before `>       discount(10)`: the def line, the 13
+    # lines of the inner function, a blank one) keeps its last 3 source lines and the
+    # blank; the inner function's frame (15 lines after the separator: a blank, the
+    # locals line, a blank, the def line and 11 body lines) keeps its last 3.
+    "dialects/json/pytest-json-report.json": (
+        "::test_discount_chain",
+        [
+            "... [11 lines omitted]",
+            "            label = label.upper()",
+            "            assert label",
+            "            return price - rates[tier] * price",
+            "    ",
+            ">       discount(10)",
+        ],
+        # pytest's closing `test_cart.py:37: KeyError` is the failure's location: not repeated
+        [">       return price - rates[tier] * price", "                       ^^^^^^^^^^^", "E       KeyError: None"],
+        [("... [12 lines omitted]",), (">       return price - rates[tier] * price",)],
+        23,
+    ),
+    # 14 source lines before `>       foo()`: the first 11 go, the last 3 stay. The last
+    # frame has only a blank line before its context: nothing dropped there.
+    "shared/pytest-json-report/sample_report.json": (
+        "::test_fail_nested",
+        [
+            "... [11 lines omitted]",
+            "            print('foo')",
+            "            v = [bar(x) for x in range(3)]",
+            "            return v",
+            ">       foo()",
+        ],
+        [">       return 2 - c - None", "E       TypeError: unsupported operand type(s) for -: 'int' and 'NoneType'"],
+        [("E       TypeError: unsupported operand type(s) for -: 'int' and 'NoneType'",), ("", "o = 1")],
+        11,
+    ),
+}
+
+
+@pytest.mark.parametrize("rel", [rel for rel in CUT_ON_REAL_REPORTS if corpus.available(rel)])
+def test_cut_on_a_real_pytest_json_report(impl, rel):
+    suffix, head, tail, present, want_omitted = CUT_ON_REAL_REPORTS[rel]
+    report = json.loads(corpus.path(rel).read_text())
+    nested = next(t for t in report["tests"] if t["nodeid"].endswith(suffix))
     cut, omitted = impl.cut_traceback(nested["call"]["longrepr"], 40, 200)
     lines = cut.split("\n")
-    # 14 source lines before `>       foo()`: the first 11 go, the last 3 stay.
-    assert lines[:5] == [
-        "... [11 lines omitted]",
-        "            print('foo')",
-        "            v = [bar(x) for x in range(3)]",
-        "            return v",
-        ">       foo()",
-    ]
-    # The last frame has only a blank line before its context: nothing dropped there.
-    assert lines[lines.index("o = 1") - 1] == ""
-    # the closing `test_create_report.py:55: TypeError` line is the failure's location: not repeated
-    assert lines[-2:] == [
-        ">       return 2 - c - None",
-        "E       TypeError: unsupported operand type(s) for -: 'int' and 'NoneType'",
-    ]
-    assert "E       TypeError: unsupported operand type(s) for -: 'int' and 'NoneType'" in lines
-    assert omitted == 11
+    assert lines[: len(head)] == head
+    assert lines[-len(tail) :] == tail
+    for run in present:
+        assert any(tuple(lines[i : i + len(run)]) == run for i in range(len(lines))), run
+    assert omitted == want_omitted
 
 
 def test_cut_native_and_java_tracebacks(impl):
