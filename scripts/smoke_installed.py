@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import NoReturn
 
 VERDICT = "FAILED 3 failed, 6 passed, 2 errors, 2 skipped, 1 xfailed in "
-BENCH_HINT = "pip install 'pytest-mcp-server[bench]'"
+BENCH_HINT = "pip install rich"
 # The public names of pytest_mcp_server.engine._native (rust/binding/lib.rs, engine/_native.pyi).
 NATIVE_NAMES = {"summarize_files", "version"}
 

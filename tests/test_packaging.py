@@ -143,7 +143,7 @@ def test_bench_without_the_extra_exits_2_naming_the_missing_package_and_the_inst
     err = proc.stderr.decode()
     assert "Traceback" not in err
     assert "the benchmarks need rich, which is not installed" in err
-    assert INSTALL_HINT == "pip install 'pytest-mcp-server[bench]'"
+    assert INSTALL_HINT == "pip install rich"
     assert err.rstrip().endswith(INSTALL_HINT)
 
 
