@@ -585,7 +585,7 @@ fn joined(shown: &[Shown]) -> String {
 
 /// What the shown-traceback rules know of the failure whose traceback they tidy.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct FailureContext<'a> {
+pub(crate) struct FailureContext<'a> {
     /// The failure's node id (`tests/test_x.py::TestDict::test_valmap[1]`).
     pub node_id: &'a str,
     /// The failure's location as listed (path as shown, line).
@@ -598,7 +598,7 @@ pub struct FailureContext<'a> {
 /// (docs/ENGINE.md, *Traceback cutting*, "The shown traceback"; mirrored by
 /// `shown_traceback` in `pure/cut.py`). Returns (text, input lines dropped by the cut:
 /// the sum of the markers the cut wrote, whether or not a rule folded one away).
-pub fn shown_traceback_for(
+pub(crate) fn shown_traceback_for(
     text: &str,
     max_lines: usize,
     max_line_chars: usize,
@@ -868,7 +868,7 @@ fn without_redundant_full_diff(shown: Vec<Shown>) -> Vec<Shown> {
 }
 
 /// Longest block of lines whose consecutive repeats rule 8 folds into one count.
-pub const REPEAT_BLOCK_LINES: usize = 4;
+pub(crate) const REPEAT_BLOCK_LINES: usize = 4;
 
 /// Rule 8: each run of a repeated block (1 to [`REPEAT_BLOCK_LINES`] lines, one not
 /// blank: a recursion's frame, a diff's identical lines) written once and followed by
