@@ -6,9 +6,9 @@ own sections (warnings, flaky tests, coverage, the report's path).
 The real server over stdio runs the real pytest on a fixture project with several kinds
 of failure (dict, list and long-string diffs, a deep exception, setup and teardown
 errors, a test method's own ``self``, a restated string diff, a recursion, captured
-output); the CLI runs in a subprocess on the ``report_path`` of the answer's structured
-content, whatever format that report is, with the budgets ``execute_tests`` uses. Run
-once per engine backend.
+output, one check copied into two modules); the CLI runs in a subprocess on the
+``report_path`` of the answer's structured content, whatever format that report is,
+with the budgets ``execute_tests`` uses. Run once per engine backend.
 """
 
 from __future__ import annotations
@@ -42,6 +42,13 @@ def test_recursion():
 def test_name():
     assert "B" == "C"
 """
+
+SUM_CHECK = """\
+def test_sum():
+    assert sum([{a}, 2]) == {b}
+"""
+"""One check copied into two modules with other values: the answer folds the second
+entry into ``same traceback as ...`` (render's fold of a repeated entry)."""
 
 SERVER_SECTIONS = ("Warnings (", "Flaky tests", "Coverage", "Report: ")
 """How the sections only the server writes start (render.render_execute)."""
@@ -77,6 +84,8 @@ def _budget_flags(budgets: Budgets) -> list[str]:
 def test_summarize_prints_the_failures_of_the_answer_byte_for_byte(tmp_path, backend):
     project = Project("every_outcome", tmp_path)
     (project.root / "tests" / "test_more.py").write_text(MORE_FAILURES)
+    (project.root / "tests" / "test_sum_a.py").write_text(SUM_CHECK.format(a=1, b=4))
+    (project.root / "tests" / "test_sum_b.py").write_text(SUM_CHECK.format(a=2, b=5))
 
     async def body():
         async with connect(project.params(env={BACKEND_ENV: backend}), "auto") as client:
@@ -94,4 +103,5 @@ def test_summarize_prints_the_failures_of_the_answer_byte_for_byte(tmp_path, bac
     assert answer.split(" in ")[0] == printed[0].split(" in ")[0]
     failures = answer.split("\n")[1:]
     assert "Failures:" in failures and "tests/test_more.py::TestCart::test_total" in answer
+    assert "    same traceback as tests/test_sum_a.py::test_sum, with other values" in failures
     assert _without_server_sections(failures) == _without_server_sections(printed[1:])
