@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_mcp_server._pytest_plugin.pytest_mcp_server_events import ORJSON_AFTER_RECORDS
-from pytest_mcp_server.events import PLUGIN_DIR, PLUGIN_NAME, read_run_events
+from pytest_mcp_server.run.events import PLUGIN_DIR, PLUGIN_NAME, read_run_events
+from pytest_mcp_server.run.pytest_plugin.pytest_mcp_server_events import ORJSON_AFTER_RECORDS
 
 PROJECT = """
 import warnings

@@ -25,9 +25,9 @@ import pytest
 from backends import kind_in_both, needs_native, result_in_both, summary_in_both
 
 from pytest_mcp_server.engine import summarize_bytes
-from pytest_mcp_server.models import ReportError, ReportSummary
-from pytest_mcp_server.pure import sniff
-from pytest_mcp_server.pure.reportlog import _longrepr
+from pytest_mcp_server.engine.models import ReportError, ReportSummary
+from pytest_mcp_server.engine.pure import sniff
+from pytest_mcp_server.engine.pure.reportlog import _longrepr
 
 HERE = Path(__file__).parent / "fixtures" / "reportlog"
 PROJECT = HERE / "project"

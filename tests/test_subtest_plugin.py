@@ -19,9 +19,9 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from pytest_mcp_server._pytest_plugin.pytest_mcp_server_subtests import SUBTEST_PROPERTY
-from pytest_mcp_server.events import PLUGIN_DIR
-from pytest_mcp_server.workflows import SUBTESTS_PLUGIN_NAME
+from pytest_mcp_server.app.workflows import SUBTESTS_PLUGIN_NAME
+from pytest_mcp_server.run.events import PLUGIN_DIR
+from pytest_mcp_server.run.pytest_plugin.pytest_mcp_server_subtests import SUBTEST_PROPERTY
 
 SUBTESTS = 50
 

@@ -17,7 +17,8 @@ use libfuzzer_sys::fuzz_target;
 use std::sync::Arc;
 
 use report_core::{
-    junit, pytest_json, reportlog, sniff, Budgets, Format, Item, Selection, SummaryBuilder,
+    parse_junit, parse_pytest_json, parse_reportlog, sniff, Budgets, Format, Item, Selection,
+    SummaryBuilder,
 };
 
 fn budgets(selector: u8) -> (Budgets, usize) {
@@ -113,9 +114,9 @@ fn run(format: Format, doc: &[u8], b: &Budgets, limit: usize) {
     let result = {
         let mut sink = |item: Item| items.push(item);
         match format {
-            Format::Junit => junit::parse_junit(doc, "fuzz", b, &mut sink),
-            Format::PytestJson => pytest_json::parse_pytest_json(doc, "fuzz", b, &mut sink),
-            Format::Reportlog => reportlog::parse_reportlog(doc, "fuzz", b, &mut sink).map(|_| ()),
+            Format::Junit => parse_junit(doc, "fuzz", b, &mut sink),
+            Format::PytestJson => parse_pytest_json(doc, "fuzz", b, &mut sink),
+            Format::Reportlog => parse_reportlog(doc, "fuzz", b, &mut sink).map(|_| ()),
         }
     };
     if let Err(e) = &result {

@@ -19,7 +19,8 @@ use serde::Serialize;
 
 use crate::budgets::Budgets;
 use crate::cut::{
-    capped, chomp, cut_traceback_for, is_ws, parse_location, strip, DeepestFrames, FrameLine,
+    capped, chomp, cut_traceback_for, is_ws, parse_location, says_message, shown_traceback_for,
+    strip, DeepestFrames, FailureContext, FrameLine,
 };
 use crate::group::{
     fold_values, group_id, key_hash, normalize_capped, ASSERTION_ERROR, OTHER_GROUP_ID,
@@ -252,6 +253,7 @@ struct ListedFailure {
     phase: Option<Phase>,
     exception: Option<String>,
     message: String,
+    message_in_traceback: bool,
     location: Option<(String, Option<u64>)>,
     traceback: String,
     traceback_omitted: u64,
@@ -557,8 +559,14 @@ impl SummaryBuilder {
         group: GroupRef,
     ) -> ListedFailure {
         let reported = record.path.as_deref().map(|path| (path, record.line));
-        let (location, traceback, traceback_omitted) =
-            self.located_and_cut(text, frames.code, reported);
+        let (location, traceback, traceback_omitted) = self.located_and_cut(
+            text,
+            frames.code,
+            reported,
+            Some((&record.node_id, exception)),
+        );
+        let message = capped(line, self.budgets.max_message_chars);
+        let message_in_traceback = says_message(&traceback, exception, &message);
         ListedFailure {
             seq,
             node_id: record.node_id.clone(),
@@ -566,7 +574,8 @@ impl SummaryBuilder {
             outcome: record.outcome(),
             phase: record.phase,
             exception: exception.map(str::to_owned),
-            message: capped(line, self.budgets.max_message_chars),
+            message,
+            message_in_traceback,
             location,
             traceback,
             traceback_omitted,
@@ -580,12 +589,15 @@ impl SummaryBuilder {
     /// Where a failure or collection error happened and its cut traceback (lines, lines
     /// omitted): the deepest project frame `code`, else the report's own `reported`
     /// path and line, else the text's last location line; the path as shown
-    /// (`display_path`).
+    /// (`display_path`). `failure`: a failure's (node id, exception), whose traceback is
+    /// also tidied by the shown-traceback rules ([`shown_traceback_for`]); None for a
+    /// collection error (its traceback is only cut).
     fn located_and_cut(
         &self,
         text: &str,
         code: Option<FrameLine<'_>>,
         reported: Option<(&str, Option<u64>)>,
+        failure: Option<(&str, Option<&str>)>,
     ) -> (Option<(String, Option<u64>)>, String, u64) {
         let project = self.project.as_deref();
         let shown = |path: &str| display_path(path, project).into_owned();
@@ -594,13 +606,28 @@ impl SummaryBuilder {
             (None, Some((path, line))) => Some((shown(path), line)),
             (None, None) => location_from_text(text).map(|(path, line)| (shown(&path), line)),
         };
-        let (traceback, omitted) = cut_traceback_for(
-            text,
-            self.budgets.max_traceback_lines,
-            self.budgets.max_line_chars,
-            self.budgets.max_frame_context_lines,
-            project,
-        );
+        let b = &self.budgets;
+        let (traceback, omitted) = match failure {
+            None => cut_traceback_for(
+                text,
+                b.max_traceback_lines,
+                b.max_line_chars,
+                b.max_frame_context_lines,
+                project,
+            ),
+            Some((node_id, exception)) => shown_traceback_for(
+                text,
+                b.max_traceback_lines,
+                b.max_line_chars,
+                b.max_frame_context_lines,
+                project,
+                FailureContext {
+                    node_id,
+                    location: location.as_ref().map(|(path, line)| (path.as_str(), *line)),
+                    exception,
+                },
+            ),
+        };
         (location, traceback, omitted)
     }
 
@@ -731,7 +758,8 @@ impl SummaryBuilder {
             // located and cut like a failure (its text is pytest's short-style traceback)
             let text = record.text.unwrap_or_default();
             let code = DeepestFrames::of(&text, self.project.as_deref()).code;
-            let (location, traceback, traceback_omitted) = self.located_and_cut(&text, code, None);
+            let (location, traceback, traceback_omitted) =
+                self.located_and_cut(&text, code, None, None);
             self.collection_errors.push(ListedCollectionError {
                 path: record.path,
                 exception,
@@ -941,11 +969,13 @@ impl SummaryBuilder {
                 phase: f.phase.map(Phase::as_str),
                 exception: f.exception.as_deref(),
                 message: &f.message,
+                message_in_traceback: f.message_in_traceback,
                 location: f
                     .location
                     .as_ref()
                     .map(|(path, line)| LocationJson { path, line: *line }),
                 traceback: &f.traceback,
+                traceback_lines_omitted: f.traceback_omitted,
                 stdout: f.stdout.as_deref(),
                 stderr: f.stderr.as_deref(),
                 log: f.log.as_deref(),
@@ -980,6 +1010,7 @@ impl SummaryBuilder {
                         .as_ref()
                         .map(|(path, line)| LocationJson { path, line: *line }),
                     traceback: &e.traceback,
+                    traceback_lines_omitted: e.traceback_omitted,
                 })
                 .collect(),
             slowest: self
@@ -1061,8 +1092,10 @@ struct FailureJson<'a> {
     phase: Option<&'static str>,
     exception: Option<&'a str>,
     message: &'a str,
+    message_in_traceback: bool,
     location: Option<LocationJson<'a>>,
     traceback: &'a str,
+    traceback_lines_omitted: u64,
     stdout: Option<&'a str>,
     stderr: Option<&'a str>,
     log: Option<&'a str>,
@@ -1092,6 +1125,7 @@ struct CollectionErrorJson<'a> {
     message: &'a str,
     location: Option<LocationJson<'a>>,
     traceback: &'a str,
+    traceback_lines_omitted: u64,
 }
 
 #[derive(Serialize)]
@@ -1266,16 +1300,17 @@ mod tests {
             v["failures"][1]["location"],
             json!({"path": "t.py", "line": 9})
         );
-        assert_eq!(
-            v["failures"][1]["traceback"],
-            "E   KeyError\n\nt.py:9: KeyError"
-        );
+        // pytest's closing `t.py:9: KeyError` says the location and exception the failure
+        // lists: the shown traceback leaves it out (docs/ENGINE.md, *Traceback cutting*)
+        assert_eq!(v["failures"][1]["traceback"], "E   KeyError");
+        assert_eq!(v["failures"][1]["traceback_lines_omitted"], 0);
         assert_eq!(v["failures"][0]["location"], Value::Null);
         assert_eq!(v["failures"][0]["group"], conn_id);
         assert_eq!(
             v["collection_errors"],
             json!([{"path": "tests/test_bad.py", "exception": "ImportError", "message": "no module named x",
-                     "location": null, "traceback": "E   ImportError: no module named x"}])
+                     "location": null, "traceback": "E   ImportError: no module named x",
+                     "traceback_lines_omitted": 0}])
         );
         assert_eq!(
             v["slowest"],
