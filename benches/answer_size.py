@@ -28,11 +28,11 @@ from pathlib import Path
 
 import anyio
 
-from pytest_mcp_server.config import ServerConfig
-from pytest_mcp_server.mcp_adapter import to_mcp_result
-from pytest_mcp_server.render import render_execute
-from pytest_mcp_server.tool_models import ExecuteParams
-from pytest_mcp_server.workflows import Runner
+from pytest_mcp_server.adapters.mcp.server import to_mcp_result
+from pytest_mcp_server.adapters.text import render_execute
+from pytest_mcp_server.app.workflows import Runner
+from pytest_mcp_server.domain.config import ServerConfig
+from pytest_mcp_server.domain.tools import ExecuteParams
 
 FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures"
 

@@ -184,21 +184,15 @@ fn parsers(c: &mut Criterion) {
                 };
                 let r = match format {
                     Format::Junit => {
-                        report_core::junit::parse_junit(&bytes[..], "bench", &budgets, &mut sink)
+                        report_core::parse_junit(&bytes[..], "bench", &budgets, &mut sink)
                     }
-                    Format::PytestJson => report_core::pytest_json::parse_pytest_json(
-                        &bytes[..],
-                        "bench",
-                        &budgets,
-                        &mut sink,
-                    ),
-                    Format::Reportlog => report_core::reportlog::parse_reportlog(
-                        &bytes[..],
-                        "bench",
-                        &budgets,
-                        &mut sink,
-                    )
-                    .map(|_| ()),
+                    Format::PytestJson => {
+                        report_core::parse_pytest_json(&bytes[..], "bench", &budgets, &mut sink)
+                    }
+                    Format::Reportlog => {
+                        report_core::parse_reportlog(&bytes[..], "bench", &budgets, &mut sink)
+                            .map(|_| ())
+                    }
                 };
                 r.expect("the bench input parses");
                 n
@@ -227,11 +221,11 @@ fn text(c: &mut Criterion) {
         s
     };
     c.bench_function("cut_traceback (40 lines, 200 chars)", |b| {
-        b.iter(|| report_core::cut::cut_traceback(black_box(&long), 40, 200))
+        b.iter(|| report_core::cut_traceback(black_box(&long), 40, 200))
     });
     c.bench_function("group_key", |b| {
         b.iter(|| {
-            report_core::group::group_key(
+            report_core::group_key(
                 black_box(Some("requests.exceptions.ConnectionError")),
                 black_box("HTTPConnectionPool(host='10.0.0.12', port=8080): Max retries exceeded with url: /api/v1/orders/4411 (path /srv/app/x.py, id 0xdeadbeef)"),
                 None,

@@ -35,10 +35,10 @@ from pathlib import Path
 
 import anyio
 
+from pytest_mcp_server.app.workflows import Runner
 from pytest_mcp_server.bench.suite import _from_server_argv
-from pytest_mcp_server.config import ServerConfig
-from pytest_mcp_server.tool_models import ExecuteParams
-from pytest_mcp_server.workflows import Runner
+from pytest_mcp_server.domain.config import ServerConfig
+from pytest_mcp_server.domain.tools import ExecuteParams
 
 DEFAULT_PROJECT = Path.home() / ".cache/pytest-mcp-server/bench/suite-20000-s20240611-v1"
 

@@ -35,9 +35,9 @@ from pathlib import Path
 
 import anyio
 
-from pytest_mcp_server.config import ServerConfig
-from pytest_mcp_server.tool_models import ExecuteParams
-from pytest_mcp_server.workflows import Runner
+from pytest_mcp_server.app.workflows import Runner
+from pytest_mcp_server.domain.config import ServerConfig
+from pytest_mcp_server.domain.tools import ExecuteParams
 
 
 def make_suite(root: Path, tests: int, files: int) -> None:

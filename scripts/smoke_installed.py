@@ -12,6 +12,7 @@ stops at the first failure with exit status 1 and a line saying what failed:
 3. the native backend is the one in use: ``engine.native_available()`` is True, backend
    ``auto`` resolves to ``native``, and the package and its extension are imported from
    the environment, not from a source checkout on ``sys.path``;
+   the extension exports exactly ``NATIVE_NAMES`` (no test-only function ships);
 4. without the ``bench`` extra (rich not importable), ``pytest-mcp-server bench reports``
    exits 2 and names the install command.
 
@@ -30,7 +31,9 @@ from pathlib import Path
 from typing import NoReturn
 
 VERDICT = "FAILED 3 failed, 6 passed, 2 errors, 2 skipped, 1 xfailed in "
-BENCH_HINT = "pip install 'pytest-mcp-server[bench]'"
+BENCH_HINT = "pip install rich"
+# The public names of pytest_mcp_server.engine._native (rust/binding/lib.rs, engine/_native.pyi).
+NATIVE_NAMES = {"FORMATS", "summarize_files", "version"}
 
 
 def _fail(what: str) -> NoReturn:
@@ -66,7 +69,7 @@ def main(argv: list[str]) -> int:
     from pytest_mcp_server import engine
 
     site_dirs = {Path(sysconfig.get_paths()[key]).resolve() for key in ("purelib", "platlib")}
-    native_spec = importlib.util.find_spec("pytest_mcp_server._native")
+    native_spec = importlib.util.find_spec("pytest_mcp_server.engine._native")
     origin = Path(native_spec.origin).resolve() if native_spec and native_spec.origin else None
     if not engine.native_available() or engine.resolve_backend("auto") != "native":
         _fail(f"the native backend is not in use (extension found at {origin})")
@@ -74,6 +77,12 @@ def main(argv: list[str]) -> int:
         if path is None or not site_dirs & set(path.parents):
             _fail(f"{path} is not in the environment's site-packages: a source checkout shadows the install")
     print(f"ok: native backend in use ({origin})")
+    from pytest_mcp_server.engine import _native
+
+    exported = {name for name in dir(_native) if not name.startswith("_")}
+    if exported != NATIVE_NAMES:
+        _fail(f"the extension exports {sorted(exported)}, not {sorted(NATIVE_NAMES)}")
+    print(f"ok: the extension exports {sorted(exported)} only")
 
     if importlib.util.find_spec("rich") is None:
         proc = _run([exe, "bench", "reports"])

@@ -1,6 +1,6 @@
 """Running the report engine's two backends on the same files and comparing their answers.
 
-The native backend (Rust, ``pytest_mcp_server._native``) and the pure-Python one must write
+The native backend (Rust, ``pytest_mcp_server.engine._native``) and the pure-Python one must write
 byte-identical summaries, or refuse with the same error kind (docs/ENGINE.md). Every test
 that checks this goes through this module:
 
@@ -25,14 +25,14 @@ import orjson
 import pytest
 
 from pytest_mcp_server.engine import native_available, summarize_bytes
-from pytest_mcp_server.models import Budgets, ReportError, ReportSummary
+from pytest_mcp_server.engine.models import Budgets, ReportError, ReportSummary
 
 BACKENDS = ("native", "pure")
 
 NATIVE_MISSING = (
     ""
     if native_available()
-    else "the Rust extension pytest_mcp_server._native does not import; "
+    else "the Rust extension pytest_mcp_server.engine._native does not import; "
     "build it with `pip install -e . --no-deps --no-build-isolation`"
 )
 needs_native = pytest.mark.skipif(bool(NATIVE_MISSING), reason=NATIVE_MISSING or "unused")

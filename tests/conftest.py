@@ -5,8 +5,9 @@ Fixtures:
 * ``backend``: runs a test once per engine backend, ``"native"`` and ``"pure"`` (the
   native run is skipped with ``backends.NATIVE_MISSING`` when the extension does not
   import). Comparing the two on one input is ``backends.summary_in_both`` and friends.
-* ``corpus_dir``: the shared corpus directory (``corpus.ROOT``), or a skip saying where it
-  was looked for.
+
+The run's header says which report corpora the corpus tests read (``corpus.header_line``:
+the in-repo dialects always, the shared corpus when present).
 
 ``--soak=MINUTES`` runs the differential fuzz tests for that long.
 
@@ -31,7 +32,6 @@ from __future__ import annotations
 import json
 import time
 import traceback
-from pathlib import Path
 
 import backends
 import corpus
@@ -47,13 +47,9 @@ def backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
-@pytest.fixture(scope="session")
-def corpus_dir() -> Path:
-    """The shared corpus directory; skips the test (with where it was looked for) when
-    it is missing."""
-    if not corpus.AVAILABLE:
-        pytest.skip(corpus.MISSING_REASON)
-    return corpus.ROOT
+def pytest_report_header(config: pytest.Config) -> str:
+    """The corpora the corpus tests read (the shared one is an extra, never required)."""
+    return corpus.header_line()
 
 
 @pytest.fixture(scope="module", autouse=True)

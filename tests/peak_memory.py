@@ -44,8 +44,9 @@ def status(field):
     with open("/proc/self/status") as f:
         return int(re.search(field + r":\s+(\d+)", f.read()).group(1))
 from pytest_mcp_server.engine import summarize_bytes
-from pytest_mcp_server.models import Budgets, ReportError
-import pytest_mcp_server.pure, pytest_mcp_server.pure.junit, pytest_mcp_server.pure.pytest_json, orjson, ijson
+from pytest_mcp_server.engine.models import Budgets, ReportError
+import orjson, ijson
+import pytest_mcp_server.engine.pure.junit, pytest_mcp_server.engine.pure.pytest_json
 backend = sys.argv[1]
 for line in sys.stdin:
     req = json.loads(line)

@@ -260,6 +260,22 @@ TRACE_LINES = [
     "",
     "   ",
     "[gw0] linux -- Python 3.11.9 /usr/bin/python",
+    # lines the shown-traceback rules rewrite (docs/ENGINE.md, *The shown traceback*)
+    "    ^^^^^^^^^^^^",
+    "             ~~~~^^^",
+    "self = <tests.test_mod.CacheTest testMethod=test_clear>",
+    "E       AssertionError: assert 'B' == 'C'",
+    "E         - C",
+    "E         + B",
+    "E       assert {'a': 1} == {'a': 2}",
+    "E         Omitting 1 identical items, use -vv to show",
+    "E         Differing items:",
+    "E         Full diff:",
+    "E           {",
+    "E         -     'a': 2,",
+    "E         Use -v to get more diff",
+    "E         ...Full output truncated (3 lines hidden), use '-vv' to show",
+    "tests/test_mod.py:12: KeyError",
 ]
 
 MESSAGES = [
@@ -1717,7 +1733,15 @@ def fuzz_settings(examples: int, **kwargs):
     )
 
 
-_MARKER = re.compile(r"\.\.\. \[[0-9]+ lines omitted\]\Z")
+_MARKER = re.compile(
+    r"\.\.\. \[[0-9]+ lines omitted\]\Z"
+    r"|\.\.\. \[the (?:line above repeats|[0-9]+ lines above repeat) [0-9]+ more times\]\Z"
+    r"|E\s*Full diff: \[[0-9]+ lines left out: "
+    r"(?:the differing items above|both sides are whole in the assert line above)\]\Z"
+)
+"""The engine's own lines in a shown traceback, never cut to ``max_line_chars``
+(docs/ENGINE.md, *Traceback cutting*): omission markers, folded repeats, a left-out
+``Full diff``."""
 
 
 def check_invariants(raw: bytes, budgets: dict[str, int], paths: list[str]) -> dict:
@@ -1725,7 +1749,7 @@ def check_invariants(raw: bytes, budgets: dict[str, int], paths: list[str]) -> d
     model accepts it, counts add up, every budget holds, nothing is cut silently."""
     import orjson
 
-    from pytest_mcp_server.models import Budgets, ReportSummary
+    from pytest_mcp_server.engine.models import Budgets, ReportSummary
 
     ReportSummary.model_validate_json(raw)
     s = orjson.loads(raw)
@@ -1778,6 +1802,9 @@ def check_invariants(raw: bytes, budgets: dict[str, int], paths: list[str]) -> d
         assert sum(counts) < failing_tests and len(s["groups"]) == b.max_groups
     for e in s["collection_errors"]:
         assert "\n" not in e["message"] and len(e["message"]) <= b.max_message_chars
+    # each listed traceback says what its cut left out; together, the omitted count
+    listed = s["failures"] + s["collection_errors"]
+    assert sum(x["traceback_lines_omitted"] for x in listed) == om["traceback_lines"]
     assert all(v >= 0 for v in om.values())
     return s
 
@@ -1785,13 +1812,15 @@ def check_invariants(raw: bytes, budgets: dict[str, int], paths: list[str]) -> d
 def check_truth(raw: bytes, truth: Truth, budgets: dict[str, int], paths: list[str]) -> None:
     """The summary says what the generated document holds (counts, durations, the
     failing tests with their phases, collection errors, slowest, omitted counts)."""
-    from pytest_mcp_server.models import Budgets
+    from pytest_mcp_server.engine.models import Budgets
 
     s = check_invariants(raw, budgets, paths)
     b = Budgets(**budgets)
     assert s["format"] == truth.format
     assert s["counts"] == truth.counts
-    assert s["duration_s"] == truth.total_us / 1e6
+    assert s["tests_duration_s"] == truth.total_us / 1e6
+    # pytest's session time when the document has one (pytest-json-report's duration)
+    assert s["duration_s"] == truth.total_us / 1e6 or truth.format == "pytest-json"
     fails = truth.failures
     got = [(f["node_id"], f["outcome"], f["phase"]) for f in s["failures"]]
     # Listed: one representative per listed group (largest first), then the others in

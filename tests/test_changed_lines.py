@@ -11,8 +11,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from pytest_mcp_server.changed_lines import changed_lines, parse_unified_diff
-from pytest_mcp_server.coverage_report import line_ranges, ranges_text
+from pytest_mcp_server.domain.coverage import line_ranges, ranges_text
+from pytest_mcp_server.run.git import changed_lines, parse_unified_diff
 
 
 def git(root: Path, *args: str) -> str:

@@ -19,7 +19,6 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 DEMO_JUNIT = ROOT / "examples" / "reports" / "demo.junit.xml"
 DEMO_JSON = ROOT / "examples" / "reports" / "demo.report.json"
-CORPUS = ROOT.parent / "shared" / "corpus"
 
 BACKENDS = ["pure"] + (["native"] if __import__("pytest_mcp_server.engine").engine.native_available() else [])
 

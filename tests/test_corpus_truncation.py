@@ -1,4 +1,5 @@
-"""Every real-world report of the shared corpus, cut at many offsets.
+"""Every report of the corpora (tests/corpus.py: the in-repo dialects, and the shared
+corpus of real-world reports when present), cut at many offsets.
 
 Each cut is fed to both backends: no crash, no hang (a backend call stuck for
 ``backends.HANG_SECONDS`` kills the run with a stack dump), the same bytes or the same
@@ -62,7 +63,7 @@ def _complete_until(data: bytes) -> int:
             return data.rfind(b">", 0, end)
 
 
-# Files whose cuts expose a bug still pending in its owner's module, by path in the corpus
+# Files whose cuts expose a bug still pending in its owner's module, by corpus id
 # (strict xfail: the mark must go when the fix lands). Reproducers are in
 # test_property_parity.REGRESSIONS.
 PENDING: dict[str, str] = {}

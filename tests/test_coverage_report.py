@@ -8,14 +8,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pytest_mcp_server.coverage_report import (
-    COVERAGE_FILES_LISTED,
-    RANGE_CHARS,
-    read_coverage_reports,
-    sniff_coverage,
-    summarize_coverage,
-)
-from pytest_mcp_server.render import coverage_lines
+from pytest_mcp_server.adapters.text import coverage_lines
+from pytest_mcp_server.domain.coverage import summarize_coverage
+from pytest_mcp_server.domain.policy import COVERAGE_FILES_LISTED, RANGE_CHARS
+from pytest_mcp_server.engine.coverage import read_coverage_reports, sniff_coverage
 
 
 def coverage_json(path: Path, files: dict[str, tuple[list[int], list[int]]], *, pretty: bool = False) -> str:

@@ -21,7 +21,7 @@ from http_support import connect_http, http_server, wait_exit
 from mcp.shared.exceptions import MCPError
 from server_support import MODES, Project, pid_alive, run, still_serving, wait_for, wait_until_gone
 
-from pytest_mcp_server.tool_models import ExecuteResult
+from pytest_mcp_server.domain.tools import ExecuteResult
 
 HANG = "hang/test_hang.py::test_hangs_with_children"
 TESTS = Path(__file__).resolve().parent

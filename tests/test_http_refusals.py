@@ -34,8 +34,8 @@ from http_support import (
 )
 from server_support import Project, run, text_of
 
-from pytest_mcp_server.http_security import MAX_REQUEST_BODY_BYTES, MAX_SESSIONS, TOKEN_ENV, HttpSettings
-from pytest_mcp_server.validation import MAX_NODE_ID_CHARS, MAX_NODE_IDS
+from pytest_mcp_server.adapters.mcp.http_policy import TOKEN_ENV, HttpSettings
+from pytest_mcp_server.domain.policy import MAX_NODE_ID_CHARS, MAX_NODE_IDS, MAX_REQUEST_BODY_BYTES, MAX_SESSIONS
 
 MODERN = "2026-07-28"
 

@@ -16,7 +16,7 @@ import pytest
 from http_support import connect_http, http_server
 from server_support import MODES, Project, connect, pid_alive, run, still_serving, text_of, wait_for
 
-from pytest_mcp_server.tool_models import ExecuteResult
+from pytest_mcp_server.domain.tools import ExecuteResult
 
 ERAS = {"legacy": "2025-11-25", "auto": "2026-07-28"}
 HANG = "hang/test_hang.py::test_hangs_with_children"
@@ -26,7 +26,11 @@ def stable(content: Any) -> Any:
     """``content`` without what differs from one run to the next: durations, the run's
     report path and the report files a summary was read from."""
     if isinstance(content, dict):
-        return {k: stable(v) for k, v in content.items() if k not in ("duration_s", "report_path", "files")}
+        return {
+            k: stable(v)
+            for k, v in content.items()
+            if k not in ("duration_s", "tests_duration_s", "report_path", "files")
+        }
     if isinstance(content, list):
         return [stable(v) for v in content]
     return content

@@ -1,9 +1,10 @@
 """The JUnit XML parsers (native ``junit.rs`` and pure ``pure/junit.py``) on real files.
 
-1. Every XML file of the corpus through both backends: the same bytes, or the same
-   error kind; the refusals are exactly the expected ones.
-2. Exact counts and details for a set of corpus files, worked out by reading them (the
-   comment on each entry says why).
+1. Every XML file of the corpora (tests/corpus.py: the in-repo dialects, and the shared
+   corpus when present) through both backends: the same bytes, or the same error kind;
+   the refusals are exactly the expected ones.
+2. Exact counts and details for every in-repo dialect file and a set of shared corpus
+   files, worked out by reading them (the comment on each entry says why).
 3. A real pytest run with ``--junitxml`` on a project with every outcome, checked
    against pytest's own summary line and node ids.
 4. Large and malformed input: a 20 MB text node is capped while streaming, in bounded
@@ -29,41 +30,64 @@ import pytest
 from backends import kind_in_both, needs_native, result_in_both, summary_in_both
 
 from pytest_mcp_server.engine import summarize
-from pytest_mcp_server.models import Budgets
-from pytest_mcp_server.pure.junit import parse_junit as pure_parse_junit
+from pytest_mcp_server.engine.models import Budgets
+from pytest_mcp_server.engine.pure.junit import parse_junit as pure_parse_junit
 
 XML_FILES = corpus.files("*.xml")
 
 
 # --- 1. every corpus file, both backends ----------------------------------------------
 
-# Files refused, and why (read from the files themselves).
 # Counts of a report without subtests (none of the corpus files has pytest subtests).
 NO_SUBTESTS = dict(subtests_passed=0, subtests_failed=0, passed_with_failed_subtests=0)
 
+D = "dialects/junit/"
+JP = "shared/junit-plugin/src/test/resources/hudson/tasks/junit/"
+AJR = "shared/action-junit-report/test_results/"
+PUT = "shared/publish-unit-test-result-action/python/test/files/junit-xml/"
+TR = "shared/test-reporter/__tests__/fixtures/"
+
+# Files refused, and why (read from the files themselves), by corpus id.
 EXPECTED_REFUSALS = {
-    # The CDATA section of <system-out> is never closed: the file was cut off.
-    "action-junit-report/test_results/corrupt-junit/e2e-tests/corrupt/target/sf-reports/TEST-test.CorruptTest.xml": (
-        "malformed"
-    ),
+    # The CDATA section of the last <system-out> is never closed: the file was cut off.
+    D + "truncated-cdata.xml": "malformed",
+    # Ends inside the text of a <skipped>, four elements still open.
+    D + "truncated-mid-element.xml": "malformed",
     # time="<<computed>>": a literal '<' inside an attribute value.
-    "action-junit-report/test_results/junit-web-test/expected.xml": "malformed",
-    "action-junit-report/test_results/junit-web-test/expectedRetries.xml": "malformed",
+    D + "unescaped-lt-in-attribute.xml": "malformed",
+    # A DOCTYPE declaring an external entity (file:///etc/passwd) used in a failure: XXE.
+    D + "xxe-external-entity.xml": "forbidden",
+    # Starts with '<!ENTITY % remote SYSTEM ...>': an out-of-band XXE probe.
+    D + "xxe-parameter-entity.xml": "forbidden",
+    # Nested internal entities (billion laughs), refused before any expansion.
+    D + "billion-laughs.xml": "forbidden",
+    # NUnit 3 <test-run>; and <suites>, which holds <testcase> elements but is no JUnit root.
+    D + "nunit-test-run.xml": "not_a_report",
+    D + "other-root.xml": "not_a_report",
+    # Zero bytes; plain text (a unittest summary) named .xml.
+    D + "empty.xml": "not_a_report",
+    D + "plain-text.xml": "not_a_report",
+    # The shared corpus (checked when present).
+    # The CDATA section of <system-out> is never closed: the file was cut off.
+    AJR + "corrupt-junit/e2e-tests/corrupt/target/sf-reports/TEST-test.CorruptTest.xml": "malformed",
+    # time="<<computed>>": a literal '<' inside an attribute value.
+    AJR + "junit-web-test/expected.xml": "malformed",
+    AJR + "junit-web-test/expectedRetries.xml": "malformed",
     # Starts with '<!ENTITY % param1 ...>': an out-of-band XXE probe.
-    "junit-plugin/src/test/resources/hudson/tasks/junit/testXxe-oob.xml": "forbidden",
+    JP + "testXxe-oob.xml": "forbidden",
     # A DOCTYPE with external parameter entities (classic XXE).
-    "junit-plugin/src/test/resources/hudson/tasks/junit/testXxe-xxe.xml": "forbidden",
+    JP + "testXxe-xxe.xml": "forbidden",
     # Root <suites>, not a JUnit report.
-    "publish-unit-test-result-action/python/test/files/junit-xml/non-junit.xml": "not_a_report",
+    PUT + "non-junit.xml": "not_a_report",
     # Ends in the middle of a <skipped> text: truncated.
-    "publish-unit-test-result-action/python/test/files/junit-xml/pytest/corrupt-xml.xml": "malformed",
+    PUT + "pytest/corrupt-xml.xml": "malformed",
     # Zero bytes.
-    "publish-unit-test-result-action/python/test/files/xml/empty.xml": "not_a_report",
+    "shared/publish-unit-test-result-action/python/test/files/xml/empty.xml": "not_a_report",
     # Plain text "this is not an xml file".
-    "publish-unit-test-result-action/python/test/files/xml/non-xml.xml": "not_a_report",
+    "shared/publish-unit-test-result-action/python/test/files/xml/non-xml.xml": "not_a_report",
     # NUnit 3 <test-run> documents.
-    "test-reporter/__tests__/fixtures/dotnet-nunit.xml": "not_a_report",
-    "test-reporter/__tests__/fixtures/external/nunit-sample.xml": "not_a_report",
+    TR + "dotnet-nunit.xml": "not_a_report",
+    TR + "external/nunit-sample.xml": "not_a_report",
 }
 
 
@@ -79,20 +103,204 @@ def test_backends_agree_on_every_corpus_file(path: Path) -> None:
         assert orjson.loads(result[1])["format"] == "junit"
 
 
-def test_the_corpus_has_the_expected_refusals(corpus_dir: Path) -> None:
-    missing = [rel for rel in EXPECTED_REFUSALS if not (corpus_dir / rel).is_file()]
-    assert not missing and len(XML_FILES) >= 100
+# Fewest XML files each corpus must hold (so that a glob that finds nothing cannot pass).
+MIN_XML_FILES = {"dialects": 25, "shared": 100}
+
+
+@pytest.mark.parametrize("name", sorted(corpus.ROOTS))
+def test_the_corpus_has_the_expected_refusals(name: str) -> None:
+    mine = [rel for rel in EXPECTED_REFUSALS if rel.startswith(f"{name}/")]
+    missing = [rel for rel in mine if not corpus.path(rel).is_file()]
+    xml_files = [p for p in XML_FILES if corpus.relative(p).startswith(f"{name}/")]
+    assert mine and not missing and len(xml_files) >= MIN_XML_FILES[name]
+
+
+def test_every_dialect_file_has_exact_expectations_and_a_readme_line() -> None:
+    """Each in-repo XML file is either an expected refusal or has exact counts below, and
+    README.md there names every file (file -> feature)."""
+    xml = {corpus.relative(p) for p in XML_FILES if corpus.relative(p).startswith("dialects/")}
+    covered = {rel for rel in [*EXPECTED_REFUSALS, *EXPECTED] if rel.startswith("dialects/")}
+    assert xml == covered
+    readme = (corpus.DIALECTS / "README.md").read_text()
+    unlisted = [p.name for p in corpus.files() if p.is_relative_to(corpus.DIALECTS) and f"`{p.name}`" not in readme]
+    assert not unlisted, f"not described in tests/fixtures/dialects/README.md: {unlisted}"
 
 
 # --- 2. exact counts, read from the files -----------------------------------------------
 
-JP = "junit-plugin/src/test/resources/hudson/tasks/junit/"
-AJR = "action-junit-report/test_results/"
-PUT = "publish-unit-test-result-action/python/test/files/junit-xml/"
-TR = "test-reporter/__tests__/fixtures/"
 
-# relative path -> (counts, {failure node id: (outcome, phase)}, extra checks)
-EXPECTED = {
+def counts(**nonzero: int) -> dict[str, int]:
+    """A counts object with the given non-zero fields (``total`` is their sum unless
+    given: only ``flaky`` overlaps the outcomes)."""
+    outcomes = ("passed", "failed", "errors", "skipped", "xfailed", "xpassed")
+    total = nonzero.pop("total", sum(nonzero.get(k, 0) for k in outcomes))
+    zero = dict.fromkeys(("failed", "errors", "skipped", "xfailed", "xpassed", "flaky", "passed"), 0)
+    return dict(total=total, **{**zero, **nonzero}, **NO_SUBTESTS)
+
+
+# relative path -> (counts, {failure node id: (outcome, phase)}, extra checks). The
+# dialect files are all here (test above); the shared ones are checked when present.
+DIALECT_EXPECTED = {
+    # Surefire's rerun elements: two <flakyFailure> -> passed, flaky; a <failure> with two
+    # <rerunFailure> -> failed on every run, not flaky; a <flakyError> -> passed, flaky; a
+    # plain pass. Details from the <failure>, stdout from the case's own <system-out>
+    # (not the one inside <flakyFailure>). 0.412 + 1.250 + 2.006 + 0.550 s.
+    D + "surefire-flaky-reruns.xml": (
+        counts(passed=3, failed=1, flaky=2),
+        {"org.example.inventory.StockTest::releasesStock": ("failed", "call")},
+        {
+            "duration_s": 4.218,
+            "first_message": "stock went negative: -2",
+            "first_exception": "java.lang.IllegalStateException",
+            "first_stdout": "releasing 7 units\n",
+            "slowest_first": ("org.example.inventory.StockTest::loadsWarehouse", 2.006),
+        },
+    ),
+    # Consecutive cases with one id are retries: test_upload fails then passes (passed,
+    # flaky, 1.0 + 0.5 s); test_download fails twice then errors in teardown (error, not
+    # flaky: no pass); test_delete passes. pytest suite -> ids by rule 2.
+    D + "retries-consecutive.xml": (
+        counts(passed=2, errors=1, flaky=1),
+        {"tests/test_sync.py::test_download": ("error", "teardown")},
+        {
+            "duration_s": 3.75,
+            "first_message": "socket still open",
+            "first_location": ("tests/conftest.py", 9),
+            "slowest_first": ("tests/test_sync.py::test_upload", 1.5),
+        },
+    ),
+    # Suites three deep with lying count attributes: five cases (the <testcase> inside a
+    # <failure> is an element, not a test; its text joins the failure's). classname=""
+    # gives the bare name. 0.125 + 0.125 + 0.25 + 0.5 + 1 s.
+    D + "nested-suites.xml": (
+        counts(passed=2, failed=2, errors=1),
+        {
+            "api.orders.create::rejects an empty basket": ("failed", "call"),
+            "health check": ("error", None),
+            "ui.cart::shows the total": ("failed", "call"),
+        },
+        {"duration_s": 2.0, "failure_count": 3, "slowest_first": ("ui.cart::shows the total", 1.0)},
+    ),
+    # Decimal comma "0,250" -> 0.25; "1,234.5" (both marks) -> 1234.5; " 3.5 " -> 3.5;
+    # "n/a" and "-2" -> 0; "1e0" -> 1. Suite times ("1.239,25") are not read.
+    D + "comma-decimal-times.xml": (
+        counts(passed=6),
+        {},
+        {"duration_s": 1239.25, "slowest_first": ("Locale.Durations::thousandsSeparator", 1234.5)},
+    ),
+    # jest-junit: classname == name == "describe test"; the failure has no message
+    # attribute, so message and exception come from its text; an empty suite.
+    D + "jest-junit.xml": (
+        counts(passed=2, failed=1, skipped=1),
+        {"Cart applies a coupon::Cart applies a coupon": ("failed", "call")},
+        {
+            "duration_s": 0.02,
+            "first_exception": "Error",
+            "first_message": "expect(received).toBe(expected) // Object.is equality",
+        },
+    ),
+    # mocha-junit-reporter: an empty "Root Suite", classname = test title, name = full title.
+    D + "mocha-junit.xml": (
+        counts(passed=1, failed=1, skipped=1),
+        {"rejects a bad header::parser rejects a bad header": ("failed", "call")},
+        {"duration_s": 0.061, "first_exception": "AssertionError"},
+    ),
+    # Catch2: suite properties, status="run"; a REQUIRE failure, an unexpected exception
+    # (<error>, no setup/teardown prefix: no phase), a SKIP.
+    D + "catch2.xml": (
+        counts(passed=1, failed=1, errors=1, skipped=1),
+        {
+            "geometry_tests.global::vector normalise/zero vector": ("failed", "call"),
+            "geometry_tests.global::vector parse": ("error", None),
+        },
+        {"duration_s": 0.006, "first_exception": "REQUIRE", "first_message": "std::isfinite(n.x)"},
+    ),
+    # CUnit: no classname (bare names), exponent times (2.1e-05 + 0.000305 + 6.4e-05).
+    D + "cunit.xml": (
+        counts(passed=2, failed=1),
+        {"push_When_FullOverwritesOldest": ("failed", "call")},
+        {"duration_s": 0.00039, "first_message": "rb_peek(&rb) == 7", "first_exception": "ERROR"},
+    ),
+    # A <testsuites> with no suite; suites with no case (one with properties and output).
+    D + "cunit-empty.xml": (counts(), {}, {"duration_s": 0.0}),
+    D + "empty-suites.xml": (counts(), {}, {"duration_s": 0.0}),
+    # googletest: a DISABLED_ case without <skipped> (status="notrun") counts as passed
+    # (only result elements decide); one with <skipped>, and a GTEST_SKIP, are skipped.
+    D + "googletest-skipped-disabled.xml": (
+        counts(passed=3, skipped=2),
+        {},
+        {"duration_s": 0.004, "slowest_first": ("ParserTest::ReadsComments", 0.003)},
+    ),
+    # Several results in one case: three <failure> -> failed, details from the first;
+    # (skipped, failure, error) -> error; (skipped, failure) -> failed; skipped; passed.
+    D + "multiple-results-per-case.xml": (
+        counts(passed=1, failed=2, errors=1, skipped=1),
+        {
+            "org.example.calc.MultiTest::threeFailures": ("failed", "call"),
+            "org.example.calc.MultiTest::skippedThenFailedThenErrored": ("error", None),
+            "org.example.calc.MultiTest::skippedThenFailed": ("failed", "call"),
+        },
+        {"first_message": "first: expected 1 but was 2", "first_exception": "java.lang.AssertionError"},
+    ),
+    # Case and suite <properties> are ignored; the failing case's two <system-out> join,
+    # its <system-err> is kept, the suite's output is not. xunit1 file/line: rule 1; the
+    # location is the traceback's last line (23), not the case's line attribute (20).
+    D + "properties-and-output.xml": (
+        counts(passed=2, failed=1),
+        {"tests/test_api.py::TestUsers::test_delete": ("failed", "call")},
+        {
+            "duration_s": 0.9,
+            "first_stdout": "DELETE /users/1\nsecond block\n",
+            "first_stderr": "WARNING pool exhausted\n",
+            "first_location": ("tests/test_api.py", 23),
+            "first_message": "assert 500 == 204",
+        },
+    ),
+    # pytest xunit1 on one line: every outcome pytest writes (pass, failure, setup error,
+    # skip, xfail, XPASS marker, strict XPASS failure, collection failure, teardown error
+    # with a Captured Log). The collection error counts as one error and lists its path.
+    D + "pytest-xunit1.xml": (
+        counts(passed=2, failed=2, errors=3, skipped=1, xfailed=1, xpassed=1),
+        {
+            "pkg/test_models.py::TestOrder::test_total[2-3]": ("failed", "call"),
+            "pkg/test_models.py::test_db": ("error", "setup"),
+            "pkg/test_models.py::test_strict_fixed": ("failed", "call"),
+            "pkg/test_models.py::test_cleanup": ("error", "teardown"),
+        },
+        {
+            "duration_s": 1.205,
+            "first_location": ("pkg/test_models.py", 15),
+            "first_message": "assert 5 == 6",
+            "collection_errors": ["pkg/test_broken.py"],
+        },
+    ),
+    # pytest xunit2 (no file attribute): rule 2 splits the classname at its capitalised
+    # segments (nested classes), "custom.Label" -> custom.py::Label.
+    D + "pytest-xunit2.xml": (
+        counts(passed=2, failed=1, skipped=1),
+        {"tests/unit/test_parse.py::TestQuoted::TestEscapes::test_backslash": ("failed", "call")},
+        {
+            "duration_s": 0.25,
+            "first_location": ("tests/unit/test_parse.py", 31),
+            "slowest_first": ("custom.py::Label::test_custom_classname", 0.22),
+        },
+    ),
+    # Predefined and character entities in names and messages, CDATA inside a failure,
+    # an empty CDATA in <skipped>, non-ASCII names.
+    D + "xml-entities-and-cdata.xml": (
+        counts(passed=1, failed=1, errors=1, skipped=1),
+        {
+            'Entities::name with & and <angle> and "quotes"': ("failed", "call"),
+            "Entities::unicode name café ☕": ("error", None),
+        },
+        {
+            "first_message": "message with 'apostrophes' and é and 😀",
+            "first_traceback": "text with <tags> & entities and a CDATA <section> & raw ampersand",
+        },
+    ),
+}
+
+SHARED_EXPECTED = {
     # Five testcases with classname="" in suites nested four deep; ids are the bare names
     # A, B, A, B, A (never two equal in a row, so no retries). Failures: A (TestA),
     # B (TestB), A (directly in "packet"). Durations 10+20+30+40+50 s.
@@ -209,11 +417,14 @@ EXPECTED = {
 }
 
 
+EXPECTED = {**DIALECT_EXPECTED, **{rel: want for rel, want in SHARED_EXPECTED.items() if corpus.available(rel)}}
+
+
 @pytest.mark.parametrize("rel", sorted(EXPECTED))
-def test_exact_counts_on_chosen_corpus_files(corpus_dir: Path, rel: str, backend: str) -> None:
-    counts, failures, extra = EXPECTED[rel]
-    s = summarize(str(corpus_dir / rel), backend=backend, budgets=Budgets(max_traceback_lines=10_000))
-    assert s.counts.model_dump() == counts
+def test_exact_counts_on_chosen_corpus_files(rel: str, backend: str) -> None:
+    want_counts, failures, extra = EXPECTED[rel]
+    s = summarize(str(corpus.path(rel)), backend=backend, budgets=Budgets(max_traceback_lines=10_000))
+    assert s.counts.model_dump() == want_counts
     assert {f.node_id: (f.outcome, f.phase) for f in s.failures} == failures
     first = s.failures[0] if s.failures else None
     for key, want in extra.items():
@@ -233,6 +444,12 @@ def test_exact_counts_on_chosen_corpus_files(corpus_dir: Path, rel: str, backend
             assert first.traceback == want
         elif key == "first_location":
             assert (first.location.path, first.location.line) == want
+        elif key == "first_stdout":
+            assert first.stdout == want
+        elif key == "first_stderr":
+            assert first.stderr == want
+        elif key == "collection_errors":
+            assert [e.path for e in s.collection_errors] == want
         else:  # pragma: no cover - a typo in the table
             raise AssertionError(key)
 

@@ -5,7 +5,7 @@ Each case runs in a fresh interpreter whose import system refuses the missing mo
 meta path finder raising ``ModuleNotFoundError`` for it, installed before the package is
 imported), as on a platform with no wheel and no Rust, or a base install:
 
-* without ``pytest_mcp_server._native``: ``engine.native_available()`` is False, backend
+* without ``pytest_mcp_server.engine._native``: ``engine.native_available()`` is False, backend
   ``auto`` answers through the pure backend with the very bytes the native backend gives
   for the same files (examples/reports and a few corpus files), and the CLI's
   ``summarize`` prints the same text and JSON;
@@ -32,13 +32,22 @@ from pytest_mcp_server.engine import summarize_bytes
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE_REPORTS = sorted(p for p in (REPO / "examples" / "reports").iterdir() if p.is_file())
-# A few real-world files of each format (the whole corpus is compared in test_junit_corpus.py).
-CORPUS_FILES = (
-    "pytest-json-report/sample_report.json",
-    "action-junit-report/test_results/python/report.xml",
-    "action-junit-report/test_results/maven_surefire_flaky/surefire-report.xml",
-    "action-junit-report/test_results/nested/multi-level.xml",
-)
+# A few files of each format and dialect, by corpus id (tests/corpus.py; the shared ones
+# when present). The whole corpora are compared in test_junit_corpus.py.
+CORPUS_FILES = [
+    rel
+    for rel in (
+        "dialects/json/pytest-json-report.json",
+        "dialects/junit/pytest-xunit1.xml",
+        "dialects/junit/surefire-flaky-reruns.xml",
+        "dialects/junit/nested-suites.xml",
+        "shared/pytest-json-report/sample_report.json",
+        "shared/action-junit-report/test_results/python/report.xml",
+        "shared/action-junit-report/test_results/maven_surefire_flaky/surefire-report.xml",
+        "shared/action-junit-report/test_results/nested/multi-level.xml",
+    )
+    if corpus.available(rel)
+]
 
 
 def _blocking(modules: tuple[str, ...], code: str) -> str:
@@ -67,7 +76,7 @@ def _pure_fallback_summaries(paths: list[Path], out: Path) -> dict[str, object]:
     extension does not import; writes ``<out>/<i>.json`` per path and returns what the
     engine said about its backends there."""
     code = _blocking(
-        ("pytest_mcp_server._native",),
+        ("pytest_mcp_server.engine._native",),
         "import json\n"
         "from pathlib import Path\n"
         "from pytest_mcp_server import engine\n"
@@ -93,7 +102,7 @@ def _assert_pure_fallback_matches_native(paths: list[Path], tmp_path: Path) -> N
     facts = _pure_fallback_summaries(paths, tmp_path)
     assert facts["native_available"] is False
     assert facts["auto"] == "pure"
-    assert "pytest_mcp_server._native did not import" in str(facts.get("native_refused"))
+    assert "pytest_mcp_server.engine._native did not import" in str(facts.get("native_refused"))
     for i, path in enumerate(paths):
         fallback = (tmp_path / f"{i}.json").read_bytes()
         assert fallback == summarize_bytes(path, backend="native"), path
@@ -107,10 +116,9 @@ def test_without_the_extension_auto_uses_pure_with_the_native_bytes_on_the_examp
 
 
 @backends.needs_native
-@corpus.needs_corpus
 def test_without_the_extension_auto_uses_pure_with_the_native_bytes_on_corpus_files(tmp_path: Path) -> None:
-    """Real-world JUnit XML and pytest-json-report files, through the fallback."""
-    _assert_pure_fallback_matches_native([corpus.ROOT / rel for rel in CORPUS_FILES], tmp_path)
+    """JUnit XML dialects and pytest-json-report files, through the fallback."""
+    _assert_pure_fallback_matches_native([corpus.path(rel) for rel in CORPUS_FILES], tmp_path)
 
 
 @backends.needs_native
@@ -119,7 +127,7 @@ def test_cli_summarize_without_the_extension_prints_what_the_native_backend_prin
     """``pytest-mcp-server summarize`` on an install without the extension: same exit
     status (1: the demo has failures), same output."""
     args = ["summarize", str(REPO / "examples" / "reports" / "demo.junit.xml"), *(["--json"] if as_json else [])]
-    fallback = _run(args, block=("pytest_mcp_server._native",))
+    fallback = _run(args, block=("pytest_mcp_server.engine._native",))
     native = _run([*args, "--backend", "native"])
     assert (fallback.returncode, native.returncode) == (1, 1), (fallback.stderr, native.stderr)
     assert fallback.stderr == b""
@@ -135,7 +143,7 @@ def test_bench_without_the_extra_exits_2_naming_the_missing_package_and_the_inst
     err = proc.stderr.decode()
     assert "Traceback" not in err
     assert "the benchmarks need rich, which is not installed" in err
-    assert INSTALL_HINT == "pip install 'pytest-mcp-server[bench]'"
+    assert INSTALL_HINT == "pip install rich"
     assert err.rstrip().endswith(INSTALL_HINT)
 
 

@@ -27,9 +27,8 @@ from typing import Any
 
 import pytest
 
-from pytest_mcp_server._pytest_plugin.pytest_mcp_server_events import COLLECTED_CHUNK_BYTES, ORJSON_AFTER_RECORDS
 from pytest_mcp_server.engine import summarize
-from pytest_mcp_server.events import (
+from pytest_mcp_server.run.events import (
     PLUGIN_DIR,
     PLUGIN_NAME,
     EventFollower,
@@ -38,6 +37,7 @@ from pytest_mcp_server.events import (
     read_run_events,
     stack_dump_armed,
 )
+from pytest_mcp_server.run.pytest_plugin.pytest_mcp_server_events import COLLECTED_CHUNK_BYTES, ORJSON_AFTER_RECORDS
 
 PROJECT = """
 import logging

@@ -13,9 +13,9 @@ import anyio
 import pytest
 from installed_project import install_project
 
-from pytest_mcp_server.interpreter import probe_interpreter
-from pytest_mcp_server.models import ProjectCode
-from pytest_mcp_server.project_code import INSTALLED_PROBE, distribution_name, packages_in_root, project_code
+from pytest_mcp_server.engine.models import ProjectCode
+from pytest_mcp_server.run.interpreter import probe_interpreter
+from pytest_mcp_server.run.project import INSTALLED_PROBE, distribution_name, packages_in_root, project_code
 
 
 def _write(root: Path, files: dict[str, str]) -> Path:

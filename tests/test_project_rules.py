@@ -4,7 +4,8 @@ how a traceback keeps and shows them, where a failure is located, how failures g
 cause, and the order failures are listed in.
 
 Concrete cases are worked out by hand from the rules; hypothesis runs feed the same
-random paths to ``_native.classify_path`` and ``pure.project.classify``.
+random frame paths to both backends (in a failure's traceback: the native rules are read
+off summaries, see ``rule_probes``) and demand identical results.
 """
 
 from __future__ import annotations
@@ -17,17 +18,14 @@ import pytest
 from backends import needs_native
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from rule_probes import native_cut, summaries_agree
+from rule_probes import pure_cut as pure_summary_cut
 from strategies import budgets_dicts, check_invariants, fuzz_settings, valid_docs
 
-from pytest_mcp_server.engine import BACKEND_ENV, resolve_backend, summarize_bytes
-from pytest_mcp_server.models import Budgets, ProjectCode
-from pytest_mcp_server.pure import cut as pure_cut
-from pytest_mcp_server.pure import project as pure_project
-
-try:
-    from pytest_mcp_server import _native as native
-except ImportError:  # the tests that use it are skipped (needs_native)
-    native = None
+from pytest_mcp_server.engine import BACKEND_ENV, native_available, resolve_backend, summarize_bytes
+from pytest_mcp_server.engine.models import Budgets, ProjectCode
+from pytest_mcp_server.engine.pure import group as pure_group
+from pytest_mcp_server.engine.pure import project as pure_project
 
 ROOT = "/work/app"
 PROJECT = ProjectCode(root=ROOT, packages=["pkg", "single"])
@@ -39,11 +37,31 @@ def pure_classify(path: str, project: tuple[str, list[str]] | None) -> str:
     return KINDS[pure_project.classify(path, pure_project.ProjectCode(*project) if project else None)]
 
 
+def frame_at(path: str) -> str:
+    """A traceback whose one frame is at ``path`` (Python's native format), raising
+    ``ValueError: x``. Its summary tells the frame's kind apart: a library frame gives no
+    location; a project frame keys the group by the frame alone, a test frame by the
+    frame and the message (docs/ENGINE.md, *Groups*)."""
+    return f'Traceback (most recent call last):\n  File "{path}", line 7, in f\n    g()\nValueError: x'
+
+
+def native_classify(path: str, project: tuple[str, list[str]] | None) -> str:
+    """What the native backend's summary of a failure framed at ``path`` says the frame
+    is (asserting that the pure backend writes the same summary)."""
+    summary = orjson.loads(summaries_agree(frame_at(path), "ValueError: x", project))
+    location, group_id = summary["failures"][0]["location"], summary["groups"][0]["id"]
+    if location is None:
+        return "library"
+    at = f"{location['path']}:{location['line']}"
+    by_frame, by_site = pure_group.group_key("ValueError", "", at)[0], pure_group.group_key("ValueError", "x", at)[0]
+    return {by_frame: "project", by_site: "test"}[group_id]
+
+
 def classify_in_both(path: str, project: tuple[str, list[str]] | None) -> str:
     """What both backends say a frame path is (native skipped when not built)."""
     pure = pure_classify(path, project)
-    if native is not None:
-        assert native.classify_path(path, project) == pure, path
+    if native_available():
+        assert native_classify(path, project) == pure, path
     return pure
 
 
@@ -94,16 +112,16 @@ paths = st.builds(
     st.lists(st.one_of(st.sampled_from(_PATH_PARTS), st.text(max_size=4)), max_size=8),
     st.sampled_from(["/", "\\"]),
 )
-roots = st.sampled_from(["/work/app", "/work/app/", "/", "C:\\work\\app", "/w/../work/./app", "relative/root"])
+# absolute roots only: ProjectCode refuses a relative one
+roots = st.sampled_from(["/work/app", "/work/app/", "/", "C:\\work\\app", "/w/../work/./app"])
 
 
 @needs_native
 @settings(max_examples=2000, deadline=None)
 @given(path=paths, root=roots, packages=st.lists(st.sampled_from(["pkg", "single", "x"]), max_size=3))
 def test_classification_parity(path, root, packages):
-    project = (root, packages)
-    assert native.classify_path(path, project) == pure_classify(path, project)
-    assert native.classify_path(path, None) == pure_classify(path, None)
+    summaries_agree(frame_at(path), "ValueError: x", (root, packages))
+    summaries_agree(frame_at(path), "ValueError: x", None)
 
 
 # --------------------------------------------------------------------------------------
@@ -142,20 +160,13 @@ INSTALLED_BUG = "\n".join(
 @pytest.fixture
 def cut_impl(backend: str):
     """``cut_traceback(text, max_lines, max_line_chars, project=None)`` of the backend
-    under test, ``project`` as (root, packages)."""
-    if backend == "native":
-        return native.cut_traceback
-
-    def pure(text, max_lines, max_line_chars, project=None):
-        code = pure_project.ProjectCode(*project) if project is not None else None
-        return pure_cut.cut_traceback(text, max_lines, max_line_chars, code)
-
-    return pure
+    under test, ``project`` as (root, packages); the native one as its summaries cut."""
+    return native_cut if backend == "native" else pure_summary_cut
 
 
 def test_cut_keeps_the_installed_project_frame_with_its_header(cut_impl):
     cut, omitted = cut_impl(INSTALLED_BUG, 2000, 200, PAIR)
-    separator = "_ " * 39 + "_ "
+    separator = "_ _ _ _ _"  # shown short: its width says nothing
     # The project's frame keeps its header and source line, its path shown short; the
     # third-party and standard-library frames after it go; the raising frame stays.
     assert cut.split("\n") == [
@@ -201,9 +212,7 @@ def test_cut_keeps_the_installed_project_frame_with_its_header(cut_impl):
 def test_cut_parity_with_a_project(lines, max_lines, root):
     text = "\n".join(lines)
     project = (root, ["pkg"])
-    assert native.cut_traceback(text, max_lines, 60, project) == pure_cut.cut_traceback(
-        text, max_lines, 60, pure_project.ProjectCode(*project)
-    )
+    assert native_cut(text, max_lines, 60, project) == pure_summary_cut(text, max_lines, 60, project)
 
 
 # --------------------------------------------------------------------------------------
@@ -230,7 +239,7 @@ def summary_in_both(path: Path, project: ProjectCode | None, **budgets: int) -> 
     """Both backends on one report with ``project``: the same bytes; parsed."""
     b = Budgets(**budgets)
     pure = summarize_bytes([path], backend="pure", budgets=b, project=project)
-    if native is not None:
+    if native_available():
         assert summarize_bytes([path], backend="native", budgets=b, project=project) == pure
     return orjson.loads(pure)
 
@@ -361,4 +370,4 @@ def test_the_backend_variable_decides_what_auto_means(monkeypatch):
     with pytest.raises(ValueError, match="PYTEST_MCP_SERVER_BACKEND must be 'native' or 'pure'"):
         resolve_backend("auto")
     monkeypatch.setenv(BACKEND_ENV, "")
-    assert resolve_backend("auto") == ("native" if native is not None else "pure")
+    assert resolve_backend("auto") == ("native" if native_available() else "pure")

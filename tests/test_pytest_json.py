@@ -1,9 +1,10 @@
 """The pytest-json-report parsers (native ``pytest_json.rs`` and pure ``pure/pytest_json.py``).
 
-1. Corpus: ``sample_report.json`` with counts and failures worked out by reading it;
-   every other JSON file of the corpus (mocha, jest, dart, rspec, go, the
-   publish-unit-test-result-action ``.results.json``, empty, malformed, not JSON) is
-   refused with the right kind by both backends.
+1. Corpora (tests/corpus.py): the in-repo ``dialects/json/pytest-json-report.json`` and,
+   when the shared corpus is present, the plugin's ``sample_report.json``, with counts and
+   failures worked out by reading them; every other JSON file of the corpora (mocha, jest,
+   dart, rspec, go, CI result summaries, empty, malformed, not JSON) is refused with the
+   right kind by both backends.
 2. Real pytest runs with ``--json-report`` on a project with every outcome, with
    several ``--json-report-omit`` combinations and ``--json-report-summary``, checked
    against pytest's own summary line and the node ids the fixture project defines.
@@ -30,12 +31,15 @@ import peak_memory
 import pytest
 from backends import kind_in_both, needs_native, summary_in_both
 
-from pytest_mcp_server.models import Budgets, ReportError
-from pytest_mcp_server.pure.pytest_json import parse_pytest_json as pure_parse
-from pytest_mcp_server.pure.records import CollectionErrorRecord, TestRecord
+from pytest_mcp_server.engine.models import Budgets, ReportError
+from pytest_mcp_server.engine.pure.pytest_json import parse_pytest_json as pure_parse
+from pytest_mcp_server.engine.pure.records import CollectionErrorRecord, TestRecord
 
-# The plugin's own sample report, in the corpus.
-SAMPLE = corpus.ROOT / "pytest-json-report" / "sample_report.json"
+# Real pytest-json-report files: the one written for this repository (always) and the
+# plugin's own sample report in the shared corpus (when present), by corpus id.
+OWN_REPORT = "dialects/json/pytest-json-report.json"
+PLUGIN_SAMPLE = "shared/pytest-json-report/sample_report.json"
+SAMPLES = [rel for rel in (OWN_REPORT, PLUGIN_SAMPLE) if corpus.available(rel)]
 
 
 def pure_records(data: bytes, max_output_bytes: int = 2048) -> list[TestRecord | CollectionErrorRecord]:
@@ -49,52 +53,89 @@ def pure_records(data: bytes, max_output_bytes: int = 2048) -> list[TestRecord |
 # 1. Corpus
 
 
+NO_SUBTEST_COUNTS = {"subtests_passed": 0, "subtests_failed": 0, "passed_with_failed_subtests": 0}
+
+# What each real report must give, worked out by reading it.
+SAMPLE_EXPECTED = {
+    # The project's own run: pytest's line was "3 failed, 4 passed, 1 skipped, 1 xfailed,
+    # 1 xpassed, 3 errors" (test_receipt's teardown error counts twice there: its call
+    # passed); the file's "summary" says passed 3, failed 3, error 2 of 11 tests, and one
+    # collector (test_shipping.py) failed: one more error.
+    OWN_REPORT: {
+        "counts": {
+            "total": 12, "passed": 3, "failed": 3, "errors": 3, "skipped": 1, "xfailed": 1, "xpassed": 1,
+            "flaky": 0, **NO_SUBTEST_COUNTS,
+        },
+        "failures": [
+            ("test_cart.py::test_total_with_output", "failed", "call"),
+            ("test_cart.py::test_checkout", "error", "setup"),
+            ("test_cart.py::test_receipt", "error", "teardown"),
+            ("test_cart.py::test_discount_chain", "failed", "call"),
+            ("test_cart.py::test_quantity[2]", "failed", "call"),
+        ],
+        # crash.path "/home/dev/shop/test_cart.py" under root "/home/dev/shop"
+        "first_location": {"path": "test_cart.py", "line": 13},
+        # the fixture "noisy" prints in setup and teardown, the test in its call
+        "first_stdout": "opening cart\nadding apples\nclosing cart\n",
+        "first_stderr": "cart warning\nprice list is stale\ncart closed late\n",
+        "nested": (3, "KeyError", 37),
+        "collection_errors": [("test_shipping.py", "ModuleNotFoundError")],
+    },
+    # The plugin's sample: its own "summary" says passed 2, failed 3, xfailed 1, xpassed
+    # 1, error 2, skipped 1 (total 10); checked against its ten test entries by reading them.
+    PLUGIN_SAMPLE: {
+        "counts": {
+            "total": 10, "passed": 2, "failed": 3, "errors": 2, "skipped": 1, "xfailed": 1, "xpassed": 1,
+            "flaky": 0, **NO_SUBTEST_COUNTS,
+        },
+        "failures": [
+            ("test_create_report.py::test_fail_with_fixture", "failed", "call"),
+            ("test_create_report.py::test_fail_during_setup", "error", "setup"),
+            ("test_create_report.py::test_fail_during_teardown", "error", "teardown"),
+            ("test_create_report.py::test_fail_nested", "failed", "call"),
+            ("test_create_report.py::test_parametrized[2]", "failed", "call"),
+        ],
+        # crash.path "/tmp/pytest-of-user/pytest-40/test_create_report0/test_create_report.py"
+        # and root "/tmp/pytest-of-user/pytest-40/test_create_report0": the prefix goes.
+        "first_location": {"path": "test_create_report.py", "line": 32},
+        # stdout/stderr of setup, call and teardown, in phase order.
+        "first_stdout": "setup\ncall\nteardown\n",
+        "first_stderr": "setuperr\ncallerr\nteardownerr\n",
+        "nested": (3, "TypeError", 55),
+        "collection_errors": [],
+    },
+}  # fmt: skip
+
+
 @needs_native
-def test_sample_report_counts_failures_and_details(corpus_dir):
-    summary = summary_in_both(SAMPLE)
-    # The file's own "summary": passed 2, failed 3, xfailed 1, xpassed 1, error 2,
-    # skipped 1 (total 10); checked against its ten test entries by reading them.
-    assert summary["counts"] == {
-        "total": 10,
-        "passed": 2,
-        "failed": 3,
-        "errors": 2,
-        "skipped": 1,
-        "xfailed": 1,
-        "xpassed": 1,
-        "flaky": 0,
-        "subtests_passed": 0,
-        "subtests_failed": 0,
-        "passed_with_failed_subtests": 0,
-    }
-    failures = [(f["node_id"], f["outcome"], f["phase"]) for f in summary["failures"]]
-    assert failures == [
-        ("test_create_report.py::test_fail_with_fixture", "failed", "call"),
-        ("test_create_report.py::test_fail_during_setup", "error", "setup"),
-        ("test_create_report.py::test_fail_during_teardown", "error", "teardown"),
-        ("test_create_report.py::test_fail_nested", "failed", "call"),
-        ("test_create_report.py::test_parametrized[2]", "failed", "call"),
-    ]
+@pytest.mark.parametrize("rel", SAMPLES)
+def test_real_report_counts_failures_and_details(rel):
+    want = SAMPLE_EXPECTED[rel]
+    summary = summary_in_both(corpus.path(rel))
+    assert summary["counts"] == want["counts"]
+    assert [(f["node_id"], f["outcome"], f["phase"]) for f in summary["failures"]] == want["failures"]
     first = summary["failures"][0]
-    # crash.path is "/tmp/pytest-of-user/pytest-40/test_create_report0/test_create_report.py"
-    # and root "/tmp/pytest-of-user/pytest-40/test_create_report0": the prefix goes.
-    assert first["location"] == {"path": "test_create_report.py", "line": 32}
-    # stdout/stderr of setup, call and teardown, in phase order.
-    assert first["stdout"] == "setup\ncall\nteardown\n"
-    assert first["stderr"] == "setuperr\ncallerr\nteardownerr\n"
-    nested = summary["failures"][3]
-    assert (nested["exception"], nested["location"]["line"]) == ("TypeError", 55)
-    assert summary["collection_errors"] == []
+    assert first["location"] == want["first_location"]
+    assert (first["stdout"], first["stderr"]) == (want["first_stdout"], want["first_stderr"])
+    index, exception, line = want["nested"]
+    nested = summary["failures"][index]
+    assert (nested["exception"], nested["location"]["line"]) == (exception, line)
+    assert [(e["path"], e["exception"]) for e in summary["collection_errors"]] == want["collection_errors"]
 
 
-def test_sample_report_records_match_a_reference_reading_with_the_json_module(corpus_dir):
+@pytest.mark.parametrize("rel", SAMPLES)
+def test_real_report_records_match_a_reference_reading_with_the_json_module(rel):
     """The pure parser's records against an independent whole-file reading of the spec."""
-    data = SAMPLE.read_bytes()
+    data = corpus.path(rel).read_bytes()
     doc = json.loads(data)
     root = doc["root"] + "/"
     records = pure_records(data)
-    assert [r.node_id for r in records] == [t["nodeid"] for t in doc["tests"]]
-    for record, test in zip(records, doc["tests"], strict=False):
+    tests = [r for r in records if isinstance(r, TestRecord)]
+    errors = [r for r in records if isinstance(r, CollectionErrorRecord)]
+    failed_collectors = [c for c in doc.get("collectors", []) if c["outcome"] == "failed"]
+    assert [(e.path, e.text) for e in errors] == [(c["nodeid"], c["longrepr"]) for c in failed_collectors]
+    assert [r.node_id for r in tests] == [t["nodeid"] for t in doc["tests"]]
+    for record, test in zip(tests, doc["tests"], strict=True):
         phases = [test[p] for p in ("setup", "call", "teardown") if p in test]
         assert record.outcome == test["outcome"]
         assert record.duration_us == sum(int(p["duration"] * 1e6 + 0.5) for p in phases)
@@ -110,27 +151,44 @@ def test_sample_report_records_match_a_reference_reading_with_the_json_module(co
 
 
 def _other_json_files() -> list[Path]:
-    return [p for p in corpus.files("*.json") if p != SAMPLE]
+    return [p for p in corpus.files("*.json") if corpus.relative(p) not in SAMPLES]
 
 
-# What each kind of non-report JSON in the corpus must give (by reading the files):
-# empty.json is empty; non-json.json is plain text; malformed-json.json is
-# `{"key": "val", malformed: "key"}` (invalid JSON: an unquoted key); the rest are valid
-# JSON of other tools (mocha/jest/rspec objects without "exitcode"; Go and Dart write one
-# object per line, and the first object is no report).
-EXPECTED_KIND = {"malformed-json.json": "malformed"}
+# What each other JSON file of the corpora must give (by reading the files), by corpus id.
+# Every file not listed must be not_a_report: valid JSON of another tool (mocha, jest,
+# rspec objects without "exitcode"; Go and Dart write one object per line, and the first
+# object is no report), an empty file, or plain text.
+EXPECTED_KIND = {
+    # `{"exitcode": 1, "summary": {}, unquoted: "key"}`: invalid JSON (an unquoted key).
+    "dialects/json/malformed.json": "malformed",
+    # The same run as pytest-json-report.json with --json-report-summary: no tests, accepted.
+    "dialects/json/pytest-json-report-summary-only.json": "ok",
+    # `{"key": "val", malformed: "key"}`: invalid JSON (an unquoted key).
+    "shared/publish-unit-test-result-action/python/test/files/json/malformed-json.json": "malformed",
+}
 
 
 @needs_native
 @pytest.mark.parametrize("path", corpus.params(_other_json_files()))
 def test_other_corpus_json_files_are_refused_with_the_right_kind(path):
-    assert kind_in_both(path) == EXPECTED_KIND.get(path.name, "not_a_report")
+    assert kind_in_both(path) == EXPECTED_KIND.get(corpus.relative(path), "not_a_report")
 
 
-def test_the_corpus_has_the_files_the_refusal_test_expects(corpus_dir):
-    assert SAMPLE.is_file()
-    names = {p.name for p in _other_json_files()}
-    for name in (
+# The files each corpus must hold for the refusal test to mean something.
+EXPECTED_OTHER_JSON = {
+    "dialects": (
+        "mocha-reporter-json.json",
+        "jest-json.json",
+        "rspec-json.json",
+        "publish-results-summary.json",
+        "go-test-ndjson.json",
+        "dart-json-reporter.json",
+        "malformed.json",
+        "plain-text.json",
+        "empty.json",
+        "pytest-json-report-summary-only.json",
+    ),
+    "shared": (
         "mocha-json.json",
         "golang-json.json",
         "dart-json.json",
@@ -139,8 +197,16 @@ def test_the_corpus_has_the_files_the_refusal_test_expects(corpus_dir):
         "malformed-json.json",
         "non-json.json",
         "jest-junit.results.json",
-    ):
-        assert name in names
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(corpus.ROOTS))
+def test_the_corpus_has_the_files_the_refusal_test_expects(name):
+    assert all(corpus.path(rel).is_file() for rel in SAMPLES if rel.startswith(f"{name}/"))
+    names = {p.name for p in _other_json_files() if corpus.relative(p).startswith(f"{name}/")}
+    assert set(EXPECTED_OTHER_JSON[name]) <= names
+    assert all(corpus.path(rel).is_file() for rel in EXPECTED_KIND if rel.startswith(f"{name}/"))
 
 
 # --------------------------------------------------------------------------------------
@@ -402,7 +468,8 @@ def test_rerun_entries_follow_the_retry_rule(tmp_path):
         "passed_with_failed_subtests": 0,
     }
     assert [f["node_id"] for f in summary["failures"]] == ["t.py::broken"]
-    assert summary["duration_s"] == 3.0 + 2.0 + 0.25 + 0.125
+    assert summary["tests_duration_s"] == 3.0 + 2.0 + 0.25 + 0.125
+    assert summary["duration_s"] == 2.0  # the report's own (pytest's session time)
     assert summary["slowest"][0] == {"node_id": "t.py::flaky", "duration_s": 3.0}
 
 
@@ -540,6 +607,8 @@ def test_long_and_odd_duration_numbers_convert_the_same(tmp_path, number):
     summary = summary_in_both(write(tmp_path, doc))
     x = float(number)  # correctly rounded, as docs/ENGINE.md *Durations* asks
     expected_us = int(x * 1e6 + 0.5) if 0 <= x < 1e9 else 0
+    assert summary["tests_duration_s"] == expected_us / 1e6
+    # the report has no duration of its own: the session time is the tests' sum
     assert summary["duration_s"] == expected_us / 1e6
 
 
@@ -564,8 +633,8 @@ def test_root_applies_to_the_tests_after_it(tmp_path):
 
 def test_pure_capping_of_one_huge_string_equals_the_streaming_head_tail():
     """``_capped`` encodes only the ends of a huge string; it must cut like ``HeadTail``."""
-    from pytest_mcp_server.pure.pytest_json import _capped
-    from pytest_mcp_server.pure.text import HeadTail
+    from pytest_mcp_server.engine.pure.pytest_json import _capped
+    from pytest_mcp_server.engine.pure.text import HeadTail
 
     rng = random.Random(5)
     pieces = ["a", "é", "€", "😀", "\n", "xyz"]
@@ -680,7 +749,7 @@ def _cut_doc(contents: list[bytes], root: bytes = b"/proj") -> bytes:
 
 def _expected_records(doc: bytes, max_output_bytes: int) -> list[tuple]:
     """What the records of ``_cut_doc`` must hold, from the whole strings (json module)."""
-    from pytest_mcp_server.pure.text import ATTR_CAP, HeadTail
+    from pytest_mcp_server.engine.pure.text import ATTR_CAP, HeadTail
 
     def head(s: str) -> tuple[str, int]:
         data = s.encode()
@@ -846,7 +915,7 @@ def test_a_cut_string_ended_by_the_end_of_file_is_malformed_in_both(tmp_path, en
 
 def test_pure_cut_boundaries_never_split_a_character_or_an_escape():
     """``_boundary`` on random valid content: both sides decode, and to the whole."""
-    from pytest_mcp_server.pure.pytest_json import _boundary, _decoded_size
+    from pytest_mcp_server.engine.pure.pytest_json import _boundary, _decoded_size
 
     rng = random.Random(7)
     tokens = [

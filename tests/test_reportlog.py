@@ -25,9 +25,9 @@ import pytest
 from backends import kind_in_both, needs_native, result_in_both, summary_in_both
 
 from pytest_mcp_server.engine import summarize_bytes
-from pytest_mcp_server.models import ReportError, ReportSummary
-from pytest_mcp_server.pure import sniff
-from pytest_mcp_server.pure.reportlog import _longrepr
+from pytest_mcp_server.engine.models import ReportError, ReportSummary
+from pytest_mcp_server.engine.pure import sniff
+from pytest_mcp_server.engine.pure.reportlog import _longrepr
 
 HERE = Path(__file__).parent / "fixtures" / "reportlog"
 PROJECT = HERE / "project"
@@ -290,3 +290,65 @@ def test_cli_summarize_reads_a_report_log(three_reports):
         )
         assert proc.returncode == 1, proc.stderr  # some tests failed
         assert json.loads(proc.stdout)["format"] == "reportlog"
+
+
+def _us(seconds: float) -> int:
+    """docs/ENGINE.md *Durations*, written again: seconds -> integer microseconds."""
+    return int(seconds * 1e6 + 0.5) if 0 <= seconds < 1e9 else 0
+
+
+def test_duration_is_pytests_session_time_and_the_tests_sum_is_apart(three_reports, tmp_path):
+    reportlog, dialect, json_report, _ = three_reports
+    dialect_lines = [json.loads(line) for line in dialect.read_text().splitlines()]
+    finish = dialect_lines[-1]
+    assert finish["$report_type"] == "SessionFinish"
+    s = summary(dialect)
+    assert s["duration_s"] == _us(finish["duration"]) / 1e6
+    # the lean lines keep each report's duration: the tests' sum is theirs
+    tests_us = 0
+    for line in dialect_lines:
+        if line["$report_type"] == "TestReport":
+            tests_us += _us(line["duration"])
+    assert s["tests_duration_s"] == tests_us / 1e6
+    # pytest-reportlog writes no session duration: last report stop - first report start
+    reports = [json.loads(line) for line in reportlog.read_text().splitlines()]
+    timed = [r for r in reports if "start" in r and r["$report_type"] in ("TestReport", "SubTestReport")]
+    assert summary(reportlog)["duration_s"] == _us(timed[-1]["stop"] - timed[0]["start"]) / 1e6
+    # pytest-json-report: its top-level duration
+    assert summary(json_report)["duration_s"] == _us(json.loads(json_report.read_text())["duration"]) / 1e6
+    # shards add up
+    both = summary_in_both([dialect, dialect])
+    assert both["duration_s"] == 2 * _us(finish["duration"]) / 1e6
+    assert both["tests_duration_s"] == 2 * tests_us / 1e6
+
+    # a log without any session time counts its tests' sum
+    def untimed(line: dict) -> str:
+        dropped = ("start", "stop") if line["$report_type"] == "TestReport" else ("start", "stop", "duration")
+        return json.dumps({k: v for k, v in line.items() if k not in dropped}) + "\n"
+
+    no_times = tmp_path / "no_times.jsonl"
+    no_times.write_text("".join(untimed(line) for line in dialect_lines))
+    s = summary(no_times)
+    assert s["duration_s"] == s["tests_duration_s"] == tests_us / 1e6
+
+
+def test_xdist_run_with_interleaved_tests_answers_as_pytest_json_report(tmp_path):
+    """With pytest-xdist the workers' reports interleave in the log: each test is still
+    assembled from its own lines (held until its teardown)."""
+    _, last = run_pytest(
+        tmp_path,
+        "-n",
+        "2",
+        "--continue-on-collection-errors",
+        f"--report-log={tmp_path / 'x.jsonl'}",
+        "--json-report",
+        f"--json-report-file={tmp_path / 'x.json'}",
+    )
+    assert "failed" in last
+    got, want = summary(tmp_path / "x.jsonl"), summary(tmp_path / "x.json")
+    subtest_keys = ("subtests_passed", "subtests_failed", "passed_with_failed_subtests")
+    assert {k: v for k, v in got["counts"].items() if k not in subtest_keys} == {
+        k: v for k, v in want["counts"].items() if k not in subtest_keys
+    }
+    assert got["counts"]["subtests_failed"] == 3
+    assert {f["node_id"] for f in got["failures"]} == {f["node_id"] for f in want["failures"]}

@@ -2,8 +2,9 @@
 
 Each rule is checked two ways: concrete expected outputs (worked out by hand from
 docs/ENGINE.md) on realistic pytest tracebacks for both implementations, and hypothesis
-runs that feed the same random inputs to ``pytest_mcp_server._native`` and to
-``pytest_mcp_server.pure`` (cut, group, summary) and demand identical results.
+runs that feed the same random inputs to both backends (cut, group, summary) and demand
+identical results. The native rules are read off summaries (``rule_probes``): the
+extension exports no rule function.
 """
 
 from __future__ import annotations
@@ -13,35 +14,32 @@ import random
 from pathlib import Path
 from types import SimpleNamespace
 
+import corpus
 import orjson
 import pytest
 from backends import needs_native, summary_in_both
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from rule_probes import native_cut, native_group_key, summaries_agree
+from rule_probes import pure_cut as pure_summary_cut
 
-from pytest_mcp_server.models import Budgets, Location, ReportSummary
-from pytest_mcp_server.pure import cut as pure_cut
-from pytest_mcp_server.pure import group as pure_group
-from pytest_mcp_server.pure import summary as pure_summary
-from pytest_mcp_server.pure.records import CollectionErrorRecord, TestRecord
+from pytest_mcp_server.engine.models import Budgets, Location, ReportSummary
+from pytest_mcp_server.engine.pure import cut as pure_cut
+from pytest_mcp_server.engine.pure import group as pure_group
+from pytest_mcp_server.engine.pure import summary as pure_summary
+from pytest_mcp_server.engine.pure.records import CollectionErrorRecord, TestRecord
 
 # Shared with the Rust unit tests of rust/core/src/cut.rs (include_str!).
 FIXTURES = Path(__file__).parent / "fixtures"
 
 
-try:
-    from pytest_mcp_server import _native as native
-except ImportError:  # the tests that use it are skipped (needs_native)
-    native = None
-
-
 @pytest.fixture
 def impl(backend: str) -> SimpleNamespace:
     """The rule functions ``cut_traceback`` and ``group_key`` of the backend under test
-    (the pure ones live in two modules, the native ones in one)."""
+    (the pure ones live in two modules; the native ones as its summaries apply them)."""
     if backend == "native":
-        return SimpleNamespace(cut_traceback=native.cut_traceback, group_key=native.group_key)
-    return SimpleNamespace(cut_traceback=pure_cut.cut_traceback, group_key=pure_group.group_key)
+        return SimpleNamespace(cut_traceback=native_cut, group_key=native_group_key)
+    return SimpleNamespace(cut_traceback=pure_summary_cut, group_key=pure_group.group_key)
 
 
 # --------------------------------------------------------------------------------------
@@ -64,9 +62,10 @@ def test_cut_drops_library_frames_and_keeps_essential_lines(impl):
         "        timeout = 3",
         ">       r = requests.get(url, headers=headers, params=params, timeout=timeout)",
     ]
-    # Step 2: the two site-packages short entries go (2 lines each), the helper stays.
+    # Step 2: the two site-packages short entries go (2 lines each), the helper stays;
+    # the separator is shown short (its width says nothing).
     assert lines[7:12] == [
-        "_ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _",
+        "_ _ _ _ _",
         "... [2 lines omitted]",
         "tests/helpers.py:9: in request",
         "    return session.request(method=method, url=url, **kwargs)",
@@ -75,7 +74,9 @@ def test_cut_drops_library_frames_and_keeps_essential_lines(impl):
     # The library frame that raised is the last of its exception: kept, E line and all.
     assert "E       ConnectionRefusedError: [Errno 111] Connection refused" in lines
     assert "The above exception was the direct cause of the following exception:" in lines
-    assert lines[-3:] == ["E       RuntimeError: boom", "", "tests/test_api.py:30: RuntimeError"]
+    # pytest's closing `path:line: Exception` line is the failure's location: not repeated
+    assert lines[-2:] == [">       raise RuntimeError('boom')", "E       RuntimeError: boom"]
+    assert "tests/test_api.py:30: RuntimeError" not in lines
     assert omitted == 4 + 2 + 2
     assert not any("site-packages/requests" in line for line in lines)
 
@@ -126,24 +127,60 @@ def test_a_single_line_before_the_context_stays_a_marker_would_not_save_a_line(i
     assert cut.split("\n")[:2] == ["... [2 lines omitted]", "        a = 1"] and omitted == 2
 
 
-def test_cut_on_a_real_pytest_json_report(impl, corpus_dir):
-    report = json.loads((corpus_dir / "pytest-json-report" / "sample_report.json").read_text())
-    nested = next(t for t in report["tests"] if t["nodeid"].endswith("::test_fail_nested"))
+# One nested failure of each real pytest-json-report file (tests/corpus.py: the in-repo
+# one always, the plugin's sample when the shared corpus is present) and its cut at
+# (40, 200), worked out by hand from the longrepr: corpus id -> (node id suffix, first
+# lines, last lines, runs of consecutive lines that must be there, lines omitted).
+CUT_ON_REAL_REPORTS = {
+    # Two frames: the test (15 lines before `>       discount(10)`: the def line, the 13
+    # lines of the inner function, a blank one) keeps its last 3 source lines and the
+    # blank; the inner function's frame (15 lines after the separator: a blank, the
+    # locals line, a blank, the def line and 11 body lines) keeps its last 3.
+    "dialects/json/pytest-json-report.json": (
+        "::test_discount_chain",
+        [
+            "... [11 lines omitted]",
+            "            label = label.upper()",
+            "            assert label",
+            "            return price - rates[tier] * price",
+            "    ",
+            ">       discount(10)",
+        ],
+        # pytest's closing `test_cart.py:37: KeyError` is the failure's location: not repeated
+        [">       return price - rates[tier] * price", "                       ^^^^^^^^^^^", "E       KeyError: None"],
+        [("... [12 lines omitted]",), (">       return price - rates[tier] * price",)],
+        23,
+    ),
+    # 14 source lines before `>       foo()`: the first 11 go, the last 3 stay. The last
+    # frame has only a blank line before its context: nothing dropped there.
+    "shared/pytest-json-report/sample_report.json": (
+        "::test_fail_nested",
+        [
+            "... [11 lines omitted]",
+            "            print('foo')",
+            "            v = [bar(x) for x in range(3)]",
+            "            return v",
+            ">       foo()",
+        ],
+        [">       return 2 - c - None", "E       TypeError: unsupported operand type(s) for -: 'int' and 'NoneType'"],
+        [("E       TypeError: unsupported operand type(s) for -: 'int' and 'NoneType'",), ("", "o = 1")],
+        11,
+    ),
+}
+
+
+@pytest.mark.parametrize("rel", [rel for rel in CUT_ON_REAL_REPORTS if corpus.available(rel)])
+def test_cut_on_a_real_pytest_json_report(impl, rel):
+    suffix, head, tail, present, want_omitted = CUT_ON_REAL_REPORTS[rel]
+    report = json.loads(corpus.path(rel).read_text())
+    nested = next(t for t in report["tests"] if t["nodeid"].endswith(suffix))
     cut, omitted = impl.cut_traceback(nested["call"]["longrepr"], 40, 200)
     lines = cut.split("\n")
-    # 14 source lines before `>       foo()`: the first 11 go, the last 3 stay.
-    assert lines[:5] == [
-        "... [11 lines omitted]",
-        "            print('foo')",
-        "            v = [bar(x) for x in range(3)]",
-        "            return v",
-        ">       foo()",
-    ]
-    # The last frame has only a blank line before its context: nothing dropped there.
-    assert lines[lines.index("o = 1") - 1] == ""
-    assert lines[-2:] == ["", "test_create_report.py:55: TypeError"]
-    assert "E       TypeError: unsupported operand type(s) for -: 'int' and 'NoneType'" in lines
-    assert omitted == 11
+    assert lines[: len(head)] == head
+    assert lines[-len(tail) :] == tail
+    for run in present:
+        assert any(tuple(lines[i : i + len(run)]) == run for i in range(len(lines))), run
+    assert omitted == want_omitted
 
 
 def test_cut_native_and_java_tracebacks(impl):
@@ -223,14 +260,14 @@ def test_300_connection_errors_have_one_key(impl):
 @pytest.mark.parametrize(
     "message, normalized",
     [
-        ("KeyError: 'user id'", "KeyError: <str>"),
+        ("no key 'user id'", "no key <str>"),
         ('can\'t open "a b"', "can't open <str>"),
         ("assert b'\\x00' != rb'q r'", "assert b<str> != rb<str>"),
         # Quoted identifiers (type and attribute names) are kept, so different causes
         # stay apart; other quoted values fold.
         ("'NoneType' object has no attribute 'a'", "'NoneType' object has no attribute 'a'"),
         ("'str' object has no attribute 'lowr'", "'str' object has no attribute 'lowr'"),
-        ("KeyError: 'user_id' or '1x' or ''", "KeyError: 'user_id' or <str> or <str>"),
+        ("key 'user_id' or '1x' or ''", "key 'user_id' or <str> or <str>"),
         # Booleans, object reprs and call reprs fold (names kept).
         ("assert True == False", "assert <bool> == <bool>"),
         ("Truex True_ xTrue", "Truex True_ xTrue"),
@@ -338,27 +375,36 @@ messages = st.lists(
 ).map("".join)
 
 
+def _crash(exception: str | None, message: str) -> str:
+    return f"{exception}: {message}" if exception else message
+
+
+# A failure's group is its summary's (id, exception, normalised message): both backends
+# must write the same summary for any crash message (the line the key is made of is the
+# summary's, see docs/ENGINE.md, *Messages and exceptions*).
+
+
 @needs_native
 @settings(max_examples=3000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(exception=st.one_of(st.none(), st.sampled_from(["", "ValueError", "é.Error"])), message=messages)
 def test_group_key_parity(exception, message):
-    assert native.group_key(exception, message) == pure_group.group_key(exception, message)
+    summaries_agree("", _crash(exception, message), max_message_chars=100_000)
 
 
 @needs_native
 @settings(max_examples=1000, deadline=None)
 @given(message=st.one_of(st.text(max_size=80), st.text(st.characters(max_codepoint=127), max_size=80)))
 def test_group_key_parity_on_any_text(message):
-    assert native.group_key("E", message) == pure_group.group_key("E", message)
+    summaries_agree("", _crash("E", message))
 
 
 @needs_native
 @settings(max_examples=3000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(message=st.one_of(messages, st.text(max_size=80)))
 def test_group_key_parity_at_an_assertion_site(message):
-    # the site's key folds values (brackets, angle reprs, quotes, None/True/False)
-    site = ("AssertionError", message, "tests/t.py:9")
-    assert native.group_key(*site) == pure_group.group_key(*site)
+    # the site's key folds values (brackets, angle reprs, quotes, None/True/False); the
+    # traceback ends at the site, a test file's line
+    summaries_agree("tests/t.py:9: AssertionError", _crash("AssertionError", message), max_message_chars=100_000)
 
 
 traceback_lines = st.lists(
@@ -403,13 +449,14 @@ traceback_lines = st.lists(
 @given(
     lines=traceback_lines,
     newline=st.sampled_from(["\n", "\r\n"]),
-    max_lines=st.integers(0, 45),
-    max_line_chars=st.integers(0, 60),
+    # the smallest values Budgets accepts (max_traceback_lines >= 3, max_line_chars >= 8)
+    max_lines=st.integers(3, 45),
+    max_line_chars=st.integers(8, 60),
     context_lines=st.one_of(st.none(), st.integers(0, 8)),
 )
 def test_cut_traceback_parity(lines, newline, max_lines, max_line_chars, context_lines):
     text = newline.join(lines)
-    assert native.cut_traceback(text, max_lines, max_line_chars, None, context_lines) == pure_cut.cut_traceback(
+    assert native_cut(text, max_lines, max_line_chars, None, context_lines) == pure_summary_cut(
         text, max_lines, max_line_chars, None, context_lines
     )
 
@@ -418,7 +465,7 @@ def test_cut_traceback_parity(lines, newline, max_lines, max_line_chars, context
 @settings(max_examples=300, deadline=None)
 @given(text=st.text(max_size=300), max_lines=st.integers(3, 20))
 def test_cut_traceback_parity_on_any_text(text, max_lines):
-    assert native.cut_traceback(text, max_lines, 20) == pure_cut.cut_traceback(text, max_lines, 20)
+    assert native_cut(text, max_lines, 20) == pure_summary_cut(text, max_lines, 20)
 
 
 @given(

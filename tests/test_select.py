@@ -4,8 +4,9 @@
 counts stay the whole report's, and names the entries that matched no failing test. Each
 case runs the native and the pure backend and demands byte-identical JSON, on made-up
 reports written both as JUnit XML and as pytest-json-report (a class, a parametrised test,
-a directory, a file, entries that match nothing) and on every file of the shared corpus,
-against an oracle that applies the documented rule directly.
+a directory, a file, entries that match nothing) and on every file of the report corpora
+(tests/corpus.py: the in-repo dialects, and the shared corpus when present), against an
+oracle that applies the documented rule directly.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import orjson
 import pytest
 
 from pytest_mcp_server.engine import summarize, summarize_bytes
-from pytest_mcp_server.models import Budgets, ReportError, ReportSummary
+from pytest_mcp_server.engine.models import Budgets, ReportError, ReportSummary
 
 # Large enough that nothing is cut: the oracle can filter the unselected summary.
 EVERYTHING = Budgets(

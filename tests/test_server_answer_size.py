@@ -21,13 +21,13 @@ import anyio
 import pytest
 from server_support import Project, connect, run, text_of
 
-from pytest_mcp_server.answer import LINE_CHARS
-from pytest_mcp_server.config import ServerConfig
+from pytest_mcp_server.adapters.text import render_text
+from pytest_mcp_server.app.workflows import Runner
+from pytest_mcp_server.domain.config import ServerConfig
+from pytest_mcp_server.domain.policy import LINE_CHARS
+from pytest_mcp_server.domain.tools import ExecuteParams, ExecuteResult
 from pytest_mcp_server.engine import summarize
-from pytest_mcp_server.interpreter import Interpreter, probe_interpreter, version_numbers
-from pytest_mcp_server.render import render_text
-from pytest_mcp_server.tool_models import ExecuteParams, ExecuteResult
-from pytest_mcp_server.workflows import Runner
+from pytest_mcp_server.run.interpreter import Interpreter, probe_interpreter, version_numbers
 
 WIRE_TO_TEXT = 3
 """Largest wire bytes per text byte."""

@@ -22,8 +22,8 @@ from installed_project import InstalledProject, install_project
 from mcp import StdioServerParameters
 from server_support import connect, run, text_of
 
+from pytest_mcp_server.domain.tools import ExecuteResult
 from pytest_mcp_server.engine import BACKEND_ENV
-from pytest_mcp_server.tool_models import ExecuteResult
 
 CORE = '''\
 import random

@@ -26,11 +26,12 @@ from mcp import StdioServerParameters
 from packaging.requirements import Requirement
 from server_support import connect, run, text_of
 
-from pytest_mcp_server.coverage_report import CoverageSummary, read_coverage_reports
-from pytest_mcp_server.coverage_run import COVERAGE_ARGV, coverage_env, finish_coverage
-from pytest_mcp_server.failures import ToolFailureDetail
-from pytest_mcp_server.models import ReportError
-from pytest_mcp_server.tool_models import ExecuteResult, SummarizeResult
+from pytest_mcp_server.domain.coverage import CoverageSummary
+from pytest_mcp_server.domain.failures import ToolFailureDetail
+from pytest_mcp_server.domain.tools import ExecuteResult, SummarizeResult
+from pytest_mcp_server.engine.coverage import read_coverage_reports
+from pytest_mcp_server.engine.models import ReportError
+from pytest_mcp_server.run.coverage import COVERAGE_ARGV, coverage_env, finish_coverage
 
 CALC = """\
 def classify(n):

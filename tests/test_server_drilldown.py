@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from server_support import Project, connect, run, text_of
 
+from pytest_mcp_server.domain.tools import ExecuteResult, SummarizeResult
 from pytest_mcp_server.engine import BACKEND_ENV
-from pytest_mcp_server.tool_models import ExecuteResult, SummarizeResult
 
 FILE = "tests/test_orders.py"
 REQUESTED = [f"{FILE}::test_discount[10-90]", f"{FILE}::test_discount[20-80]"]

@@ -13,8 +13,8 @@ from __future__ import annotations
 import pytest
 from server_support import Project, connect, line_of, pid_alive, run, text_of
 
-from pytest_mcp_server.failures import ToolFailureDetail
-from pytest_mcp_server.stacks import STACK_FRAMES
+from pytest_mcp_server.domain.failures import ToolFailureDetail
+from pytest_mcp_server.domain.policy import STACK_FRAMES
 
 
 def test_a_hang_names_the_running_test_its_line_and_keeps_what_finished(tmp_path):

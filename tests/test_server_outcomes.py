@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from server_support import MODES, Project, connect, line_of, run, text_of
 
-from pytest_mcp_server.failures import ToolFailureDetail
-from pytest_mcp_server.tool_models import DiscoverResult, ExecuteResult, SummarizeResult
+from pytest_mcp_server.domain.failures import ToolFailureDetail
+from pytest_mcp_server.domain.tools import DiscoverResult, ExecuteResult, SummarizeResult
 
 EVERY_OUTCOME_COUNTS = {
     "total": 30,

@@ -12,8 +12,8 @@ import anyio
 import pytest
 from server_support import MODES, Project, connect, pid_alive, run, still_serving, wait_for
 
-from pytest_mcp_server.tool_models import ExecuteResult
-from pytest_mcp_server.tools import TOOLS, input_schema, output_schema
+from pytest_mcp_server.adapters.mcp.catalogue import TOOLS, input_schema, output_schema
+from pytest_mcp_server.domain.tools import ExecuteResult
 
 
 @pytest.fixture

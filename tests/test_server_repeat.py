@@ -17,9 +17,9 @@ import anyio
 from mcp import StdioServerParameters
 from server_support import connect, line_of, pid_alive, run, text_of, wait_for, wait_until_gone
 
-from pytest_mcp_server.failures import ToolFailureDetail
-from pytest_mcp_server.flaky import OutcomeHistory, last_failing_run, legend
-from pytest_mcp_server.tool_models import ExecuteResult
+from pytest_mcp_server.domain.failures import ToolFailureDetail
+from pytest_mcp_server.domain.flaky import OutcomeHistory, last_failing_run, legend
+from pytest_mcp_server.domain.tools import ExecuteResult
 
 FLAKY_TESTS = """\
 from pathlib import Path

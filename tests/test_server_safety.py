@@ -19,8 +19,8 @@ import anyio
 import pytest
 from server_support import MODES, Project, connect, pid_alive, run, still_serving, text_of, wait_for, wait_until_gone
 
-from pytest_mcp_server.failures import ToolFailureDetail
-from pytest_mcp_server.tool_models import ExecuteResult
+from pytest_mcp_server.domain.failures import ToolFailureDetail
+from pytest_mcp_server.domain.tools import ExecuteResult
 
 
 @pytest.fixture

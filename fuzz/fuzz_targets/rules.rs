@@ -6,7 +6,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use report_core::{cut, group};
+use report_core::{cut_traceback, group_key, normalize_message};
 
 fn is_marker(line: &str) -> bool {
     line.strip_prefix("... [")
@@ -21,7 +21,7 @@ fuzz_target!(|data: &[u8]| {
     let max_lines = 3 + data[0] as usize % 40;
     let max_chars = 8 + data[1] as usize % 120;
     let text = String::from_utf8_lossy(&data[2..]);
-    let (out, omitted) = cut::cut_traceback(&text, max_lines, max_chars);
+    let (out, omitted) = cut_traceback(&text, max_lines, max_chars);
     let lines: Vec<&str> = out.split('\n').collect();
     assert!(
         lines.len() <= max_lines,
@@ -37,11 +37,11 @@ fuzz_target!(|data: &[u8]| {
     let input_lines = text.split('\n').count() as u64;
     assert!(omitted <= input_lines);
     let first_line = text.split('\n').next().unwrap_or("");
-    let (id, normalized) = group::group_key(Some("ValueError"), first_line, None);
+    let (id, normalized) = group_key(Some("ValueError"), first_line, None);
     assert!(id.len() == 9 && id.starts_with('g') && id[1..].bytes().all(|b| b.is_ascii_hexdigit()));
     assert_eq!(
-        group::group_key(Some("ValueError"), first_line, None),
+        group_key(Some("ValueError"), first_line, None),
         (id, normalized)
     );
-    let _ = group::normalize_message(&text);
+    let _ = normalize_message(&text);
 });

@@ -16,7 +16,10 @@
 use libfuzzer_sys::fuzz_target;
 use std::sync::Arc;
 
-use report_core::{junit, pytest_json, sniff, Budgets, Format, Item, Selection, SummaryBuilder};
+use report_core::{
+    parse_junit, parse_pytest_json, parse_reportlog, sniff, Budgets, Format, Item, Selection,
+    SummaryBuilder,
+};
 
 fn budgets(selector: u8) -> (Budgets, usize) {
     if selector == 0 {
@@ -111,8 +114,9 @@ fn run(format: Format, doc: &[u8], b: &Budgets, limit: usize) {
     let result = {
         let mut sink = |item: Item| items.push(item);
         match format {
-            Format::Junit => junit::parse_junit(doc, "fuzz", b, &mut sink),
-            Format::PytestJson => pytest_json::parse_pytest_json(doc, "fuzz", b, &mut sink),
+            Format::Junit => parse_junit(doc, "fuzz", b, &mut sink),
+            Format::PytestJson => parse_pytest_json(doc, "fuzz", b, &mut sink),
+            Format::Reportlog => parse_reportlog(doc, "fuzz", b, &mut sink).map(|_| ()),
         }
     };
     if let Err(e) = &result {
@@ -156,4 +160,5 @@ fuzz_target!(|data: &[u8]| {
     let _ = sniff("fuzz", &doc[..doc.len().min(4096)]);
     run(Format::Junit, doc, &b, limit);
     run(Format::PytestJson, doc, &b, limit);
+    run(Format::Reportlog, doc, &b, limit);
 });

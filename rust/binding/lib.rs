@@ -1,33 +1,87 @@
 //! The PyO3 binding: a thin layer over `report-core` (no parsing logic here).
+//!
+//! One function, `summarize_files`, and `version`; the rule functions (cutting, group
+//! keys, frame classification) stay inside report-core, reached through summaries.
 
 // Lints in the style of pyca/cryptography's crates (see rust/core/src/lib.rs). The
 // binding has no `unsafe` of its own: PyO3's macros hold it.
 #![deny(rust_2018_idioms, unsafe_code)]
 
-use pyo3::create_exception;
-use pyo3::exceptions::{PyException, PyValueError};
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict};
+use pyo3::types::PyBytes;
 
-use report_core::{Budgets, Format, ProjectCode};
+use report_core::{Format, ProjectCode};
 
-create_exception!(
-    _native,
-    NativeReportError,
-    PyException,
-    "args: (kind, path, message, position)"
-);
+/// The package's own Python exception classes, raised as they are (as pyca/cryptography
+/// raises `cryptography.exceptions.*`): what a caller catches is what the binding raised.
+mod python {
+    pyo3::import_exception!(pytest_mcp_server.engine.models, ReportError);
+}
 
-/// Summarise report files; returns the canonical summary JSON bytes. `select`: node-id
-/// selection entries, or None for every test. `project`: (root, top-level packages) of
-/// the project's own code, or None for the path-pattern rule.
+/// A report-core error on its way to Python (a newtype: the orphan rule forbids
+/// `impl From<report_core::ReportError> for PyErr` in this crate).
+struct ReportError(report_core::ReportError);
+
+/// `pytest_mcp_server.engine.models.ReportError(kind, path, message, position)`.
+impl From<ReportError> for PyErr {
+    fn from(ReportError(err): ReportError) -> PyErr {
+        python::ReportError::new_err((err.kind.as_str(), err.path, err.message, err.position))
+    }
+}
+
+/// The budgets of a summary, read from the attributes of the Python `models.Budgets`
+/// model (which has validated them). Every field is required: a missing one is an
+/// `AttributeError` naming it, one that is not a non-negative integer a `TypeError`
+/// ("failed to extract field Budgets.max_failures", the cause chained).
+#[derive(FromPyObject)]
+struct Budgets {
+    max_failures: usize,
+    max_traceback_lines: usize,
+    max_line_chars: usize,
+    max_message_chars: usize,
+    max_output_bytes: usize,
+    max_groups: usize,
+    max_examples: usize,
+    max_slowest: usize,
+    max_collection_errors: usize,
+    max_log_bytes: usize,
+    max_frame_context_lines: usize,
+}
+
+impl From<Budgets> for report_core::Budgets {
+    fn from(b: Budgets) -> Self {
+        // Every field named, no `..`: a budget added to report-core does not build here
+        // until this binding reads it too.
+        report_core::Budgets {
+            max_failures: b.max_failures,
+            max_traceback_lines: b.max_traceback_lines,
+            max_line_chars: b.max_line_chars,
+            max_message_chars: b.max_message_chars,
+            max_output_bytes: b.max_output_bytes,
+            max_groups: b.max_groups,
+            max_examples: b.max_examples,
+            max_slowest: b.max_slowest,
+            max_collection_errors: b.max_collection_errors,
+            max_log_bytes: b.max_log_bytes,
+            max_frame_context_lines: b.max_frame_context_lines,
+        }
+    }
+}
+
+/// Summarise report files; returns the canonical summary JSON bytes. `budgets`: a
+/// `models.Budgets`. `select`: node-id selection entries, or None for every test.
+/// `project`: (root, top-level packages) of the project's own code, or None for the
+/// path-pattern rule. Raises `models.ReportError` for a report that cannot be summarised,
+/// `ValueError` for an unknown format or no paths, `AttributeError`/`TypeError` for a
+/// missing/bad budget (see [`Budgets`]).
 #[pyfunction]
 #[pyo3(signature = (paths, format, budgets, select=None, project=None))]
 fn summarize_files<'py>(
     py: Python<'py>,
     paths: Vec<String>,
     format: &str,
-    budgets: &Bound<'py, PyDict>,
+    budgets: Budgets,
     select: Option<Vec<String>>,
     project: Option<(String, Vec<String>)>,
 ) -> PyResult<Bound<'py, PyBytes>> {
@@ -37,82 +91,14 @@ fn summarize_files<'py>(
             "paths is empty: give at least one report file",
         ));
     }
-    let mut b = Budgets::default();
-    for name in Budgets::NAMES {
-        let value: usize = budgets
-            .get_item(name)?
-            .ok_or_else(|| PyValueError::new_err(format!("budgets is missing {name:?}")))?
-            .extract()?;
-        b.set(name, value);
-    }
+    let budgets = report_core::Budgets::from(budgets);
     let project = project.map(|(root, packages)| ProjectCode::new(&root, &packages));
-    let result =
-        py.detach(|| report_core::summarize_files(&paths, wanted, &b, select.as_deref(), project));
-    match result {
-        Ok(bytes) => Ok(PyBytes::new(py, &bytes)),
-        Err(e) => Err(NativeReportError::new_err((
-            e.kind.as_str(),
-            e.path,
-            e.message,
-            e.position,
-        ))),
-    }
-}
-
-/// Cut a long representation down; returns (cut text, lines omitted). `project`: (root,
-/// top-level packages), or None for the path-pattern rule. `context_lines`: non-blank
-/// lines kept before a frame's `>` line (None: the `max_frame_context_lines` default).
-#[pyfunction]
-#[pyo3(signature = (text, max_lines, max_line_chars, project=None, context_lines=None))]
-fn cut_traceback(
-    text: &str,
-    max_lines: usize,
-    max_line_chars: usize,
-    project: Option<(String, Vec<String>)>,
-    context_lines: Option<usize>,
-) -> (String, u64) {
-    let project = project.map(|(root, packages)| ProjectCode::new(&root, &packages));
-    let context_lines = context_lines.unwrap_or(Budgets::default().max_frame_context_lines);
-    report_core::cut::cut_traceback_for(
-        text,
-        max_lines,
-        max_line_chars,
-        context_lines,
-        project.as_ref(),
-    )
-}
-
-/// Group id and normalised message of a failure; `where_`: the frame or assertion site
-/// (`path:line`) of the key, if any.
-#[pyfunction]
-#[pyo3(signature = (exception, message, where_=None))]
-fn group_key(exception: Option<&str>, message: &str, where_: Option<&str>) -> (String, String) {
-    report_core::group::group_key(exception, message, where_)
-}
-
-/// What a frame path is: `"library"`, `"project"` or `"test"` (docs/ENGINE.md, *Project
-/// code*); `project`: (root, top-level packages), or None for the path-pattern rule.
-#[pyfunction]
-#[pyo3(signature = (path, project=None))]
-fn classify_path(path: &str, project: Option<(String, Vec<String>)>) -> &'static str {
-    let project = project.map(|(root, packages)| ProjectCode::new(&root, &packages));
-    match report_core::project::classify(path, project.as_ref()) {
-        report_core::project::CodeKind::Library => "library",
-        report_core::project::CodeKind::Project => "project",
-        report_core::project::CodeKind::Test => "test",
-    }
-}
-
-/// The default budgets of report-core, by name (the Python model checks its own against
-/// these).
-#[pyfunction]
-fn default_budgets<'py>(py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-    let defaults = Budgets::default();
-    let dict = PyDict::new(py);
-    for name in Budgets::NAMES {
-        dict.set_item(name, defaults.get(name))?;
-    }
-    Ok(dict)
+    let bytes = py
+        .detach(|| {
+            report_core::summarize_files(&paths, wanted, &budgets, select.as_deref(), project)
+        })
+        .map_err(ReportError)?;
+    Ok(PyBytes::new(py, &bytes))
 }
 
 /// The version of the report-core crate.
@@ -123,14 +109,9 @@ fn version() -> &'static str {
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add("NativeReportError", m.py().get_type::<NativeReportError>())?;
     // The formats summarize_files reads (the facade gives others to the pure backend).
     m.add("FORMATS", report_core::FORMATS.to_vec())?;
     m.add_function(wrap_pyfunction!(summarize_files, m)?)?;
-    m.add_function(wrap_pyfunction!(cut_traceback, m)?)?;
-    m.add_function(wrap_pyfunction!(group_key, m)?)?;
-    m.add_function(wrap_pyfunction!(classify_path, m)?)?;
-    m.add_function(wrap_pyfunction!(default_budgets, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
     Ok(())
 }

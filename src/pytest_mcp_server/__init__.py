@@ -4,7 +4,7 @@ The public report API is ``summarize`` (see ``pytest_mcp_server.engine``). Impor
 this package imports neither the MCP SDK nor the server: the CLI starts fast and small.
 """
 
-from .engine import summarize
-from .models import Budgets, ReportError, ReportSummary
+from pytest_mcp_server.engine import summarize
+from pytest_mcp_server.engine.models import Budgets, ReportError, ReportSummary
 
 __all__ = ["summarize", "Budgets", "ReportError", "ReportSummary"]

@@ -22,10 +22,17 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from .config import DEFAULT_MAX_CONCURRENT, DEFAULT_MAX_TIMEOUT_S, SERVER_NAME, ServerConfig, package_version
-from .http_security import DEFAULT_HTTP_HOST, DEFAULT_HTTP_PORT, TOKEN_ENV, HttpSettings, TokenError, take_token
-from .models import Budgets
-from .validation import describe_validation_error
+from pytest_mcp_server.adapters.mcp.http_policy import (
+    DEFAULT_HTTP_HOST,
+    TOKEN_ENV,
+    HttpSettings,
+    TokenError,
+    take_token,
+)
+from pytest_mcp_server.domain.config import SERVER_NAME, ServerConfig, package_version
+from pytest_mcp_server.domain.policy import DEFAULT_HTTP_PORT, DEFAULT_MAX_CONCURRENT, DEFAULT_MAX_TIMEOUT_S
+from pytest_mcp_server.domain.validation import describe_validation_error
+from pytest_mcp_server.engine.models import Budgets
 
 SUBCOMMANDS = ("serve", "summarize", "bench")
 
@@ -125,9 +132,9 @@ def _build_parser() -> argparse.ArgumentParser:
 
 
 def _summarize(args: argparse.Namespace) -> int:
-    from .engine import summarize_bytes
-    from .models import ReportError, ReportSummary
-    from .render import render_text
+    from pytest_mcp_server.adapters.text import render_text
+    from pytest_mcp_server.engine import summarize_bytes
+    from pytest_mcp_server.engine.models import ReportError, ReportSummary
 
     given = {name: getattr(args, name) for name in _BUDGET_FLAGS if getattr(args, name) is not None}
     try:
@@ -185,7 +192,7 @@ def _serve(args: argparse.Namespace) -> int:
         if given:
             print(f"{SERVER_NAME}: error: {given[0]}: only applies with --transport http", file=sys.stderr)
             return 2
-        from .mcp_adapter import run_stdio
+        from pytest_mcp_server.adapters.mcp.server import run_stdio
 
         return run_stdio(config) or 0
     try:
@@ -201,7 +208,7 @@ def _serve(args: argparse.Namespace) -> int:
         return 2
     except ValidationError as exc:
         return _option_error(exc, _HTTP_FLAGS)
-    from .mcp_adapter import run_http
+    from pytest_mcp_server.adapters.mcp.server import run_http
 
     return run_http(config, http)
 
@@ -220,7 +227,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not argv or (argv[0] not in SUBCOMMANDS and argv[0] not in ("-h", "--help", "--version")):
         argv.insert(0, "serve")  # the server is the default command
     if argv[0] == "bench":
-        from .bench import main as bench_main
+        from pytest_mcp_server.bench import main as bench_main
 
         return bench_main(argv[1:])
     args = _build_parser().parse_args(argv)

@@ -1,6 +1,7 @@
 //! Budgets: how much of a report a summary keeps (docs/ENGINE.md, *Budgets*). The
-//! defaults and the order of [`Budgets::NAMES`] equal `models.Budgets` in Python
-//! (checked through the binding's `default_budgets()` by `tests/test_budget_defaults.py`).
+//! defaults and the order of [`Budgets::NAMES`] equal `models.Budgets` in Python: both
+//! are checked against docs/ENGINE.md's list, here (`cargo test`) and by
+//! `tests/test_budget_defaults.py`.
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Budgets {
@@ -105,5 +106,33 @@ mod tests {
         }
         assert!(!b.set("max_other", 1));
         assert_eq!(b.get("max_other"), None);
+    }
+
+    /// docs/ENGINE.md's `name=value` list under *Budgets (defaults)*, in order (the
+    /// Python model is checked against the same list by tests/test_budget_defaults.py).
+    fn documented_defaults() -> Vec<(String, usize)> {
+        let doc = include_str!("../../../docs/ENGINE.md");
+        let section = doc
+            .split_once("## Budgets (defaults)")
+            .expect("docs/ENGINE.md has a *Budgets (defaults)* section")
+            .1;
+        let section = section.split_once("\n## ").map_or(section, |(s, _)| s);
+        section
+            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '='))
+            .filter_map(|token| token.split_once('='))
+            .filter(|(name, _)| name.starts_with("max_"))
+            .map(|(name, value)| (name.to_owned(), value.parse().expect("a number")))
+            .collect()
+    }
+
+    #[test]
+    fn defaults_and_name_order_are_the_documented_ones() {
+        let documented = documented_defaults();
+        let names: Vec<&str> = documented.iter().map(|(name, _)| name.as_str()).collect();
+        assert_eq!(names, Budgets::NAMES);
+        let defaults = Budgets::default();
+        for (name, value) in &documented {
+            assert_eq!(defaults.get(name), Some(*value), "{name}");
+        }
     }
 }

@@ -29,6 +29,10 @@
 //! * Marker lines are never cut to `max_line_chars`; `max_lines` below 3 counts as 3,
 //!   `max_line_chars` below 8 as 8. The head/tail cut of step 6 counts marker lines,
 //!   so the result has at most `max_lines` lines.
+//!
+//! A listed failure's traceback is then tidied by the shown-traceback rules
+//! ([`shown_traceback_for`], at the end of this file; docs/ENGINE.md, *The shown
+//! traceback*): the summary's `traceback` is the final text the server and the CLI show.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -268,6 +272,19 @@ pub fn cut_traceback_for(
     context_lines: usize,
     project: Option<&ProjectCode>,
 ) -> (String, u64) {
+    let (shown, omitted) = cut_lines(text, max_lines, max_line_chars, context_lines, project);
+    (joined(&shown), omitted)
+}
+
+/// [`cut_traceback_for`]'s lines before they are joined: kept lines (capped, paths as
+/// shown) and markers, and the number of input lines dropped.
+fn cut_lines(
+    text: &str,
+    max_lines: usize,
+    max_line_chars: usize,
+    context_lines: usize,
+    project: Option<&ProjectCode>,
+) -> (Vec<Shown>, u64) {
     let max_lines = max_lines.max(3);
     let max_line_chars = max_line_chars.max(8);
 
@@ -275,7 +292,7 @@ pub fn cut_traceback_for(
     let all: Vec<&str> = text.split('\n').map(chomp).collect();
     let first = all.iter().position(|l| !strip(l).is_empty());
     let Some(first) = first else {
-        return (String::new(), 0);
+        return (Vec::new(), 0);
     };
     let last = all
         .iter()
@@ -444,25 +461,26 @@ pub fn cut_traceback_for(
         pieces = cut;
     }
 
-    // Steps 8-9, and the output.
-    let mut out = String::with_capacity(text.len().min(max_lines * (max_line_chars + 1) * 4));
+    // Steps 8-9.
+    let mut shown = Vec::with_capacity(pieces.len());
     let mut omitted = 0u64;
-    for (k, piece) in pieces.iter().enumerate() {
-        if k > 0 {
-            out.push('\n');
-        }
+    for piece in &pieces {
         match piece {
-            Piece::Line(j) => match project {
-                None => push_capped(&mut out, lines[*j], max_line_chars),
-                Some(p) => push_capped(&mut out, &display_line(lines[*j], p), max_line_chars),
-            },
+            Piece::Line(j) => {
+                let mut line = String::new();
+                match project {
+                    None => push_capped(&mut line, lines[*j], max_line_chars),
+                    Some(p) => push_capped(&mut line, &display_line(lines[*j], p), max_line_chars),
+                }
+                shown.push(Shown::Line(line));
+            }
             Piece::Gap(g) => {
                 omitted += g;
-                out.push_str(&format!("... [{g} lines omitted]"));
+                shown.push(Shown::Gap(*g));
             }
         }
     }
-    (out, omitted)
+    (shown, omitted)
 }
 
 /// A kept line with the path of a location line or native-format frame line shown
@@ -520,6 +538,411 @@ pub(crate) fn capped(s: &str, max_chars: usize) -> String {
     let mut out = String::with_capacity(s.len().min(max_chars * 4));
     push_capped(&mut out, s, max_chars);
     out
+}
+
+// ---------------------------------------------------------------------------------
+// The shown traceback: what a listed failure's traceback says after the cut
+// (docs/ENGINE.md, *Traceback cutting*, "The shown traceback"). Each rule leaves out
+// or shortens what pytest says twice or what an agent cannot act on; none adds a fact.
+
+/// One line of a cut traceback: a kept line (capped, its path as shown), or the marker
+/// for `n` dropped lines (`... [n lines omitted]`, written only when joined).
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Shown {
+    Line(String),
+    Gap(u64),
+}
+
+impl Shown {
+    /// The line's text; None for a marker (no rule below matches a marker's text).
+    fn text(&self) -> Option<&str> {
+        match self {
+            Shown::Line(line) => Some(line),
+            Shown::Gap(_) => None,
+        }
+    }
+
+    /// A line of whitespace only (a marker never is).
+    fn is_blank(&self) -> bool {
+        self.text().is_some_and(|t| strip(t).is_empty())
+    }
+}
+
+/// The lines joined by `\n`, markers written `... [N lines omitted]`.
+fn joined(shown: &[Shown]) -> String {
+    let mut out = String::new();
+    for (k, line) in shown.iter().enumerate() {
+        if k > 0 {
+            out.push('\n');
+        }
+        match line {
+            Shown::Line(text) => out.push_str(text),
+            Shown::Gap(g) => out.push_str(&format!("... [{g} lines omitted]")),
+        }
+    }
+    out
+}
+
+/// What the shown-traceback rules know of the failure whose traceback they tidy.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct FailureContext<'a> {
+    /// The failure's node id (`tests/test_x.py::TestDict::test_valmap[1]`).
+    pub node_id: &'a str,
+    /// The failure's location as listed (path as shown, line).
+    pub location: Option<(&'a str, Option<u64>)>,
+    /// The failure's exception as listed (`requests.exceptions.ConnectionError`).
+    pub exception: Option<&'a str>,
+}
+
+/// A listed failure's traceback: [`cut_traceback_for`], then the shown-traceback rules
+/// (docs/ENGINE.md, *Traceback cutting*, "The shown traceback"; mirrored by
+/// `shown_traceback` in `pure/cut.py`). Returns (text, input lines dropped by the cut:
+/// the sum of the markers the cut wrote, whether or not a rule folded one away).
+pub(crate) fn shown_traceback_for(
+    text: &str,
+    max_lines: usize,
+    max_line_chars: usize,
+    context_lines: usize,
+    project: Option<&ProjectCode>,
+    failure: FailureContext<'_>,
+) -> (String, u64) {
+    let (mut shown, omitted) = cut_lines(text, max_lines, max_line_chars, context_lines, project);
+    without_closing_line(&mut shown, failure);
+    let shown = last_frame_carets(shown);
+    let shown = without_own_instance(shown, failure.node_id);
+    let shown = without_restated_diff(shown);
+    let shown = without_rerun_hints(shown);
+    let shown = without_redundant_full_diff(shown);
+    (joined(&fold_repeats(&shown)), omitted)
+}
+
+/// Rule 1: pytest's closing `path:line: ExceptionName` line, when it says the listed
+/// location and the exception's last dotted name, and the blank lines before it.
+fn without_closing_line(shown: &mut Vec<Shown>, failure: FailureContext<'_>) {
+    let (Some((path, Some(line))), Some(exception)) = (failure.location, failure.exception) else {
+        return;
+    };
+    if exception.is_empty() {
+        return;
+    }
+    let name = exception.rsplit('.').next().unwrap_or(exception);
+    let closing = format!("{path}:{line}: {name}");
+    if shown.last().and_then(Shown::text) == Some(closing.as_str()) {
+        shown.pop();
+        while shown.last().is_some_and(Shown::is_blank) {
+            shown.pop();
+        }
+    }
+}
+
+/// The separator of two frames as shown: the boundary stays, its width goes.
+const SHOWN_SEPARATOR: &str = "_ _ _ _ _";
+
+/// Python's marker under the running part of a source line: stripped, only `^` and `~`.
+fn is_caret_line(line: &str) -> bool {
+    let t = strip(line);
+    !t.is_empty() && t.bytes().all(|b| b == b'^' || b == b'~')
+}
+
+/// A frame's first line: a separator, or a short-style entry header (`a.py:3: in f`).
+fn starts_frame(line: &str) -> bool {
+    is_separator_line(line) || parse_location(line).is_some_and(|loc| loc.rest.starts_with("in "))
+}
+
+/// Rules 2-3: caret lines only in the last frame (elsewhere they underline the call
+/// the next frame names), and longer separators written [`SHOWN_SEPARATOR`] (never
+/// longer than the line was: a line only gets shorter).
+fn last_frame_carets(shown: Vec<Shown>) -> Vec<Shown> {
+    let last_start = shown
+        .iter()
+        .rposition(|l| l.text().is_some_and(starts_frame))
+        .unwrap_or(0);
+    shown
+        .into_iter()
+        .enumerate()
+        .filter(|(i, l)| *i >= last_start || !l.text().is_some_and(is_caret_line))
+        .map(|(_, l)| match l {
+            Shown::Line(t) if t.len() > SHOWN_SEPARATOR.len() && is_separator_line(&t) => {
+                Shown::Line(SHOWN_SEPARATOR.to_owned())
+            }
+            other => other,
+        })
+        .collect()
+}
+
+fn is_word_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_'
+}
+
+/// The class of pytest's `self = <pkg.mod.Cls object at 0x7f...>` line, or of
+/// unittest's `self = <pkg.mod.Cls testMethod=test_x>` (ASCII word characters).
+fn instance_class(line: &str) -> Option<&str> {
+    let inner = line.strip_prefix("self = <")?.strip_suffix('>')?;
+    let (qualified, rest) = inner.split_once(' ')?;
+    if qualified.is_empty() || !qualified.bytes().all(|b| is_word_byte(b) || b == b'.') {
+        return None;
+    }
+    let (prefix, class) = match qualified.rfind('.') {
+        Some(dot) => (&qualified[..=dot], &qualified[dot + 1..]),
+        None => ("", qualified),
+    };
+    if class.is_empty() || prefix.len() == 1 {
+        return None;
+    }
+    let valid = if let Some(hex) = rest.strip_prefix("object at 0x") {
+        !hex.is_empty() && hex.bytes().all(|b| b.is_ascii_hexdigit())
+    } else if let Some(name) = rest.strip_prefix("testMethod=") {
+        !name.is_empty() && name.bytes().all(is_word_byte)
+    } else {
+        false
+    };
+    valid.then_some(class)
+}
+
+/// Rule 4: the `self` line of the test's own instance (a class the node id names,
+/// `tests/test_x.py::TestDict::test_valmap`) and the blank line after it.
+fn without_own_instance(shown: Vec<Shown>, node_id: &str) -> Vec<Shown> {
+    let before_params = node_id.split('[').next().unwrap_or(node_id);
+    let classes: Vec<&str> = before_params.split("::").skip(1).collect();
+    let mut out = Vec::with_capacity(shown.len());
+    let mut skip_blank = false;
+    for line in shown {
+        if std::mem::take(&mut skip_blank) && line.is_blank() {
+            continue;
+        }
+        if line
+            .text()
+            .and_then(instance_class)
+            .is_some_and(|class| classes.contains(&class))
+        {
+            skip_blank = true;
+            continue;
+        }
+        out.push(line);
+    }
+    out
+}
+
+/// `E`, whitespace, `-` or `+`, a space, the rest: (sign, rest).
+fn diff_line(line: &str) -> Option<(char, &str)> {
+    let after = line.strip_prefix('E')?;
+    let t = after.trim_start_matches(is_ws);
+    if t.len() == after.len() {
+        return None;
+    }
+    let sign = t.chars().next().filter(|c| *c == '-' || *c == '+')?;
+    Some((sign, t[1..].strip_prefix(' ')?))
+}
+
+/// Rule 5: pytest's two-line diff of two strings when it only restates the `assert`
+/// line above it (`E  assert 'B' == 'C'`, `E`, `E  - C`, `E  + B`, the last `E` lines).
+fn without_restated_diff(mut shown: Vec<Shown>) -> Vec<Shown> {
+    let len = shown.len();
+    for i in (1..len.saturating_sub(2)).rev() {
+        let text = |k: usize| shown.get(k).and_then(Shown::text);
+        if text(i).map(strip) != Some("E") || text(i + 3).is_some_and(|t| t.starts_with('E')) {
+            continue;
+        }
+        let (Some(('-', minus)), Some(('+', plus))) = (
+            text(i + 1).and_then(diff_line),
+            text(i + 2).and_then(diff_line),
+        ) else {
+            continue;
+        };
+        let restated = format!("'{plus}' == '{minus}'");
+        if text(i - 1).is_some_and(|a| a.starts_with("E ") && a.ends_with(&restated)) {
+            shown.drain(i..i + 3);
+        }
+    }
+    shown
+}
+
+/// pytest's advice to re-run verbose at a line's end (`_pytest/assertion/util.py`,
+/// `truncate.py`), longest first.
+const RERUN_HINT_ENDS: [&str; 6] = [
+    ", use -vv to show",
+    ", use -v to show",
+    " use -vv to show",
+    " use -v to show",
+    ", use '-vv' to show",
+    ", use '-v' to show",
+];
+
+/// pytest's advice as a whole line: `E` + whitespace + one of these.
+const RERUN_HINT_LINES: [&str; 2] = ["Use -v to get more diff", "Use -v to get the full diff"];
+
+/// `line` without pytest's advice to re-run verbose; None when nothing else is left
+/// but whitespace or a bare `E`.
+fn without_rerun_hint(line: &str) -> Option<String> {
+    let whole = line.strip_prefix('E').is_some_and(|after| {
+        let t = after.trim_start_matches(is_ws);
+        t.len() < after.len() && RERUN_HINT_LINES.contains(&t)
+    });
+    let kept = if whole {
+        ""
+    } else {
+        match RERUN_HINT_ENDS
+            .iter()
+            .find_map(|end| line.strip_suffix(end))
+        {
+            Some(kept) => kept,
+            None => return Some(line.to_owned()),
+        }
+    };
+    let t = strip(kept);
+    (!t.is_empty() && t != "E").then(|| kept.to_owned())
+}
+
+/// Rule 6: pytest's advice to re-run verbose (an agent cannot add options).
+fn without_rerun_hints(shown: Vec<Shown>) -> Vec<Shown> {
+    shown
+        .into_iter()
+        .filter_map(|line| match line {
+            Shown::Line(t) => without_rerun_hint(&t).map(Shown::Line),
+            gap => Some(gap),
+        })
+        .collect()
+}
+
+/// An `E` line: (the whitespace after `E`, the text after it).
+fn e_text(line: &str) -> Option<(&str, &str)> {
+    let after = line.strip_prefix('E')?;
+    let text = after.trim_start_matches(is_ws);
+    Some((&after[..after.len() - text.len()], text))
+}
+
+/// Rule 7: pytest's `Full diff:` block when the lines above say it (a dict's
+/// `Differing items:`, or an `assert a == b` line with both sides whole) becomes one
+/// line saying how many lines it held (markers inside it counted by their lines).
+fn without_redundant_full_diff(shown: Vec<Shown>) -> Vec<Shown> {
+    let mut out = Vec::with_capacity(shown.len());
+    let mut differing = false;
+    let mut whole_sides = false;
+    let mut i = 0;
+    while i < shown.len() {
+        let e = shown[i].text().and_then(e_text);
+        if let Some((ws, text)) = e {
+            if text == "Differing items:" {
+                differing = true;
+            }
+            let said = text.strip_prefix("AssertionError: ").unwrap_or(text);
+            if said.starts_with("assert ") && said.contains(" == ") {
+                // pytest < 8 cuts long reprs with "..."
+                whole_sides = !said.ends_with('…') && !said.contains("...");
+            }
+            if (differing || whole_sides) && text.starts_with("Full diff:") {
+                let indent = ws.len();
+                let mut j = i + 1;
+                let mut left_out = 0u64;
+                while j < shown.len() {
+                    match &shown[j] {
+                        Shown::Line(t) => match e_text(t) {
+                            Some((w, x)) if w.len() >= indent && !x.is_empty() => left_out += 1,
+                            _ => break,
+                        },
+                        Shown::Gap(g) => left_out += g,
+                    }
+                    j += 1;
+                }
+                if left_out > 0 {
+                    let why = if differing {
+                        "the differing items above"
+                    } else {
+                        "both sides are whole in the assert line above"
+                    };
+                    out.push(Shown::Line(format!(
+                        "E{ws}Full diff: [{left_out} lines left out: {why}]"
+                    )));
+                    i = j;
+                    continue;
+                }
+            }
+        } else {
+            differing = false;
+            whole_sides = false;
+        }
+        out.push(shown[i].clone());
+        i += 1;
+    }
+    out
+}
+
+/// Longest block of lines whose consecutive repeats rule 8 folds into one count.
+pub(crate) const REPEAT_BLOCK_LINES: usize = 4;
+
+/// Rule 8: each run of a repeated block (1 to [`REPEAT_BLOCK_LINES`] lines, one not
+/// blank: a recursion's frame, a diff's identical lines) written once and followed by
+/// `... [the N lines above repeat M more times]`, when that saves at least two lines.
+fn fold_repeats(lines: &[Shown]) -> Vec<Shown> {
+    let mut out = Vec::with_capacity(lines.len());
+    let mut i = 0;
+    while i < lines.len() {
+        let (mut best_period, mut best_repeats) = (0usize, 0usize);
+        for period in 1..=REPEAT_BLOCK_LINES {
+            if i + period > lines.len() {
+                break;
+            }
+            let block = &lines[i..i + period];
+            if block.iter().all(Shown::is_blank) {
+                break;
+            }
+            let mut repeats = 1;
+            while lines.get(i + repeats * period..i + (repeats + 1) * period) == Some(block) {
+                repeats += 1;
+            }
+            if (repeats - 1) * period > best_repeats.saturating_sub(1) * best_period {
+                (best_period, best_repeats) = (period, repeats);
+            }
+        }
+        if best_period > 0 && (best_repeats - 1) * best_period >= 2 {
+            out.extend_from_slice(&lines[i..i + best_period]);
+            let what = if best_period == 1 {
+                "line above repeats".to_owned()
+            } else {
+                format!("{best_period} lines above repeat")
+            };
+            out.push(Shown::Line(format!(
+                "... [the {what} {} more times]",
+                best_repeats - 1
+            )));
+            i += best_repeats * best_period;
+        } else {
+            out.push(lines[i].clone());
+            i += 1;
+        }
+    }
+    out
+}
+
+/// True when an `E ` line of the shown traceback `shown` says the failure's
+/// `exception: message` (its message alone without an exception), whole or as far as
+/// the shorter of the two was kept (traceback lines and messages are cut at different
+/// lengths, each ending with `…`): the entry then needs no message line of its own.
+/// `AssertionError: assert …` is said by `E  assert …` (pytest's rewritten assertion
+/// does not name its exception). docs/ENGINE.md, *The shown traceback*.
+pub(crate) fn says_message(shown: &str, exception: Option<&str>, message: &str) -> bool {
+    let what = match exception.filter(|e| !e.is_empty()) {
+        Some(exception) => format!("{exception}: {message}"),
+        None => message.to_owned(),
+    };
+    let what = what.strip_suffix('…').unwrap_or(&what);
+    shown.split('\n').any(|line| {
+        let Some(after) = line.strip_prefix("E ") else {
+            return false;
+        };
+        let said = strip(after);
+        let mut said = said.strip_suffix('…').unwrap_or(said);
+        let mut what = what;
+        if what.starts_with("AssertionError: assert ") {
+            said = said.strip_prefix("AssertionError: ").unwrap_or(said);
+            what = &what["AssertionError: ".len()..];
+        }
+        if said.contains(what) {
+            return true;
+        }
+        let shorter = said.chars().count().min(what.chars().count());
+        shorter >= 40 && said.chars().take(shorter).eq(what.chars().take(shorter))
+    })
 }
 
 #[cfg(test)]
@@ -697,5 +1120,184 @@ java.lang.AssertionError: expected
         assert!(parse_location("ValueError: 3: bad").is_none());
         assert!(parse_location("x.py:99999999999999999999: y").is_none());
         assert!(parse_location("x.py:12:34").is_none());
+    }
+
+    // ---- The shown traceback (docs/ENGINE.md, "The shown traceback").
+
+    /// One case per rule, shared with tests/test_shown_traceback.py (which checks the
+    /// location and exception given here are what the builder derives).
+    const SHOWN_CASES: &str = include_str!("../../../tests/fixtures/tracebacks/shown_cases.json");
+
+    fn shown(
+        text: &str,
+        node_id: &str,
+        location: Option<(&str, u64)>,
+        exception: Option<&str>,
+    ) -> String {
+        let failure = FailureContext {
+            node_id,
+            location: location.map(|(path, line)| (path, Some(line))),
+            exception,
+        };
+        shown_traceback_for(text, 40, 200, 3, None, failure).0
+    }
+
+    #[test]
+    fn each_rule_gives_the_documented_traceback() {
+        let cases: serde_json::Value =
+            serde_json::from_str(SHOWN_CASES).expect("the cases are JSON");
+        let cases = cases.as_array().expect("a list of cases");
+        assert!(cases.len() >= 8);
+        for case in cases {
+            let location = case["location"]
+                .as_array()
+                .map(|l| (l[0].as_str().unwrap(), l[1].as_u64().unwrap()));
+            let got = shown(
+                case["text"].as_str().unwrap(),
+                case["node_id"].as_str().unwrap(),
+                location,
+                case["exception"].as_str(),
+            );
+            assert_eq!(got, case["expected"].as_str().unwrap(), "{}", case["rule"]);
+        }
+    }
+
+    #[test]
+    fn the_closing_line_goes_only_when_it_says_the_listed_location_and_exception() {
+        let text = "E   KeyError: 'x'\n\nsrc/app.py:9: KeyError";
+        assert_eq!(
+            shown(
+                text,
+                "t.py::t",
+                Some(("src/app.py", 9)),
+                Some("builtins.KeyError")
+            ),
+            "E   KeyError: 'x'"
+        );
+        assert_eq!(
+            shown(text, "t.py::t", Some(("src/app.py", 8)), Some("KeyError")),
+            text
+        );
+        assert_eq!(
+            shown(text, "t.py::t", Some(("src/app.py", 9)), Some("ValueError")),
+            text
+        );
+        assert_eq!(shown(text, "t.py::t", None, Some("KeyError")), text);
+    }
+
+    #[test]
+    fn only_the_own_class_self_goes_and_only_its_blank_line_with_it() {
+        let text = "self = <t.TestA object at 0xAF>\n\nself = <t.TestB object at 0x1>\n\nself = <.TestA object at 0x1>\nx";
+        assert_eq!(
+            shown(text, "t.py::TestA::test_x[TestB]", None, None),
+            "self = <t.TestB object at 0x1>\n\nself = <.TestA object at 0x1>\nx"
+        );
+        assert_eq!(
+            instance_class("self = <a.b.C testMethod=test_x>"),
+            Some("C")
+        );
+        assert_eq!(instance_class("self = <C object at 0x>"), None);
+        assert_eq!(instance_class("self = <a.C object at 0x1> "), None);
+        assert_eq!(instance_class("self = <a. object at 0x1>"), None);
+    }
+
+    #[test]
+    fn rerun_advice_is_cut_and_a_line_left_empty_goes() {
+        assert_eq!(
+            without_rerun_hint("E   Omitting 2 identical items, use -vv to show").as_deref(),
+            Some("E   Omitting 2 identical items")
+        );
+        assert_eq!(
+            without_rerun_hint("E   x use -v to show").as_deref(),
+            Some("E   x")
+        );
+        assert_eq!(without_rerun_hint("E  , use -vv to show"), None);
+        assert_eq!(without_rerun_hint("E  Use -v to get the full diff"), None);
+        assert_eq!(
+            without_rerun_hint("EUse -v to get more diff").as_deref(),
+            Some("EUse -v to get more diff")
+        );
+        assert_eq!(without_rerun_hint("   ").as_deref(), Some("   "));
+    }
+
+    #[test]
+    fn separators_only_get_shorter() {
+        let text = "a\n_ _\n_ _ _ _ _ _ _ _ _ _ _\nb\n  _ _ _  \n  _ _ _ _  ";
+        assert_eq!(
+            shown(text, "t.py::t", None, None),
+            "a\n_ _\n_ _ _ _ _\nb\n  _ _ _  \n_ _ _ _ _"
+        );
+    }
+
+    #[test]
+    fn carets_stay_in_the_last_frame_and_without_frames_everywhere() {
+        let one_frame = ">   f(x)\n    ^^^^\nE   boom";
+        assert_eq!(shown(one_frame, "t.py::t", None, None), one_frame);
+        let short = "t.py:3: in test_t\n    f()\n    ^^^\nt.py:9: in f\n    g()\n    ~^~\nE   boom";
+        assert_eq!(
+            shown(short, "t.py::t", None, None),
+            "t.py:3: in test_t\n    f()\nt.py:9: in f\n    g()\n    ~^~\nE   boom"
+        );
+    }
+
+    #[test]
+    fn repeats_fold_the_block_that_saves_most_and_markers_compare_whole() {
+        let lines = |v: &[&str]| {
+            v.iter()
+                .map(|l| Shown::Line((*l).to_owned()))
+                .collect::<Vec<_>>()
+        };
+        // a 2-line block repeated 3 times saves 4; the 1-line run of `a` saves nothing more
+        let folded = fold_repeats(&lines(&["a", "b", "a", "b", "a", "b", "c"]));
+        assert_eq!(
+            joined(&folded),
+            "a\nb\n... [the 2 lines above repeat 2 more times]\nc"
+        );
+        // blank lines never start a fold
+        assert_eq!(joined(&fold_repeats(&lines(&["", "", "", ""]))), "\n\n\n");
+        // markers are lines too: equal markers repeat, different ones do not
+        let gaps = vec![Shown::Gap(2), Shown::Gap(2), Shown::Gap(2), Shown::Gap(3)];
+        assert_eq!(
+            joined(&fold_repeats(&gaps)),
+            "... [2 lines omitted]\n... [the line above repeats 2 more times]\n... [3 lines omitted]"
+        );
+    }
+
+    #[test]
+    fn rules_never_change_what_the_cut_counts_as_omitted() {
+        let text = (0..60)
+            .map(|i| format!("E     line {}", i % 3))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let (cut, cut_omitted) = cut_traceback_for(&text, 10, 200, 3, None);
+        let (tidy, omitted) =
+            shown_traceback_for(&text, 10, 200, 3, None, FailureContext::default());
+        assert_eq!(omitted, cut_omitted);
+        assert!(tidy.lines().count() <= cut.lines().count());
+    }
+
+    #[test]
+    fn the_message_is_said_by_an_e_line_whole_or_as_far_as_both_were_kept() {
+        let tb = ">   f()\nE   KeyError: 'pear'";
+        assert!(says_message(tb, Some("KeyError"), "'pear'"));
+        assert!(!says_message(tb, Some("ValueError"), "'pear'"));
+        assert!(!says_message(
+            ">   KeyError: 'pear'",
+            Some("KeyError"),
+            "'pear'"
+        ));
+        // pytest's rewritten assertion: `E  assert …` says `AssertionError: assert …`
+        assert!(says_message(
+            "E       assert 3 == 4",
+            Some("AssertionError"),
+            "assert 3 == 4"
+        ));
+        // cut at different lengths: equal as far as both go, at least 40 characters
+        let long = "x".repeat(60);
+        let line = format!("E   ValueError: {}…", &long[..30]);
+        assert!(says_message(&line, Some("ValueError"), &long));
+        let line = format!("E   ValueError: {}…", &long[..20]);
+        assert!(!says_message(&line, Some("ValueError"), &long));
+        assert!(says_message("E   boom", None, "boom"));
     }
 }

@@ -2,7 +2,7 @@
 //! files.
 //!
 //! The hot path of pytest-mcp-server, free of PyO3 so that `cargo test` and fuzzers
-//! drive it directly. The rules are in `docs/ENGINE.md`; `src/pytest_mcp_server/pure`
+//! drive it directly. The rules are in `docs/ENGINE.md`; `src/pytest_mcp_server/engine/pure`
 //! is the Python twin that must write the same bytes.
 //!
 //! Entry point: [`summarize_files`]. Memory does not grow with the report: files are
@@ -13,18 +13,33 @@
 #![deny(rust_2018_idioms, clippy::undocumented_unsafe_blocks)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
-pub mod budgets;
-pub mod cut;
-pub mod error;
-pub mod group;
-pub mod junit;
-pub mod project;
-pub mod pytest_json;
-pub mod record;
-pub mod reportlog;
-pub mod select;
-pub mod summary;
-pub mod text;
+mod budgets;
+mod cut;
+mod error;
+mod group;
+mod junit;
+mod project;
+mod pytest_json;
+mod record;
+mod reportlog;
+mod select;
+mod summary;
+mod text;
+
+// The public surface, and the only one: what the PyO3 binding (rust/binding/lib.rs), the
+// benches (benches/core_bench.rs) and the fuzz targets (fuzz/) use, besides the items
+// defined below. The modules stay private, so that their insides change freely.
+pub use budgets::Budgets;
+pub use cut::cut_traceback;
+pub use error::ReportError;
+pub use group::{group_key, normalize_message};
+pub use junit::parse_junit;
+pub use project::ProjectCode;
+pub use pytest_json::parse_pytest_json;
+pub use record::Item;
+pub use reportlog::{parse_reportlog, ReportlogEnd};
+pub use select::Selection;
+pub use summary::SummaryBuilder;
 
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
@@ -32,12 +47,7 @@ use std::sync::Arc;
 
 use rayon::prelude::*;
 
-pub use budgets::Budgets;
-pub use error::{ErrorKind, ReportError};
-pub use project::ProjectCode;
-pub use record::{CollectionErrorRecord, Item, Outcome, Phase, TestRecord};
-pub use select::Selection;
-pub use summary::SummaryBuilder;
+use error::ErrorKind;
 
 /// A report format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -194,14 +204,18 @@ fn summarize_into(
         return fail(Some(found), ReportError::from_io(path, &e));
     }
     let mut truncated = false;
+    let file_start_us = builder.tests_duration_us();
     let parsed = {
         let mut sink = |item: Item| builder.push(item);
         match found {
-            Format::Junit => junit::parse_junit(file, path, budgets, &mut sink),
-            Format::PytestJson => pytest_json::parse_pytest_json(file, path, budgets, &mut sink),
+            Format::Junit => junit::parse_junit(file, path, budgets, &mut sink).map(|()| None),
+            Format::PytestJson => {
+                pytest_json::parse_pytest_json_session(file, path, budgets, &mut sink)
+            }
             Format::Reportlog => {
                 reportlog::parse_reportlog(file, path, budgets, &mut sink).map(|end| {
                     truncated = end.cut_last_line;
+                    end.session_duration_us
                 })
             }
         }
@@ -209,6 +223,7 @@ fn summarize_into(
     if truncated {
         builder.note_truncated(path);
     }
+    let parsed = parsed.map(|session_us| builder.end_file(session_us, file_start_us));
     FilePart {
         format: Some(found),
         result: parsed.map(|()| builder),

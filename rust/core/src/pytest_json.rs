@@ -35,6 +35,17 @@ pub fn parse_pytest_json<R: Read>(
     budgets: &Budgets,
     sink: &mut dyn FnMut(Item),
 ) -> Result<(), ReportError> {
+    parse_pytest_json_session(reader, path, budgets, sink).map(|_| ())
+}
+
+/// `parse_pytest_json`, also returning the report's top-level `duration` (pytest's
+/// session time) in integer microseconds, or None without one.
+pub fn parse_pytest_json_session<R: Read>(
+    reader: R,
+    path: &str,
+    budgets: &Budgets,
+    sink: &mut dyn FnMut(Item),
+) -> Result<Option<u64>, ReportError> {
     let mut parser = Parser {
         lx: Lexer::new(reader),
         path,
@@ -45,8 +56,10 @@ pub fn parse_pytest_json<R: Read>(
         has_exitcode: false,
         has_summary: false,
         held_error: None,
+        session_us: None,
     };
-    parser.document()
+    parser.document()?;
+    Ok(parser.session_us)
 }
 
 /// A test entry's `outcome`, with pytest-rerunfailures' `rerun`.
@@ -124,6 +137,8 @@ struct Parser<'a, R: Read> {
     has_summary: bool,
     /// The first structural error, held until the document is known to be a report.
     held_error: Option<ReportError>,
+    /// The report's `duration` in microseconds, when it has one.
+    session_us: Option<u64>,
 }
 
 /// The reading of one object's known keys: before its first key or not, which of the
@@ -329,7 +344,14 @@ impl<'a, R: Read> Parser<'a, R> {
         }
         self.lx.begin_object().map_err(|f| self.fail(f))?;
         let mut fields = Fields::new();
-        const KEYS: [&str; 5] = ["exitcode", "summary", "root", "collectors", "tests"];
+        const KEYS: [&str; 6] = [
+            "exitcode",
+            "summary",
+            "root",
+            "collectors",
+            "tests",
+            "duration",
+        ];
         let whose = || "the report object".to_string();
         while let Some(key) = self.next_field(&KEYS, &whose, &mut fields)? {
             match key {
@@ -345,7 +367,13 @@ impl<'a, R: Read> Parser<'a, R> {
                 }
                 2 => self.root_key()?,
                 3 => self.collectors()?,
-                _ => self.tests()?,
+                4 => self.tests()?,
+                _ => {
+                    if self.expect_kind(Kind::Number, &|| "duration".to_string())? {
+                        let n = self.lx.number().map_err(|f| self.fail(f))?;
+                        self.session_us = Some(duration_us_from_f64(n.value));
+                    }
+                }
             }
             if self.is_report() {
                 if let Some(err) = self.held_error.take() {

@@ -62,7 +62,7 @@ fn is_py_whitespace(c: char) -> bool {
 }
 
 /// Python's `str.strip()`.
-pub fn py_strip(s: &str) -> &str {
+fn py_strip(s: &str) -> &str {
     s.trim_matches(is_py_whitespace)
 }
 
@@ -642,12 +642,6 @@ fn subtest_label(context: Option<&Value>) -> Res<String> {
 /// `[path, lineno, reason]` gives the reason as the crash message; the structured form
 /// is rendered as pytest's `toterminal` writes it (80 columns) and stripped, its
 /// `reprcrash` the crash. Mirrors `_longrepr` in `pure/reportlog.py`.
-pub fn longrepr_text(value: Option<&Value>, stripped: bool) -> Result<Option<String>, String> {
-    longrepr(value, stripped)
-        .map(|(text, _)| text)
-        .map_err(|Malformed(m)| m)
-}
-
 fn longrepr(value: Option<&Value>, stripped: bool) -> Res<(Option<String>, Option<Crash>)> {
     let value = match value {
         None | Some(Value::Null) => return Ok((None, None)),

@@ -19,7 +19,8 @@ use serde::Serialize;
 
 use crate::budgets::Budgets;
 use crate::cut::{
-    capped, chomp, cut_traceback_for, is_ws, parse_location, strip, DeepestFrames, FrameLine,
+    capped, chomp, cut_traceback_for, is_ws, parse_location, says_message, shown_traceback_for,
+    strip, DeepestFrames, FailureContext, FrameLine,
 };
 use crate::group::{
     fold_values, group_id, key_hash, normalize_capped, ASSERTION_ERROR, OTHER_GROUP_ID,
@@ -252,6 +253,7 @@ struct ListedFailure {
     phase: Option<Phase>,
     exception: Option<String>,
     message: String,
+    message_in_traceback: bool,
     location: Option<(String, Option<u64>)>,
     traceback: String,
     traceback_omitted: u64,
@@ -309,9 +311,31 @@ pub struct SummaryBuilder {
     last_subtest: Option<(String, GroupRef)>,
     /// The files whose last line was cut (a report log of a killed run), input order.
     truncated: Vec<String>,
+    /// pytest's session times of the files that have one, and their tests' sum (the
+    /// others count their tests' sum: docs/ENGINE.md, *Summary JSON*).
+    known_session_us: u64,
+    known_tests_us: u64,
 }
 
 impl SummaryBuilder {
+    /// The sum of the durations pushed so far (saturating), microseconds.
+    pub fn tests_duration_us(&self) -> u64 {
+        self.duration_us
+    }
+
+    /// The file pushed since `tests_duration_us()` was `file_start_us` ran for
+    /// `session_us` (pytest's session time; None when the report does not say: then its
+    /// tests' sum counts). `duration_s` adds up the files' times (docs/ENGINE.md,
+    /// *Summary JSON*); a builder never told counts the sum of all durations.
+    pub fn end_file(&mut self, session_us: Option<u64>, file_start_us: u64) {
+        if let Some(us) = session_us {
+            self.known_session_us = self.known_session_us.saturating_add(us);
+            self.known_tests_us = self
+                .known_tests_us
+                .saturating_add(self.duration_us.saturating_sub(file_start_us));
+        }
+    }
+
     /// Say that the file `path` ended in the middle of a line (listed in `truncated`).
     pub fn note_truncated(&mut self, path: &str) {
         self.truncated.push(path.to_owned());
@@ -338,6 +362,8 @@ impl SummaryBuilder {
             other: OtherGroup::default(),
             last_subtest: None,
             truncated: Vec::new(),
+            known_session_us: 0,
+            known_tests_us: 0,
             collection_total: 0,
             collection_errors: Vec::new(),
             slowest: Vec::new(),
@@ -533,8 +559,14 @@ impl SummaryBuilder {
         group: GroupRef,
     ) -> ListedFailure {
         let reported = record.path.as_deref().map(|path| (path, record.line));
-        let (location, traceback, traceback_omitted) =
-            self.located_and_cut(text, frames.code, reported);
+        let (location, traceback, traceback_omitted) = self.located_and_cut(
+            text,
+            frames.code,
+            reported,
+            Some((&record.node_id, exception)),
+        );
+        let message = capped(line, self.budgets.max_message_chars);
+        let message_in_traceback = says_message(&traceback, exception, &message);
         ListedFailure {
             seq,
             node_id: record.node_id.clone(),
@@ -542,7 +574,8 @@ impl SummaryBuilder {
             outcome: record.outcome(),
             phase: record.phase,
             exception: exception.map(str::to_owned),
-            message: capped(line, self.budgets.max_message_chars),
+            message,
+            message_in_traceback,
             location,
             traceback,
             traceback_omitted,
@@ -556,12 +589,15 @@ impl SummaryBuilder {
     /// Where a failure or collection error happened and its cut traceback (lines, lines
     /// omitted): the deepest project frame `code`, else the report's own `reported`
     /// path and line, else the text's last location line; the path as shown
-    /// (`display_path`).
+    /// (`display_path`). `failure`: a failure's (node id, exception), whose traceback is
+    /// also tidied by the shown-traceback rules ([`shown_traceback_for`]); None for a
+    /// collection error (its traceback is only cut).
     fn located_and_cut(
         &self,
         text: &str,
         code: Option<FrameLine<'_>>,
         reported: Option<(&str, Option<u64>)>,
+        failure: Option<(&str, Option<&str>)>,
     ) -> (Option<(String, Option<u64>)>, String, u64) {
         let project = self.project.as_deref();
         let shown = |path: &str| display_path(path, project).into_owned();
@@ -570,13 +606,28 @@ impl SummaryBuilder {
             (None, Some((path, line))) => Some((shown(path), line)),
             (None, None) => location_from_text(text).map(|(path, line)| (shown(&path), line)),
         };
-        let (traceback, omitted) = cut_traceback_for(
-            text,
-            self.budgets.max_traceback_lines,
-            self.budgets.max_line_chars,
-            self.budgets.max_frame_context_lines,
-            project,
-        );
+        let b = &self.budgets;
+        let (traceback, omitted) = match failure {
+            None => cut_traceback_for(
+                text,
+                b.max_traceback_lines,
+                b.max_line_chars,
+                b.max_frame_context_lines,
+                project,
+            ),
+            Some((node_id, exception)) => shown_traceback_for(
+                text,
+                b.max_traceback_lines,
+                b.max_line_chars,
+                b.max_frame_context_lines,
+                project,
+                FailureContext {
+                    node_id,
+                    location: location.as_ref().map(|(path, line)| (path.as_str(), *line)),
+                    exception,
+                },
+            ),
+        };
         (location, traceback, omitted)
     }
 
@@ -707,7 +758,8 @@ impl SummaryBuilder {
             // located and cut like a failure (its text is pytest's short-style traceback)
             let text = record.text.unwrap_or_default();
             let code = DeepestFrames::of(&text, self.project.as_deref()).code;
-            let (location, traceback, traceback_omitted) = self.located_and_cut(&text, code, None);
+            let (location, traceback, traceback_omitted) =
+                self.located_and_cut(&text, code, None, None);
             self.collection_errors.push(ListedCollectionError {
                 path: record.path,
                 exception,
@@ -740,6 +792,8 @@ impl SummaryBuilder {
         self.counts.passed_with_failed_subtests += c.passed_with_failed_subtests;
         self.duration_us = self.duration_us.saturating_add(other.duration_us);
         self.truncated.extend(other.truncated.iter().cloned());
+        self.known_session_us = self.known_session_us.saturating_add(other.known_session_us);
+        self.known_tests_us = self.known_tests_us.saturating_add(other.known_tests_us);
         self.text_bytes_omitted = self
             .text_bytes_omitted
             .saturating_add(other.text_bytes_omitted);
@@ -915,11 +969,13 @@ impl SummaryBuilder {
                 phase: f.phase.map(Phase::as_str),
                 exception: f.exception.as_deref(),
                 message: &f.message,
+                message_in_traceback: f.message_in_traceback,
                 location: f
                     .location
                     .as_ref()
                     .map(|(path, line)| LocationJson { path, line: *line }),
                 traceback: &f.traceback,
+                traceback_lines_omitted: f.traceback_omitted,
                 stdout: f.stdout.as_deref(),
                 stderr: f.stderr.as_deref(),
                 log: f.log.as_deref(),
@@ -934,7 +990,12 @@ impl SummaryBuilder {
             format: format.as_str(),
             files,
             counts,
-            duration_s: self.duration_us as f64 / 1e6,
+            duration_s: self
+                .known_session_us
+                .saturating_add(self.duration_us.saturating_sub(self.known_tests_us))
+                as f64
+                / 1e6,
+            tests_duration_s: self.duration_us as f64 / 1e6,
             failures,
             groups,
             collection_errors: self
@@ -949,6 +1010,7 @@ impl SummaryBuilder {
                         .as_ref()
                         .map(|(path, line)| LocationJson { path, line: *line }),
                     traceback: &e.traceback,
+                    traceback_lines_omitted: e.traceback_omitted,
                 })
                 .collect(),
             slowest: self
@@ -991,6 +1053,7 @@ struct SummaryJson<'a> {
     files: &'a [String],
     counts: CountsJson,
     duration_s: f64,
+    tests_duration_s: f64,
     failures: Vec<FailureJson<'a>>,
     groups: Vec<GroupJson<'a>>,
     collection_errors: Vec<CollectionErrorJson<'a>>,
@@ -1029,8 +1092,10 @@ struct FailureJson<'a> {
     phase: Option<&'static str>,
     exception: Option<&'a str>,
     message: &'a str,
+    message_in_traceback: bool,
     location: Option<LocationJson<'a>>,
     traceback: &'a str,
+    traceback_lines_omitted: u64,
     stdout: Option<&'a str>,
     stderr: Option<&'a str>,
     log: Option<&'a str>,
@@ -1060,6 +1125,7 @@ struct CollectionErrorJson<'a> {
     message: &'a str,
     location: Option<LocationJson<'a>>,
     traceback: &'a str,
+    traceback_lines_omitted: u64,
 }
 
 #[derive(Serialize)]
@@ -1215,7 +1281,7 @@ mod tests {
             json!({"total": 10, "passed": 3, "failed": 5, "errors": 1, "skipped": 1, "xfailed": 0, "xpassed": 0, "flaky": 1,
                    "subtests_passed": 0, "subtests_failed": 0, "passed_with_failed_subtests": 0})
         );
-        assert_eq!(v["duration_s"], json!(5.005010));
+        assert_eq!(v["tests_duration_s"], json!(5.005010));
         let (conn_id, _) =
             crate::group::group_key(Some("ConnectionError"), "refused after 3 retries", None);
         // The KeyError is keyed by its frame (t.py is project code, not test code).
@@ -1234,16 +1300,17 @@ mod tests {
             v["failures"][1]["location"],
             json!({"path": "t.py", "line": 9})
         );
-        assert_eq!(
-            v["failures"][1]["traceback"],
-            "E   KeyError\n\nt.py:9: KeyError"
-        );
+        // pytest's closing `t.py:9: KeyError` says the location and exception the failure
+        // lists: the shown traceback leaves it out (docs/ENGINE.md, *Traceback cutting*)
+        assert_eq!(v["failures"][1]["traceback"], "E   KeyError");
+        assert_eq!(v["failures"][1]["traceback_lines_omitted"], 0);
         assert_eq!(v["failures"][0]["location"], Value::Null);
         assert_eq!(v["failures"][0]["group"], conn_id);
         assert_eq!(
             v["collection_errors"],
             json!([{"path": "tests/test_bad.py", "exception": "ImportError", "message": "no module named x",
-                     "location": null, "traceback": "E   ImportError: no module named x"}])
+                     "location": null, "traceback": "E   ImportError: no module named x",
+                     "traceback_lines_omitted": 0}])
         );
         assert_eq!(
             v["slowest"],
@@ -1316,10 +1383,11 @@ mod tests {
     fn key_order_and_number_forms_are_the_documented_ones() {
         let mut b = SummaryBuilder::new(&Budgets::default());
         b.push(Item::Test(test("a", Outcome::Passed, 1)));
+        b.end_file(Some(3), 0);
         let out = String::from_utf8(b.finish(Format::PytestJson, &["x.json".into()])).unwrap();
         assert_eq!(
             out,
-            r#"{"format":"pytest-json","files":["x.json"],"counts":{"total":1,"passed":1,"failed":0,"errors":0,"skipped":0,"xfailed":0,"xpassed":0,"flaky":0,"subtests_passed":0,"subtests_failed":0,"passed_with_failed_subtests":0},"duration_s":1e-6,"failures":[],"groups":[],"collection_errors":[],"slowest":[{"node_id":"a","duration_s":1e-6}],"omitted":{"failures":0,"groups":0,"collection_errors":0,"traceback_lines":0,"output_bytes":0,"text_bytes":0},"unmatched":[],"truncated":[]}"#
+            r#"{"format":"pytest-json","files":["x.json"],"counts":{"total":1,"passed":1,"failed":0,"errors":0,"skipped":0,"xfailed":0,"xpassed":0,"flaky":0,"subtests_passed":0,"subtests_failed":0,"passed_with_failed_subtests":0},"duration_s":3e-6,"tests_duration_s":1e-6,"failures":[],"groups":[],"collection_errors":[],"slowest":[{"node_id":"a","duration_s":1e-6}],"omitted":{"failures":0,"groups":0,"collection_errors":0,"traceback_lines":0,"output_bytes":0,"text_bytes":0},"unmatched":[],"truncated":[]}"#
         );
         // Forms orjson writes for the same doubles (checked against orjson 3.x).
         for (us, text) in [

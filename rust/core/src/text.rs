@@ -140,10 +140,6 @@ impl HeadTail {
         self.total == 0
     }
 
-    pub fn total_bytes(&self) -> u64 {
-        self.total
-    }
-
     pub fn push(&mut self, mut s: &str) {
         self.total += s.len() as u64;
         if !self.split {

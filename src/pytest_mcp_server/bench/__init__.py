@@ -17,7 +17,9 @@ import sys
 # pyproject.toml. matplotlib, lxml and junitparser are in the extra too but optional:
 # ``--plot`` and the alternative parsers report their absence themselves.
 REQUIRED_MODULES = ("rich",)
-INSTALL_HINT = "pip install 'pytest-mcp-server[bench]'"
+INSTALL_HINT = "pip install rich"
+"""What to run for ``REQUIRED_MODULES`` (works for a wheel and a checkout alike; from a
+checkout ``pip install '.[bench]'`` adds the optional ones too)."""
 
 
 def missing_modules() -> list[str]:

@@ -258,7 +258,7 @@ def main(argv: list[str]) -> int:
             )
         except ImportError:
             print(
-                "pytest-mcp-server bench: --plot needs matplotlib: pip install 'pytest-mcp-server[bench]'",
+                "pytest-mcp-server bench: --plot needs matplotlib: pip install matplotlib",
                 file=sys.stderr,
             )
             return 2

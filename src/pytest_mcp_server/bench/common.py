@@ -192,7 +192,7 @@ def machine_info() -> dict[str, Any]:
     except Exception:  # pragma: no cover - bare checkout
         info["package"] = None
     try:
-        from .. import _native
+        from pytest_mcp_server.engine import _native
 
         info["native"] = _native.version()
     except Exception:

@@ -42,11 +42,11 @@ def _engine(backend: str) -> Callable[[Sequence[str]], Counts]:
     def run(paths: Sequence[str]) -> Counts:
         import orjson
 
-        from ..engine import summarize_bytes
+        from pytest_mcp_server.engine import summarize_bytes
 
         summary = orjson.loads(summarize_bytes(list(paths), backend=backend))  # type: ignore[arg-type]
         counts = dict(summary["counts"])
-        counts["duration_us"] = round(summary["duration_s"] * 1e6)
+        counts["duration_us"] = round(summary["tests_duration_s"] * 1e6)
         return counts
 
     return run
@@ -56,7 +56,7 @@ def native_one_by_one(paths: Sequence[str]) -> Counts:
     """The native backend on each file in turn (no merge): the shards baseline."""
     import orjson
 
-    from ..engine import summarize_bytes
+    from pytest_mcp_server.engine import summarize_bytes
 
     total: dict[str, int] = {}
     for p in paths:
@@ -254,5 +254,5 @@ def available(parser: Parser) -> bool:
     package imports; ``native`` also needs the extension)."""
     name, _, _, module = parser
     if name.startswith("native"):
-        return importlib.util.find_spec("pytest_mcp_server._native") is not None
+        return importlib.util.find_spec("pytest_mcp_server.engine._native") is not None
     return module is None or importlib.util.find_spec(module) is not None

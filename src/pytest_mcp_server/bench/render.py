@@ -108,7 +108,7 @@ def targets_table(checks: list[dict[str, Any]], title: str = "targets (reported,
 def plot_reports(rows: list[dict[str, Any]], path: str, title: str) -> None:
     """Throughput (MB/s) and peak RSS (MiB) against file size for every parser, one
     column per format; counts that disagree with the truth are drawn with hollow markers.
-    Needs matplotlib (``pip install 'pytest-mcp-server[bench]'``); raises ``ImportError``
+    Needs matplotlib (``pip install matplotlib``); raises ``ImportError``
     without it."""
     import matplotlib
 

@@ -15,8 +15,8 @@ Ways (each run ``warmup`` times, then ``reps`` times, interleaved so drift hits 
   pytest's terminal output (its bytes are ``agent_bytes``). Its counts come from one more,
   untimed run with the record plugin, read by the report engine (pytest's terminal line
   counts a test with a teardown error twice).
-* ``mcp``: ``execute_tests`` (only ``timeout_s`` given) through the SDK's stdio client
-  (``mcp.client.stdio.stdio_client`` + ``ClientSession``) talking to the real
+* ``mcp``: ``execute_tests`` (only ``timeout_s`` given) over MCP's stdio transport
+  (``stdio_client.StdioClient``: JSON-RPC lines, no SDK) talking to the real
   ``python -m pytest_mcp_server --root DIR`` process, started once (its start-up and
   ``initialize`` are reported apart as ``startup_s``); ``agent_bytes`` is the text
   content of the tool result, ``structured_bytes`` its structured content as JSON.
@@ -46,8 +46,9 @@ from . import common
 from .generate import DEFAULT_MIX, Mix
 
 if TYPE_CHECKING:
-    from mcp import ClientSession
     from rich.progress import Progress, TaskID
+
+    from .stdio_client import StdioClient
 
 # One row per way, keyed by way: the measured times, counts and errors (see run_suite).
 Rows = dict[str, dict[str, Any]]
@@ -235,8 +236,8 @@ def _run_pytest(argv: list[str], root: Path, timeout: float) -> tuple[float, int
 def _record_counts(argv: list[str], root: Path, run_dir: Path, timeout: float) -> dict[str, int]:
     """The counts of one untimed run of ``argv`` with the server's record plugin, as the
     report engine reads its record file."""
-    from ..engine import summarize
-    from ..events import PLUGIN_DIR, PLUGIN_NAME
+    from pytest_mcp_server.engine import summarize
+    from pytest_mcp_server.run.events import PLUGIN_DIR, PLUGIN_NAME
 
     records = run_dir / "records.jsonl"
     env = _env()
@@ -279,9 +280,7 @@ def run_suite(
     task = progress.add_task(f"suite of {tests} tests: {', '.join(ways)}", total=(warmup + reps) * len(ways))
     try:
         if "mcp" in ways:
-            import anyio
-
-            anyio.run(_mcp_and_others, root, truth, work, ways, rows, reps, warmup, timeout, progress, task)
+            _mcp_and_others(root, truth, work, ways, rows, reps, warmup, timeout, progress, task)
         else:
             _measure_loop(root, truth, work, ways, rows, reps, warmup, timeout, progress, task)
     finally:
@@ -335,7 +334,7 @@ def run_suite(
     return out, targets
 
 
-async def _mcp_and_others(
+def _mcp_and_others(
     root: Path,
     truth: dict[str, Any],
     work: Path,
@@ -347,72 +346,34 @@ async def _mcp_and_others(
     progress: Progress,
     task: TaskID,
 ) -> None:
-    """Start the server once through the SDK's stdio client (``mcp.client.stdio``), then
-    measure every way; the server's stderr goes to ``<work>/server.log``."""
-    import anyio
-    from mcp import ClientSession, StdioServerParameters
-    from mcp.client.stdio import stdio_client
+    """Start the server once (``stdio_client.StdioClient``: MCP over its stdin/stdout),
+    then measure every way; the server's stderr goes to ``<work>/server.log``."""
+    from .stdio_client import StdioClient
 
     artifacts = work / "artifacts"
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=[
-            "-m",
-            "pytest_mcp_server",
-            "--root",
-            str(root),
-            "--artifacts-dir",
-            str(artifacts),
-            "--max-timeout",
-            str(int(timeout)),
-        ],
-        env=_env(),
-    )
+    argv = [sys.executable, "-m", "pytest_mcp_server", "--root", str(root), "--artifacts-dir", str(artifacts)]
+    argv += ["--max-timeout", str(int(timeout))]
     t0 = time.perf_counter()
     try:
-        with open(work / "server.log", "w", encoding="utf-8") as errlog:
-            async with stdio_client(params, errlog=errlog) as (read, write):
-                async with ClientSession(read, write, read_timeout_seconds=timeout + 30) as session:
-                    with anyio.fail_after(120):
-                        await session.initialize()
-                    rows["mcp"]["startup_s"] = time.perf_counter() - t0
-                    await _measure_async(session, root, truth, work, ways, rows, reps, warmup, timeout, progress, task)
+        with open(work / "server.log", "w", encoding="utf-8") as errlog, StdioClient(argv, _env(), errlog) as client:
+            client.initialize(timeout_s=120)
+            rows["mcp"]["startup_s"] = time.perf_counter() - t0
+            order = sorted(ways, key=lambda w: w != "mcp")  # mcp first: the plain run reuses its argv
+            for i in range(warmup + reps):
+                for w in order:
+                    if w == "mcp":
+                        if rows["mcp"]["ok"]:
+                            _one_mcp(client, truth, rows["mcp"], timed=i >= warmup, timeout=timeout)
+                    else:
+                        _one_plain(w, root, truth, work, rows, i >= warmup, timeout)
+                    progress.advance(task)
     except Exception as exc:  # noqa: BLE001 - the row says what went wrong
-        cause: BaseException = exc
-        while isinstance(cause, BaseExceptionGroup) and len(cause.exceptions) == 1:
-            cause = cause.exceptions[0]
         if rows["mcp"]["ok"]:
-            rows["mcp"].update(ok=False, error=f"{type(cause).__name__}: {cause}"[:300])
+            rows["mcp"].update(ok=False, error=f"{type(exc).__name__}: {exc}"[:300])
         if not any(rows[w]["times_s"] for w in ways if w != "mcp"):
             _measure_loop(
                 root, truth, work, [w for w in ways if w != "mcp"], rows, reps, warmup, timeout, progress, task
             )
-
-
-async def _measure_async(
-    client: ClientSession,
-    root: Path,
-    truth: dict[str, Any],
-    work: Path,
-    ways: list[str],
-    rows: Rows,
-    reps: int,
-    warmup: int,
-    timeout: float,
-    progress: Progress,
-    task: TaskID,
-) -> None:
-    import anyio
-
-    order = sorted(ways, key=lambda w: w != "mcp")  # mcp first: the plain run reuses its argv
-    for i in range(warmup + reps):
-        for w in order:
-            if w == "mcp":
-                if rows["mcp"]["ok"]:
-                    await _one_mcp(client, truth, rows["mcp"], timed=i >= warmup, timeout=timeout)
-            else:
-                await anyio.to_thread.run_sync(_one_plain, w, root, truth, work, rows, i >= warmup, timeout)
-            progress.advance(task)
 
 
 def _measure_loop(
@@ -433,19 +394,13 @@ def _measure_loop(
             progress.advance(task)
 
 
-async def _one_mcp(
-    client: ClientSession, truth: dict[str, Any], row: dict[str, Any], *, timed: bool, timeout: float
-) -> None:
-    import anyio
-    from mcp.types import TextContent
-
+def _one_mcp(client: StdioClient, truth: dict[str, Any], row: dict[str, Any], *, timed: bool, timeout: float) -> None:
     t0 = time.perf_counter()
-    with anyio.fail_after(timeout + 30):
-        result = await client.call_tool("execute_tests", {"timeout_s": timeout})
+    result = client.call_tool("execute_tests", {"timeout_s": timeout}, timeout_s=timeout + 30)
     dt = time.perf_counter() - t0
-    texts = [c.text for c in result.content if isinstance(c, TextContent)]
-    structured = result.structured_content
-    if result.is_error or not structured:
+    texts = [c["text"] for c in result.get("content", []) if c.get("type") == "text"]
+    structured = result.get("structuredContent")
+    if result.get("isError") or not structured:
         row.update(ok=False, error=("tool error: " + " ".join(texts))[:300])
         return
     row["agent_bytes"] = sum(len(t.encode("utf-8")) for t in texts)

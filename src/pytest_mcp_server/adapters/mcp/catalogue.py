@@ -1,0 +1,186 @@
+"""The tool catalogue: each tool's name, description, models, workflow and renderer
+(``TOOLS``), the server's instructions, and the schemas ``tools/list`` publishes.
+
+The MCP adapter dispatches from this data alone: it looks the tool up by name, parses
+the arguments (``ToolSpec.parse``), awaits ``ToolSpec.handler`` (a ``Runner``
+workflow) and sends the result with ``ToolSpec.render``'s text. Adding a tool is adding
+a ``ToolSpec`` here. No MCP import: the schemas are plain JSON Schema dicts generated
+from the models (``input_schema``/``output_schema``), never written by hand.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from pytest_mcp_server.adapters.mcp.structured import execute_structured, plain_structured
+from pytest_mcp_server.adapters.text import render_discover, render_execute, render_summarize
+from pytest_mcp_server.app.workflows import Runner
+from pytest_mcp_server.domain.failures import invalid
+from pytest_mcp_server.domain.tools import (
+    DiscoverParams,
+    DiscoverResult,
+    ExecuteParams,
+    ExecuteResult,
+    ParamsModel,
+    SummarizeParams,
+    SummarizeResult,
+)
+from pytest_mcp_server.domain.validation import describe_validation_error
+from pytest_mcp_server.run.events import ProgressFn
+
+P = TypeVar("P", bound=ParamsModel)
+R = TypeVar("R", bound=BaseModel)
+
+SCHEMA_UNPUBLISHED_MAXIMUM = 100_000
+"""A ``maximum`` this large is an abuse limit: enforced, but left out of ``tools/list``."""
+
+
+@dataclass(frozen=True)
+class ToolSpec(Generic[P, R]):
+    """One tool: ``name`` and ``description`` (as listed), ``params``/``result`` (the
+    models its schemas come from), ``read_only`` (the MCP hint), ``handler`` (awaited as
+    ``handler(runner, params, progress)``, raises ``ToolFailure``), ``render`` (the
+    text block of a result) and ``structured`` (its structured content)."""
+
+    name: str
+    description: str
+    params: type[P]
+    result: type[R]
+    read_only: bool
+    handler: Callable[[Runner, P, ProgressFn | None], Awaitable[R]]
+    render: Callable[[R], str]
+    structured: Callable[[R], dict[str, Any]] = plain_structured
+
+    def parse(self, arguments: Mapping[str, Any] | None) -> P:
+        """Validate the raw arguments of a call into ``params``.
+
+        Raises ``ToolFailure(invalid_argument)`` naming the first bad field
+        (``node_ids[3]``, ``env``) and the reason; an unknown argument lists the ones
+        the tool takes.
+        """
+        try:
+            return self.params.model_validate(dict(arguments or {}))
+        except ValidationError as exc:
+            field, reason = describe_validation_error(
+                exc, unknown=f"unknown argument; {self.name} takes {', '.join(self.params.model_fields)}"
+            )
+            raise invalid(field or "arguments", reason) from None
+
+
+TOOLS: tuple[ToolSpec[Any, Any], ...] = (
+    ToolSpec[ExecuteParams, ExecuteResult](
+        name="execute_tests",
+        description=(
+            "Run pytest: exact counts, failures grouped by cause with cut tracebacks "
+            "(passing tests never listed), report_path."
+        ),
+        params=ExecuteParams,
+        result=ExecuteResult,
+        read_only=False,
+        handler=lambda runner, params, progress: runner.execute(params, progress),
+        render=render_execute,
+        structured=execute_structured,
+    ),
+    ToolSpec[DiscoverParams, DiscoverResult](
+        name="discover_tests",
+        description="Collect without running: total, tests per file, a page of node ids, collection errors.",
+        params=DiscoverParams,
+        result=DiscoverResult,
+        read_only=True,
+        handler=lambda runner, params, _progress: runner.discover(params),
+        render=render_discover,
+    ),
+    ToolSpec[SummarizeParams, SummarizeResult](
+        name="summarize_report",
+        description=(
+            "Summarise JUnit XML, pytest-json-report or coverage JSON/XML files (e.g. a run's report_path); "
+            "with node_ids, those tests' full story without re-running."
+        ),
+        params=SummarizeParams,
+        result=SummarizeResult,
+        read_only=True,
+        handler=lambda runner, params, _progress: runner.summarize(params),
+        render=render_summarize,
+    ),
+)
+
+TOOLS_BY_NAME: dict[str, ToolSpec[Any, Any]] = {spec.name: spec for spec in TOOLS}
+
+INSTRUCTIONS = (
+    "Runs this project's pytest suite. A run with 0 tests (status no_tests) is not green: check node_ids, "
+    "markers and keywords. To see more of a failure, call summarize_report on the run's report_path "
+    "(node_ids=[...]) instead of re-running the suite verbose. "
+    "Failures are grouped by cause: fix a group, not each test."
+)
+"""The server's instructions to the model (sent at initialisation)."""
+
+
+def input_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """The JSON Schema of a parameter model, compacted for ``tools/list``.
+
+    From pydantic's schema: titles and the model's docstring dropped (the tool has a
+    description); an optional field (``X | None = None``) becomes plain ``X`` without its
+    null default (omit it rather than send null; null is still accepted); the abuse
+    limits (``maxItems``, ``maxLength``, a ``maximum`` of ``SCHEMA_UNPUBLISHED_MAXIMUM``
+    or more) are enforced but not published. Descriptions, defaults, numeric bounds and
+    ``additionalProperties: false`` stay.
+    """
+    schema: dict[str, Any] = _strip_titles(model.model_json_schema())
+    schema.pop("description", None)
+    for prop in schema.get("properties", {}).values():
+        variants = prop.get("anyOf")
+        if variants and len(variants) == 2 and {"type": "null"} in variants:
+            (kept,) = [v for v in variants if v != {"type": "null"}]
+            del prop["anyOf"]
+            prop.update(kept)
+            if prop.get("default", 0) is None:
+                del prop["default"]
+        prop.pop("maxItems", None)
+        prop.pop("maxLength", None)
+        if prop.get("maximum", 0) >= SCHEMA_UNPUBLISHED_MAXIMUM:
+            del prop["maximum"]
+    return schema
+
+
+def output_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """The JSON Schema of a result model, compacted for ``tools/list``.
+
+    The top-level properties keep their JSON types (nullable ones as
+    ``["integer", "null"]``); nested models are given as ``object``/``array`` (their
+    fields are documented in ``docs/SERVER.md`` and ``models.py``); every field is
+    always present, so ``required`` is left out. Every result the server sends
+    validates against it; the full schema would not fit the 4 KB budget of
+    ``tools/list``.
+    """
+    full = model.model_json_schema()
+    props: dict[str, Any] = {}
+    for name, prop in full["properties"].items():
+        props[name] = {"type": _json_type(prop)}
+    return {"type": "object", "properties": props}
+
+
+def _json_type(prop: dict[str, Any]) -> str | list[str]:
+    if "$ref" in prop:
+        return "object"
+    if "anyOf" in prop:
+        types: list[str] = []
+        for variant in prop["anyOf"]:
+            t = _json_type(variant)
+            types.extend(t if isinstance(t, list) else [t])
+        return types
+    if "enum" in prop and "type" not in prop:
+        return "string"
+    json_type: str = prop["type"]
+    return json_type
+
+
+def _strip_titles(node: Any) -> Any:
+    if isinstance(node, dict):
+        return {k: _strip_titles(v) for k, v in node.items() if k != "title" or not isinstance(v, str)}
+    if isinstance(node, list):
+        return [_strip_titles(v) for v in node]
+    return node

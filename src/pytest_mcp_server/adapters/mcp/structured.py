@@ -1,0 +1,184 @@
+"""The structured content of each tool's answer: what ``tools/call`` sends next to the
+text, shaped from a workflow's result model (the domain's models carry no serializers
+that reshape answers).
+
+``execute_structured``: the summary cut to what the text shows (``answer_summary``:
+failures without traceback and output tails, which the text carries, one per entry of
+the text), the run's directory written once (``with_run_dir``), fields that say nothing
+left out (``without_silent_fields``), and with one run, no ``runs``/``flaky``. The other
+tools' results are sent as they are (``plain_structured``).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from pydantic import BaseModel
+
+from pytest_mcp_server.adapters.answer import cap_lines, failure_entries, shown_traceback_lines_omitted
+from pytest_mcp_server.domain.policy import SLOW_S
+from pytest_mcp_server.domain.tools import ExecuteResult
+from pytest_mcp_server.engine.models import Failure, Omitted, ReportSummary
+
+RUN_DIR = "{run_dir}"
+"""How ``with_run_dir`` writes the run's directory."""
+
+
+def with_run_dir(values: list[str], report_path: str) -> list[str]:
+    """``values`` (the argv, the summary's report files) with the run's directory (the
+    directory of ``report_path``, where pytest wrote its reports and the server its
+    event files) written ``RUN_DIR``: the structured content carries that path once,
+    in ``report_path``, not once per report and event option."""
+    run_dir = os.path.dirname(report_path)
+    if not run_dir:
+        return values
+    return [value.replace(run_dir, RUN_DIR) for value in values]
+
+
+def answer_failure(failure: Failure) -> tuple[Failure, int]:
+    """A failure as the structured content gives it, and the UTF-8 bytes its message
+    lost: ``traceback`` ``""`` (and its ``traceback_lines_omitted`` 0,
+    ``message_in_traceback`` false) and
+    ``stdout``/``stderr``/``log`` null (the text carries them), the message capped per
+    line at ``LINE_CHARS``."""
+    message, cut = cap_lines(failure.message)
+    update = {
+        "message": message,
+        "message_in_traceback": False,
+        "traceback": "",
+        "traceback_lines_omitted": 0,
+        "stdout": None,
+        "stderr": None,
+        "log": None,
+    }
+    return failure.model_copy(update=update), cut
+
+
+def answer_summary(summary: ReportSummary) -> ReportSummary:
+    """The structured content's summary of an ``execute_tests`` answer, from the
+    engine's ``summary``.
+
+    ``failures``: the text's entries (``failure_entries``), with ``traceback`` ``""`` and
+    ``stdout``/``stderr``/``log`` null (the text carries them), messages capped per line at
+    ``LINE_CHARS``. ``groups``: their ``examples`` without the entries' node ids (the
+    ids of a group's ``also in`` line). ``slowest``: the tests of at least ``SLOW_S``
+    seconds. ``omitted``:
+    ``failures`` grows by the listed failures left without an entry (so
+    ``len(failures) + omitted.failures`` is still every failed or errored test; each is
+    counted in its group), ``traceback_lines`` covers only the tracebacks the text
+    shows, ``text_bytes`` grows by what the message caps cut. Counts, the groups'
+    counts and collection errors are the engine's.
+    """
+    failures: list[Failure] = []
+    text_cut = 0
+    entries = failure_entries(summary)
+    for failure, _ in entries:
+        answered, cut = answer_failure(failure)
+        text_cut += cut
+        failures.append(answered)
+    entry_ids = {failure.node_id for failure in failures}
+    groups = [g.model_copy(update={"examples": [e for e in g.examples if e not in entry_ids]}) for g in summary.groups]
+    omitted = summary.omitted
+    return summary.model_copy(
+        update={
+            "failures": failures,
+            "groups": groups,
+            "slowest": [s for s in summary.slowest if s.duration_s >= SLOW_S],
+            "omitted": Omitted(
+                failures=omitted.failures + len(summary.failures) - len(entries),
+                groups=omitted.groups,
+                collection_errors=omitted.collection_errors,
+                traceback_lines=shown_traceback_lines_omitted(entries),
+                output_bytes=omitted.output_bytes,
+                text_bytes=omitted.text_bytes + text_cut,
+            ),
+        }
+    )
+
+
+SUBTEST_COUNTS = ("subtests_passed", "subtests_failed", "passed_with_failed_subtests")
+"""The counts that only say something in a run with subtests."""
+SILENT_FAILURE_FIELDS = (
+    "subtest",
+    "message_in_traceback",
+    "traceback",
+    "traceback_lines_omitted",
+    "stdout",
+    "stderr",
+    "log",
+)
+"""A failure's fields that an answer's structured content leaves out when empty (null or
+``""``: the traceback and output tails are in the text)."""
+
+
+def without_silent_fields(summary: dict[str, Any]) -> dict[str, Any]:
+    """A dumped answer summary without what says nothing (each left-out field is the
+    model's default, so the summary still validates as a ``ReportSummary``): the
+    subtest counts when all are 0; a failure's empty ``subtest``, ``traceback``,
+    ``stdout``, ``stderr`` and ``log``; when the groups budget cut no group, a group of
+    one failure that is listed (the failure, whose ``group`` names it, says all the
+    group would), and a group's empty ``examples``; empty ``collection_errors``, ``slowest``, ``unmatched``
+    and ``truncated``; the 0
+    counts of ``omitted`` (all of it when nothing was cut)."""
+    counts = summary["counts"]
+    if not any(counts.get(name) for name in SUBTEST_COUNTS):
+        summary["counts"] = {k: v for k, v in counts.items() if k not in SUBTEST_COUNTS}
+    summary["failures"] = [without_silent_failure_fields(f) for f in summary["failures"]]
+    # Only when the groups budget cut none: then a failure whose group is not listed is
+    # that group's only failure, never one of a group counted in ``omitted.groups``.
+    singles = {f["group"] for f in summary["failures"]} if not summary["omitted"]["groups"] else set()
+    summary["groups"] = [
+        {k: v for k, v in g.items() if k != "examples" or v}
+        for g in summary["groups"]
+        if g["count"] > 1 or g["id"] not in singles
+    ]
+    for name in ("collection_errors", "slowest", "unmatched", "truncated"):
+        if not summary.get(name, True):
+            del summary[name]
+    omitted = {k: v for k, v in summary["omitted"].items() if v}
+    if omitted:
+        summary["omitted"] = omitted
+    else:
+        del summary["omitted"]
+    return summary
+
+
+def without_silent_failure_fields(failure: dict[str, Any]) -> dict[str, Any]:
+    """A dumped failure without its empty ``SILENT_FAILURE_FIELDS`` (see
+    ``without_silent_fields``)."""
+    return {k: v for k, v in failure.items() if not (k in SILENT_FAILURE_FIELDS and not v)}
+
+
+def execute_structured(result: ExecuteResult) -> dict[str, Any]:
+    """The structured content of an ``execute_tests`` answer (JSON types), shaped as
+    the module docstring says; every field still validates as ``ExecuteResult``'s."""
+    out: dict[str, Any] = result.model_dump(mode="json", exclude={"summary", "flaky", "command", "coverage"})
+    answered = answer_summary(result.summary)
+    files = with_run_dir(answered.files, result.report_path)
+    out["summary"] = without_silent_fields(answered.model_copy(update={"files": files}).model_dump(mode="json"))
+    out["command"] = with_run_dir(result.command, result.report_path)
+    coverage = result.coverage
+    if coverage is not None:
+        data_path = coverage.data_path and with_run_dir([coverage.data_path], result.report_path)[0]
+        out["coverage"] = coverage.model_copy(update={"data_path": data_path}).model_dump(mode="json")
+    else:
+        out["coverage"] = None
+    if result.runs == 1:  # a single run answers as before repeat existed
+        out.pop("runs", None)
+    else:
+        flaky = []
+        for test in result.flaky:
+            dumped = test.model_dump(mode="json")
+            if test.failure is not None:
+                dumped["failure"] = without_silent_failure_fields(
+                    answer_failure(test.failure)[0].model_dump(mode="json")
+                )
+            flaky.append(dumped)
+        out["flaky"] = flaky
+    return {name: out[name] for name in ExecuteResult.model_fields if name in out}
+
+
+def plain_structured(result: BaseModel) -> dict[str, Any]:
+    """The structured content of a result sent as it is: the model in JSON types."""
+    return result.model_dump(mode="json")

@@ -1,0 +1,103 @@
+"""The server's configuration: ``ServerConfig`` (command-line options, never an agent's),
+the artifacts directory default, the server's name and version.
+
+Imports neither the MCP SDK nor the workflows: the CLI checks the options with it before
+the SDK is loaded, so a bad option fails fast.
+"""
+
+from __future__ import annotations
+
+import os
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+import platformdirs
+from pydantic import Field, ValidationInfo, field_validator
+
+from pytest_mcp_server.domain.policy import (
+    DEFAULT_MAX_CONCURRENT,
+    DEFAULT_MAX_TIMEOUT_S,
+    MAX_CONCURRENT_LIMIT,
+    TIMEOUT_LIMIT_S,
+)
+from pytest_mcp_server.engine.models import _Frozen
+
+SERVER_NAME = "pytest-mcp-server"
+"""The distribution name: the MCP server name, the console script, the cache directory."""
+
+
+def package_version() -> str:
+    """The installed version of ``pytest-mcp-server``, or ``"unknown"`` when running from
+    a checkout that was never installed."""
+    try:
+        return version(SERVER_NAME)
+    except PackageNotFoundError:  # pragma: no cover - a bare checkout
+        return "unknown"
+
+
+def default_artifacts_base() -> Path:
+    """The user cache directory for run reports (``platformdirs.user_cache_dir``):
+    ``$XDG_CACHE_HOME/pytest-mcp-server`` (``~/.cache`` when unset) on Linux,
+    ``~/Library/Caches/pytest-mcp-server`` on macOS, ``%LOCALAPPDATA%\\pytest-mcp-server\\Cache``
+    on Windows."""
+    return Path(platformdirs.user_cache_dir(SERVER_NAME, appauthor=False))
+
+
+class ServerConfig(_Frozen):
+    """The server's own options (from the command line, never from an agent).
+
+    ``root``: the project directory; every path an agent gives must resolve inside it
+    (made absolute and symlink-free here). ``python``: the interpreter that runs the
+    project's tests, or None to find one (``interpreter.find_python``).
+    ``max_timeout_s``: the largest ``timeout_s`` an agent may get, seconds.
+    ``max_concurrent``: pytest processes at once. ``artifacts_dir``: where run reports
+    are kept (None: ``default_artifacts_base()``); it must not be inside ``root``.
+
+    Raises ``pydantic.ValidationError`` when ``root`` is not a directory, ``python`` does
+    not exist, or ``artifacts_dir`` is inside ``root``.
+    """
+
+    root: Path
+    python: Path | None = None
+    max_timeout_s: float = Field(DEFAULT_MAX_TIMEOUT_S, gt=0, le=TIMEOUT_LIMIT_S)
+    max_concurrent: int = Field(DEFAULT_MAX_CONCURRENT, ge=1, le=MAX_CONCURRENT_LIMIT)
+    artifacts_dir: Path | None = None
+
+    @field_validator("root")
+    @classmethod
+    def _root_is_a_directory(cls, value: Path) -> Path:
+        resolved = value.expanduser().resolve()
+        if not resolved.is_dir():
+            raise ValueError(f"{value} is not a directory; pass the project directory with --root")
+        return resolved
+
+    @field_validator("python")
+    @classmethod
+    def _python_exists(cls, value: Path | None) -> Path | None:
+        if value is None:
+            return None
+        path = value.expanduser()
+        if not path.is_absolute():
+            path = Path.cwd() / path
+        if not path.is_file() or not os.access(path, os.X_OK):
+            raise ValueError(f"{value} is not an executable file; pass the project's Python with --python")
+        return path  # not resolved: a venv's python is a symlink whose location matters
+
+    @field_validator("artifacts_dir")
+    @classmethod
+    def _artifacts_outside_root(cls, value: Path | None, info: ValidationInfo) -> Path | None:
+        if value is None:
+            return None
+        resolved = value.expanduser().resolve()
+        root = info.data.get("root")
+        if root is not None and (resolved == root or root in resolved.parents):
+            raise ValueError(
+                f"{resolved} is inside the project {root}; choose a directory outside it "
+                "(reports must not land in the project)"
+            )
+        return resolved
+
+    @property
+    def artifacts_base(self) -> Path:
+        """``artifacts_dir``, or the user cache directory when it was not given."""
+        return self.artifacts_dir or default_artifacts_base()

@@ -1,0 +1,155 @@
+"""The server's policy: every number that shapes what the server does or answers, once.
+
+The engine's own limits stay with the engine (``engine.models.Budgets`` and its bounds);
+this module holds the server's choices on top of them, by what they govern. (The
+plugin loaded into the child pytest imports nothing of the server: its own caps are in
+``run/pytest_plugin``.)
+"""
+
+from __future__ import annotations
+
+from pytest_mcp_server.engine.models import Budgets
+
+# -- Budget presets of the tools ------------------------------------------------
+
+EXECUTE_BUDGETS = Budgets(max_traceback_lines=30, max_output_bytes=512)
+"""``execute_tests``' default budgets: a run's answer is read in full at once, so its
+tracebacks and captured output are shorter than the engine's defaults (``Budgets()``)."""
+
+FULL_STORY = Budgets(
+    max_traceback_lines=400,
+    max_line_chars=1000,
+    max_message_chars=4000,
+    max_output_bytes=32_768,
+    max_frame_context_lines=1000,
+)
+"""``summarize_report``'s default budgets when ``node_ids`` is given: the full story of a
+few tests (long tracebacks, messages and output, every frame whole: its ``def`` line,
+docstring and source up to the ``>`` line), without re-running them."""
+
+
+# -- What an answer shows --------------------------------------------------------
+
+LINE_CHARS = 400
+"""Characters kept per line of an ``execute_tests`` text (a longer line keeps
+``LINE_CHARS - 1`` and ends with ``…``). Longer than any line the engine keeps with
+``execute_tests``' budgets (traceback lines of 200 characters, messages of 300 after an
+exception name), so it cuts what the engine does not: lines of captured output, node
+ids, paths."""
+
+SLOW_S = 1.0
+"""A test is named as slow when it took at least this many seconds (shorter ones are
+not worth an agent's attention)."""
+
+ALSO_IN_IDS = 3
+"""Node ids named on a group's ``also in`` line (the rest are counted)."""
+
+FLAKY_LISTED_IN_ERRORS = 10
+"""Flaky tests of the finished runs listed in the text of a repeated call that failed."""
+
+
+# -- Limits on what an agent may send --------------------------------------------
+
+# Oversized lists or strings are refused, not cut.
+MAX_NODE_IDS = 500
+MAX_NODE_ID_CHARS = 1000
+MAX_EXPRESSION_CHARS = 1000
+MAX_REPORT_PATHS = 64
+MAX_PATH_CHARS = 4096
+
+# Largest budgets an agent may ask for (the engine accepts more; an answer this large
+# would not help a model).
+MAX_FAILURES_LISTED = 1000
+EXECUTE_MAX_TRACEBACK_LINES = 2000
+EXECUTE_MAX_OUTPUT_BYTES = 262_144
+MAX_WORKERS = 64
+
+MAX_REPEAT = 20
+"""Most runs of one ``execute_tests`` call (``repeat``)."""
+
+MAX_DISCOVER_OFFSET = 10_000_000
+MAX_DISCOVER_LIMIT = 2000
+DEFAULT_DISCOVER_LIMIT = 100
+"""``discover_tests``' page: largest ``offset``, largest and default ``limit``."""
+
+
+# -- Server options --------------------------------------------------------------
+
+DEFAULT_MAX_TIMEOUT_S = 600.0
+"""``--max-timeout`` when not given, seconds."""
+
+TIMEOUT_LIMIT_S = 7 * 24 * 3600.0
+"""The largest timeout anyone may set (server option or tool argument), seconds: a week."""
+
+DEFAULT_MAX_CONCURRENT = 2
+"""``--max-concurrent`` when not given: the machine's cores are shared with the tests."""
+
+MAX_CONCURRENT_LIMIT = 64
+"""The largest ``--max-concurrent``."""
+
+
+# -- Coverage answers ------------------------------------------------------------
+
+COVERAGE_FILES_LISTED = 20
+"""Files with missed lines listed in a coverage answer (most missed lines first); the
+others are counted in ``omitted.files``. The same number bounds the files of
+``changed_not_run`` (the rest in ``omitted.changed_files``)."""
+
+RANGE_CHARS = 160
+"""Characters of missed-line ranges kept per file (``7, 12-13, ...``); the line numbers
+cut are counted in ``omitted.lines``."""
+
+
+# -- Running pytest --------------------------------------------------------------
+
+TAIL_BYTES = 8192
+"""Bytes of a child's stdout and of its stderr kept (the end)."""
+
+KILL_GRACE_S = 2.0
+"""Seconds between SIGTERM and SIGKILL when a run is stopped."""
+
+ON_TIMEOUT_S = 1.5
+"""Seconds the ``on_timeout`` hook of ``run_process`` may take before the group is killed."""
+
+PROBE_TIMEOUT_S = 60.0
+"""Seconds the project's interpreter gets to answer the probe (a cold start on a slow
+disk can take long)."""
+
+STACK_FRAMES = 6
+"""Frames kept of the running test's stack (the outermost two and the innermost rest)."""
+
+GIT_TIMEOUT_S = 10.0
+"""Seconds each git command may take before the change is treated as unknown."""
+
+REPORT_TIMEOUT_S = 120.0
+"""Seconds the project's interpreter gets to combine the data and write the JSON report."""
+
+
+# -- HTTP transport --------------------------------------------------------------
+
+DEFAULT_HTTP_PORT = 8765
+"""``--port`` when not given."""
+
+MIN_TOKEN_CHARS = 16
+"""Shortest token accepted: 16 characters of base64url are 96 bits, beyond guessing over HTTP."""
+
+MAX_REQUEST_BODY_BYTES = 4 * 1024 * 1024
+"""Largest request body, bytes (413 beyond). 4 MiB is above the largest call the tools
+accept, ``MAX_NODE_IDS`` node ids of ``MAX_NODE_ID_CHARS`` characters each
+written as ``\\uXXXX`` escapes (3 MB), so it never refuses a call validation would take."""
+
+MAX_SESSIONS = 32
+"""Open 2025-11-25 sessions at once (503 for one more); 2026-07-28 requests open none."""
+
+MAX_CONNECTIONS = 128
+"""Open connections and requests at once (uvicorn's ``limit_concurrency``; 503 beyond). A
+2025-11-25 client holds two (its notification stream and a call), a 2026-07-28 call one."""
+
+SESSION_IDLE_TIMEOUT_S = 30 * 60.0
+"""A 2025-11-25 session with no request in flight for this long is closed, seconds (its
+runs, if any, are killed): the end of a client that vanished without closing its session."""
+
+SHUTDOWN_GRACE_S = 5
+"""On SIGTERM/SIGINT/SIGHUP, how long the stopped calls may take to kill their pytest
+process groups (SIGTERM, then SIGKILL after ``KILL_GRACE_S``) and answer, and then
+how long open connections may take to close before uvicorn cancels them, seconds."""

@@ -1,0 +1,29 @@
+"""Type stub for the Rust extension (``rust/binding/lib.rs``).
+
+Kept in step with the extension by ``tests/test_native_stub.py``.
+"""
+
+from .models import Budgets
+
+FORMATS: list[str]
+"""The formats ``summarize_files`` reads besides ``auto``: junit, pytest-json, reportlog
+(the facade gives a report log to the pure backend when an older extension lacks it)."""
+
+def summarize_files(
+    paths: list[str],
+    format: str,
+    budgets: Budgets,
+    select: list[str] | None = None,
+    project: tuple[str, list[str]] | None = None,
+) -> bytes:
+    """Summarise report files (GIL released, files parsed in parallel); canonical JSON bytes.
+
+    ``budgets``: read from the model's attributes. ``select``: node-id selection entries,
+    or None for every test (docs/ENGINE.md, *Selection*). ``project``: (root, top-level
+    packages) of the project's own code, or None for the path-pattern rule
+    (docs/ENGINE.md, *Project code*). Raises ``models.ReportError`` (the class itself, not
+    a native copy), ``ValueError`` (unknown format, no paths), ``AttributeError`` (a
+    budget missing) or ``TypeError`` (a budget not a non-negative integer), naming it."""
+
+def version() -> str:
+    """The version of the report-core crate."""

@@ -1,0 +1,259 @@
+"""The report summary: pydantic models shared by the engine, the CLI and the MCP server.
+
+These models are the public shape of a summary (field names are a contract, see
+``docs/ENGINE.md``). They import nothing of the MCP SDK, so the CLI stays light.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+Outcome = Literal["passed", "failed", "error", "skipped", "xfailed", "xpassed"]
+Phase = Literal["setup", "call", "teardown"]
+ReportFormat = Literal["junit", "pytest-json", "reportlog"]
+ErrorKind = Literal[
+    "not_found",
+    "unreadable",
+    "not_a_report",
+    "malformed",
+    "forbidden",
+    "unsupported_encoding",
+    "mixed_formats",
+]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Budgets(_Frozen):
+    """How much of a report a summary keeps; everything cut is counted in ``Omitted``.
+
+    All values are integers. Defaults are chosen so a summary of a large failing suite
+    stays within a few kilobytes of text (see ``docs/ENGINE.md``, *Budgets*).
+    """
+
+    max_failures: int = Field(20, ge=0, le=10_000, description="failures listed")
+    max_traceback_lines: int = Field(40, ge=3, le=10_000, description="lines per traceback")
+    max_line_chars: int = Field(200, ge=8, le=100_000, description="characters per traceback line")
+    max_message_chars: int = Field(300, ge=8, le=100_000, description="characters per message")
+    max_output_bytes: int = Field(2048, ge=0, le=1_048_576, description="bytes of stdout/stderr tail per failure")
+    max_groups: int = Field(10, ge=0, le=10_000, description="failure groups listed")
+    max_examples: int = Field(3, ge=0, le=1_000, description="example node ids per group")
+    max_slowest: int = Field(5, ge=0, le=1_000, description="slowest tests listed")
+    max_collection_errors: int = Field(20, ge=0, le=10_000, description="collection errors listed")
+    max_log_bytes: int = Field(2048, ge=0, le=1_048_576, description="bytes of captured log records tail per failure")
+    max_frame_context_lines: int = Field(
+        3, ge=0, le=10_000, description="non-blank source lines kept before a traceback frame's `>` line"
+    )
+
+
+def budget_bounds(name: str) -> tuple[int, int]:
+    """The (smallest, largest) value ``Budgets`` accepts for the field ``name``
+    (e.g. ``budget_bounds("max_traceback_lines") == (3, 10_000)``), read from the model
+    so that the tool parameters that set a budget share its bounds.
+    Raises ``KeyError`` for an unknown field."""
+    low: int | None = None
+    high: int | None = None
+    for item in Budgets.model_fields[name].metadata:
+        low = getattr(item, "ge", low)
+        high = getattr(item, "le", high)
+    if low is None or high is None:
+        raise TypeError(f"Budgets.{name} has no ge/le bounds; give the field both")
+    return low, high
+
+
+class Counts(_Frozen):
+    """Tests by outcome (pytest semantics). ``total`` is the sum of the six outcomes;
+    a collection error counts as one ``errors``; ``flaky`` tests are also counted by
+    their final outcome.
+
+    Subtests (unittest's ``subTest``, pytest 9's ``subtests`` fixture) are counted apart:
+    ``subtests_passed``, ``subtests_failed``. A test with failed subtests is counted
+    ``failed``; ``passed_with_failed_subtests`` of those pytest itself counts as passed
+    (unittest's). pytest's summary line is then: ``failed + subtests_failed -
+    passed_with_failed_subtests`` failed, ``passed + passed_with_failed_subtests`` passed,
+    ``subtests_passed`` subtests passed (docs/ENGINE.md, *Subtests*)."""
+
+    total: int
+    passed: int
+    failed: int
+    errors: int
+    skipped: int
+    xfailed: int
+    xpassed: int
+    flaky: int
+    subtests_passed: int = 0
+    subtests_failed: int = 0
+    passed_with_failed_subtests: int = 0
+
+
+class Location(_Frozen):
+    """Where a failure happened: ``path`` as the report gives it, ``line`` 1-based."""
+
+    path: str
+    line: int | None
+
+
+class Failure(_Frozen):
+    """One failed or errored test, with its traceback cut down to what matters.
+
+    ``subtest``: set when the entry is one failed subtest of the test ``node_id``: its
+    label as pytest prints it (``[msg] (i=1)``), ``""`` when the report does not name it.
+    ``log``: the test's captured log records, one per line (``LEVEL    logger:file:N msg``).
+    ``traceback``: the text to show, final (cut and tidied by the engine: docs/ENGINE.md,
+    *Traceback cutting*); ``traceback_lines_omitted``: the lines of the report's text the
+    cut left out of it (its ``... [N lines omitted]`` markers, as a number);
+    ``message_in_traceback``: an ``E`` line of ``traceback`` says ``exception: message``
+    (an entry in full then writes no message line of its own).
+    """
+
+    node_id: str
+    subtest: str | None = None
+    outcome: Literal["failed", "error"]
+    phase: Phase | None
+    exception: str | None
+    message: str
+    message_in_traceback: bool = False
+    location: Location | None
+    traceback: str = ""
+    traceback_lines_omitted: int = 0
+    stdout: str | None = None
+    stderr: str | None = None
+    log: str | None = None
+    group: str
+
+
+class Group(_Frozen):
+    """Failures that share a cause: the same exception type raised at the same line of
+    the project's non-test code, else at the same assertion site with the same
+    normalised message (docs/ENGINE.md, *Groups*). ``message`` and ``location`` are
+    those of its first failure (listed first among the failures)."""
+
+    id: str
+    count: int
+    exception: str | None
+    message: str
+    location: Location | None
+    examples: list[str] = Field(default_factory=list)
+
+
+class ProjectCode(_Frozen):
+    """The project whose code an answer is about (docs/ENGINE.md, *Project code*):
+    ``root``, its absolute root directory, and ``packages``, the top-level import names
+    it installs (packages or single modules, e.g. ``["mypkg", "helpers"]``). A frame
+    under ``root`` (outside site-packages) or inside ``site-packages/<package>`` is the
+    project's own code; every other frame is library code.
+
+    Raises ``pydantic.ValidationError`` for a relative root or a package name that is not
+    a Python identifier.
+    """
+
+    root: str = Field(min_length=1, max_length=4096)
+    packages: tuple[str, ...] = Field((), max_length=10_000)
+
+    @field_validator("root")
+    @classmethod
+    def _absolute_root(cls, root: str) -> str:
+        if not (root.startswith(("/", "\\")) or (len(root) >= 3 and root[1] == ":" and root[2] in "/\\")):
+            raise ValueError(f"root must be an absolute path, not {root!r}")
+        return root
+
+    @field_validator("packages")
+    @classmethod
+    def _identifiers(cls, packages: tuple[str, ...]) -> tuple[str, ...]:
+        bad = [p for p in packages if not p.isidentifier()]
+        if bad:
+            raise ValueError(f"package names must be Python identifiers (import names), not {bad[:3]!r}")
+        return tuple(sorted(set(packages)))
+
+
+class CollectionError(_Frozen):
+    """A module or file that failed to collect; ``location`` is the innermost frame of
+    its traceback (``path:line``), ``traceback`` cut like a failure's (not tidied: the
+    shown-traceback rules are for failures), ``traceback_lines_omitted`` the lines the cut
+    left out of it."""
+
+    path: str
+    exception: str | None
+    message: str
+    location: Location | None = None
+    traceback: str = ""
+    traceback_lines_omitted: int = 0
+
+
+class SlowTest(_Frozen):
+    """A slow test; ``duration_s`` in seconds."""
+
+    node_id: str
+    duration_s: float
+
+
+class Omitted(_Frozen):
+    """What the budgets cut, so that truncation is never silent (counts of items,
+    lines and bytes)."""
+
+    failures: int = 0
+    groups: int = 0
+    collection_errors: int = 0
+    traceback_lines: int = 0
+    output_bytes: int = 0
+    text_bytes: int = 0
+
+
+class ReportSummary(_Frozen):
+    """A compact summary of one or more JUnit XML, pytest-json-report or pytest report-log files.
+
+    ``duration_s``: pytest's session time in seconds when the report says it
+    (pytest-json-report's ``duration``; a report log's SessionFinish ``duration``, else
+    its last report ``stop`` minus its first ``start``), else the sum of the test
+    durations; several files add up. ``tests_duration_s``: the sum of the test durations
+    in seconds (tests run in parallel count each).
+    ``files`` lists the input paths in the order given. ``unmatched``: with a node-id
+    selection, its entries (as given, in order) that selected no failing/erroring test
+    and no collection error; always ``[]`` without one. See ``docs/ENGINE.md``.
+    """
+
+    format: ReportFormat
+    files: list[str]
+    counts: Counts
+    duration_s: float
+    tests_duration_s: float
+    failures: list[Failure]
+    groups: list[Group]
+    collection_errors: list[CollectionError] = Field(default_factory=list)
+    slowest: list[SlowTest] = Field(default_factory=list)
+    omitted: Omitted = Field(default_factory=Omitted)
+    unmatched: list[str] = Field(default_factory=list)
+    truncated: list[str] = Field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """True when no test failed or errored (0 tests is ok here; callers that run
+        tests treat an empty run separately)."""
+        return self.counts.failed == 0 and self.counts.errors == 0
+
+    def to_json(self) -> bytes:
+        """The canonical JSON bytes (the same bytes both backends write)."""
+        import orjson
+
+        return orjson.dumps(self.model_dump(mode="json"))
+
+
+class ReportError(Exception):
+    """A report that cannot be summarised.
+
+    ``kind`` is one of ``ErrorKind``; ``path`` the file; ``position`` where reading
+    stopped (``"line 3, column 7"``, ``"byte 1042"``) or None; ``message`` says what
+    happened and what to do.
+    """
+
+    def __init__(self, kind: str, path: str, message: str, position: str | None = None) -> None:
+        self.kind = kind
+        self.path = path
+        self.position = position
+        self.message = message
+        where = f"{path}" + (f" ({position})" if position else "")
+        super().__init__(f"{where}: {message}")

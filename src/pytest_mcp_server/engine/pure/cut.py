@@ -1,0 +1,695 @@
+"""Traceback cutting, and the line rules it shares with the builder (location lines,
+whitespace, capping): the twin of ``rust/core/src/cut.rs``, rule for rule.
+
+The rules are in docs/ENGINE.md, *Traceback cutting* (exact edge cases: the module docs
+of ``cut.rs``); ``tests/test_rules_parity.py`` checks both backends give the same output.
+Character counts are code points (``len``), which equal Rust's Unicode scalar values for
+every string a parser yields.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from itertools import islice
+
+from pytest_mcp_server.engine.models import Budgets
+
+from .project import LIBRARY, TEST, ProjectCode, classify, display_path
+from .text import U64_MAX
+
+Frame = tuple[str, int]
+"""(path as the traceback gives it, line)."""
+
+# The whitespace the line rules strip (ASCII: space, tab, LF, CR, VT, FF), and other ASCII classes.
+WHITESPACE = " \t\n\r\x0b\x0c"
+_DIGITS = frozenset("0123456789")
+_SEPARATORS = frozenset("/\\")
+_LETTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
+
+
+def strip(s: str) -> str:
+    """``s`` without leading and trailing ``WHITESPACE``."""
+    return s.strip(WHITESPACE)
+
+
+def chomp(line: str) -> str:
+    """A line as ``cut_traceback`` and the message rules read it: one trailing ``\\r`` removed."""
+    return line[:-1] if line.endswith("\r") else line
+
+
+def _is_e_line(line: str) -> bool:
+    return line.startswith("E ") or line == "E"
+
+
+def capped(s: str, max_chars: int) -> str:
+    """``s`` cut to ``max_chars`` code points: a longer one keeps ``max_chars - 1`` and
+    ends with ``…`` (docs/ENGINE.md, *Messages*, *Traceback cutting* step 9)."""
+    if len(s) > max_chars:
+        return s[: max(max_chars - 1, 0)] + "…"
+    return s
+
+
+def _location_tail(line: str, colon: int) -> tuple[int, str] | None:
+    """``:N:`` + (space | end) at index ``colon``: (N, rest)."""
+    start = end = colon + 1
+    n = len(line)
+    while end < n and line[end] in _DIGITS:
+        end += 1
+    if end == start or end >= n or line[end] != ":":
+        return None
+    number = int(line[start:end])
+    if number > U64_MAX:
+        return None
+    if end + 1 == n:
+        return number, ""
+    if line[end + 1] == " ":
+        return number, line[end + 2 :]
+    return None
+
+
+def parse_location(line: str) -> tuple[str, int, str] | None:
+    """A ``path:N: rest`` line -> (path, N, rest), else None (rules: ``cut.rs``).
+
+    The path is ``\\S[^:]*`` (tried first) or a Windows drive ``[A-Za-z]:[\\\\/][^:]*``;
+    lines starting with whitespace, ``>``, ``E `` or equal to ``E`` never match.
+    """
+    if not line:
+        return None
+    first = line[0]
+    if first in WHITESPACE or first == ">" or _is_e_line(line):
+        return None
+    colon = line.find(":", 1)
+    if colon != -1:
+        tail = _location_tail(line, colon)
+        if tail is not None:
+            return line[:colon], tail[0], tail[1]
+    if len(line) > 3 and first in _LETTERS and line[1] == ":" and line[2] in _SEPARATORS:
+        colon = line.find(":", 3)
+        if colon != -1:
+            tail = _location_tail(line, colon)
+            if tail is not None:
+                return line[:colon], tail[0], tail[1]
+    return None
+
+
+def native_frame(line: str) -> Frame | None:
+    """(path, N) of a Python native-format frame line ``  File "path", line N, in f``
+    (N decimal digits that fit in 64 bits)."""
+    t = line.lstrip(WHITESPACE)
+    if not t.startswith('File "'):
+        return None
+    t = t[6:]
+    close = t.find('"')
+    if close == -1:
+        return None
+    after = t[close + 1 :]
+    if not after.startswith(", line "):
+        return None
+    end = 7
+    while end < len(after) and after[end] in _DIGITS:
+        end += 1
+    if end == 7:
+        return None
+    number = int(after[7:end])
+    return (t[:close], number) if number <= U64_MAX else None
+
+
+def _is_separator_line(line: str) -> bool:
+    t = strip(line)
+    return len(t) >= 3 and len(t) % 2 == 1 and t == "_ " * (len(t) // 2) + "_"
+
+
+_CHAIN_LINES = (
+    "The above exception was the direct cause of the following exception:",
+    "During handling of the above exception, another exception occurred:",
+)
+
+
+def _is_chain_line(line: str) -> bool:
+    return strip(line) in _CHAIN_LINES
+
+
+_JAVA_LIBRARY_PREFIXES = (
+    "java.",
+    "javax.",
+    "jdk.",
+    "sun.",
+    "org.junit.",
+    "junit.",
+    "org.apache.maven.",
+    "org.hamcrest.",
+)
+
+
+def _is_java_library_frame(line: str) -> bool:
+    t = line.lstrip(" \t")
+    if len(t) == len(line) or not t.startswith("at "):
+        return False
+    return t[3:].startswith(_JAVA_LIBRARY_PREFIXES)
+
+
+def _is_essential(line: str) -> bool:
+    return _is_e_line(line) or line.startswith(">") or parse_location(line) is not None
+
+
+def _indentation(line: str) -> int:
+    return len(line) - len(line.lstrip(WHITESPACE))
+
+
+def cut_traceback(
+    text: str,
+    max_lines: int,
+    max_line_chars: int,
+    project: ProjectCode | None = None,
+    context_lines: int | None = None,
+) -> tuple[str, int]:
+    """Cut a failure's long representation down (docs/ENGINE.md, *Traceback cutting*).
+
+    Returns (cut text joined by ``\\n``, number of input lines dropped). ``max_lines``
+    (at least 3) is the most lines returned, marker lines included; a kept line longer
+    than ``max_line_chars`` (at least 8) code points keeps ``max_line_chars - 1`` and
+    ``…``. ``project``: which frames are library code (``project.classify``; None: the
+    path-pattern rule), and with one, kept frame lines show their path through
+    ``project.display_path``. ``context_lines`` (>= 0, the ``max_frame_context_lines``
+    budget; None: its default): the non-blank lines kept before a frame's first ``>``
+    line (step 4).
+    Exact rules: the top of ``rust/core/src/cut.rs``.
+    """
+    shown, omitted = _cut_lines(text, max_lines, max_line_chars, project, context_lines)
+    return _joined(shown), omitted
+
+
+def _cut_lines(
+    text: str, max_lines: int, max_line_chars: int, project: ProjectCode | None, context_lines: int | None
+) -> tuple[list[str | int], int]:
+    """``cut_traceback``'s lines before they are joined: kept lines (capped, paths as
+    shown) and markers (an int: the lines it stands for), and the input lines dropped."""
+    max_lines = max(max_lines, 3)
+    max_line_chars = max(max_line_chars, 8)
+    if context_lines is None:
+        context_lines = Budgets().max_frame_context_lines
+
+    # Step 1.
+    all_lines = [chomp(line) for line in text.split("\n")]
+    first = next((i for i, line in enumerate(all_lines) if strip(line)), None)
+    if first is None:
+        return [], 0
+    last = next(i for i in range(len(all_lines) - 1, -1, -1) if strip(all_lines[i]))
+    lines = all_lines[first : last + 1]
+    n = len(lines)
+    dropped = [False] * n
+    classes: dict[str, int] = {}
+
+    def is_library(path: str) -> bool:
+        kind = classes.get(path)
+        if kind is None:
+            kind = classes[path] = classify(path, project)
+        return kind == LIBRARY
+
+    # Step 2: frames (start, end, block, section_end) and blocks.
+    frames: list[tuple[int, int, int, bool]] = []
+    block_separator: list[int | None] = [None]
+    frame_start = 0
+    frame_has_text = False
+    for i, line in enumerate(lines):
+        separator = _is_separator_line(line)
+        chain = not separator and _is_chain_line(line)
+        if separator or chain:
+            frames.append((frame_start, i, len(block_separator) - 1, chain))
+            block_separator.append(i if separator else None)
+            frame_start = i + 1
+            frame_has_text = False
+            continue
+        if frame_has_text:
+            loc = parse_location(line)
+            if loc is not None and loc[2].startswith("in "):
+                frames.append((frame_start, i, len(block_separator) - 1, False))
+                frame_start = i
+        if strip(line):
+            frame_has_text = True
+    frames.append((frame_start, n, len(block_separator) - 1, True))
+
+    block_kept = [False] * len(block_separator)
+    for start, end, block, section_end in frames:
+        path = None
+        for j in range(end - 1, start - 1, -1):
+            loc = parse_location(lines[j])
+            if loc is not None:
+                path = loc[0]
+                break
+        else:
+            for j in range(start, end):
+                native = native_frame(lines[j])
+                if native is not None:
+                    path = native[0]
+                    break
+        if not section_end and path is not None and is_library(path):
+            for j in range(start, end):
+                dropped[j] = True
+        else:
+            block_kept[block] = True
+    for block, separator_index in enumerate(block_separator):
+        if separator_index is not None and not block_kept[block]:
+            dropped[separator_index] = True
+
+    # Step 3: native-format and Java library frames in the kept lines.
+    i = 0
+    while i < n:
+        if dropped[i]:
+            i += 1
+            continue
+        native = native_frame(lines[i])
+        if native is not None:
+            indent = _indentation(lines[i])
+            end = i + 1
+            while end < n and not dropped[end] and strip(lines[end]) and _indentation(lines[end]) > indent:
+                end += 1
+            if is_library(native[0]):
+                for j in range(i, end):
+                    dropped[j] = True
+            i = end
+            continue
+        if _is_java_library_frame(lines[i]):
+            dropped[i] = True
+        i += 1
+
+    # Steps 4-5: before a frame's first `>` line, its last `context_lines` non-blank
+    # lines and what follows them stay; earlier lines go unless essential (or at most one is not blank).
+    for start, end, _block, _section_end in frames:
+        arrow = next((j for j in range(start, end) if not dropped[j] and lines[j].startswith(">")), None)
+        if arrow is None:
+            continue
+        # The `context_lines`-th non-blank line before the arrow (0: the arrow itself).
+        keep_from = arrow
+        if context_lines > 0:
+            before = (j for j in range(arrow - 1, start - 1, -1) if not dropped[j] and strip(lines[j]))
+            keep_from = next(islice(before, context_lines - 1, None), start)
+        # At most one non-blank line before the kept context (pytest's blank line after a
+        # separator, a `def` line): a marker would take as many lines, so nothing goes.
+        if sum(1 for j in range(start, keep_from) if not dropped[j] and strip(lines[j])) <= 1:
+            continue
+        for j in range(start, keep_from):
+            if not _is_essential(lines[j]):
+                dropped[j] = True
+
+    # Step 7 (runs of dropped lines -> one marker: an int), then step 6 (head + tail).
+    pieces: list[str | int] = []
+    for j, is_dropped in enumerate(dropped):
+        if is_dropped:
+            _add_gap(pieces, 1)
+        else:
+            pieces.append(lines[j])
+    if len(pieces) > max_lines:
+        head = max_lines // 3
+        tail = max_lines - head - 1
+        middle = sum(p if isinstance(p, int) else 1 for p in pieces[head : len(pieces) - tail])
+        cut: list[str | int] = pieces[:head]
+        _add_gap(cut, middle)
+        for p in pieces[len(pieces) - tail :]:
+            if isinstance(p, int):
+                _add_gap(cut, p)
+            else:
+                cut.append(p)
+        pieces = cut
+
+    # Steps 8-9.
+    shown: list[str | int] = []
+    omitted = 0
+    for p in pieces:
+        if isinstance(p, int):
+            omitted += p
+            shown.append(p)
+        else:
+            shown.append(capped(p if project is None else _display_line(p, project), max_line_chars))
+    return shown, omitted
+
+
+def _joined(shown: list[str | int]) -> str:
+    """The lines joined by ``\n``, markers written ``... [N lines omitted]``."""
+    return "\n".join(f"... [{p} lines omitted]" if isinstance(p, int) else p for p in shown)
+
+
+def _display_line(line: str, project: ProjectCode) -> str:
+    """A kept line with the path of a location line or native-format frame line shown
+    through ``display_path``; other lines unchanged."""
+    loc = parse_location(line)
+    if loc is not None:
+        return display_path(loc[0], project) + line[len(loc[0]) :]
+    native = native_frame(line)
+    if native is not None:
+        start = line.index('"') + 1
+        return line[:start] + display_path(native[0], project) + line[start + len(native[0]) :]
+    return line
+
+
+def _add_gap(pieces: list[str | int], n: int) -> None:
+    if pieces and isinstance(pieces[-1], int):
+        pieces[-1] += n
+    else:
+        pieces.append(n)
+
+
+def _frames(text: str) -> Iterator[Frame]:
+    """Every frame line of ``text`` in order: location lines and native-format lines."""
+    for raw in text.split("\n"):
+        line = chomp(raw)
+        loc = parse_location(line)
+        if loc is not None:
+            yield loc[0], loc[1]
+            continue
+        native = native_frame(line)
+        if native is not None:
+            yield native
+
+
+class DeepestFrames:
+    """The last (innermost) frame of ``text`` of each kind of project code:
+    ``code`` (project or test), ``non_test`` (project, not test) and ``test``; each a
+    ``(path, line)`` as the text gives it, or None."""
+
+    __slots__ = ("code", "non_test", "test")
+
+    def __init__(self, text: str, project: ProjectCode | None) -> None:
+        self.code: Frame | None = None
+        self.non_test: Frame | None = None
+        self.test: Frame | None = None
+        classes: dict[str, int] = {}
+        for frame in _frames(text):
+            kind = classes.get(frame[0])
+            if kind is None:
+                kind = classes[frame[0]] = classify(frame[0], project)
+            if kind == LIBRARY:
+                continue
+            self.code = frame
+            if kind == TEST:
+                self.test = frame
+            else:
+                self.non_test = frame
+
+
+# --------------------------------------------------------------------------------------
+# The shown traceback: what a listed failure's traceback says after the cut
+# (docs/ENGINE.md, *Traceback cutting*, "The shown traceback"); the twin of the rules at
+# the end of ``rust/core/src/cut.rs``. Lines are ``str``, markers ``int`` (the lines a
+# marker stands for): no rule matches a marker's text.
+
+Shown = list[str | int]
+
+SHOWN_SEPARATOR = "_ _ _ _ _"
+"""The separator of two frames as shown: the boundary stays, its width goes."""
+REPEAT_BLOCK_LINES = 4
+"""Longest block of lines whose consecutive repeats rule 8 folds into one count."""
+_WORD = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+_HEX = frozenset("0123456789abcdefABCDEF")
+_CARET_CHARS = frozenset("^~")
+
+
+def shown_traceback(
+    text: str,
+    max_lines: int,
+    max_line_chars: int,
+    project: ProjectCode | None,
+    context_lines: int | None,
+    node_id: str,
+    location: tuple[str, int | None] | None,
+    exception: str | None,
+) -> tuple[str, int]:
+    """A listed failure's traceback: ``cut_traceback``, then the shown-traceback rules
+    (docs/ENGINE.md, *Traceback cutting*, "The shown traceback"). ``node_id``,
+    ``location`` (path as shown, line) and ``exception``: the failure's, as listed.
+    Returns (text, input lines dropped by the cut: the sum of the markers the cut
+    wrote, whether or not a rule folded one away)."""
+    shown, omitted = _cut_lines(text, max_lines, max_line_chars, project, context_lines)
+    _without_closing_line(shown, location, exception)
+    shown = _last_frame_carets(shown)
+    shown = _without_own_instance(shown, node_id)
+    shown = _without_restated_diff(shown)
+    shown = _without_rerun_hints(shown)
+    shown = _without_redundant_full_diff(shown)
+    return _joined(_fold_repeats(shown)), omitted
+
+
+def _is_blank(line: str | int) -> bool:
+    """A line of whitespace only (a marker never is)."""
+    return isinstance(line, str) and not strip(line)
+
+
+def _without_closing_line(shown: Shown, location: tuple[str, int | None] | None, exception: str | None) -> None:
+    """Rule 1: pytest's closing ``path:line: ExceptionName`` line, when it says the
+    listed location and the exception's last dotted name, and the blank lines before it."""
+    if location is None or location[1] is None or not exception:
+        return
+    closing = f"{location[0]}:{location[1]}: {exception.rpartition('.')[2]}"
+    if shown and shown[-1] == closing:
+        shown.pop()
+        while shown and _is_blank(shown[-1]):
+            shown.pop()
+
+
+def _is_caret_line(line: str) -> bool:
+    t = strip(line)
+    return bool(t) and all(c in _CARET_CHARS for c in t)
+
+
+def _starts_frame(line: str) -> bool:
+    """A separator, or a short-style entry header (``a.py:3: in f``)."""
+    if _is_separator_line(line):
+        return True
+    loc = parse_location(line)
+    return loc is not None and loc[2].startswith("in ")
+
+
+def _last_frame_carets(shown: Shown) -> Shown:
+    """Rules 2-3: caret lines only in the last frame, longer separators written
+    ``SHOWN_SEPARATOR`` (a line only gets shorter)."""
+    last_start = next((i for i in range(len(shown) - 1, -1, -1) if _text_is(shown[i], _starts_frame)), 0)
+    out: Shown = []
+    for i, line in enumerate(shown):
+        if isinstance(line, str):
+            if i < last_start and _is_caret_line(line):
+                continue
+            if len(line) > len(SHOWN_SEPARATOR) and _is_separator_line(line):
+                line = SHOWN_SEPARATOR
+        out.append(line)
+    return out
+
+
+def _text_is(line: str | int, rule: Callable[[str], bool]) -> bool:
+    return isinstance(line, str) and rule(line)
+
+
+def _instance_class(line: str) -> str | None:
+    """The class of ``self = <pkg.mod.Cls object at 0x7f...>`` or ``self = <pkg.mod.Cls
+    testMethod=test_x>`` (ASCII word characters), else None."""
+    if not (line.startswith("self = <") and line.endswith(">")):
+        return None
+    inner = line[8:-1]
+    qualified, space, rest = inner.partition(" ")
+    if not space or not qualified or not all(c in _WORD or c == "." for c in qualified):
+        return None
+    dot = qualified.rfind(".")
+    prefix, cls = qualified[: dot + 1], qualified[dot + 1 :]
+    if not cls or len(prefix) == 1:
+        return None
+    if rest.startswith("object at 0x"):
+        digits = rest[12:]
+        valid = bool(digits) and all(c in _HEX for c in digits)
+    elif rest.startswith("testMethod="):
+        name = rest[11:]
+        valid = bool(name) and all(c in _WORD for c in name)
+    else:
+        valid = False
+    return cls if valid else None
+
+
+def _without_own_instance(shown: Shown, node_id: str) -> Shown:
+    """Rule 4: the ``self`` line of the test's own instance (a class the node id names)
+    and the blank line after it."""
+    classes = node_id.split("[", 1)[0].split("::")[1:]
+    out: Shown = []
+    skip_blank = False
+    for line in shown:
+        if skip_blank and _is_blank(line):
+            skip_blank = False
+            continue
+        skip_blank = False
+        if isinstance(line, str) and _instance_class(line) in classes:
+            skip_blank = True
+            continue
+        out.append(line)
+    return out
+
+
+def _diff_line(line: str | int) -> tuple[str, str] | None:
+    """``E``, whitespace, ``-`` or ``+``, a space, the rest: (sign, rest)."""
+    if not isinstance(line, str) or not line.startswith("E"):
+        return None
+    t = line[1:].lstrip(WHITESPACE)
+    if len(t) == len(line) - 1 or t[:1] not in ("-", "+") or t[1:2] != " ":
+        return None
+    return t[0], t[2:]
+
+
+def _without_restated_diff(shown: Shown) -> Shown:
+    """Rule 5: pytest's two-line diff of two strings when it only restates the
+    ``assert`` line above it (``E  assert 'B' == 'C'``, ``E``, ``E  - C``, ``E  + B``,
+    the last ``E`` lines)."""
+    out = list(shown)
+
+    def text(k: int) -> str | None:
+        line = out[k] if k < len(out) else None
+        return line if isinstance(line, str) else None
+
+    for i in range(len(out) - 3, 0, -1):
+        blank_e, after = text(i), text(i + 3)
+        if blank_e is None or strip(blank_e) != "E" or (after is not None and after.startswith("E")):
+            continue
+        minus, plus = _diff_line(text(i + 1) or ""), _diff_line(text(i + 2) or "")
+        if minus is None or plus is None or minus[0] != "-" or plus[0] != "+":
+            continue
+        assertion = text(i - 1)
+        if assertion is not None and assertion.startswith("E ") and assertion.endswith(f"'{plus[1]}' == '{minus[1]}'"):
+            del out[i : i + 3]
+    return out
+
+
+_RERUN_HINT_ENDS = (
+    ", use -vv to show",
+    ", use -v to show",
+    " use -vv to show",
+    " use -v to show",
+    ", use '-vv' to show",
+    ", use '-v' to show",
+)
+"""pytest's advice to re-run verbose at a line's end (``_pytest/assertion/util.py``,
+``truncate.py``), longest first."""
+_RERUN_HINT_LINES = ("Use -v to get more diff", "Use -v to get the full diff")
+"""pytest's advice as a whole line: ``E`` + whitespace + one of these."""
+
+
+def _without_rerun_hint(line: str) -> str | None:
+    """``line`` without pytest's advice to re-run verbose; None when nothing else is
+    left but whitespace or a bare ``E``."""
+    after = line[1:].lstrip(WHITESPACE)
+    if line.startswith("E") and len(after) < len(line) - 1 and after in _RERUN_HINT_LINES:
+        kept = ""
+    else:
+        end = next((end for end in _RERUN_HINT_ENDS if line.endswith(end)), None)
+        if end is None:
+            return line
+        kept = line[: len(line) - len(end)]
+    return kept if strip(kept) not in ("", "E") else None
+
+
+def _without_rerun_hints(shown: Shown) -> Shown:
+    """Rule 6: pytest's advice to re-run verbose (an agent cannot add options)."""
+    out: Shown = []
+    for line in shown:
+        kept = _without_rerun_hint(line) if isinstance(line, str) else line
+        if kept is not None:
+            out.append(kept)
+    return out
+
+
+def _e_text(line: str | int) -> tuple[str, str] | None:
+    """An ``E`` line: (the whitespace after ``E``, the text after it)."""
+    if not isinstance(line, str) or not line.startswith("E"):
+        return None
+    text = line[1:].lstrip(WHITESPACE)
+    return line[1 : len(line) - len(text)], text
+
+
+def _without_redundant_full_diff(shown: Shown) -> Shown:
+    """Rule 7: pytest's ``Full diff:`` block when the lines above say it (a dict's
+    ``Differing items:``, or an ``assert a == b`` line with both sides whole) becomes one
+    line saying how many lines it held (markers inside it counted by their lines)."""
+    out: Shown = []
+    differing = False
+    whole_sides = False
+    i = 0
+    while i < len(shown):
+        e = _e_text(shown[i])
+        if e is None:
+            differing = whole_sides = False
+            out.append(shown[i])
+            i += 1
+            continue
+        ws, text = e
+        if text == "Differing items:":
+            differing = True
+        said = text.removeprefix("AssertionError: ")
+        if said.startswith("assert ") and " == " in said:
+            whole_sides = not said.endswith("…") and "..." not in said  # pytest < 8 cuts reprs with "..."
+        if (differing or whole_sides) and text.startswith("Full diff:"):
+            j = i + 1
+            left_out = 0
+            while j < len(shown):
+                line = shown[j]
+                if isinstance(line, int):
+                    left_out += line
+                else:
+                    inner = _e_text(line)
+                    if inner is None or len(inner[0]) < len(ws) or not inner[1]:
+                        break
+                    left_out += 1
+                j += 1
+            if left_out:
+                why = "the differing items above" if differing else "both sides are whole in the assert line above"
+                out.append(f"E{ws}Full diff: [{left_out} lines left out: {why}]")
+                i = j
+                continue
+        out.append(shown[i])
+        i += 1
+    return out
+
+
+def _fold_repeats(lines: Shown) -> Shown:
+    """Rule 8: each run of a repeated block (1 to ``REPEAT_BLOCK_LINES`` lines, one not
+    blank) written once and followed by ``... [the N lines above repeat M more times]``,
+    when that saves at least two lines."""
+    out: Shown = []
+    i = 0
+    while i < len(lines):
+        best_period, best_repeats = 0, 0
+        for period in range(1, REPEAT_BLOCK_LINES + 1):
+            block = lines[i : i + period]
+            if len(block) < period or all(_is_blank(line) for line in block):
+                break
+            repeats = 1
+            while lines[i + repeats * period : i + (repeats + 1) * period] == block:
+                repeats += 1
+            if (repeats - 1) * period > max(best_repeats - 1, 0) * best_period:
+                best_period, best_repeats = period, repeats
+        if best_period and (best_repeats - 1) * best_period >= 2:
+            out.extend(lines[i : i + best_period])
+            what = "line above repeats" if best_period == 1 else f"{best_period} lines above repeat"
+            out.append(f"... [the {what} {best_repeats - 1} more times]")
+            i += best_repeats * best_period
+        else:
+            out.append(lines[i])
+            i += 1
+    return out
+
+
+def says_message(shown: str, exception: str | None, message: str) -> bool:
+    """True when an ``E `` line of the shown traceback ``shown`` says the failure's
+    ``exception: message`` (its message alone without an exception), whole or as far as
+    the shorter of the two was kept (traceback lines and messages are cut at different
+    lengths, each ending with ``…``): the entry then needs no message line of its own.
+    ``AssertionError: assert …`` is said by ``E  assert …`` (pytest's rewritten
+    assertion does not name its exception). docs/ENGINE.md, *The shown traceback*."""
+    what = (f"{exception}: {message}" if exception else message).removesuffix("…")
+    for line in shown.split("\n"):
+        if not line.startswith("E "):
+            continue
+        said = strip(line[2:]).removesuffix("…")
+        wanted = what
+        if wanted.startswith("AssertionError: assert "):
+            said = said.removeprefix("AssertionError: ")
+            wanted = wanted.removeprefix("AssertionError: ")
+        if wanted in said:
+            return True
+        shorter = min(len(said), len(wanted))
+        if shorter >= 40 and said[:shorter] == wanted[:shorter]:
+            return True
+    return False

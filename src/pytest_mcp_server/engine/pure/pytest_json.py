@@ -1,0 +1,1130 @@
+"""Streaming pytest-json-report parser, the pure twin of ``rust/core/src/pytest_json.rs``.
+
+The document is read once with ijson's event parser (the yajl2_c backend when it is
+installed), so memory does not grow with the report: only the test being read is held,
+with its texts capped as docs/ENGINE.md (*Text capping*) says. ijson hands whole strings,
+so ``_CheckedReader`` cuts the middle out of a string too long to be kept whole before
+yajl sees it (validating and counting what it drops); the parser adds the count where
+the capped value is used. Memory is a few MB whatever the size of one string.
+
+JSON validity must match the native lexer exactly. yajl deviates from RFC 8259 in two
+ways, which ``_CheckedReader`` corrects before yajl sees the bytes: it decodes a lone
+surrogate escape (``\\ud800``) to ``?`` instead of failing, and it takes vertical tab and
+form feed for whitespace. ``use_float=True`` makes yajl refuse integers beyond
+±(2^63-1) and numbers that overflow a double, the documented range limits.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
+from typing import IO, Any, TypedDict
+
+import ijson
+
+from pytest_mcp_server.engine.models import ReportError
+
+from .records import CollectionErrorRecord, Emit, TestRecord
+from .text import ATTR_CAP, TEXT_HEAD, TEXT_TAIL, HeadTail, duration_us_from_float
+
+try:  # the C backend: fast, and the one whose behaviour the parity tests pin down
+    _ijson = ijson.get_backend("yajl2_c")
+except ImportError:  # pragma: no cover - wheels without the C extension
+    _ijson = ijson
+
+# Deepest nesting of arrays/objects accepted; the root object is level 1 (lexer.rs).
+MAX_DEPTH = 1024
+
+# yajl re-scans a token that spans reads from its start at every read, so a token of n
+# bytes read in chunks of c costs O(n^2 / c). Strings never span reads (the reader holds
+# an open string back, and cuts a long one), but a long number can: outside strings the
+# reader doubles its read size while the bytes hold no '"', up to _MAX_READ_SIZE.
+_READ_SIZE = 1024 * 1024
+_MAX_READ_SIZE = 32 * 1024 * 1024
+_FINAL_OUTCOMES = ("passed", "failed", "error", "skipped", "xfailed", "xpassed")
+_PROBLEMS = ("failed", "error")
+_PHASES = ("setup", "call", "teardown")
+# The keys read in each object, with the ijson event their value must start with (None:
+# the caller checks). Any other key is skipped, duplicates of it too.
+_REPORT_KINDS = {
+    "exitcode": None,
+    "duration": "number",
+    "summary": None,
+    "root": "string",
+    "collectors": "start_array",
+    "tests": "start_array",
+}
+_COLLECTOR_KINDS = {"nodeid": "string", "outcome": "string", "longrepr": "string"}
+_TEST_KINDS = {"nodeid": "string", "outcome": "string", **dict.fromkeys(_PHASES, "start_map")}
+_PHASE_KINDS = {
+    "duration": "number",
+    "outcome": "string",
+    "longrepr": "string",
+    "crash": "start_map",
+    "stdout": "string",
+    "stderr": "string",
+    "log": None,  # lenient: a log of another shape is ignored (it never decides a test)
+}
+_LOG_RECORD_KEYS = ("levelname", "name", "filename", "lineno", "msg")
+_CRASH_KINDS = {"path": "string", "lineno": "number", "message": "string"}
+
+# A \u escape of a UTF-16 surrogate; whether it is an escape depends on the backslashes
+# before it, which the reader counts.
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+_LOW_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][c-fC-F][0-9a-fA-F]{2}")
+_HIGH_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89abAB][0-9a-fA-F]{2}")
+
+# Cutting long strings (see _CheckedReader). One decoded byte comes from at most
+# _RAW_PER_BYTE raw bytes (``\u0041``), so keeping _RAW_PER_BYTE * n raw bytes (plus a
+# margin for the cut moving back to a boundary) keeps at least n decoded bytes.
+_RAW_PER_BYTE = 6
+_CUT_MARGIN = 64
+# The raw head kept of a cut string: enough for TEXT_HEAD (longrepr) and ATTR_CAP (node
+# ids, crash path and message, root: all keep a head) plus the byte after it.
+_HEAD_RAW = _RAW_PER_BYTE * (max(TEXT_HEAD, ATTR_CAP) + 1) + _CUT_MARGIN
+# A string is cut once its raw content exceeds head + tail + this (shorter ones go whole).
+_CUT_SLACK = 256 * 1024
+# The dropped middle is validated and counted in pieces of about this many raw bytes.
+_PIECE = 1024 * 1024
+
+
+def _tail_raw(max_output_bytes: int) -> int:
+    """Raw bytes kept at the end of a cut string: enough for TEXT_TAIL (longrepr) and
+    ``max_output_bytes`` (the tail of stdout/stderr)."""
+    return _RAW_PER_BYTE * max(TEXT_TAIL, max_output_bytes) + _CUT_MARGIN
+
+
+class _CutString(str):
+    """A string value whose middle the reader dropped: the text is its head and tail
+    joined, ``dropped`` the UTF-8 bytes of the middle (decoded, not raw JSON bytes)."""
+
+    dropped: int
+
+
+def _with_dropped(value: str, dropped: int) -> _CutString:
+    cut = _CutString(value)
+    cut.dropped = dropped
+    return cut
+
+
+def _escaped_quotes(data: bytes) -> int:
+    """How many '"' in ``data`` follow an odd run of backslashes (escaped quotes), the
+    runs counted within ``data``. ``count(k backslashes + '"')`` is the number of quotes
+    after at least k backslashes; their alternating sum counts the odd runs."""
+    total, sign, pattern = 0, 1, b'\\"'
+    while True:
+        n = data.count(pattern)
+        if not n:
+            return total
+        total += sign * n
+        sign = -sign
+        pattern = b"\\" + pattern
+        if len(pattern) > 5:  # runs of 4 or more: count them one by one instead
+            runs = _QUOTE_AFTER_BACKSLASHES.finditer(data)
+            return sum(1 for m in runs if (m.end() - m.start()) % 2 == 0)
+
+
+# A whole run of backslashes and the quote after it; the lookbehind starts a match only
+# at the start of a run, so a long run not followed by a quote costs its length once.
+_QUOTE_AFTER_BACKSLASHES = re.compile(rb'(?<!\\)\\+"')
+
+
+def _is_escaped(data: bytes, q: int, lead: int) -> bool:
+    """Whether the byte at ``q`` (a '"', or the '\\' of a ``\\u`` escape) follows an odd
+    run of backslashes, i.e. is escaped; ``lead`` backslashes precede ``data`` (counted
+    only when the run reaches its start)."""
+    r = _run_start(data, 0, q - 1) if q and data[q - 1] == 0x5C else q
+    run = q - r + (lead if r == 0 else 0)
+    return run % 2 == 1
+
+
+def _run_start(data: bytes | bytearray, lo: int, e: int) -> int:
+    """Start of the run of backslashes that ends at ``e`` (a backslash), not before ``lo``."""
+    r = e
+    for _ in range(16):
+        if r == lo or data[r - 1] != 0x5C:
+            return r
+        r -= 1
+    # A long run: back a block at a time while the block is all backslashes (no copy).
+    while r - lo >= 4096 and data.count(b"\\", r - 4096, r) == 4096:
+        r -= 4096
+    start = max(lo, r - 4096)
+    return start + len(bytes(data[start:r]).rstrip(b"\\"))
+
+
+def _boundary(data: bytes | bytearray, lo: int, i: int) -> int:
+    """A place at or before ``i`` (``lo < i < len(data)``) where the raw JSON string
+    content ``data[lo:]`` may be split: not inside a UTF-8 character, an escape or an
+    escaped surrogate pair; ``lo`` must be such a place. At most 21 bytes before ``i``.
+
+    For valid content both sides are valid and decode to the whole; for invalid content
+    one side is invalid. The start of a run of backslashes is a place (the byte before
+    is no backslash, so it ends a character or an escape), and inside a run the
+    backslashes pair up from its start.
+    """
+    for _ in range(3):
+        if i > lo and 0x80 <= data[i] < 0xC0:  # a UTF-8 continuation byte
+            i -= 1
+    b = data.rfind(b"\\", max(lo, i - 12), i)
+    if b < 0:  # no escape (nor escaped pair: 12 bytes) reaches i
+        return i
+    # b ends its run (the last backslash before i).
+    if (b - _run_start(data, lo, b)) % 2 == 1:  # an even run: escaped backslashes
+        return b + 1
+    if b - 1 >= lo and data[b - 1] == 0x5C:  # an odd run: the last one starts an escape
+        return b
+    # A lone backslash starts an escape: keep it with a high surrogate escape before it.
+    if b - 6 >= lo and _HIGH_SURROGATE_ESCAPE.match(data, b - 6):
+        if (b - 6 - _run_start(data, lo, b - 6)) % 2 == 0:
+            return b - 6
+    return b
+
+
+def _decoded_size(raw: bytes) -> tuple[int, tuple[int, str] | None]:
+    """(UTF-8 bytes that the raw JSON string content ``raw`` decodes to, None), or
+    (0, (index in ``raw`` near the error, what)) when ``raw`` is not valid content:
+    invalid UTF-8, a raw control character, an invalid escape, a lone surrogate
+    escape; the native lexer refuses the same (lexer.rs, ``string``)."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return 0, (exc.start, "invalid UTF-8 in a string")
+    try:
+        value, end = _scanstring(text + '"', 0, True)
+    except json.JSONDecodeError as exc:
+        return 0, (exc.pos, f"{exc.msg.removesuffix(' at')} in a string")
+    if end != len(text) + 1:  # pragma: no cover - the reader splits between quotes
+        return 0, (end, "an unescaped '\"' inside a string")
+    if value.isascii():
+        return len(value), None
+    try:
+        return len(value.encode("utf-8")), None
+    except UnicodeEncodeError as exc:
+        return 0, (exc.start, "lone surrogate escape (not a Unicode character)")
+
+
+# typeshed leaves this undocumented json.decoder name out; it is the C scanner when built.
+_scanstring: Callable[[str, int, bool], tuple[str, int]] = json.decoder.scanstring  # type: ignore[attr-defined]
+
+
+class _CheckedReader:
+    """A binary reader over ``f`` for yajl, in two stages.
+
+    1. Checks: it hands on the bytes up to the first thing yajl would wrongly accept (a
+       lone surrogate escape, a vertical tab or form feed: never valid JSON, inside or
+       outside strings), then ends. ``violation`` says what and where.
+    2. Long strings: it tracks, from the quotes and the backslashes before them, where
+       strings are, and holds an open string back until it ends. A string whose raw
+       content grows beyond ``_HEAD_RAW + _tail_raw(max_output_bytes) + _CUT_SLACK``
+       bytes is cut: its head (``_HEAD_RAW`` raw bytes) is handed on at once, the rest
+       goes through a window of which only the last ``_tail_raw`` raw bytes are handed
+       on with the closing quote. Every dropped byte is validated as the native lexer
+       does (``_decoded_size``; an error ends the input with a ``violation``) and its
+       decoded UTF-8 size is counted. The read that hands on the tail returns it alone
+       (up to the closing quote) and sets ``last_cut`` to the count, so the next ijson
+       event, produced from that read alone, is the cut string (``_Fields``);
+       any other read clears ``last_cut``. The cuts fall between characters and escapes
+       (``_boundary``), so yajl sees valid JSON exactly when the file is.
+
+    A leading UTF-8 byte order mark is dropped (the sniffer accepts one). Memory: about
+    one read (``_READ_SIZE``; up to ``_MAX_READ_SIZE`` outside strings) plus one open or
+    cut string's kept part (about 1 MB with the default budgets; ``max_output_bytes``
+    beyond 64 KiB raises it to ~6x that). ``handed_on`` is the file offset reached.
+    """
+
+    _HOLD = 11
+
+    def __init__(self, f: IO[bytes], max_output_bytes: int = 0) -> None:
+        self._f = f
+        self._pending = b""
+        self._at_start = True
+        self._eof = False
+        self._backslashes = 0  # backslashes ending the bytes checked so far
+        self._paired_low = -1  # offset of a low surrogate escape already paired
+        self._checked = 0  # file offset of the end of the bytes checked
+        self.handed_on = 0  # file offset of the end of the bytes handed on
+        self.violation: tuple[int, str] | None = None
+        self.last_cut: int | None = None
+        self._read_size = _READ_SIZE
+        self._in_string = False
+        self._tail_raw = _tail_raw(max_output_bytes)
+        self._cut_above = _HEAD_RAW + self._tail_raw + _CUT_SLACK
+        self._unread = b""
+        self._segments = self._split()
+
+    def read(self, n: int = -1) -> bytes:
+        """The next bytes for yajl (b"" at the end). ``n`` is ignored except for 0."""
+        if n == 0:
+            return b""
+        self.last_cut = None
+        if self._unread:
+            out, self._unread = self._unread, b""
+            return out
+        for out, handed_on, last_cut in self._segments:
+            self.handed_on, self.last_cut = handed_on, last_cut
+            if out:
+                return out
+        return b""
+
+    def unread(self, data: bytes) -> None:
+        """Hand ``data`` (the end of the last read) on again at the next read."""
+        self._unread = data
+
+    # -- stage 2: strings ------------------------------------------------------------
+
+    def _split(self) -> Iterator[tuple[bytes, int, int | None]]:
+        """The checked bytes as (bytes to hand on, file offset of their end, the dropped
+        count when they are a cut string's tail up to its closing quote, else None)."""
+        held = b""  # the open string's content so far (from its first byte), held back
+        carry = None  # bytes after a cut string's closing quote, to go through again
+        while True:
+            if carry is not None:
+                chunk, carry = carry, None
+            else:
+                chunk = self._checked_chunk()
+                if not chunk:
+                    if held:
+                        yield held, self._checked, None
+                    return
+            data = held + chunk if held else chunk
+            end = self._checked  # the file offset of the end of data
+            # Quotes not escaped switch strings on and off (valid JSON has no backslash
+            # outside strings; a file that does is refused by yajl before any cut).
+            flips = data.count(b'"')
+            if flips:
+                flips -= _escaped_quotes(data)
+                if flips % 2:
+                    self._in_string = not self._in_string
+            if not self._in_string:
+                held = b""
+                yield data, end, None
+                continue
+            if flips:  # the last quote not escaped opens the string
+                q = len(data)
+                while True:
+                    q = data.rfind(b'"', 0, q)
+                    if not _is_escaped(data, q, 0):
+                        break
+                start = q + 1
+            else:  # the string goes on from the start of data
+                start = 0
+            if len(data) - start <= self._cut_above:
+                held = data[start:]
+                if start:
+                    yield data[:start], end - len(held), None
+                continue
+            held = b""
+            head = _boundary(data, start, start + _HEAD_RAW)
+            yield data[:head], end - (len(data) - head), None
+            carry = yield from self._cut(bytearray(data[head:]), end - (len(data) - head))
+            if carry is None:
+                return
+
+    def _cut(self, window: bytearray, offset: int) -> Generator[tuple[bytes, int, int | None], None, bytes | None]:
+        """Read on through the string being cut: ``window`` holds its raw content after
+        the head (starting at a boundary), at file offset ``offset``. Yields its tail
+        (with the dropped count and the closing quote), and returns the bytes after the
+        quote, or None at the end of the input (or at an invalid dropped byte)."""
+        dropped = 0
+
+        def drop(upto: int) -> bool:
+            nonlocal dropped, offset
+            p = _boundary(window, 0, upto)
+            if p == 0:
+                return True
+            size, error = _decoded_size(bytes(window[:p]))
+            if error is not None:
+                self.violation = (offset + error[0], error[1])
+                return False
+            dropped += size
+            del window[:p]
+            offset += p
+            return True
+
+        while True:
+            while len(window) > self._tail_raw + _PIECE:
+                if not drop(_PIECE):
+                    return None
+            chunk = self._checked_chunk()
+            if not chunk:  # the input ends inside the string: yajl will say so
+                if len(window) > self._tail_raw and not drop(len(window) - self._tail_raw):
+                    return None
+                yield bytes(window), self._checked, None
+                return None
+            lead = len(window) - len(window.rstrip(b"\\")) if window.endswith(b"\\") else 0
+            quotes = chunk.count(b'"')
+            if quotes and lead % 2:
+                quotes -= _escaped_quotes(b"\\" + chunk)
+            elif quotes:
+                quotes -= _escaped_quotes(chunk)
+            if not quotes:
+                window += chunk
+                continue
+            q = chunk.find(b'"')
+            while _is_escaped(chunk, q, lead):
+                q = chunk.find(b'"', q + 1)
+            window += chunk[:q]
+            if len(window) > self._tail_raw and not drop(len(window) - self._tail_raw):
+                return None
+            self._in_string = False
+            rest = chunk[q + 1 :]
+            yield bytes(window) + b'"', self._checked - len(rest), dropped
+            return rest
+
+    # -- stage 1: checks -------------------------------------------------------------
+
+    def _checked_chunk(self) -> bytes:
+        """The next bytes of the file up to the first violation (b"" at the end)."""
+        if self.violation is not None:
+            return b""
+        while True:
+            data = self._pending
+            if not self._eof:
+                chunk = self._f.read(self._read_size)
+                self._eof = not chunk
+                data += chunk
+                if self._in_string or b'"' in chunk:
+                    self._read_size = _READ_SIZE
+                else:
+                    self._read_size = min(2 * self._read_size, _MAX_READ_SIZE)
+            if self._at_start:
+                if len(data) < 3 and not self._eof:
+                    self._pending = data
+                    continue
+                self._at_start = False
+                if data.startswith(b"\xef\xbb\xbf"):
+                    data = data[3:]
+                    self._checked = 3
+            limit = len(data) if self._eof else len(data) - self._HOLD
+            if limit > 0 or self._eof:
+                break
+            self._pending = data
+        cut = self._first_violation(data, limit)
+        if cut is None:
+            out, self._pending = data[:limit], data[limit:]
+        else:
+            out, self._pending = data[:cut], b""
+        stripped = out.rstrip(b"\\")
+        trailing = len(out) - len(stripped)
+        self._backslashes = self._backslashes + trailing if not stripped else trailing
+        self._checked += len(out)
+        return out
+
+    def _first_violation(self, data: bytes, limit: int) -> int | None:
+        """Index in ``data`` of the first violation starting before ``limit``, or None."""
+        # Two byte searches: much faster than a character-class regex.
+        found = [i for i in (data.find(b"\x0b", 0, limit), data.find(b"\x0c", 0, limit)) if i >= 0]
+        bad = min(found) if found else None
+        end = limit if bad is None else bad
+        for m in _SURROGATE_ESCAPE.finditer(data):
+            p = m.start()
+            if p >= end:
+                break
+            offset = self._checked + p
+            if offset == self._paired_low:
+                continue
+            if _is_escaped(data, p, self._backslashes):  # an escaped backslash, then a plain "u"
+                continue
+            unit = int(data[p + 2 : p + 6], 16)
+            if unit < 0xDC00 and _LOW_SURROGATE_ESCAPE.match(data, p + 6):
+                self._paired_low = offset + 6
+                continue
+            self.violation = (offset, f"lone surrogate escape \\u{unit:04x} (not a Unicode character)")
+            return p
+        if bad is not None:
+            self.violation = (
+                self._checked + end,
+                f"byte 0x{data[end]:02x} (not JSON whitespace, and not allowed raw in a string)",
+            )
+            return end
+        return None
+
+
+class _Malformed(Exception):
+    """A JSON syntax error (or a broken limit) found by this module: ``what`` at ``offset``."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__(what)
+        self.what = what
+
+
+_KIND = {
+    "start_map": "an object",
+    "start_array": "an array",
+    "string": "a string",
+    "number": "a number",
+    "boolean": "a boolean",
+    "null": "null",
+}
+
+
+def parse_pytest_json(
+    f: IO[bytes],
+    path: str,
+    budgets: dict[str, int],
+    emit: Emit,
+) -> int | None:
+    """Parse a pytest-json-report document from ``f`` (binary, at byte 0), calling ``emit``
+    with each ``TestRecord`` / ``CollectionErrorRecord`` in report order. Returns the
+    report's ``duration`` (pytest's session time) in integer microseconds, or None
+    without one.
+
+    ``budgets`` needs ``max_output_bytes`` (bytes of stdout/stderr tail kept per test) and
+    ``max_log_bytes`` (bytes of captured log lines kept per test).
+    Raises ``ReportError``: ``not_a_report`` when the root is not an object or lacks
+    ``exitcode``/``summary``; ``malformed`` for invalid JSON or a wrong type where the
+    format needs one; ``unreadable`` when reading fails. Rules: docs/ENGINE.md,
+    *pytest-json-report*; the native parser (``pytest_json.rs``) gives the same records.
+    """
+    reader = _CheckedReader(f, budgets["max_output_bytes"])
+    parser = _Parser(reader, path, budgets["max_output_bytes"], emit, budgets["max_log_bytes"])
+    try:
+        # Find the first byte that is not whitespace; whitespace is not handed to ijson.
+        head = b""
+        while True:
+            chunk = reader.read(_READ_SIZE)
+            head = chunk.lstrip(b" \t\r\n")
+            if head or not chunk:
+                break
+        if head[:1] != b"{":
+            if head:
+                offset = reader.handed_on - len(head)
+            elif reader.violation is not None:  # it cut the input at the first byte: no '{' either
+                offset = reader.violation[0]
+            else:
+                raise ReportError("not_a_report", path, "the file is empty; expected a pytest-json-report file")
+            what = (
+                "an array"
+                if head[:1] == b"["
+                else repr(head[:1].decode("latin-1"))
+                if head
+                else "a byte that is not JSON"
+            )
+            raise ReportError(
+                "not_a_report",
+                path,
+                f"the JSON document starts with {what}, not an object; "
+                "pass a pytest-json-report file (pytest --json-report)",
+                f"byte {offset}",
+            )
+        reader.unread(head)
+        events = _ijson.basic_parse(reader, use_float=True)
+        parser.run(events)
+        return parser.session_us
+    except _Malformed as exc:
+        raise parser.malformed(exc.what) from None
+    except StopIteration:  # ijson raises on a premature end; this is a safety net
+        raise parser.malformed("the input ends inside the document (truncated file?)") from None
+    except (ijson.JSONError, UnicodeDecodeError) as exc:
+        if reader.violation is not None:
+            raise parser.malformed(reader.violation[1], reader.violation[0]) from None
+        raise parser.malformed(_yajl_reason(exc)) from None
+    except OSError as exc:
+        raise ReportError(
+            "unreadable",
+            path,
+            f"cannot read the file ({exc.strerror or exc}); check that it is a readable regular file",
+        ) from None
+
+
+def _yajl_reason(exc: Exception) -> str:
+    """The first line of a yajl/ijson error (yajl appends a picture of the context)."""
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0].removeprefix("b'").strip()
+
+
+class _Fields:
+    """The known keys of one object whose ``{`` was just read, in document order, up to
+    its end: iterating yields ``(key, event, value)`` (the value's first ijson event)
+    for the first occurrence of each key of ``kinds`` whose value starts with the event
+    ``kinds[key]`` (any, for None); the caller reads or skips the value. Other keys are
+    skipped with their values. A key seen again, or a value of the wrong kind, is a
+    structural error naming ``whose`` (e.g. ``"tests[3]"``; ``"tests[3].outcome must
+    be a string, not null"``, with ``prefix`` "tests[3]."): reported (raised or held,
+    see ``_Parser.structural``), the value skipped, and ``ok`` set to False, as
+    ``require`` does for its error and the caller for its own; the caller drops a
+    broken object. A string value the reader cut comes as a ``_CutString`` (with the
+    dropped count). Iterating raises ``_Malformed`` / ijson errors for invalid JSON and
+    ``ReportError`` for a structural error in a report.
+    """
+
+    __slots__ = ("_parser", "_kinds", "whose", "_prefix", "ok")
+
+    def __init__(self, parser: _Parser, kinds: Mapping[str, str | None], whose: str, prefix: str) -> None:
+        self._parser = parser
+        self._kinds = kinds
+        self.whose = whose
+        self._prefix = prefix
+        self.ok = True
+
+    def __iter__(self) -> Iterator[tuple[str, str, Any]]:
+        parser = self._parser
+        kinds = self._kinds
+        nxt = parser._next
+        reader = parser.reader
+        seen: set[str] = set()
+        while True:
+            ev, key = nxt()
+            if ev == "end_map":
+                parser.depth -= 1
+                return
+            ev, value = nxt()
+            if ev == "start_map" or ev == "start_array":
+                parser.opened()
+            wanted = kinds.get(key, "")
+            if wanted == "":  # not a key read here
+                parser.skip(ev)
+            elif key in seen:
+                self.ok = False
+                parser.structural(f"{self.whose} has the key {key!r} twice")
+                parser.skip(ev)
+            else:
+                seen.add(key)
+                if wanted is not None and ev != wanted:
+                    self.ok = False
+                    # expect() calls the lambda before the loop moves on, so key is this one's
+                    parser.expect(ev, wanted, lambda: self._prefix + key)  # noqa: B023
+                    continue
+                # Set only while the last event came from the read of a cut string's
+                # tail, which gives no other event: this value is that string.
+                if reader.last_cut is not None and ev == "string":
+                    value = _with_dropped(value, reader.last_cut)
+                yield key, ev, value
+
+    def require(self, *present: tuple[str, bool]) -> None:
+        """At the end of the object: the first required key not present (name, present)
+        is reported, unless the object is already broken."""
+        for name, has in present:
+            if self.ok and not has:
+                self.ok = False
+                self._parser.structural(f"{self.whose} has no {name!r}")
+
+
+class _CrashData(TypedDict, total=False):
+    """What is kept of a phase's ``crash`` object: ``line`` (>= 0), and ``path`` and
+    ``message`` as (head, bytes dropped) when details are wanted."""
+
+    line: int
+    path: tuple[str, int]
+    message: tuple[str, int]
+
+
+class _PhaseData(TypedDict, total=False):
+    """What is kept of a phase object. An accepted phase has ``duration_us`` (integer
+    microseconds) and ``failed``; when details are wanted, the texts come as (kept text,
+    bytes omitted): ``longrepr`` head and tail capped, ``stdout``/``stderr`` tail capped."""
+
+    duration_us: int
+    failed: bool
+    crash: _CrashData
+    longrepr: tuple[str, int]
+    stdout: tuple[str, int]
+    stderr: tuple[str, int]
+    log: tuple[str, int]
+
+
+class TestEntries:
+    """Test entries (node id, outcome, phase data) -> ``TestRecord``s: the retry rule, the
+    phase, the details of the first failed phase, the outputs joined in phase order
+    (docs/ENGINE.md, *pytest-json-report*). Shared by the pytest-json-report parser and
+    the report-log reader (``reportlog.py``), which builds the same phase data.
+
+    ``root``: the report's root directory, removed from crash paths (None: none).
+    """
+
+    __test__ = False  # not a pytest test class
+
+    def __init__(self, emit: Emit, max_output_bytes: int, max_log_bytes: int) -> None:
+        self.emit = emit
+        self.max_output_bytes = max_output_bytes
+        self.max_log_bytes = max_log_bytes
+        self.root: str | None = None
+        self.chain: tuple[str, int] | None = None  # (node id, duration_us) of rerun entries
+
+    def push(
+        self,
+        node_id: str,
+        outcome: str,
+        phases: list[_PhaseData | None],
+        passed_with_failed_subtests: bool = False,
+    ) -> None:
+        """Turn a test entry into a record, applying the retry rule to ``rerun`` entries.
+
+        ``phases``: setup, call, teardown (None: absent). ``passed_with_failed_subtests``
+        is set on the record (the report-log reader's unittest parents, docs/ENGINE.md,
+        *Subtests*)."""
+        duration_us = 0
+        for p in phases:
+            if p is not None:
+                duration_us = _saturating_add(duration_us, p["duration_us"])
+        earlier = None
+        if self.chain is not None:
+            if self.chain[0] == node_id:
+                earlier = self.chain
+            else:
+                self.emit(_passed_after_reruns(self.chain))
+            self.chain = None
+        if outcome == "rerun":
+            previous = earlier[1] if earlier else 0
+            self.chain = (node_id, _saturating_add(previous, duration_us))
+            return
+        failed = next((i for i, p in enumerate(phases) if p is not None and p["failed"]), None)
+        record = TestRecord(
+            node_id=node_id,
+            outcome=outcome,
+            phase=_PHASES[failed] if failed is not None else None,
+            duration_us=duration_us,
+            passed_with_failed_subtests=passed_with_failed_subtests,
+        )
+        if earlier is not None:
+            # Earlier attempts were reruns (non-passing): flaky if this one passed.
+            record.duration_us = _saturating_add(duration_us, earlier[1])
+            record.flaky = outcome == "passed"
+        if outcome in _PROBLEMS:
+            if failed is not None:
+                p = phases[failed]
+                assert p is not None  # failed indexes a phase that is present
+                if "longrepr" in p:
+                    record.text, omitted = p["longrepr"]
+                    record.text_bytes_omitted += omitted
+                crash = p.get("crash")
+                if crash is not None:
+                    if "message" in crash:
+                        record.message, dropped = crash["message"]
+                        record.text_bytes_omitted += dropped
+                    if "path" in crash:
+                        record.path = _strip_root(crash["path"][0], self.root)
+                    record.line = crash.get("line")
+            present = [p for p in phases if p is not None]
+            record.stdout, out_omitted = _join_output([p.get("stdout") for p in present], self.max_output_bytes)
+            record.stderr, err_omitted = _join_output([p.get("stderr") for p in present], self.max_output_bytes)
+            record.log, log_omitted = _join_output([p.get("log") for p in present], self.max_log_bytes)
+            record.output_bytes_omitted = out_omitted + err_omitted + log_omitted
+        self.emit(record)
+
+    def end(self) -> None:
+        """The end of the entries: a pending ``rerun`` chain is a test that passed."""
+        if self.chain is not None:
+            self.emit(_passed_after_reruns(self.chain))
+            self.chain = None
+
+
+class _Parser:
+    """The state of one parse: identity keys seen, the held structural error, the
+    pending rerun chain (docs/ENGINE.md, *pytest-json-report*)."""
+
+    def __init__(
+        self, reader: _CheckedReader, path: str, max_output_bytes: int, emit: Emit, max_log_bytes: int = 0
+    ) -> None:
+        self.reader = reader
+        self.path = path
+        self.max_output_bytes = max_output_bytes
+        self.max_log_bytes = max_log_bytes
+        self._emit = emit
+        self.depth = 0
+        self.entries = TestEntries(self.emit, max_output_bytes, max_log_bytes)
+        self.has_exitcode = False
+        self.has_summary = False
+        self.session_us: int | None = None
+        self.held_error: ReportError | None = None
+        # ijson's next (event, value); set by run(). Values are Any: their type follows the event.
+        self._next: Callable[[], tuple[str, Any]]
+
+    # -- errors ---------------------------------------------------------------------
+
+    def malformed(self, what: str, offset: int | None = None) -> ReportError:
+        return ReportError(
+            "malformed",
+            self.path,
+            f"not valid JSON: {what}; the report is damaged or was cut short, regenerate it (pytest --json-report)",
+            f"byte {self.reader.handed_on if offset is None else offset}",
+        )
+
+    def is_report(self) -> bool:
+        return self.has_exitcode and self.has_summary
+
+    def structural(self, what: str) -> None:
+        """A wrong type or value in the report structure: raised now if the document is
+        a report, else held (``not_a_report`` wins for other JSON documents)."""
+        err = ReportError(
+            "malformed",
+            self.path,
+            f"{what}; this does not follow the pytest-json-report format, "
+            "regenerate the report with pytest --json-report",
+            f"byte {self.reader.handed_on}",
+        )
+        if self.is_report():
+            raise err
+        if self.held_error is None:
+            self.held_error = err
+
+    # -- events ---------------------------------------------------------------------
+
+    def event(self) -> tuple[str, object]:
+        """The next ijson event, keeping ``depth`` (the nesting limit is checked here)."""
+        ev, value = self._next()
+        if ev == "start_map" or ev == "start_array":
+            self.opened()
+        elif ev == "end_map" or ev == "end_array":
+            self.depth -= 1
+        return ev, value
+
+    def opened(self) -> None:
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise _Malformed(f"arrays/objects nested deeper than {MAX_DEPTH} levels")
+
+    def skip(self, ev: str) -> None:
+        """Skip the value that starts with event ``ev`` (ijson validates it)."""
+        if ev != "start_map" and ev != "start_array":
+            return
+        # The hot loop of the pure parser: events of ignored values, kept lean.
+        nxt = self._next
+        depth = self.depth
+        outer = depth - 1
+        while depth > outer:
+            ev = nxt()[0]
+            if ev == "start_map" or ev == "start_array":
+                depth += 1
+                if depth > MAX_DEPTH:
+                    self.depth = depth
+                    raise _Malformed(f"arrays/objects nested deeper than {MAX_DEPTH} levels")
+            elif ev == "end_map" or ev == "end_array":
+                depth -= 1
+        self.depth = depth
+
+    def expect(self, ev: str, wanted: str, what: Callable[[], str]) -> bool:
+        """True if the value starting with ``ev`` is of event kind ``wanted``; else report
+        it, skip it and return False."""
+        if ev == wanted:
+            return True
+        self.structural(f"{what()} must be {_KIND[wanted]}, not {_KIND[ev]}")
+        self.skip(ev)
+        return False
+
+    def items(self) -> Iterator[tuple[str, Any]]:
+        """The first events of the elements of the array just opened."""
+        nxt = self._next
+        while True:
+            first = nxt()
+            ev = first[0]
+            if ev == "end_array":
+                self.depth -= 1
+                return
+            if ev == "start_map" or ev == "start_array":
+                self.opened()
+            yield first
+
+    def emit(self, record: TestRecord | CollectionErrorRecord) -> None:
+        if self.held_error is None:
+            self._emit(record)
+
+    # -- the document -------------------------------------------------------------
+
+    def run(self, events: Iterable[tuple[str, Any]]) -> None:
+        self._next = iter(events).__next__
+        ev, _ = self.event()
+        if ev != "start_map":  # the first byte was '{', so this cannot happen
+            raise _Malformed("the document is not an object")
+        for key, ev, value in _Fields(self, _REPORT_KINDS, "the report object", ""):
+            if key == "exitcode":
+                self.has_exitcode = True
+                if self.expect(ev, "number", lambda: "exitcode") and type(value) is not int:
+                    self.structural("exitcode must be an integer")
+            elif key == "duration":
+                self.session_us = duration_us_from_float(float(value))
+            elif key == "summary":
+                self.has_summary = True
+                if self.expect(ev, "start_map", lambda: "summary"):
+                    self.skip(ev)
+            elif key == "root":
+                # A root cut at the cap could strip a wrong prefix: then none is.
+                cut = type(value) is _CutString or len(value.encode("utf-8")) > ATTR_CAP
+                self.entries.root = None if cut else value
+            elif key == "collectors":
+                self.collectors(ev)
+            else:
+                self.tests(ev)
+            if self.is_report() and self.held_error is not None:
+                raise self.held_error
+        if not self.is_report():
+            missing = " and ".join(
+                k for k, has in (("exitcode", self.has_exitcode), ("summary", self.has_summary)) if not has
+            )
+            raise ReportError(
+                "not_a_report",
+                self.path,
+                f"a JSON object without the pytest-json-report key(s) {missing}; "
+                "pass a report written by pytest --json-report",
+            )
+        if self.held_error is not None:
+            raise self.held_error
+        # ijson checks what follows the root (trailing garbage) when asked for more.
+        try:
+            self._next()
+        except StopIteration:
+            pass
+        else:  # pragma: no cover - ijson allows one top-level value only
+            raise _Malformed("more data after the end of the JSON document")
+        if self.reader.violation is not None:
+            raise self.malformed(self.reader.violation[1], self.reader.violation[0])
+
+    def collectors(self, ev: str) -> None:
+        if not self.expect(ev, "start_array", lambda: "collectors"):
+            return
+        for index, (ev, _) in enumerate(self.items()):
+            self.collector(index, ev)
+
+    def collector(self, index: int, ev: str) -> None:
+        """One element of ``collectors``; a failed one becomes a CollectionErrorRecord."""
+        whose = f"collectors[{index}]"
+        if not self.expect(ev, "start_map", lambda: whose):
+            return
+        fields = _Fields(self, _COLLECTOR_KINDS, whose, whose + ".")
+        values: dict[str, str] = {key: value for key, _, value in fields}
+        fields.require(("nodeid", "nodeid" in values), ("outcome", "outcome" in values))
+        if fields.ok and values["outcome"] == "failed":
+            text, omitted = None, 0
+            if "longrepr" in values:
+                text, omitted = _capped_text(values["longrepr"])
+            self.emit(
+                CollectionErrorRecord(
+                    path=_head_text(values["nodeid"], ATTR_CAP)[0], text=text, text_bytes_omitted=omitted
+                )
+            )
+
+    def tests(self, ev: str) -> None:
+        if not self.expect(ev, "start_array", lambda: "tests"):
+            return
+        for index, (ev, _) in enumerate(self.items()):
+            entry = self.test_entry(index, ev)
+            if entry is not None:
+                self.entries.push(*entry)
+        # The retry rule never looks past the end of the array.
+        self.entries.end()
+
+    def test_entry(self, index: int, ev: str) -> tuple[str, str, list[_PhaseData | None]] | None:
+        """One element of ``tests`` -> (node id, outcome, phases) or None if it broke the
+        format (the error is raised or held)."""
+        whose = f"tests[{index}]"
+        if not self.expect(ev, "start_map", lambda: whose):
+            return None
+        node_id: str | None = None
+        outcome: str | None = None
+        phases: list[_PhaseData | None] = [None, None, None]
+        fields = _Fields(self, _TEST_KINDS, whose, whose + ".")
+        for key, ev, value in fields:
+            if key == "nodeid":
+                node_id = _head_text(value, ATTR_CAP)[0]
+            elif key == "outcome":
+                if value == "subtests passed":
+                    # pytest 9's status word for a passed subtest, left as the entry's
+                    # outcome when a subtest report came last (docs/ENGINE.md, *Subtests*)
+                    value = "passed"
+                if value in _FINAL_OUTCOMES or value == "rerun":
+                    outcome = value
+                else:
+                    fields.ok = False
+                    self.structural(
+                        f"{whose}.outcome must be one of passed, failed, error, skipped, xfailed, xpassed, rerun"
+                    )
+            else:
+                want_details = outcome is None or outcome in _PROBLEMS
+                phase = self.phase(f"{whose}.{key}", ev, want_details)
+                if phase is None:
+                    fields.ok = False
+                else:
+                    phases[_PHASES.index(key)] = phase
+        fields.require(("nodeid", node_id is not None), ("outcome", outcome is not None))
+        if not fields.ok:
+            return None
+        assert node_id is not None and outcome is not None  # require() found both
+        return node_id, outcome, phases
+
+    def phase(self, whose: str, ev: str, want_details: bool) -> _PhaseData | None:
+        """A phase object -> dict of what is kept, or None if it broke the format."""
+        if not self.expect(ev, "start_map", lambda: whose):
+            return None
+        data: _PhaseData = {}
+        fields = _Fields(self, _PHASE_KINDS, whose, whose + ".")
+        for key, ev, value in fields:
+            if key == "log":
+                if want_details and ev == "start_array":
+                    data["log"] = self.log_records()
+                else:
+                    self.skip(ev)
+            elif key == "duration":
+                data["duration_us"] = duration_us_from_float(float(value))
+            elif key == "outcome":
+                data["failed"] = value == "failed"
+            elif key == "crash":
+                crash = self.crash(f"{whose}.crash", want_details)
+                if crash is None:
+                    fields.ok = False
+                else:
+                    data["crash"] = crash
+            elif want_details:
+                if key == "longrepr":
+                    data["longrepr"] = _capped_text(value)
+                elif key == "stdout":
+                    data["stdout"] = _capped(value, 0, self.max_output_bytes)
+                else:
+                    data["stderr"] = _capped(value, 0, self.max_output_bytes)
+        # Both are required, so an ok phase has "duration_us" and "failed".
+        fields.require(("duration", "duration_us" in data), ("outcome", "failed" in data))
+        return data if fields.ok else None
+
+    def log_records(self) -> tuple[str, int]:
+        """A phase's ``log`` array (just opened): each record object with string
+        ``levelname``, ``name``, ``filename``, ``msg`` (each capped at ``ATTR_CAP``) and
+        integer ``lineno`` becomes one line as pytest prints it; other elements give
+        nothing. Returns (kept tail, bytes omitted) within ``max_log_bytes``
+        (docs/ENGINE.md, *Logs*)."""
+        out = HeadTail.for_output(self.max_log_bytes)
+        for ev, _ in self.items():
+            if ev != "start_map":
+                self.skip(ev)
+                continue
+            found: dict[str, Any] = {}
+            while True:
+                ev, key = self.event()
+                if ev == "end_map":
+                    break
+                ev, value = self.event()
+                if key in found or key not in _LOG_RECORD_KEYS:
+                    self.skip(ev)
+                elif key == "lineno" and ev == "number":
+                    found[key] = value if type(value) is int else None
+                elif key != "lineno" and ev == "string":
+                    found[key] = _head_text(str(value), ATTR_CAP)[0]
+                else:
+                    found[key] = None
+                    self.skip(ev)
+            if len(found) == len(_LOG_RECORD_KEYS) and all(v is not None for v in found.values()):
+                out.push(
+                    f"{found['levelname']:<8} {found['name']}:{found['filename']}:{found['lineno']} {found['msg']}\n"
+                )
+        return out.finish()
+
+    def crash(self, whose: str, want_details: bool) -> _CrashData | None:
+        """A ``crash`` object (``path``, ``lineno``, ``message``, each optional)."""
+        crash: _CrashData = {}
+        fields = _Fields(self, _CRASH_KINDS, whose, whose + ".")
+        for key, _, value in fields:
+            if key == "lineno":
+                if type(value) is not int:
+                    fields.ok = False
+                    self.structural(f"{whose}.lineno must be an integer")
+                elif value >= 0:
+                    crash["line"] = value
+            elif want_details:
+                if key == "path":
+                    crash["path"] = _head_text(value, ATTR_CAP)
+                else:
+                    crash["message"] = _head_text(value, ATTR_CAP)
+        return crash if fields.ok else None
+
+
+_U64_MAX = 2**64 - 1
+
+
+def _saturating_add(a: int, b: int) -> int:
+    return min(a + b, _U64_MAX)
+
+
+def _passed_after_reruns(chain: tuple[str, int]) -> TestRecord:
+    """A ``rerun`` chain not followed by an entry of the same node id: pytest-json-report
+    keeps one entry per node id and leaves ``rerun`` when the last attempt passed."""
+    return TestRecord(node_id=chain[0], outcome="passed", duration_us=chain[1], flaky=True)
+
+
+def _head_text(s: str, cap: int) -> tuple[str, int]:
+    """(the first ``cap`` bytes of ``s`` cut back to a character boundary, bytes dropped).
+
+    For a ``_CutString`` the bytes the reader dropped count too (its kept head holds
+    more than ``cap`` bytes, so the cut falls there)."""
+    if len(s) * 4 <= cap:  # cannot exceed the cap: skip encoding
+        return s, 0
+    data = s.encode("utf-8")
+    if len(data) <= cap:
+        return s, 0
+    cut = cap
+    while cut > 0 and (data[cut] & 0xC0) == 0x80:
+        cut -= 1
+    dropped = s.dropped if type(s) is _CutString else 0
+    return data[:cut].decode("utf-8"), len(data) - cut + dropped
+
+
+def _capped_text(s: str) -> tuple[str, int]:
+    return _capped(s, TEXT_HEAD, TEXT_TAIL)
+
+
+def _capped(s: str, head_cap: int, tail_cap: int) -> tuple[str, int]:
+    """``HeadTail(head_cap, tail_cap)`` fed ``s`` then finished, without encoding all of a
+    huge ``s`` at once: only its first ``head_cap`` and last ``tail_cap`` characters
+    are encoded (each character is at least one byte), and its UTF-8 length
+    is counted in slices. Same result as ``HeadTail`` (tested against it).
+
+    A ``_CutString`` gives the result of the whole string: its kept head holds more
+    than ``head_cap`` bytes and its kept tail at least ``tail_cap`` (``_CheckedReader``),
+    so the cuts fall there, and the dropped bytes are added to the total."""
+    cut_string = s if type(s) is _CutString else None
+    if cut_string is None and (len(s) <= (head_cap + tail_cap) // 4 or len(s) <= 4096):
+        ht = HeadTail(head_cap, tail_cap)
+        ht.push(s)
+        return ht.finish()
+    if s.isascii():
+        total = len(s)
+    else:
+        total = sum(len(s[i : i + _COUNT_SLICE].encode("utf-8")) for i in range(0, len(s), _COUNT_SLICE))
+    if cut_string is not None:
+        total += cut_string.dropped
+    if total <= head_cap + tail_cap:
+        return s, 0
+    head = s[:head_cap].encode("utf-8")
+    head_end = min(head_cap, len(head))
+    while 0 < head_end < len(head) and (head[head_end] & 0xC0) == 0x80:
+        head_end -= 1
+    head = head[:head_end]
+    tail = s[-tail_cap:].encode("utf-8") if tail_cap else b""
+    start = max(len(tail) - tail_cap, 0)
+    while start < len(tail) and (tail[start] & 0xC0) == 0x80:
+        start += 1
+    tail = tail[start:]
+    omitted = total - len(head) - len(tail)
+    if head_cap == 0:
+        return tail.decode("utf-8"), omitted
+    return head.decode("utf-8") + f"\n... [{omitted} bytes omitted]\n" + tail.decode("utf-8"), omitted
+
+
+_COUNT_SLICE = 1 << 20
+
+
+def _strip_root(path: str, root: str | None) -> str:
+    """``path`` without the report's root directory prefix (``root`` + ``/`` or ``\\``)."""
+    if not root or not path.startswith(root):
+        return path
+    rest = path[len(root) :]
+    if root.endswith(("/", "\\")):
+        return rest
+    if rest.startswith(("/", "\\")):
+        return rest[1:]
+    return path
+
+
+def _join_output(parts: list[tuple[str, int] | None], max_output_bytes: int) -> tuple[str | None, int]:
+    """The phases' captured output in phase order, tail-capped as one text:
+    (None if no phase had any, else the kept tail; bytes omitted)."""
+    present = [p for p in parts if p is not None]
+    if not present:
+        return None, 0
+    joined = HeadTail.for_output(max_output_bytes)
+    omitted_before = 0
+    for kept, omitted in present:
+        # Each part already lost its head beyond the cap; the tail of the whole is the
+        # tail of the kept parts, so only the counts need adding up.
+        joined.push(kept)
+        omitted_before += omitted
+    text, omitted = joined.finish()
+    return text, omitted + omitted_before

@@ -1,0 +1,672 @@
+"""Streaming pytest report-log reader, the pure twin of ``rust/core/src/reportlog.rs``.
+
+A report log (pytest-reportlog's ``--report-log=FILE``, and the server plugin's dialect of
+it) is JSON lines: one object per line, each the dict pytest's
+``pytest_report_to_serializable`` gives for a report, told apart by ``$report_type``. The
+file is read line by line (orjson per line); only the tests still waiting for their
+teardown report are held, each capped as docs/ENGINE.md (*Text capping*) says. A test's
+reports become the phase data of a pytest-json-report entry, and ``TestEntries`` (the
+pytest-json-report parser's) turns them into records, so a run answers the same from
+either file. Rules: docs/ENGINE.md, *pytest report-log*.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import IO, Any
+
+import orjson
+
+from pytest_mcp_server.engine.models import ReportError
+
+from .pytest_json import TestEntries, _capped, _capped_text, _CrashData, _head_text, _PhaseData
+from .records import CollectionErrorRecord, Emit, TestRecord
+from .text import ATTR_CAP, duration_us_from_float
+
+_PHASES = ("setup", "call", "teardown")
+_REPORT_OUTCOMES = ("passed", "failed", "skipped", "rerun")
+# The deepest nesting of arrays/objects a line may have (the line's object is level 1):
+# serde_json's recursion limit (128 levels fail), which the native reader keeps.
+MAX_DEPTH = 127
+
+# What Python's str.strip() / rstrip() / isspace() take for whitespace: pytest's
+# longreprtext strips its text with it.
+PY_WHITESPACE = (
+    " \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f\x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006"
+    "\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+)
+# The line boundaries of Python's str.splitlines() (pytest's TerminalWriter._write_source uses it).
+_SPLITLINES = re.compile("\r\n|[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+# The width of pytest's terminal writer when it writes to a file (its fallback).
+_WIDTH = 80
+_ENTRY_SEP = "_ " * (_WIDTH // 2)
+_FAIL_MARKER = ">   "
+# "Captured stdout call" -> (kind, phase index)
+_SECTION_NAMES = {
+    f"Captured {kind} {when}": (kind, i) for kind in ("stdout", "stderr", "log") for i, when in enumerate(_PHASES)
+}
+# Finds the brackets outside strings (a string is matched whole); only used for lines
+# with many brackets.
+_BRACKETS = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+
+
+@dataclass(slots=True)
+class ReportlogEnd:
+    """What a report log says about the whole run, beyond its records.
+
+    ``cut_last_line``: the file ended in the middle of a line (no trailing newline, not
+    valid JSON: a killed run); the complete lines were summarised.
+    ``session_duration_us``: pytest's session time in integer microseconds, when the log
+    has it (SessionFinish ``duration``, else the last report ``stop`` minus the first
+    ``start``); None otherwise.
+    """
+
+    cut_last_line: bool = False
+    session_duration_us: int | None = None
+
+
+class _Malformed(Exception):
+    pass
+
+
+class _Test:
+    """A test waiting for its teardown report."""
+
+    __slots__ = ("category", "phases", "outputs", "failed_subtests", "has_call", "setup_not_passed")
+
+    def __init__(self) -> None:
+        self.category = ""  # the last non-passing status of its reports ("" none)
+        self.phases: list[_PhaseData | None] = [None, None, None]
+        # (kind, phase index) -> (kept tail, bytes omitted), from the first report with it
+        self.outputs: dict[tuple[str, int], tuple[str, int]] = {}
+        self.failed_subtests = 0
+        self.has_call = False
+        self.setup_not_passed = False
+
+
+def parse_reportlog(f: IO[bytes], path: str, budgets: dict[str, int], emit: Emit) -> ReportlogEnd:
+    """Read a pytest report log from ``f`` (binary, at byte 0), calling ``emit`` with each
+    ``TestRecord`` / ``CollectionErrorRecord`` in report order (a test at its teardown).
+
+    ``budgets`` needs ``max_output_bytes`` and ``max_log_bytes``. Returns a
+    ``ReportlogEnd``. Raises ``ReportError``: ``malformed`` (naming the line) for a line
+    that is not a JSON object, or a wrong type on a field the reader uses;
+    ``not_a_report`` when no line has a ``$report_type``. Rules: docs/ENGINE.md,
+    *pytest report-log*; the native reader (``reportlog.rs``) gives the same records.
+    """
+    reader = _Reader(path, budgets, emit)
+    line_no = 0
+    end = ReportlogEnd()
+    for raw in f:
+        line_no += 1
+        if line_no == 1 and raw.startswith(b"\xef\xbb\xbf"):
+            raw = raw[3:]
+        if not raw.strip(b" \t\r\n"):
+            continue
+        try:
+            obj = orjson.loads(raw)
+            problem = None
+        except orjson.JSONDecodeError as exc:
+            problem = f"not valid JSON ({exc.msg})"
+        if problem is None and _too_deep(raw):
+            problem = f"not valid JSON (arrays/objects nested deeper than {MAX_DEPTH} levels)"
+        if problem is not None:
+            if not raw.endswith(b"\n"):
+                end.cut_last_line = True
+                break
+            raise reader.malformed(line_no, problem)
+        if type(obj) is not dict:
+            raise reader.malformed(line_no, "a JSON value that is not an object")
+        try:
+            reader.line(obj)
+        except _Malformed as exc:
+            raise reader.malformed(line_no, str(exc)) from None
+    if not reader.seen_report_type:
+        raise ReportError(
+            "not_a_report",
+            path,
+            'JSON lines without a "$report_type" key; pass a report log written by pytest --report-log',
+        )
+    reader.finish()
+    end.session_duration_us = reader.session_duration_us()
+    return end
+
+
+def _too_deep(raw: bytes) -> bool:
+    """Whether the line nests arrays/objects deeper than MAX_DEPTH (cheap unless the line
+    has more than MAX_DEPTH brackets)."""
+    if raw.count(b"[") + raw.count(b"{") <= MAX_DEPTH:
+        return False
+    depth = 0
+    for m in _BRACKETS.finditer(raw):
+        c = m.group()
+        if c == b"[" or c == b"{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                return True
+        elif c == b"]" or c == b"}":
+            depth -= 1
+    return False
+
+
+class _Reader:
+    """The state of one report log: the tests waiting for their teardown, in order of
+    their first report."""
+
+    def __init__(self, path: str, budgets: dict[str, int], emit: Emit) -> None:
+        self.path = path
+        self.emit = emit
+        self.max_output_bytes = budgets["max_output_bytes"]
+        self.max_log_bytes = budgets["max_log_bytes"]
+        self.entries = TestEntries(emit, self.max_output_bytes, self.max_log_bytes)
+        self.pending: dict[str, _Test] = {}
+        self.seen_report_type = False
+        self.finish_duration_us: int | None = None
+        self.first_start: float | None = None
+        self.last_stop: float | None = None
+
+    def malformed(self, line_no: int, what: str) -> ReportError:
+        return ReportError(
+            "malformed",
+            self.path,
+            f"line {line_no}: {what}; this does not follow pytest's report-log format, "
+            "regenerate it (pytest --report-log)",
+            f"line {line_no}",
+        )
+
+    # -- lines ------------------------------------------------------------------------
+
+    def line(self, obj: dict[str, Any]) -> None:
+        if "$report_type" in obj:
+            kind = obj["$report_type"]
+        elif "_report_type" in obj:
+            kind = obj["_report_type"]  # pytest 9's subtest reports, unrenamed
+        else:
+            return
+        if type(kind) is not str:
+            raise _Malformed("$report_type must be a string")
+        self.seen_report_type = True
+        if kind == "TestReport":
+            self.test_report(obj)
+        elif kind == "SubTestReport":
+            self.subtest_report(obj)
+        elif kind == "CollectReport":
+            self.collect_report(obj)
+        elif kind == "SessionStart":
+            root = obj.get("root")
+            if root is not None:
+                if type(root) is not str:
+                    raise _Malformed("SessionStart root must be a string")
+                # A root beyond the cap could strip a wrong prefix: then none is.
+                self.entries.root = root if len(root.encode("utf-8", "surrogatepass")) <= ATTR_CAP else None
+        elif kind == "SessionFinish":
+            duration = _number(obj, "duration", "SessionFinish")
+            if duration is not None:
+                self.finish_duration_us = duration_us_from_float(duration)
+
+    def test_report(self, obj: dict[str, Any]) -> None:
+        node_id = _string(obj, "nodeid", "TestReport", required=True)
+        when = _string(obj, "when", "TestReport", required=True)
+        outcome = _string(obj, "outcome", "TestReport", required=True)
+        assert node_id is not None and when is not None and outcome is not None
+        if when not in _PHASES:
+            raise _Malformed("TestReport when must be setup, call or teardown")
+        if outcome not in _REPORT_OUTCOMES:
+            raise _Malformed("TestReport outcome must be passed, failed, skipped or rerun")
+        duration = _number(obj, "duration", "TestReport")
+        self.times(obj)
+        node_id = _head_text(node_id, ATTR_CAP)[0]
+        test = self.pending.get(node_id)
+        if test is None:
+            test = self.pending[node_id] = _Test()
+        index = _PHASES.index(when)
+        category = _status(when, outcome, "wasxfail" in obj)
+        if category:
+            test.category = category
+        phase: _PhaseData = {
+            "duration_us": duration_us_from_float(duration) if duration is not None else 0,
+            "failed": outcome == "failed",
+        }
+        if outcome == "failed":
+            text, crash = _longrepr(obj.get("longrepr"), stripped=True)
+            if text is not None:
+                phase["longrepr"] = _capped_text(text)
+            if crash:
+                phase["crash"] = crash
+        test.phases[index] = phase
+        if when == "call":
+            test.has_call = True
+        elif when == "setup" and outcome != "passed":
+            test.setup_not_passed = True
+        self.sections(obj, test)
+        if when == "teardown":
+            del self.pending[node_id]
+            self.complete(node_id, test)
+
+    def sections(self, obj: dict[str, Any], test: _Test) -> None:
+        """Keep the captured output sections of the test (the first report carrying one
+        gives it: a report carries the sections of the phases before it too)."""
+        sections = obj.get("sections")
+        if sections is None:
+            return
+        if type(sections) is not list:
+            raise _Malformed("sections must be an array")
+        for section in sections:
+            if type(section) is not list or len(section) != 2 or type(section[0]) is not str:
+                raise _Malformed("each of sections must be a [name, content] array of strings")
+            name, content = section
+            if type(content) is not str:
+                raise _Malformed("each of sections must be a [name, content] array of strings")
+            key = _SECTION_NAMES.get(name)
+            if key is None or key in test.outputs or not content:
+                continue
+            if key[0] == "log":
+                # pytest strips the log section; pytest-json-report ends every record
+                # with a newline, the last one too
+                test.outputs[key] = _capped(
+                    content if content.endswith("\n") else content + "\n", 0, self.max_log_bytes
+                )
+            else:
+                test.outputs[key] = _capped(content, 0, self.max_output_bytes)
+
+    def complete(self, node_id: str, test: _Test) -> None:
+        """A test whose reports are all in: one entry for ``TestEntries``."""
+        phases = test.phases
+        for (kind, index), value in test.outputs.items():
+            phase = phases[index]
+            if phase is None:  # a phase known only from a later report's sections
+                phase = phases[index] = {"duration_us": 0, "failed": False}
+            if kind == "stdout":
+                phase["stdout"] = value
+            elif kind == "stderr":
+                phase["stderr"] = value
+            else:
+                phase["log"] = value
+        outcome = test.category or "passed"
+        if outcome == "passed" and test.failed_subtests:
+            # pytest counted it passed although subtests failed (unittest's subTest):
+            # listed failed with pytest's wording (docs/ENGINE.md, *Subtests*)
+            n = test.failed_subtests
+            call = phases[1]
+            if call is None:
+                call = phases[1] = {"duration_us": 0, "failed": False}
+            call["failed"] = True
+            call["longrepr"] = ("", 0)
+            call["crash"] = {"message": (f"contains {n} failed subtest{'s' if n > 1 else ''}", 0)}
+            self.entries.push(node_id, "failed", phases, passed_with_failed_subtests=True)
+            return
+        self.entries.push(node_id, outcome, phases)
+
+    def subtest_report(self, obj: dict[str, Any]) -> None:
+        node_id = _string(obj, "nodeid", "SubTestReport", required=True)
+        outcome = _string(obj, "outcome", "SubTestReport", required=True)
+        assert node_id is not None and outcome is not None
+        if outcome not in _REPORT_OUTCOMES:
+            raise _Malformed("SubTestReport outcome must be passed, failed, skipped or rerun")
+        label = _subtest_label(obj.get("_subtest.context"))
+        self.times(obj)
+        node_id = _head_text(node_id, ATTR_CAP)[0]
+        if outcome == "passed" and "wasxfail" not in obj:
+            self.emit(TestRecord(node_id=node_id, outcome="passed", subtest=label))
+        elif outcome == "failed":
+            test = self.pending.get(node_id)
+            if test is None:
+                test = self.pending[node_id] = _Test()
+            test.failed_subtests += 1
+            record = TestRecord(node_id=node_id, outcome="failed", phase="call", subtest=label)
+            text, crash = _longrepr(obj.get("longrepr"), stripped=True)
+            if text is not None:
+                record.text, record.text_bytes_omitted = _capped_text(text)
+            if crash:
+                if "message" in crash:
+                    record.message, dropped = crash["message"]
+                    record.text_bytes_omitted += dropped
+                if "path" in crash:
+                    record.path = _strip_root(crash["path"][0], self.entries.root)
+                record.line = crash.get("line")
+            self.emit(record)
+
+    def collect_report(self, obj: dict[str, Any]) -> None:
+        node_id = _string(obj, "nodeid", "CollectReport", required=True)
+        outcome = _string(obj, "outcome", "CollectReport", required=True)
+        assert node_id is not None and outcome is not None
+        if outcome != "failed":
+            return
+        text, _crash = _longrepr(obj.get("longrepr"), stripped=False)
+        record = CollectionErrorRecord(path=_head_text(node_id, ATTR_CAP)[0])
+        if text is not None:
+            record.text, record.text_bytes_omitted = _capped_text(text)
+        self.emit(record)
+
+    def times(self, obj: dict[str, Any]) -> None:
+        """The first ``start`` and last ``stop`` of the reports (the session time when the
+        log has no SessionFinish ``duration``)."""
+        start = _number(obj, "start", "report")
+        stop = _number(obj, "stop", "report")
+        if start is not None and self.first_start is None:
+            self.first_start = start
+        if stop is not None:
+            self.last_stop = stop
+
+    def finish(self) -> None:
+        """The end of the file: tests whose teardown never came (a killed run) are
+        emitted when they ran (a call report, or a setup that did not pass)."""
+        for node_id, test in self.pending.items():
+            if test.has_call or test.setup_not_passed:
+                self.complete(node_id, test)
+        self.pending.clear()
+        self.entries.end()
+
+    def session_duration_us(self) -> int | None:
+        if self.finish_duration_us is not None:
+            return self.finish_duration_us
+        if self.first_start is not None and self.last_stop is not None:
+            return duration_us_from_float(self.last_stop - self.first_start)
+        return None
+
+
+def _strip_root(path: str, root: str | None) -> str:
+    from .pytest_json import _strip_root as strip
+
+    return strip(path, root)
+
+
+# -- fields ---------------------------------------------------------------------------
+
+
+def _string(obj: dict[str, Any], key: str, whose: str, required: bool = False) -> str | None:
+    value = obj.get(key)
+    if value is None:
+        if required:
+            raise _Malformed(f"{whose} has no string {key!r}")
+        return None
+    if type(value) is not str:
+        raise _Malformed(f"{whose} {key} must be a string")
+    return value
+
+
+def _number(obj: dict[str, Any], key: str, whose: str) -> float | None:
+    value = obj.get(key)
+    if value is None:
+        return None
+    if type(value) is not int and type(value) is not float:
+        raise _Malformed(f"{whose} {key} must be a number")
+    return float(value)
+
+
+def _status(when: str, outcome: str, wasxfail: bool) -> str:
+    """A report's status word as pytest (with its skipping plugin) gives it; "" for a
+    passing setup/teardown and a passing call (pytest-json-report keeps the last
+    non-passing one as the test's outcome)."""
+    if wasxfail:
+        if outcome == "skipped":
+            return "xfailed"
+        if outcome == "passed":
+            return "xpassed"
+    if outcome == "failed":
+        return "failed" if when == "call" else "error"
+    if outcome == "skipped":
+        return "skipped"
+    if outcome == "rerun":
+        return "rerun"
+    return ""
+
+
+def _subtest_label(context: Any) -> str:
+    """pytest 9's subtest description: ``[msg] (k=v, ...)``, ``(<subtest>)`` when empty;
+    ``""`` without a context object."""
+    if context is None:
+        return ""
+    if type(context) is not dict:
+        raise _Malformed("_subtest.context must be an object")
+    msg = context.get("msg")
+    kwargs = context.get("kwargs")
+    if msg is not None and type(msg) is not str:
+        raise _Malformed("_subtest.context msg must be a string or null")
+    if kwargs is not None and type(kwargs) is not dict:
+        raise _Malformed("_subtest.context kwargs must be an object")
+    parts = []
+    if msg is not None:
+        parts.append(f"[{msg}]")
+    if kwargs:
+        for v in kwargs.values():
+            if type(v) is not str:
+                raise _Malformed("_subtest.context kwargs values must be strings")
+        parts.append("(" + ", ".join(f"{k}={v}" for k, v in kwargs.items()) + ")")
+    return _head_text(" ".join(parts) or "(<subtest>)", ATTR_CAP)[0]
+
+
+# -- longrepr ---------------------------------------------------------------------------
+
+
+def py_strip(s: str) -> str:
+    """Python's ``str.strip()`` (kept explicit: the native twin strips the same set)."""
+    return s.strip(PY_WHITESPACE)
+
+
+def _longrepr(value: Any, stripped: bool) -> tuple[str | None, _CrashData]:
+    """A report's ``longrepr`` -> (text as pytest prints it, crash data).
+
+    A string is the text (``stripped``: as ``report.longreprtext`` strips it); a skip's
+    ``[path, lineno, reason]`` gives the reason as the crash message; the structured form
+    is rendered as pytest's ``toterminal`` writes it and stripped, its ``reprcrash`` the
+    crash (path, lineno, message)."""
+    crash: _CrashData = {}
+    if value is None:
+        return None, crash
+    if type(value) is str:
+        return (py_strip(value) if stripped else value), crash
+    if type(value) is list:
+        if len(value) == 3 and type(value[2]) is str:
+            crash["message"] = _head_text(value[2], ATTR_CAP)
+        return None, crash
+    if type(value) is not dict:
+        raise _Malformed("longrepr must be a string, an array, an object or null")
+    if "reprcrash" not in value or "reprtraceback" not in value:
+        return None, crash
+    reprcrash = value["reprcrash"]
+    if reprcrash is not None:
+        path, lineno, message = _fileloc(reprcrash, "longrepr.reprcrash")
+        crash["path"] = _head_text(path, ATTR_CAP)
+        crash["message"] = _head_text(message, ATTR_CAP)
+        if lineno >= 0:
+            crash["line"] = lineno
+    out: list[str] = []
+    chain = value.get("chain")
+    if chain:
+        if type(chain) is not list:
+            raise _Malformed("longrepr.chain must be an array or null")
+        for element in chain:
+            if type(element) is not list or len(element) != 3:
+                raise _Malformed("each longrepr.chain element must be [reprtraceback, reprcrash, description]")
+            tb, element_crash, description = element
+            if element_crash is not None:
+                _fileloc(element_crash, "longrepr.chain reprcrash")
+            _render_traceback(out, tb)
+            if description is not None:
+                if type(description) is not str:
+                    raise _Malformed("a longrepr.chain description must be a string or null")
+                out.append("\n")
+                out.append(description + "\n")
+    else:
+        _render_traceback(out, value["reprtraceback"])
+    sections = value.get("sections")
+    if sections is not None:
+        if type(sections) is not list:
+            raise _Malformed("longrepr.sections must be an array")
+        for section in sections:
+            if type(section) is not list or len(section) != 3 or not all(type(x) is str for x in section):
+                raise _Malformed("each longrepr.sections element must be [name, content, sep] strings")
+            name, content, sep = section
+            out.append(_sep(sep, name) + "\n")
+            out.append(content + "\n")
+    return py_strip("".join(out)), crash
+
+
+def _fileloc(value: Any, whose: str) -> tuple[str, int, str]:
+    if type(value) is not dict:
+        raise _Malformed(f"{whose} must be an object or null")
+    path, lineno, message = value.get("path"), value.get("lineno"), value.get("message")
+    if type(path) is not str or type(lineno) is not int or type(message) is not str:
+        raise _Malformed(f"{whose} needs string path, integer lineno and string message")
+    return path, lineno, message
+
+
+def _sep(sepchar: str, title: str | None) -> str:
+    """pytest's ``TerminalWriter.sep`` line at 80 columns (without its newline)."""
+    size = max(len(sepchar), 1)
+    if title is not None:
+        n = max((_WIDTH - len(title) - 2) // (2 * size), 1)
+        fill = sepchar * n
+        line = f"{fill} {title} {fill}"
+    else:
+        line = sepchar * (_WIDTH // size)
+    tail = sepchar.rstrip(PY_WHITESPACE)
+    if len(line) + len(tail) <= _WIDTH:
+        line += tail
+    return line
+
+
+def _render_traceback(out: list[str], tb: Any) -> None:
+    """``ReprTraceback.toterminal``."""
+    if type(tb) is not dict:
+        raise _Malformed("a reprtraceback must be an object")
+    entries = tb.get("reprentries")
+    if type(entries) is not list:
+        raise _Malformed("reprtraceback.reprentries must be an array")
+    parsed = [_entry(e) for e in entries]
+    for i, (style, render) in enumerate(parsed):
+        if style == "long":
+            out.append("\n")
+        render(out)
+        if i < len(parsed) - 1:
+            next_style = parsed[i + 1][0]
+            if style == "long" or (style == "short" and next_style == "long"):
+                out.append(_ENTRY_SEP + "\n")
+    extraline = tb.get("extraline")
+    if extraline is not None and type(extraline) is not str:
+        raise _Malformed("reprtraceback.extraline must be a string or null")
+    if extraline:
+        out.append(extraline + "\n")
+
+
+def _string_list(value: Any, whose: str) -> list[str]:
+    if type(value) is not list or not all(type(x) is str for x in value):
+        raise _Malformed(f"{whose} must be an array of strings")
+    return value
+
+
+def _entry(entry: Any) -> tuple[str, Any]:
+    """A reprentries element -> (style, a function writing it)."""
+    if type(entry) is not dict or type(entry.get("data")) is not dict or type(entry.get("type")) is not str:
+        raise _Malformed("each reprentries element must be {type: string, data: object}")
+    kind, data = entry["type"], entry["data"]
+    if kind == "ReprEntryNative":
+        lines = _string_list(data.get("lines"), "ReprEntryNative lines")
+        return "native", lambda out: out.append("".join(lines))
+    if kind != "ReprEntry":
+        return "", lambda out: None  # a kind this reader does not know writes nothing
+    lines = _string_list(data.get("lines"), "ReprEntry lines")
+    style = data.get("style")
+    if type(style) is not str:
+        raise _Malformed("ReprEntry style must be a string")
+    funcargs = data.get("reprfuncargs")
+    args: list[tuple[str, str]] | None = None
+    if funcargs:
+        if type(funcargs) is not dict or type(funcargs.get("args")) is not list:
+            raise _Malformed("ReprEntry reprfuncargs must be {args: [[name, value], ...]}")
+        args = []
+        for arg in funcargs["args"]:
+            if type(arg) is not list or len(arg) != 2 or type(arg[0]) is not str or type(arg[1]) is not str:
+                raise _Malformed("each reprfuncargs arg must be [name, value] strings")
+            args.append((arg[0], arg[1]))
+    reprlocals = data.get("reprlocals")
+    local_lines: list[str] | None = None
+    if reprlocals:
+        if type(reprlocals) is not dict:
+            raise _Malformed("ReprEntry reprlocals must be {lines: [...]}")
+        local_lines = _string_list(reprlocals.get("lines"), "ReprEntry reprlocals lines")
+    fileloc = data.get("reprfileloc")
+    loc: tuple[str, int, str] | None = _fileloc(fileloc, "ReprEntry reprfileloc") if fileloc else None
+
+    def render(out: list[str]) -> None:
+        if style == "short":
+            if loc is not None:
+                _write_fileloc(out, loc)
+            _write_entry_lines(out, lines, style)
+            if local_lines is not None:
+                out.extend(" " * 8 + line + "\n" for line in local_lines)
+            return
+        if args is not None:
+            _write_funcargs(out, args)
+        _write_entry_lines(out, lines, style)
+        if local_lines is not None:
+            out.append("\n")
+            out.extend(line + "\n" for line in local_lines)
+        if loc is not None:
+            if lines:
+                out.append("\n")
+            _write_fileloc(out, loc)
+
+    return style, render
+
+
+def _write_fileloc(out: list[str], loc: tuple[str, int, str]) -> None:
+    path, lineno, message = loc
+    i = message.find("\n")
+    if i != -1:
+        message = message[:i]
+    out.append(f"{path}:{lineno}: {message}\n")
+
+
+def _write_funcargs(out: list[str], args: list[tuple[str, str]]) -> None:
+    if not args:
+        return
+    so_far = ""
+    for name, value in args:
+        ns = f"{name} = {value}"
+        if len(ns) + len(so_far) + 2 > _WIDTH:
+            if so_far:
+                out.append(so_far + "\n")
+            so_far = ns
+        elif so_far:
+            so_far += ", " + ns
+        else:
+            so_far = ns
+    if so_far:
+        out.append(so_far + "\n")
+    out.append("\n")
+
+
+def _write_entry_lines(out: list[str], lines: list[str], style: str) -> None:
+    """``ReprEntry._write_entry_lines`` without markup: source lines re-split as
+    ``str.splitlines`` does (a form feed in a source line splits it), failure lines as is."""
+    if not lines:
+        return
+    if style == "value":
+        out.extend(line + "\n" for line in lines)
+        return
+    indents: list[str] = []
+    source: list[str] = []
+    failure: list[str] = []
+    for index, line in enumerate(lines):
+        if line.startswith(_FAIL_MARKER):
+            failure = lines[index:]
+            break
+        indents.append(line[:4])
+        source.append(line[4:])
+    joined = "\n".join(source)
+    split = _splitlines(joined)
+    out.extend(indent + line + "\n" for indent, line in zip(indents, split, strict=False))
+    out.extend(line + "\n" for line in failure)
+
+
+def _splitlines(s: str) -> list[str]:
+    """Python's ``str.splitlines()``."""
+    if not s:
+        return []
+    parts = _SPLITLINES.split(s)
+    if parts[-1] == "":  # s ended with a line boundary
+        parts.pop()
+    return parts

@@ -1,0 +1,540 @@
+"""The summary builder: the twin of ``rust/core/src/summary.rs``, rule for rule.
+
+It must write the same bytes as the native builder (docs/ENGINE.md, *The builder*,
+*Summary JSON*); ``tests/test_rules_parity.py`` runs both.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from typing import Any
+
+import orjson
+
+from .cut import (
+    WHITESPACE,
+    DeepestFrames,
+    Frame,
+    capped,
+    chomp,
+    cut_traceback,
+    parse_location,
+    says_message,
+    shown_traceback,
+)
+from .group import (
+    ASSERTION_ERROR,
+    OTHER_GROUP_ID,
+    OTHER_GROUP_MESSAGE,
+    fold_values,
+    group_id,
+    key_hash,
+    normalize_capped,
+)
+from .project import ProjectCode, display_path
+from .records import CollectionErrorRecord, TestRecord
+from .select import Selection
+from .text import U64_MAX
+
+_SUBTESTS_MARKER = re.compile(r"contains [0-9]+ failed subtests?")
+"""pytest's failure of a test whose subtests failed, and only that (docs/ENGINE.md,
+*Subtests*); a test that says only this joins its last failed subtest's group."""
+
+# Distinct group keys tracked; a failure with a new key past this joins ``gother``.
+MAX_TRACKED_GROUPS = 10_000
+
+# ASCII classes of the exception-name rules.
+_DIGITS = frozenset("0123456789")
+_IDENT_START = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
+_IDENT = _IDENT_START | _DIGITS | {"."}
+
+# Messages and exceptions (docs/ENGINE.md, *Messages and exceptions*).
+
+
+def _first_meaningful_line(s: str) -> str | None:
+    for line in s.split("\n"):
+        t = line.strip(WHITESPACE)
+        if t:
+            return t
+    return None
+
+
+def _first_e_line(s: str) -> str | None:
+    for line in s.split("\n"):
+        t = line.strip(WHITESPACE)
+        if t.startswith("E "):
+            return t[2:].strip(WHITESPACE)
+    return None
+
+
+def _split_exception_prefix(line: str) -> tuple[str, str] | None:
+    """``^([A-Za-z_][A-Za-z0-9_.]*): (.*)$`` -> (exception, rest)."""
+    if not line or line[0] not in _IDENT_START:
+        return None
+    i = 1
+    n = len(line)
+    while i < n and line[i] in _IDENT:
+        i += 1
+    if line[i : i + 2] == ": ":
+        return line[:i], line[i + 2 :]
+    return None
+
+
+def _is_identifier(s: str) -> bool:
+    return bool(s) and s[0] in _IDENT_START and all(c in _IDENT for c in s[1:])
+
+
+def _trailing_exception(line: str) -> str | None:
+    """pytest's final location line ``^\\S.*:[0-9]+: ([A-Za-z_][A-Za-z0-9_.]*)$``."""
+    if not line or line[0] in WHITESPACE:
+        return None
+    sep = line.rfind(": ")
+    if sep == -1:
+        return None
+    name = line[sep + 2 :]
+    if not _is_identifier(name):
+        return None
+    digits_start = sep
+    while digits_start > 0 and line[digits_start - 1] in _DIGITS:
+        digits_start -= 1
+    colon = digits_start - 1
+    if digits_start < sep and colon >= 1 and line[colon] == ":":
+        return name
+    return None
+
+
+def describe(exception: str | None, message: str | None, text: str | None) -> tuple[str | None, str]:
+    """(exception, message line) of a failure or collection error (docs/ENGINE.md,
+    *Messages and exceptions*); the line is not capped yet. ``""`` counts as no
+    exception."""
+    text = text or ""
+    line = None
+    if message is not None:
+        line = _first_e_line(message) or _first_meaningful_line(message)
+    if line is None:
+        line = _first_e_line(text) or _first_meaningful_line(text) or ""
+    if exception:
+        prefix = exception + ": "
+        if line.startswith(prefix):
+            line = line[len(prefix) :]
+    else:
+        split = _split_exception_prefix(line)
+        if split is not None:
+            exception, line = split
+        else:
+            exception = None
+            for raw in reversed(text.split("\n")):
+                found = _trailing_exception(chomp(raw))
+                if found is not None:
+                    exception = found
+                    break
+    # A bare `raise ValueError` / `<failure type="java.lang.AssertionError"/>`: the line
+    # only repeats the exception.
+    if exception is not None and line == exception:
+        return exception, ""
+    return exception, line
+
+
+def _location_from_text(text: str) -> dict[str, str | int | None] | None:
+    """``{path, line}`` from the last location line of ``text`` (``cut.parse_location``)."""
+    for raw in reversed(text.split("\n")):
+        loc = parse_location(chomp(raw))
+        if loc is not None:
+            return {"path": loc[0], "line": loc[1]}
+    return None
+
+
+# --------------------------------------------------------------------------------------
+# The builder.
+
+
+# A listed failure: (sequence number, its JSON dict, traceback lines omitted).
+_Listed = tuple[int, dict[str, Any], int]
+
+
+class _Group:
+    __slots__ = ("id", "exception", "message", "count", "first_seq", "examples", "representative")
+
+    def __init__(self, group_id: str, exception: str | None, message: str, first_seq: int) -> None:
+        self.id = group_id
+        self.exception = exception
+        self.message = message
+        self.count = 0
+        self.first_seq = first_seq
+        self.examples: list[str] = []
+        # The group's first failure, listed ahead of the others (None for an empty gother).
+        self.representative: _Listed | None = None
+
+
+class SummaryBuilder:
+    """Accumulates records, in input order, into a summary (docs/ENGINE.md, *The
+    builder*); the twin of ``SummaryBuilder`` in ``rust/core/src/summary.rs``.
+
+    ``budgets``: a dict with the nine budget names of ``models.Budgets`` (ints).
+    Memory stays bounded by the budgets: counts, the first ``max_failures`` failures
+    and the first failure of each group (only these get their traceback cut), at most ``group_limit`` groups (default
+    10,000) each with ``max_examples`` node ids, the ``max_slowest`` slowest tests, the
+    first ``max_collection_errors`` collection errors. There is no ``merge``: several
+    files are fed one after the other.
+
+    ``selection``: None lists every test; else counts and the duration stay the whole
+    report's while failures, groups, collection errors, slowest and ``omitted`` only take
+    what it selects, and ``unmatched`` names its entries that selected no failing or
+    erroring test and no collection error (docs/ENGINE.md, *Selection*).
+
+    ``project``: the project's own code (docs/ENGINE.md, *Project code*); None uses the
+    path-pattern rule for library code.
+    """
+
+    def __init__(
+        self,
+        budgets: dict[str, int],
+        group_limit: int = MAX_TRACKED_GROUPS,
+        selection: Selection | None = None,
+        project: ProjectCode | None = None,
+    ) -> None:
+        self._max_failures = budgets["max_failures"]
+        self._max_traceback_lines = budgets["max_traceback_lines"]
+        self._max_line_chars = budgets["max_line_chars"]
+        self._context_lines = budgets["max_frame_context_lines"]
+        self._max_message_chars = budgets["max_message_chars"]
+        self._max_groups = budgets["max_groups"]
+        self._max_examples = budgets["max_examples"]
+        self._max_slowest = budgets["max_slowest"]
+        self._max_collection_errors = budgets["max_collection_errors"]
+        self._group_limit = group_limit
+        self._seq = 0
+        self._counts = {"passed": 0, "failed": 0, "error": 0, "skipped": 0, "xfailed": 0, "xpassed": 0}
+        self._flaky = 0
+        self._subtests_passed = 0
+        self._subtests_failed = 0
+        self._passed_with_failed_subtests = 0
+        self._duration_us = 0
+        # pytest's session times of the files that have one, and their tests' sum (the
+        # others count their tests' sum: docs/ENGINE.md, *Summary JSON*)
+        self._known_session_us = 0
+        self._known_tests_us = 0
+        self._file_start_us = 0
+        self._failures_total = 0
+        self._failures: list[_Listed] = []
+        self._project = project
+        self._groups: dict[tuple[str, str | None, str], _Group] = {}
+        self._normalized_cache: dict[str, str] = {}
+        self._other = _Group(OTHER_GROUP_ID, None, OTHER_GROUP_MESSAGE, 0)
+        # The node id and group of the last failed subtest listed (a parent that only says
+        # its subtests failed joins that group).
+        self._last_subtest: tuple[str, _Group] | None = None
+        self._collection_total = 0
+        self._collection_traceback_omitted = 0
+        self._collection_errors: list[dict[str, Any]] = []
+        # (-duration_us, seq, node_id), ascending = largest first, ties by input order.
+        self._slowest: list[tuple[int, int, str]] = []
+        # A test must last longer than this to enter the list (0 durations never do;
+        # with max_slowest 0 nothing does).
+        self._slow_floor = 0 if self._max_slowest > 0 else U64_MAX
+        self._text_bytes_omitted = 0
+        self._output_bytes_omitted = 0
+        self._selection = selection
+        self._truncated: list[str] = []
+        # One flag per select entry: it selected a failing/erroring test or a collection error.
+        self._matched = [False] * len(selection.entries) if selection is not None else []
+
+    def begin_file(self) -> None:
+        """A file's records come next (its own tests' sum is measured from here)."""
+        self._file_start_us = min(self._duration_us, U64_MAX)
+
+    def end_file(self, session_us: int | None) -> None:
+        """The file pushed since ``begin_file`` ran for ``session_us`` microseconds
+        (pytest's session time; None when the report does not say: then its tests' sum
+        counts). ``duration_s`` adds up the files' times (docs/ENGINE.md, *Summary
+        JSON*); a builder never told counts the sum of all durations."""
+        if session_us is not None:
+            self._known_session_us += session_us
+            self._known_tests_us += min(self._duration_us, U64_MAX) - self._file_start_us
+
+    def note_truncated(self, path: str) -> None:
+        """Say that the file ``path`` ended in the middle of a line (listed in ``truncated``)."""
+        self._truncated.append(path)
+
+    def _mark_matched(self, index: int) -> None:
+        self._matched[index] = True
+
+    def _select_marking(self, node_id: str) -> bool:
+        """True when ``node_id`` is listed: no selection, or some entry selects it (and
+        then every such entry is marked matched)."""
+        return self._selection is None or self._selection.visit_matches(node_id, self._mark_matched)
+
+    def push(self, item: TestRecord | CollectionErrorRecord) -> None:
+        """Add one record, in report order (cheap for a passing test: a few counters
+        and one comparison)."""
+        seq = self._seq
+        self._seq = seq + 1
+        if isinstance(item, CollectionErrorRecord):
+            self._push_collection_error(item)
+            return
+        outcome = item.outcome
+        if item.subtest is not None:
+            self._push_subtest(item, seq)
+            return
+        if item.passed_with_failed_subtests:
+            self._passed_with_failed_subtests += 1
+        self._counts[outcome] += 1
+        if item.flaky:
+            self._flaky += 1
+        duration = item.duration_us
+        self._duration_us += duration
+        if outcome == "failed" or outcome == "error":
+            if not self._select_marking(item.node_id):
+                return  # counted above, listed nowhere
+            self._push_failure(item, seq)
+        elif self._selection is not None and duration > self._slow_floor and not self._selection.selects(item.node_id):
+            return  # an unselected test is never among the slowest
+        if duration > self._slow_floor:
+            self._add_slow(duration, seq, item.node_id)
+
+    def _push_subtest(self, record: TestRecord, seq: int) -> None:
+        """One subtest report (docs/ENGINE.md, *Subtests*): counted apart from the tests; a
+        failed one is listed like a failure of its test, never among the slowest."""
+        if record.outcome not in ("failed", "error"):
+            self._subtests_passed += 1
+            return
+        self._subtests_failed += 1
+        self._duration_us += record.duration_us
+        if self._select_marking(record.node_id):
+            self._push_failure(record, seq)
+
+    def _add_slow(self, duration_us: int, seq: int, node_id: str) -> None:
+        """Insert a test longer than ``_slow_floor`` (later tests lose ties, so a full
+        list only admits a strictly longer one)."""
+        slowest = self._slowest
+        bisect.insort(slowest, (-duration_us, seq, node_id))
+        cap = self._max_slowest
+        if len(slowest) >= cap:
+            del slowest[cap:]
+            self._slow_floor = -slowest[-1][0]
+
+    def _push_failure(self, record: TestRecord, seq: int) -> None:
+        self._failures_total += 1
+        self._text_bytes_omitted += record.text_bytes_omitted
+        self._output_bytes_omitted += record.output_bytes_omitted
+        exception, line = describe(record.exception, record.message, record.text)
+        text = record.text or ""
+        frames = DeepestFrames(text, self._project)
+        last = self._last_subtest
+        if (
+            last is not None
+            and record.subtest is None
+            and exception is None
+            and last[0] == record.node_id
+            and _SUBTESTS_MARKER.fullmatch(line)
+        ):
+            # a test whose failure only says its subtests failed: the cause is theirs
+            group = last[1]
+            group.count += 1
+            if len(group.examples) < self._max_examples:
+                group.examples.append(record.node_id)
+        else:
+            group = self._add_to_group(exception, line, frames, seq, record.node_id)
+        if record.subtest is not None:
+            self._last_subtest = (record.node_id, group)
+        listed: _Listed | None = None
+        if group.representative is None:
+            listed = group.representative = self._listed(record, seq, exception, line, frames, group.id)
+        if len(self._failures) < self._max_failures:
+            self._failures.append(listed or self._listed(record, seq, exception, line, frames, group.id))
+
+    def _located_and_cut(
+        self,
+        text: str,
+        code: tuple[str, int] | None,
+        reported: tuple[str, int | None] | None,
+        failure: tuple[str, str | None] | None,
+    ) -> tuple[dict[str, str | int | None] | None, str, int]:
+        """Where a failure or collection error happened and its cut traceback (text, lines
+        omitted): the deepest project frame ``code``, else the report's own ``reported``
+        path and line, else the text's last location line; the path as shown
+        (``display_path``). ``failure``: a failure's (node id, exception), whose
+        traceback is also tidied by the shown-traceback rules (``shown_traceback``); None
+        for a collection error (its traceback is only cut)."""
+        location: dict[str, str | int | None] | None
+        if code is not None:
+            location = {"path": display_path(code[0], self._project), "line": code[1]}
+        elif reported is not None:
+            location = {"path": display_path(reported[0], self._project), "line": reported[1]}
+        else:
+            location = _location_from_text(text)
+            if location is not None:
+                location["path"] = display_path(str(location["path"]), self._project)
+        if failure is None:
+            traceback, omitted = cut_traceback(
+                text, self._max_traceback_lines, self._max_line_chars, self._project, self._context_lines
+            )
+        else:
+            where = None
+            if location is not None:
+                line = location["line"]
+                where = (str(location["path"]), line if isinstance(line, int) else None)
+            traceback, omitted = shown_traceback(
+                text,
+                self._max_traceback_lines,
+                self._max_line_chars,
+                self._project,
+                self._context_lines,
+                failure[0],
+                where,
+                failure[1],
+            )
+        return location, traceback, omitted
+
+    def _listed(
+        self, record: TestRecord, seq: int, exception: str | None, line: str, frames: DeepestFrames, group_id: str
+    ) -> _Listed:
+        """A failure as listed: its location (the deepest frame of project code, else the
+        record's, else the text's last location line) and its cut traceback."""
+        text = record.text or ""
+        reported = (record.path, record.line) if record.path is not None else None
+        location, traceback, omitted = self._located_and_cut(text, frames.code, reported, (record.node_id, exception))
+        message = capped(line, self._max_message_chars)
+        entry = {
+            "node_id": record.node_id,
+            "subtest": record.subtest,
+            "outcome": record.outcome,
+            "phase": record.phase,
+            "exception": exception,
+            "message": message,
+            "message_in_traceback": says_message(traceback, exception, message),
+            "location": location,
+            "traceback": traceback,
+            "traceback_lines_omitted": omitted,
+            "stdout": record.stdout or None,
+            "stderr": record.stderr or None,
+            "log": record.log or None,
+            "group": group_id,
+        }
+        return seq, entry, omitted
+
+    def _where(self, frame: Frame) -> str:
+        return f"{display_path(frame[0], self._project)}:{frame[1]}"
+
+    def _add_to_group(
+        self, exception: str | None, message: str, frames: DeepestFrames, seq: int, node_id: str
+    ) -> _Group:
+        # The key (docs/ENGINE.md, *Groups*): the exception and the deepest frame of the
+        # project's non-test code; else the assertion site and the normalised message;
+        # else the normalised message. The group lists its first failure's message.
+        cache = self._normalized_cache
+        normalized = cache.get(message)
+        if normalized is None:
+            if len(cache) >= 4096:  # bounded: repeated messages are usually close together
+                cache.clear()
+            normalized = cache[message] = normalize_capped(message, self._max_message_chars)
+        if frames.non_test is not None:
+            key: tuple[str, str | None, str] = (exception or "", self._where(frames.non_test), "")
+        elif frames.test is not None:
+            # one assertion site checks one expression: only the values differ between its failures
+            folded = fold_values(normalized) if exception == ASSERTION_ERROR else normalized
+            key = (exception or "", self._where(frames.test), folded)
+        else:
+            key = (exception or "", None, normalized)
+        group = self._groups.get(key)
+        if group is None:
+            if len(self._groups) < self._group_limit:
+                group = _Group(group_id(key_hash(key[0], key[2], key[1])), exception or None, normalized, seq)
+                self._groups[key] = group
+            else:
+                group = self._other
+                if group.count == 0:
+                    group.first_seq = seq
+        group.count += 1
+        if len(group.examples) < self._max_examples:
+            group.examples.append(node_id)
+        return group
+
+    def _push_collection_error(self, record: CollectionErrorRecord) -> None:
+        self._counts["error"] += 1
+        if not self._select_marking(record.path):
+            return
+        self._collection_total += 1
+        self._text_bytes_omitted += record.text_bytes_omitted
+        if len(self._collection_errors) < self._max_collection_errors:
+            exception, line = describe(record.exception, record.message, record.text)
+            message = capped(line, self._max_message_chars)
+            # located and cut like a failure (its text is pytest's short-style traceback)
+            text = record.text or ""
+            code = DeepestFrames(text, self._project).code
+            location, traceback, omitted = self._located_and_cut(text, code, None, None)
+            self._collection_traceback_omitted += omitted
+            self._collection_errors.append(
+                {
+                    "path": record.path,
+                    "exception": exception,
+                    "message": message,
+                    "location": location,
+                    "traceback": traceback,
+                    "traceback_lines_omitted": omitted,
+                }
+            )
+
+    def finish(self, format: str, files: list[str]) -> bytes:
+        """The canonical summary JSON bytes (docs/ENGINE.md, *Summary JSON*).
+
+        ``format``: ``junit``, ``pytest-json`` or ``reportlog``; ``files``: the input paths as given.
+        """
+        c = self._counts
+        groups = list(self._groups.values())
+        if self._other.count:
+            groups.append(self._other)
+        groups.sort(key=lambda g: (-g.count, g.first_seq))
+        listed_groups = groups[: self._max_groups]
+        # Failures: one representative per listed group (largest first), then the others
+        # in report order, within max_failures.
+        failures = [g.representative for g in listed_groups if g.representative is not None][: self._max_failures]
+        shown = {listed[0] for listed in failures}
+        room = self._max_failures - len(failures)
+        failures += [listed for listed in self._failures if listed[0] not in shown][:room]
+        summary = {
+            "format": format,
+            "files": list(files),
+            "counts": {
+                "total": sum(c.values()),
+                "passed": c["passed"],
+                "failed": c["failed"],
+                "errors": c["error"],
+                "skipped": c["skipped"],
+                "xfailed": c["xfailed"],
+                "xpassed": c["xpassed"],
+                "flaky": self._flaky,
+                "subtests_passed": self._subtests_passed,
+                "subtests_failed": self._subtests_failed,
+                "passed_with_failed_subtests": self._passed_with_failed_subtests,
+            },
+            "duration_s": min(self._known_session_us + min(self._duration_us, U64_MAX) - self._known_tests_us, U64_MAX)
+            / 1e6,
+            "tests_duration_s": min(self._duration_us, U64_MAX) / 1e6,
+            "failures": [listed[1] for listed in failures],
+            "groups": [
+                {
+                    "id": g.id,
+                    "count": g.count,
+                    "exception": g.exception,
+                    "message": g.message,
+                    "location": g.representative[1]["location"] if g.representative is not None else None,
+                    "examples": g.examples,
+                }
+                for g in listed_groups
+            ],
+            "collection_errors": self._collection_errors,
+            "slowest": [{"node_id": node_id, "duration_s": -neg / 1e6} for neg, _seq, node_id in self._slowest],
+            "omitted": {
+                "failures": self._failures_total - len(failures),
+                "groups": len(groups) - len(listed_groups),
+                "collection_errors": self._collection_total - len(self._collection_errors),
+                "traceback_lines": sum(listed[2] for listed in failures) + self._collection_traceback_omitted,
+                "output_bytes": min(self._output_bytes_omitted, U64_MAX),
+                "text_bytes": min(self._text_bytes_omitted, U64_MAX),
+            },
+            "unmatched": self._selection.unmatched(self._matched) if self._selection is not None else [],
+            "truncated": self._truncated,
+        }
+        return orjson.dumps(summary)

@@ -1,0 +1,131 @@
+"""Measuring line coverage in ``execute_tests`` (``coverage: true``), with pytest-cov in
+the project's interpreter.
+
+Each pytest process of a call measures through pytest-cov (``COVERAGE_ARGV``: fixed
+options, no source given, so the project's own coverage configuration, ``.coveragerc``,
+``setup.cfg``, ``tox.ini`` or ``pyproject.toml`` ``[tool.coverage]``, decides what is
+measured, omitted and excluded) and writes its data file into the call's run
+directory (``coverage_env``: ``COVERAGE_FILE`` set to ``<run_dir>/coverage/run-<n>``;
+never a ``.coverage`` in the project). ``finish_coverage`` then combines every data
+file of the call (coverage.py's combine: a line ran when it ran in any process),
+writes ``coverage.json`` with the project's interpreter and configuration, reads it
+(``coverage_report``; the server's own pytest plugins left out) and intersects the
+missed lines with the lines changed since ``HEAD`` (``changed_lines``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import anyio
+
+from pytest_mcp_server.domain.coverage import CoverageSummary, summarize_coverage
+from pytest_mcp_server.domain.failures import ToolFailure
+from pytest_mcp_server.domain.policy import REPORT_TIMEOUT_S, TAIL_BYTES
+from pytest_mcp_server.engine.coverage import CoverageFormat, LineSets, read_coverage_reports
+from pytest_mcp_server.engine.models import ReportError
+from pytest_mcp_server.run.events import PLUGIN_DIR
+from pytest_mcp_server.run.git import changed_lines
+from pytest_mcp_server.run.interpreter import Interpreter
+
+COVERAGE_ARGV = ("--cov", "--cov-report=", "--cov-fail-under=0")
+"""pytest-cov's options of a measured run: measure (what the project's configuration
+says; with none, all code outside the standard library and installed packages), print
+no report, and never fail the run for a low total (the project's ``fail_under`` would
+turn a green run into exit 1; the answer gives the figure)."""
+
+COVERAGE_DIR = "coverage"
+"""The run directory's subdirectory holding one data file per pytest process run."""
+COMBINED_DATA = "coverage.data"
+"""The data file combining a call's runs, in the run directory."""
+JSON_REPORT = "coverage.json"
+"""The ``coverage json`` report of the combined data, in the run directory."""
+
+
+# Run by the project's interpreter, in the root (so coverage.py reads the project's
+# configuration): combine the given data files into argv[1] and write the JSON report
+# to argv[2]; a source file that vanished since the run is skipped (ignore_errors).
+_REPORT_SCRIPT = (
+    "import sys, coverage\n"
+    "combined, out, files = sys.argv[1], sys.argv[2], sys.argv[3:]\n"
+    "cov = coverage.Coverage(data_file=combined)\n"
+    "cov.combine(files, keep=True)\n"
+    "cov.save()\n"
+    "cov.json_report(outfile=out, ignore_errors=True)\n"
+)
+
+
+def missing_coverage(interp: Interpreter) -> ToolFailure | None:
+    """``ToolFailure(coverage_missing)`` naming the interpreter, the packages it lacks
+    (``coverage`` and/or ``pytest-cov``) and the command that installs them; None when
+    it has both."""
+    missing = [
+        name for name, has in (("coverage", interp.has_coverage), ("pytest-cov", interp.has_pytest_cov)) if not has
+    ]
+    if not missing:
+        return None
+    names = " and ".join(missing)
+    return ToolFailure(
+        "coverage_missing",
+        f"coverage needs coverage.py and pytest-cov in the project's interpreter {interp.python}, which lacks "
+        f"{names}; install {'them' if len(missing) > 1 else 'it'} there ({interp.python} -m pip install "
+        f"{' '.join(missing)}), or run without coverage",
+    )
+
+
+def project_lines(paths: list[str], formats: list[CoverageFormat]) -> LineSets:
+    """``coverage_report.read_coverage_reports`` without the server's own pytest plugins
+    (``events.PLUGIN_DIR``): they run inside every measured pytest, outside the project's
+    site-packages, so coverage.py measures them unless the project names its ``source``;
+    they are never the project's code. Raises ``ReportError``."""
+    lines = read_coverage_reports(paths, formats)
+    lines.drop_under(str(PLUGIN_DIR))
+    return lines
+
+
+def coverage_env(run_dir: Path, run_number: int = 1) -> dict[str, str]:
+    """The environment variables a measured pytest process gets on top of the child's:
+    ``COVERAGE_FILE``, its own data file ``<run_dir>/coverage/run-<run_number>`` (the
+    directory is created). pytest-cov's xdist workers inherit it and are combined into
+    it by pytest-cov."""
+    data_dir = run_dir / COVERAGE_DIR
+    data_dir.mkdir(exist_ok=True)
+    return {"COVERAGE_FILE": str(data_dir / f"run-{run_number}")}
+
+
+async def finish_coverage(
+    python: str, root: Path, env: dict[str, str], run_dir: Path, measured_dirs: Sequence[Path] = ()
+) -> CoverageSummary:
+    """Combine the data files of a call (every file under ``<dir>/coverage`` of each
+    run directory in ``measured_dirs``, the runs of a repeated call; default just
+    ``run_dir``), have ``python`` (the project's interpreter, cwd ``root``, environment
+    ``env``) write ``<run_dir>/coverage.json``, and summarise it with the changed lines
+    of ``root``.
+
+    Never raises for a run that measured nothing or a report that cannot be written:
+    the summary then has ``percent`` None and ``problem`` saying why (the tests' results
+    stay the answer)."""
+    data_dirs = [d / COVERAGE_DIR for d in (measured_dirs or [run_dir])]
+    files = sorted(str(p) for d in data_dirs if d.is_dir() for p in d.iterdir() if p.is_file())
+    if not files:
+        return CoverageSummary(percent=None, problem="no coverage data was written (pytest-cov did not start?)")
+    combined, report = run_dir / COMBINED_DATA, run_dir / JSON_REPORT
+    argv = [python, "-c", _REPORT_SCRIPT, str(combined), str(report), *files]
+    env = {k: v for k, v in env.items() if k != "COVERAGE_FILE"}
+    try:
+        with anyio.fail_after(REPORT_TIMEOUT_S):
+            proc = await anyio.run_process(argv, cwd=root, env=env, check=False)
+    except (OSError, TimeoutError) as exc:
+        return CoverageSummary(percent=None, problem=f"coverage.py's report did not finish: {exc or 'timeout'}")
+    if proc.returncode != 0 or not report.is_file():
+        stderr = proc.stderr.decode("utf-8", "replace")[-TAIL_BYTES:].strip().splitlines()
+        why = stderr[-1] if stderr else f"exit {proc.returncode}"
+        return CoverageSummary(percent=None, data_path=str(combined), problem=f"coverage.py wrote no report: {why}")
+    try:
+        lines = await anyio.to_thread.run_sync(lambda: project_lines([str(report)], ["coverage-json"]))
+    except ReportError as exc:
+        return CoverageSummary(percent=None, data_path=str(combined), problem=str(exc))
+    changed = await changed_lines(root)
+    return summarize_coverage(lines, root=os.fspath(root), changed=changed, data_path=str(combined))
