@@ -237,12 +237,13 @@ def _record_counts(argv: list[str], root: Path, run_dir: Path, timeout: float) -
     """The counts of one untimed run of ``argv`` with the server's record plugin, as the
     report engine reads its record file."""
     from pytest_mcp_server.engine import summarize
-    from pytest_mcp_server.run.events import PLUGIN_DIR, PLUGIN_NAME
 
     records = run_dir / "records.jsonl"
     env = _env()
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PLUGIN_DIR), env.get("PYTHONPATH", "")) if p)
-    counted = [*argv[:3], "-p", PLUGIN_NAME, f"--mcp-records={records}", *argv[3:]]
+    # run.events' PLUGIN_DIR and PLUGIN_NAME, spelled out: bench imports only the engine (tests/test_layers.py)
+    plugin_dir = Path(__file__).resolve().parents[1] / "run" / "pytest_plugin"
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(plugin_dir), env.get("PYTHONPATH", "")) if p)
+    counted = [*argv[:3], "-p", "pytest_mcp_server_events", f"--mcp-records={records}", *argv[3:]]
     subprocess.run(counted, cwd=root, env=env, capture_output=True, timeout=timeout, stdin=subprocess.DEVNULL)
     return summarize([str(records)]).counts.model_dump()
 
