@@ -3,7 +3,7 @@
 
 For each project (default: ``every_outcome`` and ``many_failures`` from ``tests/fixtures``),
 copied to a temporary directory, it runs the real workflow in-process
-(``Runner.execute`` with default arguments, then ``to_mcp_result`` as the server does)
+(``app.execute.execute_tests`` with default arguments, then ``to_mcp_result`` as the server does)
 and ``python -m pytest -q --tb=short -p no:cacheprovider`` in the same copy, and prints
 one row per project: text bytes (the answer's text block), wire bytes (the JSON of the
 whole ``CallToolResult``: content and structured content, as ``benches/real_bugs.py``
@@ -28,9 +28,11 @@ from pathlib import Path
 
 import anyio
 
+from pytest_mcp_server.adapters.mcp.catalogue import TOOLS_BY_NAME
 from pytest_mcp_server.adapters.mcp.server import to_mcp_result
 from pytest_mcp_server.adapters.text import render_execute
-from pytest_mcp_server.app.workflows import Runner
+from pytest_mcp_server.app.execute import execute_tests
+from pytest_mcp_server.app.runner import Runner
 from pytest_mcp_server.domain.config import ServerConfig
 from pytest_mcp_server.domain.tools import ExecuteParams
 
@@ -42,9 +44,9 @@ def measure(name: str, work: Path) -> tuple[str, int, int, int]:
     root = work / name
     shutil.copytree(FIXTURES / name, root)
     runner = Runner(ServerConfig(root=root, artifacts_dir=work / f"{name}-artifacts"))
-    result = anyio.run(runner.execute, ExecuteParams())
+    result = anyio.run(execute_tests, runner, ExecuteParams())
     text = render_execute(result)
-    wire = to_mcp_result(result, text).model_dump_json(by_alias=True, exclude_none=True)
+    wire = to_mcp_result(TOOLS_BY_NAME["execute_tests"], result).model_dump_json(by_alias=True, exclude_none=True)
     short = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "--tb=short", "-p", "no:cacheprovider"],
         cwd=root,

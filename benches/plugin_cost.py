@@ -6,8 +6,8 @@ ways alternating in every round so that drift and other load hit them alike:
 
 * ``plain``: the server's argv without its plugin (``-p ...`` and ``--mcp-*`` removed,
   as ``bench suite`` does for its ``pytest`` way; ``-o`` options kept);
-* ``plugins``: the argv ``execute_tests`` runs (``Runner.execute_argv``), with the
-  server's environment for the child (``Runner.child_env``: the plugin directory first on
+* ``plugins``: the argv ``execute_tests`` runs (``run.argv.execute_argv``), with the
+  server's environment for the child (``run.argv.child_env``: the plugin directory first on
   ``PYTHONPATH``, the run token);
 * ``plugins@LABEL`` for each ``--plugins LABEL=DIR``: the same argv with the plugins
   imported from DIR instead, e.g. an older commit's, extracted with
@@ -35,10 +35,11 @@ from pathlib import Path
 
 import anyio
 
-from pytest_mcp_server.app.workflows import Runner
+from pytest_mcp_server.app.runner import Runner
 from pytest_mcp_server.bench.suite import _from_server_argv
 from pytest_mcp_server.domain.config import ServerConfig
 from pytest_mcp_server.domain.tools import ExecuteParams
+from pytest_mcp_server.run.argv import child_env, execute_argv
 
 DEFAULT_PROJECT = Path.home() / ".cache/pytest-mcp-server/bench/suite-20000-s20240611-v1"
 
@@ -66,7 +67,7 @@ def main() -> None:
     runner = Runner(ServerConfig(root=args.project))
     interp = anyio.run(runner.interpreter)
     work = Path(tempfile.mkdtemp(prefix="plugin-cost-"))
-    server_env = runner.child_env(run=True)
+    server_env = child_env(run=True)
     plain_env = {k: v for k, v in server_env.items() if k != "PYTHONPATH"}
     ways: dict[str, tuple[Path, dict[str, str]]] = {"plain": (work / "plain", plain_env)}
     ways["plugins"] = (work / "plugins", server_env)
@@ -80,7 +81,7 @@ def main() -> None:
             for way, (run_dir, env) in ways.items():
                 shutil.rmtree(run_dir, ignore_errors=True)
                 run_dir.mkdir()
-                argv = runner.execute_argv(ExecuteParams(), interp, run_dir)
+                argv = execute_argv(ExecuteParams(), interp, run_dir)
                 if way == "plain":
                     argv = _from_server_argv(argv)
                 user, system, wall = measure(argv, env, args.project)

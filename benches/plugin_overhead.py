@@ -7,7 +7,7 @@ Three ways, alternating in every round so that drift and other load hit them ali
 * ``plain``: ``python -m pytest -q -p no:cacheprovider`` in the suite, the server's
   environment without its plugin directory;
 * ``server argv``: the exact argv and environment of a run of ``execute_tests``
-  (``Runner.execute_argv``, ``Runner.child_env``: the record plugin writing its file,
+  (``run.argv.execute_argv``, ``run.argv.child_env``: the record plugin writing its file,
   the stack dump armed), run directly;
 * ``server argv, no cache``: the same with ``-q -p no:cacheprovider`` added, as plain's:
   what the record plugin alone costs (the server keeps pytest's cache provider, which
@@ -35,9 +35,10 @@ from pathlib import Path
 
 import anyio
 
-from pytest_mcp_server.app.workflows import Runner
+from pytest_mcp_server.app.runner import Runner
 from pytest_mcp_server.domain.config import ServerConfig
 from pytest_mcp_server.domain.tools import ExecuteParams
+from pytest_mcp_server.run.argv import child_env, execute_argv
 
 
 def make_suite(root: Path, tests: int, files: int) -> None:
@@ -70,7 +71,7 @@ async def measure(root: Path, work: Path, rounds: int) -> dict[str, list[float]]
 
     runner = Runner(ServerConfig(root=root, artifacts_dir=work / "artifacts"))
     interp = await runner.interpreter()
-    server_env = runner.child_env(run=True)
+    server_env = child_env(run=True)
     plain_env = {k: v for k, v in server_env.items() if k != "PYTHONPATH"}
     plain = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
     times: dict[str, list[float]] = {"plain": [], "server argv": [], "server argv, no cache": [], "execute_tests": []}
@@ -84,7 +85,7 @@ async def measure(root: Path, work: Path, rounds: int) -> dict[str, list[float]]
             run_dir = work / "direct"
             shutil.rmtree(run_dir, ignore_errors=True)
             run_dir.mkdir()
-            argv = runner.execute_argv(ExecuteParams(), interp, run_dir)
+            argv = execute_argv(ExecuteParams(), interp, run_dir)
             took = {
                 "plain": await anyio.to_thread.run_sync(timed, plain, root, plain_env),
                 "server argv": await anyio.to_thread.run_sync(timed, argv, root, server_env),

@@ -22,11 +22,10 @@ import pytest
 from server_support import Project, connect, run, text_of
 
 from pytest_mcp_server.adapters.text import render_text
-from pytest_mcp_server.app.workflows import Runner
-from pytest_mcp_server.domain.config import ServerConfig
 from pytest_mcp_server.domain.policy import LINE_CHARS
 from pytest_mcp_server.domain.tools import ExecuteParams, ExecuteResult
 from pytest_mcp_server.engine import summarize
+from pytest_mcp_server.run.argv import execute_argv
 from pytest_mcp_server.run.interpreter import Interpreter, probe_interpreter, version_numbers
 
 WIRE_TO_TEXT = 3
@@ -170,14 +169,21 @@ def test_a_2600_character_output_line_is_capped_and_counted(tmp_path):
 
 
 def test_pytest_8_and_later_run_with_full_assertion_detail(tmp_path):
-    (tmp_path / "proj").mkdir()
-    runner = Runner(ServerConfig(root=tmp_path / "proj", artifacts_dir=tmp_path / "art"))
+    # full assertion detail whatever the verbosity: only then may the run be quiet (-q), and
+    # on pytest 9 subtests keep pytest's default verbosity
     params = ExecuteParams()
-    for version, expected in (((9, 2, 0), True), ((8, 0), True), ((7, 4, 4), False), ((), False)):
+    for version, expected, subtests in (
+        ((9, 2, 0), True, True),
+        ((8, 0), True, False),
+        ((7, 4, 4), False, False),
+        ((), False, False),
+    ):
         interp = Interpreter("/py", has_xdist=False, pytest_version=version)
-        argv = runner.execute_argv(params, interp, tmp_path)
-        has = any(a == "-o" and b == "verbosity_assertions=2" for a, b in zip(argv, argv[1:], strict=False))
-        assert has is expected, (version, argv)
+        argv = execute_argv(params, interp, tmp_path)
+        pairs = list(zip(argv, argv[1:], strict=False))
+        assert (("-o", "verbosity_assertions=2") in pairs) is expected, (version, argv)
+        assert ("-q" in argv) is expected, (version, argv)
+        assert (("-o", "verbosity_subtests=0") in pairs) is subtests, (version, argv)
 
 
 def test_the_probe_keeps_the_interpreters_pytest_version(tmp_path):

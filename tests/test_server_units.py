@@ -16,16 +16,19 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from pytest_mcp_server.adapters.mcp.catalogue import TOOLS_BY_NAME
-from pytest_mcp_server.app.workflows import KEEP_RUNS, RUNNING_MARKER, Runner
+from pytest_mcp_server.app.runner import Runner
+from pytest_mcp_server.app.summarize import summarize_report
 from pytest_mcp_server.domain.config import ServerConfig, default_artifacts_base
 from pytest_mcp_server.domain.expressions import check_expression
 from pytest_mcp_server.domain.failures import ToolFailure
-from pytest_mcp_server.domain.policy import EXECUTE_BUDGETS, FULL_STORY
+from pytest_mcp_server.domain.policy import EXECUTE_BUDGETS, FULL_STORY, KEEP_RUNS
 from pytest_mcp_server.domain.validation import resolve_inside
 from pytest_mcp_server.engine.models import Budgets
+from pytest_mcp_server.run.argv import execute_argv
 from pytest_mcp_server.run.events import PLUGIN_DIR
 from pytest_mcp_server.run.interpreter import Interpreter, find_python
 from pytest_mcp_server.run.process import Tail
+from pytest_mcp_server.run.rundirs import RUNNING_MARKER
 
 
 def parse_params(tool: str, arguments: dict):
@@ -136,8 +139,6 @@ def test_resolve_inside_follows_symlinks_before_deciding(tmp_path):
 
 def test_execute_argv_is_built_only_from_validated_fields(tmp_path):
     (tmp_path / "tests").mkdir()
-    config = ServerConfig(root=tmp_path, artifacts_dir=tmp_path.parent / "art")
-    runner = Runner(config)
     params = parse_params(
         "execute_tests",
         {
@@ -151,7 +152,7 @@ def test_execute_argv_is_built_only_from_validated_fields(tmp_path):
         },
     )
     interp = Interpreter("/py", has_xdist=True)
-    argv = runner.execute_argv(params, interp, Path("/r"))
+    argv = execute_argv(params, interp, Path("/r"))
     assert argv == [
         "/py",
         "-m",
@@ -178,10 +179,10 @@ def test_execute_argv_is_built_only_from_validated_fields(tmp_path):
 def test_only_the_newest_runs_are_kept(tmp_path):
     (tmp_path / "proj").mkdir()
     runner = Runner(ServerConfig(root=tmp_path / "proj", artifacts_dir=tmp_path / "art"))
-    made = [runner.new_run_dir() for _ in range(KEEP_RUNS + 5)]
-    left = sorted(p for p in runner.runs_dir.iterdir())
+    made = [runner.run_dirs.new() for _ in range(KEEP_RUNS + 5)]
+    left = sorted(p for p in runner.run_dirs.runs_dir.iterdir())
     assert left == made[-KEEP_RUNS:]
-    assert runner.runs_dir.parent.parent == tmp_path / "art"
+    assert runner.run_dirs.runs_dir.parent.parent == tmp_path / "art"
 
 
 def test_tail_keeps_a_bounded_end_of_a_huge_stream():
@@ -244,11 +245,11 @@ def test_plugin_dir_holds_only_the_plugin():
 def test_rotation_never_removes_a_run_in_progress(tmp_path):
     (tmp_path / "proj").mkdir()
     runner = Runner(ServerConfig(root=tmp_path / "proj", artifacts_dir=tmp_path / "art"))
-    running = runner.new_run_dir()
+    running = runner.run_dirs.new()
     (running / RUNNING_MARKER).touch()
-    finished = runner.new_run_dir()
+    finished = runner.run_dirs.new()
     for _ in range(KEEP_RUNS + 3):
-        runner.new_run_dir()
+        runner.run_dirs.new()
     assert running.exists() and not finished.exists()
 
 
@@ -291,10 +292,10 @@ def test_summarize_with_node_ids_covers_only_the_selected_tests(tmp_path):
     runner = Runner(ServerConfig(root=root, artifacts_dir=tmp_path / "art"))
     wanted = ["tests/test_many.py::test_cases[1]", "tests/test_many.py::test_cases[4]", "tests/nope.py"]
     params = parse_params("summarize_report", {"paths": ["report.xml"], "node_ids": wanted})
-    result = anyio.run(runner.summarize, params)
+    result = anyio.run(summarize_report, runner, params)
     assert [f.node_id for f in result.summary.failures] == wanted[:2]
     assert [(g.exception, g.count) for g in result.summary.groups] == [("KeyError", 2)]
     assert result.not_failing == result.summary.unmatched == ["tests/nope.py"]
     assert result.summary.counts.failed == 256 and result.summary.omitted.failures == 0
-    whole = anyio.run(runner.summarize, parse_params("summarize_report", {"paths": ["report.xml"]}))
+    whole = anyio.run(summarize_report, runner, parse_params("summarize_report", {"paths": ["report.xml"]}))
     assert whole.not_failing == [] and sum(g.count for g in whole.summary.groups) == 256

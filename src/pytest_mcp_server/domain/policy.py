@@ -115,6 +115,16 @@ PROBE_TIMEOUT_S = 60.0
 """Seconds the project's interpreter gets to answer the probe (a cold start on a slow
 disk can take long)."""
 
+KEEP_RUNS = 20
+"""Run directories kept per project (the newest; a run in progress is never removed)."""
+
+STACK_DUMP_WAIT_S = 1.0
+"""Seconds to wait for a timeout's stack dump to be written (it is written at once unless
+the process is stopped; within ``ON_TIMEOUT_S``)."""
+
+ERROR_LINE_CHARS = 500
+"""Characters kept of the error line quoted from a pytest that failed before running tests."""
+
 STACK_FRAMES = 6
 """Frames kept of the running test's stack (the outermost two and the innermost rest)."""
 

@@ -19,11 +19,17 @@ outermost first, at most ``STACK_FRAMES`` of them.
 
 from __future__ import annotations
 
+import os
 import re
+import signal
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_mcp_server.domain.policy import STACK_FRAMES
+import anyio
+
+from pytest_mcp_server.domain.policy import STACK_DUMP_WAIT_S, STACK_FRAMES
+from pytest_mcp_server.run.events import stack_dump_armed
 
 _THREAD = re.compile(r"^(Current thread|Thread) 0x[0-9a-fA-F]+ .*\(most recent call first\):\s*$|^Stack \(most recent")
 _FRAME = re.compile(r'^\s+File "(?P<path>.*)", line (?P<line>\d+|\?\?\?) in (?P<name>.*?)\s*$')
@@ -140,3 +146,63 @@ def _frame_line(frame: Frame, root: Path) -> str:
             path = path[libraries[-1].end() :]
     line = f":{frame.line}" if frame.line is not None else ""
     return f"{path}{line} in {frame.name}"
+
+
+STACK_DUMP_SIGNAL = signal.SIGUSR1
+"""Sent to pytest when a run times out: the record plugin's faulthandler then dumps every
+thread's stack into the run's stacks file (the plugin's ``STACK_DUMP_SIGNAL``)."""
+
+
+async def dump_stacks(records: Path, stacks: Path, stopped_at: list[float], pid: int) -> None:
+    """A run's timeout hook: note the time in ``stopped_at``, send pytest (``pid``) the
+    stack-dump signal if the plugin armed it (the record file's first line says so),
+    and its xdist workers (each armed its own ``<stacks>.<pid>``, and is in pytest's
+    process group), and wait until the dumps stop growing (at most
+    ``STACK_DUMP_WAIT_S``)."""
+    stopped_at.append(time.time())
+    if not stack_dump_armed(records):
+        return  # not armed: the signal would kill pytest instead
+    try:
+        os.kill(pid, STACK_DUMP_SIGNAL)
+    except OSError:
+        return
+    dumps = [stacks]
+    for worker in worker_dumps(stacks):
+        try:
+            if os.getpgid(int(worker.suffix[1:])) == pid:  # still one of this run's workers
+                os.kill(int(worker.suffix[1:]), STACK_DUMP_SIGNAL)
+                dumps.append(worker)
+        except (OSError, ValueError):
+            continue
+    sizes: list[int] = []
+    with anyio.move_on_after(STACK_DUMP_WAIT_S):
+        while True:
+            await anyio.sleep(0.05)
+            now = [_size(path) for path in dumps]
+            if all(now) and now == sizes:
+                return
+            sizes = now
+
+
+def worker_dumps(stacks: Path) -> list[Path]:
+    """The stack dumps xdist workers armed next to ``stacks`` (``<stacks>.<pid>``)."""
+    return sorted(stacks.parent.glob(stacks.name + ".*"))
+
+
+def read_dumps(stacks: Path) -> str:
+    """The text of the stack dump ``stacks`` and of its xdist workers' dumps ("" for a
+    file that is missing or unreadable)."""
+    texts = []
+    for path in [stacks, *worker_dumps(stacks)]:
+        try:
+            texts.append(path.read_text(encoding="utf-8", errors="replace"))
+        except OSError:
+            continue
+    return "".join(texts)
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0

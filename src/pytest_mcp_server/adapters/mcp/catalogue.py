@@ -18,7 +18,10 @@ from pydantic import BaseModel, ValidationError
 
 from pytest_mcp_server.adapters.mcp.structured import execute_structured, plain_structured
 from pytest_mcp_server.adapters.text import render_discover, render_execute, render_summarize
-from pytest_mcp_server.app.workflows import Runner
+from pytest_mcp_server.app.discover import discover_tests
+from pytest_mcp_server.app.execute import execute_tests
+from pytest_mcp_server.app.runner import Runner
+from pytest_mcp_server.app.summarize import summarize_report
 from pytest_mcp_server.domain.failures import invalid
 from pytest_mcp_server.domain.tools import (
     DiscoverParams,
@@ -81,7 +84,7 @@ TOOLS: tuple[ToolSpec[Any, Any], ...] = (
         params=ExecuteParams,
         result=ExecuteResult,
         read_only=False,
-        handler=lambda runner, params, progress: runner.execute(params, progress),
+        handler=execute_tests,
         render=render_execute,
         structured=execute_structured,
     ),
@@ -91,7 +94,7 @@ TOOLS: tuple[ToolSpec[Any, Any], ...] = (
         params=DiscoverParams,
         result=DiscoverResult,
         read_only=True,
-        handler=lambda runner, params, _progress: runner.discover(params),
+        handler=lambda runner, params, _progress: discover_tests(runner, params),
         render=render_discover,
     ),
     ToolSpec[SummarizeParams, SummarizeResult](
@@ -103,7 +106,7 @@ TOOLS: tuple[ToolSpec[Any, Any], ...] = (
         params=SummarizeParams,
         result=SummarizeResult,
         read_only=True,
-        handler=lambda runner, params, _progress: runner.summarize(params),
+        handler=lambda runner, params, _progress: summarize_report(runner, params),
         render=render_summarize,
     ),
 )

@@ -1,0 +1,56 @@
+"""The ``discover_tests`` workflow: collect the selected tests without running them."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from functools import partial
+from pathlib import Path
+
+import anyio
+
+from pytest_mcp_server.app.runner import Runner, run_status
+from pytest_mcp_server.domain.tools import DiscoverParams, DiscoverResult
+from pytest_mcp_server.domain.validation import check_node_ids_exist
+from pytest_mcp_server.engine.models import Budgets
+from pytest_mcp_server.run.argv import RECORDS_FILE, discover_argv
+from pytest_mcp_server.run.events import read_collected, read_run_events
+
+
+async def discover_tests(runner: Runner, params: DiscoverParams) -> DiscoverResult:
+    """Collect the selected tests without running them (the ``discover_tests`` tool).
+
+    A collect-only pytest writes its record file into a temporary directory (removed
+    after). Node ids are read from it line by line; only the requested page and the
+    per-file counts are kept, so a 100k-test suite costs little memory. The collection
+    errors are the report engine's reading of the same file. Raises ``ToolFailure`` as
+    ``app.runner.run_status`` says.
+    """
+    check_node_ids_exist(params.node_ids, runner.root)
+    interp = await runner.interpreter()
+    max_timeout = runner.config.max_timeout_s
+    async with runner.slots:
+        tmp = Path(await anyio.to_thread.run_sync(partial(tempfile.mkdtemp, prefix="pytest-mcp-discover-")))
+        try:
+            records = tmp / RECORDS_FILE
+            argv = discover_argv(params, interp, tmp)
+            outcome = await runner.run_pytest(argv, max_timeout)
+            run_events = await anyio.to_thread.run_sync(read_run_events, records, runner.root)
+            run_status(outcome, argv, run_events, max_timeout, max_timeout)
+            page = await anyio.to_thread.run_sync(partial(read_collected, records, params.offset, params.limit))
+            summary = await runner.summarize_records(records, Budgets(max_failures=0), outcome, argv)
+        finally:
+            with anyio.CancelScope(shield=True):
+                shutil.rmtree(tmp, ignore_errors=True)
+    total, files, files_omitted, node_ids = page
+    end = params.offset + len(node_ids)
+    session_s = run_events.session_duration_s
+    return DiscoverResult(
+        total=total,
+        files=files,
+        files_omitted=files_omitted,
+        node_ids=node_ids,
+        next_offset=end if end < total else None,
+        collection_errors=summary.collection_errors,
+        duration_s=round(session_s, 3) if session_s is not None else outcome.duration_s,
+    )

@@ -1,0 +1,183 @@
+"""The ``execute_tests`` workflow: run the selected tests in a fresh pytest and answer
+with the engine's summary of the run's record file.
+
+Each run writes one record file, ``<run directory>/records.jsonl`` (``RECORDS_FILE``: the
+server's plugin's stream in pytest-reportlog's format, ``run.events``): the report engine
+summarises it, the server follows it for progress and reads the warnings, counts and the
+running test from it. With ``repeat``, one call makes several such runs (``app.repeat``).
+
+When a run times out or pytest dies (a signal, ``os._exit``), the answer still says what
+happened: the record file names the test that was running and since when, and its
+complete lines hold every finished test, summarised through the report engine as usual.
+On a timeout the plugin is first asked for a stack dump (``run.stacks.dump_stacks``,
+before the group is killed); after a fatal signal, pytest's own faulthandler dump on
+stderr gives the stack.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from pytest_mcp_server.app.repeat import execute_repeated
+from pytest_mcp_server.app.runner import Runner, run_status
+from pytest_mcp_server.domain.failures import ToolFailure, invalid
+from pytest_mcp_server.domain.tools import ExecuteParams, ExecuteResult
+from pytest_mcp_server.domain.validation import check_node_ids_exist
+from pytest_mcp_server.engine import summarize as engine_summarize
+from pytest_mcp_server.engine.models import Budgets, ReportError
+from pytest_mcp_server.run.argv import RECORDS_FILE, STACKS_FILE, child_env, execute_argv
+from pytest_mcp_server.run.coverage import coverage_env, finish_coverage, missing_coverage
+from pytest_mcp_server.run.events import EventFollower, ProgressFn, RunEvents, read_run_events
+from pytest_mcp_server.run.interpreter import Interpreter
+from pytest_mcp_server.run.process import ProcessOutcome, signal_name
+from pytest_mcp_server.run.rundirs import RUNNING_MARKER
+from pytest_mcp_server.run.stacks import dump_stacks, fatal_error, parse_dump, read_dumps, test_stack
+
+
+async def execute_tests(runner: Runner, params: ExecuteParams, progress: ProgressFn | None = None) -> ExecuteResult:
+    """Run the selected tests and summarise the run (the ``execute_tests`` tool).
+
+    ``progress`` is awaited with (tests done, tests collected) as the run goes on.
+    Refuses (before starting pytest) node ids that do not exist inside the root and
+    ``workers`` without pytest-xdist. Raises ``ToolFailure`` for timeouts, crashes,
+    usage and internal errors, and ``coverage`` without coverage.py and pytest-cov
+    (``coverage_missing``); failing tests, collection errors (exit 2) and an empty
+    selection (exit 5) are results. With ``coverage`` the run writes its data into
+    the run directory and the result carries its ``coverage`` (``run.coverage``).
+    With ``repeat`` above 1 the selection runs that many times (``app.repeat``).
+    """
+    check_node_ids_exist(params.node_ids, runner.root)
+    interp = await runner.interpreter()
+    if params.workers is not None and not interp.has_xdist:
+        interp = await runner.interpreter(refresh=True)
+        if not interp.has_xdist:
+            raise invalid(
+                "workers",
+                f"pytest-xdist is not installed in the project's interpreter {interp.python}; "
+                "omit workers, or install pytest-xdist there",
+            )
+    if params.coverage and missing_coverage(interp) is not None:
+        interp = await runner.interpreter(refresh=True)
+        if (failure := missing_coverage(interp)) is not None:
+            raise failure
+    timeout = min(params.timeout_s or runner.config.max_timeout_s, runner.config.max_timeout_s)
+    if params.repeat > 1:
+        run_once = partial(execute_run, runner, params, interp)
+        return await execute_repeated(runner, params, interp, timeout, progress, run_once)
+    return (await execute_run(runner, params, interp, timeout, progress))[0]
+
+
+async def execute_run(
+    runner: Runner, params: ExecuteParams, interp: Interpreter, timeout: float, progress: ProgressFn | None
+) -> tuple[ExecuteResult, float]:
+    """One complete run of ``execute_tests``: a fresh pytest in its own run directory
+    (a pytest slot held while it runs), killed after ``timeout`` seconds, its record
+    file summarised. Returns the result and the pytest process's wall time (seconds;
+    the result's ``duration_s`` is pytest's own session time). Raises ``ToolFailure``
+    as ``execute_tests`` says."""
+    async with runner.slots:
+        run_dir = await anyio.to_thread.run_sync(runner.run_dirs.new)
+        records = run_dir / RECORDS_FILE
+        running = run_dir / RUNNING_MARKER
+        running.touch()
+        argv = execute_argv(params, interp, run_dir)
+        watch = partial(EventFollower(records).follow, progress) if progress is not None else None
+        stopped_at: list[float] = []  # when the timeout hook ran (unix time)
+        on_timeout = partial(dump_stacks, records, run_dir / STACKS_FILE, stopped_at)
+        keep = False
+        try:
+            measured = coverage_env(run_dir) if params.coverage else None
+            outcome = await runner.run_pytest(argv, timeout, watch, on_timeout, measured)
+            ended_at = stopped_at[0] if stopped_at else time.time()
+            run_events = await anyio.to_thread.run_sync(read_run_events, records, runner.root)
+            try:
+                status = run_status(outcome, argv, run_events, timeout, runner.config.max_timeout_s)
+            except ToolFailure as failure:
+                if failure.kind in ("timeout", "crashed"):
+                    await _explain_stop(runner, failure, run_dir, run_events, ended_at, outcome, params.budgets())
+                raise
+            summary = await runner.summarize_records(records, params.budgets(), outcome, argv)
+            coverage = None
+            if params.coverage and params.repeat == 1:  # a repeated call combines all its runs at the end
+                coverage = await finish_coverage(interp.python, runner.root, child_env(), run_dir)
+            keep = True
+        finally:
+            with anyio.CancelScope(shield=True):
+                running.unlink(missing_ok=True)
+                if not keep:
+                    shutil.rmtree(run_dir, ignore_errors=True)
+    session_s = run_events.session_duration_s
+    result = ExecuteResult(
+        status=status,
+        exit_code=outcome.exit_code,
+        duration_s=round(session_s, 3) if session_s is not None else outcome.duration_s,
+        command=argv,
+        report_path=str(records),
+        summary=summary,
+        warnings=run_events.warnings,
+        deselected=run_events.deselected,
+        coverage=coverage,
+    )
+    return result, outcome.duration_s
+
+
+async def _explain_stop(
+    runner: Runner,
+    failure: ToolFailure,
+    run_dir: Path,
+    run_events: RunEvents,
+    ended_at: float,
+    outcome: ProcessOutcome,
+    budgets: Budgets,
+) -> None:
+    """Add to a ``timeout`` or ``crashed`` failure what the record file says: the test
+    that was running and for how long, its stack (the timeout's dump, or faulthandler's
+    fatal-error report in stderr), and the summary of the tests that finished (the file's
+    complete lines through the report engine). The message names the running test and
+    its innermost frame."""
+    update: dict[str, Any] = {}
+    message = failure.detail.message
+    running = next(iter(run_events.running), None)
+    if failure.kind == "timeout":
+        text = await anyio.to_thread.run_sync(read_dumps, run_dir / STACKS_FILE)
+        # the running test's function, to pick its thread among the xdist workers'
+        function = running.rsplit("::", 1)[-1].split("[", 1)[0] if running else None
+        stack, own_frame = test_stack(parse_dump(text), runner.root, prefer_current=False, function=function)
+    else:
+        fatal = fatal_error(outcome.stderr_tail)
+        stack, own_frame = test_stack(fatal[1], runner.root, prefer_current=True) if fatal else ([], None)
+        if fatal and outcome.exit_code < 0:
+            # faulthandler's report says what the guess in the message only supposes
+            message = (
+                f"pytest was killed by {signal_name(outcome.exit_code)} after {outcome.duration_s:g}s: "
+                f"{fatal[0]} (faulthandler's report is in stderr_tail)."
+            )
+    if run_events.running:
+        node_id, started = next(iter(run_events.running.items()))
+        update["running_test"] = node_id
+        update["running_for_s"] = round(max(0.0, ended_at - started), 2)
+        others = len(run_events.running) - 1
+        also = f" (and {others} more)" if others else ""
+        where = f", at {own_frame}" if own_frame else ""
+        message += f" The test running was {node_id}{also}, for {update['running_for_s']:g}s{where}."
+    elif own_frame:
+        message += f" No test was running (collection, or a session fixture); pytest stood at {own_frame}."
+    if stack:
+        update["stack"] = stack
+    records = run_dir / RECORDS_FILE
+    # the engine reads the complete lines (a write cut by the kill is left out: its ``truncated``)
+    if run_events.finished or run_events.collection_errors:
+        try:
+            update["summary"] = await anyio.to_thread.run_sync(
+                partial(engine_summarize, [str(records)], budgets=budgets, project=runner.project())
+            )
+        except ReportError:
+            pass  # the answer keeps the output tails
+    update["message"] = message
+    failure.detail = failure.detail.model_copy(update=update)

@@ -1,0 +1,165 @@
+"""``execute_tests`` with ``repeat`` above 1: the selection runs that many times, one
+complete run after the other (each a fresh pytest with its own run directory and record
+file), and the tests whose outcome changed between runs are the flaky ones
+(``domain.flaky.OutcomeHistory``, fed with each run's ``run.events.read_outcomes``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from functools import partial
+from pathlib import Path
+
+import anyio
+
+from pytest_mcp_server.app.runner import Runner
+from pytest_mcp_server.domain.failures import ToolFailure, ToolFailureDetail
+from pytest_mcp_server.domain.flaky import FlakyTest, OutcomeHistory, last_failing_run
+from pytest_mcp_server.domain.tools import ExecuteParams, ExecuteResult
+from pytest_mcp_server.engine import summarize as engine_summarize
+from pytest_mcp_server.engine.models import Budgets, Failure, ReportError
+from pytest_mcp_server.run.argv import child_env
+from pytest_mcp_server.run.coverage import finish_coverage
+from pytest_mcp_server.run.events import ProgressFn, read_outcomes
+from pytest_mcp_server.run.interpreter import Interpreter
+
+RunOnce = Callable[[float, ProgressFn | None], Awaitable[tuple[ExecuteResult, float]]]
+"""One complete run (``app.execute.execute_run`` bound to its runner, parameters and
+interpreter): given the seconds left and a progress callback, the run's result and the
+pytest process's wall time."""
+
+
+async def execute_repeated(
+    runner: Runner,
+    params: ExecuteParams,
+    interp: Interpreter,
+    timeout: float,
+    progress: ProgressFn | None,
+    run_once: RunOnce,
+) -> ExecuteResult:
+    """Run the selection ``params.repeat`` times with ``run_once`` and find the tests whose
+    outcome changed.
+
+    ``timeout`` bounds the pytest time of all runs together (the processes' wall time):
+    each run gets what the finished ones left. ``progress`` counts tests over all runs
+    (done over the runs finished plus the current one; total as if every run left
+    collects as many as the current one). Returns the last run's result with ``runs``,
+    ``summary.counts.flaky`` and ``flaky`` (the first ``failures_listed`` flaky tests,
+    each with the failure of its last failing run). A run that raises ``ToolFailure``
+    (a timeout, a crash) ends the call: the failure names the run and what the finished
+    runs found (``_repeat_stop``).
+    """
+    history = OutcomeHistory()
+    reports: list[str] = []
+    spent = 0.0  # wall seconds of the finished runs' pytest processes
+    tests_done = 0
+    per_run: int | None = None
+    result: ExecuteResult | None = None
+    run_dirs: list[Path] = []
+    for index in range(params.repeat):
+        runs_left = params.repeat - index
+        run_progress = (
+            None if progress is None else partial(_progress_across_runs, progress, tests_done, runs_left, per_run)
+        )
+        try:
+            if timeout - spent <= 0:
+                raise ToolFailure("timeout", "pytest was not started: no time was left.")
+            result, wall_s = await run_once(timeout - spent, run_progress)
+        except ToolFailure as failure:
+            failure.detail = _repeat_stop(failure, index, params, timeout, spent, history)
+            raise
+        spent += wall_s
+        outcomes = await anyio.to_thread.run_sync(read_outcomes, Path(result.report_path))
+        history.add_run(outcomes)
+        reports.append(result.report_path)
+        run_dirs.append(Path(result.report_path).parent)
+        tests_done += len(outcomes)
+        per_run = len(outcomes)
+    assert result is not None  # repeat >= 2: the loop ran
+    flaky = history.flaky()
+    listed = await _flaky_failures(runner, flaky[: params.failures_listed], reports, params.budgets())
+    counts = result.summary.counts.model_copy(update={"flaky": len(flaky)})
+    summary = result.summary.model_copy(update={"counts": counts})
+    coverage = None
+    if params.coverage:
+        coverage = await finish_coverage(interp.python, runner.root, child_env(), run_dirs[-1], run_dirs)
+    return result.model_copy(update={"summary": summary, "runs": params.repeat, "flaky": listed, "coverage": coverage})
+
+
+async def _flaky_failures(
+    runner: Runner, flaky: list[tuple[str, str]], reports: list[str], budgets: Budgets
+) -> list[FlakyTest]:
+    """``flaky`` (node id, pattern) as ``FlakyTest`` entries, each with the failure of
+    its last failing run, read from that run's report (``reports``, in run order)
+    through the report engine with a node-id selection, one pass per run. A report
+    removed meanwhile (another call's runs rotated it away) leaves ``failure`` None."""
+    by_run: dict[int, list[str]] = {}
+    for node_id, pattern in flaky:
+        run = last_failing_run(pattern)
+        if run is not None:
+            by_run.setdefault(run, []).append(node_id)
+    failures: dict[tuple[int, str], Failure] = {}
+    for run, node_ids in by_run.items():
+        try:
+            summary = await anyio.to_thread.run_sync(
+                partial(engine_summarize, [reports[run]], budgets=budgets, select=node_ids, project=runner.project())
+            )
+        except ReportError:
+            continue
+        for failure in summary.failures:
+            failures.setdefault((run, failure.node_id), failure)
+    out: list[FlakyTest] = []
+    for node_id, pattern in flaky:
+        run = last_failing_run(pattern)
+        failed_run = None if run is None else run + 1
+        shown = failures.get((run, node_id)) if run is not None else None
+        out.append(FlakyTest(node_id=node_id, pattern=pattern, failed_run=failed_run, failure=shown))
+    return out
+
+
+async def _progress_across_runs(
+    progress: ProgressFn, done_before: int, runs_left: int, per_run_guess: int | None, done: int, total: int | None
+) -> None:
+    """Report one run's progress (``done`` of ``total`` tests) as progress over all runs
+    of a repeated call: ``done_before`` tests finished in the earlier runs, and
+    ``runs_left`` runs (this one included) of ``total`` tests each (``per_run_guess``,
+    the previous run's, until this run has collected)."""
+    per_run = total if total is not None else per_run_guess
+    await progress(done_before + done, None if per_run is None else done_before + per_run * runs_left)
+
+
+def _repeat_stop(
+    failure: ToolFailure, index: int, params: ExecuteParams, timeout: float, spent: float, history: OutcomeHistory
+) -> ToolFailureDetail:
+    """The detail of a ``ToolFailure`` raised by run ``index`` (0-based) of
+    ``params.repeat``, its message led by which run ended the call, for a timeout how the
+    budget was spent (``timeout`` seconds for all runs, ``spent`` by the finished ones)
+    and what to do, and how many flaky tests the finished runs found (``history``);
+    ``runs_finished``, and ``flaky`` (the first ``failures_listed``, patterns only) say
+    which (the text lists them, ``adapters.text.render_failure``). The lead comes first:
+    the text caps the message line."""
+    repeat = params.repeat
+    finished = history.runs
+    flaky = history.flaky()
+    found = f"found {len(flaky) or 'no'} flaky test{'' if len(flaky) == 1 else 's'}"
+    if failure.kind == "timeout":
+        lead = f"Run {index + 1} of {repeat} ran out of time: timeout_s ({timeout:g}s) covers all {repeat} runs"
+        if finished:
+            lead += f", and {_runs_phrase(finished)} took {spent:.2f}s and {found}"
+        lead += "; lower repeat or raise timeout_s."
+    else:
+        lead = f"Run {index + 1} of {repeat} failed" + (f" ({_runs_phrase(finished)} {found})." if finished else ".")
+    return failure.detail.model_copy(
+        update={
+            "message": f"{lead} {failure.detail.message}",
+            "runs_finished": finished,
+            "flaky": [
+                FlakyTest(node_id=node_id, pattern=pattern) for node_id, pattern in flaky[: params.failures_listed]
+            ],
+        }
+    )
+
+
+def _runs_phrase(count: int) -> str:
+    """``"run 1"``, ``"runs 1-3"``: the first ``count`` runs."""
+    return "run 1" if count == 1 else f"runs 1-{count}"

@@ -1,0 +1,209 @@
+"""What the three workflows share for one project: the ``Runner`` (configuration, the
+pytest slots, the project's interpreter, its own code, its run directories, starting
+pytest) and the mapping of pytest's exit to a run status or a tool failure.
+
+No MCP import. The workflows are ``app.execute``, ``app.discover`` and
+``app.summarize``; each takes a ``Runner`` and a validated parameter model and returns a
+result model, or raises ``ToolFailure``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable, Coroutine
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from pytest_mcp_server.domain.config import ServerConfig
+from pytest_mcp_server.domain.failures import FailureKind, ToolFailure
+from pytest_mcp_server.domain.policy import ERROR_LINE_CHARS, KILL_GRACE_S
+from pytest_mcp_server.domain.tools import RunStatus
+from pytest_mcp_server.engine import summarize as engine_summarize
+from pytest_mcp_server.engine.models import Budgets, ProjectCode, ReportError, ReportSummary
+from pytest_mcp_server.run.argv import RECORDS_FILE, ExitCode, child_env
+from pytest_mcp_server.run.events import RunEvents
+from pytest_mcp_server.run.interpreter import Interpreter, find_python, probe_interpreter
+from pytest_mcp_server.run.process import ProcessOutcome, run_process, signal_name
+from pytest_mcp_server.run.project import project_code
+from pytest_mcp_server.run.rundirs import RunDirectories
+
+PYTEST_STATUSES: dict[int, RunStatus] = {
+    ExitCode.OK: "passed",
+    ExitCode.TESTS_FAILED: "failed",
+    ExitCode.INTERRUPTED: "interrupted",
+    ExitCode.NO_TESTS_COLLECTED: "no_tests",
+}
+"""The run status of each exit that is a result (the others are tool failures)."""
+
+
+class Runner:
+    """The project of one ``ServerConfig``, as the workflows use it.
+
+    Holds no results between calls: only the configuration, the concurrency limit
+    (``slots``: ``max_concurrent`` pytest processes), the interpreter probe and the run
+    directories (``run_dirs``).
+    """
+
+    def __init__(self, config: ServerConfig) -> None:
+        self.config = config
+        self.root = config.root
+        self.artifacts_base = config.artifacts_base
+        self.run_dirs = RunDirectories(self.root, self.artifacts_base, config.max_timeout_s)
+        self.slots = anyio.Semaphore(config.max_concurrent)
+        self._probe_lock = anyio.Lock()
+        self._interpreter: Interpreter | None = None
+
+    async def interpreter(self, *, refresh: bool = False) -> Interpreter:
+        """The project's interpreter, probed once (``interpreter.probe_interpreter``).
+
+        Raises ``ToolFailure(pytest_missing)``; a failed probe is retried on the next
+        call (so installing pytest needs no restart), and ``refresh`` probes again.
+        """
+        async with self._probe_lock:
+            if self._interpreter is None or refresh:
+                python = str(find_python(self.config))
+                self._interpreter = await probe_interpreter(python, cwd=self.root, env=child_env())
+            return self._interpreter
+
+    def project(self) -> ProjectCode:
+        """The project's own code for the engine (``run.project.project_code``): the
+        root's declared packages, and those installed from the root when the interpreter
+        has been probed."""
+        installed = self._interpreter.project_packages if self._interpreter is not None else ()
+        return project_code(self.root, installed)
+
+    async def run_pytest(
+        self,
+        argv: list[str],
+        timeout: float,
+        watch: Callable[[], Coroutine[Any, Any, None]] | None = None,
+        on_timeout: Callable[[int], Awaitable[None]] | None = None,
+        extra_env: dict[str, str] | None = None,
+    ) -> ProcessOutcome:
+        """Run ``argv`` in the root (``process.run_process``: its own process group, bounded
+        output, killed after ``timeout`` seconds with everything it started) with the
+        child's environment plus ``extra_env`` (the server's own variables, e.g.
+        ``run.coverage.coverage_env``; never an agent's). Raises
+        ``ToolFailure(pytest_missing)`` when the interpreter cannot be started."""
+        env = child_env(run=True) | (extra_env or {})
+        try:
+            return await run_process(
+                argv, cwd=self.root, env=env, timeout_s=timeout, watch=watch, on_timeout=on_timeout
+            )
+        except OSError as exc:
+            raise ToolFailure(
+                "pytest_missing",
+                f"cannot start {argv[0]}: {exc}; start the server with --python pointing at the project's Python",
+                command=argv,
+            ) from None
+
+    async def summarize_records(
+        self, records: Path, budgets: Budgets, outcome: ProcessOutcome, argv: list[str]
+    ) -> ReportSummary:
+        """The engine's summary of a run's record file; a file the engine cannot read is
+        ``ToolFailure(crashed)``."""
+        try:
+            return await anyio.to_thread.run_sync(
+                partial(engine_summarize, [str(records)], budgets=budgets, project=self.project())
+            )
+        except ReportError as exc:
+            raise process_failure(
+                "crashed", f"the report pytest wrote cannot be read ({exc.kind}): {exc}", outcome, argv
+            ) from None
+
+
+def process_failure(kind: FailureKind, message: str, outcome: ProcessOutcome, argv: list[str]) -> ToolFailure:
+    """A ``ToolFailure`` of ``kind`` for a pytest process: ``message`` with the process's
+    exit code or signal, argv, wall time and output tails."""
+    return ToolFailure(
+        kind,
+        message,
+        exit_code=outcome.exit_code if outcome.exit_code >= 0 else None,
+        signal=signal_name(outcome.exit_code),
+        command=argv,
+        duration_s=outcome.duration_s,
+        stdout_tail=outcome.stdout_tail or None,
+        stderr_tail=outcome.stderr_tail or None,
+    )
+
+
+def run_status(
+    outcome: ProcessOutcome, argv: list[str], run_events: RunEvents, timeout: float, max_timeout_s: float
+) -> RunStatus:
+    """Map pytest's exit to a run status (``PYTEST_STATUSES``), or raise ``ToolFailure``
+    for execution failures: ``timeout``, ``crashed`` (a signal, an exit status pytest never
+    uses, or a session that never finished: ``run_events``, the run's record file, has no
+    SessionFinish), ``usage_error`` (exit 4) and ``internal_error`` (exit 3). ``timeout``:
+    the run's, ``max_timeout_s``: the server's ceiling (seconds), named in the message."""
+    code = outcome.exit_code
+    if outcome.timed_out:
+        raise process_failure(
+            "timeout",
+            f"pytest did not finish within {timeout:g}s and was stopped: its process group was sent SIGTERM, "
+            f"then SIGKILL after {KILL_GRACE_S:g}s. Run fewer tests (node_ids, markers, keywords), use workers, "
+            f"or raise timeout_s (the server allows up to {max_timeout_s:g}s).",
+            outcome,
+            argv,
+        )
+    if code < 0:
+        raise process_failure(
+            "crashed",
+            f"pytest was killed by {signal_name(code)} after {outcome.duration_s:g}s "
+            "(out of memory, a crash in native code, or a test that killed its own process?); "
+            "see the output tails.",
+            outcome,
+            argv,
+        )
+    if code == ExitCode.USAGE_ERROR:
+        raise process_failure(
+            "usage_error",
+            "pytest refused the command line (exit 4): "
+            + _error_line(outcome.stderr_tail + "\n" + outcome.stdout_tail),
+            outcome,
+            argv,
+        )
+    if code == ExitCode.INTERNAL_ERROR:
+        raise process_failure(
+            "internal_error",
+            "pytest hit an internal error (exit 3), often a plugin or conftest hook raising: "
+            + _last_line(outcome.stdout_tail or outcome.stderr_tail),
+            outcome,
+            argv,
+        )
+    if code not in PYTEST_STATUSES:
+        raise process_failure(
+            "crashed",
+            f"pytest exited with {code}, a status pytest itself never uses (a test or conftest called "
+            "sys.exit/os._exit?); see the output tails.",
+            outcome,
+            argv,
+        )
+    if run_events.exit_status is None:
+        raise process_failure(
+            "crashed",
+            f"pytest exited with {code} but its session never finished (no SessionFinish in {RECORDS_FILE}): "
+            "the process ended before pytest did (a test called os._exit, or the interpreter crashed); "
+            "see the output tails.",
+            outcome,
+            argv,
+        )
+    return PYTEST_STATUSES[code]
+
+
+def _error_line(text: str) -> str:
+    """pytest's own error line (``ERROR: not found: ...`` with its ``(...)`` detail, or
+    argparse's ``...: error: ...``), else the last line."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    for i in range(len(lines) - 1, -1, -1):
+        if re.match(r"(?i)error: (?!usage:)|\S+: error: ", lines[i]):
+            detail = lines[i + 1] if i + 1 < len(lines) and lines[i + 1].startswith("(") else ""
+            return (lines[i] + (" " + detail if detail else ""))[:ERROR_LINE_CHARS]
+    return _last_line(text)
+
+
+def _last_line(text: str) -> str:
+    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
+    return lines[-1][:ERROR_LINE_CHARS] if lines else "(no output)"

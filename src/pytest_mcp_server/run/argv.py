@@ -1,0 +1,107 @@
+"""How the child pytest is started: its argv, built only from validated fields, its
+environment, and pytest's exit statuses by name.
+
+Never a shell, never a free-form argument, never ``-p`` from the agent: every option
+here is the server's own, and an agent's node ids come after ``--`` (pytest reads no
+option after it, whatever the id looks like). The child's environment is the server's
+own plus ``PYTHONPATH`` for the record plugin and the run's ``RUN_MARKER`` token;
+nothing from the agent.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from enum import IntEnum
+from pathlib import Path
+
+from pytest_mcp_server.domain.tools import DiscoverParams, ExecuteParams, SelectionParams
+from pytest_mcp_server.run.coverage import COVERAGE_ARGV
+from pytest_mcp_server.run.events import PLUGIN_DIR, PLUGIN_NAME
+from pytest_mcp_server.run.interpreter import Interpreter
+from pytest_mcp_server.run.process import RUN_MARKER
+
+RECORDS_FILE = "records.jsonl"
+"""A run's record file, in its run directory (the plugin's ``--mcp-records``): the run's
+report (``report_path``)."""
+STACKS_FILE = "stacks.txt"
+"""Where the plugin's stack dump goes, in the run directory (``--mcp-stacks``)."""
+
+FULL_ASSERTION_DETAIL_SINCE = (8, 0)
+"""The first pytest with the ``verbosity_assertions`` ini option (pytest's changelog, 8.0.0);
+runs on it get ``-o verbosity_assertions=2``, assertion explanations in full, and ``-q``
+(the terminal output is only read for its tails; on older pytest ``-q`` would also cut
+assertion explanations)."""
+SUBTEST_VERBOSITY_SINCE = (9, 0)
+"""The first pytest with built-in subtests and their ``verbosity_subtests`` ini option
+(pytest's changelog, 9.0.0): runs on it keep pytest's default (0) for subtests under ``-q``,
+so pytest reports passed subtests as it does without ``-q``."""
+
+
+class ExitCode(IntEnum):
+    """pytest's exit statuses (``pytest.ExitCode``; pytest's docs, *Exit codes*), named
+    here because the server never imports pytest."""
+
+    OK = 0
+    TESTS_FAILED = 1
+    INTERRUPTED = 2
+    INTERNAL_ERROR = 3
+    USAGE_ERROR = 4
+    NO_TESTS_COLLECTED = 5
+
+
+def child_env(*, run: bool = False) -> dict[str, str]:
+    """The child's environment: the server's own, with the record plugin's directory
+    first on ``PYTHONPATH``; for a run, a fresh ``RUN_MARKER`` token (how the process
+    control finds the run's processes that left its group)."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PLUGIN_DIR), env.get("PYTHONPATH", "")) if p)
+    env.pop(RUN_MARKER, None)
+    if run:
+        env[RUN_MARKER] = secrets.token_hex(8)
+    return env
+
+
+def selection_argv(params: SelectionParams) -> list[str]:
+    """pytest's arguments for a validated selection: ``-m``, ``-k``, then ``--`` and the
+    node ids (after ``--`` pytest reads no option, whatever the id looks like)."""
+    argv: list[str] = []
+    if params.markers:
+        argv += ["-m", params.markers]
+    if params.keywords:
+        argv += ["-k", params.keywords]
+    if params.node_ids:
+        argv += ["--", *params.node_ids]
+    return argv
+
+
+def execute_argv(params: ExecuteParams, interp: Interpreter, run_dir: Path) -> list[str]:
+    """The exact argv of an ``execute_tests`` run: the record plugin writing ``run_dir``'s
+    ``RECORDS_FILE`` (and its stack dump into ``STACKS_FILE``), then the agent's validated
+    options and selection."""
+    argv = [interp.python, "-m", "pytest", "-p", PLUGIN_NAME, f"--mcp-records={run_dir / RECORDS_FILE}"]
+    argv.append(f"--mcp-stacks={run_dir / STACKS_FILE}")
+    if interp.pytest_version >= FULL_ASSERTION_DETAIL_SINCE:
+        # the whole differing values: pytest's default cuts them ("{'name': 'ali...", "use -vv to show")
+        argv += ["-q", "-o", "verbosity_assertions=2"]
+        if interp.pytest_version >= SUBTEST_VERBOSITY_SINCE:
+            argv += ["-o", "verbosity_subtests=0"]
+    if params.max_failures is not None:
+        argv.append(f"--maxfail={params.max_failures}")
+    if params.failfast:
+        argv.append("-x")
+    if params.last_failed:
+        argv.append("--lf")
+    if params.workers is not None:
+        argv += ["-n", str(params.workers)]
+    if params.coverage:
+        argv += COVERAGE_ARGV
+    return argv + selection_argv(params)
+
+
+def discover_argv(params: DiscoverParams, interp: Interpreter, tmp: Path) -> list[str]:
+    """The argv of a collect-only run: the record plugin writes ``tmp``'s ``RECORDS_FILE``
+    (the collected node ids and the collection errors)."""
+    argv = [interp.python, "-m", "pytest", "-p", PLUGIN_NAME, f"--mcp-records={tmp / RECORDS_FILE}"]
+    argv += ["--collect-only", "-qq"]
+    return argv + selection_argv(params)

@@ -1,0 +1,61 @@
+"""Run directories: one per pytest run of ``execute_tests``, under
+``<artifacts>/runs/<project>-<hash>/<run id>/`` (never inside the project), holding the
+run's record file, stack dumps and coverage data; only the newest ``KEEP_RUNS`` of a
+project are kept, and a run in progress is never removed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import shutil
+import time
+from pathlib import Path
+
+from pytest_mcp_server.domain.policy import KEEP_RUNS
+
+RUNNING_MARKER = "running"
+"""A file in a run directory while its pytest runs (``rotate`` never removes that run)."""
+
+
+class RunDirectories:
+    """The run directories of the project at ``root`` under ``artifacts_base``.
+
+    ``max_timeout_s``: the longest a run may take (seconds); a run directory whose
+    ``RUNNING_MARKER`` is younger than that (plus a minute) is a run in progress."""
+
+    def __init__(self, root: Path, artifacts_base: Path, max_timeout_s: float) -> None:
+        key = hashlib.sha256(str(root).encode()).hexdigest()[:10]
+        self.runs_dir = artifacts_base / "runs" / f"{root.name or 'root'}-{key}"
+        self.max_timeout_s = max_timeout_s
+
+    def new(self) -> Path:
+        """Create ``<runs_dir>/<run id>`` (ids sort by start time, UTC; mode 0700) and remove
+        the oldest run directories beyond ``KEEP_RUNS``."""
+        self.runs_dir.mkdir(parents=True, exist_ok=True)
+        now_ns = time.time_ns()  # one reading: the id's second and fraction must agree, or ids misorder
+        seconds, fraction = divmod(now_ns, 1_000_000_000)
+        run_id = (
+            time.strftime("%Y%m%d-%H%M%S", time.gmtime(seconds)) + f"-{fraction:09d}-{secrets.token_hex(3)}"
+        )  # UTC: no DST repeats
+        run_dir = self.runs_dir / run_id
+        run_dir.mkdir(mode=0o700)
+        self.rotate()
+        return run_dir
+
+    def rotate(self) -> None:
+        """Keep the newest ``KEEP_RUNS`` run directories of this project; a run still in
+        progress (its ``RUNNING_MARKER`` was made within the maximum timeout) is never
+        removed, however many newer runs there are."""
+        try:
+            runs = sorted(p for p in self.runs_dir.iterdir() if p.is_dir() and not p.is_symlink())
+        except FileNotFoundError:
+            return
+        now = time.time()
+        for old in runs[:-KEEP_RUNS]:
+            try:
+                if now - (old / RUNNING_MARKER).stat().st_mtime < self.max_timeout_s + 60:
+                    continue
+            except FileNotFoundError:
+                pass
+            shutil.rmtree(old, ignore_errors=True)
