@@ -1,4 +1,4 @@
-"""The JUnit XML parsers (native ``junit.rs`` and pure ``pure/junit.py``) on real files.
+"""The JUnit XML parsers (native ``junit.rs`` and pure ``pure/junit/``) on real files.
 
 1. Every XML file of the corpora (tests/corpus.py: the in-repo dialects, and the shared
    corpus when present) through both backends: the same bytes, or the same error kind;

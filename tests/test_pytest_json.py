@@ -1,4 +1,4 @@
-"""The pytest-json-report parsers (native ``pytest_json.rs`` and pure ``pure/pytest_json.py``).
+"""The pytest-json-report parsers (native ``pytest_json.rs`` and pure ``pure/pytest_json/``).
 
 1. Corpora (tests/corpus.py): the in-repo ``dialects/json/pytest-json-report.json`` and,
    when the shared corpus is present, the plugin's ``sample_report.json``, with counts and
@@ -33,7 +33,7 @@ from backends import kind_in_both, needs_native, summary_in_both
 
 from pytest_mcp_server.engine.models import Budgets, ReportError
 from pytest_mcp_server.engine.pure.pytest_json import parse_pytest_json as pure_parse
-from pytest_mcp_server.engine.pure.records import CollectionErrorRecord, TestRecord
+from pytest_mcp_server.engine.pure.record import CollectionErrorRecord, TestRecord
 
 # Real pytest-json-report files: the one written for this repository (always) and the
 # plugin's own sample report in the shared corpus (when present), by corpus id.
@@ -915,7 +915,7 @@ def test_a_cut_string_ended_by_the_end_of_file_is_malformed_in_both(tmp_path, en
 
 def test_pure_cut_boundaries_never_split_a_character_or_an_escape():
     """``_boundary`` on random valid content: both sides decode, and to the whole."""
-    from pytest_mcp_server.engine.pure.pytest_json import _boundary, _decoded_size
+    from pytest_mcp_server.engine.pure.pytest_json.lexer import _boundary, _decoded_size
 
     rng = random.Random(7)
     tokens = [

@@ -27,7 +27,7 @@ from pytest_mcp_server.engine.models import Budgets, Location, ReportSummary
 from pytest_mcp_server.engine.pure import cut as pure_cut
 from pytest_mcp_server.engine.pure import group as pure_group
 from pytest_mcp_server.engine.pure import summary as pure_summary
-from pytest_mcp_server.engine.pure.records import CollectionErrorRecord, TestRecord
+from pytest_mcp_server.engine.pure.record import CollectionErrorRecord, TestRecord
 
 # Shared with the Rust unit tests of rust/core/src/cut.rs (include_str!).
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -4,7 +4,7 @@
 //! -> [`lexer`] (a streaming XML lexer that accepts what expat accepts, no DTDs) ->
 //! [`Junit`] (testcase results -> records, retries merged). Memory is bounded by the
 //! read buffer, the text caps per test and the names of the open elements, whatever
-//! the size of the file. The pure twin is `src/pytest_mcp_server/engine/pure/junit.py`.
+//! the size of the file. The pure twin is `src/pytest_mcp_server/engine/pure/junit/`.
 
 mod decode;
 mod lexer;

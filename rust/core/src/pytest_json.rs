@@ -5,7 +5,7 @@
 //! skips (while validating) everything else. A test object is read field by field and
 //! only its capped texts are kept (`HeadTail`, first 64 KiB of a message), so memory does
 //! not depend on the report or on the size of one test. Mirrored by
-//! `pure/pytest_json.py`; the parity tests check both on the same inputs.
+//! `pure/pytest_json/`; the parity tests check both on the same inputs.
 //!
 //! Errors: a JSON syntax error (or a broken limit: nesting, number range) is `malformed`
 //! at once. A type error in the pytest-json-report structure is `malformed` too, but only
@@ -786,7 +786,7 @@ impl<'a, R: Read> Parser<'a, R> {
 /// phase, the details of the first failed phase, the outputs joined in phase order
 /// (docs/ENGINE.md, *pytest-json-report*). Shared by the pytest-json-report parser and
 /// the report-log reader (`reportlog.rs`), which builds the same phase data. Mirrored by
-/// `TestEntries` in `pure/pytest_json.py`.
+/// `TestEntries` in `pure/pytest_json/__init__.py`.
 pub(crate) struct TestEntries {
     max_output_bytes: usize,
     max_log_bytes: usize,

@@ -1,6 +1,6 @@
 //! The encoding of a JUnit XML file: byte order mark, XML declaration, and the small
 //! streaming adapters that turn ISO-8859-1 and UTF-16 into UTF-8 (docs/ENGINE.md,
-//! *JUnit XML*, "Encoding"). Mirrored by `pure/junit.py` (`_detect_encoding`).
+//! *JUnit XML*, "Encoding"). Mirrored by `pure/junit/decode.py`.
 
 use std::io::{self, Read};
 

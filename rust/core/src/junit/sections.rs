@@ -7,7 +7,7 @@
 //! stream. Once a header was seen in the element, the line break before a header or the
 //! element's end is pytest's and is dropped. A candidate header line is held only up to
 //! `MAX_HEADER` bytes, so memory stays constant. The pure twin is `_Sections` in
-//! `src/pytest_mcp_server/engine/pure/junit.py`.
+//! `src/pytest_mcp_server/engine/pure/junit/sections.py`.
 
 /// Where a piece of text goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

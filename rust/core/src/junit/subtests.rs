@@ -13,7 +13,7 @@
 //! failed-subtest properties are left, unless its message is pytest's parent marker; then
 //! the parent (which pytest counted as passed) is listed as failed with pytest's wording
 //! `contains N failed subtests`. The k-th failed subtest takes the k-th failed label.
-//! The pure twin is `_CaseSubtests` in `src/pytest_mcp_server/engine/pure/junit.py`.
+//! The pure twin is `_CaseSubtests` in `src/pytest_mcp_server/engine/pure/junit/subtests.py`.
 
 use std::collections::VecDeque;
 

@@ -2,9 +2,11 @@
 the native code is checked against. Streams like the native one (pyexpat with handlers,
 ijson), and writes the same canonical JSON bytes (docs/ENGINE.md).
 
-Each module is the twin of the same-named module of ``rust/core/src``: this one of
-``lib.rs`` (sniffing, ``summarize_files``), ``cut``, ``group``, ``project``, ``summary``, ``junit``,
-``pytest_json``, ``reportlog``, ``text`` and ``records`` (``record.rs``) of theirs.
+Each module is the twin of the same-named module of ``rust/core/src`` (docs/ENGINE.md,
+*Where each rule lives*, maps them): this one of ``lib.rs`` (sniffing, ``summarize_files``),
+``cut``, ``group``, ``project``, ``record``, ``reportlog``, ``select``, ``summary``,
+``text``, and the packages ``junit`` and ``pytest_json`` of ``junit.rs`` + ``junit/`` and
+``pytest_json.rs`` + ``pytest_json/``.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ import orjson
 from pytest_mcp_server.engine.models import ReportError
 
 from .pytest_json import TestEntries, _capped, _capped_text, _CrashData, _head_text, _PhaseData
-from .records import CollectionErrorRecord, Emit, TestRecord
+from .record import CollectionErrorRecord, Emit, TestRecord
 from .text import ATTR_CAP, duration_us_from_float
 
 _PHASES = ("setup", "call", "teardown")

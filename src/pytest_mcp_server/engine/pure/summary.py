@@ -33,7 +33,7 @@ from .group import (
     normalize_capped,
 )
 from .project import ProjectCode, display_path
-from .records import CollectionErrorRecord, TestRecord
+from .record import CollectionErrorRecord, TestRecord
 from .select import Selection
 from .text import U64_MAX
 
