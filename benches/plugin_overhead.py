@@ -1,8 +1,8 @@
 #!/usr/bin/env python
 """Wall time of a run through the server against plain pytest, on a generated suite of
-fast parametrized tests.
+fast parametrized tests or on a given project (``--project``, e.g. an unpacked sdist).
 
-Three ways, alternating in every round so that drift and other load hit them alike:
+The ways, alternating in every round so that drift and other load hit them alike:
 
 * ``plain``: ``python -m pytest -q -p no:cacheprovider`` in the suite, the server's
   environment without its plugin directory;
@@ -13,17 +13,26 @@ Three ways, alternating in every round so that drift and other load hit them ali
   what the record plugin alone costs (the server keeps pytest's cache provider, which
   ``last_failed`` needs, and its default verbosity);
 * ``execute_tests``: the tool itself, called over stdio on a server started once (the
-  time the client waits: pytest, then the summary, the answer and the MCP round trip).
+  time the client waits: pytest, then the summary, the answer and the MCP round trip);
+* ``execute_tests (before)``, with ``--before-python PATH``: the same tool of another
+  install of the server (e.g. a venv with an earlier commit installed), started as
+  ``PATH -m pytest_mcp_server --python <this interpreter>`` so that both servers run the
+  project's tests with the same interpreter.
+
+``--direct`` adds the two ``server argv`` ways (left out by default: on a real project
+they only repeat what ``execute_tests`` shows).
 
 Prints the load average, each run, then a markdown table: median and range of each way
 over the rounds, and its ratio to plain pytest's median. Usage::
 
-    python benches/plugin_overhead.py [--tests 6006] [--rounds 7] [--files 6]
+    python benches/plugin_overhead.py [--tests 6006 --files 6 | --project DIR] [--rounds 7]
+                                      [--before-python PATH] [--direct]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shutil
 import statistics
@@ -66,7 +75,9 @@ def timed(argv: list[str], cwd: Path, env: dict[str, str]) -> float:
     return took
 
 
-async def measure(root: Path, work: Path, rounds: int) -> dict[str, list[float]]:
+async def measure(
+    root: Path, work: Path, rounds: int, before_python: str | None, direct: bool
+) -> dict[str, list[float]]:
     from mcp import Client, StdioServerParameters
 
     runner = Runner(ServerConfig(root=root, artifacts_dir=work / "artifacts"))
@@ -74,29 +85,37 @@ async def measure(root: Path, work: Path, rounds: int) -> dict[str, list[float]]
     server_env = child_env(run=True)
     plain_env = {k: v for k, v in server_env.items() if k != "PYTHONPATH"}
     plain = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
-    times: dict[str, list[float]] = {"plain": [], "server argv": [], "server argv, no cache": [], "execute_tests": []}
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "pytest_mcp_server", "--root", str(root), "--artifacts-dir", str(work / "artifacts")],
-        env=dict(os.environ),
-    )
-    async with Client(params, mode="legacy") as client:
+    times: dict[str, list[float]] = {"plain": []}
+    if direct:
+        times |= {"server argv": [], "server argv, no cache": []}
+    times["execute_tests"] = []
+
+    def server(python: str, artifacts: str) -> StdioServerParameters:
+        args = ["-m", "pytest_mcp_server", "--root", str(root), "--artifacts-dir", str(work / artifacts)]
+        return StdioServerParameters(command=python, args=[*args, "--python", sys.executable], env=dict(os.environ))
+
+    async with contextlib.AsyncExitStack() as stack:
+        clients = {"execute_tests": await stack.enter_async_context(Client(server(sys.executable, "a"), mode="legacy"))}
+        if before_python:
+            times["execute_tests (before)"] = []
+            before = Client(server(before_python, "b"), mode="legacy")
+            clients["execute_tests (before)"] = await stack.enter_async_context(before)
         for rnd in range(rounds + 1):  # round 0 warms the caches and is not counted
-            run_dir = work / "direct"
-            shutil.rmtree(run_dir, ignore_errors=True)
-            run_dir.mkdir()
-            argv = execute_argv(ExecuteParams(), interp, run_dir)
-            took = {
-                "plain": await anyio.to_thread.run_sync(timed, plain, root, plain_env),
-                "server argv": await anyio.to_thread.run_sync(timed, argv, root, server_env),
-            }
-            no_cache = [*argv, "-q", "-p", "no:cacheprovider"]
-            took["server argv, no cache"] = await anyio.to_thread.run_sync(timed, no_cache, root, server_env)
-            start = time.perf_counter()
-            result = await client.call_tool("execute_tests", {})
-            took["execute_tests"] = time.perf_counter() - start
-            if result.structured_content is None or result.structured_content["status"] != "passed":
-                raise SystemExit(f"execute_tests did not pass: {result.content[0]}")
+            took = {"plain": await anyio.to_thread.run_sync(timed, plain, root, plain_env)}
+            if direct:
+                run_dir = work / "direct"
+                shutil.rmtree(run_dir, ignore_errors=True)
+                run_dir.mkdir()
+                argv = execute_argv(ExecuteParams(), interp, run_dir)
+                took["server argv"] = await anyio.to_thread.run_sync(timed, argv, root, server_env)
+                no_cache = [*argv, "-q", "-p", "no:cacheprovider"]
+                took["server argv, no cache"] = await anyio.to_thread.run_sync(timed, no_cache, root, server_env)
+            for way, client in clients.items():
+                start = time.perf_counter()
+                result = await client.call_tool("execute_tests", {})
+                took[way] = time.perf_counter() - start
+                if result.structured_content is None or result.structured_content["status"] != "passed":
+                    raise SystemExit(f"{way} did not pass: {result.content[0]}")
             print(f"round {rnd}: " + ", ".join(f"{k} {v:.2f}s" for k, v in took.items()), flush=True)
             if rnd:
                 for way, seconds in took.items():
@@ -109,13 +128,21 @@ def main() -> None:
     parser.add_argument("--tests", type=int, default=6006, help="tests in the generated suite")
     parser.add_argument("--files", type=int, default=6, help="test files they are spread over")
     parser.add_argument("--rounds", type=int, default=7, help="counted rounds (each runs every way once)")
+    parser.add_argument("--project", type=Path, help="an existing project (its tests must pass) instead of the suite")
+    parser.add_argument("--before-python", help="interpreter of another install of the server to compare with")
+    parser.add_argument("--direct", action="store_true", help="also run the server's argv directly")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="plugin-overhead-"))
     try:
-        root = work / "suite"
-        make_suite(root, args.tests, args.files)
-        print(f"{args.tests} tests, {args.rounds} rounds; load average at the start {os.getloadavg()}", flush=True)
-        times = anyio.run(measure, root, work, args.rounds)
+        if args.project:
+            root = args.project.resolve()
+            what = str(root)
+        else:
+            root = work / "suite"
+            make_suite(root, args.tests, args.files)
+            what = f"{args.tests} generated tests"
+        print(f"{what}, {args.rounds} rounds; load average at the start {os.getloadavg()}", flush=True)
+        times = anyio.run(measure, root, work, args.rounds, args.before_python, args.direct)
         print(f"load average at the end {os.getloadavg()}\n")
     finally:
         shutil.rmtree(work, ignore_errors=True)
