@@ -37,24 +37,26 @@ def pure_classify(path: str, project: tuple[str, list[str]] | None) -> str:
     return KINDS[pure_project.classify(path, pure_project.ProjectCode(*project) if project else None)]
 
 
-def frame_at(path: str) -> str:
+def frame_at(path: str, then_test: bool = False) -> str:
     """A traceback whose one frame is at ``path`` (Python's native format), raising
-    ``ValueError: x``. Its summary tells the frame's kind apart: a library frame gives no
-    location; a project frame keys the group by the frame alone, a test frame by the
-    frame and the message (docs/ENGINE.md, *Groups*)."""
-    return f'Traceback (most recent call last):\n  File "{path}", line 7, in f\n    g()\nValueError: x'
+    ``ValueError: x``; with ``then_test``, a frame of a test file follows it (innermost).
+    Its summary tells the frame's kind apart: alone, a library frame gives no location;
+    followed by the test frame, the group is keyed by ``path`` when it is the project's
+    code under test, else by the test frame (docs/ENGINE.md, *Groups*)."""
+    test = '  File "tests/test_probe.py", line 9, in t\n    h()\n' if then_test else ""
+    return f'Traceback (most recent call last):\n  File "{path}", line 7, in f\n    g()\n{test}ValueError: x'
 
 
 def native_classify(path: str, project: tuple[str, list[str]] | None) -> str:
     """What the native backend's summary of a failure framed at ``path`` says the frame
     is (asserting that the pure backend writes the same summary)."""
     summary = orjson.loads(summaries_agree(frame_at(path), "ValueError: x", project))
-    location, group_id = summary["failures"][0]["location"], summary["groups"][0]["id"]
-    if location is None:
+    if summary["failures"][0]["location"] is None:
         return "library"
-    at = f"{location['path']}:{location['line']}"
-    by_frame, by_site = pure_group.group_key("ValueError", "", at)[0], pure_group.group_key("ValueError", "x", at)[0]
-    return {by_frame: "project", by_site: "test"}[group_id]
+    summary = orjson.loads(summaries_agree(frame_at(path, then_test=True), "ValueError: x", project))
+    assert summary["failures"][0]["location"]["line"] == 9  # the innermost project frame: the test's
+    by_test_frame = pure_group.group_key("ValueError", "", "tests/test_probe.py:9")[0]
+    return "test" if summary["groups"][0]["id"] == by_test_frame else "project"
 
 
 def classify_in_both(path: str, project: tuple[str, list[str]] | None) -> str:
@@ -257,10 +259,12 @@ def test_one_bug_in_the_installed_project_is_one_group_located_at_the_bug(tmp_pa
     assert group["location"] == {"path": "<site-packages>/pkg/__init__.py", "line": 426}
     assert all(f["location"] == group["location"] for f in s["failures"])
     # Without the project (a report from elsewhere) the same failures are located and
-    # grouped at the test's own line, by their messages.
+    # grouped at the test's own line (one fingerprint there too, whatever the values).
     plain = summary_in_both(tmp_path / "r.xml", None)
     assert plain["failures"][0]["location"] == {"path": "tests/test_cache.py", "line": 12}
-    assert len(plain["groups"]) > 1
+    assert [(g["count"], g["location"]) for g in plain["groups"]] == [
+        (6, {"path": "tests/test_cache.py", "line": 12})
+    ]
 
 
 def test_the_same_message_at_two_assertion_sites_is_two_groups(tmp_path):
@@ -279,7 +283,9 @@ def test_the_same_message_at_two_assertion_sites_is_two_groups(tmp_path):
     ]
 
 
-def test_boolean_parameters_at_one_site_are_one_group_but_different_attributes_are_not(tmp_path):
+def test_one_site_is_one_group_per_exception_whatever_the_values_or_wording(tmp_path):
+    """The fingerprint is the exception and the frame: two messages of one exception at
+    one line are one group (its message is the first failure's), two exceptions two."""
     site = "tests/test_flags.py:20"
     cases = [
         _case(
@@ -303,8 +309,7 @@ def test_boolean_parameters_at_one_site_are_one_group_but_different_attributes_a
     s = summary_in_both(_junit(tmp_path / "r.xml", cases), PROJECT)
     assert [(g["count"], g["exception"], g["message"]) for g in s["groups"]] == [
         (2, "AssertionError", "assert <bool> == <bool>"),
-        (1, "AttributeError", "'NoneType' object has no attribute 'a'"),
-        (1, "AttributeError", "'str' object has no attribute 'lowr'"),
+        (2, "AttributeError", "'NoneType' object has no attribute 'a'"),
     ]
 
 
@@ -371,3 +376,88 @@ def test_the_backend_variable_decides_what_auto_means(monkeypatch):
         resolve_backend("auto")
     monkeypatch.setenv(BACKEND_ENV, "")
     assert resolve_backend("auto") == ("native" if native_available() else "pure")
+
+
+# --------------------------------------------------------------------------------------
+# Chained exceptions: the root cause locates, names and groups the failure.
+
+
+def _chained(root_line: int, final: str) -> str:
+    """pytest's long format of a test whose call into the project raised KeyError at
+    ``src/pkg/store.py:root_line``, handled by raising ``final`` from the test's helper."""
+    return "\n".join(
+        [
+            "    def test_lookup():",
+            ">       store.get('user-7')",
+            "",
+            "tests/test_store.py:8: ",
+            "_ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ ",
+            "",
+            "    def get(self, key):",
+            ">       return self.data[key]",
+            "E       KeyError: 'user-7'",
+            "",
+            f"src/pkg/store.py:{root_line}: KeyError",
+            "",
+            "During handling of the above exception, another exception occurred:",
+            "",
+            "    def test_lookup():",
+            "        try:",
+            "            store.get('user-7')",
+            "        except KeyError:",
+            f">           raise {final}('lookup failed')",
+            f"E           {final}: lookup failed",
+            "",
+            f"tests/test_store.py:12: {final}",
+        ]
+    )
+
+
+def test_a_chained_failure_is_located_named_and_grouped_by_its_root_cause(tmp_path):
+    cases = [
+        _case("test_a", "RuntimeError: lookup failed", _chained(21, "RuntimeError"), "tests/test_store.py"),
+        _case("test_b", "ValueError: lookup failed", _chained(21, "ValueError"), "tests/test_store.py"),
+        _case("test_c", "RuntimeError: lookup failed", _chained(40, "RuntimeError"), "tests/test_store.py"),
+    ]
+    s = summary_in_both(_junit(tmp_path / "r.xml", cases), PROJECT)
+    # one root cause (KeyError at line 21), whatever the final exception: one group
+    assert [(g["count"], g["exception"], g["location"]) for g in s["groups"]] == [
+        (2, "KeyError", {"path": "src/pkg/store.py", "line": 21}),
+        (1, "KeyError", {"path": "src/pkg/store.py", "line": 40}),
+    ]
+    first = s["failures"][0]
+    assert (first["exception"], first["message"]) == ("KeyError", "'user-7'")
+    assert first["location"] == {"path": "src/pkg/store.py", "line": 21}
+    assert first["message_in_traceback"]
+    # the traceback shows the root's frame and exception line, and the final exception's line
+    lines = first["traceback"].split("\n")
+    assert "src/pkg/store.py:21: KeyError" in lines
+    assert "E       KeyError: 'user-7'" in lines
+    assert lines[-1] == "tests/test_store.py:12: RuntimeError"
+    # without a project frame in the root, the final exception names the failure
+    plain_root = _chained(21, "RuntimeError").replace("src/pkg/store.py", "/usr/lib/python3.11/json/x.py")
+    s = summary_in_both(_junit(tmp_path / "p.xml", [_case("t", "RuntimeError: lookup failed", plain_root)]), PROJECT)
+    assert (s["failures"][0]["exception"], s["failures"][0]["location"]["line"]) == ("RuntimeError", 12)
+
+
+# --------------------------------------------------------------------------------------
+# Memory: first failures past the builder's bound on raw records are read again.
+
+
+def test_a_listed_group_born_after_the_raw_record_bound_gets_its_first_failure(tmp_path):
+    """Thousands of causes with long tracebacks exceed what the native builder keeps raw
+    (it cuts only the listed groups' first failures, at the end); the largest group
+    appears last, so its first failure is read from the file again. Both backends agree,
+    and that failure is listed first."""
+    filler = "\n".join(f"    # context line {i} of a long frame" for i in range(60))
+
+    def text(line: int) -> str:
+        return f"{filler}\n>       g()\nE       ValueError: bad {line}\n\nsrc/pkg/mod_{line}.py:{line}: ValueError"
+
+    cases = [_case(f"test_{i}", f"ValueError: bad {i}", text(i)) for i in range(1, 1900)]
+    cases += [_case(f"test_late_{i}", "ValueError: bad 5000", text(5000)) for i in range(3)]
+    s = summary_in_both(_junit(tmp_path / "r.xml", cases), PROJECT, max_failures=3, max_groups=2)
+    assert s["groups"][0]["count"] == 3
+    assert s["groups"][0]["location"] == {"path": "src/pkg/mod_5000.py", "line": 5000}
+    assert s["failures"][0]["node_id"].endswith("test_late_0")
+    assert "E       ValueError: bad 5000" in s["failures"][0]["traceback"]

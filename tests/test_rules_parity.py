@@ -74,9 +74,14 @@ def test_cut_drops_library_frames_and_keeps_essential_lines(impl):
     # The library frame that raised is the last of its exception: kept, E line and all.
     assert "E       ConnectionRefusedError: [Errno 111] Connection refused" in lines
     assert "The above exception was the direct cause of the following exception:" in lines
-    # pytest's closing `path:line: Exception` line is the failure's location: not repeated
-    assert lines[-2:] == [">       raise RuntimeError('boom')", "E       RuntimeError: boom"]
-    assert "tests/test_api.py:30: RuntimeError" not in lines
+    # The failure is located at its root cause (the helper's frame, ConnectionRefusedError),
+    # so pytest's closing line of the final exception says something new: it stays.
+    assert lines[-4:] == [
+        ">       raise RuntimeError('boom')",
+        "E       RuntimeError: boom",
+        "",
+        "tests/test_api.py:30: RuntimeError",
+    ]
     assert omitted == 4 + 2 + 2
     assert not any("site-packages/requests" in line for line in lines)
 
@@ -314,19 +319,21 @@ def test_an_assertion_site_is_one_group_whatever_the_values(impl, messages):
     assert len({normalized for _, normalized in keys}) == len(messages)
 
 
-def test_folding_keeps_sites_exceptions_and_wording_apart(impl):
+def test_a_fingerprint_is_the_exception_and_the_frame_and_values_fold_without_one(impl):
     at_58 = impl.group_key("AssertionError", "assert [1] == [2]", "tests/t.py:58")[0]
     assert impl.group_key("AssertionError", "assert [1] == [2]", "tests/t.py:59")[0] != at_58
-    assert impl.group_key("AssertionError", "assert [1] != [2]", "tests/t.py:58")[0] != at_58
-    assert impl.group_key("AssertionError", "assert [1] in [2]", "tests/t.py:58")[0] != at_58
-    # other exceptions keep their quoted names apart, as without a site
+    assert impl.group_key("KeyError", "assert [1] == [2]", "tests/t.py:58")[0] != at_58
+    # at one frame the message does not count, whatever its wording or values
+    assert impl.group_key("AssertionError", "assert [1] in [2]", "tests/t.py:58")[0] == at_58
     attr = impl.group_key("AttributeError", "'NoneType' object has no attribute 'a'", "tests/t.py:58")[0]
-    assert impl.group_key("AttributeError", "'str' object has no attribute 'lowr'", "tests/t.py:58")[0] != attr
-    # without a site (no test frame) nothing is folded beyond the normaliser
+    assert impl.group_key("AttributeError", "'str' object has no attribute 'lowr'", "tests/t.py:58")[0] == attr
+    # without a frame the message is the key, its values folded for every exception
     assert (
         impl.group_key("AssertionError", "assert [1] == [2]")[0]
-        != impl.group_key("AssertionError", "assert 'x' == [2]")[0]
+        == impl.group_key("AssertionError", "assert 'x' == [2]")[0]
     )
+    assert impl.group_key("KeyError", "'user-1'")[0] == impl.group_key("KeyError", "'user-2'")[0]
+    assert impl.group_key("KeyError", "'user-1'")[0] != impl.group_key("KeyError", "missing 'user-1'")[0]
 
 
 def test_group_id_is_fnv1a_of_exception_nul_message():
@@ -693,9 +700,10 @@ def test_merge_stays_exact_when_a_later_file_overflows_the_group_table(tmp_path)
     shared = "RuntimeError: shared cause"
     first = tmp_path / "a.xml"
     first.write_text(_junit([("test_a0", shared), ("test_a1", "RuntimeError: only in a")]))
-    # 10,001 new keys fill the table (10,000 with the first file's 2) and overflow it;
-    # then the first file's key comes back: it must join its group, not `gother`.
-    cases = [(f"test_b{i}", f"RuntimeError: cause {_letters(i)}") for i in range(10_001)]
+    # Enough new keys to fill the table (with the first file's 2) and overflow it; then
+    # the first file's key comes back: it must join its group, not `gother`.
+    limit = pure_summary.MAX_TRACKED_GROUPS
+    cases = [(f"test_b{i}", f"RuntimeError: cause {_letters(i)}") for i in range(limit + 1)]
     cases += [("test_b_shared", shared), ("test_b_new", "RuntimeError: late newcomer")]
     second = tmp_path / "b.xml"
     second.write_text(_junit(cases))
@@ -704,6 +712,6 @@ def test_merge_stays_exact_when_a_later_file_overflows_the_group_table(tmp_path)
     groups = {g["message"]: g for g in summary["groups"]}
     assert groups["shared cause"]["count"] == 2
     assert groups["shared cause"]["examples"] == ["tests/test_m.py::test_a0", "tests/test_m.py::test_b_shared"]
-    # 2 + 10,001 + 1 distinct keys: 10,000 tracked, 4 failures in `gother`.
+    # 2 + (limit + 1) + 1 distinct keys: `limit` tracked, 4 failures in `gother`.
     assert groups["other causes"]["count"] == 4
-    assert summary["omitted"]["groups"] == 10_001 - 3  # 10,000 tracked + gother, 3 listed
+    assert summary["omitted"]["groups"] == limit + 1 - 3  # `limit` tracked + gother, 3 listed

@@ -143,6 +143,56 @@ pub(crate) fn native_frame(line: &str) -> Option<(&str, u64)> {
 /// A frame line of a traceback: (path as given, line).
 pub(crate) type FrameLine<'a> = (&'a str, u64);
 
+/// The lines of `text` split on `\n`, one trailing `\r` removed from each (memchr: the
+/// builder reads every failure's text this way).
+pub(crate) fn text_lines(text: &str) -> impl Iterator<Item = &str> {
+    let mut rest = Some(text);
+    std::iter::from_fn(move || {
+        let t = rest?;
+        match memchr::memchr(b'\n', t.as_bytes()) {
+            Some(i) => {
+                rest = Some(&t[i + 1..]);
+                Some(chomp(&t[..i]))
+            }
+            None => {
+                rest = None;
+                Some(chomp(t))
+            }
+        }
+    })
+}
+
+/// What each frame path is, remembered across failures (the same files recur in every
+/// traceback of a run). Bounded: cleared when it holds [`PathKinds::MAX`] paths.
+#[derive(Debug, Default)]
+pub(crate) struct PathKinds {
+    kinds: HashMap<Box<str>, CodeKind>,
+}
+
+impl PathKinds {
+    const MAX: usize = 4096;
+
+    pub(crate) fn kind(&mut self, path: &str, project: Option<&ProjectCode>) -> CodeKind {
+        if let Some(&kind) = self.kinds.get(path) {
+            return kind;
+        }
+        if self.kinds.len() >= Self::MAX {
+            self.kinds.clear();
+        }
+        let kind = classify(path, project);
+        self.kinds.insert(path.into(), kind);
+        kind
+    }
+}
+
+/// A frame line's (path, N): a location line or a native-format frame line.
+fn frame_line(line: &str) -> Option<FrameLine<'_>> {
+    match parse_location(line) {
+        Some(loc) => Some((loc.path, loc.line)),
+        None => native_frame(line),
+    }
+}
+
 /// The last (innermost) frame of a text of each kind of project code (docs/ENGINE.md,
 /// *Project code*): `code` (project or test), `non_test` and `test`.
 #[derive(Clone, Copy, Debug, Default)]
@@ -153,28 +203,64 @@ pub(crate) struct DeepestFrames<'a> {
 }
 
 impl<'a> DeepestFrames<'a> {
+    fn see(&mut self, frame: FrameLine<'a>, kind: CodeKind) {
+        match kind {
+            CodeKind::Library => return,
+            CodeKind::Test => self.test = Some(frame),
+            CodeKind::Project => self.non_test = Some(frame),
+        }
+        self.code = Some(frame);
+    }
+
     /// Read every frame line of `text` (location lines and native-format lines), in order.
-    pub(crate) fn of(text: &'a str, project: Option<&ProjectCode>) -> Self {
+    pub(crate) fn of(text: &'a str, project: Option<&ProjectCode>, kinds: &mut PathKinds) -> Self {
         let mut deepest = DeepestFrames::default();
-        let mut kinds: HashMap<&'a str, CodeKind> = HashMap::new();
-        for raw in text.split('\n') {
-            let line = chomp(raw);
-            let frame = match parse_location(line) {
-                Some(loc) => Some((loc.path, loc.line)),
-                None => native_frame(line),
-            };
-            let Some(frame) = frame else { continue };
-            let kind = *kinds
-                .entry(frame.0)
-                .or_insert_with(|| classify(frame.0, project));
-            match kind {
-                CodeKind::Library => continue,
-                CodeKind::Test => deepest.test = Some(frame),
-                CodeKind::Project => deepest.non_test = Some(frame),
+        for line in text_lines(text) {
+            if let Some(frame) = frame_line(line) {
+                deepest.see(frame, kinds.kind(frame.0, project));
             }
-            deepest.code = Some(frame);
         }
         deepest
+    }
+}
+
+/// The frames a failure is located and grouped by (docs/ENGINE.md, *Chained
+/// exceptions*): those of its root cause, the text before the first chain line, when
+/// that part has a frame of project code (`root` is then that text); else those of the
+/// whole text (`root` None).
+pub(crate) struct FailureFrames<'a> {
+    pub frames: DeepestFrames<'a>,
+    pub root: Option<&'a str>,
+}
+
+impl<'a> FailureFrames<'a> {
+    pub(crate) fn of(text: &'a str, project: Option<&ProjectCode>, kinds: &mut PathKinds) -> Self {
+        let mut deepest = DeepestFrames::default();
+        let mut root_end = None;
+        for line in text_lines(text) {
+            if root_end.is_none() && is_chain_line(line) {
+                if deepest.code.is_some() {
+                    // `line` is a slice of `text`: its start is where the root ends
+                    root_end = Some(line.as_ptr() as usize - text.as_ptr() as usize);
+                    break;
+                }
+                root_end = Some(usize::MAX); // the root has no project frame: read on
+                continue;
+            }
+            if let Some(frame) = frame_line(line) {
+                deepest.see(frame, kinds.kind(frame.0, project));
+            }
+        }
+        match root_end {
+            Some(end) if end != usize::MAX => FailureFrames {
+                frames: deepest,
+                root: Some(&text[..end]),
+            },
+            _ => FailureFrames {
+                frames: deepest,
+                root: None,
+            },
+        }
     }
 }
 
@@ -195,7 +281,7 @@ const CHAIN_LINES: [&str; 2] = [
 
 fn is_chain_line(line: &str) -> bool {
     let t = strip(line);
-    CHAIN_LINES.contains(&t)
+    matches!(t.as_bytes().first(), Some(b'T' | b'D')) && CHAIN_LINES.contains(&t)
 }
 
 const JAVA_LIBRARY_PREFIXES: [&str; 8] = [

@@ -408,8 +408,6 @@ fn normalize_prefix(message: &str, limit: usize) -> String {
     String::from_utf8(out).expect("normalising keeps UTF-8 intact")
 }
 
-/// The exception whose key at an assertion site folds its values (`fold_values`).
-pub const ASSERTION_ERROR: &str = "AssertionError";
 /// What `fold_values` writes for each value.
 const VALUE: &str = "<v>";
 
@@ -550,18 +548,15 @@ pub fn group_id(hash: u64) -> String {
 
 /// (group id, normalised message) of a failure (docs/ENGINE.md, *Groups*).
 ///
-/// `exception` None and `Some("")` hash the same. `at`: the frame (`path:line`) or
-/// assertion site of the key, if any (a key by frame passes `message = ""`).
-///
-/// With an `at` and the exception `AssertionError` (an assertion site), the id is that of
-/// the message with its values folded (`fold_values`); the message returned is the
-/// normalised one either way.
+/// `exception` None and `Some("")` hash the same. `at`: the frame (`path:line`) the
+/// failure is grouped by, if any: the key is then the exception and that frame, whatever
+/// the message (a fingerprint); without one, the normalised message with its values
+/// folded (`fold_values`). The message returned is the normalised one either way.
 pub fn group_key(exception: Option<&str>, message: &str, at: Option<&str>) -> (String, String) {
     let normalized = normalize_message(message);
-    let id = if at.is_some() && exception == Some(ASSERTION_ERROR) {
-        group_id(key_hash(exception, &fold_values(&normalized), at))
-    } else {
-        group_id(key_hash(exception, &normalized, at))
+    let id = match at {
+        Some(_) => group_id(key_hash(exception, "", at)),
+        None => group_id(key_hash(exception, &fold_values(&normalized), None)),
     };
     (id, normalized)
 }

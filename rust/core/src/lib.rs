@@ -207,18 +207,10 @@ fn summarize_into(
     let file_start_us = builder.tests_duration_us();
     let parsed = {
         let mut sink = |item: Item| builder.push(item);
-        match found {
-            Format::Junit => junit::parse_junit(file, path, budgets, &mut sink).map(|()| None),
-            Format::PytestJson => {
-                pytest_json::parse_pytest_json_session(file, path, budgets, &mut sink)
-            }
-            Format::Reportlog => {
-                reportlog::parse_reportlog(file, path, budgets, &mut sink).map(|end| {
-                    truncated = end.cut_last_line;
-                    end.session_duration_us
-                })
-            }
-        }
+        parse_format(found, file, path, budgets, &mut sink).map(|end| {
+            truncated = end.cut_last_line;
+            end.session_duration_us
+        })
     };
     if truncated {
         builder.note_truncated(path);
@@ -239,6 +231,28 @@ fn summarize_into(
 /// test and no collection error (docs/ENGINE.md, *Selection*). `project`: the
 /// project's own code (docs/ENGINE.md, *Project code*), or None for the path-pattern
 /// rule.
+/// Parse one file of a known format into `sink`, in report order; what the file says of
+/// its end (pytest's session time, a cut last line).
+fn parse_format(
+    format: Format,
+    file: File,
+    path: &str,
+    budgets: &Budgets,
+    sink: &mut dyn FnMut(Item),
+) -> Result<ReportlogEnd, ReportError> {
+    let ended = |session_duration_us| ReportlogEnd {
+        session_duration_us,
+        cut_last_line: false,
+    };
+    match format {
+        Format::Junit => junit::parse_junit(file, path, budgets, sink).map(|()| ended(None)),
+        Format::PytestJson => {
+            pytest_json::parse_pytest_json_session(file, path, budgets, sink).map(ended)
+        }
+        Format::Reportlog => reportlog::parse_reportlog(file, path, budgets, sink),
+    }
+}
+
 pub fn summarize_files(
     paths: &[String],
     wanted: Option<Format>,
@@ -293,6 +307,19 @@ pub fn summarize_files(
             }
         });
     }
-    let (format, builder) = merged.expect("paths is not empty");
+    let (format, mut builder) = merged.expect("paths is not empty");
+    if builder.missing_representatives() {
+        // A listed group's first failure was not kept (the builder's bound on raw
+        // records): read the files again, in order, for those failures only.
+        let mut seq = 0u64;
+        for path in paths {
+            let file = File::open(path).map_err(|e| ReportError::from_io(path, &e))?;
+            let mut sink = |item: Item| {
+                builder.recover(seq, item);
+                seq += 1;
+            };
+            parse_format(format, file, path, budgets, &mut sink)?;
+        }
+    }
     Ok(builder.finish(format, paths))
 }

@@ -20,10 +20,10 @@ use serde::Serialize;
 use crate::budgets::Budgets;
 use crate::cut::{
     capped, chomp, cut_traceback_for, is_ws, parse_location, says_message, shown_traceback_for,
-    strip, DeepestFrames, FailureContext, FrameLine,
+    strip, DeepestFrames, FailureContext, FailureFrames, FrameLine, PathKinds,
 };
 use crate::group::{
-    fold_values, group_id, key_hash, normalize_capped, ASSERTION_ERROR, OTHER_GROUP_ID,
+    fold_values, group_id, key_hash, normalize_capped, OTHER_GROUP_ID,
     OTHER_GROUP_MESSAGE,
 };
 use crate::project::{display_path, ProjectCode};
@@ -32,7 +32,7 @@ use crate::select::Selection;
 use crate::Format;
 
 /// Distinct group keys tracked; a failure with a new key past this joins `gother`.
-pub const MAX_TRACKED_GROUPS: usize = 10_000;
+pub const MAX_TRACKED_GROUPS: usize = 2_000;
 
 // ---------------------------------------------------------------------------------
 // Messages and exceptions (docs/ENGINE.md, *Messages and exceptions*).
@@ -131,6 +131,40 @@ fn describe<'a>(
     (exception, line)
 }
 
+/// What the builder reads off a failure (docs/ENGINE.md, *Messages and exceptions*,
+/// *Chained exceptions*): its exception and message line, and the frames it is located
+/// and grouped by; all of its root cause when the root has a frame of project code
+/// (and names its exception), else of the record.
+struct Described<'a> {
+    exception: Option<&'a str>,
+    line: &'a str,
+    frames: DeepestFrames<'a>,
+}
+
+impl<'a> Described<'a> {
+    fn of(
+        record: &'a TestRecord,
+        text: &'a str,
+        project: Option<&ProjectCode>,
+        kinds: &mut PathKinds,
+    ) -> Self {
+        let FailureFrames { frames, root } = FailureFrames::of(text, project, kinds);
+        let (exception, line) = match root.map(|root| describe(None, None, Some(root))) {
+            Some((Some(exception), line)) => (Some(exception), line),
+            _ => describe(
+                record.exception.as_deref(),
+                record.message.as_deref(),
+                Some(text),
+            ),
+        };
+        Described {
+            exception,
+            line,
+            frames,
+        }
+    }
+}
+
 /// The location from the last `path:N: ` line of `text` (see `cut::parse_location`).
 fn location_from_text(text: &str) -> Option<(String, Option<u64>)> {
     text.rsplit('\n')
@@ -184,6 +218,45 @@ struct GroupKey {
     normalized: String,
 }
 
+/// A group's first failure, listed ahead of the others when the group is listed. Only
+/// the listed groups' are written out, so most stay raw: the record as read (its text
+/// capped by the parser), within [`PENDING_BYTES`] for the whole builder; past that
+/// none is kept, and a listed group's first failure is read again from its file
+/// ([`SummaryBuilder::missing_representatives`]).
+#[derive(Debug)]
+enum Representative {
+    Listed(Box<ListedFailure>),
+    Pending(Box<TestRecord>),
+    Missing,
+}
+
+/// Bytes of raw first failures (texts, outputs, ids) a builder keeps for the groups it
+/// may list; the memory bound of docs/ENGINE.md, *The builder*.
+const PENDING_BYTES: usize = 3 << 20;
+
+/// The bytes a raw record holds (its strings).
+fn record_bytes(record: &TestRecord) -> usize {
+    let len = |s: &Option<String>| s.as_ref().map_or(0, String::len);
+    record.node_id.len()
+        + len(&record.exception)
+        + len(&record.message)
+        + len(&record.text)
+        + len(&record.path)
+        + len(&record.stdout)
+        + len(&record.stderr)
+        + len(&record.log)
+        + len(&record.subtest)
+}
+
+impl Representative {
+    fn listed(&self) -> Option<&ListedFailure> {
+        match self {
+            Representative::Listed(f) => Some(f),
+            _ => None,
+        }
+    }
+}
+
 #[derive(Debug)]
 struct Group {
     /// Shared with the index.
@@ -195,15 +268,26 @@ struct Group {
     first_seq: u64,
     examples: Examples,
     /// The first failure, listed ahead of the others.
-    representative: Option<ListedFailure>,
+    representative: Representative,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct OtherGroup {
     count: u64,
     first_seq: u64,
     examples: Examples,
-    representative: Option<ListedFailure>,
+    representative: Representative,
+}
+
+impl Default for OtherGroup {
+    fn default() -> Self {
+        OtherGroup {
+            count: 0,
+            first_seq: 0,
+            examples: Vec::new(),
+            representative: Representative::Missing,
+        }
+    }
 }
 
 impl OtherGroup {
@@ -213,14 +297,17 @@ impl OtherGroup {
         first_seq: u64,
         examples: Examples,
         max_examples: usize,
-        representative: Option<ListedFailure>,
+        representative: Representative,
     ) {
         if self.count == 0 || first_seq < self.first_seq {
             self.first_seq = first_seq;
-            if let Some(mut r) = representative {
-                r.group = GroupRef::Other;
-                self.representative = Some(r);
-            }
+            self.representative = match representative {
+                Representative::Listed(mut r) => {
+                    r.group = GroupRef::Other;
+                    Representative::Listed(r)
+                }
+                other => other,
+            };
         }
         self.count += count;
         merge_examples(&mut self.examples, examples, max_examples);
@@ -315,6 +402,12 @@ pub struct SummaryBuilder {
     /// others count their tests' sum: docs/ENGINE.md, *Summary JSON*).
     known_session_us: u64,
     known_tests_us: u64,
+    /// What each frame path is, remembered across failures.
+    kinds: PathKinds,
+    /// Bytes held by `Representative::Pending` records (at most [`PENDING_BYTES`]).
+    pending_bytes: usize,
+    /// While first failures are read again: sequence number -> group index.
+    recovering: HashMap<u64, usize>,
 }
 
 impl SummaryBuilder {
@@ -372,6 +465,9 @@ impl SummaryBuilder {
             selection: None,
             matched: Vec::new(),
             project: None,
+            kinds: PathKinds::default(),
+            pending_bytes: 0,
+            recovering: HashMap::new(),
         }
     }
 
@@ -499,13 +595,9 @@ impl SummaryBuilder {
             .output_bytes_omitted
             .saturating_add(record.output_bytes_omitted);
         let text = record.text.take().unwrap_or_default();
-        let (exception, line) = describe(
-            record.exception.as_deref(),
-            record.message.as_deref(),
-            Some(&text),
-        );
         let project = self.project.clone();
-        let frames = DeepestFrames::of(&text, project.as_deref());
+        let failure = Described::of(&record, &text, project.as_deref(), &mut self.kinds);
+        let (exception, line) = (failure.exception, failure.line);
         let group = match &self.last_subtest {
             // a test whose failure only says its subtests failed: the cause is theirs
             Some((node_id, group))
@@ -518,27 +610,43 @@ impl SummaryBuilder {
                 self.join_group(group, seq, &record.node_id);
                 group
             }
-            _ => self.add_to_group(exception, line, &frames, seq, &record.node_id),
+            _ => self.add_to_group(exception, line, &failure.frames, seq, &record.node_id),
         };
         if record.subtest.is_some() {
             self.last_subtest = Some((record.node_id.clone(), group));
         }
-        let needs_representative = match group {
-            GroupRef::Tracked(i) => self.groups[i].representative.is_none(),
-            GroupRef::Other => self.other.representative.is_none(),
+        let new_group = match group {
+            GroupRef::Tracked(i) => self.groups[i].first_seq == seq,
+            GroupRef::Other => self.other.first_seq == seq,
         };
         let listed_now = self.failures.len() < self.budgets.max_failures;
-        if needs_representative || listed_now {
-            let listed = self.listed(&record, seq, exception, line, &text, &frames, group);
+        if listed_now || new_group && group == GroupRef::Other {
+            let listed = self.listed(&record, seq, &failure, &text, group);
             if listed_now {
                 self.failures.push(listed.clone());
             }
-            if needs_representative {
+            if new_group {
                 match group {
-                    GroupRef::Tracked(i) => self.groups[i].representative = Some(listed),
-                    GroupRef::Other => self.other.representative = Some(listed),
+                    GroupRef::Tracked(i) => {
+                        self.groups[i].representative = Representative::Listed(Box::new(listed))
+                    }
+                    GroupRef::Other => self.other.representative = Representative::Listed(Box::new(listed)),
                 }
             }
+        } else if let (true, GroupRef::Tracked(i)) = (new_group, group) {
+            // Cut only if listed at the end: keep the record raw while there is room.
+            if record.subtest.is_none() {
+                self.consider_slow(record.duration_us, seq, record.node_id.clone());
+            }
+            record.text = Some(text);
+            let bytes = record_bytes(&record);
+            self.groups[i].representative = if self.pending_bytes + bytes <= PENDING_BYTES {
+                self.pending_bytes += bytes;
+                Representative::Pending(Box::new(record))
+            } else {
+                Representative::Missing
+            };
+            return;
         }
         if record.subtest.is_none() {
             self.consider_slow(record.duration_us, seq, record.node_id);
@@ -547,25 +655,23 @@ impl SummaryBuilder {
 
     /// A failure as listed: its location (the deepest frame of project code, else the
     /// record's, else the text's last location line) and its cut traceback.
-    #[allow(clippy::too_many_arguments)]
     fn listed(
         &self,
         record: &TestRecord,
         seq: u64,
-        exception: Option<&str>,
-        line: &str,
+        failure: &Described<'_>,
         text: &str,
-        frames: &DeepestFrames<'_>,
         group: GroupRef,
     ) -> ListedFailure {
+        let exception = failure.exception;
         let reported = record.path.as_deref().map(|path| (path, record.line));
         let (location, traceback, traceback_omitted) = self.located_and_cut(
             text,
-            frames.code,
+            failure.frames.code,
             reported,
             Some((&record.node_id, exception)),
         );
-        let message = capped(line, self.budgets.max_message_chars);
+        let message = capped(failure.line, self.budgets.max_message_chars);
         let message_in_traceback = says_message(&traceback, exception, &message);
         ListedFailure {
             seq,
@@ -657,17 +763,17 @@ impl SummaryBuilder {
                 } else {
                     Vec::new()
                 };
-                self.other.absorb(1, seq, example, max_examples, None);
+                self.other.absorb(1, seq, example, max_examples, Representative::Missing);
             }
         }
     }
 
     /// Count a failure in its group (creating it, or `gother` when the table is full).
-    /// The key (docs/ENGINE.md, *Groups*): the exception and the deepest frame of the
-    /// project's non-test code; else the assertion site and the normalised message
-    /// (the whole line normalised, then capped like a message; an `AssertionError`'s
-    /// with its values folded); else that message. A group lists its first failure's
-    /// normalised message.
+    /// The key (docs/ENGINE.md, *Groups*) is a fingerprint: the exception and the
+    /// innermost frame of the project's code under test, else of its tests; without a
+    /// frame, the normalised message (the whole line normalised, then capped like a
+    /// message) with its values folded. A group lists its first failure's normalised
+    /// message, which is only computed for a new key.
     fn add_to_group(
         &mut self,
         exception: Option<&str>,
@@ -676,29 +782,26 @@ impl SummaryBuilder {
         seq: u64,
         node_id: &str,
     ) -> GroupRef {
-        let normalized = normalize_capped(message, self.budgets.max_message_chars);
+        let max_message_chars = self.budgets.max_message_chars;
+        let mut normalized = None;
         let exception = exception.unwrap_or("");
-        let key = match (frames.non_test, frames.test) {
-            (Some(frame), _) => GroupKey {
+        let key = match frames.non_test.or(frames.test) {
+            // a fingerprint: the exception and where it was raised in the project's code
+            // (its code under test first, else the test), whatever the values in the message
+            Some(frame) => GroupKey {
                 exception: exception.to_owned(),
                 at: Some(self.frame_at(frame)),
                 normalized: String::new(),
             },
-            (None, Some(site)) => GroupKey {
-                exception: exception.to_owned(),
-                at: Some(self.frame_at(site)),
-                // one assertion site checks one expression: only the values differ between its failures
-                normalized: if exception == ASSERTION_ERROR {
-                    fold_values(&normalized)
-                } else {
-                    normalized.clone()
-                },
-            },
-            (None, None) => GroupKey {
-                exception: exception.to_owned(),
-                at: None,
-                normalized: normalized.clone(),
-            },
+            // no frame: the message is all there is, its values folded
+            None => {
+                let line = normalized.insert(normalize_capped(message, max_message_chars));
+                GroupKey {
+                    exception: exception.to_owned(),
+                    at: None,
+                    normalized: fold_values(line),
+                }
+            }
         };
         let max_examples = self.budgets.max_examples;
         let index = match self.group_index.get(&key) {
@@ -709,11 +812,12 @@ impl SummaryBuilder {
                 self.groups.push(Group {
                     key: key.clone(),
                     hash,
-                    message: normalized,
+                    message: normalized
+                        .unwrap_or_else(|| normalize_capped(message, max_message_chars)),
                     count: 0,
                     first_seq: seq,
                     examples: Vec::new(),
-                    representative: None,
+                    representative: Representative::Missing,
                 });
                 self.group_index.insert(key, self.groups.len() - 1);
                 self.groups.len() - 1
@@ -724,7 +828,7 @@ impl SummaryBuilder {
                 } else {
                     Vec::new()
                 };
-                self.other.absorb(1, seq, example, max_examples, None);
+                self.other.absorb(1, seq, example, max_examples, Representative::Missing);
                 return GroupRef::Other;
             }
         };
@@ -757,7 +861,8 @@ impl SummaryBuilder {
             );
             // located and cut like a failure (its text is pytest's short-style traceback)
             let text = record.text.unwrap_or_default();
-            let code = DeepestFrames::of(&text, self.project.as_deref()).code;
+            let project = self.project.clone();
+            let code = DeepestFrames::of(&text, project.as_deref(), &mut self.kinds).code;
             let (location, traceback, traceback_omitted) =
                 self.located_and_cut(&text, code, None, None);
             self.collection_errors.push(ListedCollectionError {
@@ -809,16 +914,28 @@ impl SummaryBuilder {
         let shift = |examples: Examples| -> Examples {
             examples.into_iter().map(|(s, n)| (s + offset, n)).collect()
         };
-        let shift_listed = |failure: Option<ListedFailure>| {
-            failure.map(|mut f| {
+        // A representative moved here: seq shifted, a raw one kept while there is room.
+        let mut pending_bytes = self.pending_bytes;
+        let mut moved = |representative: Representative, group: GroupRef| match representative {
+            Representative::Listed(mut f) => {
                 f.seq += offset;
-                f
-            })
+                f.group = group;
+                Representative::Listed(f)
+            }
+            Representative::Pending(record) => {
+                let bytes = record_bytes(&record);
+                if pending_bytes + bytes <= PENDING_BYTES {
+                    pending_bytes += bytes;
+                    Representative::Pending(record)
+                } else {
+                    Representative::Missing
+                }
+            }
+            Representative::Missing => Representative::Missing,
         };
         let mut remap: Vec<GroupRef> = Vec::with_capacity(other.groups.len());
         for group in other.groups {
             let examples = shift(group.examples);
-            let representative = shift_listed(group.representative);
             if let Some(&index) = self.group_index.get(&group.key) {
                 let mine = &mut self.groups[index];
                 mine.count += group.count;
@@ -830,10 +947,7 @@ impl SummaryBuilder {
                 self.groups.push(Group {
                     first_seq: group.first_seq + offset,
                     examples,
-                    representative: representative.map(|mut r| {
-                        r.group = GroupRef::Tracked(index);
-                        r
-                    }),
+                    representative: moved(group.representative, GroupRef::Tracked(index)),
                     ..group
                 });
                 remap.push(GroupRef::Tracked(index));
@@ -843,7 +957,7 @@ impl SummaryBuilder {
                     group.first_seq + offset,
                     examples,
                     max_examples,
-                    representative,
+                    moved(group.representative, GroupRef::Other),
                 );
                 remap.push(GroupRef::Other);
             }
@@ -855,9 +969,10 @@ impl SummaryBuilder {
                 o.first_seq + offset,
                 shift(o.examples),
                 max_examples,
-                shift_listed(o.representative),
+                moved(o.representative, GroupRef::Other),
             );
         }
+        self.pending_bytes = pending_bytes;
 
         self.failures_total += other.failures_total;
         let room = self
@@ -886,8 +1001,86 @@ impl SummaryBuilder {
         }
     }
 
+    /// The groups a summary lists, in order (largest first, ties by first appearance;
+    /// `gother` takes part): (count, first seq, group), and how many there are in all.
+    fn listed_order(&self) -> (Vec<(u64, u64, GroupRef)>, u64) {
+        let mut order: Vec<(u64, u64, GroupRef)> = self
+            .groups
+            .iter()
+            .enumerate()
+            .map(|(i, g)| (g.count, g.first_seq, GroupRef::Tracked(i)))
+            .collect();
+        if self.other.count > 0 {
+            order.push((self.other.count, self.other.first_seq, GroupRef::Other));
+        }
+        let total = order.len() as u64;
+        order.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        order.truncate(self.budgets.max_groups);
+        (order, total)
+    }
+
+    fn representative_mut(&mut self, group: GroupRef) -> &mut Representative {
+        match group {
+            GroupRef::Tracked(i) => &mut self.groups[i].representative,
+            GroupRef::Other => &mut self.other.representative,
+        }
+    }
+
+    /// A raw first failure, listed: what `push_failure` would have made of it.
+    fn listed_from(&mut self, record: &TestRecord, seq: u64, group: GroupRef) -> ListedFailure {
+        let text = record.text.as_deref().unwrap_or("");
+        let project = self.project.clone();
+        let failure = Described::of(record, text, project.as_deref(), &mut self.kinds);
+        self.listed(record, seq, &failure, text, group)
+    }
+
+    /// True when a listed group's first failure was not kept (more raw first failures
+    /// than [`PENDING_BYTES`]): then feed every file again, in order, to
+    /// [`recover`](Self::recover) before [`finish`](Self::finish).
+    pub fn missing_representatives(&mut self) -> bool {
+        let (order, _) = self.listed_order();
+        for (_, first_seq, group) in order {
+            if let (Representative::Missing, GroupRef::Tracked(i)) = (self.representative_mut(group), group) {
+                self.recovering.insert(first_seq, i);
+            } else if matches!(self.representative_mut(group), Representative::Missing) {
+                self.recovering.insert(first_seq, usize::MAX);
+            }
+        }
+        !self.recovering.is_empty()
+    }
+
+    /// The `seq`-th record of the input again (counting from 0 over all files, as
+    /// pushed): a listed group's missing first failure is taken from it.
+    pub fn recover(&mut self, seq: u64, item: Item) {
+        let Some(&index) = self.recovering.get(&seq) else {
+            return;
+        };
+        let Item::Test(mut record) = item else {
+            return;
+        };
+        let group = if index == usize::MAX {
+            GroupRef::Other
+        } else {
+            GroupRef::Tracked(index)
+        };
+        record.text.get_or_insert_with(String::new);
+        let listed = self.listed_from(&record, seq, group);
+        *self.representative_mut(group) = Representative::Listed(Box::new(listed));
+    }
+
     /// The canonical summary JSON bytes (docs/ENGINE.md, *Summary JSON*).
-    pub fn finish(self, format: Format, files: &[String]) -> Vec<u8> {
+    pub fn finish(mut self, format: Format, files: &[String]) -> Vec<u8> {
+        // The listed groups' raw first failures are cut now (only theirs).
+        let (order, groups_total) = self.listed_order();
+        for &(_, first_seq, group) in &order {
+            let representative = std::mem::replace(self.representative_mut(group), Representative::Missing);
+            *self.representative_mut(group) = match representative {
+                Representative::Pending(record) => {
+                    Representative::Listed(Box::new(self.listed_from(&record, first_seq, group)))
+                }
+                other => other,
+            };
+        }
         let b = &self.budgets;
         let c = self.counts;
         let counts = CountsJson {
@@ -904,19 +1097,6 @@ impl SummaryBuilder {
             passed_with_failed_subtests: c.passed_with_failed_subtests,
         };
 
-        // Groups: largest first, ties by first appearance; `gother` takes part.
-        let mut order: Vec<(u64, u64, GroupRef)> = self
-            .groups
-            .iter()
-            .enumerate()
-            .map(|(i, g)| (g.count, g.first_seq, GroupRef::Tracked(i)))
-            .collect();
-        if self.other.count > 0 {
-            order.push((self.other.count, self.other.first_seq, GroupRef::Other));
-        }
-        let groups_total = order.len() as u64;
-        order.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-        order.truncate(b.max_groups);
         let groups: Vec<GroupJson<'_>> = order
             .iter()
             .map(|&(count, _, group)| match group {
@@ -947,8 +1127,8 @@ impl SummaryBuilder {
         let mut listed: Vec<&ListedFailure> = order
             .iter()
             .filter_map(|&(_, _, group)| match group {
-                GroupRef::Tracked(i) => self.groups[i].representative.as_ref(),
-                GroupRef::Other => self.other.representative.as_ref(),
+                GroupRef::Tracked(i) => self.groups[i].representative.listed(),
+                GroupRef::Other => self.other.representative.listed(),
             })
             .take(b.max_failures)
             .collect();
@@ -1113,8 +1293,8 @@ struct GroupJson<'a> {
 }
 
 /// The location of a group's representative, if any.
-fn location_json(representative: &Option<ListedFailure>) -> Option<LocationJson<'_>> {
-    let (path, line) = representative.as_ref()?.location.as_ref()?;
+fn location_json(representative: &Representative) -> Option<LocationJson<'_>> {
+    let (path, line) = representative.listed()?.location.as_ref()?;
     Some(LocationJson { path, line: *line })
 }
 

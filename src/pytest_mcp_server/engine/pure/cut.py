@@ -387,6 +387,23 @@ class DeepestFrames:
                 self.non_test = frame
 
 
+def failure_frames(text: str, project: ProjectCode | None) -> tuple[DeepestFrames, str | None]:
+    """The frames a failure is located and grouped by (docs/ENGINE.md, *Chained
+    exceptions*): ``(frames, root)``, those of its root cause (the text before the first
+    chain line, returned as ``root``) when that part has a frame of project code; else
+    those of the whole text and None. The twin of ``FailureFrames::of`` in
+    ``rust/core/src/cut.rs``."""
+    lines = text.split("\n")
+    for i, raw in enumerate(lines):
+        if _is_chain_line(chomp(raw)):
+            root = "\n".join(lines[:i]) + "\n"
+            frames = DeepestFrames(root, project)
+            if frames.code is not None:
+                return frames, root
+            break
+    return DeepestFrames(text, project), None
+
+
 # --------------------------------------------------------------------------------------
 # The shown traceback: what a listed failure's traceback says after the cut
 # (docs/ENGINE.md, *Traceback cutting*, "The shown traceback"); the twin of the rules at

@@ -104,7 +104,6 @@ def _normalize_prefix(message: str, limit: int | None) -> str:
     return "".join(out)
 
 
-ASSERTION_ERROR = "AssertionError"
 """The exception whose key at an assertion site folds its values (``fold_values``)."""
 VALUE = "<v>"
 """What ``fold_values`` writes for each value."""
@@ -212,14 +211,14 @@ def group_id(hash: int) -> str:
 def group_key(exception: str | None, message: str, where: str | None = None) -> tuple[str, str]:
     """(group id, normalised message) of a failure (docs/ENGINE.md, *Groups*).
 
-    The id is ``g`` + the first 8 lowercase hex digits of FNV-1a 64 of
-    UTF-8(``exception or ""`` + ``\\0`` + [``where`` + ``\\0``] + normalised message);
+    The id is ``g`` + the first 8 lowercase hex digits of FNV-1a 64 of the key's UTF-8;
     ``None`` and ``""`` exceptions give the same id. ``where``: the frame (``path:line``)
-    or assertion site of the key, if any; a key by frame passes ``message=""``. With a
-    ``where`` and the exception ``AssertionError`` (an assertion site), the id is that of
-    the message with its values folded (``fold_values``); the message returned is the
-    normalised one either way.
+    the failure is grouped by, if any: the key is then ``exception + \\0 + where + \\0``,
+    whatever the message (a fingerprint); without one, ``exception + \\0`` + the
+    normalised message with its values folded (``fold_values``). The message returned is
+    the normalised one either way.
     """
     normalized = normalize_message(message)
-    keyed = fold_values(normalized) if where is not None and exception == ASSERTION_ERROR else normalized
-    return group_id(key_hash(exception or "", keyed, where)), normalized
+    if where is not None:
+        return group_id(key_hash(exception or "", "", where)), normalized
+    return group_id(key_hash(exception or "", fold_values(normalized), None)), normalized

@@ -15,6 +15,7 @@ import orjson
 from .cut import (
     WHITESPACE,
     DeepestFrames,
+    failure_frames,
     Frame,
     capped,
     chomp,
@@ -24,7 +25,6 @@ from .cut import (
     shown_traceback,
 )
 from .group import (
-    ASSERTION_ERROR,
     OTHER_GROUP_ID,
     OTHER_GROUP_MESSAGE,
     fold_values,
@@ -42,7 +42,7 @@ _SUBTESTS_MARKER = re.compile(r"contains [0-9]+ failed subtests?")
 *Subtests*); a test that says only this joins its last failed subtest's group."""
 
 # Distinct group keys tracked; a failure with a new key past this joins ``gother``.
-MAX_TRACKED_GROUPS = 10_000
+MAX_TRACKED_GROUPS = 2_000
 
 # ASCII classes of the exception-name rules.
 _DIGITS = frozenset("0123456789")
@@ -174,7 +174,7 @@ class SummaryBuilder:
     ``budgets``: a dict with the nine budget names of ``models.Budgets`` (ints).
     Memory stays bounded by the budgets: counts, the first ``max_failures`` failures
     and the first failure of each group (only these get their traceback cut), at most ``group_limit`` groups (default
-    10,000) each with ``max_examples`` node ids, the ``max_slowest`` slowest tests, the
+    2,000) each with ``max_examples`` node ids, the ``max_slowest`` slowest tests, the
     first ``max_collection_errors`` collection errors. There is no ``merge``: several
     files are fed one after the other.
 
@@ -318,9 +318,7 @@ class SummaryBuilder:
         self._failures_total += 1
         self._text_bytes_omitted += record.text_bytes_omitted
         self._output_bytes_omitted += record.output_bytes_omitted
-        exception, line = describe(record.exception, record.message, record.text)
-        text = record.text or ""
-        frames = DeepestFrames(text, self._project)
+        exception, line, frames = self._described(record)
         last = self._last_subtest
         if (
             last is not None
@@ -343,6 +341,19 @@ class SummaryBuilder:
             listed = group.representative = self._listed(record, seq, exception, line, frames, group.id)
         if len(self._failures) < self._max_failures:
             self._failures.append(listed or self._listed(record, seq, exception, line, frames, group.id))
+
+    def _described(self, record: TestRecord) -> tuple[str | None, str, DeepestFrames]:
+        """A failure's exception, message line and the frames it is located and grouped
+        by: all of its root cause when the root has a frame of project code and names
+        its exception (docs/ENGINE.md, *Chained exceptions*), else of the record."""
+        text = record.text or ""
+        frames, root = failure_frames(text, self._project)
+        if root is not None:
+            exception, line = describe(None, None, root)
+            if exception is not None:
+                return exception, line, frames
+        exception, line = describe(record.exception, record.message, record.text)
+        return exception, line, frames
 
     def _located_and_cut(
         self,
@@ -420,23 +431,21 @@ class SummaryBuilder:
     def _add_to_group(
         self, exception: str | None, message: str, frames: DeepestFrames, seq: int, node_id: str
     ) -> _Group:
-        # The key (docs/ENGINE.md, *Groups*): the exception and the deepest frame of the
-        # project's non-test code; else the assertion site and the normalised message;
-        # else the normalised message. The group lists its first failure's message.
+        # The key (docs/ENGINE.md, *Groups*) is a fingerprint: the exception and the
+        # innermost frame of the project's code under test, else of its tests; without a
+        # frame, the normalised message with its values folded. The group lists its first
+        # failure's normalised message.
         cache = self._normalized_cache
         normalized = cache.get(message)
         if normalized is None:
             if len(cache) >= 4096:  # bounded: repeated messages are usually close together
                 cache.clear()
             normalized = cache[message] = normalize_capped(message, self._max_message_chars)
-        if frames.non_test is not None:
-            key: tuple[str, str | None, str] = (exception or "", self._where(frames.non_test), "")
-        elif frames.test is not None:
-            # one assertion site checks one expression: only the values differ between its failures
-            folded = fold_values(normalized) if exception == ASSERTION_ERROR else normalized
-            key = (exception or "", self._where(frames.test), folded)
+        frame = frames.non_test if frames.non_test is not None else frames.test
+        if frame is not None:
+            key: tuple[str, str | None, str] = (exception or "", self._where(frame), "")
         else:
-            key = (exception or "", None, normalized)
+            key = (exception or "", None, fold_values(normalized))
         group = self._groups.get(key)
         if group is None:
             if len(self._groups) < self._group_limit:
