@@ -434,9 +434,16 @@ def test_a_chained_failure_is_located_named_and_grouped_by_its_root_cause(tmp_pa
     assert "src/pkg/store.py:21: KeyError" in lines
     assert "E       KeyError: 'user-7'" in lines
     assert lines[-1] == "tests/test_store.py:12: RuntimeError"
-    # without a project frame in the root, the final exception names the failure
-    plain_root = _chained(21, "RuntimeError").replace("src/pkg/store.py", "/usr/lib/python3.11/json/x.py")
-    s = summary_in_both(_junit(tmp_path / "p.xml", [_case("t", "RuntimeError: lookup failed", plain_root)]), PROJECT)
+    # a root raised in library code is located at its innermost project frame (the test's)
+    in_library = _chained(21, "RuntimeError").replace("src/pkg/store.py", "/usr/lib/python3.11/json/x.py")
+    s = summary_in_both(_junit(tmp_path / "p.xml", [_case("t", "RuntimeError: lookup failed", in_library)]), PROJECT)
+    assert (s["failures"][0]["exception"], s["failures"][0]["location"]) == (
+        "KeyError",
+        {"path": "tests/test_store.py", "line": 8},
+    )
+    # with no project frame before the chain line, the final exception names the failure
+    no_root_frame = in_library.replace("tests/test_store.py:8: ", "/usr/lib/python3.11/json/y.py:3: in get")
+    s = summary_in_both(_junit(tmp_path / "q.xml", [_case("t", "RuntimeError: lookup failed", no_root_frame)]), PROJECT)
     assert (s["failures"][0]["exception"], s["failures"][0]["location"]["line"]) == ("RuntimeError", 12)
 
 
