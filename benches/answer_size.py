@@ -7,7 +7,8 @@ copied to a temporary directory, it runs the real workflow in-process
 and ``python -m pytest -q --tb=short -p no:cacheprovider`` in the same copy, and prints
 one row per project: text bytes (the answer's text block), wire bytes (the JSON of the
 whole ``CallToolResult``: content and structured content, as ``benches/real_bugs.py``
-measures it), their ratio, and the bytes of pytest's own stdout.
+measures it), their ratio, and the bytes of pytest's own stdout; next to each, its o200k
+tokens (``benches/tokens.py``), and the answer's tokens over pytest's.
 
 Usage::
 
@@ -27,6 +28,7 @@ import tempfile
 from pathlib import Path
 
 import anyio
+from tokens import count_tokens  # benches/tokens.py: this script's directory is on sys.path
 
 from pytest_mcp_server.adapters.mcp.catalogue import TOOLS_BY_NAME
 from pytest_mcp_server.adapters.mcp.server import to_mcp_result
@@ -39,8 +41,8 @@ from pytest_mcp_server.domain.tools import ExecuteParams
 FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures"
 
 
-def measure(name: str, work: Path) -> tuple[str, int, int, int]:
-    """(text, text bytes, wire bytes, pytest --tb=short stdout bytes) of project ``name``."""
+def measure(name: str, work: Path) -> tuple[str, str, str]:
+    """(answer text, wire JSON, pytest --tb=short stdout) of project ``name``."""
     root = work / name
     shutil.copytree(FIXTURES / name, root)
     runner = Runner(ServerConfig(root=root, artifacts_dir=work / f"{name}-artifacts"))
@@ -52,8 +54,8 @@ def measure(name: str, work: Path) -> tuple[str, int, int, int]:
         cwd=root,
         capture_output=True,
         check=False,
-    ).stdout
-    return text, len(text.encode()), len(wire.encode()), len(short)
+    ).stdout.decode(errors="replace")
+    return text, wire, short
 
 
 def main() -> int:
@@ -62,11 +64,20 @@ def main() -> int:
     parser.add_argument("projects", nargs="*", default=["every_outcome", "many_failures"])
     parser.add_argument("--show", action="append", default=[], help="print this project's text block")
     args = parser.parse_args()
-    print(f"{'project':<16} {'text B':>7} {'wire B':>7} {'wire/text':>9} {'--tb=short B':>12}")
+    print(
+        f"{'project':<16} {'text B':>7} {'text tok':>8} {'wire B':>7} {'wire tok':>8} {'wire/text':>9} "
+        f"{'--tb=short B':>12} {'--tb=short tok':>14} {'tok text/short':>14}"
+    )
     with tempfile.TemporaryDirectory(prefix="answer-size-") as tmp:
         for name in args.projects:
-            text, text_bytes, wire_bytes, short_bytes = measure(name, Path(tmp))
-            print(f"{name:<16} {text_bytes:>7} {wire_bytes:>7} {wire_bytes / text_bytes:>9.2f} {short_bytes:>12}")
+            text, wire, short = measure(name, Path(tmp))
+            text_bytes, wire_bytes, short_bytes = len(text.encode()), len(wire.encode()), len(short.encode())
+            text_tokens, wire_tokens, short_tokens = count_tokens(text), count_tokens(wire), count_tokens(short)
+            print(
+                f"{name:<16} {text_bytes:>7} {text_tokens:>8} {wire_bytes:>7} {wire_tokens:>8} "
+                f"{wire_bytes / text_bytes:>9.2f} {short_bytes:>12} {short_tokens:>14} "
+                f"{text_tokens / short_tokens if short_tokens else 0:>14.2f}"
+            )
             if name in args.show:
                 print(text)
     return 0

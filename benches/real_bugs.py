@@ -20,10 +20,14 @@ names what the agent needs, and at what size:
   the catalogue), as a checkout with a ``src/`` layout run by tox looks to pytest: the
   project's metadata is there, its source is not on ``sys.path``. Before measuring,
   ``import <package>`` is run in that copy with the venv's python and must resolve
-  inside the venv, else the run stops. None of the four projects' configuration
+  inside the venv, else the run stops. None of the projects' configuration
   imports the package at collection (no ``conftest.py`` at the top; ``setup.py`` is not
   collected); toolz's ``testpaths = ["toolz"]`` names a directory the copy does not
   have, so pytest falls back to the copy's top, where its tests are;
+* each bug is marked in the catalogue: ``raises`` (the failing tests end in an exception
+  raised in the library's code) or not (a wrong value a test's check catches), and
+  ``chained`` (that exception is raised while another is handled; the bug's line is the
+  first exception's, the root cause's);
 * per bug and mode, the bug is written into the file the tests import (the tree in
   ``editable`` mode, the installed file in site-packages in ``install`` mode: the
   installed copy is patched in place, not re-installed, so that a bug costs no build),
@@ -46,6 +50,13 @@ Measured per bug and mode (the answer is the tool result's text block):
   against one injected cause;
 * bytes: the answer's text, the wire (the JSON of the whole CallToolResult: content and
   structured content), pytest's ``--tb=short`` and ``--tb=line`` output (stdout);
+* tokens: the same four texts in o200k tokens (``benches/tokens.py``: the ``bpe-openai``
+  package, vocabulary bundled), and the answer's tokens over ``--tb=short``'s. The
+  summary gives that ratio's median and maximum over all runs and over the runs where
+  pytest reports one failure, against the targets (median <= 0.35, one failure <= 0.6,
+  never above 0.8), and lists every run above 0.8;
+* ``raises_observed``: the innermost frame of the first failure in ``--tb=short`` is the
+  library's; a run where it disagrees with the catalogue's ``raises`` gets a note;
 * ``location``: where the first listed failure's ``location`` points: ``test``,
   ``library`` (the project's package), ``stdlib``, ``third-party`` (another package in
   site-packages) or ``other``/``none`` (a path the answer shows as
@@ -56,16 +67,17 @@ recorded and left out of the counts above.
 
 Usage::
 
-    python benches/real_bugs.py --work /tmp/real-bugs [--only PROJECT ...]
+    python benches/real_bugs.py --work /tmp/real-bugs [--only PROJECT ...] [--bugs PROJECT/ID ...]
         [--mode editable|install|both] [--json FILE] [--markdown FILE]
         [--server-src DIR] [--verify]
 
-``--verify`` only checks the catalogue: every bug applies and makes at least one test
-fail (plain pytest, editable mode). ``--server-src`` puts DIR first on the server's
-``PYTHONPATH`` (e.g. an exported commit of ``src/``) to measure a fixed version while
-the work tree changes. Needs network access to PyPI the first time (sdists and build
-backends); later runs reuse ``--work``. Exit status: 0 when every bug made a test fail
-in every mode, 1 otherwise.
+``--verify`` only checks the catalogue: every bug applies, makes at least one test
+fail, and behaves as marked (``raises``, ``chained``, and a chained bug's line in
+``--tb=short``; plain pytest, editable mode). ``--bugs`` runs only the named bugs.
+``--server-src`` puts DIR first on the server's ``PYTHONPATH`` (e.g. an exported commit
+of ``src/``) to measure a fixed version while the work tree changes. Needs network
+access to PyPI the first time (sdists and build backends); later runs reuse ``--work``.
+Exit status: 0 when every bug made a test fail in every mode, 1 otherwise.
 """
 
 from __future__ import annotations
@@ -89,7 +101,9 @@ from mcp.types import CallToolResult
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "scripts"))
+sys.path.insert(0, str(REPO / "benches"))
 import real_projects  # noqa: E402  (scripts/ is not a package; its download/venv helpers are shared)
+from tokens import count_tokens  # noqa: E402  (benches/tokens.py, beside this file)
 
 CATALOGUE = Path(__file__).with_name("real_bugs.toml")
 MODES = ("editable", "install")
@@ -100,6 +114,7 @@ TEST_FILE = re.compile(r"(^|/)(tests?/.*|test_[^/]*|[^/]*_test|conftest)\.py$")
 FILE_LINE = re.compile(r"([\w./\\~+-]+\.py):(\d+)")
 SHORT_FRAME = re.compile(r"^(\S+\.py):(\d+): ")
 SECTION = re.compile(r"^_{3,} .+ _{3,}$")
+BANNER = re.compile(r"^={3,} .+ ={3,}$")
 SHOWN_SITE_DIRS = ("<site-packages>/", "<dist-packages>/")
 # Copied from the tree's top to the test copy in ``install`` mode: what a checkout has besides its source.
 PACKAGING_FILES = ("pyproject.toml", "setup.cfg", "setup.py", "tox.ini", "pytest.ini")
@@ -131,6 +146,8 @@ class Bug:
     project: str
     id: str
     kind: str
+    raises: bool  # the failing tests end in an exception raised in the library's code, not a test's check
+    chained: bool  # that exception is raised while handling another ("from e" or not); ``line`` is the first's
     file: str
     line: int
     old: str
@@ -156,6 +173,9 @@ class Row:
     bug: str
     kind: str
     mode: str
+    raises: bool = False  # from the catalogue
+    chained: bool = False  # from the catalogue
+    raises_observed: bool = False  # the first failure's innermost frame in --tb=short is the library's
     failures: int = 0  # failed + errors in pytest's summary, baseline failures excluded
     answer_failures: int = 0  # the same counted by execute_tests
     groups: int = 0
@@ -169,6 +189,10 @@ class Row:
     wire_bytes: int = 0
     short_bytes: int = 0
     line_bytes: int = 0
+    text_tokens: int = 0  # o200k (benches/tokens.py)
+    wire_tokens: int = 0
+    short_tokens: int = 0
+    line_tokens: int = 0
     status: str = ""
     first_line: str = ""
     notes: list[str] = field(default_factory=list)
@@ -177,6 +201,11 @@ class Row:
     def ratio(self) -> float:
         """Answer text bytes / ``--tb=short`` bytes."""
         return self.text_bytes / self.short_bytes if self.short_bytes else 0.0
+
+    @property
+    def token_ratio(self) -> float:
+        """Answer text tokens / ``--tb=short`` tokens (o200k)."""
+        return self.text_tokens / self.short_tokens if self.short_tokens else 0.0
 
     @property
     def wire_ratio(self) -> float:
@@ -335,23 +364,39 @@ def failure_count(output: str) -> int:
     return counts["failed"] + counts["errors"]
 
 
+def first_section(short_output: str) -> list[str]:
+    """The lines of the first failure section of ``--tb=short`` output, without its ``___ name ___`` line.
+
+    Empty when the output has no failure section.
+    """
+    lines = short_output.splitlines()
+    start = next((i for i, line in enumerate(lines) if SECTION.match(line)), None)
+    if start is None:
+        return []
+    # it ends at the next failure's section or at pytest's next ``=== ... ===`` part (warnings, summary)
+    end = next((i for i in range(start + 1, len(lines)) if SECTION.match(lines[i]) or BANNER.match(lines[i])), None)
+    return lines[start + 1 : end]
+
+
+def first_section_frames(short_output: str) -> list[tuple[str, int]]:
+    """``(path, line)`` of every frame of the first failure section of ``--tb=short`` output.
+
+    In order of printing: outermost first, and a chain's exceptions one after the other
+    (the last frame is the innermost one of the exception the test ended with). Empty when
+    the output has no failure section.
+    """
+    matches = (SHORT_FRAME.match(line) for line in first_section(short_output))
+    return [(m.group(1), int(m.group(2))) for m in matches if m]
+
+
 def first_test_frame(short_output: str) -> tuple[str, int] | None:
     """``(path, line)`` of the first failure's own test frame in ``--tb=short`` output.
 
     The last frame of the first failure section whose file is a test file; None when the
     output has no section or the section no test frame.
     """
-    in_section, found = False, None
-    for line in short_output.splitlines():
-        if SECTION.match(line):
-            if in_section:
-                break
-            in_section = True
-            continue
-        m = SHORT_FRAME.match(line) if in_section else None
-        if m and TEST_FILE.search(m.group(1)):
-            found = (m.group(1), int(m.group(2)))
-    return found
+    tests = [frame for frame in first_section_frames(short_output) if TEST_FILE.search(frame[0])]
+    return tests[-1] if tests else None
 
 
 def names(text: str, path_suffix: str, line: int) -> bool:
@@ -398,7 +443,7 @@ async def measure_project(spec: BugProject, mode: str, bugs: list[Bug], args: ar
     rows = []
     async with Client(server_params(setup, args.work, args.server_src), read_timeout_seconds=900) as client:
         for bug in bugs:
-            row = Row(spec.project.name, bug.id, bug.kind, mode)
+            row = Row(spec.project.name, bug.id, bug.kind, mode, raises=bug.raises, chained=bug.chained)
             with Injected(bug, setup.library):
                 short = await run_pytest(setup, "--tb=short")
                 line = await run_pytest(setup, "--tb=line")
@@ -409,7 +454,8 @@ async def measure_project(spec: BugProject, mode: str, bugs: list[Bug], args: ar
             print(
                 f"  {bug.id:<24} failures {row.failures:>3} groups {row.groups:>2} frame {'yn'[not row.frame]} "
                 f"test {'yn'[not row.test_loc]} text {row.text_bytes:>6} wire {row.wire_bytes:>6} "
-                f"short {row.short_bytes:>6} loc {row.location}{' ' + '; '.join(row.notes) if row.notes else ''}",
+                f"short {row.short_bytes:>6} tok {row.text_tokens:>5}/{row.short_tokens:<6} "
+                f"loc {row.location}{' ' + '; '.join(row.notes) if row.notes else ''}",
                 flush=True,
             )
     return rows
@@ -441,9 +487,17 @@ def measure(
 ) -> None:
     """Fill ``row`` from the three outputs of one bug (see the module docstring)."""
     text = "".join(c.text for c in result.content if getattr(c, "type", "") == "text")
+    wire = result.model_dump_json(by_alias=True, exclude_none=True)
     row.text_bytes = len(text.encode())
-    row.wire_bytes = len(result.model_dump_json(by_alias=True, exclude_none=True).encode())
+    row.wire_bytes = len(wire.encode())
     row.short_bytes, row.line_bytes = len(short.encode()), len(line.encode())
+    row.text_tokens, row.wire_tokens = count_tokens(text), count_tokens(wire)
+    row.short_tokens, row.line_tokens = count_tokens(short), count_tokens(line)
+    row.raises, row.chained = bug.raises, bug.chained
+    frames = first_section_frames(short)
+    row.raises_observed = bool(frames) and classify(frames[-1][0], setup) == "library"
+    if row.raises_observed != bug.raises:
+        row.notes.append(f"catalogue says raises={bug.raises}, --tb=short's innermost frame says {row.raises_observed}")
     row.first_line = text.splitlines()[0] if text else ""
     row.failures = failure_count(short) - baseline_n
     row.frame = names(text, bug.file, bug.line)
@@ -532,23 +586,93 @@ def summarize(rows: list[Row]) -> dict[str, dict]:
             "median_tb_line_bytes": statistics.median(r.line_bytes for r in rs),
             "first_location": locations,
             "tool_errors": sum(r.status == "tool error" for r in rows if r.mode == mode),
+            # issue targets counted on the catalogue's marks
+            "one_group_per_bug_that_raises": pct(sum(r.groups == 1 for r in rs if r.raises), sum(r.raises for r in rs)),
+            "chained_frame_named": pct(sum(r.frame for r in rs if r.chained), sum(r.chained for r in rs)),
+            "chained_frame_named_tb_short": pct(
+                sum(r.frame_in_short for r in rs if r.chained), sum(r.chained for r in rs)
+            ),
+            "chained_one_group": pct(sum(r.groups == 1 for r in rs if r.chained), sum(r.chained for r in rs)),
+            "raises_mark_disagrees_with_tb_short": sum(r.raises != r.raises_observed for r in rs),
+            **token_figures(rs),
         }
     return out
+
+
+TOKEN_TARGETS = (
+    ("median_token_ratio_tb_short", 0.35),
+    ("median_token_ratio_single_failure", 0.6),
+    ("max_token_ratio_single_failure", 0.6),
+    ("max_token_ratio_tb_short", 0.8),
+)
+"""Issue targets in tokens: (figure, bound); a figure meets its target when it is <= the bound."""
+
+
+def token_figures(rows: list[Row]) -> dict[str, float | int | str | None]:
+    """Answer text tokens against pytest's, over ``rows`` (o200k; single = pytest reports one failure)."""
+    ratios = [r.token_ratio for r in rows]
+    singles = [r.token_ratio for r in rows if r.failures == 1]
+    return {
+        "runs": len(rows),
+        "median_token_ratio_tb_short": median_or_none(ratios),
+        "max_token_ratio_tb_short": round(max(ratios), 3) if ratios else None,
+        "single_failure_runs": len(singles),
+        "median_token_ratio_single_failure": median_or_none(singles),
+        "max_token_ratio_single_failure": round(max(singles), 3) if singles else None,
+        "runs_above_0.8x_tokens": sum(x > 0.8 for x in ratios),
+        "median_token_ratio_tb_line": median_or_none([r.text_tokens / r.line_tokens for r in rows if r.line_tokens]),
+        "median_byte_ratio_tb_short": median_or_none([r.ratio for r in rows]),
+        "median_text_tokens": statistics.median(r.text_tokens for r in rows) if rows else None,
+        "median_tb_short_tokens": statistics.median(r.short_tokens for r in rows) if rows else None,
+        "median_tb_line_tokens": statistics.median(r.line_tokens for r in rows) if rows else None,
+        "median_bytes_per_token_text": median_or_none([r.text_bytes / r.text_tokens for r in rows if r.text_tokens]),
+        "median_bytes_per_token_tb_short": median_or_none(
+            [r.short_bytes / r.short_tokens for r in rows if r.short_tokens]
+        ),
+    }
+
+
+def token_report(rows: list[Row]) -> str:
+    """The token summary over all runs (both modes together) with the targets, as Markdown lines."""
+    rs = [r for r in rows if r.status != "tool error"]
+    figures = token_figures(rs)
+    lines = [f"Tokens (o200k), all {len(rs)} runs, answer text / `pytest -q --tb=short`:", ""]
+    for key, value in figures.items():
+        lines.append(f"* {key}: {value}")
+    lines.append("")
+    for key, bound in TOKEN_TARGETS:
+        value = figures[key]
+        verdict = "met" if value is not None and value <= bound else "not met"
+        lines.append(f"* target {key} <= {bound}: **{verdict}** ({value})")
+    above = sorted((r for r in rs if r.token_ratio > 0.8), key=lambda r: -r.token_ratio)
+    lines += ["", f"Runs above 0.8x in tokens: {len(above)}", ""]
+    for r in above:
+        lines.append(
+            f"* {r.project} {r.bug} ({r.mode}): {r.token_ratio:.2f}x, {r.text_tokens} / {r.short_tokens} tokens, "
+            f"{r.failures} failure(s), {r.groups} group(s)"
+        )
+    return "\n".join(lines) + "\n"
 
 
 def markdown(rows: list[Row], summary: dict[str, dict]) -> str:
     """The per-bug table and the per-mode summary as Markdown."""
     yn = "ny"
     lines = [
-        "| project | bug | kind | mode | failures | groups | bug frame | test loc | location | text B | wire B "
-        "| tb=short B | tb=line B | text/short |",
-        "|---|---|---|---|---:|---:|:-:|:-:|---|---:|---:|---:|---:|---:|",
+        "`how`: R = the bug raises in the library's code, C = chained, - = a wrong value caught by a test. "
+        "B = bytes, tok = o200k tokens.",
+        "",
+        "| project | bug | kind | how | mode | failures | groups | bug frame | test loc | location | text B "
+        "| text tok | wire B | tb=short B | tb=short tok | tb=line B | tb=line tok | bytes text/short "
+        "| tokens text/short |",
+        "|---|---|---|:-:|---|---:|---:|:-:|:-:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
+        how = ("R" if r.raises else "-") + ("C" if r.chained else "")
         lines.append(
-            f"| {r.project} | {r.bug} | {r.kind} | {r.mode} | {r.failures} | {r.groups} | {yn[r.frame]} "
-            f"| {yn[r.test_loc]} | {r.location} | {r.text_bytes} | {r.wire_bytes} | {r.short_bytes} "
-            f"| {r.line_bytes} | {r.ratio:.2f} |"
+            f"| {r.project} | {r.bug} | {r.kind} | {how} | {r.mode} | {r.failures} | {r.groups} | {yn[r.frame]} "
+            f"| {yn[r.test_loc]} | {r.location} | {r.text_bytes} | {r.text_tokens} | {r.wire_bytes} "
+            f"| {r.short_bytes} | {r.short_tokens} | {r.line_bytes} | {r.line_tokens} | {r.ratio:.2f} "
+            f"| {r.token_ratio:.2f} |"
         )
     lines += ["", "| figure | " + " | ".join(summary) + " |", "|---|" + "---|" * len(summary)]
     keys = next(iter(summary.values())).keys() if summary else []
@@ -558,20 +682,41 @@ def markdown(rows: list[Row], summary: dict[str, dict]) -> str:
             value = summary[mode][key]
             cells.append(", ".join(f"{k} {v}" for k, v in sorted(value.items())) if isinstance(value, dict) else value)
         lines.append(f"| {key} | " + " | ".join(str(c) for c in cells) + " |")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n\n" + token_report(rows)
+
+
+CHAIN_LINES = (
+    "The above exception was the direct cause of the following exception:",
+    "During handling of the above exception, another exception occurred:",
+)
 
 
 async def verify(spec: BugProject, bugs: list[Bug], work: Path) -> bool:
-    """Each bug applies cleanly and fails at least one test (editable mode, plain pytest)."""
+    """Each bug applies cleanly, fails at least one test and is marked as it behaves (editable, plain pytest).
+
+    ``raises`` must match the first failure's innermost frame in ``--tb=short`` (the
+    library's or not), ``chained`` whether that failure's output has one of CHAIN_LINES,
+    and a chained bug's line must be named in it (the root cause's frame).
+    """
     setup = prepare(spec, "editable", work)
     baseline_n = failure_count(await run_pytest(setup, "--tb=no"))
     ok = True
     for bug in bugs:
         with Injected(bug, setup.library):
-            out = await run_pytest(setup, "--tb=no")
+            out = await run_pytest(setup, "--tb=short")
         n = failure_count(out) - baseline_n
-        ok &= n > 0
-        verdict = "" if n > 0 else "  <-- NO FAILURE"
+        frames = first_section_frames(out)
+        raises = bool(frames) and classify(frames[-1][0], setup) == "library"
+        chained = any(line in CHAIN_LINES for line in first_section(out))
+        problems = [] if n > 0 else ["NO FAILURE"]
+        if raises != bug.raises:
+            problems.append(f"raises is {raises}, marked {bug.raises}")
+        if chained != bug.chained:
+            problems.append(f"chained is {chained}, marked {bug.chained}")
+        if bug.chained and not names(out, bug.file, bug.line):
+            problems.append(f"{bug.file}:{bug.line} not in --tb=short")
+        ok &= not problems
+        verdict = f"  <-- {'; '.join(problems)}" if problems else ""
         print(f"{spec.project.name} {bug.id:<28} {real_projects.parse_pytest_line(out)[0]}{verdict}", flush=True)
     return ok
 
@@ -580,6 +725,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--work", type=Path, default=Path.home() / ".cache" / "pytest-mcp-server" / "real-bugs")
     parser.add_argument("--only", nargs="*", default=None, help="project names (default: all)")
+    parser.add_argument(
+        "--bugs", nargs="*", default=None, help="PROJECT/ID of bugs to run (default: all bugs of the chosen projects)"
+    )
     parser.add_argument("--mode", choices=(*MODES, "both"), default="both")
     parser.add_argument("--catalogue", type=Path, default=CATALOGUE)
     parser.add_argument("--json", type=Path, default=None, help="write rows and summary as JSON to this file")
@@ -588,7 +736,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--verify", action="store_true", help="only check that every bug fails a test")
     args = parser.parse_args(argv)
     projects, bugs = load_catalogue(args.catalogue)
-    chosen = [p for p in projects if not args.only or p.project.name in args.only]
+    if args.bugs:
+        unknown = set(args.bugs) - {f"{b.project}/{b.id}" for b in bugs}
+        if unknown:
+            raise SystemExit(f"--bugs: {', '.join(sorted(unknown))} not in {args.catalogue} (give PROJECT/ID)")
+        bugs = [b for b in bugs if f"{b.project}/{b.id}" in args.bugs]
+    chosen = [
+        p
+        for p in projects
+        if (not args.only or p.project.name in args.only) and any(b.project == p.project.name for b in bugs)
+    ]
     if args.verify:
         ok = all([anyio.run(verify, p, [b for b in bugs if b.project == p.project.name], args.work) for p in chosen])
         return 0 if ok else 1
@@ -609,8 +766,11 @@ def main(argv: list[str] | None = None) -> int:
         args.markdown.write_text(table)
     if args.json:
         payload = {
-            "rows": [asdict(r) | {"ratio": r.ratio, "wire_ratio": r.wire_ratio} for r in rows],
+            "rows": [
+                asdict(r) | {"ratio": r.ratio, "token_ratio": r.token_ratio, "wire_ratio": r.wire_ratio} for r in rows
+            ],
             "summary": summary,
+            "tokens_all_runs": token_figures([r for r in rows if r.status != "tool error"]),
             "seconds": round(took, 1),
         }
         args.json.write_text(json.dumps(payload, indent=1))
