@@ -475,6 +475,14 @@ def keep_outputs(stem: Path, short: str, line: str, result: CallToolResult) -> N
     stem.with_suffix(".line.txt").write_text(line)
 
 
+RAISES_NOTE = "catalogue says raises="
+
+
+def raises_note(row: Row) -> str:
+    """The note of a run whose ``--tb=short`` disagrees with the catalogue's ``raises``."""
+    return f"{RAISES_NOTE}{row.raises}, --tb=short's innermost frame says {row.raises_observed}"
+
+
 def measure(
     row: Row,
     bug: Bug,
@@ -497,7 +505,7 @@ def measure(
     frames = first_section_frames(short)
     row.raises_observed = bool(frames) and classify(frames[-1][0], setup) == "library"
     if row.raises_observed != bug.raises:
-        row.notes.append(f"catalogue says raises={bug.raises}, --tb=short's innermost frame says {row.raises_observed}")
+        row.notes.append(raises_note(row))
     row.first_line = text.splitlines()[0] if text else ""
     row.failures = failure_count(short) - baseline_n
     row.frame = names(text, bug.file, bug.line)
@@ -734,8 +742,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--markdown", type=Path, default=None, help="write the tables to this file")
     parser.add_argument("--server-src", type=Path, default=None, help="prepend DIR to the server's PYTHONPATH")
     parser.add_argument("--verify", action="store_true", help="only check that every bug fails a test")
+    parser.add_argument(
+        "--from-json",
+        nargs="+",
+        type=Path,
+        default=None,
+        help="run nothing: report the rows of these --json files (merged, marks read again from the catalogue)",
+    )
     args = parser.parse_args(argv)
     projects, bugs = load_catalogue(args.catalogue)
+    if args.from_json:
+        rows, took = rows_from_json(args.from_json, bugs)
+        return report(rows, took, args)
     if args.bugs:
         unknown = set(args.bugs) - {f"{b.project}/{b.id}" for b in bugs}
         if unknown:
@@ -756,7 +774,38 @@ def main(argv: list[str] | None = None) -> int:
         for spec in chosen:
             mine = [b for b in bugs if b.project == spec.project.name]
             rows += anyio.run(measure_project, spec, mode, mine, args)
-    took = time.monotonic() - start
+    return report(rows, time.monotonic() - start, args)
+
+
+def rows_from_json(paths: list[Path], bugs: list[Bug]) -> tuple[list[Row], float]:
+    """The rows of earlier ``--json`` files, in order, and their run seconds added up.
+
+    ``raises`` and ``chained`` are taken from the catalogue (a mark corrected after a run
+    counts); a row of a bug no longer in the catalogue keeps its marks. A later file's row
+    replaces an earlier one of the same project, bug and mode.
+    """
+    marks = {(b.project, b.id): b for b in bugs}
+    fields = set(Row.__dataclass_fields__)
+    rows: dict[tuple[str, str, str], Row] = {}
+    took = 0.0
+    for path in paths:
+        data = json.loads(path.read_text())
+        took += data.get("seconds", 0.0)
+        for raw in data["rows"]:
+            row = Row(**{k: v for k, v in raw.items() if k in fields})
+            bug = marks.get((row.project, row.bug))
+            if bug:
+                row.raises, row.chained = bug.raises, bug.chained
+                row.notes = [n for n in row.notes if not n.startswith(RAISES_NOTE)]
+                if row.raises_observed != row.raises:
+                    row.notes.append(raises_note(row))
+            rows[(row.project, row.bug, row.mode)] = row
+    order = {mode: i for i, mode in enumerate(MODES)}
+    return sorted(rows.values(), key=lambda r: order[r.mode]), took
+
+
+def report(rows: list[Row], took: float, args: argparse.Namespace) -> int:
+    """Print the tables of ``rows`` and write ``--markdown``/``--json``; exit status as documented."""
     summary = summarize(rows)
     table = markdown(rows, summary)
     print()
