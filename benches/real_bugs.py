@@ -113,7 +113,8 @@ PYTEST_FLAGS = ("-p", "no:cacheprovider", "-q")
 TEST_FILE = re.compile(r"(^|/)(tests?/.*|test_[^/]*|[^/]*_test|conftest)\.py$")
 FILE_LINE = re.compile(r"([\w./\\~+-]+\.py):(\d+)")
 SHORT_FRAME = re.compile(r"^(\S+\.py):(\d+): ")
-SECTION = re.compile(r"^_{3,} .+ _{3,}$")
+# pytest centres a failure's title in underscores, one on each side at least when the title is long
+SECTION = re.compile(r"^_+ \S.* _+$")
 BANNER = re.compile(r"^={3,} .+ ={3,}$")
 SHOWN_SITE_DIRS = ("<site-packages>/", "<dist-packages>/")
 # Copied from the tree's top to the test copy in ``install`` mode: what a checkout has besides its source.

@@ -8,6 +8,7 @@ a second failure and a warnings summary after the failure sections.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -99,6 +100,7 @@ def short_output(root: Path, *args: str) -> str:
         capture_output=True,
         text=True,
         check=False,
+        env={**os.environ, "COLUMNS": "80"},  # the width pytest centres section titles in
     )
     assert proc.returncode == 1, proc.stdout + proc.stderr
     return proc.stdout
@@ -124,3 +126,23 @@ def test_first_section_ends_before_the_warnings_summary(chained_project: Path) -
     frames = real_bugs.first_section_frames(output)
     assert frames[-1] == ("lib.py", 8)
     assert ("test_lib.py", 7) not in frames
+
+
+def test_a_failure_title_wider_than_the_terminal_starts_a_section(tmp_path: Path) -> None:
+    """A long parametrized id gets ``_ title _`` (one underscore each side): still a section of its own."""
+    (tmp_path / "test_long.py").write_text(
+        textwrap.dedent(
+            """\
+            import pytest
+
+
+            @pytest.mark.parametrize("value", ["x" * 90, "y" * 90])
+            def test_value(value):
+                assert value == "z"
+            """
+        )
+    )
+    output = short_output(tmp_path)
+    assert "\n_ test_value[" in output
+    assert real_bugs.first_section_frames(output) == [("test_long.py", 6)]
+    assert real_bugs.first_test_frame(output) == ("test_long.py", 6)
