@@ -129,7 +129,14 @@ pub(crate) fn parse_location(line: &str) -> Option<LocationLine<'_>> {
 /// (path, N) of a Python native-format frame line `  File "path", line N, in f` (N
 /// decimal digits that fit in u64).
 pub(crate) fn native_frame(line: &str) -> Option<(&str, u64)> {
-    let t = line.trim_start_matches(is_ws).strip_prefix("File \"")?;
+    let b = line.as_bytes();
+    let indent = b
+        .iter()
+        .position(|&c| !matches!(c, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c))?;
+    if b[indent] != b'F' {
+        return None;
+    }
+    let t = line[indent..].strip_prefix("File \"")?;
     let close = t.find('"')?;
     let after = t[close + 1..].strip_prefix(", line ")?;
     let digits = after.bytes().take_while(u8::is_ascii_digit).count();
@@ -166,7 +173,7 @@ pub(crate) fn text_lines(text: &str) -> impl Iterator<Item = &str> {
 /// traceback of a run). Bounded: cleared when it holds [`PathKinds::MAX`] paths.
 #[derive(Debug, Default)]
 pub(crate) struct PathKinds {
-    kinds: HashMap<Box<str>, CodeKind>,
+    kinds: HashMap<Box<str>, CodeKind, crate::text::FastHash>,
 }
 
 impl PathKinds {
@@ -280,8 +287,9 @@ const CHAIN_LINES: [&str; 2] = [
 ];
 
 fn is_chain_line(line: &str) -> bool {
-    let t = strip(line);
-    matches!(t.as_bytes().first(), Some(b'T' | b'D')) && CHAIN_LINES.contains(&t)
+    // every line of every failure is asked: the first non-blank byte turns most away
+    let start = line.trim_start_matches(is_ws);
+    matches!(start.as_bytes().first(), Some(b'T' | b'D')) && CHAIN_LINES.contains(&strip(start))
 }
 
 const JAVA_LIBRARY_PREFIXES: [&str; 8] = [
@@ -516,16 +524,36 @@ fn cut_lines(
         }
     }
 
+    // A chained text whose root cause (the lines before the first chain line) has a frame
+    // of project code: the first chain line, and the start of the root's innermost
+    // project frame (step 6 keeps both).
+    let chain = lines.iter().position(|l| is_chain_line(l)).and_then(|c| {
+        let k = (0..c).rev().find(|&j| {
+            frame_line(lines[j]).is_some_and(|(p, _)| !is_library(&mut kinds, p, project))
+        })?;
+        let frame = frames.iter().find(|f| f.start <= k && k < f.end)?;
+        Some((c, frame.start))
+    });
+
     // Step 7 (runs of dropped lines -> one marker), then step 6 (head + tail).
     let mut pieces: Vec<Piece> = Vec::new();
+    // The pieces holding the root frame's first line and the first chain line.
+    let mut chain_pieces = (0, 0);
     for (j, &d) in dropped.iter().enumerate() {
         if d {
             add_gap(&mut pieces, 1);
         } else {
             pieces.push(Piece::Line(j));
         }
+        match chain {
+            Some((c, _)) if c == j => chain_pieces.1 = pieces.len() - 1,
+            Some((_, root)) if root == j => chain_pieces.0 = pieces.len() - 1,
+            _ => {}
+        }
     }
-    if pieces.len() > max_lines {
+    if pieces.len() > max_lines && chain.is_some() {
+        pieces = cut_chained(&pieces, max_lines, chain_pieces.0, chain_pieces.1);
+    } else if pieces.len() > max_lines {
         let head = max_lines / 3;
         let tail = max_lines - head - 1;
         let middle: u64 = pieces[head..pieces.len() - tail]
@@ -594,6 +622,57 @@ fn is_library<'a>(
     project: Option<&ProjectCode>,
 ) -> bool {
     *kinds.entry(path).or_insert_with(|| classify(path, project)) == CodeKind::Library
+}
+
+/// Lines (or markers' lines) a run of pieces stands for.
+fn lines_in(pieces: &[Piece]) -> u64 {
+    pieces
+        .iter()
+        .map(|p| match p {
+            Piece::Line(_) => 1,
+            Piece::Gap(g) => *g,
+        })
+        .sum()
+}
+
+fn push_piece(pieces: &mut Vec<Piece>, piece: Piece) {
+    match piece {
+        Piece::Gap(g) => add_gap(pieces, g),
+        line => pieces.push(line),
+    }
+}
+
+/// Step 6 of a chained text whose root cause has a project frame (docs/ENGINE.md,
+/// *Chained exceptions*): the root's end from its innermost project frame on (at least
+/// `max_lines / 2 - 1` pieces, at most `max_lines - 3`), a marker for what precedes it,
+/// then the rest from the first chain line (`chain`) on, its tail when it does not fit
+/// (a marker first). `root`: the piece holding that frame's first line.
+fn cut_chained(pieces: &[Piece], max_lines: usize, root: usize, chain: usize) -> Vec<Piece> {
+    let keep_root = (max_lines / 2)
+        .saturating_sub(1)
+        .max(chain - root)
+        .min(max_lines - 3);
+    let start = chain.saturating_sub(keep_root);
+    let mut cut: Vec<Piece> = Vec::with_capacity(max_lines);
+    if start > 0 {
+        add_gap(&mut cut, lines_in(&pieces[..start]));
+    }
+    for p in &pieces[start..chain] {
+        push_piece(&mut cut, *p);
+    }
+    let room = max_lines - cut.len();
+    let rest = &pieces[chain..];
+    let from = if rest.len() <= room {
+        0
+    } else {
+        let from = rest.len() - (room - 1);
+        add_gap(&mut cut, lines_in(&rest[..from]));
+        from
+    };
+    for p in &rest[from..] {
+        push_piece(&mut cut, *p);
+    }
+    cut
 }
 
 fn add_gap(pieces: &mut Vec<Piece>, n: u64) {

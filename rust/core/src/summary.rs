@@ -23,8 +23,7 @@ use crate::cut::{
     strip, DeepestFrames, FailureContext, FailureFrames, FrameLine, PathKinds,
 };
 use crate::group::{
-    fold_values, group_id, key_hash, normalize_capped, OTHER_GROUP_ID,
-    OTHER_GROUP_MESSAGE,
+    fold_values, group_id, key_hash, normalize_capped, OTHER_GROUP_ID, OTHER_GROUP_MESSAGE,
 };
 use crate::project::{display_path, ProjectCode};
 use crate::record::{CollectionErrorRecord, Item, Outcome, Phase, TestRecord};
@@ -379,7 +378,7 @@ pub struct SummaryBuilder {
     failures_total: u64,
     failures: Vec<ListedFailure>,
     groups: Vec<Group>,
-    group_index: HashMap<Arc<GroupKey>, usize>,
+    group_index: HashMap<Arc<GroupKey>, usize, crate::text::FastHash>,
     other: OtherGroup,
     collection_total: u64,
     collection_errors: Vec<ListedCollectionError>,
@@ -451,7 +450,7 @@ impl SummaryBuilder {
             failures_total: 0,
             failures: Vec::new(),
             groups: Vec::new(),
-            group_index: HashMap::new(),
+            group_index: HashMap::default(),
             other: OtherGroup::default(),
             last_subtest: None,
             truncated: Vec::new(),
@@ -630,7 +629,9 @@ impl SummaryBuilder {
                     GroupRef::Tracked(i) => {
                         self.groups[i].representative = Representative::Listed(Box::new(listed))
                     }
-                    GroupRef::Other => self.other.representative = Representative::Listed(Box::new(listed)),
+                    GroupRef::Other => {
+                        self.other.representative = Representative::Listed(Box::new(listed))
+                    }
                 }
             }
         } else if let (true, GroupRef::Tracked(i)) = (new_group, group) {
@@ -763,7 +764,8 @@ impl SummaryBuilder {
                 } else {
                     Vec::new()
                 };
-                self.other.absorb(1, seq, example, max_examples, Representative::Missing);
+                self.other
+                    .absorb(1, seq, example, max_examples, Representative::Missing);
             }
         }
     }
@@ -828,7 +830,8 @@ impl SummaryBuilder {
                 } else {
                     Vec::new()
                 };
-                self.other.absorb(1, seq, example, max_examples, Representative::Missing);
+                self.other
+                    .absorb(1, seq, example, max_examples, Representative::Missing);
                 return GroupRef::Other;
             }
         };
@@ -1040,7 +1043,9 @@ impl SummaryBuilder {
     pub fn missing_representatives(&mut self) -> bool {
         let (order, _) = self.listed_order();
         for (_, first_seq, group) in order {
-            if let (Representative::Missing, GroupRef::Tracked(i)) = (self.representative_mut(group), group) {
+            if let (Representative::Missing, GroupRef::Tracked(i)) =
+                (self.representative_mut(group), group)
+            {
                 self.recovering.insert(first_seq, i);
             } else if matches!(self.representative_mut(group), Representative::Missing) {
                 self.recovering.insert(first_seq, usize::MAX);
@@ -1073,7 +1078,8 @@ impl SummaryBuilder {
         // The listed groups' raw first failures are cut now (only theirs).
         let (order, groups_total) = self.listed_order();
         for &(_, first_seq, group) in &order {
-            let representative = std::mem::replace(self.representative_mut(group), Representative::Missing);
+            let representative =
+                std::mem::replace(self.representative_mut(group), Representative::Missing);
             *self.representative_mut(group) = match representative {
                 Representative::Pending(record) => {
                     Representative::Listed(Box::new(self.listed_from(&record, first_seq, group)))
