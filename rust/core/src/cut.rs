@@ -200,36 +200,63 @@ fn frame_line(line: &str) -> Option<FrameLine<'_>> {
     }
 }
 
-/// The last (innermost) frame of a text of each kind of project code (docs/ENGINE.md,
-/// *Project code*): `code` (project or test), `non_test` and `test`.
+/// The lines of `text` from the last to the first (split on `\n`, one trailing `\r`
+/// removed from each).
+fn text_lines_back(text: &str) -> impl Iterator<Item = &str> {
+    let mut rest = Some(text);
+    std::iter::from_fn(move || {
+        let t = rest?;
+        match memchr::memrchr(b'\n', t.as_bytes()) {
+            Some(i) => {
+                rest = Some(&t[..i]);
+                Some(chomp(&t[i + 1..]))
+            }
+            None => {
+                rest = None;
+                Some(chomp(t))
+            }
+        }
+    })
+}
+
+/// The innermost frames of project code in a text (docs/ENGINE.md, *Project code*):
+/// `code`, the last frame line of project or test code (the location), and `key`, the
+/// last of the project's code under test, else the last of its tests (the frame a group
+/// is keyed by).
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct DeepestFrames<'a> {
     pub code: Option<FrameLine<'a>>,
-    pub non_test: Option<FrameLine<'a>>,
-    pub test: Option<FrameLine<'a>>,
+    pub key: Option<FrameLine<'a>>,
 }
 
 impl<'a> DeepestFrames<'a> {
-    fn see(&mut self, frame: FrameLine<'a>, kind: CodeKind) {
-        match kind {
-            CodeKind::Library => return,
-            CodeKind::Test => self.test = Some(frame),
-            CodeKind::Project => self.non_test = Some(frame),
-        }
-        self.code = Some(frame);
-    }
-
-    /// Read every frame line of `text` (location lines and native-format lines), in order.
+    /// Read the frame lines of `text` (location lines and native-format lines) from the
+    /// end, up to the first of the project's code under test (nothing before it counts).
     pub(crate) fn of(text: &'a str, project: Option<&ProjectCode>, kinds: &mut PathKinds) -> Self {
         let mut deepest = DeepestFrames::default();
-        for line in text_lines(text) {
-            if let Some(frame) = frame_line(line) {
-                deepest.see(frame, kinds.kind(frame.0, project));
+        for line in text_lines_back(text) {
+            let Some(frame) = frame_line(line) else {
+                continue;
+            };
+            match kinds.kind(frame.0, project) {
+                CodeKind::Library => continue,
+                CodeKind::Test => {
+                    deepest.code.get_or_insert(frame);
+                    deepest.key.get_or_insert(frame);
+                }
+                CodeKind::Project => {
+                    deepest.code.get_or_insert(frame);
+                    deepest.key = Some(frame);
+                    break;
+                }
             }
         }
         deepest
     }
 }
+
+/// Both chain lines say this; a text without it has a single exception.
+const CHAIN_MARK: &[u8] = b"above exception";
 
 /// The frames a failure is located and grouped by (docs/ENGINE.md, *Chained
 /// exceptions*): those of its root cause, the text before the first chain line, when
@@ -242,31 +269,22 @@ pub(crate) struct FailureFrames<'a> {
 
 impl<'a> FailureFrames<'a> {
     pub(crate) fn of(text: &'a str, project: Option<&ProjectCode>, kinds: &mut PathKinds) -> Self {
-        let mut deepest = DeepestFrames::default();
-        let mut root_end = None;
-        for line in text_lines(text) {
-            if root_end.is_none() && is_chain_line(line) {
-                if deepest.code.is_some() {
-                    // `line` is a slice of `text`: its start is where the root ends
-                    root_end = Some(line.as_ptr() as usize - text.as_ptr() as usize);
-                    break;
+        if memchr::memmem::find(text.as_bytes(), CHAIN_MARK).is_some() {
+            if let Some(chain) = text_lines(text).find(|line| is_chain_line(line)) {
+                // `chain` is a slice of `text`: its start is where the root ends
+                let root = &text[..chain.as_ptr() as usize - text.as_ptr() as usize];
+                let frames = DeepestFrames::of(root, project, kinds);
+                if frames.code.is_some() {
+                    return FailureFrames {
+                        frames,
+                        root: Some(root),
+                    };
                 }
-                root_end = Some(usize::MAX); // the root has no project frame: read on
-                continue;
-            }
-            if let Some(frame) = frame_line(line) {
-                deepest.see(frame, kinds.kind(frame.0, project));
             }
         }
-        match root_end {
-            Some(end) if end != usize::MAX => FailureFrames {
-                frames: deepest,
-                root: Some(&text[..end]),
-            },
-            _ => FailureFrames {
-                frames: deepest,
-                root: None,
-            },
+        FailureFrames {
+            frames: DeepestFrames::of(text, project, kinds),
+            root: None,
         }
     }
 }

@@ -787,7 +787,7 @@ impl SummaryBuilder {
         let max_message_chars = self.budgets.max_message_chars;
         let mut normalized = None;
         let exception = exception.unwrap_or("");
-        let key = match frames.non_test.or(frames.test) {
+        let key = match frames.key {
             // a fingerprint: the exception and where it was raised in the project's code
             // (its code under test first, else the test), whatever the values in the message
             Some(frame) => GroupKey {

@@ -101,6 +101,9 @@ pub fn ceil_char_boundary(s: &str, mut i: usize) -> usize {
     i
 }
 
+/// Bytes a text's buffer starts with (a typical traceback or output tail fits).
+const INITIAL_TEXT_CAPACITY: usize = 4096;
+
 /// Text kept while streaming: the first `head` bytes and the last `tail` bytes, with the
 /// number of bytes seen in total. Memory is bounded by `head + 2 * tail`.
 #[derive(Debug, Clone)]
@@ -145,6 +148,11 @@ impl HeadTail {
         if !self.split {
             // Until head+tail are full, everything fits in `head`; split later.
             let room = self.head_cap + self.tail_cap - self.head.len();
+            if self.head.capacity() == 0 {
+                // texts arrive in many small pieces: one allocation for the usual sizes
+                self.head
+                    .reserve(room.min(s.len().max(INITIAL_TEXT_CAPACITY)));
+            }
             let take = floor_char_boundary(s, room.min(s.len()));
             if take == s.len() {
                 self.head.push_str(s);
