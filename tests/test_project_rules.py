@@ -453,18 +453,23 @@ def test_a_chained_failure_is_located_named_and_grouped_by_its_root_cause(tmp_pa
 
 def test_a_listed_group_born_after_the_raw_record_bound_gets_its_first_failure(tmp_path):
     """Thousands of causes with long tracebacks exceed what the native builder keeps raw
-    (it cuts only the listed groups' first failures, at the end); the largest group
-    appears last, so its first failure is read from the file again. Both backends agree,
-    and that failure is listed first."""
+    (it cuts only the listed groups' first failures, at the end, and drops the raw first
+    failures of groups that did not grow); the largest group grows only at the end, so
+    its first failure is read from the file again. Both backends agree, and that failure
+    is listed first."""
     filler = "\n".join(f"    # context line {i} of a long frame" for i in range(60))
 
     def text(line: int) -> str:
         return f"{filler}\n>       g()\nE       ValueError: bad {line}\n\nsrc/pkg/mod_{line}.py:{line}: ValueError"
 
-    cases = [_case(f"test_{i}", f"ValueError: bad {i}", text(i)) for i in range(1, 1900)]
-    cases += [_case(f"test_late_{i}", "ValueError: bad 5000", text(5000)) for i in range(3)]
+    # the largest group's first failure comes early, its others only after 1,800 new
+    # causes have pushed it out of the raw records
+    cases = [_case(f"test_{i}", f"ValueError: bad {i}", text(i)) for i in range(1, 100)]
+    cases.append(_case("test_big_0", "ValueError: bad 5000", text(5000)))
+    cases += [_case(f"test_{i}", f"ValueError: bad {i}", text(i)) for i in range(100, 1900)]
+    cases += [_case(f"test_big_{i}", "ValueError: bad 5000", text(5000)) for i in range(1, 3)]
     s = summary_in_both(_junit(tmp_path / "r.xml", cases), PROJECT, max_failures=3, max_groups=2)
     assert s["groups"][0]["count"] == 3
     assert s["groups"][0]["location"] == {"path": "src/pkg/mod_5000.py", "line": 5000}
-    assert s["failures"][0]["node_id"].endswith("test_late_0")
+    assert s["failures"][0]["node_id"].endswith("test_big_0")
     assert "E       ValueError: bad 5000" in s["failures"][0]["traceback"]

@@ -231,7 +231,7 @@ enum Representative {
 
 /// Bytes of raw first failures (texts, outputs, ids) a builder keeps for the groups it
 /// may list; the memory bound of docs/ENGINE.md, *The builder*.
-const PENDING_BYTES: usize = 3 << 20;
+const PENDING_BYTES: usize = 2 << 20;
 
 /// The bytes a raw record holds (its strings).
 fn record_bytes(record: &TestRecord) -> usize {
@@ -405,6 +405,8 @@ pub struct SummaryBuilder {
     kinds: PathKinds,
     /// Bytes held by `Representative::Pending` records (at most [`PENDING_BYTES`]).
     pending_bytes: usize,
+    /// The groups holding a raw first failure, oldest first.
+    pending_order: std::collections::VecDeque<usize>,
     /// While first failures are read again: sequence number -> group index.
     recovering: HashMap<u64, usize>,
 }
@@ -466,6 +468,7 @@ impl SummaryBuilder {
             project: None,
             kinds: PathKinds::default(),
             pending_bytes: 0,
+            pending_order: std::collections::VecDeque::new(),
             recovering: HashMap::new(),
         }
     }
@@ -641,8 +644,12 @@ impl SummaryBuilder {
             }
             record.text = Some(text);
             let bytes = record_bytes(&record);
+            if self.pending_bytes + bytes > PENDING_BYTES {
+                self.evict_pending(bytes);
+            }
             self.groups[i].representative = if self.pending_bytes + bytes <= PENDING_BYTES {
                 self.pending_bytes += bytes;
+                self.pending_order.push_back(i);
                 Representative::Pending(Box::new(record))
             } else {
                 Representative::Missing
@@ -1002,6 +1009,31 @@ impl SummaryBuilder {
         for slow in other.slowest {
             self.consider_slow(slow.duration_us, slow.seq + offset, slow.node_id);
         }
+    }
+
+    /// Make room for `bytes` of raw first failures by dropping those of groups that still
+    /// have one failure, oldest first (a group that never grew is the least likely to be
+    /// listed; a dropped one that is listed after all is read again). Groups that grew
+    /// keep theirs.
+    fn evict_pending(&mut self, bytes: usize) {
+        let mut kept = std::collections::VecDeque::new();
+        while self.pending_bytes + bytes > PENDING_BYTES {
+            let Some(i) = self.pending_order.pop_front() else {
+                break;
+            };
+            let group = &mut self.groups[i];
+            if group.count > 1 {
+                kept.push_back(i);
+                continue;
+            }
+            if let Representative::Pending(record) =
+                std::mem::replace(&mut group.representative, Representative::Missing)
+            {
+                self.pending_bytes -= record_bytes(&record);
+            }
+        }
+        kept.append(&mut self.pending_order);
+        self.pending_order = kept;
     }
 
     /// The groups a summary lists, in order (largest first, ties by first appearance;
