@@ -173,8 +173,11 @@ def main(argv: list[str] | None = None) -> int:
             for name, python in order:
                 res = measure(python, path, reps)
                 runs.setdefault((str(path), name), []).append(res)
-                print(f"{path.name} round {rnd} {name}: best {min(res['times_s'][1:] or res['times_s']):.3f} s, "
-                      f"peak {res['peak_rss_kib'] / 1024:.1f} MiB", file=sys.stderr)
+                print(
+                    f"{path.name} round {rnd} {name}: best {min(res['times_s'][1:] or res['times_s']):.3f} s, "
+                    f"peak {res['peak_rss_kib'] / 1024:.1f} MiB",
+                    file=sys.stderr,
+                )
 
     rows = []
     for path in files:
@@ -205,17 +208,30 @@ def main(argv: list[str] | None = None) -> int:
             rows.append(row)
 
     load_end = os.getloadavg()
-    print(f"\n{started}, load {load_start[0]:.2f} at the start, {load_end[0]:.2f} at the end; "
-          f"{args.rounds} rounds, engines alternating\n")
+    print(
+        f"\n{started}, load {load_start[0]:.2f} at the start, {load_end[0]:.2f} at the end; "
+        f"{args.rounds} rounds, engines alternating\n"
+    )
     print("| file | engine | best s | MB/s | x first | first call s | import s | peak RSS MiB | groups | counts |")
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|---|")
     for r in rows:
-        print(f"| {r['file']} | {r['engine']} | {r['best_s']:.3f} | {r['mb_per_s']:.0f} | {r['speed_vs_first']:.2f}x "
-              f"| {r['first_call_s']:.3f} | {r['import_s']:.3f} | {r['peak_rss_mib']:.1f} | {r['groups']} "
-              f"| {'same' if r['counts_agree'] else 'COUNTS DIFFER'} |")
+        print(
+            f"| {r['file']} | {r['engine']} | {r['best_s']:.3f} | {r['mb_per_s']:.0f} | {r['speed_vs_first']:.2f}x "
+            f"| {r['first_call_s']:.3f} | {r['import_s']:.3f} | {r['peak_rss_mib']:.1f} | {r['groups']} "
+            f"| {'same' if r['counts_agree'] else 'COUNTS DIFFER'} |"
+        )
     if args.save:
-        args.save.write_text(json.dumps({"started": started, "load": [load_start, load_end], "rows": rows,
-                                         "engines": {n: str(p) for n, p in engines}}, indent=1))
+        args.save.write_text(
+            json.dumps(
+                {
+                    "started": started,
+                    "load": [load_start, load_end],
+                    "rows": rows,
+                    "engines": {n: str(p) for n, p in engines},
+                },
+                indent=1,
+            )
+        )
     return 0 if all(r["counts_agree"] for r in rows) else 1
 
 

@@ -262,9 +262,7 @@ def test_one_bug_in_the_installed_project_is_one_group_located_at_the_bug(tmp_pa
     # grouped at the test's own line (one fingerprint there too, whatever the values).
     plain = summary_in_both(tmp_path / "r.xml", None)
     assert plain["failures"][0]["location"] == {"path": "tests/test_cache.py", "line": 12}
-    assert [(g["count"], g["location"]) for g in plain["groups"]] == [
-        (6, {"path": "tests/test_cache.py", "line": 12})
-    ]
+    assert [(g["count"], g["location"]) for g in plain["groups"]] == [(6, {"path": "tests/test_cache.py", "line": 12})]
 
 
 def test_the_same_message_at_two_assertion_sites_is_two_groups(tmp_path):

@@ -295,14 +295,14 @@ def _cut_lines(
     # A chained text whose root cause (the lines before the first chain line) has a frame
     # of project code: the first chain line, and the start of the root's innermost
     # project frame (step 6 keeps both).
-    chain: tuple[int, int] | None = None
+    root_chain: tuple[int, int] | None = None
     first_chain = next((j for j, line in enumerate(lines) if _is_chain_line(line)), None)
     if first_chain is not None:
         for k in range(first_chain - 1, -1, -1):
             frame = _frame_line(lines[k])
             if frame is not None and not is_library(frame[0]):
                 start = next(f[0] for f in frames if f[0] <= k < f[1])
-                chain = (first_chain, start)
+                root_chain = (first_chain, start)
                 break
 
     # Step 7 (runs of dropped lines -> one marker: an int), then step 6 (head + tail).
@@ -313,12 +313,12 @@ def _cut_lines(
             _add_gap(pieces, 1)
         else:
             pieces.append(lines[j])
-        if chain is not None:
-            if j == chain[0]:
+        if root_chain is not None:
+            if j == root_chain[0]:
                 chain_pieces[1] = len(pieces) - 1
-            elif j == chain[1]:
+            elif j == root_chain[1]:
                 chain_pieces[0] = len(pieces) - 1
-    if len(pieces) > max_lines and chain is not None:
+    if len(pieces) > max_lines and root_chain is not None:
         pieces = _cut_chained(pieces, max_lines, chain_pieces[0], chain_pieces[1])
     elif len(pieces) > max_lines:
         head = max_lines // 3
