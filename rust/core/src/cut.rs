@@ -203,17 +203,19 @@ fn frame_line(line: &str) -> Option<FrameLine<'_>> {
 /// The lines of `text` from the last to the first (split on `\n`, one trailing `\r`
 /// removed from each).
 fn text_lines_back(text: &str) -> impl Iterator<Item = &str> {
-    let mut rest = Some(text);
+    // one reverse memchr pass over the text yields every line break
+    let mut breaks = memchr::memrchr_iter(b'\n', text.as_bytes());
+    let mut end = Some(text.len());
     std::iter::from_fn(move || {
-        let t = rest?;
-        match memchr::memrchr(b'\n', t.as_bytes()) {
+        let e = end?;
+        match breaks.next() {
             Some(i) => {
-                rest = Some(&t[..i]);
-                Some(chomp(&t[i + 1..]))
+                end = Some(i);
+                Some(chomp(&text[i + 1..e]))
             }
             None => {
-                rest = None;
-                Some(chomp(t))
+                end = None;
+                Some(chomp(&text[..e]))
             }
         }
     })
