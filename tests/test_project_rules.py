@@ -471,3 +471,24 @@ def test_a_listed_group_born_after_the_raw_record_bound_gets_its_first_failure(t
     assert s["groups"][0]["location"] == {"path": "src/pkg/mod_5000.py", "line": 5000}
     assert s["failures"][0]["node_id"].endswith("test_big_0")
     assert "E       ValueError: bad 5000" in s["failures"][0]["traceback"]
+
+
+def test_a_chain_of_a_thousand_exceptions_is_cut_within_budget(tmp_path):
+    """Each exception of a long chain (or of a ``__context__`` cycle, which pytest prints
+    as a finite chain) is read once: the cut keeps the root's end and the final
+    exception's tail, within ``max_traceback_lines``, in both backends alike."""
+    links = [_chained(21, "RuntimeError").split("\nDuring handling")[0]]
+    for i in range(1000):
+        links.append(
+            "During handling of the above exception, another exception occurred:\n\n"
+            f"    def step_{i}():\n>       raise RuntimeError('step {i}')\nE       RuntimeError: step {i}\n\n"
+            f"tests/test_store.py:{100 + i}: RuntimeError"
+        )
+    case = _case("test_long", "RuntimeError: step 999", "\n".join(links), "tests/test_store.py")
+    s = summary_in_both(_junit(tmp_path / "r.xml", [case]), PROJECT)
+    (failure,) = s["failures"]
+    assert (failure["exception"], failure["location"]) == ("KeyError", {"path": "src/pkg/store.py", "line": 21})
+    lines = failure["traceback"].split("\n")
+    assert len(lines) <= 40
+    assert "E       KeyError: 'user-7'" in lines
+    assert lines[-1] == "tests/test_store.py:1099: RuntimeError"
