@@ -7,8 +7,9 @@ the default budgets the engine lists 10 groups and 20 failures: the listed failu
 the groups it cut still get entries, so those groups are shown, and only one group (one
 failure) is named nowhere. The test reads what the text shows (its entries, ``also in``
 counts, group lines and ``... [N lines omitted]`` markers) and checks every count of the
-``Omitted:`` line against it: for ``execute_tests``, and for ``summarize_report`` with
-node ids (every listed failure in full, no group table).
+``Omitted:`` line against it: for ``execute_tests`` (whose structured content counts the
+same traceback lines), and for ``summarize_report`` with node ids (every listed failure
+in full, no group table).
 """
 
 from __future__ import annotations
@@ -141,9 +142,9 @@ def test_the_omitted_line_counts_what_the_answer_leaves_out(tmp_path: Path):
                 "summarize_report",
                 {"paths": [report], "node_ids": ["test_many.py"], "failures_listed": 4, "traceback_lines": 3},
             )
-            return text_of(executed), text_of(selected)
+            return text_of(executed), executed.structured_content["summary"], text_of(selected)
 
-    answer, selected = run(body)
+    answer, structured, selected = run(body)
 
     # execute_tests: the groups cut from the engine's group list whose failures are listed are shown
     assert answer.startswith(f"FAILED {FAILURES} failed"), answer
@@ -153,6 +154,8 @@ def test_the_omitted_line_counts_what_the_answer_leaves_out(tmp_path: Path):
     assert counts == expected_omitted(answer, FAILURES, CAUSES), answer
     assert (counts["failures"], counts["groups"]) == (1, 1), answer
     assert counts["traceback lines"] > 0, answer
+    # the structured content counts the same lines (its own groups count is the engine's list's)
+    assert structured["omitted"]["traceback_lines"] == counts["traceback lines"]
 
     # summarize_report with node ids: four failures in full, none of the other 19 named
     assert selected.count("\n- FAILED ") == 4, selected

@@ -134,19 +134,14 @@ def _text_and_leftovers(
     lines = [f"{verdict or verdict_word(summary)} {counts_phrase(summary, deselected)}"]
     groups_by_id = {g.id: g for g in summary.groups}
     entries = failure_entries(summary, every_failure)
-    traceback_lines = sum(ce.traceback_lines_omitted for ce in summary.collection_errors if ce.traceback)
     if entries:
         lines.append("")
         lines.append("Failures:")
         shapes: dict[str, str] = {}
         for failure, full in entries:
             entry = _failure_lines(failure, full=full)
-            folded = False
             if full and not every_failure:
-                entry, folded = _folded_if_seen(failure, entry, shapes)
-            if full and not folded and failure.traceback:
-                # cut from a traceback the text shows (a folded entry points at an earlier one's)
-                traceback_lines += failure.traceback_lines_omitted
+                entry, _ = _folded_if_seen(failure, entry, shapes)
             lines.extend(entry)
             group = groups_by_id.get(failure.group)
             if full and not every_failure and group is not None and group.count > 1:
@@ -177,6 +172,7 @@ def _text_and_leftovers(
     shown_groups = {failure.group for failure, _ in entries}
     if not every_failure:
         shown_groups |= {g.id for g in summary.groups}
+    traceback_lines = traceback_lines_shown(summary, every_failure)
     omitted = _omitted_phrase(summary, failures_budget, traceback_lines, cut, every_failure, len(shown_groups))
     if omitted:
         lines.append("")
@@ -266,6 +262,23 @@ def _failure_lines(failure: Failure, *, full: bool) -> list[str]:
         out.append("    log (tail):")
         out.extend(("      " + line).rstrip() for line in failure.log.rstrip("\n").split("\n"))
     return out
+
+
+def traceback_lines_shown(summary: ReportSummary, every_failure: bool = False) -> int:
+    """Traceback lines the engine's cut left out of the tracebacks ``render_text`` shows
+    (its ``Omitted`` line's count): those of the entries in full
+    (``answer.failure_entries``) that are not folded into an earlier entry's ``same
+    traceback as ...`` (the earlier one's are counted), and those of the collection
+    errors. ``every_failure`` as for ``render_text``."""
+    total = sum(ce.traceback_lines_omitted for ce in summary.collection_errors if ce.traceback)
+    shapes: dict[str, str] = {}
+    for failure, full in failure_entries(summary, every_failure):
+        if not full or not failure.traceback:
+            continue
+        if not every_failure and _folded_if_seen(failure, _failure_lines(failure, full=True), shapes)[1]:
+            continue
+        total += failure.traceback_lines_omitted
+    return total
 
 
 def _first_line(text: str) -> str:
