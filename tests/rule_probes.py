@@ -44,7 +44,9 @@ def write_one_failure(longrepr: str, message: str | None) -> Path:
         call["crash"] = {"message": message}
     test = {"nodeid": NODE_ID, "outcome": "failed", "call": call}
     doc = {"created": 1.0, "duration": 1.0, "exitcode": 1, "root": "/proj", "summary": {}, "tests": [test]}
-    _REPORT.write_bytes(orjson.dumps(doc))
+    # indented: the first line is `{` alone, so no text can make the file sniff as a
+    # report log (whose first line holds "$report_type")
+    _REPORT.write_bytes(orjson.dumps(doc, option=orjson.OPT_INDENT_2))
     return _REPORT
 
 

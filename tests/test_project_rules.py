@@ -262,9 +262,7 @@ def test_one_bug_in_the_installed_project_is_one_group_located_at_the_bug(tmp_pa
     # grouped at the test's own line (one fingerprint there too, whatever the values).
     plain = summary_in_both(tmp_path / "r.xml", None)
     assert plain["failures"][0]["location"] == {"path": "tests/test_cache.py", "line": 12}
-    assert [(g["count"], g["location"]) for g in plain["groups"]] == [
-        (6, {"path": "tests/test_cache.py", "line": 12})
-    ]
+    assert [(g["count"], g["location"]) for g in plain["groups"]] == [(6, {"path": "tests/test_cache.py", "line": 12})]
 
 
 def test_the_same_message_at_two_assertion_sites_is_two_groups(tmp_path):
@@ -419,7 +417,7 @@ def test_a_chained_failure_is_located_named_and_grouped_by_its_root_cause(tmp_pa
         _case("test_b", "ValueError: lookup failed", _chained(21, "ValueError"), "tests/test_store.py"),
         _case("test_c", "RuntimeError: lookup failed", _chained(40, "RuntimeError"), "tests/test_store.py"),
     ]
-    s = summary_in_both(_junit(tmp_path / "r.xml", cases), PROJECT)
+    s = summary_in_both(_junit(tmp_path / "r.xml", cases), PROJECT, max_traceback_lines=8)
     # one root cause (KeyError at line 21), whatever the final exception: one group
     assert [(g["count"], g["exception"], g["location"]) for g in s["groups"]] == [
         (2, "KeyError", {"path": "src/pkg/store.py", "line": 21}),
@@ -429,7 +427,7 @@ def test_a_chained_failure_is_located_named_and_grouped_by_its_root_cause(tmp_pa
     assert (first["exception"], first["message"]) == ("KeyError", "'user-7'")
     assert first["location"] == {"path": "src/pkg/store.py", "line": 21}
     assert first["message_in_traceback"]
-    # the traceback shows the root's frame and exception line, and the final exception's line
+    # the cut (8 lines) keeps the root's frame and exception line, and the final exception's line
     lines = first["traceback"].split("\n")
     assert "src/pkg/store.py:21: KeyError" in lines
     assert "E       KeyError: 'user-7'" in lines
@@ -453,18 +451,44 @@ def test_a_chained_failure_is_located_named_and_grouped_by_its_root_cause(tmp_pa
 
 def test_a_listed_group_born_after_the_raw_record_bound_gets_its_first_failure(tmp_path):
     """Thousands of causes with long tracebacks exceed what the native builder keeps raw
-    (it cuts only the listed groups' first failures, at the end); the largest group
-    appears last, so its first failure is read from the file again. Both backends agree,
-    and that failure is listed first."""
+    (it cuts only the listed groups' first failures, at the end, and drops the raw first
+    failures of groups that did not grow); the largest group grows only at the end, so
+    its first failure is read from the file again. Both backends agree, and that failure
+    is listed first."""
     filler = "\n".join(f"    # context line {i} of a long frame" for i in range(60))
 
     def text(line: int) -> str:
         return f"{filler}\n>       g()\nE       ValueError: bad {line}\n\nsrc/pkg/mod_{line}.py:{line}: ValueError"
 
-    cases = [_case(f"test_{i}", f"ValueError: bad {i}", text(i)) for i in range(1, 1900)]
-    cases += [_case(f"test_late_{i}", "ValueError: bad 5000", text(5000)) for i in range(3)]
+    # the largest group's first failure comes early, its others only after 1,800 new
+    # causes have pushed it out of the raw records
+    cases = [_case(f"test_{i}", f"ValueError: bad {i}", text(i)) for i in range(1, 100)]
+    cases.append(_case("test_big_0", "ValueError: bad 5000", text(5000)))
+    cases += [_case(f"test_{i}", f"ValueError: bad {i}", text(i)) for i in range(100, 1900)]
+    cases += [_case(f"test_big_{i}", "ValueError: bad 5000", text(5000)) for i in range(1, 3)]
     s = summary_in_both(_junit(tmp_path / "r.xml", cases), PROJECT, max_failures=3, max_groups=2)
     assert s["groups"][0]["count"] == 3
     assert s["groups"][0]["location"] == {"path": "src/pkg/mod_5000.py", "line": 5000}
-    assert s["failures"][0]["node_id"].endswith("test_late_0")
+    assert s["failures"][0]["node_id"].endswith("test_big_0")
     assert "E       ValueError: bad 5000" in s["failures"][0]["traceback"]
+
+
+def test_a_chain_of_a_thousand_exceptions_is_cut_within_budget(tmp_path):
+    """Each exception of a long chain (or of a ``__context__`` cycle, which pytest prints
+    as a finite chain) is read once: the cut keeps the root's end and the final
+    exception's tail, within ``max_traceback_lines``, in both backends alike."""
+    links = [_chained(21, "RuntimeError").split("\nDuring handling")[0]]
+    for i in range(1000):
+        links.append(
+            "During handling of the above exception, another exception occurred:\n\n"
+            f"    def step_{i}():\n>       raise RuntimeError('step {i}')\nE       RuntimeError: step {i}\n\n"
+            f"tests/test_store.py:{100 + i}: RuntimeError"
+        )
+    case = _case("test_long", "RuntimeError: step 999", "\n".join(links), "tests/test_store.py")
+    s = summary_in_both(_junit(tmp_path / "r.xml", [case]), PROJECT)
+    (failure,) = s["failures"]
+    assert (failure["exception"], failure["location"]) == ("KeyError", {"path": "src/pkg/store.py", "line": 21})
+    lines = failure["traceback"].split("\n")
+    assert len(lines) <= 40
+    assert "E       KeyError: 'user-7'" in lines
+    assert lines[-1] == "tests/test_store.py:1099: RuntimeError"

@@ -300,8 +300,9 @@ def test_summarize_report_drills_into_one_test_without_rerunning(every_outcome):
             return story, report
 
     story, report = run(body)
-    # the run wrote one report, the record file (and the stack-dump file its plugin armed)
-    assert sorted(p.name for p in Path(report).parent.iterdir()) == ["records.jsonl", "stacks.txt"]
+    # the run wrote one report, the record file (and the stack-dump file its plugin armed, and
+    # the project code its answer used)
+    assert sorted(p.name for p in Path(report).parent.iterdir()) == ["project.json", "records.jsonl", "stacks.txt"]
     assert every_outcome.pytest_marks() == []  # nothing was re-run
     res = SummarizeResult.model_validate(story.structured_content)
     assert [f.node_id for f in res.summary.failures] == ["tests/test_errors.py::test_prints_a_lot"]

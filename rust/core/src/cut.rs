@@ -129,7 +129,14 @@ pub(crate) fn parse_location(line: &str) -> Option<LocationLine<'_>> {
 /// (path, N) of a Python native-format frame line `  File "path", line N, in f` (N
 /// decimal digits that fit in u64).
 pub(crate) fn native_frame(line: &str) -> Option<(&str, u64)> {
-    let t = line.trim_start_matches(is_ws).strip_prefix("File \"")?;
+    let b = line.as_bytes();
+    let indent = b
+        .iter()
+        .position(|&c| !matches!(c, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c))?;
+    if b[indent] != b'F' {
+        return None;
+    }
+    let t = line[indent..].strip_prefix("File \"")?;
     let close = t.find('"')?;
     let after = t[close + 1..].strip_prefix(", line ")?;
     let digits = after.bytes().take_while(u8::is_ascii_digit).count();
@@ -166,7 +173,7 @@ pub(crate) fn text_lines(text: &str) -> impl Iterator<Item = &str> {
 /// traceback of a run). Bounded: cleared when it holds [`PathKinds::MAX`] paths.
 #[derive(Debug, Default)]
 pub(crate) struct PathKinds {
-    kinds: HashMap<Box<str>, CodeKind>,
+    kinds: HashMap<Box<str>, CodeKind, crate::text::FastHash>,
 }
 
 impl PathKinds {
@@ -193,36 +200,65 @@ fn frame_line(line: &str) -> Option<FrameLine<'_>> {
     }
 }
 
-/// The last (innermost) frame of a text of each kind of project code (docs/ENGINE.md,
-/// *Project code*): `code` (project or test), `non_test` and `test`.
+/// The lines of `text` from the last to the first (split on `\n`, one trailing `\r`
+/// removed from each).
+fn text_lines_back(text: &str) -> impl Iterator<Item = &str> {
+    // one reverse memchr pass over the text yields every line break
+    let mut breaks = memchr::memrchr_iter(b'\n', text.as_bytes());
+    let mut end = Some(text.len());
+    std::iter::from_fn(move || {
+        let e = end?;
+        match breaks.next() {
+            Some(i) => {
+                end = Some(i);
+                Some(chomp(&text[i + 1..e]))
+            }
+            None => {
+                end = None;
+                Some(chomp(&text[..e]))
+            }
+        }
+    })
+}
+
+/// The innermost frames of project code in a text (docs/ENGINE.md, *Project code*):
+/// `code`, the last frame line of project or test code (the location), and `key`, the
+/// last of the project's code under test, else the last of its tests (the frame a group
+/// is keyed by).
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct DeepestFrames<'a> {
     pub code: Option<FrameLine<'a>>,
-    pub non_test: Option<FrameLine<'a>>,
-    pub test: Option<FrameLine<'a>>,
+    pub key: Option<FrameLine<'a>>,
 }
 
 impl<'a> DeepestFrames<'a> {
-    fn see(&mut self, frame: FrameLine<'a>, kind: CodeKind) {
-        match kind {
-            CodeKind::Library => return,
-            CodeKind::Test => self.test = Some(frame),
-            CodeKind::Project => self.non_test = Some(frame),
-        }
-        self.code = Some(frame);
-    }
-
-    /// Read every frame line of `text` (location lines and native-format lines), in order.
+    /// Read the frame lines of `text` (location lines and native-format lines) from the
+    /// end, up to the first of the project's code under test (nothing before it counts).
     pub(crate) fn of(text: &'a str, project: Option<&ProjectCode>, kinds: &mut PathKinds) -> Self {
         let mut deepest = DeepestFrames::default();
-        for line in text_lines(text) {
-            if let Some(frame) = frame_line(line) {
-                deepest.see(frame, kinds.kind(frame.0, project));
+        for line in text_lines_back(text) {
+            let Some(frame) = frame_line(line) else {
+                continue;
+            };
+            match kinds.kind(frame.0, project) {
+                CodeKind::Library => continue,
+                CodeKind::Test => {
+                    deepest.code.get_or_insert(frame);
+                    deepest.key.get_or_insert(frame);
+                }
+                CodeKind::Project => {
+                    deepest.code.get_or_insert(frame);
+                    deepest.key = Some(frame);
+                    break;
+                }
             }
         }
         deepest
     }
 }
+
+/// Both chain lines say this; a text without it has a single exception.
+const CHAIN_MARK: &[u8] = b"above exception";
 
 /// The frames a failure is located and grouped by (docs/ENGINE.md, *Chained
 /// exceptions*): those of its root cause, the text before the first chain line, when
@@ -235,31 +271,22 @@ pub(crate) struct FailureFrames<'a> {
 
 impl<'a> FailureFrames<'a> {
     pub(crate) fn of(text: &'a str, project: Option<&ProjectCode>, kinds: &mut PathKinds) -> Self {
-        let mut deepest = DeepestFrames::default();
-        let mut root_end = None;
-        for line in text_lines(text) {
-            if root_end.is_none() && is_chain_line(line) {
-                if deepest.code.is_some() {
-                    // `line` is a slice of `text`: its start is where the root ends
-                    root_end = Some(line.as_ptr() as usize - text.as_ptr() as usize);
-                    break;
+        if memchr::memmem::find(text.as_bytes(), CHAIN_MARK).is_some() {
+            if let Some(chain) = text_lines(text).find(|line| is_chain_line(line)) {
+                // `chain` is a slice of `text`: its start is where the root ends
+                let root = &text[..chain.as_ptr() as usize - text.as_ptr() as usize];
+                let frames = DeepestFrames::of(root, project, kinds);
+                if frames.code.is_some() {
+                    return FailureFrames {
+                        frames,
+                        root: Some(root),
+                    };
                 }
-                root_end = Some(usize::MAX); // the root has no project frame: read on
-                continue;
-            }
-            if let Some(frame) = frame_line(line) {
-                deepest.see(frame, kinds.kind(frame.0, project));
             }
         }
-        match root_end {
-            Some(end) if end != usize::MAX => FailureFrames {
-                frames: deepest,
-                root: Some(&text[..end]),
-            },
-            _ => FailureFrames {
-                frames: deepest,
-                root: None,
-            },
+        FailureFrames {
+            frames: DeepestFrames::of(text, project, kinds),
+            root: None,
         }
     }
 }
@@ -280,8 +307,9 @@ const CHAIN_LINES: [&str; 2] = [
 ];
 
 fn is_chain_line(line: &str) -> bool {
-    let t = strip(line);
-    matches!(t.as_bytes().first(), Some(b'T' | b'D')) && CHAIN_LINES.contains(&t)
+    // every line of every failure is asked: the first non-blank byte turns most away
+    let start = line.trim_start_matches(is_ws);
+    matches!(start.as_bytes().first(), Some(b'T' | b'D')) && CHAIN_LINES.contains(&strip(start))
 }
 
 const JAVA_LIBRARY_PREFIXES: [&str; 8] = [
@@ -516,16 +544,36 @@ fn cut_lines(
         }
     }
 
+    // A chained text whose root cause (the lines before the first chain line) has a frame
+    // of project code: the first chain line, and the start of the root's innermost
+    // project frame (step 6 keeps both).
+    let chain = lines.iter().position(|l| is_chain_line(l)).and_then(|c| {
+        let k = (0..c).rev().find(|&j| {
+            frame_line(lines[j]).is_some_and(|(p, _)| !is_library(&mut kinds, p, project))
+        })?;
+        let frame = frames.iter().find(|f| f.start <= k && k < f.end)?;
+        Some((c, frame.start))
+    });
+
     // Step 7 (runs of dropped lines -> one marker), then step 6 (head + tail).
     let mut pieces: Vec<Piece> = Vec::new();
+    // The pieces holding the root frame's first line and the first chain line.
+    let mut chain_pieces = (0, 0);
     for (j, &d) in dropped.iter().enumerate() {
         if d {
             add_gap(&mut pieces, 1);
         } else {
             pieces.push(Piece::Line(j));
         }
+        match chain {
+            Some((c, _)) if c == j => chain_pieces.1 = pieces.len() - 1,
+            Some((_, root)) if root == j => chain_pieces.0 = pieces.len() - 1,
+            _ => {}
+        }
     }
-    if pieces.len() > max_lines {
+    if pieces.len() > max_lines && chain.is_some() {
+        pieces = cut_chained(&pieces, max_lines, chain_pieces.0, chain_pieces.1);
+    } else if pieces.len() > max_lines {
         let head = max_lines / 3;
         let tail = max_lines - head - 1;
         let middle: u64 = pieces[head..pieces.len() - tail]
@@ -594,6 +642,57 @@ fn is_library<'a>(
     project: Option<&ProjectCode>,
 ) -> bool {
     *kinds.entry(path).or_insert_with(|| classify(path, project)) == CodeKind::Library
+}
+
+/// Lines (or markers' lines) a run of pieces stands for.
+fn lines_in(pieces: &[Piece]) -> u64 {
+    pieces
+        .iter()
+        .map(|p| match p {
+            Piece::Line(_) => 1,
+            Piece::Gap(g) => *g,
+        })
+        .sum()
+}
+
+fn push_piece(pieces: &mut Vec<Piece>, piece: Piece) {
+    match piece {
+        Piece::Gap(g) => add_gap(pieces, g),
+        line => pieces.push(line),
+    }
+}
+
+/// Step 6 of a chained text whose root cause has a project frame (docs/ENGINE.md,
+/// *Chained exceptions*): the root's end from its innermost project frame on (at least
+/// `max_lines / 2 - 1` pieces, at most `max_lines - 3`), a marker for what precedes it,
+/// then the rest from the first chain line (`chain`) on, its tail when it does not fit
+/// (a marker first). `root`: the piece holding that frame's first line.
+fn cut_chained(pieces: &[Piece], max_lines: usize, root: usize, chain: usize) -> Vec<Piece> {
+    let keep_root = (max_lines / 2)
+        .saturating_sub(1)
+        .max(chain - root)
+        .min(max_lines - 3);
+    let start = chain.saturating_sub(keep_root);
+    let mut cut: Vec<Piece> = Vec::with_capacity(max_lines);
+    if start > 0 {
+        add_gap(&mut cut, lines_in(&pieces[..start]));
+    }
+    for p in &pieces[start..chain] {
+        push_piece(&mut cut, *p);
+    }
+    let room = max_lines - cut.len();
+    let rest = &pieces[chain..];
+    let from = if rest.len() <= room {
+        0
+    } else {
+        let from = rest.len() - (room - 1);
+        add_gap(&mut cut, lines_in(&rest[..from]));
+        from
+    };
+    for p in &rest[from..] {
+        push_piece(&mut cut, *p);
+    }
+    cut
 }
 
 fn add_gap(pieces: &mut Vec<Piece>, n: u64) {

@@ -860,15 +860,16 @@ impl TestEntries {
             record.flaky = outcome == Outcome::Passed;
         }
         if outcome.is_problem() {
-            let phases = entry.phases;
+            let mut phases = entry.phases;
             if let Some(i) = failed_phase {
-                let p = phases[i].as_ref().expect("the failed phase is present");
-                if let Some((text, omitted)) = &p.longrepr {
-                    record.text = Some(text.clone());
+                let p = phases[i].as_mut().expect("the failed phase is present");
+                // moved, not copied: the entry is done with
+                if let Some((text, omitted)) = p.longrepr.take() {
+                    record.text = Some(text);
                     record.text_bytes_omitted += omitted;
                 }
-                if let Some(crash) = &p.crash {
-                    record.message = crash.message.clone();
+                if let Some(crash) = &mut p.crash {
+                    record.message = crash.message.take();
                     record.text_bytes_omitted += crash.message_dropped;
                     record.path = crash
                         .path

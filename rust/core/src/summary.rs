@@ -23,8 +23,7 @@ use crate::cut::{
     strip, DeepestFrames, FailureContext, FailureFrames, FrameLine, PathKinds,
 };
 use crate::group::{
-    fold_values, group_id, key_hash, normalize_capped, OTHER_GROUP_ID,
-    OTHER_GROUP_MESSAGE,
+    fold_values, group_id, key_hash, normalize_capped, OTHER_GROUP_ID, OTHER_GROUP_MESSAGE,
 };
 use crate::project::{display_path, ProjectCode};
 use crate::record::{CollectionErrorRecord, Item, Outcome, Phase, TestRecord};
@@ -232,7 +231,7 @@ enum Representative {
 
 /// Bytes of raw first failures (texts, outputs, ids) a builder keeps for the groups it
 /// may list; the memory bound of docs/ENGINE.md, *The builder*.
-const PENDING_BYTES: usize = 3 << 20;
+const PENDING_BYTES: usize = 2 << 20;
 
 /// The bytes a raw record holds (its strings).
 fn record_bytes(record: &TestRecord) -> usize {
@@ -379,7 +378,7 @@ pub struct SummaryBuilder {
     failures_total: u64,
     failures: Vec<ListedFailure>,
     groups: Vec<Group>,
-    group_index: HashMap<Arc<GroupKey>, usize>,
+    group_index: HashMap<Arc<GroupKey>, usize, crate::text::FastHash>,
     other: OtherGroup,
     collection_total: u64,
     collection_errors: Vec<ListedCollectionError>,
@@ -406,6 +405,8 @@ pub struct SummaryBuilder {
     kinds: PathKinds,
     /// Bytes held by `Representative::Pending` records (at most [`PENDING_BYTES`]).
     pending_bytes: usize,
+    /// The groups holding a raw first failure, oldest first.
+    pending_order: std::collections::VecDeque<usize>,
     /// While first failures are read again: sequence number -> group index.
     recovering: HashMap<u64, usize>,
 }
@@ -451,7 +452,7 @@ impl SummaryBuilder {
             failures_total: 0,
             failures: Vec::new(),
             groups: Vec::new(),
-            group_index: HashMap::new(),
+            group_index: HashMap::default(),
             other: OtherGroup::default(),
             last_subtest: None,
             truncated: Vec::new(),
@@ -467,6 +468,7 @@ impl SummaryBuilder {
             project: None,
             kinds: PathKinds::default(),
             pending_bytes: 0,
+            pending_order: std::collections::VecDeque::new(),
             recovering: HashMap::new(),
         }
     }
@@ -630,7 +632,9 @@ impl SummaryBuilder {
                     GroupRef::Tracked(i) => {
                         self.groups[i].representative = Representative::Listed(Box::new(listed))
                     }
-                    GroupRef::Other => self.other.representative = Representative::Listed(Box::new(listed)),
+                    GroupRef::Other => {
+                        self.other.representative = Representative::Listed(Box::new(listed))
+                    }
                 }
             }
         } else if let (true, GroupRef::Tracked(i)) = (new_group, group) {
@@ -640,8 +644,12 @@ impl SummaryBuilder {
             }
             record.text = Some(text);
             let bytes = record_bytes(&record);
+            if self.pending_bytes + bytes > PENDING_BYTES {
+                self.evict_pending(bytes);
+            }
             self.groups[i].representative = if self.pending_bytes + bytes <= PENDING_BYTES {
                 self.pending_bytes += bytes;
+                self.pending_order.push_back(i);
                 Representative::Pending(Box::new(record))
             } else {
                 Representative::Missing
@@ -763,7 +771,8 @@ impl SummaryBuilder {
                 } else {
                     Vec::new()
                 };
-                self.other.absorb(1, seq, example, max_examples, Representative::Missing);
+                self.other
+                    .absorb(1, seq, example, max_examples, Representative::Missing);
             }
         }
     }
@@ -785,7 +794,7 @@ impl SummaryBuilder {
         let max_message_chars = self.budgets.max_message_chars;
         let mut normalized = None;
         let exception = exception.unwrap_or("");
-        let key = match frames.non_test.or(frames.test) {
+        let key = match frames.key {
             // a fingerprint: the exception and where it was raised in the project's code
             // (its code under test first, else the test), whatever the values in the message
             Some(frame) => GroupKey {
@@ -828,7 +837,8 @@ impl SummaryBuilder {
                 } else {
                     Vec::new()
                 };
-                self.other.absorb(1, seq, example, max_examples, Representative::Missing);
+                self.other
+                    .absorb(1, seq, example, max_examples, Representative::Missing);
                 return GroupRef::Other;
             }
         };
@@ -1001,6 +1011,31 @@ impl SummaryBuilder {
         }
     }
 
+    /// Make room for `bytes` of raw first failures by dropping those of groups that still
+    /// have one failure, oldest first (a group that never grew is the least likely to be
+    /// listed; a dropped one that is listed after all is read again). Groups that grew
+    /// keep theirs.
+    fn evict_pending(&mut self, bytes: usize) {
+        let mut kept = std::collections::VecDeque::new();
+        while self.pending_bytes + bytes > PENDING_BYTES {
+            let Some(i) = self.pending_order.pop_front() else {
+                break;
+            };
+            let group = &mut self.groups[i];
+            if group.count > 1 {
+                kept.push_back(i);
+                continue;
+            }
+            if let Representative::Pending(record) =
+                std::mem::replace(&mut group.representative, Representative::Missing)
+            {
+                self.pending_bytes -= record_bytes(&record);
+            }
+        }
+        kept.append(&mut self.pending_order);
+        self.pending_order = kept;
+    }
+
     /// The groups a summary lists, in order (largest first, ties by first appearance;
     /// `gother` takes part): (count, first seq, group), and how many there are in all.
     fn listed_order(&self) -> (Vec<(u64, u64, GroupRef)>, u64) {
@@ -1040,7 +1075,9 @@ impl SummaryBuilder {
     pub fn missing_representatives(&mut self) -> bool {
         let (order, _) = self.listed_order();
         for (_, first_seq, group) in order {
-            if let (Representative::Missing, GroupRef::Tracked(i)) = (self.representative_mut(group), group) {
+            if let (Representative::Missing, GroupRef::Tracked(i)) =
+                (self.representative_mut(group), group)
+            {
                 self.recovering.insert(first_seq, i);
             } else if matches!(self.representative_mut(group), Representative::Missing) {
                 self.recovering.insert(first_seq, usize::MAX);
@@ -1073,7 +1110,8 @@ impl SummaryBuilder {
         // The listed groups' raw first failures are cut now (only theirs).
         let (order, groups_total) = self.listed_order();
         for &(_, first_seq, group) in &order {
-            let representative = std::mem::replace(self.representative_mut(group), Representative::Missing);
+            let representative =
+                std::mem::replace(self.representative_mut(group), Representative::Missing);
             *self.representative_mut(group) = match representative {
                 Representative::Pending(record) => {
                     Representative::Listed(Box::new(self.listed_from(&record, first_seq, group)))

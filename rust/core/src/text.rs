@@ -101,6 +101,9 @@ pub fn ceil_char_boundary(s: &str, mut i: usize) -> usize {
     i
 }
 
+/// Bytes a text's buffer starts with (a typical traceback or output tail fits).
+const INITIAL_TEXT_CAPACITY: usize = 4096;
+
 /// Text kept while streaming: the first `head` bytes and the last `tail` bytes, with the
 /// number of bytes seen in total. Memory is bounded by `head + 2 * tail`.
 #[derive(Debug, Clone)]
@@ -145,6 +148,11 @@ impl HeadTail {
         if !self.split {
             // Until head+tail are full, everything fits in `head`; split later.
             let room = self.head_cap + self.tail_cap - self.head.len();
+            if self.head.capacity() == 0 {
+                // texts arrive in many small pieces: one allocation for the usual sizes
+                self.head
+                    .reserve(room.min(s.len().max(INITIAL_TEXT_CAPACITY)));
+            }
             let take = floor_char_boundary(s, room.min(s.len()));
             if take == s.len() {
                 self.head.push_str(s);
@@ -235,3 +243,30 @@ mod tests {
         assert_eq!(t.finish(), ("rld".to_string(), 9));
     }
 }
+
+/// A fast, non-cryptographic hasher for the builder's in-memory tables (paths, group
+/// keys): FNV-1a 64 over the bytes. The tables hold what the report says, and a report
+/// crafted to collide only makes its own summary slower, never wrong.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Fnv(u64);
+
+impl Default for Fnv {
+    fn default() -> Self {
+        Fnv(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl std::hash::Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+}
+
+/// The `BuildHasher` of [`Fnv`].
+pub(crate) type FastHash = std::hash::BuildHasherDefault<Fnv>;

@@ -46,13 +46,6 @@ def failure_entries(summary: ReportSummary, every_failure: bool = False) -> list
     return entries
 
 
-def shown_traceback_lines_omitted(entries: list[tuple[Failure, bool]]) -> int:
-    """Traceback lines the engine cut from the tracebacks shown in full among
-    ``entries`` (the sum of their ``traceback_lines_omitted``; the engine's
-    ``omitted.traceback_lines`` covers every listed failure)."""
-    return sum(failure.traceback_lines_omitted for failure, full in entries if full)
-
-
 def cap_line(line: str, limit: int = LINE_CHARS) -> tuple[str, int]:
     """``line`` cut to ``limit`` characters (the last one ``…``) and the UTF-8 bytes
     cut; ``(line, 0)`` when it fits."""

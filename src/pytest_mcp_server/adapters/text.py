@@ -31,7 +31,7 @@ import re
 import shlex
 from typing import TYPE_CHECKING
 
-from pytest_mcp_server.adapters.answer import cap_line, cap_lines, failure_entries, shown_traceback_lines_omitted
+from pytest_mcp_server.adapters.answer import cap_line, cap_lines, failure_entries
 from pytest_mcp_server.domain.flaky import legend
 from pytest_mcp_server.domain.policy import ALSO_IN_IDS, FLAKY_LISTED_IN_ERRORS, LINE_CHARS, SLOW_S
 from pytest_mcp_server.engine.models import CollectionError, Failure, Group, Location, ReportSummary
@@ -141,7 +141,7 @@ def _text_and_leftovers(
         for failure, full in entries:
             entry = _failure_lines(failure, full=full)
             if full and not every_failure:
-                entry = _folded_if_seen(failure, entry, shapes)
+                entry, _ = _folded_if_seen(failure, entry, shapes)
             lines.extend(entry)
             group = groups_by_id.get(failure.group)
             if full and not every_failure and group is not None and group.count > 1:
@@ -168,7 +168,12 @@ def _text_and_leftovers(
         capped = [cap_line(line, line_chars) for line in lines]
         lines = [line for line, _ in capped]
         cut = sum(dropped for _, dropped in capped)
-    omitted = _omitted_phrase(summary, failures_budget, shown_traceback_lines_omitted(entries), cut, every_failure)
+    # every listed group has an entry or a group line, but for the tests asked for by node id
+    shown_groups = {failure.group for failure, _ in entries}
+    if not every_failure:
+        shown_groups |= {g.id for g in summary.groups}
+    traceback_lines = traceback_lines_shown(summary, every_failure)
+    omitted = _omitted_phrase(summary, failures_budget, traceback_lines, cut, every_failure, len(shown_groups))
     if omitted:
         lines.append("")
         lines.append(omitted)
@@ -235,6 +240,14 @@ def _failure_lines(failure: Failure, *, full: bool) -> list[str]:
     label = "ERROR" if failure.outcome == "error" else "FAILED"
     out = [f"- {label}{phase} {failure_name(failure)}{where}"]
     what = exception_line(failure.exception, failure.message)
+    if (
+        full
+        and failure.message
+        and not failure.message_in_traceback
+        and _first_line(failure.traceback) == failure.message
+    ):
+        # the traceback opens with the message (a text without `E` lines: a doctest's report)
+        what = failure.exception or ""
     if what and not (full and failure.message_in_traceback):
         out.append(f"    {what}")
     if not full:
@@ -251,32 +264,66 @@ def _failure_lines(failure: Failure, *, full: bool) -> list[str]:
     return out
 
 
+def traceback_lines_shown(summary: ReportSummary, every_failure: bool = False) -> int:
+    """Traceback lines the engine's cut left out of the tracebacks ``render_text`` shows
+    (its ``Omitted`` line's count): those of the entries in full
+    (``answer.failure_entries``) that are not folded into an earlier entry's ``same
+    traceback as ...`` (the earlier one's are counted), and those of the collection
+    errors. ``every_failure`` as for ``render_text``."""
+    total = sum(ce.traceback_lines_omitted for ce in summary.collection_errors if ce.traceback)
+    shapes: dict[str, str] = {}
+    for failure, full in failure_entries(summary, every_failure):
+        if not full or not failure.traceback:
+            continue
+        if not every_failure and _folded_if_seen(failure, _failure_lines(failure, full=True), shapes)[1]:
+            continue
+        total += failure.traceback_lines_omitted
+    return total
+
+
+def _first_line(text: str) -> str:
+    """The first line of ``text`` that is not blank, stripped (``""`` when none)."""
+    return next((line.strip() for line in text.split("\n") if line.strip()), "")
+
+
 _DIGITS = re.compile(r"\d+")
 
 
-def _folded_if_seen(failure: Failure, entry: list[str], shapes: dict[str, str]) -> list[str]:
+def _folded_if_seen(failure: Failure, entry: list[str], shapes: dict[str, str]) -> tuple[list[str], bool]:
     """An entry whose traceback, captured output and log are those of an earlier entry
     but for numbers and its own test file (the same test body copied into another module,
     the same check on other values) shrinks to its header, its exception line and a
     pointer to that entry; ``shapes`` maps each shape seen to its entry's node id. The
-    entry keeps its own location and message, so nothing that differs is lost."""
+    entry keeps its own location and message, so nothing that differs is lost. Returns
+    the entry's lines and True when it was folded."""
     own_file = failure.node_id.split("::", 1)[0]
     shape = _DIGITS.sub("N", "\n".join(entry[1:]).replace(own_file, "<file>"))
     first = shapes.setdefault(shape, failure.node_id)
     if first == failure.node_id:
-        return entry
+        return entry, False
     what = exception_line(failure.exception, failure.message)
-    return [entry[0], *([f"    {what}"] if what else []), f"    same traceback as {first}, with other values"]
+    return [entry[0], *([f"    {what}"] if what else []), f"    same traceback as {first}, with other values"], True
 
 
 def _omitted_phrase(
-    summary: ReportSummary, failures_budget: str, traceback_lines: int, cut_text_bytes: int, every_failure: bool
+    summary: ReportSummary,
+    failures_budget: str,
+    traceback_lines: int,
+    cut_text_bytes: int,
+    every_failure: bool,
+    shown_groups: int,
 ) -> str:
-    """The ``Omitted: ...`` line, or ``""``. Failures are counted only when the text
-    names them nowhere (not in an entry, an ``also in`` count or a group line: their
-    groups were cut by the groups budget; with ``every_failure``, the failures not
-    listed); ``traceback_lines``: lines cut from the tracebacks shown;
-    ``cut_text_bytes``: bytes the text's line cap cut, added to the report text."""
+    """The ``Omitted: ...`` line, or ``""``: what the text leaves out, counted as shown.
+
+    Failures are counted only when the text names them nowhere (not in an entry, an
+    ``also in`` count or a group line: their groups were cut by the groups budget; with
+    ``every_failure``, the failures not listed). Groups: the report's groups (the
+    engine's listed ones and ``omitted.groups``) less ``shown_groups``, those the text
+    names (a group line, or an entry of one of its failures: a group the engine's groups
+    budget cut but whose failure is listed is shown). ``traceback_lines``: lines cut from
+    the tracebacks the text shows (entries in full that are not folded into an earlier
+    one, and collection errors); ``cut_text_bytes``: bytes the text's line cap cut,
+    added to the report text."""
     o = summary.omitted
     if every_failure:
         unnamed = o.failures
@@ -284,12 +331,13 @@ def _omitted_phrase(
         listed_groups = {g.id for g in summary.groups}
         named = sum(g.count for g in summary.groups) + sum(1 for f in summary.failures if f.group not in listed_groups)
         unnamed = max(0, len(summary.failures) + o.failures - named)
+    hidden_groups = max(0, len(summary.groups) + o.groups - shown_groups)
     text_bytes = o.text_bytes + cut_text_bytes
     parts = []
     if unnamed:
         parts.append(f"{unnamed} more failures (raise {failures_budget})")
-    if o.groups:
-        parts.append(f"{o.groups} more groups")
+    if hidden_groups:
+        parts.append(f"{hidden_groups} more groups")
     if o.collection_errors:
         parts.append(f"{o.collection_errors} more collection errors")
     if traceback_lines:

@@ -36,7 +36,7 @@ from pytest_mcp_server.run.coverage import coverage_env, finish_coverage, missin
 from pytest_mcp_server.run.events import EventFollower, ProgressFn, RunEvents, read_run_events
 from pytest_mcp_server.run.interpreter import Interpreter
 from pytest_mcp_server.run.process import ProcessOutcome, signal_name
-from pytest_mcp_server.run.rundirs import RUNNING_MARKER
+from pytest_mcp_server.run.rundirs import RUNNING_MARKER, write_project
 from pytest_mcp_server.run.stacks import dump_stacks, fatal_error, parse_dump, read_dumps, test_stack
 
 
@@ -86,6 +86,9 @@ async def execute_run(
         records = run_dir / RECORDS_FILE
         running = run_dir / RUNNING_MARKER
         running.touch()
+        # summarize_report on this run's report uses the project code its answer uses
+        project = runner.project()
+        await anyio.to_thread.run_sync(write_project, run_dir, project)
         argv = execute_argv(params, interp, run_dir)
         watch = partial(EventFollower(records).follow, progress) if progress is not None else None
         stopped_at: list[float] = []  # when the timeout hook ran (unix time)
@@ -102,7 +105,7 @@ async def execute_run(
                 if failure.kind in ("timeout", "crashed"):
                     await _explain_stop(runner, failure, run_dir, run_events, ended_at, outcome, params.budgets())
                 raise
-            summary = await runner.summarize_records(records, params.budgets(), outcome, argv)
+            summary = await runner.summarize_records(records, params.budgets(), outcome, argv, project)
             coverage = None
             if params.coverage and params.repeat == 1:  # a repeated call combines all its runs at the end
                 coverage = await finish_coverage(interp.python, runner.root, child_env(), run_dir)

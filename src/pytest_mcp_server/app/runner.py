@@ -75,6 +75,22 @@ class Runner:
         installed = self._interpreter.project_packages if self._interpreter is not None else ()
         return project_code(self.root, installed)
 
+    async def project_of_reports(self, reports: list[Path]) -> ProjectCode:
+        """The project code to summarise ``reports`` (resolved paths) with: the one
+        recorded with the first of them that is a record file of this server's runs
+        (``RunDirectories.recorded_project``: the code the run's own answer used), else
+        ``project()`` once the interpreter is probed (its installed packages count as
+        for a run; a probe that fails leaves the root's declared packages alone)."""
+        for report in reports:
+            recorded = await anyio.to_thread.run_sync(self.run_dirs.recorded_project, report)
+            if recorded is not None:
+                return recorded
+        try:
+            await self.interpreter()
+        except ToolFailure:
+            pass  # no pytest there: summarising a report needs none
+        return self.project()
+
     async def run_pytest(
         self,
         argv: list[str],
@@ -101,13 +117,18 @@ class Runner:
             ) from None
 
     async def summarize_records(
-        self, records: Path, budgets: Budgets, outcome: ProcessOutcome, argv: list[str]
+        self,
+        records: Path,
+        budgets: Budgets,
+        outcome: ProcessOutcome,
+        argv: list[str],
+        project: ProjectCode | None = None,
     ) -> ReportSummary:
-        """The engine's summary of a run's record file; a file the engine cannot read is
-        ``ToolFailure(crashed)``."""
+        """The engine's summary of a run's record file with ``project`` (default
+        ``project()``); a file the engine cannot read is ``ToolFailure(crashed)``."""
         try:
             return await anyio.to_thread.run_sync(
-                partial(engine_summarize, [str(records)], budgets=budgets, project=self.project())
+                partial(engine_summarize, [str(records)], budgets=budgets, project=project or self.project())
             )
         except ReportError as exc:
             raise process_failure(

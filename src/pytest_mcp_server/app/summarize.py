@@ -5,6 +5,7 @@ and coverage reports through ``engine.coverage``."""
 from __future__ import annotations
 
 from functools import partial
+from pathlib import Path
 
 import anyio
 
@@ -28,7 +29,9 @@ async def summarize_report(runner: Runner, params: SummarizeParams) -> Summarize
     apply: failures, groups (with their counts), collection errors, slowest and
     ``omitted`` cover only the selected tests, counts stay the whole report's, and
     ``not_failing`` is the engine's ``unmatched``; the text then gives each listed
-    failure in full (``full_story``). Coverage reports (coverage.py JSON, Cobertura
+    failure in full (``full_story``). The project code is the one the run's own answer
+    used for a run's report, else the server's (``Runner.project_of_reports``), so
+    frames, groups and locations are those of ``execute_tests``. Coverage reports (coverage.py JSON, Cobertura
     XML) are answered with their ``coverage`` instead (``_summarize_coverage``). Raises
     ``ToolFailure(report_error)`` for a file that is not a readable report.
     """
@@ -41,9 +44,10 @@ async def summarize_report(runner: Runner, params: SummarizeParams) -> Summarize
     budgets = params.budgets()
     # an empty node_ids list means no filter (as the FULL_STORY choice in params.budgets())
     select = params.node_ids or None
+    project = await runner.project_of_reports([Path(p) for p in paths])
     try:
         summary = await anyio.to_thread.run_sync(
-            partial(engine_summarize, paths, budgets=budgets, select=select, project=runner.project())
+            partial(engine_summarize, paths, budgets=budgets, select=select, project=project)
         )
     except ReportError as exc:
         raise _report_failure(exc, paths) from None

@@ -1,7 +1,8 @@
 """Run directories: one per pytest run of ``execute_tests``, under
 ``<artifacts>/runs/<project>-<hash>/<run id>/`` (never inside the project), holding the
-run's record file, stack dumps and coverage data; only the newest ``KEEP_RUNS`` of a
-project are kept, and a run in progress is never removed.
+run's record file, stack dumps, coverage data and the project code its answer used
+(``PROJECT_FILE``); only the newest ``KEEP_RUNS`` of a project are kept, and a run in
+progress is never removed.
 """
 
 from __future__ import annotations
@@ -12,10 +13,23 @@ import shutil
 import time
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from pytest_mcp_server.domain.policy import KEEP_RUNS
+from pytest_mcp_server.engine.models import ProjectCode
 
 RUNNING_MARKER = "running"
 """A file in a run directory while its pytest runs (``rotate`` never removes that run)."""
+
+
+PROJECT_FILE = "project.json"
+"""A file in a run directory: the ``ProjectCode`` (JSON) the run's answer was summarised
+with, so that ``summarize_report`` on the run's report uses the same project code."""
+
+
+def write_project(run_dir: Path, project: ProjectCode) -> None:
+    """Write ``project`` into ``run_dir``'s ``PROJECT_FILE``. Raises ``OSError``."""
+    (run_dir / PROJECT_FILE).write_text(project.model_dump_json(), encoding="utf-8")
 
 
 class RunDirectories:
@@ -42,6 +56,22 @@ class RunDirectories:
         run_dir.mkdir(mode=0o700)
         self.rotate()
         return run_dir
+
+    def recorded_project(self, report: Path) -> ProjectCode | None:
+        """The ``ProjectCode`` recorded (``write_project``) in the run directory of
+        ``report`` when ``report`` (a resolved path) is a file directly inside one of
+        this project's run directories; None for any other file, or when the run
+        recorded none or its file does not read as a ``ProjectCode``."""
+        try:
+            runs_dir = self.runs_dir.resolve()
+        except (OSError, RuntimeError):
+            return None
+        if report.parent.parent != runs_dir:
+            return None
+        try:
+            return ProjectCode.model_validate_json((report.parent / PROJECT_FILE).read_bytes())
+        except (OSError, ValidationError):
+            return None
 
     def rotate(self) -> None:
         """Keep the newest ``KEEP_RUNS`` run directories of this project; a run still in

@@ -70,6 +70,14 @@ impl Sections {
 
     /// Text of the element, in document order.
     pub fn push(&mut self, s: &str, out: &mut dyn FnMut(Stream, &str)) {
+        if !self.holding
+            && memchr::memmem::find(s.as_bytes(), b"\n-").is_none()
+            && !(self.line_start && s.starts_with('-'))
+        {
+            // no header can start in `s`: the same result as line by line, at once
+            self.plain(s, out);
+            return;
+        }
         let mut rest = s;
         while !rest.is_empty() {
             match rest.find('\n') {
@@ -82,6 +90,25 @@ impl Sections {
                     rest = "";
                 }
             }
+        }
+    }
+
+    /// Text with no header line in it.
+    fn plain(&mut self, s: &str, out: &mut dyn FnMut(Stream, &str)) {
+        if s.is_empty() {
+            return;
+        }
+        if !self.in_section {
+            out(self.target, s);
+            self.line_start = s.ends_with('\n');
+            return;
+        }
+        let body = s.strip_suffix('\n').unwrap_or(s);
+        self.text(body, out);
+        if body.len() < s.len() {
+            self.line_end(out);
+        } else {
+            self.line_start = false;
         }
     }
 

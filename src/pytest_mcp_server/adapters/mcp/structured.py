@@ -16,7 +16,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from pytest_mcp_server.adapters.answer import cap_lines, failure_entries, shown_traceback_lines_omitted
+from pytest_mcp_server.adapters.answer import cap_lines, failure_entries
+from pytest_mcp_server.adapters.text import traceback_lines_shown
 from pytest_mcp_server.domain.policy import SLOW_S
 from pytest_mcp_server.domain.tools import ExecuteResult
 from pytest_mcp_server.engine.models import Failure, Omitted, ReportSummary
@@ -67,8 +68,9 @@ def answer_summary(summary: ReportSummary) -> ReportSummary:
     ``failures`` grows by the listed failures left without an entry (so
     ``len(failures) + omitted.failures`` is still every failed or errored test; each is
     counted in its group), ``traceback_lines`` covers only the tracebacks the text
-    shows, ``text_bytes`` grows by what the message caps cut. Counts, the groups'
-    counts and collection errors are the engine's.
+    shows (``text.traceback_lines_shown``: the count of its ``Omitted`` line),
+    ``text_bytes`` grows by what the message caps cut. Counts, the groups' counts and
+    collection errors are the engine's.
     """
     failures: list[Failure] = []
     text_cut = 0
@@ -89,7 +91,7 @@ def answer_summary(summary: ReportSummary) -> ReportSummary:
                 failures=omitted.failures + len(summary.failures) - len(entries),
                 groups=omitted.groups,
                 collection_errors=omitted.collection_errors,
-                traceback_lines=shown_traceback_lines_omitted(entries),
+                traceback_lines=traceback_lines_shown(summary),
                 output_bytes=omitted.output_bytes,
                 text_bytes=omitted.text_bytes + text_cut,
             ),

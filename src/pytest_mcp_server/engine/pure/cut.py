@@ -292,14 +292,35 @@ def _cut_lines(
             if not _is_essential(lines[j]):
                 dropped[j] = True
 
+    # A chained text whose root cause (the lines before the first chain line) has a frame
+    # of project code: the first chain line, and the start of the root's innermost
+    # project frame (step 6 keeps both).
+    root_chain: tuple[int, int] | None = None
+    first_chain = next((j for j, line in enumerate(lines) if _is_chain_line(line)), None)
+    if first_chain is not None:
+        for k in range(first_chain - 1, -1, -1):
+            frame = _frame_line(lines[k])
+            if frame is not None and not is_library(frame[0]):
+                start = next(f[0] for f in frames if f[0] <= k < f[1])
+                root_chain = (first_chain, start)
+                break
+
     # Step 7 (runs of dropped lines -> one marker: an int), then step 6 (head + tail).
     pieces: list[str | int] = []
+    chain_pieces = [0, 0]  # the pieces holding the root frame's first line and the chain line
     for j, is_dropped in enumerate(dropped):
         if is_dropped:
             _add_gap(pieces, 1)
         else:
             pieces.append(lines[j])
-    if len(pieces) > max_lines:
+        if root_chain is not None:
+            if j == root_chain[0]:
+                chain_pieces[1] = len(pieces) - 1
+            elif j == root_chain[1]:
+                chain_pieces[0] = len(pieces) - 1
+    if len(pieces) > max_lines and root_chain is not None:
+        pieces = _cut_chained(pieces, max_lines, chain_pieces[0], chain_pieces[1])
+    elif len(pieces) > max_lines:
         head = max_lines // 3
         tail = max_lines - head - 1
         middle = sum(p if isinstance(p, int) else 1 for p in pieces[head : len(pieces) - tail])
@@ -322,6 +343,42 @@ def _cut_lines(
         else:
             shown.append(capped(p if project is None else _display_line(p, project), max_line_chars))
     return shown, omitted
+
+
+def _lines_in(pieces: list[str | int]) -> int:
+    return sum(p if isinstance(p, int) else 1 for p in pieces)
+
+
+def _push_piece(pieces: list[str | int], piece: str | int) -> None:
+    if isinstance(piece, int):
+        _add_gap(pieces, piece)
+    else:
+        pieces.append(piece)
+
+
+def _cut_chained(pieces: list[str | int], max_lines: int, root: int, chain: int) -> list[str | int]:
+    """Step 6 of a chained text whose root cause has a project frame (docs/ENGINE.md,
+    *Chained exceptions*): the root's end from its innermost project frame on (at least
+    ``max_lines // 2 - 1`` pieces, at most ``max_lines - 3``), a marker for what precedes
+    it, then the rest from the first chain line (piece ``chain``) on, its tail when it
+    does not fit (a marker first). ``root``: the piece holding that frame's first line.
+    The twin of ``cut_chained`` in ``rust/core/src/cut.rs``."""
+    keep_root = min(max(max_lines // 2 - 1, chain - root), max_lines - 3)
+    start = max(chain - keep_root, 0)
+    cut: list[str | int] = []
+    if start > 0:
+        _add_gap(cut, _lines_in(pieces[:start]))
+    for p in pieces[start:chain]:
+        _push_piece(cut, p)
+    room = max_lines - len(cut)
+    rest = pieces[chain:]
+    skip = 0
+    if len(rest) > room:
+        skip = len(rest) - (room - 1)
+        _add_gap(cut, _lines_in(rest[:skip]))
+    for p in rest[skip:]:
+        _push_piece(cut, p)
+    return cut
 
 
 def _joined(shown: list[str | int]) -> str:
@@ -349,17 +406,20 @@ def _add_gap(pieces: list[str | int], n: int) -> None:
         pieces.append(n)
 
 
+def _frame_line(line: str) -> Frame | None:
+    """A frame line's (path, N): a location line or a native-format frame line."""
+    loc = parse_location(line)
+    if loc is not None:
+        return loc[0], loc[1]
+    return native_frame(line)
+
+
 def _frames(text: str) -> Iterator[Frame]:
     """Every frame line of ``text`` in order: location lines and native-format lines."""
     for raw in text.split("\n"):
-        line = chomp(raw)
-        loc = parse_location(line)
-        if loc is not None:
-            yield loc[0], loc[1]
-            continue
-        native = native_frame(line)
-        if native is not None:
-            yield native
+        frame = _frame_line(chomp(raw))
+        if frame is not None:
+            yield frame
 
 
 class DeepestFrames:

@@ -15,11 +15,11 @@ import orjson
 from .cut import (
     WHITESPACE,
     DeepestFrames,
-    failure_frames,
     Frame,
     capped,
     chomp,
     cut_traceback,
+    failure_frames,
     parse_location,
     says_message,
     shown_traceback,

@@ -30,7 +30,10 @@ FILE is the run's one record stream: JSON lines in pytest-reportlog's format (py
   keeps its ``_subtest.context``); the others are complete serialisations, their
   ``$report_type``, ``nodeid``, ``when`` and ``outcome`` first. (xdist's report of a
   test whose worker crashed, ``when`` ``???``, ends its test instead of a teardown: it is
-  written as a failed ``call``, the test's last line.)
+  written as a failed ``call``, the test's last line.) A doctest's report (its string
+  longrepr) has the invocation directory removed from the start of its location lines
+  (``/root/pkg/mod.py:12: DocTestFailure`` -> ``pkg/mod.py:12: DocTestFailure``), as
+  pytest writes paths in tracebacks;
 * ``{"$report_type": "WarningMessage", ...}`` per ``pytest_warning_recorded``, as
   pytest-reportlog writes it (``category``, ``filename``, ``lineno``, ``message``,
   ``when``, ``location``) plus ``nodeid``; the message is capped (``TEXT_CAP``);
@@ -196,6 +199,14 @@ def _orjson_line_encoder() -> Callable[[dict[str, Any]], bytes] | None:
     return orjson_line
 
 
+def _is_doctest(report: pytest.CollectReport | pytest.TestReport) -> bool:
+    """True for the report of a doctest item: pytest's ``DoctestItem`` reports its
+    location's name as ``[doctest] <name>`` (also after xdist sent it over)."""
+    location = getattr(report, "location", None)
+    name = location[2] if isinstance(location, tuple) and len(location) == 3 else None
+    return isinstance(name, str) and name.startswith("[doctest] ")
+
+
 def _write(file: IO[bytes], data: bytes) -> None:
     # an unbuffered file: each call is one write(2), on disk (page cache) when it returns,
     # so a crash or a kill loses nothing written before; a short write is continued
@@ -241,6 +252,10 @@ class _RecordWriter:
         # json.loads reads both encoders' lines alike (orjson's are UTF-8, json's ASCII)
         self.json_line: Callable[[dict[str, Any]], bytes] = _stdlib_json_line
         self.stacks = _arm_stack_dump(stacks) if stacks else None
+        # pytest writes a doctest's location lines (``/abs/pkg/mod.py:12: DocTestFailure``) with the
+        # absolute path, where its tracebacks write paths relative to the invocation directory
+        here = re.escape(os.path.join(str(config.invocation_params.dir), ""))
+        self.doctest_locations = re.compile(f"(?m)^{here}(?=[^\n]*:[0-9]+: )")
 
     def _line(self, line: bytes) -> None:
         if self.session_started is None:
@@ -330,6 +345,9 @@ class _RecordWriter:
                 head[key] = data.pop(key)
         if head.get("when") not in (None, *_STAGES):
             head["when"] = "call"  # xdist's report of a test whose worker crashed (``???``): its last line
+        longrepr = data.get("longrepr")
+        if isinstance(longrepr, str) and _is_doctest(report):
+            data["longrepr"] = self.doctest_locations.sub("", longrepr)
         head.update(data)
         return self.json_line(head)
 
