@@ -56,10 +56,18 @@ async def execute_repeated(
     per_run: int | None = None
     result: ExecuteResult | None = None
     run_dirs: list[Path] = []
+    reported = 0  # the last progress sent: MCP progress only ever increases
+
+    async def report(done: int, total: int | None) -> None:
+        nonlocal reported
+        if progress is not None and done > reported:
+            reported = done
+            await progress(done, total)
+
     for index in range(params.repeat):
         runs_left = params.repeat - index
         run_progress = (
-            None if progress is None else partial(_progress_across_runs, progress, tests_done, runs_left, per_run)
+            None if progress is None else partial(_progress_across_runs, report, tests_done, runs_left, per_run)
         )
         try:
             if timeout - spent <= 0:
@@ -75,6 +83,9 @@ async def execute_repeated(
         run_dirs.append(Path(result.report_path).parent)
         tests_done += len(outcomes)
         per_run = len(outcomes)
+        # every test of the run is read now, whether or not the run's last progress
+        # read came after its last test (a loaded machine)
+        await report(tests_done, tests_done + per_run * (runs_left - 1))
     assert result is not None  # repeat >= 2: the loop ran
     flaky = history.flaky()
     listed = await _flaky_failures(runner, flaky[: params.failures_listed], reports, params.budgets())
