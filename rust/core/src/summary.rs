@@ -1075,12 +1075,12 @@ impl SummaryBuilder {
     pub fn missing_representatives(&mut self) -> bool {
         let (order, _) = self.listed_order();
         for (_, first_seq, group) in order {
-            if let (Representative::Missing, GroupRef::Tracked(i)) =
-                (self.representative_mut(group), group)
-            {
-                self.recovering.insert(first_seq, i);
-            } else if matches!(self.representative_mut(group), Representative::Missing) {
-                self.recovering.insert(first_seq, usize::MAX);
+            if matches!(self.representative_mut(group), Representative::Missing) {
+                let index = match group {
+                    GroupRef::Tracked(i) => i,
+                    GroupRef::Other => usize::MAX,
+                };
+                self.recovering.insert(first_seq, index);
             }
         }
         !self.recovering.is_empty()
