@@ -162,3 +162,43 @@ def test_the_omitted_line_counts_what_the_answer_leaves_out(tmp_path: Path):
     counts = omitted_counts(selected)
     assert counts == expected_omitted(selected, FAILURES - 2, CAUSES - 2), selected
     assert (counts["failures"], counts["groups"]) == (19, 9), selected
+
+
+LOUD = """\
+import pytest
+
+
+@pytest.mark.parametrize("i", [0, 1, 2])
+def test_loud(i):
+    print("x" * 4999)
+    assert i < 0
+
+
+def test_single():
+    print("y" * 2999)
+    raise ValueError("single")
+"""
+
+
+def test_captured_output_bytes_left_out_are_those_of_the_entries_shown(tmp_path: Path):
+    """Each failure prints more than the call's ``output_bytes`` (2,048): an entry in full
+    shows the tail and the ``Omitted:`` line counts the head it lost; the two other
+    cases of ``test_loud``, named on its ``also in`` line without their output, are
+    counted among the failures, not by their output's bytes."""
+    root = tmp_path / "proj"
+    root.mkdir()
+    (root / "test_loud.py").write_text(LOUD)
+    args = ["-m", "pytest_mcp_server", "--root", str(root), "--artifacts-dir", str(tmp_path / "artifacts")]
+    params = StdioServerParameters(command=sys.executable, args=args)
+
+    async def body():
+        async with connect(params, "auto") as client:
+            executed = await client.call_tool("execute_tests", {"output_bytes": 2048})
+            return text_of(executed), executed.structured_content["summary"]
+
+    answer, structured = run(body)
+    assert "also in 2 more" in answer, answer
+    # 4,999 characters and a line break each, less the 2,048-byte tail shown
+    shown_heads = (5000 - 2048) + (3000 - 2048)
+    assert omitted_counts(answer)["bytes of captured output"] == shown_heads, answer
+    assert structured["omitted"]["output_bytes"] == shown_heads

@@ -346,6 +346,10 @@ struct ListedFailure {
     stdout: Option<String>,
     stderr: Option<String>,
     log: Option<String>,
+    /// What the parser's caps dropped of this failure's text and message, and of its
+    /// captured output and log (docs/ENGINE.md, *Text capping*).
+    text_bytes_omitted: u64,
+    output_bytes_omitted: u64,
     group: GroupRef,
 }
 
@@ -357,6 +361,7 @@ struct ListedCollectionError {
     location: Option<(String, Option<u64>)>,
     traceback: String,
     traceback_omitted: u64,
+    text_bytes_omitted: u64,
 }
 
 #[derive(Debug)]
@@ -696,6 +701,8 @@ impl SummaryBuilder {
             stdout: non_empty(record.stdout.clone()),
             stderr: non_empty(record.stderr.clone()),
             log: non_empty(record.log.clone()),
+            text_bytes_omitted: record.text_bytes_omitted,
+            output_bytes_omitted: record.output_bytes_omitted,
             group,
         }
     }
@@ -882,6 +889,7 @@ impl SummaryBuilder {
                 location,
                 traceback,
                 traceback_omitted,
+                text_bytes_omitted: record.text_bytes_omitted,
             });
         }
     }
@@ -1197,6 +1205,8 @@ impl SummaryBuilder {
                 stdout: f.stdout.as_deref(),
                 stderr: f.stderr.as_deref(),
                 log: f.log.as_deref(),
+                text_bytes_omitted: f.text_bytes_omitted,
+                output_bytes_omitted: f.output_bytes_omitted,
                 group: match f.group {
                     GroupRef::Tracked(i) => group_id(self.groups[i].hash),
                     GroupRef::Other => OTHER_GROUP_ID.to_owned(),
@@ -1229,6 +1239,7 @@ impl SummaryBuilder {
                         .map(|(path, line)| LocationJson { path, line: *line }),
                     traceback: &e.traceback,
                     traceback_lines_omitted: e.traceback_omitted,
+                    text_bytes_omitted: e.text_bytes_omitted,
                 })
                 .collect(),
             slowest: self
@@ -1317,6 +1328,8 @@ struct FailureJson<'a> {
     stdout: Option<&'a str>,
     stderr: Option<&'a str>,
     log: Option<&'a str>,
+    text_bytes_omitted: u64,
+    output_bytes_omitted: u64,
     group: String,
 }
 
@@ -1344,6 +1357,7 @@ struct CollectionErrorJson<'a> {
     location: Option<LocationJson<'a>>,
     traceback: &'a str,
     traceback_lines_omitted: u64,
+    text_bytes_omitted: u64,
 }
 
 #[derive(Serialize)]

@@ -173,7 +173,15 @@ def _text_and_leftovers(
     if not every_failure:
         shown_groups |= {g.id for g in summary.groups}
     traceback_lines = traceback_lines_shown(summary, every_failure)
-    omitted = _omitted_phrase(summary, failures_budget, traceback_lines, cut, every_failure, len(shown_groups))
+    output_bytes, text_bytes = bytes_left_out_shown(summary, every_failure)
+    omitted = _omitted_phrase(
+        summary,
+        failures_budget,
+        traceback_lines,
+        (output_bytes, text_bytes + cut),
+        every_failure,
+        len(shown_groups),
+    )
     if omitted:
         lines.append("")
         lines.append(omitted)
@@ -264,21 +272,38 @@ def _failure_lines(failure: Failure, *, full: bool) -> list[str]:
     return out
 
 
-def traceback_lines_shown(summary: ReportSummary, every_failure: bool = False) -> int:
-    """Traceback lines the engine's cut left out of the tracebacks ``render_text`` shows
-    (its ``Omitted`` line's count): those of the entries in full
-    (``answer.failure_entries``) that are not folded into an earlier entry's ``same
-    traceback as ...`` (the earlier one's are counted), and those of the collection
-    errors. ``every_failure`` as for ``render_text``."""
-    total = sum(ce.traceback_lines_omitted for ce in summary.collection_errors if ce.traceback)
+def shown_in_full(summary: ReportSummary, every_failure: bool = False) -> list[Failure]:
+    """The failures whose tracebacks, output tails and logs ``render_text`` shows: the
+    entries in full (``answer.failure_entries``) that are not folded into an earlier
+    entry's ``same traceback as ...``. ``every_failure`` as for ``render_text``."""
+    shown: list[Failure] = []
     shapes: dict[str, str] = {}
     for failure, full in failure_entries(summary, every_failure):
-        if not full or not failure.traceback:
+        if not full:
             continue
         if not every_failure and _folded_if_seen(failure, _failure_lines(failure, full=True), shapes)[1]:
             continue
-        total += failure.traceback_lines_omitted
-    return total
+        shown.append(failure)
+    return shown
+
+
+def traceback_lines_shown(summary: ReportSummary, every_failure: bool = False) -> int:
+    """Traceback lines the engine's cut left out of the tracebacks ``render_text`` shows
+    (its ``Omitted`` line's count): those of ``shown_in_full`` (the earlier entry's count
+    for a folded one) and those of the collection errors."""
+    total = sum(ce.traceback_lines_omitted for ce in summary.collection_errors if ce.traceback)
+    return total + sum(f.traceback_lines_omitted for f in shown_in_full(summary, every_failure) if f.traceback)
+
+
+def bytes_left_out_shown(summary: ReportSummary, every_failure: bool = False) -> tuple[int, int]:
+    """(captured output, report text) UTF-8 bytes the report reader's caps dropped from
+    what ``render_text`` shows: the output tails, logs and texts of ``shown_in_full``, and
+    the collection errors' texts. A failure without an entry in full is counted among
+    the failures left out, not by its bytes."""
+    shown = shown_in_full(summary, every_failure)
+    output = sum(f.output_bytes_omitted for f in shown)
+    text = sum(f.text_bytes_omitted for f in shown) + sum(ce.text_bytes_omitted for ce in summary.collection_errors)
+    return output, text
 
 
 def _first_line(text: str) -> str:
@@ -309,7 +334,7 @@ def _omitted_phrase(
     summary: ReportSummary,
     failures_budget: str,
     traceback_lines: int,
-    cut_text_bytes: int,
+    bytes_left_out: tuple[int, int],
     every_failure: bool,
     shown_groups: int,
 ) -> str:
@@ -322,8 +347,9 @@ def _omitted_phrase(
     names (a group line, or an entry of one of its failures: a group the engine's groups
     budget cut but whose failure is listed is shown). ``traceback_lines``: lines cut from
     the tracebacks the text shows (entries in full that are not folded into an earlier
-    one, and collection errors); ``cut_text_bytes``: bytes the text's line cap cut,
-    added to the report text."""
+    one, and collection errors); ``bytes_left_out``: (captured output, report text)
+    bytes left out of what the text shows (``bytes_left_out_shown``; the report text's
+    with the bytes the text's own line cap cut)."""
     o = summary.omitted
     if every_failure:
         unnamed = o.failures
@@ -332,7 +358,7 @@ def _omitted_phrase(
         named = sum(g.count for g in summary.groups) + sum(1 for f in summary.failures if f.group not in listed_groups)
         unnamed = max(0, len(summary.failures) + o.failures - named)
     hidden_groups = max(0, len(summary.groups) + o.groups - shown_groups)
-    text_bytes = o.text_bytes + cut_text_bytes
+    output_bytes, text_bytes = bytes_left_out
     parts = []
     if unnamed:
         parts.append(f"{unnamed} more failures (raise {failures_budget})")
@@ -342,8 +368,8 @@ def _omitted_phrase(
         parts.append(f"{o.collection_errors} more collection errors")
     if traceback_lines:
         parts.append(f"{traceback_lines} traceback lines")
-    if o.output_bytes:
-        parts.append(f"{o.output_bytes} bytes of captured output")
+    if output_bytes:
+        parts.append(f"{output_bytes} bytes of captured output")
     if text_bytes:
         parts.append(f"{text_bytes} bytes of report text")
     return "Omitted: " + "; ".join(parts) if parts else ""

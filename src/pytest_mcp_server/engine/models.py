@@ -107,7 +107,10 @@ class Failure(_Frozen):
     *Traceback cutting*); ``traceback_lines_omitted``: the lines of the report's text the
     cut left out of it (its ``... [N lines omitted]`` markers, as a number);
     ``message_in_traceback``: an ``E`` line of ``traceback`` says ``exception: message``
-    (an entry in full then writes no message line of its own).
+    (an entry in full then writes no message line of its own). ``text_bytes_omitted`` and
+    ``output_bytes_omitted``: UTF-8 bytes the report reader's caps dropped from this
+    failure's text and message, and from its captured output and log
+    (docs/ENGINE.md, *Text capping*).
     """
 
     node_id: str
@@ -123,14 +126,17 @@ class Failure(_Frozen):
     stdout: str | None = None
     stderr: str | None = None
     log: str | None = None
+    text_bytes_omitted: int = 0
+    output_bytes_omitted: int = 0
     group: str
 
 
 class Group(_Frozen):
-    """Failures that share a cause: the same exception type raised at the same line of
-    the project's non-test code, else at the same assertion site with the same
-    normalised message (docs/ENGINE.md, *Groups*). ``message`` and ``location`` are
-    those of its first failure (listed first among the failures)."""
+    """Failures that share a cause, by fingerprint: the same exception type raised at the
+    same innermost frame of the project's code under test, else of its tests (of the root
+    cause when chained); without a frame, the same normalised message with its values
+    folded (docs/ENGINE.md, *Groups*). ``message`` and ``location`` are those of its first
+    failure (listed first among the failures)."""
 
     id: str
     count: int
@@ -174,7 +180,8 @@ class CollectionError(_Frozen):
     """A module or file that failed to collect; ``location`` is the innermost frame of
     its traceback (``path:line``), ``traceback`` cut like a failure's (not tidied: the
     shown-traceback rules are for failures), ``traceback_lines_omitted`` the lines the cut
-    left out of it."""
+    left out of it, ``text_bytes_omitted`` the UTF-8 bytes the reader's cap dropped from
+    its text (docs/ENGINE.md, *Text capping*)."""
 
     path: str
     exception: str | None
@@ -182,6 +189,7 @@ class CollectionError(_Frozen):
     location: Location | None = None
     traceback: str = ""
     traceback_lines_omitted: int = 0
+    text_bytes_omitted: int = 0
 
 
 class SlowTest(_Frozen):

@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from pytest_mcp_server.adapters.answer import cap_lines, failure_entries
-from pytest_mcp_server.adapters.text import traceback_lines_shown
+from pytest_mcp_server.adapters.text import bytes_left_out_shown, traceback_lines_shown
 from pytest_mcp_server.domain.policy import SLOW_S
 from pytest_mcp_server.domain.tools import ExecuteResult
 from pytest_mcp_server.engine.models import Failure, Omitted, ReportSummary
@@ -39,8 +39,9 @@ def with_run_dir(values: list[str], report_path: str) -> list[str]:
 
 def answer_failure(failure: Failure) -> tuple[Failure, int]:
     """A failure as the structured content gives it, and the UTF-8 bytes its message
-    lost: ``traceback`` ``""`` (and its ``traceback_lines_omitted`` 0,
-    ``message_in_traceback`` false) and
+    lost: ``traceback`` ``""`` (and its ``traceback_lines_omitted``,
+    ``text_bytes_omitted`` and ``output_bytes_omitted`` 0: the text's ``Omitted`` line
+    counts them; ``message_in_traceback`` false) and
     ``stdout``/``stderr``/``log`` null (the text carries them), the message capped per
     line at ``LINE_CHARS``."""
     message, cut = cap_lines(failure.message)
@@ -52,6 +53,8 @@ def answer_failure(failure: Failure) -> tuple[Failure, int]:
         "stdout": None,
         "stderr": None,
         "log": None,
+        "text_bytes_omitted": 0,
+        "output_bytes_omitted": 0,
     }
     return failure.model_copy(update=update), cut
 
@@ -68,9 +71,10 @@ def answer_summary(summary: ReportSummary) -> ReportSummary:
     ``failures`` grows by the listed failures left without an entry (so
     ``len(failures) + omitted.failures`` is still every failed or errored test; each is
     counted in its group), ``traceback_lines`` covers only the tracebacks the text
-    shows (``text.traceback_lines_shown``: the count of its ``Omitted`` line),
-    ``text_bytes`` grows by what the message caps cut. Counts, the groups' counts and
-    collection errors are the engine's.
+    shows (``text.traceback_lines_shown``: the count of its ``Omitted`` line), and
+    ``output_bytes`` and ``text_bytes`` only what the reader's caps dropped from what the
+    text shows (``text.bytes_left_out_shown``), ``text_bytes`` with what the message caps
+    cut. Counts, the groups' counts and collection errors are the engine's.
     """
     failures: list[Failure] = []
     text_cut = 0
@@ -82,6 +86,7 @@ def answer_summary(summary: ReportSummary) -> ReportSummary:
     entry_ids = {failure.node_id for failure in failures}
     groups = [g.model_copy(update={"examples": [e for e in g.examples if e not in entry_ids]}) for g in summary.groups]
     omitted = summary.omitted
+    output_bytes, text_bytes = bytes_left_out_shown(summary)
     return summary.model_copy(
         update={
             "failures": failures,
@@ -92,8 +97,8 @@ def answer_summary(summary: ReportSummary) -> ReportSummary:
                 groups=omitted.groups,
                 collection_errors=omitted.collection_errors,
                 traceback_lines=traceback_lines_shown(summary),
-                output_bytes=omitted.output_bytes,
-                text_bytes=omitted.text_bytes + text_cut,
+                output_bytes=output_bytes,
+                text_bytes=text_bytes + text_cut,
             ),
         }
     )
@@ -109,9 +114,11 @@ SILENT_FAILURE_FIELDS = (
     "stdout",
     "stderr",
     "log",
+    "text_bytes_omitted",
+    "output_bytes_omitted",
 )
-"""A failure's fields that an answer's structured content leaves out when empty (null or
-``""``: the traceback and output tails are in the text)."""
+"""A failure's fields that an answer's structured content leaves out when empty (null,
+``""`` or 0: the traceback and output tails are in the text)."""
 
 
 def without_silent_fields(summary: dict[str, Any]) -> dict[str, Any]:
@@ -120,7 +127,8 @@ def without_silent_fields(summary: dict[str, Any]) -> dict[str, Any]:
     subtest counts when all are 0; a failure's empty ``subtest``, ``traceback``,
     ``stdout``, ``stderr`` and ``log``; when the groups budget cut no group, a group of
     one failure that is listed (the failure, whose ``group`` names it, says all the
-    group would), and a group's empty ``examples``; empty ``collection_errors``, ``slowest``, ``unmatched``
+    group would), and a group's empty ``examples``; a collection error's 0
+    ``text_bytes_omitted``; empty ``collection_errors``, ``slowest``, ``unmatched``
     and ``truncated``; the 0
     counts of ``omitted`` (all of it when nothing was cut)."""
     counts = summary["counts"]
@@ -135,6 +143,10 @@ def without_silent_fields(summary: dict[str, Any]) -> dict[str, Any]:
         for g in summary["groups"]
         if g["count"] > 1 or g["id"] not in singles
     ]
+    if summary.get("collection_errors"):
+        summary["collection_errors"] = [
+            {k: v for k, v in ce.items() if k != "text_bytes_omitted" or v} for ce in summary["collection_errors"]
+        ]
     for name in ("collection_errors", "slowest", "unmatched", "truncated"):
         if not summary.get(name, True):
             del summary[name]

@@ -421,6 +421,8 @@ class SummaryBuilder:
             "stdout": record.stdout or None,
             "stderr": record.stderr or None,
             "log": record.log or None,
+            "text_bytes_omitted": record.text_bytes_omitted,
+            "output_bytes_omitted": record.output_bytes_omitted,
             "group": group_id,
         }
         return seq, entry, omitted
@@ -482,6 +484,7 @@ class SummaryBuilder:
                     "location": location,
                     "traceback": traceback,
                     "traceback_lines_omitted": omitted,
+                    "text_bytes_omitted": record.text_bytes_omitted,
                 }
             )
 
