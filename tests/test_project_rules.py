@@ -492,3 +492,5 @@ def test_a_chain_of_a_thousand_exceptions_is_cut_within_budget(tmp_path):
     assert len(lines) <= 40
     assert "E       KeyError: 'user-7'" in lines
     assert lines[-1] == "tests/test_store.py:1099: RuntimeError"
+    # the test's own frame, at the head, stays too
+    assert "tests/test_store.py:8: " in lines

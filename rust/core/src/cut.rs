@@ -559,11 +559,16 @@ fn cut_lines(
     let mut pieces: Vec<Piece> = Vec::new();
     // The pieces holding the root frame's first line and the first chain line.
     let mut chain_pieces = (0, 0);
+    // The piece of the text's first kept location line (the test's own frame).
+    let mut first_location: Option<usize> = None;
     for (j, &d) in dropped.iter().enumerate() {
         if d {
             add_gap(&mut pieces, 1);
         } else {
             pieces.push(Piece::Line(j));
+            if first_location.is_none() && chain.is_some() && parse_location(lines[j]).is_some() {
+                first_location = Some(pieces.len() - 1);
+            }
         }
         match chain {
             Some((c, _)) if c == j => chain_pieces.1 = pieces.len() - 1,
@@ -572,7 +577,8 @@ fn cut_lines(
         }
     }
     if pieces.len() > max_lines && chain.is_some() {
-        pieces = cut_chained(&pieces, max_lines, chain_pieces.0, chain_pieces.1);
+        let (root, chain) = chain_pieces;
+        pieces = cut_chained(&pieces, max_lines, first_location, root, chain);
     } else if pieces.len() > max_lines {
         let head = max_lines / 3;
         let tail = max_lines - head - 1;
@@ -663,19 +669,35 @@ fn push_piece(pieces: &mut Vec<Piece>, piece: Piece) {
 }
 
 /// Step 6 of a chained text whose root cause has a project frame (docs/ENGINE.md,
-/// *Chained exceptions*): the root's end from its innermost project frame on (at least
-/// `max_lines / 2 - 1` pieces, at most `max_lines - 3`), a marker for what precedes it,
-/// then the rest from the first chain line (`chain`) on, its tail when it does not fit
-/// (a marker first). `root`: the piece holding that frame's first line.
-fn cut_chained(pieces: &[Piece], max_lines: usize, root: usize, chain: usize) -> Vec<Piece> {
-    let keep_root = (max_lines / 2)
+/// *Chained exceptions*): the text's head up to its first location line (the test's own
+/// frame) when that is within `max_lines / 4` lines and before the root's frame; then
+/// the root's end from its innermost project frame on (at least half of what is left,
+/// less one, at most all of it less three), a marker for what precedes it; then the rest
+/// from the first chain line (`chain`) on, its tail when it does not fit (a marker
+/// first). `root`: the piece holding that frame's first line.
+fn cut_chained(
+    pieces: &[Piece],
+    max_lines: usize,
+    first_location: Option<usize>,
+    root: usize,
+    chain: usize,
+) -> Vec<Piece> {
+    let head = match first_location {
+        Some(p) if p < max_lines / 4 && p < root => p + 1,
+        _ => 0,
+    };
+    let budget = max_lines - head;
+    let keep_root = (budget / 2)
         .saturating_sub(1)
         .max(chain - root)
-        .min(max_lines - 3);
-    let start = chain.saturating_sub(keep_root);
+        .min(budget - 3);
+    let start = chain.saturating_sub(keep_root).max(head);
     let mut cut: Vec<Piece> = Vec::with_capacity(max_lines);
-    if start > 0 {
-        add_gap(&mut cut, lines_in(&pieces[..start]));
+    for p in &pieces[..head] {
+        push_piece(&mut cut, *p);
+    }
+    if start > head {
+        add_gap(&mut cut, lines_in(&pieces[head..start]));
     }
     for p in &pieces[start..chain] {
         push_piece(&mut cut, *p);

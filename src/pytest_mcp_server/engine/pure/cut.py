@@ -308,18 +308,21 @@ def _cut_lines(
     # Step 7 (runs of dropped lines -> one marker: an int), then step 6 (head + tail).
     pieces: list[str | int] = []
     chain_pieces = [0, 0]  # the pieces holding the root frame's first line and the chain line
+    first_location: int | None = None  # the piece of the first kept location line (the test's frame)
     for j, is_dropped in enumerate(dropped):
         if is_dropped:
             _add_gap(pieces, 1)
         else:
             pieces.append(lines[j])
+            if first_location is None and root_chain is not None and parse_location(lines[j]) is not None:
+                first_location = len(pieces) - 1
         if root_chain is not None:
             if j == root_chain[0]:
                 chain_pieces[1] = len(pieces) - 1
             elif j == root_chain[1]:
                 chain_pieces[0] = len(pieces) - 1
     if len(pieces) > max_lines and root_chain is not None:
-        pieces = _cut_chained(pieces, max_lines, chain_pieces[0], chain_pieces[1])
+        pieces = _cut_chained(pieces, max_lines, first_location, chain_pieces[0], chain_pieces[1])
     elif len(pieces) > max_lines:
         head = max_lines // 3
         tail = max_lines - head - 1
@@ -356,18 +359,28 @@ def _push_piece(pieces: list[str | int], piece: str | int) -> None:
         pieces.append(piece)
 
 
-def _cut_chained(pieces: list[str | int], max_lines: int, root: int, chain: int) -> list[str | int]:
+def _cut_chained(
+    pieces: list[str | int], max_lines: int, first_location: int | None, root: int, chain: int
+) -> list[str | int]:
     """Step 6 of a chained text whose root cause has a project frame (docs/ENGINE.md,
-    *Chained exceptions*): the root's end from its innermost project frame on (at least
-    ``max_lines // 2 - 1`` pieces, at most ``max_lines - 3``), a marker for what precedes
-    it, then the rest from the first chain line (piece ``chain``) on, its tail when it
-    does not fit (a marker first). ``root``: the piece holding that frame's first line.
-    The twin of ``cut_chained`` in ``rust/core/src/cut.rs``."""
-    keep_root = min(max(max_lines // 2 - 1, chain - root), max_lines - 3)
-    start = max(chain - keep_root, 0)
+    *Chained exceptions*): the text's head up to its first location line (the test's own
+    frame) when that is within ``max_lines // 4`` lines and before the root's frame; then
+    the root's end from its innermost project frame on (at least half of what is left,
+    less one, at most all of it less three), a marker for what precedes it; then the rest
+    from the first chain line (piece ``chain``) on, its tail when it does not fit (a marker
+    first). ``root``: the piece holding that frame's first line. The twin of
+    ``cut_chained`` in ``rust/core/src/cut.rs``."""
+    head = 0
+    if first_location is not None and first_location < max_lines // 4 and first_location < root:
+        head = first_location + 1
+    budget = max_lines - head
+    keep_root = min(max(budget // 2 - 1, chain - root), budget - 3)
+    start = max(chain - keep_root, head)
     cut: list[str | int] = []
-    if start > 0:
-        _add_gap(cut, _lines_in(pieces[:start]))
+    for p in pieces[:head]:
+        _push_piece(cut, p)
+    if start > head:
+        _add_gap(cut, _lines_in(pieces[head:start]))
     for p in pieces[start:chain]:
         _push_piece(cut, p)
     room = max_lines - len(cut)
