@@ -1542,7 +1542,7 @@ mod tests {
             v["collection_errors"],
             json!([{"path": "tests/test_bad.py", "exception": "ImportError", "message": "no module named x",
                      "location": null, "traceback": "E   ImportError: no module named x",
-                     "traceback_lines_omitted": 0}])
+                     "traceback_lines_omitted": 0, "text_bytes_omitted": 0}])
         );
         assert_eq!(
             v["slowest"],
