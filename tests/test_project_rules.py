@@ -494,3 +494,14 @@ def test_a_chain_of_a_thousand_exceptions_is_cut_within_budget(tmp_path):
     assert lines[-1] == "tests/test_store.py:1099: RuntimeError"
     # the test's own frame, at the head, stays too
     assert "tests/test_store.py:8: " in lines
+
+
+def test_a_chained_cut_at_the_smallest_budgets_stays_within_them(tmp_path):
+    """At 3 to 8 lines the chained cut still fits: the head, the root's end and the final
+    exception share what there is, in both backends alike."""
+    for max_lines in range(3, 9):
+        case = _case("test_a", "RuntimeError: lookup failed", _chained(21, "RuntimeError"), "tests/test_store.py")
+        s = summary_in_both(_junit(tmp_path / f"r{max_lines}.xml", [case]), PROJECT, max_traceback_lines=max_lines)
+        lines = s["failures"][0]["traceback"].split("\n")
+        assert len(lines) <= max_lines, (max_lines, lines)
+        assert lines[-1] == "tests/test_store.py:12: RuntimeError", (max_lines, lines)

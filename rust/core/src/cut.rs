@@ -670,7 +670,7 @@ fn push_piece(pieces: &mut Vec<Piece>, piece: Piece) {
 
 /// Step 6 of a chained text whose root cause has a project frame (docs/ENGINE.md,
 /// *Chained exceptions*): the text's head up to its first location line (the test's own
-/// frame) when that is within `max_lines / 4` lines and before the root's frame; then
+/// frame) when that is within `max_lines / 3` lines and before the root's frame; then
 /// the root's end from its innermost project frame on (at least half of what is left,
 /// less one, at most all of it less three), a marker for what precedes it; then the rest
 /// from the first chain line (`chain`) on, its tail when it does not fit (a marker
@@ -683,7 +683,8 @@ fn cut_chained(
     chain: usize,
 ) -> Vec<Piece> {
     let head = match first_location {
-        Some(p) if p < max_lines / 4 && p < root => p + 1,
+        // at most a third, and three lines left for the root and the final exception
+        Some(p) if p < max_lines / 3 && p < root && p + 4 <= max_lines => p + 1,
         _ => 0,
     };
     let budget = max_lines - head;

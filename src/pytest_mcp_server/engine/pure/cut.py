@@ -364,14 +364,15 @@ def _cut_chained(
 ) -> list[str | int]:
     """Step 6 of a chained text whose root cause has a project frame (docs/ENGINE.md,
     *Chained exceptions*): the text's head up to its first location line (the test's own
-    frame) when that is within ``max_lines // 4`` lines and before the root's frame; then
+    frame) when that is within ``max_lines // 3`` lines and before the root's frame; then
     the root's end from its innermost project frame on (at least half of what is left,
     less one, at most all of it less three), a marker for what precedes it; then the rest
     from the first chain line (piece ``chain``) on, its tail when it does not fit (a marker
     first). ``root``: the piece holding that frame's first line. The twin of
     ``cut_chained`` in ``rust/core/src/cut.rs``."""
     head = 0
-    if first_location is not None and first_location < max_lines // 4 and first_location < root:
+    # at most a third, and three lines left for the root and the final exception
+    if first_location is not None and first_location < min(max_lines // 3, root, max_lines - 3):
         head = first_location + 1
     budget = max_lines - head
     keep_root = min(max(budget // 2 - 1, chain - root), budget - 3)
