@@ -265,3 +265,13 @@ class ReportError(Exception):
         self.message = message
         where = f"{path}" + (f" ({position})" if position else "")
         super().__init__(f"{where}: {message}")
+
+    @classmethod
+    def from_os_error(cls, path: str, exc: OSError) -> ReportError:
+        """The error for a file that could not be opened or read: ``not_found`` for a
+        missing file, else ``unreadable`` (the twin of ``ReportError::from_io`` in
+        ``rust/core/src/error.rs``)."""
+        if isinstance(exc, FileNotFoundError):
+            return cls("not_found", path, "no such file; check the path")
+        reason = exc.strerror or exc
+        return cls("unreadable", path, f"cannot read the file ({reason}); check that it is a readable regular file")

@@ -67,25 +67,15 @@ _EXPECTED = {
 def _open(path: str) -> IO[bytes]:
     try:
         return open(path, "rb")
-    except FileNotFoundError:
-        raise ReportError("not_found", path, "no such file; check the path") from None
     except OSError as exc:
-        raise ReportError(
-            "unreadable",
-            path,
-            f"cannot read the file ({exc.strerror or exc}); check that it is a readable regular file",
-        ) from None
+        raise ReportError.from_os_error(path, exc) from None
 
 
 def _read_head(path: str, f: IO[bytes]) -> bytes:
     try:
         return f.read(SNIFF_BYTES)
     except OSError as exc:  # e.g. a directory opened on some platforms
-        raise ReportError(
-            "unreadable",
-            path,
-            f"cannot read the file ({exc.strerror or exc}); check that it is a readable regular file",
-        ) from None
+        raise ReportError.from_os_error(path, exc) from None
 
 
 def summarize_files(

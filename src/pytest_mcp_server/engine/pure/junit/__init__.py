@@ -57,11 +57,7 @@ def _read(f: IO[bytes], path: str, n: int) -> bytes:
     try:
         return f.read(n)
     except OSError as exc:
-        raise ReportError(
-            "unreadable",
-            path,
-            f"cannot read the file ({exc.strerror or exc}); check that it is a readable regular file",
-        ) from None
+        raise ReportError.from_os_error(path, exc) from None
 
 
 # --- records (mirrors junit.rs) ---------------------------------------------------------

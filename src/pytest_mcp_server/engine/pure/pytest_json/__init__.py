@@ -141,11 +141,7 @@ def parse_pytest_json(
             raise parser.malformed(reader.violation[1], reader.violation[0]) from None
         raise parser.malformed(_yajl_reason(exc)) from None
     except OSError as exc:
-        raise ReportError(
-            "unreadable",
-            path,
-            f"cannot read the file ({exc.strerror or exc}); check that it is a readable regular file",
-        ) from None
+        raise ReportError.from_os_error(path, exc) from None
 
 
 def _yajl_reason(exc: Exception) -> str:
