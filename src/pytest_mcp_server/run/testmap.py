@@ -1,0 +1,226 @@
+"""The per-test map of an ``affected`` call: for each test, the blocks it ran
+(``domain.blocks``), its last outcome and the configuration fingerprint of that run,
+in SQLite (the standard library's ``sqlite3``, WAL journal).
+
+One file per project root and interpreter (``map_path``: ``<artifacts>/maps/<root
+name>-<hash of root and interpreter>.sqlite``), never in the project. Every change is
+one transaction (``BEGIN IMMEDIATE``: two runs on one root take turns, a busy one
+waits up to ``BUSY_TIMEOUT_S``), so a killed run leaves the map as it was before.
+
+A file that is not such a map (not SQLite, another program's database, a schema
+version this server does not know, a broken page) is never trusted: ``open_map``
+removes it and starts an empty map, and says so in one line (the ``notice``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import sqlite3
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+
+from pytest_mcp_server.domain.affected import RecordedTest
+
+SCHEMA_VERSION = 1
+"""The map's schema version, in its ``schema_version`` table; a map of another version is rebuilt."""
+FORMAT_NAME = "pytest-mcp-server test map"
+"""The ``format`` row of the ``meta`` table: what makes a SQLite file one of these maps."""
+BUSY_TIMEOUT_S = 30.0
+"""How long a writer waits for another run's transaction on the same map, seconds."""
+MAPS_DIR = "maps"
+"""The artifacts directory's subdirectory holding the maps."""
+
+_SCHEMA = """
+CREATE TABLE schema_version (version INTEGER NOT NULL);
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE tests (
+    id INTEGER PRIMARY KEY,
+    node_id TEXT NOT NULL UNIQUE,
+    outcome TEXT NOT NULL,
+    config TEXT NOT NULL
+);
+CREATE TABLE blocks (
+    id INTEGER PRIMARY KEY,
+    path TEXT NOT NULL,
+    fingerprint TEXT NOT NULL,
+    UNIQUE (path, fingerprint)
+);
+CREATE TABLE test_blocks (
+    test_id INTEGER NOT NULL REFERENCES tests (id) ON DELETE CASCADE,
+    block_id INTEGER NOT NULL REFERENCES blocks (id),
+    PRIMARY KEY (test_id, block_id)
+) WITHOUT ROWID;
+"""
+
+
+def map_path(artifacts_base: Path, root: Path, python: str) -> Path:
+    """Where the map of ``root`` run by the interpreter ``python`` lives."""
+    key = hashlib.sha256(f"{root}\0{python}".encode("utf-8", "surrogateescape")).hexdigest()[:12]
+    return artifacts_base / MAPS_DIR / f"{root.name or 'root'}-{key}.sqlite"
+
+
+class MapUntrusted(Exception):
+    """The file is not a map of this server's schema (the message says what it is)."""
+
+
+class TestMap:
+    """An open map (``open_map``); close it with ``close`` (or use it as a context
+    manager). Not shared between threads."""
+
+    __test__ = False  # not a pytest test class, whatever its name
+
+    def __init__(self, connection: sqlite3.Connection, path: Path) -> None:
+        self.connection = connection
+        self.path = path
+
+    def __enter__(self) -> TestMap:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the connection."""
+        self.connection.close()
+
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        self.connection.execute("BEGIN IMMEDIATE")
+        try:
+            yield self.connection
+        except BaseException:
+            self.connection.execute("ROLLBACK")
+            raise
+        self.connection.execute("COMMIT")
+
+    def tests(self) -> dict[str, RecordedTest]:
+        """Every test's entry: node id -> ``RecordedTest``."""
+        con = self.connection
+        blocks: dict[int, set[tuple[str, str]]] = {}
+        rows = con.execute(
+            "SELECT test_blocks.test_id, blocks.path, blocks.fingerprint "
+            "FROM test_blocks JOIN blocks ON blocks.id = test_blocks.block_id"
+        )
+        for test_id, path, fingerprint in rows:
+            blocks.setdefault(test_id, set()).add((path, fingerprint))
+        return {
+            node_id: RecordedTest(outcome=outcome, config=config, blocks=frozenset(blocks.get(test_id, ())))
+            for test_id, node_id, outcome, config in con.execute("SELECT id, node_id, outcome, config FROM tests")
+        }
+
+    def meta(self, key: str) -> str | None:
+        """A ``meta`` value, or None."""
+        row = self.connection.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def refresh(
+        self,
+        ran: Mapping[str, tuple[str, Iterable[tuple[str, str]]]],
+        config: str,
+        gone: Iterable[str] = (),
+        meta: Mapping[str, str] | None = None,
+    ) -> None:
+        """In one transaction: each test of ``ran`` (node id -> (outcome, its blocks as
+        ``(path, fingerprint)``)) gets exactly that entry, with ``config``; the tests
+        of ``gone`` (no longer in the suite) leave the map; ``meta`` rows are set; blocks
+        no test refers to any more are removed."""
+        with self._transaction() as con:
+            for node_id, (outcome, blocks) in ran.items():
+                con.execute(
+                    "INSERT INTO tests (node_id, outcome, config) VALUES (?, ?, ?) "
+                    "ON CONFLICT (node_id) DO UPDATE SET outcome = excluded.outcome, config = excluded.config",
+                    (node_id, outcome, config),
+                )
+                (test_id,) = con.execute("SELECT id FROM tests WHERE node_id = ?", (node_id,)).fetchone()
+                con.execute("DELETE FROM test_blocks WHERE test_id = ?", (test_id,))
+                for path, fingerprint in set(blocks):
+                    con.execute("INSERT OR IGNORE INTO blocks (path, fingerprint) VALUES (?, ?)", (path, fingerprint))
+                    con.execute(
+                        "INSERT INTO test_blocks (test_id, block_id) "
+                        "SELECT ?, id FROM blocks WHERE path = ? AND fingerprint = ?",
+                        (test_id, path, fingerprint),
+                    )
+            con.executemany("DELETE FROM tests WHERE node_id = ?", ((node_id,) for node_id in gone))
+            con.execute("DELETE FROM blocks WHERE id NOT IN (SELECT block_id FROM test_blocks)")
+            for key, value in (meta or {}).items():
+                con.execute(
+                    "INSERT INTO meta (key, value) VALUES (?, ?) "
+                    "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                    (key, value),
+                )
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    con = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None)  # transactions are explicit
+    try:
+        con.execute("PRAGMA foreign_keys = ON")
+        con.execute("PRAGMA journal_mode = WAL")
+        con.execute("PRAGMA synchronous = NORMAL")
+    except sqlite3.DatabaseError:
+        con.close()
+        raise
+    return con
+
+
+def _check(con: sqlite3.Connection) -> None:
+    """Raise ``MapUntrusted`` unless ``con`` is a map of ``SCHEMA_VERSION``."""
+    tables = {row[0] for row in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if not {"schema_version", "meta", "tests", "blocks", "test_blocks"} <= tables:
+        raise MapUntrusted("another program's SQLite database")
+    fmt = con.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()
+    if fmt is None or fmt[0] != FORMAT_NAME:
+        raise MapUntrusted("another program's SQLite database")
+    versions = [row[0] for row in con.execute("SELECT version FROM schema_version")]
+    if versions != [SCHEMA_VERSION]:
+        raise MapUntrusted(
+            f"schema version {versions[0] if versions else 'missing'}, this server reads {SCHEMA_VERSION}"
+        )
+    problem = con.execute("PRAGMA quick_check").fetchone()
+    if problem is None or problem[0] != "ok":
+        raise MapUntrusted(f"damaged ({problem[0] if problem else 'no answer to quick_check'})")
+
+
+def _create(con: sqlite3.Connection) -> None:
+    """Create the schema in the empty database of ``con`` (unless another run did first)."""
+    con.execute("BEGIN IMMEDIATE")
+    if con.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
+        con.execute("COMMIT")  # another run created it meanwhile: ``_check`` reads it
+        return
+    for statement in _SCHEMA.split(";"):
+        if statement.strip():
+            con.execute(statement)
+    con.execute("INSERT INTO schema_version (version) VALUES (?)", (SCHEMA_VERSION,))
+    con.execute("INSERT INTO meta (key, value) VALUES ('format', ?)", (FORMAT_NAME,))
+    con.execute("COMMIT")
+
+
+def _remove(path: Path) -> None:
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+
+
+def open_map(path: Path) -> tuple[TestMap, str | None]:
+    """Open the map at ``path`` (its directory is created), creating it when absent.
+
+    Returns the map and a one-line notice when the file was not a map this server
+    trusts (``_check``) and was rebuilt empty, else None. Raises ``OSError`` or
+    ``sqlite3.Error`` only when a fresh map cannot be created either."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        con = _connect(path)
+        try:
+            _create(con)  # a new (empty) file gets the schema; an existing one is left as it is
+            _check(con)
+            return TestMap(con, path), None
+        except BaseException:
+            con.close()
+            raise
+    except MapUntrusted as exc:
+        why = str(exc)
+    except sqlite3.DatabaseError as exc:
+        why = f"not readable as SQLite ({exc})"
+    _remove(path)
+    con = _connect(path)
+    _create(con)
+    return TestMap(con, path), f"the test map {path} was {why}; rebuilt empty (every test runs as no_map)"

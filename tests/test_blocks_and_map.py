@@ -1,0 +1,200 @@
+"""The blocks a test map records and the map's store, on real source text and real
+SQLite files.
+
+A block's fingerprint must change exactly when its code does: an edit inside one
+function changes that function's block (and the functions around it), never a sibling
+nor the module-level block; comments, blank lines and moving a function change nothing.
+The store must refuse what it cannot trust (another program's database, a newer schema,
+bytes that are not SQLite) by rebuilding, and keep a transaction all-or-nothing.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from pytest_mcp_server.domain.affected import RecordedTest, select_affected
+from pytest_mcp_server.domain.blocks import MODULE_BLOCK, WHOLE_FILE, file_blocks, node_id_function
+from pytest_mcp_server.run.testmap import SCHEMA_VERSION, open_map
+
+SOURCE = b"""\
+import os
+
+LIMIT = 3
+
+
+@staticmethod
+def decorated(x):
+    return x + 1
+
+
+class Shape:
+    sides = 4
+
+    def area(self):
+        def inner():
+            return 2
+        return inner() * self.sides
+
+    async def fetch(self):
+        return 1
+
+
+class Other:
+    def area(self):
+        def inner():
+            return 2
+        return inner() * self.sides
+"""
+
+
+def fingerprints(source: bytes) -> dict[str, str]:
+    blocks = file_blocks(source)
+    return {MODULE_BLOCK: blocks.module.fingerprint} | {b.name: b.fingerprint for b in blocks.functions}
+
+
+def test_a_line_belongs_to_the_innermost_function_body_and_definitions_to_the_code_around():
+    blocks = file_blocks(SOURCE)
+    owner = {line: blocks.owner(line).name for line in range(1, 28)}
+    assert [b.name for b in blocks.functions] == [
+        "decorated",
+        "Shape.area",
+        "Shape.area.<locals>.inner",
+        "Shape.fetch",
+        "Other.area",
+        "Other.area.<locals>.inner",
+    ]
+    assert owner[1] == owner[3] == MODULE_BLOCK
+    assert owner[6] == owner[7] == MODULE_BLOCK  # the decorator and the def line run at import
+    assert owner[8] == "decorated"
+    assert owner[12] == MODULE_BLOCK  # a class body is module-level code
+    assert owner[14] == MODULE_BLOCK
+    assert owner[15] == "Shape.area"  # the nested def line runs when area runs
+    assert owner[16] == "Shape.area.<locals>.inner"
+    assert owner[17] == "Shape.area"
+    assert owner[20] == "Shape.fetch"
+
+
+def test_an_edit_changes_its_own_blocks_only_and_formatting_changes_none():
+    before = fingerprints(SOURCE)
+    assert len(set(before.values())) == len(before)  # equal bodies in two classes are two blocks
+
+    edited = fingerprints(
+        SOURCE.replace(b"return inner() * self.sides\n\n    async", b"return inner() + 1\n\n    async")
+    )
+    assert {name for name in before if before[name] != edited[name]} == {"Shape.area"}
+
+    inner_edited = fingerprints(
+        SOURCE.replace(
+            b"return 2\n        return inner() * self.sides\n\n    async",
+            b"return 3\n        return inner() * self.sides\n\n    async",
+        )
+    )
+    assert {name for name in before if before[name] != inner_edited[name]} == {
+        "Shape.area",
+        "Shape.area.<locals>.inner",
+    }
+
+    decorator = fingerprints(SOURCE.replace(b"@staticmethod\n", b"@classmethod\n"))
+    assert {name for name in before if before[name] != decorator[name]} == {"decorated"}
+
+    module = fingerprints(SOURCE.replace(b"LIMIT = 3", b"LIMIT = 4"))
+    assert {name for name in before if before[name] != module[name]} == {MODULE_BLOCK}
+
+    # comments, blank lines and moving a function up change no block
+    moved = SOURCE.replace(b"\n\n@staticmethod\ndef decorated(x):\n    return x + 1\n", b"")
+    moved = b"@staticmethod\ndef decorated(x):  # moved\n\n    return x + 1\n\n" + moved.replace(
+        b"LIMIT = 3", b"LIMIT = 3  # why"
+    )
+    assert fingerprints(moved) == before
+
+    # a new function changes no other block: the module-level block leaves functions out
+    added = fingerprints(SOURCE + b"\n\ndef test_new():\n    assert True\n")
+    assert {name: added[name] for name in before} == before
+
+
+def test_a_file_that_does_not_parse_is_one_block_of_its_whole_content():
+    broken = file_blocks(b"def f(:\n    return 1\n")
+    assert broken.module.name == WHOLE_FILE and broken.functions == [] and broken.owner(2).name == WHOLE_FILE
+    assert file_blocks(b"def f(:\n    return 2\n").module.fingerprint != broken.module.fingerprint
+    assert file_blocks(b"x = 1\n", python=False).module.name == WHOLE_FILE
+
+
+def test_a_node_id_names_its_file_and_test_function():
+    assert node_id_function("tests/t.py::TestA::test_b[1-x::y]") == ("tests/t.py", "TestA.test_b")
+    assert node_id_function("tests/t.py::test_c") == ("tests/t.py", "test_c")
+    assert node_id_function("pkg/mod.py::pkg.mod.func") == ("pkg/mod.py", None)  # a doctest
+    assert node_id_function("tests/t.py") == ("tests/t.py", None)
+
+
+def test_the_selection_takes_the_first_reason_that_holds():
+    recorded = {
+        "t.py::same": RecordedTest("passed", "c1", frozenset({("a.py", "f1")})),
+        "t.py::edited": RecordedTest("failed", "c1", frozenset({("a.py", "f1"), ("b.py", "gone")})),
+        "t.py::failed": RecordedTest("error", "c1", frozenset({("a.py", "f1")})),
+        "t.py::old_config": RecordedTest("passed", "c0", frozenset({("a.py", "f1")})),
+    }
+    current = {"a.py": {"f1"}, "b.py": {"other"}}
+    collected = ["t.py::same", "t.py::edited", "t.py::failed", "t.py::old_config", "u.py::fresh"]
+    tests, files = select_affected(collected, recorded, "c1", lambda p: current.get(p, set()), ["conftest.py"])
+    assert [(t.node_id, t.reason) for t in tests] == [
+        ("t.py::edited", "changed"),
+        ("t.py::failed", "failed_last"),
+        ("t.py::old_config", "config_changed"),
+        ("u.py::fresh", "new"),
+    ]
+    assert files == {"b.py": 1, "conftest.py": 1, "u.py": 1}
+    no_map, _ = select_affected(collected, {}, "c1", lambda p: set())
+    assert {t.reason for t in no_map} == {"no_map"} and len(no_map) == 5
+
+
+def test_a_map_keeps_what_a_transaction_wrote_and_nothing_of_one_that_failed(tmp_path: Path):
+    path = tmp_path / "maps" / "m.sqlite"
+    test_map, notice = open_map(path)
+    assert notice is None
+    with test_map:
+        test_map.refresh({"t::a": ("passed", [("a.py", "x")]), "t::b": ("failed", [("a.py", "x"), ("b.py", "y")])}, "c")
+        with pytest.raises(sqlite3.IntegrityError):  # a failure half-way: nothing of it stays
+            # t::a rewritten first, then t::c cannot be written (no outcome)
+            test_map.refresh({"t::a": ("failed", [("a.py", "z")]), "t::c": (None, [("a.py", "w")])}, "c")  # type: ignore[dict-item]
+        test_map.refresh({}, "c", gone=["t::b"])
+        assert test_map.tests() == {"t::a": RecordedTest("passed", "c", frozenset({("a.py", "x")}))}
+        assert test_map.connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        # blocks no test refers to any more are gone
+        assert test_map.connection.execute("SELECT path, fingerprint FROM blocks").fetchall() == [("a.py", "x")]
+
+
+@pytest.mark.parametrize(
+    ("make", "why"),
+    [
+        (lambda p: p.write_bytes(b"\0garbage" * 64), "was not readable as SQLite (file is not a database)"),
+        (lambda p: sqlite3.connect(p).execute("CREATE TABLE notes (x)").connection.commit(), "another program's"),
+        (
+            lambda p: (
+                sqlite3.connect(p)
+                .execute(f"UPDATE schema_version SET version = {SCHEMA_VERSION + 1}")
+                .connection.commit()
+            ),
+            f"was schema version {SCHEMA_VERSION + 1}, this server reads {SCHEMA_VERSION}",
+        ),
+    ],
+    ids=["not_sqlite", "foreign", "newer"],
+)
+def test_a_map_that_cannot_be_trusted_is_rebuilt_empty_with_a_notice(tmp_path: Path, make, why: str):
+    path = tmp_path / "m.sqlite"
+    with open_map(path)[0] as test_map:
+        test_map.refresh({"t::a": ("passed", [("a.py", "x")])}, "c")
+    if why.startswith("was schema"):
+        make(path)
+    else:
+        path.unlink()
+        Path(f"{path}-wal").unlink(missing_ok=True)
+        make(path)
+    test_map, notice = open_map(path)
+    with test_map:
+        assert notice is not None and why in notice and notice.endswith("rebuilt empty (every test runs as no_map)")
+        assert test_map.tests() == {}
+    with open_map(path)[0] as again:  # the rebuilt map is trusted
+        assert again.tests() == {}
