@@ -9,12 +9,13 @@ from pathlib import Path
 
 import anyio
 
+from pytest_mcp_server.app.affected import discover_affected
 from pytest_mcp_server.app.runner import Runner, run_status
 from pytest_mcp_server.domain.tools import DiscoverParams, DiscoverResult
 from pytest_mcp_server.domain.validation import check_node_ids_exist
 from pytest_mcp_server.engine.models import Budgets
 from pytest_mcp_server.run.argv import RECORDS_FILE, discover_argv
-from pytest_mcp_server.run.events import read_collected, read_run_events
+from pytest_mcp_server.run.events import MAX_FILES_LISTED, read_collected, read_run_events
 
 
 async def discover_tests(runner: Runner, params: DiscoverParams) -> DiscoverResult:
@@ -27,6 +28,8 @@ async def discover_tests(runner: Runner, params: DiscoverParams) -> DiscoverResu
     ``app.runner.run_status`` says.
     """
     check_node_ids_exist(params.node_ids, runner.root)
+    if params.affected:
+        return await _discover_affected(runner, params)
     interp = await runner.interpreter()
     max_timeout = runner.config.max_timeout_s
     async with runner.slots:
@@ -53,4 +56,32 @@ async def discover_tests(runner: Runner, params: DiscoverParams) -> DiscoverResu
         next_offset=end if end < total else None,
         collection_errors=summary.collection_errors,
         duration_s=round(session_s, 3) if session_s is not None else outcome.duration_s,
+    )
+
+
+async def _discover_affected(runner: Runner, params: DiscoverParams) -> DiscoverResult:
+    """``discover_tests`` with ``affected``: the plan of an affected run (``app.affected``),
+    its selected tests paged with their reasons."""
+    tmp = Path(await anyio.to_thread.run_sync(partial(tempfile.mkdtemp, prefix="pytest-mcp-discover-")))
+    try:
+        plan = await discover_affected(runner, params, tmp)
+    finally:
+        with anyio.CancelScope(shield=True):
+            shutil.rmtree(tmp, ignore_errors=True)
+    files: dict[str, int] = {}
+    for node_id in plan.collected:
+        path = node_id.split("::", 1)[0]
+        files[path] = files.get(path, 0) + 1
+    listed = dict(list(files.items())[:MAX_FILES_LISTED])
+    page = plan.tests[params.offset : params.offset + params.limit]
+    end = params.offset + len(page)
+    return DiscoverResult(
+        total=len(plan.collected),
+        files=listed,
+        files_omitted=len(files) - len(listed),
+        node_ids=[test.node_id for test in page],
+        next_offset=end if end < len(plan.tests) else None,
+        collection_errors=plan.summary.collection_errors,
+        duration_s=plan.duration_s,
+        selection=plan.selection.model_copy(update={"tests": page}),
     )

@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import shutil
 import time
+from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 import anyio
 
+from pytest_mcp_server.app.affected import execute_affected, interpreter_with_coverage
 from pytest_mcp_server.app.repeat import execute_repeated
 from pytest_mcp_server.app.runner import Runner, run_status
 from pytest_mcp_server.domain.failures import ToolFailure, invalid
@@ -51,6 +53,8 @@ async def execute_tests(runner: Runner, params: ExecuteParams, progress: Progres
     selection (exit 5) are results. With ``coverage`` the run writes its data into
     the run directory and the result carries its ``coverage`` (``run.coverage``).
     With ``repeat`` above 1 the selection runs that many times (``app.repeat``).
+    With ``affected`` only the tests a change can affect run (``app.affected``;
+    ``coverage_missing`` without coverage.py).
     """
     check_node_ids_exist(params.node_ids, runner.root)
     interp = await runner.interpreter()
@@ -62,11 +66,15 @@ async def execute_tests(runner: Runner, params: ExecuteParams, progress: Progres
                 f"pytest-xdist is not installed in the project's interpreter {interp.python}; "
                 "omit workers, or install pytest-xdist there",
             )
+    if params.affected:
+        interp = await interpreter_with_coverage(runner)
     if params.coverage and missing_coverage(interp) is not None:
         interp = await runner.interpreter(refresh=True)
         if (failure := missing_coverage(interp)) is not None:
             raise failure
     timeout = min(params.timeout_s or runner.config.max_timeout_s, runner.config.max_timeout_s)
+    if params.affected:
+        return await execute_affected(runner, params, interp, timeout, progress, run_in_dir)
     if params.repeat > 1:
         run_once = partial(execute_run, runner, params, interp)
         return await execute_repeated(runner, params, interp, timeout, progress, run_once)
@@ -83,38 +91,53 @@ async def execute_run(
     as ``execute_tests`` says."""
     async with runner.slots:
         run_dir = await anyio.to_thread.run_sync(runner.run_dirs.new)
-        records = run_dir / RECORDS_FILE
-        running = run_dir / RUNNING_MARKER
-        running.touch()
-        # summarize_report on this run's report uses the project code its answer uses
-        project = runner.project()
-        await anyio.to_thread.run_sync(write_project, run_dir, project)
-        argv = execute_argv(params, interp, run_dir)
-        watch = partial(EventFollower(records).follow, progress) if progress is not None else None
-        stopped_at: list[float] = []  # when the timeout hook ran (unix time)
-        on_timeout = partial(dump_stacks, records, run_dir / STACKS_FILE, stopped_at)
-        keep = False
+        return await run_in_dir(runner, params, interp, timeout, progress, run_dir)
+
+
+async def run_in_dir(
+    runner: Runner,
+    params: ExecuteParams,
+    interp: Interpreter,
+    timeout: float,
+    progress: ProgressFn | None,
+    run_dir: Path,
+    plugin_options: Sequence[str] = (),
+) -> tuple[ExecuteResult, float]:
+    """``execute_run`` in ``run_dir`` (made by ``runner.run_dirs.new``; a pytest slot held
+    by the caller), with the server's further ``plugin_options`` on the argv
+    (``run.argv.execute_argv``). On a failure the run directory is removed."""
+    records = run_dir / RECORDS_FILE
+    running = run_dir / RUNNING_MARKER
+    running.touch()
+    # summarize_report on this run's report uses the project code its answer uses
+    project = runner.project()
+    await anyio.to_thread.run_sync(write_project, run_dir, project)
+    argv = execute_argv(params, interp, run_dir, plugin_options)
+    watch = partial(EventFollower(records).follow, progress) if progress is not None else None
+    stopped_at: list[float] = []  # when the timeout hook ran (unix time)
+    on_timeout = partial(dump_stacks, records, run_dir / STACKS_FILE, stopped_at)
+    keep = False
+    try:
+        measured = coverage_env(run_dir) if params.coverage else None
+        outcome = await runner.run_pytest(argv, timeout, watch, on_timeout, measured)
+        ended_at = stopped_at[0] if stopped_at else time.time()
+        run_events = await anyio.to_thread.run_sync(read_run_events, records, runner.root)
         try:
-            measured = coverage_env(run_dir) if params.coverage else None
-            outcome = await runner.run_pytest(argv, timeout, watch, on_timeout, measured)
-            ended_at = stopped_at[0] if stopped_at else time.time()
-            run_events = await anyio.to_thread.run_sync(read_run_events, records, runner.root)
-            try:
-                status = run_status(outcome, argv, run_events, timeout, runner.config.max_timeout_s)
-            except ToolFailure as failure:
-                if failure.kind in ("timeout", "crashed"):
-                    await _explain_stop(runner, failure, run_dir, run_events, ended_at, outcome, params.budgets())
-                raise
-            summary = await runner.summarize_records(records, params.budgets(), outcome, argv, project)
-            coverage = None
-            if params.coverage and params.repeat == 1:  # a repeated call combines all its runs at the end
-                coverage = await finish_coverage(interp.python, runner.root, child_env(), run_dir)
-            keep = True
-        finally:
-            with anyio.CancelScope(shield=True):
-                running.unlink(missing_ok=True)
-                if not keep:
-                    shutil.rmtree(run_dir, ignore_errors=True)
+            status = run_status(outcome, argv, run_events, timeout, runner.config.max_timeout_s)
+        except ToolFailure as failure:
+            if failure.kind in ("timeout", "crashed"):
+                await _explain_stop(runner, failure, run_dir, run_events, ended_at, outcome, params.budgets())
+            raise
+        summary = await runner.summarize_records(records, params.budgets(), outcome, argv, project)
+        coverage = None
+        if params.coverage and params.repeat == 1:  # a repeated call combines all its runs at the end
+            coverage = await finish_coverage(interp.python, runner.root, child_env(), run_dir)
+        keep = True
+    finally:
+        with anyio.CancelScope(shield=True):
+            running.unlink(missing_ok=True)
+            if not keep:
+                shutil.rmtree(run_dir, ignore_errors=True)
     session_s = run_events.session_duration_s
     result = ExecuteResult(
         status=status,

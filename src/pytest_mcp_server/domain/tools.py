@@ -25,6 +25,7 @@ from pydantic import (
     field_validator,
 )
 
+from pytest_mcp_server.domain.affected import Selection
 from pytest_mcp_server.domain.coverage import CoverageSummary
 from pytest_mcp_server.domain.expressions import check_expression
 from pytest_mcp_server.domain.flaky import FlakyTest
@@ -117,6 +118,7 @@ class ExecuteParams(SelectionParams):
     repeat: int = Field(1, ge=1, le=MAX_REPEAT, description="run N times, find flaky tests")
     timeout_s: float | None = Field(None, gt=0, le=TIMEOUT_LIMIT_S, description="seconds before the run is killed")
     coverage: bool = Field(False, description="line coverage via pytest-cov")
+    affected: bool = False  # described in the server's instructions (tools/list is near its 4 KB)
     failures_listed: int = Field(
         EXECUTE_BUDGETS.max_failures, ge=budget_bounds("max_failures")[0], le=MAX_FAILURES_LISTED
     )
@@ -142,6 +144,21 @@ class ExecuteParams(SelectionParams):
             )
         return value
 
+    @field_validator("affected")
+    @classmethod
+    def _affected(cls, value: bool, info: ValidationInfo) -> bool:
+        if value and info.data.get("repeat", 1) > 1:
+            raise ValueError(
+                "affected with repeat is not supported: the affected tests would change between runs; "
+                "run affected once, then repeat the tests it ran as node_ids"
+            )
+        if value and info.data.get("coverage"):
+            raise ValueError(
+                "affected with coverage is not supported yet (both measure with coverage.py in one process); "
+                "use one of them"
+            )
+        return value
+
     def budgets(self) -> Budgets:
         """The report engine's budgets for this call: ``EXECUTE_BUDGETS`` with the
         three budgets given here."""
@@ -159,6 +176,7 @@ class DiscoverParams(SelectionParams):
 
     offset: int = Field(0, ge=0, le=MAX_DISCOVER_OFFSET)
     limit: int = Field(DEFAULT_DISCOVER_LIMIT, ge=0, le=MAX_DISCOVER_LIMIT, description="node ids per page")
+    affected: bool = False
 
 
 class SummarizeParams(ParamsModel):
@@ -258,6 +276,10 @@ class ExecuteResult(_Frozen):
     ``coverage``: with ``coverage: true``, the line coverage of the run
     (``coverage_report.CoverageSummary``; its ``data_path`` written with ``{run_dir}``);
     else None.
+    ``selection``: with ``affected: true``, which tests were affected and why
+    (``affected.Selection``); else None. When none was, nothing ran: ``status``
+    ``no_tests``, ``exit_code`` 5, ``command`` and ``report_path`` those of the
+    collect-only run that found the tests.
     """
 
     status: RunStatus
@@ -271,6 +293,7 @@ class ExecuteResult(_Frozen):
     flaky: list[FlakyTest] = Field(default_factory=list)
     deselected: int = 0
     coverage: CoverageSummary | None = None
+    selection: Selection | None = None
 
 
 class DiscoverResult(_Frozen):
@@ -282,6 +305,9 @@ class DiscoverResult(_Frozen):
     ``next_offset``: where the next page starts, or None at the end.
     ``collection_errors``: files that failed to import. ``duration_s``: pytest's session
     time of the collect run, seconds.
+    With ``affected``: ``selection`` (``affected.Selection``, its ``tests`` the page
+    with each test's reason), and ``node_ids`` and ``next_offset`` page over the
+    selected tests, not all collected ones; else ``selection`` is None.
     """
 
     total: int
@@ -291,6 +317,7 @@ class DiscoverResult(_Frozen):
     next_offset: int | None
     collection_errors: list[CollectionError]
     duration_s: float
+    selection: Selection | None = None
 
 
 class SummarizeResult(_Frozen):

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import os
 import secrets
+from collections.abc import Sequence
 from enum import IntEnum
 from pathlib import Path
 
-from pytest_mcp_server.domain.tools import DiscoverParams, ExecuteParams, SelectionParams
+from pytest_mcp_server.domain.tools import ExecuteParams, SelectionParams
 from pytest_mcp_server.run.coverage import COVERAGE_ARGV
 from pytest_mcp_server.run.events import PLUGIN_DIR, PLUGIN_NAME
 from pytest_mcp_server.run.interpreter import Interpreter
@@ -75,12 +76,16 @@ def selection_argv(params: SelectionParams) -> list[str]:
     return argv
 
 
-def execute_argv(params: ExecuteParams, interp: Interpreter, run_dir: Path) -> list[str]:
+def execute_argv(
+    params: ExecuteParams, interp: Interpreter, run_dir: Path, plugin_options: Sequence[str] = ()
+) -> list[str]:
     """The exact argv of an ``execute_tests`` run: the record plugin writing ``run_dir``'s
-    ``RECORDS_FILE`` (and its stack dump into ``STACKS_FILE``), then the agent's validated
+    ``RECORDS_FILE`` (and its stack dump into ``STACKS_FILE``) with the server's further
+    ``plugin_options`` (``run.affected.affected_argv``), then the agent's validated
     options and selection."""
     argv = [interp.python, "-m", "pytest", "-p", PLUGIN_NAME, f"--mcp-records={run_dir / RECORDS_FILE}"]
     argv.append(f"--mcp-stacks={run_dir / STACKS_FILE}")
+    argv += plugin_options
     if interp.pytest_version >= FULL_ASSERTION_DETAIL_SINCE:
         # the whole differing values: pytest's default cuts them ("{'name': 'ali...", "use -vv to show")
         argv += ["-q", "-o", "verbosity_assertions=2"]
@@ -99,7 +104,7 @@ def execute_argv(params: ExecuteParams, interp: Interpreter, run_dir: Path) -> l
     return argv + selection_argv(params)
 
 
-def discover_argv(params: DiscoverParams, interp: Interpreter, tmp: Path) -> list[str]:
+def discover_argv(params: SelectionParams, interp: Interpreter, tmp: Path) -> list[str]:
     """The argv of a collect-only run: the record plugin writes ``tmp``'s ``RECORDS_FILE``
     (the collected node ids and the collection errors)."""
     argv = [interp.python, "-m", "pytest", "-p", PLUGIN_NAME, f"--mcp-records={tmp / RECORDS_FILE}"]

@@ -16,8 +16,9 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from pytest_mcp_server.adapters.mcp.structured import execute_structured, plain_structured
-from pytest_mcp_server.adapters.text import render_discover, render_execute, render_summarize
+from pytest_mcp_server.adapters.affected_text import render_discover_answer, render_execute_answer
+from pytest_mcp_server.adapters.mcp.structured import discover_structured, execute_structured, plain_structured
+from pytest_mcp_server.adapters.text import render_summarize
 from pytest_mcp_server.app.discover import discover_tests
 from pytest_mcp_server.app.execute import execute_tests
 from pytest_mcp_server.app.runner import Runner
@@ -85,17 +86,18 @@ TOOLS: tuple[ToolSpec[Any, Any], ...] = (
         result=ExecuteResult,
         read_only=False,
         handler=execute_tests,
-        render=render_execute,
+        render=render_execute_answer,
         structured=execute_structured,
     ),
     ToolSpec[DiscoverParams, DiscoverResult](
         name="discover_tests",
-        description="Collect without running: total, tests per file, a page of node ids, collection errors.",
+        description=("Collect without running: total, tests per file, a page of node ids, collection errors."),
         params=DiscoverParams,
         result=DiscoverResult,
         read_only=True,
         handler=lambda runner, params, _progress: discover_tests(runner, params),
-        render=render_discover,
+        render=render_discover_answer,
+        structured=discover_structured,
     ),
     ToolSpec[SummarizeParams, SummarizeResult](
         name="summarize_report",
@@ -117,9 +119,17 @@ INSTRUCTIONS = (
     "Runs this project's pytest suite. A run with 0 tests (status no_tests) is not green: check node_ids, "
     "markers and keywords. To see more of a failure, call summarize_report on the run's report_path "
     "(node_ids=[...]) instead of re-running the suite verbose. "
-    "Failures are grouped by cause: fix a group, not each test."
+    "Failures are grouped by cause: fix a group, not each test. "
+    "affected=true runs only the tests that changes since their last run affect; "
+    "discover_tests with affected=true shows that plan and why."
 )
 """The server's instructions to the model (sent at initialisation)."""
+
+
+ON_REQUEST_FIELDS = frozenset({"selection"})
+"""Result fields an answer carries only when the call asked for them (``affected``),
+left out of the published output schema (which allows further properties) to keep
+``tools/list`` under 4 KB; docs/SERVER.md describes them."""
 
 
 def input_schema(model: type[BaseModel]) -> dict[str, Any]:
@@ -127,7 +137,9 @@ def input_schema(model: type[BaseModel]) -> dict[str, Any]:
 
     From pydantic's schema: titles and the model's docstring dropped (the tool has a
     description); an optional field (``X | None = None``) becomes plain ``X`` without its
-    null default (omit it rather than send null; null is still accepted); the abuse
+    null default (omit it rather than send null; null is still accepted); a boolean's
+    ``false`` default is left out (an option not given is off), and an integer's
+    ``minimum`` of 0 (a count; a negative one is still refused); the abuse
     limits (``maxItems``, ``maxLength``, a ``maximum`` of ``SCHEMA_UNPUBLISHED_MAXIMUM``
     or more) are enforced but not published. Descriptions, defaults, numeric bounds and
     ``additionalProperties: false`` stay.
@@ -142,6 +154,10 @@ def input_schema(model: type[BaseModel]) -> dict[str, Any]:
             prop.update(kept)
             if prop.get("default", 0) is None:
                 del prop["default"]
+        if prop.get("type") == "boolean" and prop.get("default") is False:
+            del prop["default"]  # an option left out is off
+        if prop.get("minimum") == 0 and prop.get("type") == "integer":
+            del prop["minimum"]  # a count: a negative one is refused all the same
         prop.pop("maxItems", None)
         prop.pop("maxLength", None)
         if prop.get("maximum", 0) >= SCHEMA_UNPUBLISHED_MAXIMUM:
@@ -157,12 +173,13 @@ def output_schema(model: type[BaseModel]) -> dict[str, Any]:
     fields are documented in ``docs/SERVER.md`` and ``models.py``); every field is
     always present, so ``required`` is left out. Every result the server sends
     validates against it; the full schema would not fit the 4 KB budget of
-    ``tools/list``.
+    ``tools/list``. ``ON_REQUEST_FIELDS`` are left out.
     """
     full = model.model_json_schema()
     props: dict[str, Any] = {}
     for name, prop in full["properties"].items():
-        props[name] = {"type": _json_type(prop)}
+        if name not in ON_REQUEST_FIELDS:
+            props[name] = {"type": _json_type(prop)}
     return {"type": "object", "properties": props}
 
 

@@ -19,7 +19,7 @@ from pydantic import BaseModel
 from pytest_mcp_server.adapters.answer import cap_lines, failure_entries
 from pytest_mcp_server.adapters.text import bytes_left_out_shown, traceback_lines_shown
 from pytest_mcp_server.domain.policy import SLOW_S
-from pytest_mcp_server.domain.tools import ExecuteResult
+from pytest_mcp_server.domain.tools import DiscoverResult, ExecuteResult
 from pytest_mcp_server.engine.models import Failure, Omitted, ReportSummary
 
 RUN_DIR = "{run_dir}"
@@ -178,6 +178,10 @@ def execute_structured(result: ExecuteResult) -> dict[str, Any]:
         out["coverage"] = coverage.model_copy(update={"data_path": data_path}).model_dump(mode="json")
     else:
         out["coverage"] = None
+    if result.selection is None:  # a call without affected answers as before it existed
+        out.pop("selection", None)
+    else:
+        out["selection"] = result.selection.model_dump(mode="json", exclude={"tests"})
     if result.runs == 1:  # a single run answers as before repeat existed
         out.pop("runs", None)
     else:
@@ -191,6 +195,15 @@ def execute_structured(result: ExecuteResult) -> dict[str, Any]:
             flaky.append(dumped)
         out["flaky"] = flaky
     return {name: out[name] for name in ExecuteResult.model_fields if name in out}
+
+
+def discover_structured(result: DiscoverResult) -> dict[str, Any]:
+    """The structured content of a ``discover_tests`` answer: the result in JSON types,
+    without ``selection`` when the call was not ``affected``."""
+    out = result.model_dump(mode="json")
+    if result.selection is None:
+        out.pop("selection", None)
+    return out
 
 
 def plain_structured(result: BaseModel) -> dict[str, Any]:

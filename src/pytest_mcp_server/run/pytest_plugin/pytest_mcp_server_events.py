@@ -50,6 +50,15 @@ With ``--mcp-stacks=FILE``, ``faulthandler`` dumps every thread's stack into FIL
 only arms that dump, into ``FILE.<worker pid>`` (the tests run there); the controller
 sees every report and writes the records.
 
+With ``--mcp-map-data=DIR`` (``execute_tests`` with ``affected``), every pytest process
+(an xdist worker and its controller alike) measures line coverage through coverage.py's
+API into its own data file ``DIR/map.<pid>``, with the project's coverage configuration,
+one dynamic context per test (its node id, from its setup to its teardown; code run
+outside any test, such as imports, is in the empty context), and the C tracer on Python
+3.12+, where coverage.py's sys.monitoring core records no dynamic contexts. With
+``--mcp-select=FILE`` (one node id a line) only the tests named there run; the others
+are deselected (``pytest_deselected``).
+
 On Linux it also guards against the server's sudden death (SIGKILL, a crash): pytest
 asks the kernel for SIGHUP when its parent dies (``PR_SET_PDEATHSIG``) and then kills its
 own process group, grandchildren included, and the run's processes that left the group
@@ -137,6 +146,78 @@ def _guard_parent_death() -> None:
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--mcp-records", dest="mcp_records", default=None, help="(pytest-mcp-server internal)")
     parser.addoption("--mcp-stacks", dest="mcp_stacks", default=None, help="(pytest-mcp-server internal)")
+    parser.addoption("--mcp-map-data", dest="mcp_map_data", default=None, help="(pytest-mcp-server internal)")
+    parser.addoption("--mcp-select", dest="mcp_select", default=None, help="(pytest-mcp-server internal)")
+
+
+_map_coverage: Any = None  # the coverage.Coverage measuring this process for the test map
+
+
+def _start_map_coverage(directory: str) -> Any:
+    # coverage.py's API, in this process, before the project's conftest files are imported
+    import coverage
+
+    if sys.version_info >= (3, 12):
+        # sys.monitoring (coverage.py's default core on newer Pythons) records no dynamic
+        # contexts (coverage.py issues #2150, #2200): the C tracer, else the Python one
+        try:
+            import coverage.tracer  # noqa: F401
+
+            os.environ["COVERAGE_CORE"] = "ctrace"
+        except ImportError:
+            os.environ["COVERAGE_CORE"] = "pytrace"
+    cov = coverage.Coverage(data_file=os.path.join(directory, f"map.{os.getpid()}"), config_file=True)
+    # the project's configuration says what is measured; these would break the map
+    cov.set_option("run:dynamic_context", None)
+    cov.set_option("run:parallel", False)
+    cov.set_option("run:branch", False)
+    cov.set_option(
+        "run:disable_warnings",
+        ["no-data-collected", "module-not-measured", "module-not-imported", "couldnt-parse", "no-ctracer"],
+    )
+    cov.start()
+    return cov
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser, args: list[str]) -> None:
+    global _map_coverage
+    directory = getattr(early_config.known_args_namespace, "mcp_map_data", None)
+    if directory and _map_coverage is None:
+        _map_coverage = _start_map_coverage(directory)
+
+
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, None, None]:
+    if _map_coverage is None:
+        yield
+        return
+    _map_coverage.switch_context(item.nodeid)
+    try:
+        yield
+    finally:
+        _map_coverage.switch_context("")
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    path = config.getoption("mcp_select", None)
+    if not path:
+        return
+    with open(path, encoding="utf-8") as f:
+        wanted = set(f.read().splitlines())
+    kept = [item for item in items if item.nodeid in wanted]
+    if len(kept) != len(items):
+        config.hook.pytest_deselected(items=[item for item in items if item.nodeid not in wanted])
+        items[:] = kept
+
+
+def _stop_map_coverage() -> None:
+    global _map_coverage
+    if _map_coverage is not None:
+        cov, _map_coverage = _map_coverage, None
+        cov.stop()
+        cov.save()
 
 
 def _capped(text: str) -> str:
@@ -430,6 +511,11 @@ class _RecordWriter:
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         _disarm_stack_dump(self.stacks)
         self.file.close()
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config: pytest.Config) -> None:
+    _stop_map_coverage()
 
 
 @pytest.hookimpl(trylast=True)

@@ -1,0 +1,75 @@
+"""The text of ``affected`` answers: ``execute_tests``' answer with the selection as
+its first line (``selection_line``) and, when nothing was affected, what that means;
+``discover_tests``' plan, each selected test with its reason.
+
+The rest of each answer is ``adapters.text``'s.
+"""
+
+from __future__ import annotations
+
+from pytest_mcp_server.adapters.answer import cap_line
+from pytest_mcp_server.adapters.text import render_discover, render_execute
+from pytest_mcp_server.domain.affected import REASONS, Selection
+from pytest_mcp_server.domain.tools import DiscoverResult, ExecuteResult
+
+FILES_NAMED = 3
+"""Files the first line of an affected answer names (``Selection.changed_files`` keeps more)."""
+
+
+def selection_line(selection: Selection) -> str:
+    """The first line of an affected answer: how many of how many tests, why, and the
+    changed files (the first ``FILES_NAMED``):
+    ``Affected: 2 of 7 tests (2 changed), by changes in pkg/calc.py``."""
+    head = f"Affected: {selection.selected} of {selection.total} test{'s' if selection.total != 1 else ''}"
+    if not selection.selected:
+        return f"{head}: no test ran code that changed since it last ran, and none failed last time"
+    if selection.reasons.no_map == selection.selected:
+        return f"{head}: no test map yet for this root and interpreter (this run builds it)"
+    counts = selection.reasons.model_dump()
+    why = ", ".join(f"{counts[r]} {r.replace('_', ' ')}" for r in REASONS if counts[r])
+    line = f"{head} ({why})"
+    if selection.changed_files:
+        named = selection.changed_files[:FILES_NAMED]
+        more = len(selection.changed_files) - len(named)
+        line += ", by changes in " + ", ".join(named) + (f" and {more} more files" if more else "")
+    return line
+
+
+def _head(selection: Selection) -> str:
+    lines = [selection_line(selection)]
+    if selection.notice:
+        lines.append(f"Notice: {selection.notice}")
+    return "\n".join(cap_line(line)[0] for line in lines) + "\n"
+
+
+def render_execute_answer(result: ExecuteResult) -> str:
+    """``render_execute``'s text, after the selection's lines when the call was
+    ``affected``; when no test was affected (and no collection error shows), only those
+    lines and what to do for a full run."""
+    if result.selection is None:
+        return render_execute(result)
+    if not result.selection.selected and not result.summary.collection_errors:
+        return _head(result.selection) + (
+            "NO TESTS RAN: nothing is affected since the last runs. This is not a fresh pass of the suite: "
+            "a test that reads a data file another test or a change wrote is not tracked; "
+            "execute_tests with affected=false runs every test.\n"
+        )
+    return _head(result.selection) + render_execute(result)
+
+
+def render_discover_answer(result: DiscoverResult) -> str:
+    """``render_discover``'s text; with ``affected``, the selection's lines and the page
+    of selected tests, each with its reason."""
+    if result.selection is None or result.selection.tests is None:
+        return render_discover(result)
+    page = result.selection.tests
+    lines = [_head(result.selection).rstrip("\n")]
+    for error in result.collection_errors:
+        lines.append(cap_line(f"- collection error in {error.path}: {error.exception or ''} {error.message}")[0])
+    if page:
+        last = result.next_offset or result.selection.selected
+        lines += ["", f"Affected tests {last - len(page) + 1}-{last} of {result.selection.selected}:"]
+        lines += [cap_line(f"  {test.reason:<14} {test.node_id}")[0] for test in page]
+    if result.next_offset is not None:
+        lines += ["", f"More: call again with offset={result.next_offset}."]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,253 @@
+"""Recording and reading what each test ran, for ``affected`` calls.
+
+The run: the server's plugin measures every pytest process with coverage.py
+(``--mcp-map-data``: one data file per process under ``<run_dir>/map``, one dynamic
+context per test) and runs only the selected tests (``--mcp-select``). After it, the
+project's interpreter reads those data files through coverage.py's API
+(``read_map_data``: per file, the lines each context ran, xdist workers' files merged)
+and ``tests_blocks`` turns lines into blocks (``domain.blocks``).
+
+What the map cannot see is fingerprinted here (``configuration``): the ``conftest.py``
+files under the root, pytest's configuration files at the root, the interpreter
+(path and version) and its installed distributions (names and versions).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+import anyio
+
+from pytest_mcp_server.domain.blocks import FileBlocks, file_blocks, node_id_function
+from pytest_mcp_server.domain.failures import ToolFailure
+from pytest_mcp_server.domain.policy import PROBE_TIMEOUT_S, REPORT_TIMEOUT_S, TAIL_BYTES
+from pytest_mcp_server.run.events import PLUGIN_DIR
+from pytest_mcp_server.run.interpreter import Interpreter
+
+MAP_DATA_DIR = "map"
+"""The run directory's subdirectory where each pytest process writes its coverage data."""
+MAP_JSON = "map.json"
+"""The run directory's file where ``read_map_data`` has the lines of each context written."""
+SELECT_FILE = "selected.txt"
+"""The run directory's file naming the tests to run, one node id a line."""
+CONFIG_FILES = ("pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
+"""pytest's configuration files at the root (pytest's docs, *Configuration file formats*)."""
+SKIPPED_DIRS = frozenset({".git", ".hg", ".svn", "__pycache__", "node_modules", ".tox", ".nox", ".venv", "venv"})
+"""Directories never searched for ``conftest.py`` (besides hidden ones and virtualenvs)."""
+
+# Run by the project's interpreter: argv[1] the JSON output, the rest coverage data files.
+# Writes {path: {context: [lines]}} merged over the files (a line ran in a context when
+# it did in any process).
+_READ_SCRIPT = (
+    "import sys, json, coverage\n"
+    "out, names = sys.argv[1], sys.argv[2:]\n"
+    "merged = {}\n"
+    "for name in names:\n"
+    "    data = coverage.CoverageData(basename=name)\n"
+    "    data.read()\n"
+    "    for path in data.measured_files():\n"
+    "        per = merged.setdefault(path, {})\n"
+    "        for line, contexts in data.contexts_by_lineno(path).items():\n"
+    "            for context in contexts:\n"
+    "                per.setdefault(context, set()).add(line)\n"
+    "with open(out, 'w') as f:\n"
+    "    json.dump({p: {c: sorted(l) for c, l in per.items()} for p, per in merged.items()}, f)\n"
+)
+
+# Run by the project's interpreter: its version and installed distributions.
+_ENVIRONMENT_SCRIPT = (
+    "import sys, json, importlib.metadata as m\n"
+    "dists = sorted({(d.metadata['Name'] or '') + '==' + d.version for d in m.distributions()})\n"
+    "print(json.dumps({'version': sys.version, 'dists': dists}))\n"
+)
+
+
+def missing_map_coverage(interp: Interpreter) -> ToolFailure | None:
+    """``ToolFailure(coverage_missing)`` naming the interpreter and the install command
+    when it lacks coverage.py (``affected`` needs it, not pytest-cov); else None."""
+    if interp.has_coverage:
+        return None
+    return ToolFailure(
+        "coverage_missing",
+        f"affected needs coverage.py in the project's interpreter {interp.python}, which lacks it; install it "
+        f"there ({interp.python} -m pip install coverage), or run with affected=false",
+    )
+
+
+def affected_argv(run_dir: Path, selected: Iterable[str]) -> list[str]:
+    """The plugin's options of an affected run: measure into ``<run_dir>/map``, run only
+    ``selected`` (written to ``<run_dir>/selected.txt``). Creates both."""
+    data_dir = run_dir / MAP_DATA_DIR
+    data_dir.mkdir(exist_ok=True)
+    select = run_dir / SELECT_FILE
+    select.write_text("".join(node_id + "\n" for node_id in selected), encoding="utf-8")
+    return [f"--mcp-map-data={data_dir}", f"--mcp-select={select}"]
+
+
+async def read_map_data(python: str, root: Path, env: dict[str, str], run_dir: Path) -> dict[str, dict[str, list[int]]]:
+    """The lines each context ran, per measured file (absolute paths as coverage.py
+    wrote them), merged over the run's data files, read by ``python`` (cwd ``root``).
+
+    Returns an empty dict when no data file was written; raises ``ToolFailure(internal_error)``
+    when coverage.py cannot read them."""
+    data_dir = run_dir / MAP_DATA_DIR
+    files = sorted(str(p) for p in data_dir.glob("map.*")) if data_dir.is_dir() else []
+    if not files:
+        return {}
+    out = run_dir / MAP_JSON
+    argv = [python, "-c", _READ_SCRIPT, str(out), *files]
+    try:
+        with anyio.fail_after(REPORT_TIMEOUT_S):
+            proc = await anyio.run_process(argv, cwd=root, env=env, check=False)
+    except (OSError, TimeoutError) as exc:
+        raise ToolFailure(
+            "internal_error", f"reading the test map's coverage data did not finish: {exc or 'timeout'}"
+        ) from None
+    if proc.returncode != 0:
+        raise ToolFailure(
+            "internal_error",
+            f"coverage.py could not read the test map's data in {data_dir} (exit {proc.returncode})",
+            stderr_tail=proc.stderr.decode("utf-8", "replace")[-TAIL_BYTES:] or None,
+        )
+    data: dict[str, dict[str, list[int]]] = json.loads(out.read_bytes())
+    return data
+
+
+def read_blocks(root: Path, path: str) -> FileBlocks | None:
+    """The blocks of ``root/path`` as it is now; None when it cannot be read."""
+    try:
+        content = (root / path).read_bytes()
+    except OSError:
+        return None
+    return file_blocks(content, python=path.endswith(".py"))
+
+
+def tests_blocks(
+    data: dict[str, dict[str, list[int]]], root: Path, ran: Iterable[str]
+) -> dict[str, set[tuple[str, str]]]:
+    """The blocks each test of ``ran`` (node ids) depends on, as ``(path, fingerprint)``
+    (paths relative to ``root``), from ``read_map_data``'s ``data``:
+
+    * for each file inside the root where the test's context ran lines: the blocks
+      owning those lines, and the file's module-level block;
+    * the function blocks run outside any test (at import: decorators, helpers called at
+      module level), for every test: they may shape any of them;
+    * its own test function's block and its file's module-level block (a test file the
+      project's coverage configuration leaves out: all of its blocks, since its
+      fixtures and helpers ran unmeasured).
+    """
+    root_prefix = os.path.join(str(root), "")
+    plugin_prefix = os.path.join(str(PLUGIN_DIR), "")
+    cache: dict[str, FileBlocks | None] = {}
+
+    def blocks_of(path: str) -> FileBlocks | None:
+        if path not in cache:
+            cache[path] = read_blocks(root, path)
+        return cache[path]
+
+    by_context: dict[str, dict[str, list[int]]] = {}
+    for absolute, contexts in data.items():
+        if not absolute.startswith(root_prefix) or absolute.startswith(plugin_prefix):
+            continue  # installed packages are the configuration's part; the server's plugin is not the project
+        relative = absolute[len(root_prefix) :].replace(os.sep, "/")
+        for context, lines in contexts.items():
+            by_context.setdefault(context, {})[relative] = lines
+    measured = {path for files in by_context.values() for path in files}
+    at_import: set[tuple[str, str]] = set()
+    for path, lines in by_context.get("", {}).items():
+        blocks = blocks_of(path)
+        if blocks is not None:
+            at_import.update((path, b.fingerprint) for b in {blocks.owner(line) for line in lines} if b.first)
+    out: dict[str, set[tuple[str, str]]] = {}
+    for node_id in ran:
+        found = set(at_import)
+        for path, lines in by_context.get(node_id, {}).items():
+            blocks = blocks_of(path)
+            if blocks is not None:
+                found.add((path, blocks.module.fingerprint))
+                found.update((path, blocks.owner(line).fingerprint) for line in lines)
+        path, function = node_id_function(node_id)
+        own = blocks_of(path)
+        if own is not None:
+            found.add((path, own.module.fingerprint))
+            block = own.named(function) if function else None
+            if path not in measured or block is None:
+                found.update((path, fingerprint) for fingerprint in own.fingerprints())
+            else:
+                found.add((path, block.fingerprint))
+        out[node_id] = found
+    return out
+
+
+def config_files(root: Path) -> list[str]:
+    """The configuration files the map cannot see into, relative to ``root``: every
+    ``conftest.py`` under it (hidden directories, virtualenvs, ``SKIPPED_DIRS`` left
+    out) and pytest's configuration files at the root, sorted."""
+    found = [name for name in CONFIG_FILES if (root / name).is_file()]
+    for directory, dirs, files in os.walk(root):
+        dirs[:] = [
+            d
+            for d in dirs
+            if d not in SKIPPED_DIRS
+            and not d.startswith(".")
+            and not os.path.exists(os.path.join(directory, d, "pyvenv.cfg"))
+        ]
+        if "conftest.py" in files:
+            found.append(os.path.relpath(os.path.join(directory, "conftest.py"), root).replace(os.sep, "/"))
+    return sorted(found)
+
+
+async def configuration(interp: Interpreter, root: Path, env: dict[str, str]) -> dict[str, str]:
+    """The parts of the configuration fingerprint: each of ``config_files`` -> the hash
+    of its content, ``<interpreter>`` -> the hash of its path and version,
+    ``<distributions>`` -> the hash of its installed distributions. Raises
+    ``ToolFailure(internal_error)`` when the interpreter does not answer."""
+    argv = [interp.python, "-c", _ENVIRONMENT_SCRIPT]
+    try:
+        with anyio.fail_after(PROBE_TIMEOUT_S):
+            proc = await anyio.run_process(argv, cwd=root, env=env, check=False)
+    except (OSError, TimeoutError) as exc:
+        raise ToolFailure(
+            "internal_error", f"{interp.python} did not list its distributions: {exc or 'timeout'}"
+        ) from None
+    if proc.returncode != 0:
+        raise ToolFailure(
+            "internal_error",
+            f"{interp.python} could not list its distributions (exit {proc.returncode})",
+            stderr_tail=proc.stderr.decode("utf-8", "replace")[-TAIL_BYTES:] or None,
+        )
+    environment = json.loads(proc.stdout.decode("utf-8", "replace").strip().splitlines()[-1])
+
+    def parts() -> dict[str, str]:
+        out: dict[str, str] = {}
+        for name in config_files(root):
+            try:
+                out[name] = hashlib.sha256((root / name).read_bytes()).hexdigest()[:16]
+            except OSError:
+                out[name] = "unreadable"
+        out["<interpreter>"] = _hash(interp.python, environment["version"])
+        out["<distributions>"] = _hash(*environment["dists"])
+        return out
+
+    return await anyio.to_thread.run_sync(parts)
+
+
+def _hash(*values: str) -> str:
+    return hashlib.sha256("\0".join(values).encode("utf-8", "surrogateescape")).hexdigest()[:16]
+
+
+def config_fingerprint(parts: dict[str, str]) -> str:
+    """One fingerprint of ``configuration``'s parts."""
+    return _hash(*(f"{name}={value}" for name, value in sorted(parts.items())))
+
+
+def changed_parts(before: dict[str, str], now: dict[str, str]) -> list[str]:
+    """The names of the parts that differ (added, removed or changed), sorted; the
+    interpreter's and distributions' parts as ``the interpreter`` and ``installed
+    distributions``."""
+    names = {"<interpreter>": "the interpreter", "<distributions>": "installed distributions"}
+    return sorted(names.get(k, k) for k in before.keys() | now.keys() if before.get(k) != now.get(k))

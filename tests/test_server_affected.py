@@ -1,0 +1,284 @@
+"""Change-aware runs through the real server over real stdio: ``execute_tests`` and
+``discover_tests`` with ``affected`` on a small project in a real git repository, run
+by real pytest under coverage.py, with the test map in the artifacts directory.
+
+What an agent relies on: the first run builds the map and runs everything; after
+that, an edit inside one function runs exactly the tests that ran it, and an edit to
+another function of the same file (or to a function no test runs) runs none of them; a
+new test runs; a test that failed runs again until it passes; a change the map cannot
+see (conftest.py) runs everything; with nothing affected nothing runs and the answer
+says so; the plan (``discover_tests``) is what the run then does; a map file that
+cannot be trusted is rebuilt with a notice; an interpreter without coverage.py gets a
+tool error naming the install command.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+from mcp import Client, StdioServerParameters
+from server_support import connect, run, text_of
+from test_server_coverage import _python_with
+
+from pytest_mcp_server.domain.failures import ToolFailureDetail
+from pytest_mcp_server.domain.tools import DiscoverResult, ExecuteResult
+
+CALC = """\
+def add(a, b):
+    return a + b
+
+
+def mul(a, b):
+    return a * b
+
+
+def unused(a):
+    return -a
+"""
+TEST_ADD = """\
+from pkg.calc import add
+
+
+def test_add_small():
+    assert add(1, 2) == 3
+
+
+def test_add_negative():
+    assert add(-1, -2) == -3
+"""
+TEST_MUL = """\
+from pkg.calc import mul
+
+
+def test_mul():
+    assert mul(2, 3) == 6
+"""
+NEW_TEST = """
+
+def test_add_zero():
+    assert add(0, 5) == 5
+"""
+
+
+def git(root: Path, *args: str) -> None:
+    argv = ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", "-c", "init.defaultBranch=main", *args]
+    subprocess.run(argv, cwd=root, check=True, capture_output=True)
+
+
+def make_project(tmp_path: Path) -> Path:
+    """``pkg/calc.py`` (add, mul, unused), two test files (two tests run add, one runs
+    mul), an empty conftest.py; committed."""
+    root = tmp_path / "proj"
+    (root / "pkg").mkdir(parents=True)
+    (root / "tests").mkdir()
+    (root / "pkg" / "__init__.py").write_text("")
+    (root / "pkg" / "calc.py").write_text(CALC)
+    (root / "tests" / "test_add.py").write_text(TEST_ADD)
+    (root / "tests" / "test_mul.py").write_text(TEST_MUL)
+    (root / "conftest.py").write_text("")
+    git(root, "init", "-q")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "base")
+    return root
+
+
+def server(root: Path, artifacts: Path, *extra: str) -> StdioServerParameters:
+    env = dict(os.environ)
+    env.pop("VIRTUAL_ENV", None)
+    args = ["-m", "pytest_mcp_server", "--root", str(root), "--artifacts-dir", str(artifacts), *extra]
+    return StdioServerParameters(command=sys.executable, args=args, env=env)
+
+
+def edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text()
+    assert old in text, (old, path)
+    path.write_text(text.replace(old, new))
+
+
+async def affected_run(client: Client, **args: object) -> tuple[ExecuteResult, str]:
+    answer = await client.call_tool("execute_tests", {"affected": True, **args})
+    assert not answer.is_error, text_of(answer)
+    return ExecuteResult.model_validate(answer.structured_content), text_of(answer)
+
+
+def ran(result: ExecuteResult) -> tuple[int, int]:
+    """(passed, failed) of a run."""
+    return result.summary.counts.passed, result.summary.counts.failed
+
+
+def reasons(result: ExecuteResult | DiscoverResult) -> dict[str, int]:
+    assert result.selection is not None
+    return {name: count for name, count in result.selection.reasons.model_dump().items() if count}
+
+
+def test_an_edit_runs_only_the_tests_that_ran_the_edited_function(tmp_path):
+    root = make_project(tmp_path)
+    artifacts = tmp_path / "artifacts"
+    calc = root / "pkg" / "calc.py"
+
+    async def body():
+        steps = {}
+        async with connect(server(root, artifacts), "auto") as client:
+            steps["first"] = await affected_run(client)
+            steps["unchanged"] = await affected_run(client)
+            edit(calc, "return a * b", "product = a * b\n    return product")
+            steps["mul_edited"] = await affected_run(client)
+            edit(calc, "return -a", "return 0 - a")
+            steps["unused_edited"] = await affected_run(client)
+            (root / "tests" / "test_add.py").write_text(TEST_ADD + NEW_TEST)
+            steps["new_test"] = await affected_run(client)
+            edit(calc, "return a + b", "return b + a")
+            steps["add_edited_with_workers"] = await affected_run(client, workers=2)
+            steps["after_workers"] = await affected_run(client)
+        return steps
+
+    steps = run(body)
+
+    first, text = steps["first"]
+    assert first.status == "passed" and ran(first) == (3, 0)
+    assert first.selection.model_dump(exclude={"changed_files", "notice", "tests"}) == {
+        "mode": "affected",
+        "selected": 3,
+        "total": 3,
+        "reasons": {"no_map": 3, "changed": 0, "new": 0, "failed_last": 0, "config_changed": 0},
+    }
+    assert (
+        text.splitlines()[0]
+        == "Affected: 3 of 3 tests: no test map yet for this root and interpreter (this run builds it)"
+    )
+    assert text.splitlines()[1].startswith("PASSED 3 passed in ")
+    # the map is in the artifacts directory, never in the project
+    assert len(list((artifacts / "maps").glob("*.sqlite"))) == 1
+    assert not [p for p in root.rglob("*") if p.suffix == ".sqlite" or p.name.startswith(".coverage")]
+
+    unchanged, text = steps["unchanged"]
+    assert (unchanged.status, unchanged.exit_code, unchanged.selection.selected, ran(unchanged)) == (
+        "no_tests",
+        5,
+        0,
+        (0, 0),
+    )
+    assert text.splitlines()[0] == (
+        "Affected: 0 of 3 tests: no test ran code that changed since it last ran, and none failed last time"
+    )
+    assert "NO TESTS RAN: nothing is affected" in text and "affected=false runs every test" in text
+
+    mul_edited, text = steps["mul_edited"]
+    assert ran(mul_edited) == (1, 0) and reasons(mul_edited) == {"changed": 1}
+    assert mul_edited.selection.changed_files == ["pkg/calc.py"]
+    assert text.splitlines()[0] == "Affected: 1 of 3 tests (1 changed), by changes in pkg/calc.py"
+    assert mul_edited.deselected == 2  # the two tests of add were not run
+
+    unused_edited, _ = steps["unused_edited"]  # a function no test runs: nothing to run
+    assert unused_edited.status == "no_tests" and unused_edited.selection.total == 3
+
+    new_test, text = steps["new_test"]  # the other tests of the edited test file are not affected
+    assert ran(new_test) == (1, 0) and reasons(new_test) == {"new": 1}
+    assert text.splitlines()[0] == "Affected: 1 of 4 tests (1 new), by changes in tests/test_add.py"
+
+    with_workers, _ = steps["add_edited_with_workers"]  # the three tests of add, in xdist workers
+    assert ran(with_workers) == (3, 0) and reasons(with_workers) == {"changed": 3}
+    after_workers, _ = steps["after_workers"]  # the workers' coverage refreshed the map
+    assert after_workers.status == "no_tests"
+
+
+def test_a_failing_test_runs_again_until_it_passes_and_a_conftest_change_runs_everything(tmp_path):
+    root = make_project(tmp_path)
+    artifacts = tmp_path / "artifacts"
+    calc = root / "pkg" / "calc.py"
+
+    async def body():
+        steps = {}
+        async with connect(server(root, artifacts), "auto") as client:
+            await affected_run(client)
+            edit(calc, "return a * b", "return a + b")  # mul is broken
+            steps["broken"] = await affected_run(client)
+            steps["still_broken"] = await affected_run(client)
+            plan = await client.call_tool("discover_tests", {"affected": True})
+            steps["plan"] = DiscoverResult.model_validate(plan.structured_content), text_of(plan)
+            edit(calc, "return a + b\n\n\ndef unused", "return a * b\n\n\ndef unused")
+            steps["fixed"] = await affected_run(client)
+            steps["green"] = await affected_run(client)
+            (root / "conftest.py").write_text("import pytest\n")
+            steps["conftest"] = await affected_run(client)
+            (root / "tests" / "test_mul.py").unlink()
+            steps["deleted"] = await affected_run(client)
+        return steps
+
+    steps = run(body)
+
+    broken, text = steps["broken"]
+    assert broken.status == "failed" and ran(broken) == (0, 1) and reasons(broken) == {"changed": 1}
+    assert text.splitlines()[1].startswith("FAILED 1 failed, 2 deselected in ")
+    still_broken, text = steps["still_broken"]  # nothing changed, but it failed last time
+    assert ran(still_broken) == (0, 1) and reasons(still_broken) == {"failed_last": 1}
+    assert text.splitlines()[0] == "Affected: 1 of 3 tests (1 failed last)"
+
+    plan, text = steps["plan"]  # the plan of the next run, and nothing ran for it
+    assert (plan.total, plan.selection.selected, plan.node_ids) == (3, 1, ["tests/test_mul.py::test_mul"])
+    assert [(t.node_id, t.reason) for t in plan.selection.tests] == [("tests/test_mul.py::test_mul", "failed_last")]
+    assert text.splitlines() == [
+        "Affected: 1 of 3 tests (1 failed last)",
+        "",
+        "Affected tests 1-1 of 1:",
+        "  failed_last    tests/test_mul.py::test_mul",
+    ]
+
+    fixed, _ = steps["fixed"]
+    assert fixed.status == "passed" and ran(fixed) == (1, 0) and reasons(fixed) == {"changed": 1}
+    assert steps["green"][0].status == "no_tests"
+
+    conftest, text = steps["conftest"]
+    assert ran(conftest) == (3, 0) and reasons(conftest) == {"config_changed": 3}
+    assert text.splitlines()[0] == "Affected: 3 of 3 tests (3 config changed), by changes in conftest.py"
+
+    # a deleted test leaves the map: not selected, not counted, not kept
+    deleted, _ = steps["deleted"]
+    assert (deleted.status, deleted.selection.total) == ("no_tests", 2)
+    (map_file,) = (artifacts / "maps").glob("*.sqlite")
+    with sqlite3.connect(map_file) as con:
+        assert sorted(row[0] for row in con.execute("SELECT node_id FROM tests")) == [
+            "tests/test_add.py::test_add_negative",
+            "tests/test_add.py::test_add_small",
+        ]
+
+
+def test_a_corrupt_map_is_rebuilt_with_a_notice_and_affected_needs_coverage_py(tmp_path):
+    root = make_project(tmp_path)
+    artifacts = tmp_path / "artifacts"
+    python = _python_with(tmp_path, "pytest")
+
+    async def body():
+        async with connect(server(root, artifacts), "auto") as client:
+            await affected_run(client)
+            (map_file,) = (artifacts / "maps").glob("*.sqlite")
+            map_file.write_bytes(b"not a map" * 100)
+            rebuilt = await affected_run(client)
+            again = await affected_run(client)
+            refused = await client.call_tool("execute_tests", {"affected": True, "repeat": 2})
+        async with connect(server(root, tmp_path / "other", "--python", str(python)), "auto") as client:
+            missing = await client.call_tool("execute_tests", {"affected": True})
+            plan_missing = await client.call_tool("discover_tests", {"affected": True})
+        return map_file, rebuilt, again, refused, missing, plan_missing
+
+    map_file, (rebuilt, text), (again, _), refused, missing, plan_missing = run(body)
+    assert ran(rebuilt) == (3, 0) and reasons(rebuilt) == {"no_map": 3}
+    assert rebuilt.selection.notice == (
+        f"the test map {map_file} was not readable as SQLite (file is not a database); "
+        "rebuilt empty (every test runs as no_map)"
+    )
+    assert text.splitlines()[1] == f"Notice: {rebuilt.selection.notice}"
+    assert again.status == "no_tests" and again.selection.notice is None  # the rebuilt map is trusted
+
+    assert refused.is_error
+    assert ToolFailureDetail.model_validate(refused.structured_content).field == "affected"
+
+    for answer in (missing, plan_missing):
+        assert answer.is_error
+        detail = ToolFailureDetail.model_validate(answer.structured_content)
+        assert detail.kind == "coverage_missing"
+        assert f"{python} -m pip install coverage" in detail.message
