@@ -9,7 +9,9 @@ new test runs; a test that failed runs again until it passes; a change the map c
 see (conftest.py) runs everything; with nothing affected nothing runs and the answer
 says so; the plan (``discover_tests``) is what the run then does; a map file that
 cannot be trusted is rebuilt with a notice; an interpreter without coverage.py gets a
-tool error naming the install command.
+tool error naming the install command; without git it works the same (fingerprints,
+not diffs); within a ``keywords`` selection only that selection is run and recorded;
+two calls at once both land in the map; a run killed by its timeout writes nothing.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import anyio
 from mcp import Client, StdioServerParameters
 from server_support import connect, run, text_of
 from test_server_coverage import _python_with
@@ -282,3 +285,67 @@ def test_a_corrupt_map_is_rebuilt_with_a_notice_and_affected_needs_coverage_py(t
         detail = ToolFailureDetail.model_validate(answer.structured_content)
         assert detail.kind == "coverage_missing"
         assert f"{python} -m pip install coverage" in detail.message
+
+
+def map_rows(artifacts: Path) -> list[tuple[str, str, str, str]]:
+    """Every (test, outcome, path, fingerprint) row of the one map under ``artifacts``."""
+    (map_file,) = (artifacts / "maps").glob("*.sqlite")
+    with sqlite3.connect(map_file) as con:
+        return sorted(
+            con.execute(
+                "SELECT tests.node_id, tests.outcome, blocks.path, blocks.fingerprint FROM tests "
+                "JOIN test_blocks ON test_blocks.test_id = tests.id JOIN blocks ON blocks.id = test_blocks.block_id"
+            )
+        )
+
+
+def test_without_git_within_a_keyword_two_calls_at_once_and_a_killed_run_keep_the_map_right(tmp_path):
+    root = tmp_path / "proj"
+    (root / "pkg").mkdir(parents=True)
+    (root / "tests").mkdir()
+    (root / "pkg" / "__init__.py").write_text("")
+    (root / "pkg" / "calc.py").write_text(CALC)
+    (root / "tests" / "test_add.py").write_text(TEST_ADD)
+    (root / "tests" / "test_mul.py").write_text(TEST_MUL)
+    artifacts = tmp_path / "artifacts"
+    calc = root / "pkg" / "calc.py"
+
+    async def body():
+        steps = {}
+        async with connect(server(root, artifacts), "auto") as client:
+            steps["keyword"] = await affected_run(client, keywords="add")
+            steps["all"] = await affected_run(client)
+            steps["rows"] = map_rows(artifacts)
+            edit(calc, "return a + b", "import time\n    time.sleep(60)\n    return a + b")
+            steps["killed"] = await client.call_tool("execute_tests", {"affected": True, "timeout_s": 3})
+            steps["rows_after_kill"] = map_rows(artifacts)
+            edit(calc, "import time\n    time.sleep(60)\n    return a + b", "return a + b")
+            steps["restored"] = await affected_run(client)
+            # two calls at once on one root (--max-concurrent 2): each writes its tests in its own transaction
+            edit(calc, "return a + b", "return b + a")
+            edit(calc, "return a * b", "return b * a")
+            async with anyio.create_task_group() as group:
+                for keyword in ("add", "mul"):
+                    group.start_soon(concurrent, client, keyword, steps)
+            steps["after_both"] = await affected_run(client)
+        return steps
+
+    async def concurrent(client: Client, keyword: str, steps: dict) -> None:
+        steps[keyword] = await affected_run(client, keywords=keyword)
+
+    steps = run(body)
+    keyword, text = steps["keyword"]  # within the selection: the two tests of add
+    assert ran(keyword) == (2, 0) and (keyword.selection.selected, keyword.selection.total) == (2, 2)
+    everything, text = steps["all"]  # the map has the two: the third is new
+    assert ran(everything) == (1, 0) and reasons(everything) == {"new": 1}
+    assert text.splitlines()[0] == "Affected: 1 of 3 tests (1 new), by changes in tests/test_mul.py"
+    assert not (root / ".git").exists()
+
+    killed = steps["killed"]
+    assert killed.is_error and ToolFailureDetail.model_validate(killed.structured_content).kind == "timeout"
+    assert steps["rows_after_kill"] == steps["rows"]  # nothing of the killed run was written
+    # add is back as the map knows it: nothing is affected
+    assert steps["restored"][0].status == "no_tests"
+
+    assert ran(steps["add"][0]) == (2, 0) and ran(steps["mul"][0]) == (1, 0)
+    assert steps["after_both"][0].status == "no_tests"  # both calls' entries are in the map
