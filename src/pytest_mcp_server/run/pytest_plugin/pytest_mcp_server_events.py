@@ -187,29 +187,35 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
         _map_coverage = _start_map_coverage(directory)
 
 
-@pytest.hookimpl(hookwrapper=True, tryfirst=True)
-def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, None, None]:
-    if _map_coverage is None:
-        yield
-        return
-    _map_coverage.switch_context(item.nodeid)
-    try:
-        yield
-    finally:
-        _map_coverage.switch_context("")
+class _AffectedRun:
+    # Registered only in the runs that ask for it: a test's context, the selection.
+    def __init__(self, cov: Any, select: str | None) -> None:
+        self.cov = cov
+        self.wanted: set[str] | None = None
+        if select:
+            with open(select, encoding="utf-8") as f:
+                self.wanted = set(f.read().splitlines())
 
+    @pytest.hookimpl(hookwrapper=True, tryfirst=True)
+    def pytest_runtest_protocol(self, item: pytest.Item) -> Generator[None, None, None]:
+        if self.cov is None:
+            yield
+            return
+        self.cov.switch_context(item.nodeid)
+        try:
+            yield
+        finally:
+            self.cov.switch_context("")
 
-@pytest.hookimpl(trylast=True)
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    path = config.getoption("mcp_select", None)
-    if not path:
-        return
-    with open(path, encoding="utf-8") as f:
-        wanted = set(f.read().splitlines())
-    kept = [item for item in items if item.nodeid in wanted]
-    if len(kept) != len(items):
-        config.hook.pytest_deselected(items=[item for item in items if item.nodeid not in wanted])
-        items[:] = kept
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
+        wanted = self.wanted
+        if wanted is None:
+            return
+        kept = [item for item in items if item.nodeid in wanted]
+        if len(kept) != len(items):
+            config.hook.pytest_deselected(items=[item for item in items if item.nodeid not in wanted])
+            items[:] = kept
 
 
 def _stop_map_coverage() -> None:
@@ -520,6 +526,9 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 @pytest.hookimpl(trylast=True)
 def pytest_configure(config: pytest.Config) -> None:
+    select = config.getoption("mcp_select", None)
+    if _map_coverage is not None or select:
+        config.pluginmanager.register(_AffectedRun(_map_coverage, select), "pytest-mcp-affected")
     path = config.getoption("mcp_records", None)
     if not path:
         return
