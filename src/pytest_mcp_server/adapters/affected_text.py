@@ -10,15 +10,13 @@ from __future__ import annotations
 from pytest_mcp_server.adapters.answer import cap_line
 from pytest_mcp_server.adapters.text import render_discover, render_execute
 from pytest_mcp_server.domain.affected import REASONS, Selection
+from pytest_mcp_server.domain.policy import AFFECTED_FILES_NAMED
 from pytest_mcp_server.domain.tools import DiscoverResult, ExecuteResult
-
-FILES_NAMED = 3
-"""Files the first line of an affected answer names (``Selection.changed_files`` keeps more)."""
 
 
 def selection_line(selection: Selection) -> str:
     """The first line of an affected answer: how many of how many tests, why, and the
-    changed files (the first ``FILES_NAMED``):
+    changed files (the first ``AFFECTED_FILES_NAMED``):
     ``Affected: 2 of 7 tests (2 changed), by changes in pkg/calc.py``."""
     head = f"Affected: {selection.selected} of {selection.total} test{'s' if selection.total != 1 else ''}"
     if not selection.selected:
@@ -29,7 +27,7 @@ def selection_line(selection: Selection) -> str:
     why = ", ".join(f"{counts[r]} {r.replace('_', ' ')}" for r in REASONS if counts[r])
     line = f"{head} ({why})"
     if selection.changed_files:
-        named = selection.changed_files[:FILES_NAMED]
+        named = selection.changed_files[:AFFECTED_FILES_NAMED]
         more = len(selection.changed_files) - len(named)
         line += ", by changes in " + ", ".join(named) + (f" and {more} more files" if more else "")
     return line

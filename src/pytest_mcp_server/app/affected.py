@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from functools import partial
@@ -22,6 +23,7 @@ import anyio
 
 from pytest_mcp_server.app.runner import Runner, run_status
 from pytest_mcp_server.domain.affected import AffectedTest, Selection, select_affected, selection_of
+from pytest_mcp_server.domain.policy import MIN_RUN_TIMEOUT_S
 from pytest_mcp_server.domain.tools import ExecuteParams, ExecuteResult, SelectionParams
 from pytest_mcp_server.engine.models import Budgets, ReportSummary
 from pytest_mcp_server.run.affected import (
@@ -77,9 +79,12 @@ async def interpreter_with_coverage(runner: Runner) -> Interpreter:
     return interp
 
 
-async def plan_affected(runner: Runner, params: SelectionParams, interp: Interpreter, work_dir: Path) -> AffectedPlan:
-    """Collect ``params``' selection (a collect-only pytest writing into ``work_dir``;
-    the caller holds a pytest slot) and pick the affected tests from the map
+async def plan_affected(
+    runner: Runner, params: SelectionParams, interp: Interpreter, work_dir: Path, timeout: float | None = None
+) -> AffectedPlan:
+    """Collect ``params``' selection (a collect-only pytest writing into ``work_dir``,
+    killed after ``timeout`` seconds, default the server's ``--max-timeout``; the caller
+    holds a pytest slot) and pick the affected tests from the map
     (``domain.affected.select_affected``). Raises ``ToolFailure`` as ``run_status``
     says for the collect run."""
     env = child_env()
@@ -89,9 +94,9 @@ async def plan_affected(runner: Runner, params: SelectionParams, interp: Interpr
     records = work_dir / RECORDS_FILE
     argv = discover_argv(params, interp, work_dir)
     max_timeout = runner.config.max_timeout_s
-    outcome = await runner.run_pytest(argv, max_timeout)
+    outcome = await runner.run_pytest(argv, timeout or max_timeout)
     run_events = await anyio.to_thread.run_sync(read_run_events, records, runner.root)
-    run_status(outcome, argv, run_events, max_timeout, max_timeout)
+    run_status(outcome, argv, run_events, timeout or max_timeout, max_timeout)
     total, _, _, collected = await anyio.to_thread.run_sync(partial(read_collected, records, 0, 1 << 62))
     summary = await runner.summarize_records(records, Budgets(max_failures=0), outcome, argv)
     path = map_path(runner.artifacts_base, runner.root, interp.python)
@@ -139,16 +144,19 @@ async def execute_affected(
     """``execute_tests`` with ``affected``: plan (``plan_affected``), then run only the
     affected tests under per-test coverage and refresh their map entries. With none
     affected (and no collection error to show), nothing runs: status ``no_tests``, exit
-    code 5, the collect run's command and record file. Raises ``ToolFailure`` as
-    ``execute_tests`` does; the map is then left as it was. ``run_in_dir``: the
-    plain run's steps (``app.execute.run_in_dir``)."""
+    code 5, the collect run's command and record file. ``timeout`` (seconds) bounds
+    the collection and the run together. Raises ``ToolFailure`` as ``execute_tests``
+    does; the map is then left as it was. ``run_in_dir``: the plain run's steps
+    (``app.execute.run_in_dir``)."""
 
     async with runner.slots:
         run_dir = await anyio.to_thread.run_sync(runner.run_dirs.new)
         running = run_dir / RUNNING_MARKER
         running.touch()
         try:
-            plan = await plan_affected(runner, params, interp, run_dir / COLLECT_DIR)
+            started = time.monotonic()
+            plan = await plan_affected(runner, params, interp, run_dir / COLLECT_DIR, timeout)
+            left = max(MIN_RUN_TIMEOUT_S, timeout - (time.monotonic() - started))
         except BaseException:
             with anyio.CancelScope(shield=True):
                 shutil.rmtree(run_dir, ignore_errors=True)
@@ -166,7 +174,7 @@ async def execute_affected(
                 selection=plan.selection,
             )
         options = affected_argv(run_dir, (test.node_id for test in plan.tests))
-        result, _ = await run_in_dir(runner, params, interp, timeout, progress, run_dir, options)
+        result, _ = await run_in_dir(runner, params, interp, left, progress, run_dir, options)
         await refresh_map(runner, params, interp, run_dir, plan)
     return result.model_copy(update={"selection": plan.selection})
 

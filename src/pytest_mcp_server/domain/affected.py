@@ -28,6 +28,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from pytest_mcp_server.domain.policy import AFFECTED_FILES_KEPT
 from pytest_mcp_server.engine.models import _Frozen
 
 Reason = Literal["no_map", "config_changed", "new", "changed", "failed_last"]
@@ -36,8 +37,6 @@ REASONS: tuple[Reason, ...] = ("no_map", "config_changed", "new", "changed", "fa
 """The reasons in the order they are tried: a test is counted under the first that holds."""
 FAILED_OUTCOMES = frozenset({"failed", "error"})
 """Recorded outcomes (``run.events.read_outcomes``' names) that select a test again."""
-FILES_KEPT = 20
-"""Files a selection keeps in ``Selection.changed_files``."""
 
 
 class SelectionReasons(_Frozen):
@@ -64,7 +63,7 @@ class Selection(_Frozen):
     keywords) are affected, ``reasons`` counts them per reason. ``changed_files``: the
     files whose changes selected them (paths relative to the root: files with a changed
     block, new tests' files, changed configuration files), the file selecting most
-    tests first, at most ``FILES_KEPT``. ``notice``: one line when the map could not be
+    tests first, at most ``AFFECTED_FILES_KEPT``. ``notice``: one line when the map could not be
     trusted and was rebuilt (corrupt, foreign or of a newer format), else None.
     ``tests``: ``discover_tests``' page of the selected tests with their reasons; None
     in ``execute_tests``' answer."""
@@ -139,13 +138,13 @@ def selection_of(
     tests: Sequence[AffectedTest], total: int, files: Mapping[str, int], notice: str | None = None
 ) -> Selection:
     """The ``Selection`` of ``tests`` (``select_affected``'s) of ``total`` collected,
-    with its files most-selecting first (then by path), at most ``FILES_KEPT``."""
+    with its files most-selecting first (then by path), at most ``AFFECTED_FILES_KEPT``."""
     counts = Counter(test.reason for test in tests)
     ordered = sorted(files.items(), key=lambda item: (-item[1], item[0]))
     return Selection(
         selected=len(tests),
         total=total,
         reasons=SelectionReasons(**{reason: counts.get(reason, 0) for reason in REASONS}),
-        changed_files=[path for path, _ in ordered[:FILES_KEPT]],
+        changed_files=[path for path, _ in ordered[:AFFECTED_FILES_KEPT]],
         notice=notice,
     )

@@ -135,6 +135,22 @@ REPORT_TIMEOUT_S = 120.0
 """Seconds the project's interpreter gets to combine the data and write the JSON report."""
 
 
+# -- Affected runs (the test map) ------------------------------------------------
+
+AFFECTED_FILES_NAMED = 3
+"""Changed files the first line of an ``affected`` answer names."""
+
+AFFECTED_FILES_KEPT = 20
+"""Changed files a selection keeps in its structured content (``Selection.changed_files``)."""
+
+MAP_BUSY_TIMEOUT_S = 30.0
+"""Seconds a write to the test map waits for another call's transaction on the same map."""
+
+MIN_RUN_TIMEOUT_S = 1.0
+"""The least time the run of an ``affected`` call gets after its collection used the
+rest of ``timeout_s`` (it then stops with the usual ``timeout`` error)."""
+
+
 # -- HTTP transport --------------------------------------------------------------
 
 DEFAULT_HTTP_PORT = 8765

@@ -5,7 +5,7 @@ in SQLite (the standard library's ``sqlite3``, WAL journal).
 One file per project root and interpreter (``map_path``: ``<artifacts>/maps/<root
 name>-<hash of root and interpreter>.sqlite``), never in the project. Every change is
 one transaction (``BEGIN IMMEDIATE``: two runs on one root take turns, a busy one
-waits up to ``BUSY_TIMEOUT_S``), so a killed run leaves the map as it was before.
+waits up to ``MAP_BUSY_TIMEOUT_S``), so a killed run leaves the map as it was before.
 
 A file that is not such a map (not SQLite, another program's database, a schema
 version this server does not know, a broken page) is never trusted: ``open_map``
@@ -21,13 +21,12 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 from pytest_mcp_server.domain.affected import RecordedTest
+from pytest_mcp_server.domain.policy import MAP_BUSY_TIMEOUT_S
 
 SCHEMA_VERSION = 1
 """The map's schema version, in its ``schema_version`` table; a map of another version is rebuilt."""
 FORMAT_NAME = "pytest-mcp-server test map"
 """The ``format`` row of the ``meta`` table: what makes a SQLite file one of these maps."""
-BUSY_TIMEOUT_S = 30.0
-"""How long a writer waits for another run's transaction on the same map, seconds."""
 MAPS_DIR = "maps"
 """The artifacts directory's subdirectory holding the maps."""
 
@@ -152,7 +151,7 @@ class TestMap:
 
 
 def _connect(path: Path) -> sqlite3.Connection:
-    con = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None)  # transactions are explicit
+    con = sqlite3.connect(path, timeout=MAP_BUSY_TIMEOUT_S, isolation_level=None)  # transactions are explicit
     try:
         con.execute("PRAGMA foreign_keys = ON")
         con.execute("PRAGMA journal_mode = WAL")

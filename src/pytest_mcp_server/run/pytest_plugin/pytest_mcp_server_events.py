@@ -4,8 +4,9 @@ Not for users: the server adds this directory to the child's PYTHONPATH and pass
 ``-p pytest_mcp_server_events --mcp-records=FILE`` (and, for a test run,
 ``--mcp-stacks=FILE``). It imports nothing but pytest and the standard library (and
 orjson, when the project's interpreter has it, in runs of more than
-``ORJSON_AFTER_RECORDS`` tests: it encodes the complete reports faster), so it works in
-any project interpreter (Python 3.8+, pytest 7+), whatever else is installed.
+``ORJSON_AFTER_RECORDS`` tests: it encodes the complete reports faster; coverage.py with
+``--mcp-map-data``, which the server asks for only when the interpreter has it), so it
+works in any project interpreter (Python 3.8+, pytest 7+), whatever else is installed.
 
 FILE is the run's one record stream: JSON lines in pytest-reportlog's format (pytest-dev's
 ``--report-log``: each report as ``pytest_report_to_serializable`` gives it, with its
