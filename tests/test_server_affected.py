@@ -328,6 +328,12 @@ def test_without_git_within_a_keyword_two_calls_at_once_and_a_killed_run_keep_th
                 for keyword in ("add", "mul"):
                     group.start_soon(concurrent, client, keyword, steps)
             steps["after_both"] = await affected_run(client)
+            # a test file that no longer imports: the run shows its collection error, even with
+            # nothing else affected; once fixed, its test runs again (it left the map)
+            (root / "tests" / "test_mul.py").write_text(TEST_MUL.replace("def test_mul():", "def test_mul(:"))
+            steps["broken_file"] = await affected_run(client)
+            (root / "tests" / "test_mul.py").write_text(TEST_MUL)
+            steps["fixed_file"] = await affected_run(client)
         return steps
 
     async def concurrent(client: Client, keyword: str, steps: dict) -> None:
@@ -349,3 +355,11 @@ def test_without_git_within_a_keyword_two_calls_at_once_and_a_killed_run_keep_th
 
     assert ran(steps["add"][0]) == (2, 0) and ran(steps["mul"][0]) == (1, 0)
     assert steps["after_both"][0].status == "no_tests"  # both calls' entries are in the map
+
+    broken_file, text = steps["broken_file"]
+    assert broken_file.status == "interrupted" and broken_file.selection.selected == 0
+    assert [e.path for e in broken_file.summary.collection_errors] == ["tests/test_mul.py"]
+    assert text.splitlines()[0] == "Affected: 0 of 2 collected tests; 1 file could not be collected (below)"
+    assert text.splitlines()[1].startswith("INTERRUPTED 1 error, 2 deselected in ")
+    fixed_file, _ = steps["fixed_file"]
+    assert ran(fixed_file) == (1, 0) and reasons(fixed_file) == {"new": 1}

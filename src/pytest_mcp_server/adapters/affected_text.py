@@ -33,8 +33,14 @@ def selection_line(selection: Selection) -> str:
     return line
 
 
-def _head(selection: Selection) -> str:
+def _head(selection: Selection, collection_errors: int = 0) -> str:
     lines = [selection_line(selection)]
+    if collection_errors and not selection.selected:
+        # the files that do not import may hold affected tests: the errors are the news
+        lines[0] = (
+            f"Affected: 0 of {selection.total} collected tests; {collection_errors} "
+            f"file{'s' if collection_errors != 1 else ''} could not be collected (below)"
+        )
     if selection.notice:
         lines.append(f"Notice: {selection.notice}")
     return "\n".join(cap_line(line)[0] for line in lines) + "\n"
@@ -52,7 +58,7 @@ def render_execute_answer(result: ExecuteResult) -> str:
             "a test that reads a data file another test or a change wrote is not tracked; "
             "execute_tests with affected=false runs every test.\n"
         )
-    return _head(result.selection) + render_execute(result)
+    return _head(result.selection, len(result.summary.collection_errors)) + render_execute(result)
 
 
 def render_discover_answer(result: DiscoverResult) -> str:
