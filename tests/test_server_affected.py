@@ -6,7 +6,7 @@ What an agent relies on: the first run builds the map and runs everything; after
 that, an edit inside one function runs exactly the tests that ran it, and an edit to
 another function of the same file (or to a function no test runs) runs none of them; a
 new test runs; a test that failed runs again until it passes; a change the map cannot
-see (conftest.py) runs everything; with nothing affected nothing runs and the answer
+see (conftest.py, a newly installed distribution) runs everything; with nothing affected nothing runs and the answer
 says so; the plan (``discover_tests``) is what the run then does; a map file that
 cannot be trusted is rebuilt with a notice; an interpreter without coverage.py gets a
 tool error naming the install command; without git it works the same (fingerprints,
@@ -25,7 +25,7 @@ from pathlib import Path
 import anyio
 from mcp import Client, StdioServerParameters
 from server_support import connect, run, text_of
-from test_server_coverage import _python_with
+from test_server_coverage import _python_with, link_distribution
 
 from pytest_mcp_server.domain.failures import ToolFailureDetail
 from pytest_mcp_server.domain.tools import DiscoverResult, ExecuteResult
@@ -250,10 +250,11 @@ def test_a_failing_test_runs_again_until_it_passes_and_a_conftest_change_runs_ev
         ]
 
 
-def test_a_corrupt_map_is_rebuilt_with_a_notice_and_affected_needs_coverage_py(tmp_path):
+def test_a_corrupt_map_is_rebuilt_with_a_notice_affected_needs_coverage_py_and_a_new_distribution_runs_all(tmp_path):
     root = make_project(tmp_path)
     artifacts = tmp_path / "artifacts"
     python = _python_with(tmp_path, "pytest")
+    (site,) = python.parent.parent.glob("lib/python*/site-packages")
 
     async def body():
         async with connect(server(root, artifacts), "auto") as client:
@@ -266,9 +267,13 @@ def test_a_corrupt_map_is_rebuilt_with_a_notice_and_affected_needs_coverage_py(t
         async with connect(server(root, tmp_path / "other", "--python", str(python)), "auto") as client:
             missing = await client.call_tool("execute_tests", {"affected": True})
             plan_missing = await client.call_tool("discover_tests", {"affected": True})
-        return map_file, rebuilt, again, refused, missing, plan_missing
+            link_distribution("coverage", site)  # installed: no restart needed
+            installed = await affected_run(client)
+            link_distribution("idna", site)  # a distribution the map cannot see into
+            new_distribution = await affected_run(client)
+        return map_file, rebuilt, again, refused, missing, plan_missing, installed, new_distribution
 
-    map_file, (rebuilt, text), (again, _), refused, missing, plan_missing = run(body)
+    map_file, (rebuilt, text), (again, _), refused, missing, plan_missing, installed, new_distribution = run(body)
     assert ran(rebuilt) == (3, 0) and reasons(rebuilt) == {"no_map": 3}
     assert rebuilt.selection.notice == (
         f"the test map {map_file} was not readable as SQLite (file is not a database); "
@@ -285,6 +290,11 @@ def test_a_corrupt_map_is_rebuilt_with_a_notice_and_affected_needs_coverage_py(t
         detail = ToolFailureDetail.model_validate(answer.structured_content)
         assert detail.kind == "coverage_missing"
         assert f"{python} -m pip install coverage" in detail.message
+
+    assert reasons(installed[0]) == {"no_map": 3}  # a map of its own: another interpreter
+    new_distribution, text = new_distribution
+    assert ran(new_distribution) == (3, 0) and reasons(new_distribution) == {"config_changed": 3}
+    assert text.splitlines()[0] == "Affected: 3 of 3 tests (3 config changed), by changes in installed distributions"
 
 
 def map_rows(artifacts: Path) -> list[tuple[str, str, str, str]]:
