@@ -124,22 +124,28 @@ class TestMap:
         ``(path, fingerprint)``)) gets exactly that entry, with ``config``; the tests
         of ``gone`` (no longer in the suite) leave the map; ``meta`` rows are set; blocks
         no test refers to any more are removed."""
+        entries = {node_id: (outcome, set(blocks)) for node_id, (outcome, blocks) in ran.items()}
         with self._transaction() as con:
-            for node_id, (outcome, blocks) in ran.items():
-                con.execute(
-                    "INSERT INTO tests (node_id, outcome, config) VALUES (?, ?, ?) "
-                    "ON CONFLICT (node_id) DO UPDATE SET outcome = excluded.outcome, config = excluded.config",
-                    (node_id, outcome, config),
-                )
-                (test_id,) = con.execute("SELECT id FROM tests WHERE node_id = ?", (node_id,)).fetchone()
-                con.execute("DELETE FROM test_blocks WHERE test_id = ?", (test_id,))
-                for path, fingerprint in set(blocks):
-                    con.execute("INSERT OR IGNORE INTO blocks (path, fingerprint) VALUES (?, ?)", (path, fingerprint))
-                    con.execute(
-                        "INSERT INTO test_blocks (test_id, block_id) "
-                        "SELECT ?, id FROM blocks WHERE path = ? AND fingerprint = ?",
-                        (test_id, path, fingerprint),
-                    )
+            con.executemany(
+                "INSERT INTO tests (node_id, outcome, config) VALUES (?, ?, ?) "
+                "ON CONFLICT (node_id) DO UPDATE SET outcome = excluded.outcome, config = excluded.config",
+                ((node_id, outcome, config) for node_id, (outcome, _) in entries.items()),
+            )
+            test_ids = {
+                node_id: test_id
+                for test_id, node_id in con.execute("SELECT id, node_id FROM tests")
+                if node_id in entries
+            }
+            con.executemany("DELETE FROM test_blocks WHERE test_id = ?", ((i,) for i in test_ids.values()))
+            all_blocks = {block for _, blocks in entries.values() for block in blocks}
+            con.executemany("INSERT OR IGNORE INTO blocks (path, fingerprint) VALUES (?, ?)", all_blocks)
+            block_ids = {
+                (path, fp): block_id for block_id, path, fp in con.execute("SELECT id, path, fingerprint FROM blocks")
+            }
+            con.executemany(
+                "INSERT INTO test_blocks (test_id, block_id) VALUES (?, ?)",
+                ((test_ids[node_id], block_ids[block]) for node_id, (_, blocks) in entries.items() for block in blocks),
+            )
             con.executemany("DELETE FROM tests WHERE node_id = ?", ((node_id,) for node_id in gone))
             con.execute("DELETE FROM blocks WHERE id NOT IN (SELECT block_id FROM test_blocks)")
             for key, value in (meta or {}).items():
