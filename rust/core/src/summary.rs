@@ -22,9 +22,7 @@ use crate::cut::{
     capped, chomp, cut_traceback_for, is_ws, parse_location, says_message, shown_traceback_for,
     strip, DeepestFrames, FailureContext, FailureFrames, FrameLine, PathKinds,
 };
-use crate::group::{
-    fold_values, group_id, key_hash, normalize_capped, OTHER_GROUP_ID,
-};
+use crate::group::{fold_values, group_id, key_hash, normalize_capped, OTHER_GROUP_ID};
 use crate::project::{display_path, ProjectCode};
 use crate::record::{CollectionErrorRecord, Item, Outcome, Phase, TestRecord};
 use crate::select::Selection;
@@ -872,8 +870,11 @@ impl SummaryBuilder {
                 } else {
                     Vec::new()
                 };
-                self.other
-                    .fold_cause(key_hash(Some(exception), &key.normalized, key.at.as_deref()));
+                self.other.fold_cause(key_hash(
+                    Some(exception),
+                    &key.normalized,
+                    key.at.as_deref(),
+                ));
                 self.other
                     .absorb(1, seq, example, max_examples, Representative::Missing);
                 return GroupRef::Other;
