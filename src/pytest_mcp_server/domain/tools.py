@@ -44,6 +44,7 @@ from pytest_mcp_server.domain.policy import (
     MAX_WORKERS,
     TIMEOUT_LIMIT_S,
 )
+from pytest_mcp_server.domain.suspects import Suspect
 from pytest_mcp_server.domain.validation import check_filter_node_id, check_node_id_syntax, check_report_path
 from pytest_mcp_server.engine.models import (
     Budgets,
@@ -258,6 +259,10 @@ class ExecuteResult(_Frozen):
     ``coverage``: with ``coverage: true``, the line coverage of the run
     (``coverage_report.CoverageSummary``; its ``data_path`` written with ``{run_dir}``);
     else None.
+    ``suspects``: in a measured run (``coverage: true``, one run) with failing tests in
+    a git work tree, the changed code the failing tests ran, best first
+    (``domain.suspects.Suspect``, at most ``SUSPECTS_LISTED``; [] when they ran none of
+    it); else None.
     """
 
     status: RunStatus
@@ -271,6 +276,7 @@ class ExecuteResult(_Frozen):
     flaky: list[FlakyTest] = Field(default_factory=list)
     deselected: int = 0
     coverage: CoverageSummary | None = None
+    suspects: list[Suspect] | None = None
 
 
 class DiscoverResult(_Frozen):

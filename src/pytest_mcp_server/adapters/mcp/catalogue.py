@@ -122,6 +122,12 @@ INSTRUCTIONS = (
 """The server's instructions to the model (sent at initialisation)."""
 
 
+ON_REQUEST_FIELDS = frozenset({"suspects"})
+"""Result fields an answer carries only when the call asked for them (``coverage`` with
+failures), left out of the published output schema (which allows further properties)
+to keep ``tools/list`` under 4 KB; docs/SERVER.md describes them."""
+
+
 def input_schema(model: type[BaseModel]) -> dict[str, Any]:
     """The JSON Schema of a parameter model, compacted for ``tools/list``.
 
@@ -157,12 +163,13 @@ def output_schema(model: type[BaseModel]) -> dict[str, Any]:
     fields are documented in ``docs/SERVER.md`` and ``models.py``); every field is
     always present, so ``required`` is left out. Every result the server sends
     validates against it; the full schema would not fit the 4 KB budget of
-    ``tools/list``.
+    ``tools/list``. ``ON_REQUEST_FIELDS`` are left out.
     """
     full = model.model_json_schema()
     props: dict[str, Any] = {}
     for name, prop in full["properties"].items():
-        props[name] = {"type": _json_type(prop)}
+        if name not in ON_REQUEST_FIELDS:
+            props[name] = {"type": _json_type(prop)}
     return {"type": "object", "properties": props}
 
 

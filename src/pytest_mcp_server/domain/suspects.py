@@ -1,0 +1,178 @@
+"""Which changed code the failing tests ran (``Suspect``): the answer's pointer at the
+change behind a failure that no traceback passes through (a wrong value caught by an
+assertion in the test).
+
+The unit is a *hunk*: a run of consecutive changed lines (``git diff HEAD`` and untracked
+files, ``domain.coverage.ChangedLines``) inside one function, or at module level. A test
+ran a hunk when its per-test coverage context (pytest-cov's ``--cov-context=test``:
+``<node id>|run``, ``|setup``, ``|teardown``) covers one of the hunk's lines. When no
+failing test ran any of them (a ``return`` moved into a branch the failing tests skip),
+the tests that ran a line of the function holding the hunk count instead: the change is
+in code they ran. Module-level code runs at import, outside every test's context, so a
+module-level hunk counts only its own lines.
+
+Hunks run by failing tests are ranked by the Ochiai coefficient,
+``failing / sqrt(all failing × (failing + passing))``, as spectrum-based fault
+localisation ranks statements (Abreu, Zoeteweij, van Gemund, "On the Accuracy of
+Spectrum-based Fault Localization", TAICPART 2007): code that every failing test ran and
+no passing test ran comes first.
+
+No I/O: the caller reads the contexts (``engine.coverage.read_line_contexts``) and the
+changed files' source.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from pytest_mcp_server.domain.coverage import ChangedLines, line_ranges
+from pytest_mcp_server.engine.coverage import LineContexts
+from pytest_mcp_server.engine.models import _Frozen
+
+FAILING_OUTCOMES = frozenset({"failed", "error"})
+"""Outcomes (``run.events.read_outcomes``' names) that make a test a failing one here;
+``xfailed`` is expected, ``skipped`` ran nothing of interest."""
+
+PASSING_OUTCOMES = frozenset({"passed", "xpassed"})
+"""Outcomes of tests that ran the code and did not fail."""
+
+
+class Suspect(_Frozen):
+    """Changed code that failing tests ran: ``path`` (relative to the root), ``lines``
+    (compact ranges of the hunk's changed lines, ``"12-13"``), how many ``failing`` and
+    ``passing`` tests ran it (of ``failing_total``/``passing_total`` in the run), and
+    ``by`` what: ``"line"`` when they ran a changed line, ``"function"`` when only
+    another line of the function holding it."""
+
+    path: str
+    lines: str
+    failing: int
+    passing: int
+    failing_total: int
+    passing_total: int
+    by: str = "line"
+
+
+@dataclass(frozen=True)
+class _Hunk:
+    path: str
+    lines: tuple[int, ...]
+    span: tuple[int, int] | None  # the enclosing function's first and last line
+
+
+def function_spans(source: str) -> list[tuple[int, int]]:
+    """``(first, last)`` lines of every function and method in ``source`` (decorators
+    included), innermost last among nested ones; [] when it does not parse."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return []
+    spans = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.end_lineno is not None:
+            first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+            spans.append((first, node.end_lineno))
+    return sorted(spans, key=lambda s: (s[0], -s[1]))
+
+
+def _innermost(spans: list[tuple[int, int]], line: int) -> tuple[int, int] | None:
+    inside = [s for s in spans if s[0] <= line <= s[1]]
+    return min(inside, key=lambda s: s[1] - s[0]) if inside else None
+
+
+def _hunks(path: str, lines: Iterable[int], spans: list[tuple[int, int]]) -> list[_Hunk]:
+    hunks: list[_Hunk] = []
+    for first, last in line_ranges(sorted(lines)):
+        current: list[int] = []
+        span: tuple[int, int] | None = None
+        for line in range(first, last + 1):
+            here = _innermost(spans, line)
+            if current and here != span:
+                hunks.append(_Hunk(path, tuple(current), span))
+                current = []
+            span = here
+            current.append(line)
+        if current:
+            hunks.append(_Hunk(path, tuple(current), span))
+    return hunks
+
+
+def node_id_of_context(context: str) -> str | None:
+    """The test of a pytest-cov context (``tests/t.py::test_a|run`` -> its node id);
+    None for the empty context (code run outside any test: imports, collection)."""
+    if not context:
+        return None
+    node_id, sep, phase = context.rpartition("|")
+    return node_id if sep and phase in ("setup", "run", "teardown") else context
+
+
+def rank_suspects(
+    changed: ChangedLines,
+    measured: Mapping[str, LineContexts],
+    outcomes: Mapping[str, str],
+    sources: Mapping[str, str],
+    limit: int,
+) -> list[Suspect]:
+    """The changed hunks that failing tests ran, best first (Ochiai, then more failing
+    tests, then path and line), at most ``limit``.
+
+    ``measured``: per changed file (path relative to the root, as ``changed`` names it)
+    its executable lines and the contexts of each line that ran (every line of the file,
+    so a function's other lines count too); a hunk is made of changed *executable* lines
+    (a comment or docstring edit is none). ``outcomes``: node id -> outcome of every
+    test of the run. ``sources``: the changed files' text, for their functions (a file
+    missing here is read as module-level code only)."""
+    failing_total = sum(1 for o in outcomes.values() if o in FAILING_OUTCOMES)
+    passing_total = sum(1 for o in outcomes.values() if o in PASSING_OUTCOMES)
+    if failing_total == 0:
+        return []
+    scored: list[tuple[float, int, str, int, Suspect]] = []
+    for path in changed.paths():
+        file = measured.get(path)
+        if file is None:
+            continue
+        spans = function_spans(sources.get(path, ""))
+        for hunk in _hunks(path, changed.changed(path, sorted(file.executable)), spans):
+            failing, passing = _tests_of(hunk.lines, file.contexts, outcomes)
+            by = "line"
+            if not failing and hunk.span is not None:
+                first, last = hunk.span
+                failing, passing = _tests_of(range(first, last + 1), file.contexts, outcomes)
+                by = "function"
+            if not failing:
+                continue
+            score = len(failing) / math.sqrt(failing_total * (len(failing) + len(passing)))
+            text = ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in line_ranges(hunk.lines))
+            suspect = Suspect(
+                path=path,
+                lines=text,
+                failing=len(failing),
+                passing=len(passing),
+                failing_total=failing_total,
+                passing_total=passing_total,
+                by=by,
+            )
+            scored.append((-score, -len(failing), path, hunk.lines[0], suspect))
+    scored.sort(key=lambda s: s[:4])
+    return [s[4] for s in scored[:limit]]
+
+
+def _tests_of(
+    lines: Iterable[int], contexts: Mapping[int, tuple[str, ...]], outcomes: Mapping[str, str]
+) -> tuple[set[str], set[str]]:
+    failing: set[str] = set()
+    passing: set[str] = set()
+    for line in lines:
+        for context in contexts.get(line, ()):
+            node_id = node_id_of_context(context)
+            if node_id is None:
+                continue
+            outcome = outcomes.get(node_id)
+            if outcome in FAILING_OUTCOMES:
+                failing.add(node_id)
+            elif outcome in PASSING_OUTCOMES:
+                passing.add(node_id)
+    return failing, passing
