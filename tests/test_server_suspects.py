@@ -23,7 +23,7 @@ from mcp import StdioServerParameters
 from server_support import connect, run, text_of
 
 from pytest_mcp_server.domain.coverage import ChangedLines
-from pytest_mcp_server.domain.suspects import function_spans, node_id_of_context, rank_suspects
+from pytest_mcp_server.domain.suspects import node_id_of_context, rank_suspects, source_shape
 from pytest_mcp_server.domain.tools import ExecuteResult
 from pytest_mcp_server.engine.coverage import LineContexts
 
@@ -208,9 +208,21 @@ def test_ranking_is_ochiai_and_counts_each_test_once_across_its_phases():
     assert rank_suspects(changed, measured, {"t::c": "passed"}, {"m.py": source}, limit=3) == []
 
 
-def test_contexts_and_function_spans():
+def test_contexts_functions_and_multi_line_statements():
     assert node_id_of_context("tests/t.py::test_a[x|y]|run") == "tests/t.py::test_a[x|y]"
     assert node_id_of_context("") is None
-    source = "@dec\ndef f():\n    def inner():\n        return 1\n    return inner\n\nx = 1\n"
-    assert function_spans(source) == [(1, 5), (3, 4)]
-    assert function_spans("def broken(:\n") == []
+    source = "@dec\ndef f():\n    def inner():\n        return 1\n    return inner\n\nx = f(\n    1,\n    2,\n)\n"
+    shape = source_shape(source)
+    assert shape.functions == [(1, 5), (3, 4)]
+    # lines 8-10 belong to the statement of line 7 (coverage.py records it there)
+    assert {line: shape.statement_start[line] for line in (8, 9, 10)} == {8: 7, 9: 7, 10: 7}
+    assert source_shape("def broken(:\n").functions == []
+
+
+def test_a_change_inside_a_multi_line_statement_is_counted_at_its_first_line():
+    # the changed argument on line 3 is recorded by coverage.py under line 2
+    changed = ChangedLines(ranges={"m.py": [(3, 3)]})
+    source = "def f(x):\n    return g(\n        x + 1,\n    )\n"
+    measured = {"m.py": LineContexts(executable=frozenset({1, 2}), contexts={1: ("",), 2: ("t::a|run",)})}
+    (suspect,) = rank_suspects(changed, measured, {"t::a": "failed"}, {"m.py": source}, limit=3)
+    assert (suspect.lines, suspect.failing, suspect.by) == ("3", 1, "line")

@@ -58,24 +58,44 @@ class Suspect(_Frozen):
 
 @dataclass(frozen=True)
 class _Hunk:
-    path: str
-    lines: tuple[int, ...]
+    lines: tuple[int, ...]  # changed lines, as the answer names them
+    measured: tuple[int, ...]  # the lines coverage.py records them under
     span: tuple[int, int] | None  # the enclosing function's first and last line
 
 
-def function_spans(source: str) -> list[tuple[int, int]]:
-    """``(first, last)`` lines of every function and method in ``source`` (decorators
-    included), innermost last among nested ones; [] when it does not parse."""
+@dataclass(frozen=True)
+class SourceShape:
+    """What ``rank_suspects`` reads off a changed file's source: ``functions``, the
+    ``(first, last)`` lines of every function and method (decorators included), and
+    ``statement_start``, for each line inside a statement that spans several lines, the
+    line that statement starts on (coverage.py records a multi-line statement under its
+    first line)."""
+
+    functions: list[tuple[int, int]]
+    statement_start: dict[int, int]
+
+
+def source_shape(source: str) -> SourceShape:
+    """The ``SourceShape`` of ``source``; empty when it does not parse (every line is
+    then read as module-level code of its own)."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
-        return []
-    spans = []
+        return SourceShape([], {})
+    functions = []
+    innermost: dict[int, tuple[int, int]] = {}  # line -> (span length, first line) of its innermost statement
     for node in ast.walk(tree):
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.end_lineno is not None:
+        if not isinstance(node, ast.stmt) or node.end_lineno is None:
+            continue
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
-            spans.append((first, node.end_lineno))
-    return sorted(spans, key=lambda s: (s[0], -s[1]))
+            functions.append((first, node.end_lineno))
+        if node.end_lineno > node.lineno:
+            length = node.end_lineno - node.lineno
+            for line in range(node.lineno + 1, node.end_lineno + 1):
+                if line not in innermost or length < innermost[line][0]:
+                    innermost[line] = (length, node.lineno)
+    return SourceShape(sorted(functions, key=lambda s: (s[0], -s[1])), {k: v[1] for k, v in innermost.items()})
 
 
 def _innermost(spans: list[tuple[int, int]], line: int) -> tuple[int, int] | None:
@@ -83,20 +103,22 @@ def _innermost(spans: list[tuple[int, int]], line: int) -> tuple[int, int] | Non
     return min(inside, key=lambda s: s[1] - s[0]) if inside else None
 
 
-def _hunks(path: str, lines: Iterable[int], spans: list[tuple[int, int]]) -> list[_Hunk]:
+def _hunks(measured_of: dict[int, int], spans: list[tuple[int, int]]) -> list[_Hunk]:
+    """Runs of consecutive changed lines (those in ``measured_of``: changed line -> the
+    executable line it is recorded under) inside one function, or at module level."""
     hunks: list[_Hunk] = []
-    for first, last in line_ranges(sorted(lines)):
+    for first, last in line_ranges(sorted(measured_of)):
         current: list[int] = []
         span: tuple[int, int] | None = None
         for line in range(first, last + 1):
             here = _innermost(spans, line)
             if current and here != span:
-                hunks.append(_Hunk(path, tuple(current), span))
+                hunks.append(_Hunk(tuple(current), tuple(measured_of[x] for x in current), span))
                 current = []
             span = here
             current.append(line)
         if current:
-            hunks.append(_Hunk(path, tuple(current), span))
+            hunks.append(_Hunk(tuple(current), tuple(measured_of[x] for x in current), span))
     return hunks
 
 
@@ -134,9 +156,22 @@ def rank_suspects(
         file = measured.get(path)
         if file is None:
             continue
-        spans = function_spans(sources.get(path, ""))
-        for hunk in _hunks(path, changed.changed(path, sorted(file.executable)), spans):
-            failing, passing = _tests_of(hunk.lines, file.contexts, outcomes)
+        source = sources.get(path, "")
+        shape = source_shape(source)
+        if path in changed.new_files:
+            lines = list(range(1, source.count("\n") + 2))
+        else:
+            lines = [line for first, last in changed.ranges.get(path, []) for line in range(first, last + 1)]
+        # a changed line counts when coverage.py can record it: itself, or the first
+        # line of the multi-line statement it is part of (a comment or docstring edit is neither)
+        measured_of: dict[int, int] = {}
+        for line in lines:
+            for candidate in (line, shape.statement_start.get(line)):
+                if candidate is not None and candidate in file.executable:
+                    measured_of[line] = candidate
+                    break
+        for hunk in _hunks(measured_of, shape.functions):
+            failing, passing = _tests_of(hunk.measured, file.contexts, outcomes)
             by = "line"
             if not failing and hunk.span is not None:
                 first, last = hunk.span

@@ -154,7 +154,9 @@ def read_line_contexts(path: str) -> dict[str, LineContexts]:
                     for line, ctxs in raw.items()
                     if str(line).isdigit() and isinstance(ctxs, list)
                 }
-                out[str(name)] = LineContexts(executable=executable, contexts=contexts)
+                # a line with contexts ran (a lambda's body inside a multi-line statement
+                # is recorded under its own line, not the statement's first)
+                out[str(name)] = LineContexts(executable=executable | contexts.keys(), contexts=contexts)
     except FileNotFoundError:
         raise ReportError("not_found", path, "no such file; check the path") from None
     except OSError as exc:
