@@ -23,9 +23,16 @@ from mcp import StdioServerParameters
 from server_support import connect, run, text_of
 
 from pytest_mcp_server.domain.coverage import ChangedLines
-from pytest_mcp_server.domain.suspects import node_id_of_context, rank_suspects, source_shape
+from pytest_mcp_server.domain.suspects import (
+    Suspect,
+    group_by_suspect,
+    node_id_of_context,
+    rank_suspects,
+    source_shape,
+)
 from pytest_mcp_server.domain.tools import ExecuteResult
 from pytest_mcp_server.engine.coverage import LineContexts
+from pytest_mcp_server.engine.models import ReportSummary
 
 NUMBERS = """\
 def intcomma(value):
@@ -62,6 +69,10 @@ from pkg.numbers import clamp, intcomma, size_label
 @pytest.mark.parametrize("n, text", [(1, "1"), (1000, "1,000"), (1234567, "1,234,567"), (-1000, "-1,000")])
 def test_intcomma(n, text):
     assert intcomma(n) == text
+
+
+def test_intcomma_in_a_sentence():
+    assert f"total: {intcomma(5000)} items" == "total: 5,000 items"
 
 
 @pytest.mark.parametrize("v, expected", [(5, 5), (-1, 0), (11, 10)])
@@ -126,15 +137,23 @@ def test_a_wrong_branch_only_failing_tests_take_is_named_by_its_line(tmp_path):
     result, text = measured_run(root, tmp_path / "artifacts")
 
     assert result.status == "failed"
-    assert result.summary.counts.failed == 3
+    assert result.summary.counts.failed == 4
     top = result.suspects[0]
     assert (top.path, top.lines, top.by) == ("pkg/numbers.py", "7", "line")
-    assert (top.failing, top.failing_total) == (3, 3)
+    assert (top.failing, top.failing_total) == (4, 4)
     assert top.passing == 0  # test_intcomma[1-1] skips the loop; the others never call intcomma
     assert top.passing_total == 7
-    assert "changed code run by failing tests: pkg/numbers.py:7 (3 of 3 failing, 0 of 7 passing)" in text
+    assert "changed code run by failing tests: pkg/numbers.py:7 (4 of 4 failing, 0 of 7 passing)" in text
     # the headline comes right after the verdict line
     assert text.splitlines()[1].startswith("changed code run by failing tests: pkg/numbers.py:7")
+    # two assertion sites (test_intcomma's and the sentence test's), no frame in
+    # pkg/numbers.py, one changed line they all ran: one group, one entry in full, and
+    # the other site's test named first among the group's other failures
+    (group,) = result.summary.groups
+    assert group.count == 4
+    assert {f.group for f in result.summary.failures} == {group.id}
+    assert text.count("- FAILED ") == 1
+    assert "also in 3 more: test_intcomma_in_a_sentence, test_intcomma[1234567-1,234,567], ..." in text
 
 
 def test_a_return_moved_into_a_skipped_branch_is_named_through_its_function(tmp_path):
@@ -148,8 +167,8 @@ def test_a_return_moved_into_a_skipped_branch_is_named_through_its_function(tmp_
     # size_label's other lines, so the change is named through its function
     top = result.suspects[0]
     assert (top.path, top.lines, top.by) == ("pkg/numbers.py", "24", "function")
-    assert (top.failing, top.failing_total, top.passing, top.passing_total) == (2, 2, 1, 8)
-    assert "changed code in a function run by failing tests: pkg/numbers.py:24 (2 of 2 failing, 1 of 8 passing)" in text
+    assert (top.failing, top.failing_total, top.passing, top.passing_total) == (2, 2, 1, 9)
+    assert "changed code in a function run by failing tests: pkg/numbers.py:24 (2 of 2 failing, 1 of 9 passing)" in text
 
 
 def test_only_the_change_the_failing_tests_ran_is_named(tmp_path):
@@ -158,10 +177,10 @@ def test_only_the_change_the_failing_tests_ran_is_named(tmp_path):
     change(root, "    while len(text) > 3:\n", "    while len(text) > 4:\n")  # groups of four digits
     result, text = measured_run(root, tmp_path / "artifacts")
 
-    assert result.summary.counts.failed == 3
+    assert result.summary.counts.failed == 4
     paths_lines = [(s.path, s.lines) for s in result.suspects]
     assert paths_lines == [("pkg/numbers.py", "6")]
-    assert (result.suspects[0].failing, result.suspects[0].passing) == (3, 1)  # intcomma(1) ran it and passed
+    assert (result.suspects[0].failing, result.suspects[0].passing) == (4, 1)  # intcomma(1) ran it and passed
     # the clamp change ran only in passing tests: never named
     assert ("pkg/numbers.py", "15") not in paths_lines
     assert "pkg/numbers.py:15" not in text
@@ -226,3 +245,68 @@ def test_a_change_inside_a_multi_line_statement_is_counted_at_its_first_line():
     measured = {"m.py": LineContexts(executable=frozenset({1, 2}), contexts={1: ("",), 2: ("t::a|run",)})}
     (suspect,) = rank_suspects(changed, measured, {"t::a": "failed"}, {"m.py": source}, limit=3)
     assert (suspect.lines, suspect.failing, suspect.by) == ("3", 1, "line")
+
+
+def test_grouping_by_suspect_takes_only_frameless_groups_whose_tests_all_ran_it():
+    def failure(node_id: str, group: str, path: str) -> dict:
+        return {
+            "node_id": node_id,
+            "outcome": "failed",
+            "phase": "call",
+            "exception": "AssertionError",
+            "message": "assert 1 == 2",
+            "location": {"path": path, "line": 3},
+            "group": group,
+        }
+
+    def group(gid: str, count: int, path: str, examples: list[str]) -> dict:
+        loc = {"path": path, "line": 3}
+        return {
+            "id": gid,
+            "count": count,
+            "exception": "AssertionError",
+            "message": "m",
+            "location": loc,
+            "examples": examples,
+        }
+
+    summary = ReportSummary.model_validate(
+        {
+            "format": "reportlog",
+            "files": ["r.jsonl"],
+            "counts": {
+                **dict.fromkeys(("passed", "errors", "skipped", "xfailed", "xpassed", "flaky"), 0),
+                "total": 9,
+                "failed": 9,
+            },
+            "duration_s": 1.0,
+            "tests_duration_s": 1.0,
+            "failures": [
+                failure("tests/t.py::a", "g1", "tests/t.py"),
+                failure("tests/u.py::b", "g2", "tests/u.py"),
+                failure("tests/v.py::c", "g3", "pkg/m.py"),  # a cause frame in the project's code
+                failure("tests/w.py::d", "g4", "tests/w.py"),  # one of its tests did not run the suspect
+                failure("tests/x.py::e", "g5", "tests/x.py"),
+            ],
+            "groups": [
+                group("g1", 3, "tests/t.py", ["tests/t.py::a", "tests/t.py::a2", "tests/t.py::a3"]),
+                group("g3", 2, "pkg/m.py", ["tests/v.py::c", "tests/v.py::c2"]),
+                group("g4", 2, "tests/w.py", ["tests/w.py::d", "tests/w.py::other"]),
+                group("g2", 1, "tests/u.py", ["tests/u.py::b"]),
+                group("g5", 1, "tests/x.py", ["tests/x.py::e"]),
+            ],
+        }
+    )
+    ran = {"tests/t.py::a", "tests/t.py::a2", "tests/t.py::a3", "tests/u.py::b", "tests/v.py::c", "tests/v.py::c2"}
+    ran |= {"tests/w.py::d", "tests/x.py::e"}
+    suspect = Suspect(
+        path="pkg/m.py", lines="7", failing=8, passing=0, failing_total=9, passing_total=1, failing_tests=frozenset(ran)
+    )
+    out = group_by_suspect(summary, suspect, max_examples=3)
+    assert [(g.id, g.count) for g in out.groups] == [("g1", 5), ("g3", 2), ("g4", 2)]
+    assert out.groups[0].examples == ["tests/t.py::a", "tests/u.py::b", "tests/x.py::e"]
+    assert [f.node_id for f in out.failures] == ["tests/t.py::a", "tests/v.py::c", "tests/w.py::d"]
+    assert out.omitted.failures == 2
+    assert "failing_tests" not in suspect.model_dump()
+    # nothing to merge: the summary as it is
+    assert group_by_suspect(summary, suspect.model_copy(update={"failing_tests": frozenset()}), 3) is summary

@@ -27,6 +27,7 @@ import anyio
 from pytest_mcp_server.app.repeat import execute_repeated
 from pytest_mcp_server.app.runner import Runner, run_status
 from pytest_mcp_server.domain.failures import ToolFailure, invalid
+from pytest_mcp_server.domain.suspects import group_by_suspect
 from pytest_mcp_server.domain.tools import ExecuteParams, ExecuteResult
 from pytest_mcp_server.domain.validation import check_node_ids_exist
 from pytest_mcp_server.engine import summarize as engine_summarize
@@ -115,6 +116,8 @@ async def execute_run(
                 if summary.counts.failed or summary.counts.errors:
                     outcomes = await anyio.to_thread.run_sync(read_outcomes, records)
                     suspects = await find_suspects(run_dir, runner.root, changed, outcomes)
+                    if suspects:  # failures with no cause frame that ran the top suspect: one cause
+                        summary = group_by_suspect(summary, suspects[0], params.budgets().max_examples)
             keep = True
         finally:
             with anyio.CancelScope(shield=True):

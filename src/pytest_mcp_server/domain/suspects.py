@@ -28,9 +28,11 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from pydantic import Field
+
 from pytest_mcp_server.domain.coverage import ChangedLines, line_ranges
 from pytest_mcp_server.engine.coverage import LineContexts
-from pytest_mcp_server.engine.models import _Frozen
+from pytest_mcp_server.engine.models import Group, ReportSummary, _Frozen, is_test_path
 
 FAILING_OUTCOMES = frozenset({"failed", "error"})
 """Outcomes (``run.events.read_outcomes``' names) that make a test a failing one here;
@@ -54,6 +56,8 @@ class Suspect(_Frozen):
     failing_total: int
     passing_total: int
     by: str = "line"
+    failing_tests: frozenset[str] = Field(default_factory=frozenset, exclude=True)
+    """The failing tests' node ids (not sent: ``group_by_suspect`` reads them)."""
 
 
 @dataclass(frozen=True)
@@ -189,6 +193,7 @@ def rank_suspects(
                 failing_total=failing_total,
                 passing_total=passing_total,
                 by=by,
+                failing_tests=frozenset(failing),
             )
             scored.append((-score, -len(failing), path, hunk.lines[0], suspect))
     scored.sort(key=lambda s: s[:4])
@@ -211,3 +216,47 @@ def _tests_of(
             elif outcome in PASSING_OUTCOMES:
                 passing.add(node_id)
     return failing, passing
+
+
+def group_by_suspect(summary: ReportSummary, suspect: Suspect, max_examples: int) -> ReportSummary:
+    """``summary`` with the listed groups of failures that have no cause frame and all
+    ran ``suspect`` made one: one wrong value caught at several assertion sites is one
+    cause.
+
+    A group qualifies when its location is test code (``engine.models.is_test_path``; or
+    it has none: no frame of the project's code under test) and every failure the summary
+    names in it (its examples and its listed failures) is one of ``suspect``'s failing
+    tests. With two or more, the largest (listed first) takes the others' counts and
+    examples (in order, at most ``max_examples``); their failures leave the failure list
+    (counted in ``omitted.failures``; the group's examples name them). Groups are then
+    ordered largest first again (ties keep their order), and each group's first listed
+    failure ahead of the others, as the engine orders them. Otherwise ``summary`` as it is."""
+
+    def qualifies(group: Group) -> bool:
+        if group.location is not None and not is_test_path(group.location.path):
+            return False
+        named = set(group.examples) | {f.node_id for f in summary.failures if f.group == group.id}
+        return bool(named) and named <= suspect.failing_tests
+
+    merged = [g for g in summary.groups if qualifies(g)]
+    if len(merged) < 2:
+        return summary
+    first, others = merged[0], {g.id for g in merged[1:]}
+    # one test of each assertion site first, then the others
+    leads = [g.examples[0] for g in merged if g.examples]
+    examples = list(dict.fromkeys([*leads, *(e for g in merged for e in g.examples)]))[:max_examples]
+    joined = first.model_copy(update={"count": sum(g.count for g in merged), "examples": examples})
+    groups = [joined if g.id == first.id else g for g in summary.groups if g.id not in others]
+    groups.sort(key=lambda g: -g.count)  # stable: ties keep the engine's order
+    kept = [f for f in summary.failures if f.group not in others]
+    order = {g.id: i for i, g in enumerate(groups)}
+    leads: dict[str, int] = {}
+    for i, f in enumerate(kept):
+        leads.setdefault(f.group, i)
+    lead_set = set(leads.values())
+    heads = sorted((i for i in lead_set if kept[i].group in order), key=lambda i: order[kept[i].group])
+    failures = [kept[i] for i in heads] + [f for i, f in enumerate(kept) if i not in set(heads)]
+    omitted = summary.omitted.model_copy(
+        update={"failures": summary.omitted.failures + len(summary.failures) - len(kept)}
+    )
+    return summary.model_copy(update={"groups": groups, "failures": failures, "omitted": omitted})
