@@ -243,19 +243,19 @@ def group_by_suspect(summary: ReportSummary, suspect: Suspect, max_examples: int
         return summary
     first, others = merged[0], {g.id for g in merged[1:]}
     # one test of each assertion site first, then the others
-    leads = [g.examples[0] for g in merged if g.examples]
-    examples = list(dict.fromkeys([*leads, *(e for g in merged for e in g.examples)]))[:max_examples]
+    site_leads = [g.examples[0] for g in merged if g.examples]
+    examples = list(dict.fromkeys([*site_leads, *(e for g in merged for e in g.examples)]))[:max_examples]
     joined = first.model_copy(update={"count": sum(g.count for g in merged), "examples": examples})
     groups = [joined if g.id == first.id else g for g in summary.groups if g.id not in others]
     groups.sort(key=lambda g: -g.count)  # stable: ties keep the engine's order
     kept = [f for f in summary.failures if f.group not in others]
     order = {g.id: i for i, g in enumerate(groups)}
-    leads: dict[str, int] = {}
+    first_at: dict[str, int] = {}  # group id -> index in ``kept`` of its first failure
     for i, f in enumerate(kept):
-        leads.setdefault(f.group, i)
-    lead_set = set(leads.values())
-    heads = sorted((i for i in lead_set if kept[i].group in order), key=lambda i: order[kept[i].group])
-    failures = [kept[i] for i in heads] + [f for i, f in enumerate(kept) if i not in set(heads)]
+        first_at.setdefault(f.group, i)
+    heads = sorted((i for gid, i in first_at.items() if gid in order), key=lambda i: order[kept[i].group])
+    head_set = set(heads)
+    failures = [kept[i] for i in heads] + [f for i, f in enumerate(kept) if i not in head_set]
     omitted = summary.omitted.model_copy(
         update={"failures": summary.omitted.failures + len(summary.failures) - len(kept)}
     )
