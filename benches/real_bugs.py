@@ -69,12 +69,16 @@ Usage::
 
     python benches/real_bugs.py --work /tmp/real-bugs [--only PROJECT ...] [--bugs PROJECT/ID ...]
         [--mode editable|install|both] [--json FILE] [--markdown FILE]
-        [--server-src DIR] [--verify]
+        [--server-src DIR] [--verify] [--coverage]
 
 ``--verify`` only checks the catalogue: every bug applies, makes at least one test
 fail, and behaves as marked (``raises``, ``chained``, and a chained bug's line in
 ``--tb=short``; plain pytest, editable mode). ``--bugs`` runs only the named bugs.
-``--server-src`` puts DIR first on the server's ``PYTHONPATH`` (e.g. an exported commit
+``--coverage`` (editable mode only) makes each unpacked tree a git work tree of the
+unpatched project and calls ``execute_tests`` with ``coverage: true``: the injected bug
+is then the change the answer can name (``changed code run by failing tests: ...``), and
+the summary counts the wrong-value bugs (``raises`` false) whose line the answer names
+against ``--tb=short``. ``--server-src`` puts DIR first on the server's ``PYTHONPATH`` (e.g. an exported commit
 of ``src/``) to measure a fixed version while the work tree changes. Needs network
 access to PyPI the first time (sdists and build backends); later runs reuse ``--work``.
 Exit status: 0 when every bug made a test fail in every mode, 1 otherwise.
@@ -446,6 +450,10 @@ async def measure_project(spec: BugProject, mode: str, bugs: list[Bug], args: ar
     baseline_n = failure_count(baseline_out)
     print(f"{spec.project.name} ({mode}): baseline {real_projects.parse_pytest_line(baseline_out)[0]}", flush=True)
     rows = []
+    call: dict[str, object] = {}
+    if args.coverage:
+        commit_tree(setup.root)
+        call = {"coverage": True}
     async with Client(server_params(setup, args.work, args.server_src), read_timeout_seconds=900) as client:
         for bug in bugs:
             row = Row(
@@ -460,7 +468,7 @@ async def measure_project(spec: BugProject, mode: str, bugs: list[Bug], args: ar
             with Injected(bug, setup.library):
                 short = await run_pytest(setup, "--tb=short")
                 line = await run_pytest(setup, "--tb=line")
-                result = await client.call_tool("execute_tests", {})
+                result = await client.call_tool("execute_tests", call)
             measure(row, bug, setup, baseline, baseline_n, short, line, result)
             keep_outputs(args.work / "outputs" / f"{spec.project.name}-{mode}-{bug.id}", short, line, result)
             rows.append(row)
@@ -472,6 +480,21 @@ async def measure_project(spec: BugProject, mode: str, bugs: list[Bug], args: ar
                 flush=True,
             )
     return rows
+
+
+def commit_tree(root: Path) -> None:
+    """Make ``root`` a git work tree whose ``HEAD`` is its unpatched state (``--coverage``:
+    the injected bug is then the change the answer can name). A tree that already is one
+    is left as it is; a ``.gitignore`` keeps the runs' byte code and caches untracked-free."""
+    if (root / ".git").exists():
+        return
+    (root / ".gitignore").write_text("__pycache__/\n*.pyc\n.pytest_cache/\n*.egg-info/\n.hypothesis/\n")
+    for argv in (("init", "-q"), ("add", "-A"), ("commit", "-qm", "unpatched sdist")):
+        proc = real_projects.sh(
+            "git", "-c", "user.name=bench", "-c", "user.email=bench@example.invalid", *argv, cwd=root
+        )
+        if proc.returncode != 0:
+            raise SystemExit(f"git {' '.join(argv)} failed in {root}:\n{proc.stderr}")
 
 
 def keep_outputs(stem: Path, short: str, line: str, result: CallToolResult) -> None:
@@ -621,6 +644,11 @@ def summarize(rows: list[Row]) -> dict[str, dict]:
                 sum(r.groups == 1 for r in rs if r.handled_chain), sum(r.handled_chain for r in rs)
             ),
             "raises_mark_disagrees_with_tb_short": sum(r.raises != r.raises_observed for r in rs),
+            # with --coverage: the wrong-value bugs, which no traceback passes through
+            "wrong_value_frame_named": pct(sum(r.frame for r in rs if not r.raises), sum(not r.raises for r in rs)),
+            "wrong_value_frame_named_tb_short": pct(
+                sum(r.frame_in_short for r in rs if not r.raises), sum(not r.raises for r in rs)
+            ),
             **token_figures(rs),
         }
     return out
@@ -763,6 +791,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--server-src", type=Path, default=None, help="prepend DIR to the server's PYTHONPATH")
     parser.add_argument("--verify", action="store_true", help="only check that every bug fails a test")
     parser.add_argument(
+        "--coverage",
+        action="store_true",
+        help="call execute_tests with coverage: true in a git work tree of the unpatched project (editable "
+        "mode only), so that the answer can name the changed lines the failing tests ran",
+    )
+    parser.add_argument(
         "--from-json",
         nargs="+",
         type=Path,
@@ -788,6 +822,10 @@ def main(argv: list[str] | None = None) -> int:
         ok = all([anyio.run(verify, p, [b for b in bugs if b.project == p.project.name], args.work) for p in chosen])
         return 0 if ok else 1
     modes = MODES if args.mode == "both" else (args.mode,)
+    if args.coverage:
+        if args.mode == "install":
+            raise SystemExit("--coverage names changes in the project's git work tree: use --mode editable")
+        modes = ("editable",)  # installed code is outside the work tree: no change to name there
     start = time.monotonic()
     rows: list[Row] = []
     for mode in modes:

@@ -658,7 +658,7 @@ def test_pure_builder_caps_messages_and_fills_gother():
         "id": "gother",
         "count": 1,
         "exception": None,
-        "message": "other causes",
+        "message": "1 other cause",
         "location": None,
         "examples": ["t.py::e"],
     }
@@ -713,5 +713,6 @@ def test_merge_stays_exact_when_a_later_file_overflows_the_group_table(tmp_path)
     assert groups["shared cause"]["count"] == 2
     assert groups["shared cause"]["examples"] == ["tests/test_m.py::test_a0", "tests/test_m.py::test_b_shared"]
     # 2 + (limit + 1) + 1 distinct keys: `limit` tracked, 4 failures in `gother`.
-    assert groups["other causes"]["count"] == 4
+    # The four failures in `gother` have four distinct keys: its message counts them.
+    assert groups["4 other causes"]["count"] == 4
     assert summary["omitted"]["groups"] == limit + 1 - 3  # `limit` tracked + gother, 3 listed

@@ -32,6 +32,7 @@ from pytest_mcp_server.domain.tools import ExecuteResult, SummarizeResult
 from pytest_mcp_server.engine.coverage import read_coverage_reports
 from pytest_mcp_server.engine.models import ReportError
 from pytest_mcp_server.run.coverage import COVERAGE_ARGV, coverage_env, finish_coverage
+from pytest_mcp_server.run.git import changed_lines
 
 CALC = """\
 def classify(n):
@@ -183,7 +184,8 @@ def test_the_data_files_of_several_pytest_processes_of_a_call_are_combined(tmp_p
         subprocess.run(argv, cwd=root, env=env, check=True, capture_output=True)
     assert sorted(p.name for p in (run_dir / "coverage").iterdir()) == ["run-1", "run-2"]
 
-    coverage = run(finish_coverage, sys.executable, root, dict(os.environ), run_dir)
+    changed = run(changed_lines, root)
+    coverage = run(finish_coverage, sys.executable, root, dict(os.environ), run_dir, (), changed)
 
     # line 3 ran only in the second process, line 4 only in the first: neither is missed
     assert [(f.path, f.missing) for f in coverage.files] == [("pkg/calc.py", "8, 16-17")]

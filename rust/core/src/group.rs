@@ -10,8 +10,6 @@ const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
 
 /// Id of the group that collects failures past the tracked-groups limit.
 pub const OTHER_GROUP_ID: &str = "gother";
-/// Message of that group.
-pub const OTHER_GROUP_MESSAGE: &str = "other causes";
 
 // Character classes as bit flags of one table lookup (the hot loop classifies every byte).
 const WORD: u8 = 1;

@@ -12,7 +12,7 @@
 //! whole report's, while failures, groups, collection errors, slowest and `omitted`
 //! only take the selected tests and collection errors.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use serde::Serialize;
@@ -22,9 +22,7 @@ use crate::cut::{
     capped, chomp, cut_traceback_for, is_ws, parse_location, says_message, shown_traceback_for,
     strip, DeepestFrames, FailureContext, FailureFrames, FrameLine, PathKinds,
 };
-use crate::group::{
-    fold_values, group_id, key_hash, normalize_capped, OTHER_GROUP_ID, OTHER_GROUP_MESSAGE,
-};
+use crate::group::{fold_values, group_id, key_hash, normalize_capped, OTHER_GROUP_ID};
 use crate::project::{display_path, ProjectCode};
 use crate::record::{CollectionErrorRecord, Item, Outcome, Phase, TestRecord};
 use crate::select::Selection;
@@ -270,12 +268,20 @@ struct Group {
     representative: Representative,
 }
 
+/// Distinct group keys of `gother` counted, at most: its message says how many causes
+/// it folded (`N other causes`, or `more than N` past this; docs/ENGINE.md, *Groups*).
+pub const OTHER_CAUSES_COUNTED: usize = 10_000;
+
 #[derive(Debug)]
 struct OtherGroup {
     count: u64,
     first_seq: u64,
     examples: Examples,
     representative: Representative,
+    /// The key hashes of the causes folded, up to [`OTHER_CAUSES_COUNTED`].
+    causes: HashSet<u64, crate::text::FastHash>,
+    /// A cause not in `causes` came when it was full.
+    more_causes: bool,
 }
 
 impl Default for OtherGroup {
@@ -285,11 +291,31 @@ impl Default for OtherGroup {
             first_seq: 0,
             examples: Vec::new(),
             representative: Representative::Missing,
+            causes: HashSet::default(),
+            more_causes: false,
         }
     }
 }
 
 impl OtherGroup {
+    /// Count the cause with key hash `hash` as folded here.
+    fn fold_cause(&mut self, hash: u64) {
+        if self.causes.len() < OTHER_CAUSES_COUNTED {
+            self.causes.insert(hash);
+        } else if !self.causes.contains(&hash) {
+            self.more_causes = true;
+        }
+    }
+
+    /// `N other causes` (`1 other cause`; `more than N other causes` past the count
+    /// kept).
+    fn message(&self) -> String {
+        let n = self.causes.len();
+        let more = if self.more_causes { "more than " } else { "" };
+        let plural = if n == 1 && !self.more_causes { "" } else { "s" };
+        format!("{more}{n} other cause{plural}")
+    }
+
     fn absorb(
         &mut self,
         count: u64,
@@ -844,6 +870,11 @@ impl SummaryBuilder {
                 } else {
                     Vec::new()
                 };
+                self.other.fold_cause(key_hash(
+                    Some(exception),
+                    &key.normalized,
+                    key.at.as_deref(),
+                ));
                 self.other
                     .absorb(1, seq, example, max_examples, Representative::Missing);
                 return GroupRef::Other;
@@ -970,6 +1001,7 @@ impl SummaryBuilder {
                 });
                 remap.push(GroupRef::Tracked(index));
             } else {
+                self.other.fold_cause(group.hash);
                 self.other.absorb(
                     group.count,
                     group.first_seq + offset,
@@ -982,6 +1014,10 @@ impl SummaryBuilder {
         }
         if other.other.count > 0 {
             let o = other.other;
+            for &hash in &o.causes {
+                self.other.fold_cause(hash);
+            }
+            self.other.more_causes |= o.more_causes;
             self.other.absorb(
                 o.count,
                 o.first_seq + offset,
@@ -1161,7 +1197,7 @@ impl SummaryBuilder {
                     id: OTHER_GROUP_ID.to_owned(),
                     count,
                     exception: None,
-                    message: OTHER_GROUP_MESSAGE.to_owned(),
+                    message: self.other.message(),
                     location: location_json(&self.other.representative),
                     examples: self.other.examples.iter().map(|e| e.1.as_str()).collect(),
                 },
@@ -1788,5 +1824,24 @@ mod tests {
         let mut whole = SummaryBuilder::with_group_limit(&budgets, 6);
         varied_records().into_iter().for_each(|r| whole.push(r));
         assert!(whole.groups_overflowed());
+    }
+
+    #[test]
+    fn gother_counts_the_causes_it_folds_up_to_a_cap() {
+        let mut other = OtherGroup::default();
+        other.fold_cause(7);
+        other.fold_cause(7);
+        assert_eq!(other.message(), "1 other cause");
+        other.fold_cause(8);
+        assert_eq!(other.message(), "2 other causes");
+        for hash in 0..OTHER_CAUSES_COUNTED as u64 {
+            other.fold_cause(hash);
+        }
+        // 0..10_000 holds 7 and 8: exactly the cap, nothing past it yet
+        assert_eq!(other.message(), "10000 other causes");
+        other.fold_cause(3);
+        assert_eq!(other.message(), "10000 other causes");
+        other.fold_cause(u64::MAX);
+        assert_eq!(other.message(), "more than 10000 other causes");
     }
 }

@@ -245,28 +245,49 @@ mod tests {
 }
 
 /// A fast, non-cryptographic hasher for the builder's in-memory tables (paths, group
-/// keys): FNV-1a 64 over the bytes. The tables hold what the report says, and a report
-/// crafted to collide only makes its own summary slower, never wrong.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Fnv(u64);
+/// keys): 8 bytes at a time, each word mixed in by a rotate, xor and multiply (the
+/// scheme of rustc's FxHasher), the result rotated so that its high bits (hashbrown's
+/// tag) and low bits (its bucket) both depend on every word. The tables hold what the
+/// report says, and a report crafted to collide only makes its own summary slower,
+/// never wrong.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct WordHasher(u64);
 
-impl Default for Fnv {
-    fn default() -> Self {
-        Fnv(0xcbf2_9ce4_8422_2325)
+impl WordHasher {
+    const SEED: u64 = 0xf135_7aea_2e62_a9c5;
+
+    #[inline]
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(Self::SEED);
     }
 }
 
-impl std::hash::Hasher for Fnv {
+impl std::hash::Hasher for WordHasher {
+    #[inline]
     fn finish(&self) -> u64 {
-        self.0
+        self.0.rotate_left(26)
     }
 
+    #[inline]
     fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
+        let mut words = bytes.chunks_exact(8);
+        for word in &mut words {
+            self.add(u64::from_le_bytes(word.try_into().expect("8 bytes")));
+        }
+        let rest = words.remainder();
+        if !rest.is_empty() {
+            let mut last = [0u8; 8];
+            last[..rest.len()].copy_from_slice(rest);
+            // the length keeps `ab` and `ab\0` apart
+            self.add(u64::from_le_bytes(last) ^ ((rest.len() as u64) << 56));
         }
     }
+
+    #[inline]
+    fn write_u64(&mut self, n: u64) {
+        self.add(n);
+    }
 }
 
-/// The `BuildHasher` of [`Fnv`].
-pub(crate) type FastHash = std::hash::BuildHasherDefault<Fnv>;
+/// The `BuildHasher` of [`WordHasher`].
+pub(crate) type FastHash = std::hash::BuildHasherDefault<WordHasher>;

@@ -39,6 +39,7 @@ from pytest_mcp_server.engine.models import CollectionError, Failure, Group, Loc
 if TYPE_CHECKING:  # only for annotations: the CLI's summarize does not load the tools' models
     from pytest_mcp_server.domain.coverage import CoverageSummary
     from pytest_mcp_server.domain.failures import ToolFailureDetail
+    from pytest_mcp_server.domain.suspects import Suspect
     from pytest_mcp_server.domain.tools import DiscoverResult, ExecuteResult, SummarizeResult, WarningsSummary
 
 _COUNT_ORDER = (
@@ -415,6 +416,9 @@ def render_execute(result: ExecuteResult) -> str:
     if result.runs > 1:
         text = _with_runs(text, result, shown)
     text += cap_lines(_warnings_text(result.warnings))[0]  # the warnings' own budgets count what they cut
+    if result.suspects:
+        verdict, _, rest = text.partition("\n")
+        text = "\n".join([verdict, *(cap_line(line)[0] for line in suspect_lines(result.suspects)), rest])
     if result.coverage is not None:
         headline, section = coverage_lines(result.coverage)
         verdict, _, rest = text.partition("\n")
@@ -584,6 +588,19 @@ def render_failure(detail: ToolFailureDetail) -> str:
         for name, tail in tails:
             lines += ["", f"{name} (tail):", tail.rstrip("\n")]
     return cap_lines("\n".join(lines))[0] + "\n"  # each line capped; whole in the structured content
+
+
+def suspect_lines(suspects: list[Suspect]) -> list[str]:
+    """One line per suspect, after the verdict line: ``changed code run by failing tests:
+    pkg/calc.py:12-13 (7 of 7 failing, 0 of 458 passing)``, or ``changed code in a
+    function run by failing tests: ...`` when they ran the function but not the changed
+    lines themselves."""
+    lines = []
+    for s in suspects:
+        what = "changed code run by" if s.by == "line" else "changed code in a function run by"
+        counts = f"{s.failing} of {s.failing_total} failing, {s.passing} of {s.passing_total} passing"
+        lines.append(f"{what} failing tests: {s.path}:{s.lines} ({counts})")
+    return lines
 
 
 def coverage_lines(coverage: CoverageSummary, title: str = "Coverage:") -> tuple[list[str], list[str]]:

@@ -29,13 +29,15 @@ from pytest_mcp_server.app.affected import execute_affected, interpreter_with_co
 from pytest_mcp_server.app.repeat import execute_repeated
 from pytest_mcp_server.app.runner import Runner, run_status
 from pytest_mcp_server.domain.failures import ToolFailure, invalid
+from pytest_mcp_server.domain.suspects import group_by_suspect
 from pytest_mcp_server.domain.tools import ExecuteParams, ExecuteResult
 from pytest_mcp_server.domain.validation import check_node_ids_exist
 from pytest_mcp_server.engine import summarize as engine_summarize
 from pytest_mcp_server.engine.models import Budgets, ReportError
 from pytest_mcp_server.run.argv import RECORDS_FILE, STACKS_FILE, child_env, execute_argv
-from pytest_mcp_server.run.coverage import coverage_env, finish_coverage, missing_coverage
-from pytest_mcp_server.run.events import EventFollower, ProgressFn, RunEvents, read_run_events
+from pytest_mcp_server.run.coverage import coverage_env, find_suspects, finish_coverage, missing_coverage
+from pytest_mcp_server.run.events import EventFollower, ProgressFn, RunEvents, read_outcomes, read_run_events
+from pytest_mcp_server.run.git import changed_lines
 from pytest_mcp_server.run.interpreter import Interpreter
 from pytest_mcp_server.run.process import ProcessOutcome, signal_name
 from pytest_mcp_server.run.rundirs import RUNNING_MARKER, write_project
@@ -130,8 +132,15 @@ async def run_in_dir(
             raise
         summary = await runner.summarize_records(records, params.budgets(), outcome, argv, project)
         coverage = None
+        suspects = None
         if params.coverage and params.repeat == 1:  # a repeated call combines all its runs at the end
-            coverage = await finish_coverage(interp.python, runner.root, child_env(), run_dir)
+            changed = await changed_lines(runner.root)
+            coverage = await finish_coverage(interp.python, runner.root, child_env(), run_dir, changed=changed)
+            if summary.counts.failed or summary.counts.errors:
+                outcomes = await anyio.to_thread.run_sync(read_outcomes, records)
+                suspects = await find_suspects(run_dir, runner.root, changed, outcomes)
+                if suspects:  # failures with no cause frame that ran the top suspect: one cause
+                    summary = group_by_suspect(summary, suspects[0], params.budgets().max_examples)
         keep = True
     finally:
         with anyio.CancelScope(shield=True):
@@ -149,6 +158,7 @@ async def run_in_dir(
         warnings=run_events.warnings,
         deselected=run_events.deselected,
         coverage=coverage,
+        suspects=suspects,
     )
     return result, outcome.duration_s
 

@@ -21,6 +21,7 @@ from pytest_mcp_server.engine.models import Budgets, Failure, ReportError
 from pytest_mcp_server.run.argv import child_env
 from pytest_mcp_server.run.coverage import finish_coverage
 from pytest_mcp_server.run.events import ProgressFn, read_outcomes
+from pytest_mcp_server.run.git import changed_lines
 from pytest_mcp_server.run.interpreter import Interpreter
 
 RunOnce = Callable[[float, ProgressFn | None], Awaitable[tuple[ExecuteResult, float]]]
@@ -93,7 +94,8 @@ async def execute_repeated(
     summary = result.summary.model_copy(update={"counts": counts})
     coverage = None
     if params.coverage:
-        coverage = await finish_coverage(interp.python, runner.root, child_env(), run_dirs[-1], run_dirs)
+        changed = await changed_lines(runner.root)
+        coverage = await finish_coverage(interp.python, runner.root, child_env(), run_dirs[-1], run_dirs, changed)
     return result.model_copy(update={"summary": summary, "runs": params.repeat, "flaky": listed, "coverage": coverage})
 
 

@@ -160,7 +160,7 @@ def summarize_coverage(
     statements = missed_total = 0
     per_file: list[tuple[str, int, list[int]]] = []
     for path, executable, missed in lines.files():
-        shown_path = _relative(path, root)
+        shown_path = relative_path(path, root)
         statements += executable
         missed_total += len(missed)
         per_file.append((shown_path, executable, missed))
@@ -214,7 +214,8 @@ def _percent(ran: int, executable: int) -> float:
     return round(100.0 * ran / executable, 2) if executable else 100.0
 
 
-def _relative(path: str, root: str | None) -> str:
+def relative_path(path: str, root: str | None) -> str:
+    """``path`` relative to ``root`` (``/`` separators) when it is absolute and inside it; else as given."""
     path = path.replace(os.sep, "/") if os.sep != "/" else path
     if root and os.path.isabs(path):
         rel = os.path.relpath(path, root)

@@ -99,6 +99,10 @@ RANGE_CHARS = 160
 """Characters of missed-line ranges kept per file (``7, 12-13, ...``); the line numbers
 cut are counted in ``omitted.lines``."""
 
+SUSPECTS_LISTED = 3
+"""Changed hunks an answer names as run by the failing tests (``domain.suspects``), best
+first."""
+
 
 # -- Running pytest --------------------------------------------------------------
 

@@ -45,6 +45,7 @@ from pytest_mcp_server.domain.policy import (
     MAX_WORKERS,
     TIMEOUT_LIMIT_S,
 )
+from pytest_mcp_server.domain.suspects import Suspect
 from pytest_mcp_server.domain.validation import check_filter_node_id, check_node_id_syntax, check_report_path
 from pytest_mcp_server.engine.models import (
     Budgets,
@@ -276,6 +277,10 @@ class ExecuteResult(_Frozen):
     ``coverage``: with ``coverage: true``, the line coverage of the run
     (``coverage_report.CoverageSummary``; its ``data_path`` written with ``{run_dir}``);
     else None.
+    ``suspects``: in a measured run (``coverage: true``, one run) with failing tests in
+    a git work tree, the changed code the failing tests ran, best first
+    (``domain.suspects.Suspect``, at most ``SUSPECTS_LISTED``; [] when they ran none of
+    it); else None.
     ``selection``: with ``affected: true``, which tests were affected and why
     (``affected.Selection``); else None. When none was, nothing ran: ``status``
     ``no_tests``, ``exit_code`` 5, ``command`` and ``report_path`` those of the
@@ -293,6 +298,7 @@ class ExecuteResult(_Frozen):
     flaky: list[FlakyTest] = Field(default_factory=list)
     deselected: int = 0
     coverage: CoverageSummary | None = None
+    suspects: list[Suspect] | None = None
     selection: Selection | None = None
 
 

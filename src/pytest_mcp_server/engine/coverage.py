@@ -118,6 +118,62 @@ def read_coverage_reports(paths: list[str], formats: list[CoverageFormat]) -> Li
     return lines
 
 
+@dataclass(frozen=True)
+class LineContexts:
+    """One file of a ``coverage json --show-contexts`` report: its ``executable`` lines
+    (executed and missing) and, per executed line, the contexts that ran it (pytest-cov's
+    ``<node id>|run``; ``""`` for code run outside every test)."""
+
+    executable: frozenset[int]
+    contexts: dict[int, tuple[str, ...]]
+
+
+def read_line_contexts(path: str) -> dict[str, LineContexts]:
+    """Per file (as the report names it) of a ``coverage json --show-contexts`` report,
+    its ``LineContexts``. Streams the document one file at a time (a report of the
+    changed files only, as ``run.coverage`` writes it, stays small).
+
+    Raises ``ReportError``: ``not_found``/``unreadable`` for a file that cannot be read,
+    ``malformed`` for invalid JSON or a value of the wrong type."""
+    out: dict[str, LineContexts] = {}
+    try:
+        with open(path, "rb") as f:
+            for name, file in _ijson.kvitems(f, "files", use_float=True):
+                if not isinstance(file, dict):
+                    raise ReportError(
+                        "malformed", path, f"files.{name} is not an object; pass what coverage json wrote"
+                    )
+                executable = frozenset(_line_numbers(path, name, file, "executed_lines")) | frozenset(
+                    _line_numbers(path, name, file, "missing_lines")
+                )
+                raw = file.get("contexts") or {}
+                if not isinstance(raw, dict):
+                    raise ReportError("malformed", path, f"files.{name}.contexts is not an object")
+                contexts = {
+                    int(line): tuple(str(c) for c in ctxs)
+                    for line, ctxs in raw.items()
+                    if str(line).isdigit() and isinstance(ctxs, list)
+                }
+                # a line with contexts ran (a lambda's body inside a multi-line statement
+                # is recorded under its own line, not the statement's first)
+                out[str(name)] = LineContexts(executable=executable | contexts.keys(), contexts=contexts)
+    except FileNotFoundError:
+        raise ReportError("not_found", path, "no such file; check the path") from None
+    except OSError as exc:
+        raise ReportError("unreadable", path, f"cannot read the file ({exc.strerror or exc})") from None
+    except ijson.JSONError as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise ReportError("malformed", path, f"invalid JSON ({first}); pass the file `coverage json` wrote") from None
+    return out
+
+
+def _line_numbers(path: str, name: str, file: dict[str, Any], key: str) -> list[int]:
+    values = file.get(key) or []
+    if not isinstance(values, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+        raise ReportError("malformed", path, f"files.{name}.{key} is not a list of line numbers")
+    return values
+
+
 def _read_json(f: IO[bytes], path: str, lines: LineSets) -> None:
     """Stream a ``coverage json`` document: only ``files.<path>.executed_lines`` and
     ``files.<path>.missing_lines`` are kept (contexts, functions and classes are

@@ -146,6 +146,22 @@ class Group(_Frozen):
     examples: list[str] = Field(default_factory=list)
 
 
+TEST_DIRS = frozenset(("tests", "test"))
+"""Directory names whose files are test code (``is_test_path``)."""
+
+
+def is_test_path(relative: str) -> bool:
+    """Whether a ``/``-separated path (relative to the project root) is the project's
+    test code: a basename ``test_*.py``, ``*_test.py`` or ``conftest.py``, or a directory
+    part ``tests``/``test`` (docs/ENGINE.md, *Project code*; the twin of ``is_test_file``
+    in ``rust/core/src/project.rs``)."""
+    parts = relative.split("/")
+    name = parts[-1]
+    if (name.startswith("test_") and name.endswith(".py")) or name.endswith("_test.py") or name == "conftest.py":
+        return True
+    return any(part in TEST_DIRS for part in parts[:-1])
+
+
 class ProjectCode(_Frozen):
     """The project whose code an answer is about (docs/ENGINE.md, *Project code*):
     ``root``, its absolute root directory, and ``packages``, the top-level import names

@@ -15,26 +15,29 @@ missed lines with the lines changed since ``HEAD`` (``changed_lines``).
 
 from __future__ import annotations
 
+import json
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import anyio
 
-from pytest_mcp_server.domain.coverage import CoverageSummary, summarize_coverage
+from pytest_mcp_server.domain.coverage import ChangedLines, CoverageSummary, relative_path, summarize_coverage
 from pytest_mcp_server.domain.failures import ToolFailure
-from pytest_mcp_server.domain.policy import REPORT_TIMEOUT_S, TAIL_BYTES
-from pytest_mcp_server.engine.coverage import CoverageFormat, LineSets, read_coverage_reports
+from pytest_mcp_server.domain.policy import REPORT_TIMEOUT_S, SUSPECTS_LISTED, TAIL_BYTES
+from pytest_mcp_server.domain.suspects import FAILING_OUTCOMES, Suspect, rank_suspects
+from pytest_mcp_server.engine.coverage import CoverageFormat, LineSets, read_coverage_reports, read_line_contexts
 from pytest_mcp_server.engine.models import ReportError
 from pytest_mcp_server.run.events import PLUGIN_DIR
-from pytest_mcp_server.run.git import changed_lines
 from pytest_mcp_server.run.interpreter import Interpreter
 
-COVERAGE_ARGV = ("--cov", "--cov-report=", "--cov-fail-under=0")
+COVERAGE_ARGV = ("--cov", "--cov-report=", "--cov-fail-under=0", "--cov-context=test")
 """pytest-cov's options of a measured run: measure (what the project's configuration
 says; with none, all code outside the standard library and installed packages), print
-no report, and never fail the run for a low total (the project's ``fail_under`` would
-turn a green run into exit 1; the answer gives the figure)."""
+no report, never fail the run for a low total (the project's ``fail_under`` would turn
+a green run into exit 1; the answer gives the figure), and record which test ran each
+line (one coverage.py context per test, ``<node id>|run``: the changed code the failing
+tests ran, ``domain.suspects``)."""
 
 COVERAGE_DIR = "coverage"
 """The run directory's subdirectory holding one data file per pytest process run."""
@@ -42,18 +45,29 @@ COMBINED_DATA = "coverage.data"
 """The data file combining a call's runs, in the run directory."""
 JSON_REPORT = "coverage.json"
 """The ``coverage json`` report of the combined data, in the run directory."""
+CONTEXTS_REPORT = "contexts.json"
+"""The ``coverage json --show-contexts`` report of the changed Python files only, in the
+run directory (written when some are measured)."""
 
 
 # Run by the project's interpreter, in the root (so coverage.py reads the project's
-# configuration): combine the given data files into argv[1] and write the JSON report
-# to argv[2]; a source file that vanished since the run is skipped (ignore_errors).
+# configuration), with one JSON argument: combine the data files ``files`` into
+# ``combined``, write the JSON report to ``out`` and, when ``changed`` names files, the
+# per-line contexts of those files only to ``contexts`` (a file coverage.py did not
+# measure is simply absent); a source file that vanished since the run is skipped
+# (ignore_errors).
 _REPORT_SCRIPT = (
-    "import sys, coverage\n"
-    "combined, out, files = sys.argv[1], sys.argv[2], sys.argv[3:]\n"
-    "cov = coverage.Coverage(data_file=combined)\n"
-    "cov.combine(files, keep=True)\n"
+    "import json, sys, coverage\n"
+    "spec = json.loads(sys.argv[1])\n"
+    "cov = coverage.Coverage(data_file=spec['combined'])\n"
+    "cov.combine(spec['files'], keep=True)\n"
     "cov.save()\n"
-    "cov.json_report(outfile=out, ignore_errors=True)\n"
+    "cov.json_report(outfile=spec['out'], ignore_errors=True)\n"
+    "import os\n"
+    "measured = {os.path.realpath(f): f for f in cov.get_data().measured_files()}\n"
+    "changed = [measured[p] for p in map(os.path.realpath, spec['changed']) if p in measured]\n"
+    "if changed:\n"
+    "    cov.json_report(morfs=changed, outfile=spec['contexts'], ignore_errors=True, show_contexts=True)\n"
 )
 
 
@@ -96,13 +110,19 @@ def coverage_env(run_dir: Path, run_number: int = 1) -> dict[str, str]:
 
 
 async def finish_coverage(
-    python: str, root: Path, env: dict[str, str], run_dir: Path, measured_dirs: Sequence[Path] = ()
+    python: str,
+    root: Path,
+    env: dict[str, str],
+    run_dir: Path,
+    measured_dirs: Sequence[Path] = (),
+    changed: ChangedLines | None = None,
 ) -> CoverageSummary:
     """Combine the data files of a call (every file under ``<dir>/coverage`` of each
     run directory in ``measured_dirs``, the runs of a repeated call; default just
     ``run_dir``), have ``python`` (the project's interpreter, cwd ``root``, environment
-    ``env``) write ``<run_dir>/coverage.json``, and summarise it with the changed lines
-    of ``root``.
+    ``env``) write ``<run_dir>/coverage.json`` (and ``contexts.json`` for the changed
+    Python files: ``find_suspects``), and summarise it with ``changed``, the changed
+    lines of ``root`` (``run.git.changed_lines``; None outside git).
 
     Never raises for a run that measured nothing or a report that cannot be written:
     the summary then has ``percent`` None and ``problem`` saying why (the tests' results
@@ -112,7 +132,15 @@ async def finish_coverage(
     if not files:
         return CoverageSummary(percent=None, problem="no coverage data was written (pytest-cov did not start?)")
     combined, report = run_dir / COMBINED_DATA, run_dir / JSON_REPORT
-    argv = [python, "-c", _REPORT_SCRIPT, str(combined), str(report), *files]
+    changed_python = [str(root / p) for p in (changed.paths() if changed else []) if p.endswith(".py")]
+    spec = {
+        "combined": str(combined),
+        "out": str(report),
+        "contexts": str(run_dir / CONTEXTS_REPORT),
+        "changed": changed_python,
+        "files": files,
+    }
+    argv = [python, "-c", _REPORT_SCRIPT, json.dumps(spec)]
     env = {k: v for k, v in env.items() if k != "COVERAGE_FILE"}
     try:
         with anyio.fail_after(REPORT_TIMEOUT_S):
@@ -127,5 +155,35 @@ async def finish_coverage(
         lines = await anyio.to_thread.run_sync(lambda: project_lines([str(report)], ["coverage-json"]))
     except ReportError as exc:
         return CoverageSummary(percent=None, data_path=str(combined), problem=str(exc))
-    changed = await changed_lines(root)
     return summarize_coverage(lines, root=os.fspath(root), changed=changed, data_path=str(combined))
+
+
+async def find_suspects(
+    run_dir: Path, root: Path, changed: ChangedLines | None, outcomes: Mapping[str, str]
+) -> list[Suspect] | None:
+    """The changed code the failing tests of a measured run ran (``domain.suspects``),
+    from ``<run_dir>/contexts.json`` (``finish_coverage``) and the changed files'
+    source; ``outcomes``: node id -> outcome of each test of the run
+    (``run.events.read_outcomes``). None when there is nothing to say: no git
+    (``changed`` None), no failing test, or no measured changed file (then no contexts
+    were written). Never raises: an unreadable contexts report gives None."""
+    report = run_dir / CONTEXTS_REPORT
+    if changed is None or not report.is_file() or not any(o in FAILING_OUTCOMES for o in outcomes.values()):
+        return None
+
+    def rank() -> list[Suspect]:
+        measured = {
+            relative_path(path, os.fspath(root)): lines for path, lines in read_line_contexts(str(report)).items()
+        }
+        sources = {}
+        for path in measured:
+            try:
+                sources[path] = (root / path).read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                continue  # deleted since the run: module-level hunks only
+        return rank_suspects(changed, measured, outcomes, sources, SUSPECTS_LISTED)
+
+    try:
+        return await anyio.to_thread.run_sync(rank)
+    except ReportError:
+        return None

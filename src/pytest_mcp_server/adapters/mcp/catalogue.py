@@ -126,10 +126,11 @@ INSTRUCTIONS = (
 """The server's instructions to the model (sent at initialisation)."""
 
 
-ON_REQUEST_FIELDS = frozenset({"selection"})
-"""Result fields an answer carries only when the call asked for them (``affected``),
-left out of the published output schema (which allows further properties) to keep
-``tools/list`` under 4 KB; docs/SERVER.md describes them."""
+ON_REQUEST_FIELDS = frozenset({"suspects", "selection"})
+"""Result fields an answer carries only when the call asked for them (``suspects``:
+``coverage`` with failures; ``selection``: ``affected``), left out of the published
+output schema (which allows further properties) to keep ``tools/list`` under 4 KB;
+docs/SERVER.md describes them."""
 
 
 def input_schema(model: type[BaseModel]) -> dict[str, Any]:

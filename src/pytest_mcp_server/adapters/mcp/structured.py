@@ -178,6 +178,8 @@ def execute_structured(result: ExecuteResult) -> dict[str, Any]:
         out["coverage"] = coverage.model_copy(update={"data_path": data_path}).model_dump(mode="json")
     else:
         out["coverage"] = None
+    if result.suspects is None:  # not a measured run with failures: nothing to name
+        out.pop("suspects", None)
     if result.selection is None:  # a call without affected answers as before it existed
         out.pop("selection", None)
     else:

@@ -13,9 +13,8 @@ import re
 from .cut import capped
 from .text import U64_MAX
 
-# Id and message of the group that collects failures past the tracked-groups limit.
+# Id of the group that collects failures past the tracked-groups limit.
 OTHER_GROUP_ID = "gother"
-OTHER_GROUP_MESSAGE = "other causes"
 
 # FNV-1a 64 offset basis and prime (docs/ENGINE.md, *Groups*).
 _FNV_OFFSET = 0xCBF29CE484222325

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from pytest_mcp_server.engine.models import is_test_path
+
 # Classes of a frame path.
 LIBRARY = 0
 PROJECT = 1
@@ -17,7 +19,6 @@ TEST = 2
 _LETTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
 # Install directories, and the placeholder a path inside one is shown with.
 _PACKAGE_DIRS = (("/site-packages/", "<site-packages>/"), ("/dist-packages/", "<dist-packages>/"))
-_TEST_DIRS = frozenset(("tests", "test"))
 
 _LIBRARY_MARKERS = ("/site-packages/", "/dist-packages/", "/_pytest/", "/pluggy/", "/lib/python3.")
 
@@ -84,16 +85,6 @@ def _package_dir_rest(p: str) -> tuple[int, str] | None:
     return best
 
 
-def _is_test_file(relative: str) -> bool:
-    """Test code: a basename ``test_*.py``, ``*_test.py`` or ``conftest.py``, or a
-    directory part ``tests``/``test``."""
-    parts = relative.split("/")
-    name = parts[-1]
-    if (name.startswith("test_") and name.endswith(".py")) or name.endswith("_test.py") or name == "conftest.py":
-        return True
-    return any(part in _TEST_DIRS for part in parts[:-1])
-
-
 def _under_root(absolute: str, root: str) -> str | None:
     """The part of ``absolute`` below ``root`` (``""`` for the root itself), else None."""
     if not root:
@@ -111,7 +102,7 @@ def classify(path: str, project: ProjectCode | None) -> int:
     if project is None:
         if is_library_path(path):
             return LIBRARY
-        return TEST if _is_test_file(p) else PROJECT
+        return TEST if is_test_path(p) else PROJECT
     if path.startswith("<"):
         return LIBRARY
     installed = _package_dir_rest(p)
@@ -121,16 +112,16 @@ def classify(path: str, project: ProjectCode | None) -> int:
         name = first[:-3] if first.endswith(".py") else first
         if name not in project.packages:
             return LIBRARY
-        return TEST if _is_test_file(rest) else PROJECT
+        return TEST if is_test_path(rest) else PROJECT
     absolute = _lexical(p)
     if absolute is None:
         absolute = _lexical(project.root + "/" + p) if project.root else None
         if absolute is None:  # no usable root: a relative path is the project's
-            return TEST if _is_test_file(p) else PROJECT
+            return TEST if is_test_path(p) else PROJECT
     below = _under_root(absolute, project.root)
     if below is None:
         return LIBRARY
-    return TEST if _is_test_file(below) else PROJECT
+    return TEST if is_test_path(below) else PROJECT
 
 
 def display_path(path: str, project: ProjectCode | None) -> str:

@@ -26,7 +26,6 @@ from .cut import (
 )
 from .group import (
     OTHER_GROUP_ID,
-    OTHER_GROUP_MESSAGE,
     fold_values,
     group_id,
     key_hash,
@@ -43,6 +42,9 @@ _SUBTESTS_MARKER = re.compile(r"contains [0-9]+ failed subtests?")
 
 # Distinct group keys tracked; a failure with a new key past this joins ``gother``.
 MAX_TRACKED_GROUPS = 2_000
+# Distinct group keys of ``gother`` counted, at most: its message says how many causes it
+# folded (``N other causes``, or ``more than N`` past this; docs/ENGINE.md, *Groups*).
+OTHER_CAUSES_COUNTED = 10_000
 
 # ASCII classes of the exception-name rules.
 _DIGITS = frozenset("0123456789")
@@ -221,7 +223,10 @@ class SummaryBuilder:
         self._project = project
         self._groups: dict[tuple[str, str | None, str], _Group] = {}
         self._normalized_cache: dict[str, str] = {}
-        self._other = _Group(OTHER_GROUP_ID, None, OTHER_GROUP_MESSAGE, 0)
+        self._other = _Group(OTHER_GROUP_ID, None, "", 0)
+        # The key hashes of the causes ``gother`` folded (its message counts them).
+        self._other_causes: set[int] = set()
+        self._more_other_causes = False
         # The node id and group of the last failed subtest listed (a parent that only says
         # its subtests failed joins that group).
         self._last_subtest: tuple[str, _Group] | None = None
@@ -457,10 +462,26 @@ class SummaryBuilder:
                 group = self._other
                 if group.count == 0:
                     group.first_seq = seq
+                self._fold_cause(key_hash(key[0], key[2], key[1]))
         group.count += 1
         if len(group.examples) < self._max_examples:
             group.examples.append(node_id)
         return group
+
+    def _fold_cause(self, hash_: int) -> None:
+        # Count the distinct keys ``gother`` folds, up to OTHER_CAUSES_COUNTED.
+        if len(self._other_causes) < OTHER_CAUSES_COUNTED:
+            self._other_causes.add(hash_)
+        elif hash_ not in self._other_causes:
+            self._more_other_causes = True
+
+    def _other_message(self) -> str:
+        """``N other causes`` (``1 other cause``; ``more than N other causes`` past the
+        count kept)."""
+        n = len(self._other_causes)
+        more = "more than " if self._more_other_causes else ""
+        plural = "" if n == 1 and not self._more_other_causes else "s"
+        return f"{more}{n} other cause{plural}"
 
     def _push_collection_error(self, record: CollectionErrorRecord) -> None:
         self._counts["error"] += 1
@@ -496,6 +517,7 @@ class SummaryBuilder:
         c = self._counts
         groups = list(self._groups.values())
         if self._other.count:
+            self._other.message = self._other_message()
             groups.append(self._other)
         groups.sort(key=lambda g: (-g.count, g.first_seq))
         listed_groups = groups[: self._max_groups]

@@ -1,0 +1,262 @@
+"""Which changed code the failing tests ran (``Suspect``): the answer's pointer at the
+change behind a failure that no traceback passes through (a wrong value caught by an
+assertion in the test).
+
+The unit is a *hunk*: a run of consecutive changed lines (``git diff HEAD`` and untracked
+files, ``domain.coverage.ChangedLines``) inside one function, or at module level. A test
+ran a hunk when its per-test coverage context (pytest-cov's ``--cov-context=test``:
+``<node id>|run``, ``|setup``, ``|teardown``) covers one of the hunk's lines. When no
+failing test ran any of them (a ``return`` moved into a branch the failing tests skip),
+the tests that ran a line of the function holding the hunk count instead: the change is
+in code they ran. Module-level code runs at import, outside every test's context, so a
+module-level hunk counts only its own lines.
+
+Hunks run by failing tests are ranked by the Ochiai coefficient,
+``failing / sqrt(all failing × (failing + passing))``, as spectrum-based fault
+localisation ranks statements (Abreu, Zoeteweij, van Gemund, "On the Accuracy of
+Spectrum-based Fault Localization", TAICPART 2007): code that every failing test ran and
+no passing test ran comes first.
+
+No I/O: the caller reads the contexts (``engine.coverage.read_line_contexts``) and the
+changed files' source.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from pydantic import Field
+
+from pytest_mcp_server.domain.coverage import ChangedLines, line_ranges
+from pytest_mcp_server.engine.coverage import LineContexts
+from pytest_mcp_server.engine.models import Group, ReportSummary, _Frozen, is_test_path
+
+FAILING_OUTCOMES = frozenset({"failed", "error"})
+"""Outcomes (``run.events.read_outcomes``' names) that make a test a failing one here;
+``xfailed`` is expected, ``skipped`` ran nothing of interest."""
+
+PASSING_OUTCOMES = frozenset({"passed", "xpassed"})
+"""Outcomes of tests that ran the code and did not fail."""
+
+
+class Suspect(_Frozen):
+    """Changed code that failing tests ran: ``path`` (relative to the root), ``lines``
+    (compact ranges of the hunk's changed lines, ``"12-13"``), how many ``failing`` and
+    ``passing`` tests ran it (of ``failing_total``/``passing_total`` in the run), and
+    ``by`` what: ``"line"`` when they ran a changed line, ``"function"`` when only
+    another line of the function holding it."""
+
+    path: str
+    lines: str
+    failing: int
+    passing: int
+    failing_total: int
+    passing_total: int
+    by: str = "line"
+    failing_tests: frozenset[str] = Field(default_factory=frozenset, exclude=True)
+    """The failing tests' node ids (not sent: ``group_by_suspect`` reads them)."""
+
+
+@dataclass(frozen=True)
+class _Hunk:
+    lines: tuple[int, ...]  # changed lines, as the answer names them
+    measured: tuple[int, ...]  # the lines coverage.py records them under
+    span: tuple[int, int] | None  # the enclosing function's first and last line
+
+
+@dataclass(frozen=True)
+class SourceShape:
+    """What ``rank_suspects`` reads off a changed file's source: ``functions``, the
+    ``(first, last)`` lines of every function and method (decorators included), and
+    ``statement_start``, for each line inside a statement that spans several lines, the
+    line that statement starts on (coverage.py records a multi-line statement under its
+    first line)."""
+
+    functions: list[tuple[int, int]]
+    statement_start: dict[int, int]
+
+
+def source_shape(source: str) -> SourceShape:
+    """The ``SourceShape`` of ``source``; empty when it does not parse (every line is
+    then read as module-level code of its own)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return SourceShape([], {})
+    functions = []
+    innermost: dict[int, tuple[int, int]] = {}  # line -> (span length, first line) of its innermost statement
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.stmt) or node.end_lineno is None:
+            continue
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+            functions.append((first, node.end_lineno))
+        if node.end_lineno > node.lineno:
+            length = node.end_lineno - node.lineno
+            for line in range(node.lineno + 1, node.end_lineno + 1):
+                if line not in innermost or length < innermost[line][0]:
+                    innermost[line] = (length, node.lineno)
+    return SourceShape(sorted(functions, key=lambda s: (s[0], -s[1])), {k: v[1] for k, v in innermost.items()})
+
+
+def _innermost(spans: list[tuple[int, int]], line: int) -> tuple[int, int] | None:
+    inside = [s for s in spans if s[0] <= line <= s[1]]
+    return min(inside, key=lambda s: s[1] - s[0]) if inside else None
+
+
+def _hunks(measured_of: dict[int, int], spans: list[tuple[int, int]]) -> list[_Hunk]:
+    """Runs of consecutive changed lines (those in ``measured_of``: changed line -> the
+    executable line it is recorded under) inside one function, or at module level."""
+    hunks: list[_Hunk] = []
+    for first, last in line_ranges(sorted(measured_of)):
+        current: list[int] = []
+        span: tuple[int, int] | None = None
+        for line in range(first, last + 1):
+            here = _innermost(spans, line)
+            if current and here != span:
+                hunks.append(_Hunk(tuple(current), tuple(measured_of[x] for x in current), span))
+                current = []
+            span = here
+            current.append(line)
+        if current:
+            hunks.append(_Hunk(tuple(current), tuple(measured_of[x] for x in current), span))
+    return hunks
+
+
+def node_id_of_context(context: str) -> str | None:
+    """The test of a pytest-cov context (``tests/t.py::test_a|run`` -> its node id);
+    None for the empty context (code run outside any test: imports, collection)."""
+    if not context:
+        return None
+    node_id, sep, phase = context.rpartition("|")
+    return node_id if sep and phase in ("setup", "run", "teardown") else context
+
+
+def rank_suspects(
+    changed: ChangedLines,
+    measured: Mapping[str, LineContexts],
+    outcomes: Mapping[str, str],
+    sources: Mapping[str, str],
+    limit: int,
+) -> list[Suspect]:
+    """The changed hunks that failing tests ran, best first (Ochiai, then more failing
+    tests, then path and line), at most ``limit``.
+
+    ``measured``: per changed file (path relative to the root, as ``changed`` names it)
+    its executable lines and the contexts of each line that ran (every line of the file,
+    so a function's other lines count too); a hunk is made of changed *executable* lines
+    (a comment or docstring edit is none). ``outcomes``: node id -> outcome of every
+    test of the run. ``sources``: the changed files' text, for their functions (a file
+    missing here is read as module-level code only)."""
+    failing_total = sum(1 for o in outcomes.values() if o in FAILING_OUTCOMES)
+    passing_total = sum(1 for o in outcomes.values() if o in PASSING_OUTCOMES)
+    if failing_total == 0:
+        return []
+    scored: list[tuple[float, int, str, int, Suspect]] = []
+    for path in changed.paths():
+        file = measured.get(path)
+        if file is None:
+            continue
+        source = sources.get(path, "")
+        shape = source_shape(source)
+        if path in changed.new_files:
+            lines = list(range(1, source.count("\n") + 2))
+        else:
+            lines = [line for first, last in changed.ranges.get(path, []) for line in range(first, last + 1)]
+        # a changed line counts when coverage.py can record it: itself, or the first
+        # line of the multi-line statement it is part of (a comment or docstring edit is neither)
+        measured_of: dict[int, int] = {}
+        for line in lines:
+            for candidate in (line, shape.statement_start.get(line)):
+                if candidate is not None and candidate in file.executable:
+                    measured_of[line] = candidate
+                    break
+        for hunk in _hunks(measured_of, shape.functions):
+            failing, passing = _tests_of(hunk.measured, file.contexts, outcomes)
+            by = "line"
+            if not failing and hunk.span is not None:
+                first, last = hunk.span
+                failing, passing = _tests_of(range(first, last + 1), file.contexts, outcomes)
+                by = "function"
+            if not failing:
+                continue
+            score = len(failing) / math.sqrt(failing_total * (len(failing) + len(passing)))
+            text = ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in line_ranges(hunk.lines))
+            suspect = Suspect(
+                path=path,
+                lines=text,
+                failing=len(failing),
+                passing=len(passing),
+                failing_total=failing_total,
+                passing_total=passing_total,
+                by=by,
+                failing_tests=frozenset(failing),
+            )
+            scored.append((-score, -len(failing), path, hunk.lines[0], suspect))
+    scored.sort(key=lambda s: s[:4])
+    return [s[4] for s in scored[:limit]]
+
+
+def _tests_of(
+    lines: Iterable[int], contexts: Mapping[int, tuple[str, ...]], outcomes: Mapping[str, str]
+) -> tuple[set[str], set[str]]:
+    failing: set[str] = set()
+    passing: set[str] = set()
+    for line in lines:
+        for context in contexts.get(line, ()):
+            node_id = node_id_of_context(context)
+            if node_id is None:
+                continue
+            outcome = outcomes.get(node_id)
+            if outcome in FAILING_OUTCOMES:
+                failing.add(node_id)
+            elif outcome in PASSING_OUTCOMES:
+                passing.add(node_id)
+    return failing, passing
+
+
+def group_by_suspect(summary: ReportSummary, suspect: Suspect, max_examples: int) -> ReportSummary:
+    """``summary`` with the listed groups of failures that have no cause frame and all
+    ran ``suspect`` made one: one wrong value caught at several assertion sites is one
+    cause.
+
+    A group qualifies when its location is test code (``engine.models.is_test_path``; or
+    it has none: no frame of the project's code under test) and every failure the summary
+    names in it (its examples and its listed failures) is one of ``suspect``'s failing
+    tests. With two or more, the largest (listed first) takes the others' counts and
+    examples (in order, at most ``max_examples``); their failures leave the failure list
+    (counted in ``omitted.failures``; the group's examples name them). Groups are then
+    ordered largest first again (ties keep their order), and each group's first listed
+    failure ahead of the others, as the engine orders them. Otherwise ``summary`` as it is."""
+
+    def qualifies(group: Group) -> bool:
+        if group.location is not None and not is_test_path(group.location.path):
+            return False
+        named = set(group.examples) | {f.node_id for f in summary.failures if f.group == group.id}
+        return bool(named) and named <= suspect.failing_tests
+
+    merged = [g for g in summary.groups if qualifies(g)]
+    if len(merged) < 2:
+        return summary
+    first, others = merged[0], {g.id for g in merged[1:]}
+    # one test of each assertion site first, then the others
+    site_leads = [g.examples[0] for g in merged if g.examples]
+    examples = list(dict.fromkeys([*site_leads, *(e for g in merged for e in g.examples)]))[:max_examples]
+    joined = first.model_copy(update={"count": sum(g.count for g in merged), "examples": examples})
+    groups = [joined if g.id == first.id else g for g in summary.groups if g.id not in others]
+    groups.sort(key=lambda g: -g.count)  # stable: ties keep the engine's order
+    kept = [f for f in summary.failures if f.group not in others]
+    order = {g.id: i for i, g in enumerate(groups)}
+    first_at: dict[str, int] = {}  # group id -> index in ``kept`` of its first failure
+    for i, f in enumerate(kept):
+        first_at.setdefault(f.group, i)
+    heads = sorted((i for gid, i in first_at.items() if gid in order), key=lambda i: order[kept[i].group])
+    head_set = set(heads)
+    failures = [kept[i] for i in heads] + [f for i, f in enumerate(kept) if i not in head_set]
+    omitted = summary.omitted.model_copy(
+        update={"failures": summary.omitted.failures + len(summary.failures) - len(kept)}
+    )
+    return summary.model_copy(update={"groups": groups, "failures": failures, "omitted": omitted})

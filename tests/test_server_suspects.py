@@ -1,0 +1,312 @@
+"""Naming the change behind a failure through the real server over real stdio:
+``execute_tests`` with ``coverage`` on projects made here in real git repositories,
+where a committed, passing project gets a wrong-value bug that no traceback passes
+through (the assertion fails in the test), and the answer must name the changed lines
+the failing tests ran, ranked by failing against passing tests (Ochiai).
+
+Cases: a changed branch only the failing tests take (named by its line, every failing
+test and no passing one); a ``return`` moved into a branch the failing tests skip (its
+line never runs for them: named through the function that holds it); two changes, one
+run only by passing tests (not named) and one by the failing ones (named); a green run
+and a run outside git (no suspects); a comment-only change (nothing to name). Without
+the server: the ranking itself on hand-made contexts (every input is plain data).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from mcp import StdioServerParameters
+from server_support import connect, run, text_of
+
+from pytest_mcp_server.domain.coverage import ChangedLines
+from pytest_mcp_server.domain.suspects import (
+    Suspect,
+    group_by_suspect,
+    node_id_of_context,
+    rank_suspects,
+    source_shape,
+)
+from pytest_mcp_server.domain.tools import ExecuteResult
+from pytest_mcp_server.engine.coverage import LineContexts
+from pytest_mcp_server.engine.models import ReportSummary
+
+NUMBERS = """\
+def intcomma(value):
+    text = str(value)
+    if value < 0:
+        return "-" + intcomma(-value)
+    out = ""
+    while len(text) > 3:
+        out = "," + text[-3:] + out
+        text = text[:-3]
+    return text + out
+
+
+def clamp(value, low, high):
+    if value < low:
+        return low
+    if value > high:
+        return high
+    return value
+
+
+def size_label(n):
+    label = "small"
+    if n > 100:
+        label = "large"
+    return label
+"""
+TESTS = """\
+import pytest
+
+from pkg.numbers import clamp, intcomma, size_label
+
+
+@pytest.mark.parametrize("n, text", [(1, "1"), (1000, "1,000"), (1234567, "1,234,567"), (-1000, "-1,000")])
+def test_intcomma(n, text):
+    assert intcomma(n) == text
+
+
+def test_intcomma_in_a_sentence():
+    assert f"total: {intcomma(5000)} items" == "total: 5,000 items"
+
+
+@pytest.mark.parametrize("v, expected", [(5, 5), (-1, 0), (11, 10)])
+def test_clamp(v, expected):
+    assert clamp(v, 0, 10) == expected
+
+
+@pytest.mark.parametrize("n, label", [(5, "small"), (50, "small"), (500, "large")])
+def test_size_label(n, label):
+    assert size_label(n) == label
+"""
+
+
+def git(root: Path, *args: str) -> None:
+    argv = ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", "-c", "init.defaultBranch=main", *args]
+    subprocess.run(argv, cwd=root, check=True, capture_output=True)
+
+
+def make_project(tmp_path: Path, *, use_git: bool = True) -> Path:
+    """The project with passing tests, committed (when ``use_git``)."""
+    root = tmp_path / "proj"
+    (root / "pkg").mkdir(parents=True)
+    (root / "tests").mkdir()
+    (root / "pkg" / "__init__.py").write_text("")
+    (root / "pkg" / "numbers.py").write_text(NUMBERS)
+    (root / "tests" / "test_numbers.py").write_text(TESTS)
+    if use_git:
+        git(root, "init", "-q")
+        git(root, "add", "-A")
+        git(root, "commit", "-qm", "base")
+    return root
+
+
+def change(root: Path, old: str, new: str) -> None:
+    path = root / "pkg" / "numbers.py"
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new))
+
+
+def server(root: Path, artifacts: Path) -> StdioServerParameters:
+    env = dict(os.environ)
+    env.pop("VIRTUAL_ENV", None)
+    args = ["-m", "pytest_mcp_server", "--root", str(root), "--artifacts-dir", str(artifacts)]
+    return StdioServerParameters(command=sys.executable, args=args, env=env)
+
+
+def measured_run(root: Path, artifacts: Path) -> tuple[ExecuteResult, str]:
+    async def body():
+        async with connect(server(root, artifacts), "auto") as client:
+            answer = await client.call_tool("execute_tests", {"coverage": True})
+            return ExecuteResult.model_validate(answer.structured_content), text_of(answer)
+
+    return run(body)
+
+
+def test_a_wrong_branch_only_failing_tests_take_is_named_by_its_line(tmp_path):
+    root = make_project(tmp_path)
+    # the thousands separator becomes "." in the loop: every test with 4+ digits fails,
+    # in the test's assert, with no frame in pkg/numbers.py
+    change(root, 'out = "," + text[-3:] + out', 'out = "." + text[-3:] + out')
+    result, text = measured_run(root, tmp_path / "artifacts")
+
+    assert result.status == "failed"
+    assert result.summary.counts.failed == 4
+    top = result.suspects[0]
+    assert (top.path, top.lines, top.by) == ("pkg/numbers.py", "7", "line")
+    assert (top.failing, top.failing_total) == (4, 4)
+    assert top.passing == 0  # test_intcomma[1-1] skips the loop; the others never call intcomma
+    assert top.passing_total == 7
+    assert "changed code run by failing tests: pkg/numbers.py:7 (4 of 4 failing, 0 of 7 passing)" in text
+    # the headline comes right after the verdict line
+    assert text.splitlines()[1].startswith("changed code run by failing tests: pkg/numbers.py:7")
+    # two assertion sites (test_intcomma's and the sentence test's), no frame in
+    # pkg/numbers.py, one changed line they all ran: one group, one entry in full, and
+    # the other site's test named first among the group's other failures
+    (group,) = result.summary.groups
+    assert group.count == 4
+    assert {f.group for f in result.summary.failures} == {group.id}
+    assert text.count("- FAILED ") == 1
+    assert "also in 3 more: test_intcomma_in_a_sentence, test_intcomma[1234567-1,234,567], ..." in text
+
+
+def test_a_return_moved_into_a_skipped_branch_is_named_through_its_function(tmp_path):
+    root = make_project(tmp_path)
+    # the return moves into the branch: small values fall off the end and return None
+    change(root, '        label = "large"\n    return label\n', '        label = "large"\n        return label\n')
+    result, text = measured_run(root, tmp_path / "artifacts")
+
+    assert result.summary.counts.failed == 2
+    # line 24, the moved return, runs only for 500 (passing); the failing tests ran
+    # size_label's other lines, so the change is named through its function
+    top = result.suspects[0]
+    assert (top.path, top.lines, top.by) == ("pkg/numbers.py", "24", "function")
+    assert (top.failing, top.failing_total, top.passing, top.passing_total) == (2, 2, 1, 9)
+    assert "changed code in a function run by failing tests: pkg/numbers.py:24 (2 of 2 failing, 1 of 9 passing)" in text
+
+
+def test_only_the_change_the_failing_tests_ran_is_named(tmp_path):
+    root = make_project(tmp_path)
+    change(root, "    if value > high:\n", "    if value >= high:\n")  # harmless: run by passing tests only
+    change(root, "    while len(text) > 3:\n", "    while len(text) > 4:\n")  # groups of four digits
+    result, text = measured_run(root, tmp_path / "artifacts")
+
+    assert result.summary.counts.failed == 4
+    paths_lines = [(s.path, s.lines) for s in result.suspects]
+    assert paths_lines == [("pkg/numbers.py", "6")]
+    assert (result.suspects[0].failing, result.suspects[0].passing) == (4, 1)  # intcomma(1) ran it and passed
+    # the clamp change ran only in passing tests: never named
+    assert ("pkg/numbers.py", "15") not in paths_lines
+    assert "pkg/numbers.py:15" not in text
+
+
+def test_no_suspects_for_a_green_run_or_outside_git(tmp_path):
+    green = make_project(tmp_path / "green")
+    change(green, "    return value\n", "    return value  # reviewed\n")  # a comment: nothing to name
+    result, text = measured_run(green, tmp_path / "a1")
+    assert result.status == "passed"
+    assert result.suspects is None
+    assert "changed code" not in text
+
+    plain = make_project(tmp_path / "plain", use_git=False)
+    change(plain, 'out = "," + text[-3:] + out', 'out = "." + text[-3:] + out')
+    result, text = measured_run(plain, tmp_path / "a2")
+    assert result.status == "failed"
+    assert result.suspects is None  # no git: no change to name
+    assert "changed code" not in text
+
+
+# -- the ranking on plain data --------------------------------------------------------
+
+
+def test_ranking_is_ochiai_and_counts_each_test_once_across_its_phases():
+    changed = ChangedLines(ranges={"m.py": [(2, 2), (6, 6)]})
+    source = "def f(x):\n    return x + 1\n\n\ndef g(x):\n    return x * 2\n"
+    outcomes = {"t::a": "failed", "t::b": "failed", "t::c": "passed", "t::d": "passed", "t::e": "skipped"}
+    measured = {
+        "m.py": LineContexts(
+            executable=frozenset({1, 2, 5, 6}),
+            contexts={
+                1: ("",),
+                2: ("t::a|run", "t::a|setup", "t::c|run"),  # 1 failing (twice), 1 passing
+                5: ("",),
+                6: ("t::a|run", "t::b|run", "t::c|run", "t::d|run", "t::e|run"),  # 2 failing, 2 passing
+            },
+        )
+    }
+    suspects = rank_suspects(changed, measured, outcomes, {"m.py": source}, limit=3)
+    # Ochiai: line 2 = 1/sqrt(2*2) = 0.5; line 6 = 2/sqrt(2*4) = 0.707
+    assert [(s.lines, s.failing, s.passing) for s in suspects] == [("6", 2, 2), ("2", 1, 1)]
+    assert rank_suspects(changed, measured, outcomes, {"m.py": source}, limit=1)[0].lines == "6"
+    assert rank_suspects(changed, measured, {"t::c": "passed"}, {"m.py": source}, limit=3) == []
+
+
+def test_contexts_functions_and_multi_line_statements():
+    assert node_id_of_context("tests/t.py::test_a[x|y]|run") == "tests/t.py::test_a[x|y]"
+    assert node_id_of_context("") is None
+    source = "@dec\ndef f():\n    def inner():\n        return 1\n    return inner\n\nx = f(\n    1,\n    2,\n)\n"
+    shape = source_shape(source)
+    assert shape.functions == [(1, 5), (3, 4)]
+    # lines 8-10 belong to the statement of line 7 (coverage.py records it there)
+    assert {line: shape.statement_start[line] for line in (8, 9, 10)} == {8: 7, 9: 7, 10: 7}
+    assert source_shape("def broken(:\n").functions == []
+
+
+def test_a_change_inside_a_multi_line_statement_is_counted_at_its_first_line():
+    # the changed argument on line 3 is recorded by coverage.py under line 2
+    changed = ChangedLines(ranges={"m.py": [(3, 3)]})
+    source = "def f(x):\n    return g(\n        x + 1,\n    )\n"
+    measured = {"m.py": LineContexts(executable=frozenset({1, 2}), contexts={1: ("",), 2: ("t::a|run",)})}
+    (suspect,) = rank_suspects(changed, measured, {"t::a": "failed"}, {"m.py": source}, limit=3)
+    assert (suspect.lines, suspect.failing, suspect.by) == ("3", 1, "line")
+
+
+def test_grouping_by_suspect_takes_only_frameless_groups_whose_tests_all_ran_it():
+    def failure(node_id: str, group: str, path: str) -> dict:
+        return {
+            "node_id": node_id,
+            "outcome": "failed",
+            "phase": "call",
+            "exception": "AssertionError",
+            "message": "assert 1 == 2",
+            "location": {"path": path, "line": 3},
+            "group": group,
+        }
+
+    def group(gid: str, count: int, path: str, examples: list[str]) -> dict:
+        loc = {"path": path, "line": 3}
+        return {
+            "id": gid,
+            "count": count,
+            "exception": "AssertionError",
+            "message": "m",
+            "location": loc,
+            "examples": examples,
+        }
+
+    summary = ReportSummary.model_validate(
+        {
+            "format": "reportlog",
+            "files": ["r.jsonl"],
+            "counts": {
+                **dict.fromkeys(("passed", "errors", "skipped", "xfailed", "xpassed", "flaky"), 0),
+                "total": 9,
+                "failed": 9,
+            },
+            "duration_s": 1.0,
+            "tests_duration_s": 1.0,
+            "failures": [
+                failure("tests/t.py::a", "g1", "tests/t.py"),
+                failure("tests/u.py::b", "g2", "tests/u.py"),
+                failure("tests/v.py::c", "g3", "pkg/m.py"),  # a cause frame in the project's code
+                failure("tests/w.py::d", "g4", "tests/w.py"),  # one of its tests did not run the suspect
+                failure("tests/x.py::e", "g5", "tests/x.py"),
+            ],
+            "groups": [
+                group("g1", 3, "tests/t.py", ["tests/t.py::a", "tests/t.py::a2", "tests/t.py::a3"]),
+                group("g3", 2, "pkg/m.py", ["tests/v.py::c", "tests/v.py::c2"]),
+                group("g4", 2, "tests/w.py", ["tests/w.py::d", "tests/w.py::other"]),
+                group("g2", 1, "tests/u.py", ["tests/u.py::b"]),
+                group("g5", 1, "tests/x.py", ["tests/x.py::e"]),
+            ],
+        }
+    )
+    ran = {"tests/t.py::a", "tests/t.py::a2", "tests/t.py::a3", "tests/u.py::b", "tests/v.py::c", "tests/v.py::c2"}
+    ran |= {"tests/w.py::d", "tests/x.py::e"}
+    suspect = Suspect(
+        path="pkg/m.py", lines="7", failing=8, passing=0, failing_total=9, passing_total=1, failing_tests=frozenset(ran)
+    )
+    out = group_by_suspect(summary, suspect, max_examples=3)
+    assert [(g.id, g.count) for g in out.groups] == [("g1", 5), ("g3", 2), ("g4", 2)]
+    assert out.groups[0].examples == ["tests/t.py::a", "tests/u.py::b", "tests/x.py::e"]
+    assert [f.node_id for f in out.failures] == ["tests/t.py::a", "tests/v.py::c", "tests/w.py::d"]
+    assert out.omitted.failures == 2
+    assert "failing_tests" not in suspect.model_dump()
+    # nothing to merge: the summary as it is
+    assert group_by_suspect(summary, suspect.model_copy(update={"failing_tests": frozenset()}), 3) is summary
