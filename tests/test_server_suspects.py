@@ -186,6 +186,32 @@ def test_only_the_change_the_failing_tests_ran_is_named(tmp_path):
     assert "pkg/numbers.py:15" not in text
 
 
+def test_an_affected_run_names_the_change_its_failing_tests_ran(tmp_path):
+    root = make_project(tmp_path)
+
+    async def body():
+        async with connect(server(root, tmp_path / "artifacts"), "auto") as client:
+            first = await client.call_tool("execute_tests", {"affected": True})  # builds the map
+            change(root, 'out = "," + text[-3:] + out', 'out = "." + text[-3:] + out')
+            second = await client.call_tool("execute_tests", {"affected": True})
+            return ExecuteResult.model_validate(first.structured_content), second
+
+    first, second = run(body)
+    assert first.status == "passed" and first.suspects is None
+    result, text = ExecuteResult.model_validate(second.structured_content), text_of(second)
+    # only the tests that ran intcomma run again; the four that reach the loop fail
+    assert result.selection.selected == 5
+    assert result.summary.counts.failed == 4
+    top = result.suspects[0]
+    assert (top.path, top.lines, top.by, top.failing, top.passing) == ("pkg/numbers.py", "7", "line", 4, 0)
+    assert top.passing_total == 1  # test_intcomma[1-1]: the only selected test that passed
+    lines = text.splitlines()
+    assert lines[0].startswith("Affected: 5 of 11 tests")
+    assert lines[2] == "changed code run by failing tests: pkg/numbers.py:7 (4 of 4 failing, 0 of 1 passing)"
+    (group,) = result.summary.groups  # two assertion sites, one cause
+    assert group.count == 4
+
+
 def test_no_suspects_for_a_green_run_or_outside_git(tmp_path):
     green = make_project(tmp_path / "green")
     change(green, "    return value\n", "    return value  # reviewed\n")  # a comment: nothing to name

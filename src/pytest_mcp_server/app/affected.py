@@ -24,12 +24,14 @@ import anyio
 from pytest_mcp_server.app.runner import Runner, run_status
 from pytest_mcp_server.domain.affected import AffectedTest, Selection, select_affected, selection_of
 from pytest_mcp_server.domain.policy import MIN_RUN_TIMEOUT_S
+from pytest_mcp_server.domain.suspects import group_by_suspect
 from pytest_mcp_server.domain.tools import ExecuteParams, ExecuteResult, SelectionParams
 from pytest_mcp_server.engine.models import Budgets, ReportSummary
 from pytest_mcp_server.run.affected import (
     MAP_DATA_DIR,
     MAP_JSON,
     affected_argv,
+    changed_contexts,
     changed_parts,
     config_fingerprint,
     configuration,
@@ -39,7 +41,9 @@ from pytest_mcp_server.run.affected import (
     tests_blocks,
 )
 from pytest_mcp_server.run.argv import RECORDS_FILE, ExitCode, child_env, discover_argv
+from pytest_mcp_server.run.coverage import rank_in_root
 from pytest_mcp_server.run.events import ProgressFn, read_collected, read_outcomes, read_run_events
+from pytest_mcp_server.run.git import changed_lines
 from pytest_mcp_server.run.interpreter import Interpreter
 from pytest_mcp_server.run.rundirs import RUNNING_MARKER
 from pytest_mcp_server.run.testmap import map_path, open_map
@@ -175,16 +179,28 @@ async def execute_affected(
             )
         options = affected_argv(run_dir, (test.node_id for test in plan.tests))
         result, _ = await run_in_dir(runner, params, interp, left, progress, run_dir, options)
-        await refresh_map(runner, params, interp, run_dir, plan)
-    return result.model_copy(update={"selection": plan.selection})
+        data, outcomes = await refresh_map(runner, params, interp, run_dir, plan)
+    update: dict[str, object] = {"selection": plan.selection}
+    if not result.summary.ok:
+        # the run recorded what each test ran: name the changed code the failing ones ran
+        changed = await changed_lines(runner.root)
+        if changed is not None:
+            measured = await anyio.to_thread.run_sync(changed_contexts, data, runner.root, changed)
+            suspects = await anyio.to_thread.run_sync(rank_in_root, runner.root, changed, measured, outcomes)
+            update["suspects"] = suspects
+            if suspects:
+                update["summary"] = group_by_suspect(result.summary, suspects[0], params.budgets().max_examples)
+    return result.model_copy(update=update)
 
 
 async def refresh_map(
     runner: Runner, params: SelectionParams, interp: Interpreter, run_dir: Path, plan: AffectedPlan
-) -> None:
+) -> tuple[dict[str, dict[str, list[int]]], dict[str, str]]:
     """Write the entries of the tests that ran in ``run_dir`` (their outcome from its
     record file, their blocks from its coverage data) into the map, in one
-    transaction; remove the tests the plan's collection covered but no longer found."""
+    transaction; remove the tests the plan's collection covered but no longer found.
+    Returns what it read: the run's map data (``run.affected.read_map_data``) and each
+    test's outcome (``run.events.read_outcomes``)."""
     data = await read_map_data(interp.python, runner.root, child_env(), run_dir)
     outcomes = await anyio.to_thread.run_sync(read_outcomes, run_dir / RECORDS_FILE)
 
@@ -204,6 +220,7 @@ async def refresh_map(
         (run_dir / MAP_JSON).unlink(missing_ok=True)
 
     await anyio.to_thread.run_sync(write)
+    return data, outcomes
 
 
 def _in_scope(node_id: str, scope: list[str]) -> bool:

@@ -77,6 +77,9 @@ class SourceShape:
 
     functions: list[tuple[int, int]]
     statement_start: dict[int, int]
+    statements: frozenset[int] = frozenset()
+    """Lines a statement starts on (docstrings left out): the executable lines, as far
+    as the source tells (for data that names only the lines that ran)."""
 
 
 def source_shape(source: str) -> SourceShape:
@@ -87,10 +90,16 @@ def source_shape(source: str) -> SourceShape:
     except (SyntaxError, ValueError):
         return SourceShape([], {})
     functions = []
+    statements = set()
     innermost: dict[int, tuple[int, int]] = {}  # line -> (span length, first line) of its innermost statement
     for node in ast.walk(tree):
         if not isinstance(node, ast.stmt) or node.end_lineno is None:
             continue
+        docstring = (
+            isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
+        )
+        if not docstring:
+            statements.add(node.lineno)
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
             functions.append((first, node.end_lineno))
@@ -99,7 +108,11 @@ def source_shape(source: str) -> SourceShape:
             for line in range(node.lineno + 1, node.end_lineno + 1):
                 if line not in innermost or length < innermost[line][0]:
                     innermost[line] = (length, node.lineno)
-    return SourceShape(sorted(functions, key=lambda s: (s[0], -s[1])), {k: v[1] for k, v in innermost.items()})
+    return SourceShape(
+        sorted(functions, key=lambda s: (s[0], -s[1])),
+        {k: v[1] for k, v in innermost.items()},
+        frozenset(statements),
+    )
 
 
 def _innermost(spans: list[tuple[int, int]], line: int) -> tuple[int, int] | None:

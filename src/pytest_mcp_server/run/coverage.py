@@ -26,7 +26,13 @@ from pytest_mcp_server.domain.coverage import ChangedLines, CoverageSummary, rel
 from pytest_mcp_server.domain.failures import ToolFailure
 from pytest_mcp_server.domain.policy import REPORT_TIMEOUT_S, SUSPECTS_LISTED, TAIL_BYTES
 from pytest_mcp_server.domain.suspects import FAILING_OUTCOMES, Suspect, rank_suspects
-from pytest_mcp_server.engine.coverage import CoverageFormat, LineSets, read_coverage_reports, read_line_contexts
+from pytest_mcp_server.engine.coverage import (
+    CoverageFormat,
+    LineContexts,
+    LineSets,
+    read_coverage_reports,
+    read_line_contexts,
+)
 from pytest_mcp_server.engine.models import ReportError
 from pytest_mcp_server.run.events import PLUGIN_DIR
 from pytest_mcp_server.run.interpreter import Interpreter
@@ -175,15 +181,24 @@ async def find_suspects(
         measured = {
             relative_path(path, os.fspath(root)): lines for path, lines in read_line_contexts(str(report)).items()
         }
-        sources = {}
-        for path in measured:
-            try:
-                sources[path] = (root / path).read_text(encoding="utf-8", errors="replace")
-            except OSError:
-                continue  # deleted since the run: module-level hunks only
-        return rank_suspects(changed, measured, outcomes, sources, SUSPECTS_LISTED)
+        return rank_in_root(root, changed, measured, outcomes)
 
     try:
         return await anyio.to_thread.run_sync(rank)
     except ReportError:
         return None
+
+
+def rank_in_root(
+    root: Path, changed: ChangedLines, measured: Mapping[str, LineContexts], outcomes: Mapping[str, str]
+) -> list[Suspect]:
+    """``domain.suspects.rank_suspects`` of ``measured`` (per changed file, relative to
+    ``root``), each file's source read from ``root`` now (a file deleted since the run
+    is read as module-level code only); at most ``SUSPECTS_LISTED``."""
+    sources = {}
+    for path in measured:
+        try:
+            sources[path] = (root / path).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+    return rank_suspects(changed, measured, outcomes, sources, SUSPECTS_LISTED)
