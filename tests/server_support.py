@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 import sys
 import time
 import warnings
@@ -127,3 +128,20 @@ def line_of(path: Path, needle: str) -> int:
         if needle in line:
             return i
     raise AssertionError(f"{needle!r} not in {path}")
+
+
+def git(root: Path, *args: str) -> None:
+    """``git ARGS`` in ``root`` with a fixed identity and default branch (a commit needs
+    no global git configuration); raises ``CalledProcessError`` on failure."""
+    argv = ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", "-c", "init.defaultBranch=main", *args]
+    subprocess.run(argv, cwd=root, check=True, capture_output=True)
+
+
+def stdio_server(root: Path, artifacts: Path, *extra: str) -> StdioServerParameters:
+    """The real server for ``root`` (its artifacts in ``artifacts``, outside it; further
+    server options ``extra``), with this interpreter and the test run's environment
+    (``VIRTUAL_ENV`` removed, as ``Project`` starts it)."""
+    env = dict(os.environ)
+    env.pop("VIRTUAL_ENV", None)
+    args = ["-m", "pytest_mcp_server", "--root", str(root), "--artifacts-dir", str(artifacts), *extra]
+    return StdioServerParameters(command=sys.executable, args=args, env=env)

@@ -16,15 +16,13 @@ two calls at once both land in the map; a run killed by its timeout writes nothi
 
 from __future__ import annotations
 
-import os
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 
 import anyio
-from mcp import Client, StdioServerParameters
-from server_support import connect, run, text_of
+from mcp import Client
+from server_support import connect, git, run, text_of
+from server_support import stdio_server as server
 from test_server_coverage import _python_with, link_distribution
 
 from pytest_mcp_server.domain.failures import ToolFailureDetail
@@ -67,11 +65,6 @@ def test_add_zero():
 """
 
 
-def git(root: Path, *args: str) -> None:
-    argv = ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", "-c", "init.defaultBranch=main", *args]
-    subprocess.run(argv, cwd=root, check=True, capture_output=True)
-
-
 def make_project(tmp_path: Path) -> Path:
     """``pkg/calc.py`` (add, mul, unused), two test files (two tests run add, one runs
     mul), an empty conftest.py; committed."""
@@ -87,13 +80,6 @@ def make_project(tmp_path: Path) -> Path:
     git(root, "add", "-A")
     git(root, "commit", "-qm", "base")
     return root
-
-
-def server(root: Path, artifacts: Path, *extra: str) -> StdioServerParameters:
-    env = dict(os.environ)
-    env.pop("VIRTUAL_ENV", None)
-    args = ["-m", "pytest_mcp_server", "--root", str(root), "--artifacts-dir", str(artifacts), *extra]
-    return StdioServerParameters(command=sys.executable, args=args, env=env)
 
 
 def edit(path: Path, old: str, new: str) -> None:

@@ -22,9 +22,9 @@ import venv
 from importlib import metadata
 from pathlib import Path
 
-from mcp import StdioServerParameters
 from packaging.requirements import Requirement
-from server_support import connect, run, text_of
+from server_support import connect, git, run, text_of
+from server_support import stdio_server as server
 
 from pytest_mcp_server.domain.coverage import CoverageSummary
 from pytest_mcp_server.domain.failures import ToolFailureDetail
@@ -71,11 +71,6 @@ exclude_lines =
 """
 
 
-def git(root: Path, *args: str) -> None:
-    argv = ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", "-c", "init.defaultBranch=main", *args]
-    subprocess.run(argv, cwd=root, check=True, capture_output=True)
-
-
 def make_project(tmp_path: Path) -> Path:
     """The project, committed, then changed: ``added_later`` appended to pkg/calc.py
     (lines 13-17), line 4 edited (a line that runs), pkg/extra.py untracked."""
@@ -93,14 +88,6 @@ def make_project(tmp_path: Path) -> Path:
     calc.write_text(CALC.replace('return "non-negative"', 'return "non-negative"  # edited') + ADDED)
     (root / "pkg" / "extra.py").write_text("VALUE = 1\n")
     return root
-
-
-def server(root: Path, artifacts: Path, *extra: str) -> StdioServerParameters:
-    """The real server for ``root`` (artifacts outside it), as ``server_support.Project`` starts it."""
-    env = dict(os.environ)
-    env.pop("VIRTUAL_ENV", None)
-    args = ["-m", "pytest_mcp_server", "--root", str(root), "--artifacts-dir", str(artifacts), *extra]
-    return StdioServerParameters(command=sys.executable, args=args, env=env)
 
 
 def test_missed_and_changed_lines_are_exact_and_both_report_formats_agree(tmp_path):

@@ -14,13 +14,10 @@ the server: the ranking itself on hand-made contexts (every input is plain data)
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
-from mcp import StdioServerParameters
-from server_support import connect, run, text_of
+from server_support import connect, git, run, text_of
+from server_support import stdio_server as server
 
 from pytest_mcp_server.domain.coverage import ChangedLines
 from pytest_mcp_server.domain.suspects import (
@@ -86,11 +83,6 @@ def test_size_label(n, label):
 """
 
 
-def git(root: Path, *args: str) -> None:
-    argv = ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", "-c", "init.defaultBranch=main", *args]
-    subprocess.run(argv, cwd=root, check=True, capture_output=True)
-
-
 def make_project(tmp_path: Path, *, use_git: bool = True) -> Path:
     """The project with passing tests, committed (when ``use_git``)."""
     root = tmp_path / "proj"
@@ -111,13 +103,6 @@ def change(root: Path, old: str, new: str) -> None:
     text = path.read_text()
     assert old in text
     path.write_text(text.replace(old, new))
-
-
-def server(root: Path, artifacts: Path) -> StdioServerParameters:
-    env = dict(os.environ)
-    env.pop("VIRTUAL_ENV", None)
-    args = ["-m", "pytest_mcp_server", "--root", str(root), "--artifacts-dir", str(artifacts)]
-    return StdioServerParameters(command=sys.executable, args=args, env=env)
 
 
 def measured_run(root: Path, artifacts: Path) -> tuple[ExecuteResult, str]:

@@ -103,21 +103,37 @@ async def read_map_data(python: str, root: Path, env: dict[str, str], run_dir: P
         return {}
     out = run_dir / MAP_JSON
     argv = [python, "-c", _READ_SCRIPT, str(out), *files]
+    await _run_script(
+        argv,
+        root,
+        env,
+        REPORT_TIMEOUT_S,
+        late="reading the test map's coverage data did not finish",
+        failed=f"coverage.py could not read the test map's data in {data_dir}",
+    )
+    data: dict[str, dict[str, list[int]]] = json.loads(out.read_bytes())
+    return data
+
+
+async def _run_script(
+    argv: list[str], root: Path, env: dict[str, str], timeout_s: float, *, late: str, failed: str
+) -> bytes:
+    """Run ``argv`` (the project's interpreter on a script of this module) in ``root``
+    within ``timeout_s`` seconds; its stdout. Raises ``ToolFailure(internal_error)``
+    saying ``late`` (with why) when it cannot start or does not finish in time, ``failed``
+    (with the exit code and stderr's tail) when it exits non-zero."""
     try:
-        with anyio.fail_after(REPORT_TIMEOUT_S):
+        with anyio.fail_after(timeout_s):
             proc = await anyio.run_process(argv, cwd=root, env=env, check=False)
     except (OSError, TimeoutError) as exc:
-        raise ToolFailure(
-            "internal_error", f"reading the test map's coverage data did not finish: {exc or 'timeout'}"
-        ) from None
+        raise ToolFailure("internal_error", f"{late}: {exc or 'timeout'}") from None
     if proc.returncode != 0:
         raise ToolFailure(
             "internal_error",
-            f"coverage.py could not read the test map's data in {data_dir} (exit {proc.returncode})",
+            f"{failed} (exit {proc.returncode})",
             stderr_tail=proc.stderr.decode("utf-8", "replace")[-TAIL_BYTES:] or None,
         )
-    data: dict[str, dict[str, list[int]]] = json.loads(out.read_bytes())
-    return data
+    return proc.stdout
 
 
 def changed_contexts(
@@ -236,20 +252,15 @@ async def configuration(interp: Interpreter, root: Path, env: dict[str, str]) ->
     ``<distributions>`` -> the hash of its installed distributions. Raises
     ``ToolFailure(internal_error)`` when the interpreter does not answer."""
     argv = [interp.python, "-c", _ENVIRONMENT_SCRIPT]
-    try:
-        with anyio.fail_after(PROBE_TIMEOUT_S):
-            proc = await anyio.run_process(argv, cwd=root, env=env, check=False)
-    except (OSError, TimeoutError) as exc:
-        raise ToolFailure(
-            "internal_error", f"{interp.python} did not list its distributions: {exc or 'timeout'}"
-        ) from None
-    if proc.returncode != 0:
-        raise ToolFailure(
-            "internal_error",
-            f"{interp.python} could not list its distributions (exit {proc.returncode})",
-            stderr_tail=proc.stderr.decode("utf-8", "replace")[-TAIL_BYTES:] or None,
-        )
-    environment = json.loads(proc.stdout.decode("utf-8", "replace").strip().splitlines()[-1])
+    stdout = await _run_script(
+        argv,
+        root,
+        env,
+        PROBE_TIMEOUT_S,
+        late=f"{interp.python} did not list its distributions",
+        failed=f"{interp.python} could not list its distributions",
+    )
+    environment = json.loads(stdout.decode("utf-8", "replace").strip().splitlines()[-1])
 
     def parts() -> dict[str, str]:
         out: dict[str, str] = {}
