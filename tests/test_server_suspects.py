@@ -197,6 +197,22 @@ def test_an_affected_run_names_the_change_its_failing_tests_ran(tmp_path):
     assert group.count == 4
 
 
+def test_a_repeated_measured_run_names_the_change_its_last_run_failed_on(tmp_path):
+    root = make_project(tmp_path)
+    change(root, "    while len(text) > 3:\n", "    while len(text) > 4:\n")
+
+    async def body():
+        async with connect(server(root, tmp_path / "artifacts"), "auto") as client:
+            answer = await client.call_tool("execute_tests", {"coverage": True, "repeat": 2})
+            return ExecuteResult.model_validate(answer.structured_content), text_of(answer)
+
+    result, text = run(body)
+    assert result.runs == 2 and result.summary.counts.failed == 4
+    top = result.suspects[0]
+    assert (top.path, top.lines, top.failing, top.passing) == ("pkg/numbers.py", "6", 4, 1)
+    assert "changed code run by failing tests: pkg/numbers.py:6 (4 of 4 failing, 1 of 7 passing)" in text
+
+
 def test_no_suspects_for_a_green_run_or_outside_git(tmp_path):
     green = make_project(tmp_path / "green")
     change(green, "    return value\n", "    return value  # reviewed\n")  # a comment: nothing to name

@@ -15,11 +15,12 @@ import anyio
 from pytest_mcp_server.app.runner import Runner
 from pytest_mcp_server.domain.failures import ToolFailure, ToolFailureDetail
 from pytest_mcp_server.domain.flaky import FlakyTest, OutcomeHistory, last_failing_run
+from pytest_mcp_server.domain.suspects import group_by_suspect
 from pytest_mcp_server.domain.tools import ExecuteParams, ExecuteResult
 from pytest_mcp_server.engine import summarize as engine_summarize
 from pytest_mcp_server.engine.models import Budgets, Failure, ReportError
 from pytest_mcp_server.run.argv import child_env
-from pytest_mcp_server.run.coverage import finish_coverage
+from pytest_mcp_server.run.coverage import find_suspects, finish_coverage
 from pytest_mcp_server.run.events import ProgressFn, read_outcomes
 from pytest_mcp_server.run.git import changed_lines
 from pytest_mcp_server.run.interpreter import Interpreter
@@ -93,10 +94,17 @@ async def execute_repeated(
     counts = result.summary.counts.model_copy(update={"flaky": len(flaky)})
     summary = result.summary.model_copy(update={"counts": counts})
     coverage = None
+    suspects = None
     if params.coverage:
         changed = await changed_lines(runner.root)
         coverage = await finish_coverage(interp.python, runner.root, child_env(), run_dirs[-1], run_dirs, changed)
-    return result.model_copy(update={"summary": summary, "runs": params.repeat, "flaky": listed, "coverage": coverage})
+        if not summary.ok:
+            # the contexts of every run, the outcomes of the last (the one the summary describes)
+            suspects = await find_suspects(run_dirs[-1], runner.root, changed, outcomes)
+            if suspects:
+                summary = group_by_suspect(summary, suspects[0], params.budgets().max_examples)
+    update = {"summary": summary, "runs": params.repeat, "flaky": listed, "coverage": coverage, "suspects": suspects}
+    return result.model_copy(update=update)
 
 
 async def _flaky_failures(

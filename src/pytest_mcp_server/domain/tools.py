@@ -277,8 +277,8 @@ class ExecuteResult(_Frozen):
     ``coverage``: with ``coverage: true``, the line coverage of the run
     (``coverage_report.CoverageSummary``; its ``data_path`` written with ``{run_dir}``);
     else None.
-    ``suspects``: in a run that records what each test ran (``coverage: true`` with one
-    run, or ``affected``) with failing tests in
+    ``suspects``: in a run that records what each test ran (``coverage: true``, or
+    ``affected``; with ``repeat``, the last run's failing tests) with failing tests in
     a git work tree, the changed code the failing tests ran, best first
     (``domain.suspects.Suspect``, at most ``SUSPECTS_LISTED``; [] when they ran none of
     it); else None.
