@@ -10,7 +10,11 @@ never a ``.coverage`` in the project). ``finish_coverage`` then combines every d
 file of the call (coverage.py's combine: a line ran when it ran in any process),
 writes ``coverage.json`` with the project's interpreter and configuration, reads it
 (``coverage_report``; the server's own pytest plugins left out) and intersects the
-missed lines with the lines changed since ``HEAD`` (``changed_lines``).
+missed lines with the lines changed since ``HEAD`` (``run.git.changed_lines``, given by
+the caller). It also writes the per-test contexts of the changed files
+(``contexts.json``), from which ``find_suspects`` names the changed code the failing
+tests ran; ``rank_in_root`` ranks such contexts from either source (this report, or an
+``affected`` run's map data).
 """
 
 from __future__ import annotations
@@ -63,13 +67,12 @@ run directory (written when some are measured)."""
 # measure is simply absent); a source file that vanished since the run is skipped
 # (ignore_errors).
 _REPORT_SCRIPT = (
-    "import json, sys, coverage\n"
+    "import json, os, sys, coverage\n"
     "spec = json.loads(sys.argv[1])\n"
     "cov = coverage.Coverage(data_file=spec['combined'])\n"
     "cov.combine(spec['files'], keep=True)\n"
     "cov.save()\n"
     "cov.json_report(outfile=spec['out'], ignore_errors=True)\n"
-    "import os\n"
     "measured = {os.path.realpath(f): f for f in cov.get_data().measured_files()}\n"
     "changed = [measured[p] for p in map(os.path.realpath, spec['changed']) if p in measured]\n"
     "if changed:\n"
