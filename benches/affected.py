@@ -128,6 +128,7 @@ class Row:
     selected: int = 0  # execute_tests(affected) selection.selected
     reasons: dict[str, int] = field(default_factory=dict)
     affected_failed: int = 0
+    affected_status: str = ""
     affected_s: float = 0.0
     missed: list[str] = field(default_factory=list)  # failing in the full run, not in the plan
     renumbered: list[str] = field(default_factory=list)  # of those, ones whose id the plan's collection renamed
@@ -285,6 +286,23 @@ def suspect_names(suspects: list[dict] | None, path: str, line: int) -> bool:
             if any(a - slack <= line <= b + slack for a, b in line_ranges(suspect.get("lines"))):
                 return True
     return False
+
+
+def missed_ids(failing: set[str], planned: set[str], shown_errors: str) -> list[str]:
+    """The ids of ``failing`` that the affected run neither planned nor showed, sorted.
+
+    A collection error's id is its file (``ERROR pkg/tests/test_x.py``): it counts as
+    selected when a planned id is in that file or the affected answer's collection errors
+    (``shown_errors``, their JSON) name the file: a module that no longer imports is
+    always collected and shown (docs/SERVER.md, *Change-aware runs*).
+    """
+    return sorted(
+        f
+        for f in failing
+        if f not in planned
+        and not any(p.startswith(f + "::") for p in planned)
+        and not ("::" not in f and json.dumps(f)[1:-1] in shown_errors)
+    )
 
 
 def renumbered(missed: list[str], planned: set[str], clean_ids: set[str]) -> list[str]:
@@ -460,8 +478,6 @@ async def replay(client: Client, project: Project, mutant: Mutant, args: argpars
         plan, _ = await call(client, "discover_tests", {"affected": True, "limit": 2000})
         planned = set(plan.structured_content.get("node_ids") or [])
         row.planned = len(planned)
-        # a collection error's id is its file: every test of a planned file counts as that file's
-        row.missed = sorted(f for f in failing if f not in planned and not any(p.startswith(f + "::") for p in planned))
         result, row.affected_s = await call(
             client, "execute_tests", {"affected": True, "timeout_s": args.timeout, "failures_listed": 1000}
         )
@@ -475,6 +491,9 @@ async def replay(client: Client, project: Project, mutant: Mutant, args: argpars
         row.first_line = text.splitlines()[0] if text else ""
         row.text_named = real_bugs.names(text, mutant.path, mutant.line)
         row.suspect_named = suspect_names(data.get("suspects"), mutant.path, mutant.line)
+        row.affected_status = str(data.get("status", ""))
+        shown_errors = json.dumps((data.get("summary") or {}).get("collection_errors") or [])
+        row.missed = missed_ids(failing, planned, shown_errors)
         row.renumbered = renumbered(row.missed, planned, project.clean_ids)
         if row.selected != row.planned:
             row.notes.append(f"plan {row.planned} != selected {row.selected}")

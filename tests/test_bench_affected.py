@@ -110,3 +110,12 @@ def test_figures_count_safety_over_killed_and_ratios_over_measured_mutants() -> 
     assert got["build_ratio"] == 1.5
     assert got["testmon_build_ratio"] == 1.25
     assert (got["line_named_pct"], got["short_named_pct"]) == (50.0, 0.0)
+
+
+def test_a_file_that_no_longer_imports_counts_as_selected_when_the_answer_shows_it() -> None:
+    """pytest's ``ERROR pkg/tests/test_x.py`` id is a file: planned tests in it, or the
+    answer's collection errors naming it, make it selected; a test id needs the plan."""
+    failing = {"pkg/tests/test_x.py", "pkg/tests/test_y.py", "pkg/tests/test_z.py", "pkg/tests/test_x.py::test_a"}
+    planned = {"pkg/tests/test_y.py::test_b"}
+    shown = '[{"path": "pkg/tests/test_x.py", "message": "ImportError"}]'
+    assert affected.missed_ids(failing, planned, shown) == ["pkg/tests/test_x.py::test_a", "pkg/tests/test_z.py"]
