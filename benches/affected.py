@@ -440,6 +440,9 @@ async def measure_project(spec: real_bugs.BugProject, args: argparse.Namespace) 
         for mutant in mutants:
             row = await replay(client, project, mutant, args)
             rows.append(row)
+            if args.json:  # a run cut short keeps its rows
+                with args.json.with_suffix(".rows.jsonl").open("a") as progress:
+                    progress.write(json.dumps(asdict(row)) + "\n")
             print(
                 f"  {row.mutant:<58} {row.status:<9} fail {len(row.full_failing):>3} "
                 f"sel {row.selected:>3}/{row.total:<3} "
