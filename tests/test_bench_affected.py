@@ -1,0 +1,121 @@
+"""Helpers of the mutation-replay benchmark (benches/affected.py): sampling, reading, figures.
+
+The pytest summaries read here come from a real pytest run of a small project (one
+passing, one failing, one deselected test), not from written-out strings.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+BENCHES = Path(__file__).resolve().parents[1] / "benches"
+sys.path.insert(0, str(BENCHES))
+
+import affected  # noqa: E402  (benches/ is not a package)
+
+
+def _mutants(count: int) -> list[affected.Mutant]:
+    return [affected.Mutant(f"pkg/m{i % 3}.py", "core/NumberReplacer", i, 10 + i, 4) for i in range(count)]
+
+
+def test_sample_is_the_same_for_the_same_seed_and_project_and_ignores_input_order() -> None:
+    """A re-run draws the same mutants whatever order cosmic-ray listed them in."""
+    population = _mutants(50)
+    first = affected.sample_mutants(population, 10, seed=19, project="toolz")
+    again = affected.sample_mutants(list(reversed(population)), 10, seed=19, project="toolz")
+    assert first == again
+    assert len(set(first)) == 10
+
+
+def test_sample_differs_by_project_and_seed_and_keeps_sorted_order() -> None:
+    population = _mutants(50)
+    toolz = affected.sample_mutants(population, 10, seed=19, project="toolz")
+    assert toolz != affected.sample_mutants(population, 10, seed=19, project="isodate")
+    assert toolz != affected.sample_mutants(population, 10, seed=20, project="toolz")
+    keys = [(m.path, m.line, m.col, m.operator, m.occurrence) for m in toolz]
+    assert keys == sorted(keys)
+
+
+def test_sample_of_more_than_there_are_is_all_of_them_once() -> None:
+    population = _mutants(5) * 2
+    assert affected.sample_mutants(population, 100, seed=1, project="p") == sorted(
+        set(population), key=lambda m: (m.path, m.line, m.col, m.operator, m.occurrence)
+    )
+
+
+def test_suspect_ranges_are_read_from_compact_text_and_lists() -> None:
+    assert affected.line_ranges("12-13, 20") == [(12, 13), (20, 20)]
+    assert affected.line_ranges([7, "9-11"]) == [(7, 7), (9, 11)]
+
+
+def test_a_suspect_names_a_line_within_the_slack_of_its_range_in_the_same_file_only() -> None:
+    suspects = [{"path": "src/pkg/calc.py", "lines": "12-13"}]
+    assert affected.suspect_names(suspects, "pkg/calc.py", 15)  # 2 lines after the range
+    assert not affected.suspect_names(suspects, "pkg/calc.py", 16)
+    assert not affected.suspect_names(suspects, "pkg/other.py", 12)
+    assert not affected.suspect_names(None, "pkg/calc.py", 12)
+
+
+def test_a_miss_is_renumbered_only_when_the_plan_names_that_function_under_unknown_ids() -> None:
+    """isodate's set-parametrized ids change between processes: such misses are told apart."""
+    clean = {"t.py::test_a[x0]", "t.py::test_a[x1]", "t.py::test_b"}
+    planned = {"t.py::test_a[y0]", "t.py::test_b"}
+    assert affected.renumbered(["t.py::test_a[x1]", "t.py::test_c"], planned, clean) == ["t.py::test_a[x1]"]
+    assert affected.renumbered(["t.py::test_a[x1]"], {"t.py::test_a[x0]"}, clean) == []
+
+
+def test_ran_count_reads_a_real_pytest_summary_without_the_deselected(tmp_path: Path) -> None:
+    (tmp_path / "test_x.py").write_text(
+        textwrap.dedent(
+            """
+            def test_ok():
+                pass
+
+            def test_bad():
+                assert 1 == 2
+
+            def test_other():
+                pass
+            """
+        )
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rfE", "--tb=no", "-k", "not other"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert affected.ran_count(proc.stdout) == 2
+    assert affected.real_bugs.failing_ids(proc.stdout) == {"test_x.py::test_bad"}
+
+
+def test_figures_count_safety_over_killed_and_ratios_over_measured_mutants() -> None:
+    killed_safe = affected.Row("p", "a", "m.py", 1, status="killed", total=100, selected=5, full_s=2.0, affected_s=1.0)
+    killed_safe.full_failing, killed_safe.text_named, killed_safe.short_named = ["t::a"], True, False
+    killed_missed = affected.Row("p", "b", "m.py", 2, status="killed", total=100, selected=10, full_s=2.0)
+    killed_missed.full_failing, killed_missed.missed, killed_missed.affected_s = ["t::b"], ["t::b"], 3.0
+    survived = affected.Row("p", "c", "m.py", 3, status="survived", total=100, selected=0, full_s=2.0, affected_s=0.5)
+    timeout = affected.Row("p", "d", "m.py", 4, status="timeout")
+    got = affected.figures(
+        [killed_safe, killed_missed, survived, timeout], {"plain_s": 2.0, "build_s": 3.0, "testmon_build_s": 2.5}
+    )
+    assert (got["mutants"], got["killed"], got["survived"], got["timeout"]) == (4, 2, 1, 1)
+    assert got["safety_pct"] == 50.0
+    assert got["median_selected_pct"] == 5.0  # of 5, 10 and 0 per cent
+    assert got["median_time_ratio"] == 0.5  # of 0.5, 1.5 and 0.25
+    assert got["build_ratio"] == 1.5
+    assert got["testmon_build_ratio"] == 1.25
+    assert (got["line_named_pct"], got["short_named_pct"]) == (50.0, 0.0)
+
+
+def test_a_file_that_no_longer_imports_counts_as_selected_when_the_answer_shows_it() -> None:
+    """pytest's ``ERROR pkg/tests/test_x.py`` id is a file: planned tests in it, or the
+    answer's collection errors naming it, make it selected; a test id needs the plan."""
+    failing = {"pkg/tests/test_x.py", "pkg/tests/test_y.py", "pkg/tests/test_z.py", "pkg/tests/test_x.py::test_a"}
+    planned = {"pkg/tests/test_y.py::test_b"}
+    shown = '[{"path": "pkg/tests/test_x.py", "message": "ImportError"}]'
+    assert affected.missed_ids(failing, planned, shown) == ["pkg/tests/test_x.py::test_a", "pkg/tests/test_z.py"]
