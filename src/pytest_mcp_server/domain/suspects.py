@@ -2,10 +2,13 @@
 change behind a failure that no traceback passes through (a wrong value caught by an
 assertion in the test).
 
-The unit is a *hunk*: a run of consecutive changed lines (``git diff HEAD`` and untracked
-files, ``domain.coverage.ChangedLines``) inside one function, or at module level. A test
-ran a hunk when its per-test coverage context (pytest-cov's ``--cov-context=test``:
-``<node id>|run``, ``|setup``, ``|teardown``) covers one of the hunk's lines. When no
+The unit is a *hunk*: a run of consecutive changed executable lines (``git diff HEAD``
+and untracked files, ``domain.coverage.ChangedLines``) inside one function, or at module
+level; a changed line inside a multi-line statement counts at the statement's first
+line, where coverage.py records it (``source_shape``). A test ran a hunk when its
+per-test coverage context (pytest-cov's ``--cov-context=test``: ``<node id>|run``,
+``|setup``, ``|teardown``; an ``affected`` run's map data: the node id) covers one of
+the hunk's lines. When no
 failing test ran any of them (a ``return`` moved into a branch the failing tests skip),
 the tests that ran a line of the function holding the hunk count instead: the change is
 in code they ran. Module-level code runs at import, outside every test's context, so a
@@ -15,7 +18,8 @@ Hunks run by failing tests are ranked by the Ochiai coefficient,
 ``failing / sqrt(all failing × (failing + passing))``, as spectrum-based fault
 localisation ranks statements (Abreu, Zoeteweij, van Gemund, "On the Accuracy of
 Spectrum-based Fault Localization", TAICPART 2007): code that every failing test ran and
-no passing test ran comes first.
+no passing test ran comes first. ``group_by_suspect`` then makes one group of the
+failures with no cause frame that all ran the top suspect.
 
 No I/O: the caller reads the contexts (``engine.coverage.read_line_contexts``) and the
 changed files' source.
