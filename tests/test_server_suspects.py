@@ -337,3 +337,16 @@ def test_grouping_by_suspect_takes_only_frameless_groups_whose_tests_all_ran_it(
     assert "failing_tests" not in suspect.model_dump()
     # nothing to merge: the summary as it is
     assert group_by_suspect(summary, suspect.model_copy(update={"failing_tests": frozenset()}), 3) is summary
+
+
+def test_data_of_only_the_lines_that_ran_takes_the_statements_as_executable():
+    # an affected run's map data names only lines that ran: line 3, which no test ran,
+    # is still a hunk, found through the function whose line 2 the failing test ran
+    changed = ChangedLines(ranges={"m.py": [(3, 3)]})
+    source = "def f(x):\n    y = x + 1\n    return y\n"
+    contexts = {2: ("t::a",)}
+    partial = {"m.py": LineContexts(executable=frozenset({2}), contexts=contexts, complete=False)}
+    (suspect,) = rank_suspects(changed, partial, {"t::a": "failed"}, {"m.py": source}, limit=3)
+    assert (suspect.lines, suspect.by, suspect.failing) == ("3", "function", 1)
+    whole = {"m.py": LineContexts(executable=frozenset({2}), contexts=contexts)}  # a report's: line 3 is not code
+    assert rank_suspects(changed, whole, {"t::a": "failed"}, {"m.py": source}, limit=3) == []

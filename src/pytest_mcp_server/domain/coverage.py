@@ -16,7 +16,7 @@ from pydantic import Field
 
 from pytest_mcp_server.domain.policy import COVERAGE_FILES_LISTED, RANGE_CHARS
 from pytest_mcp_server.engine.coverage import LineSets
-from pytest_mcp_server.engine.models import _Frozen
+from pytest_mcp_server.engine.models import _Frozen, is_test_path
 
 # -- the answer's models -------------------------------------------------------------
 
@@ -95,9 +95,9 @@ class CoverageSummary(_Frozen):
     missed first (``COVERAGE_FILES_LISTED``). ``changed_not_run``: per file, changed
     lines (``git diff HEAD`` and untracked files) that are executable and did not run;
     None when the root is not in a git repository (or for reports).
-    ``changed_not_measured``: changed Python files (``.py``; test modules and
-    ``conftest.py`` left out) that coverage.py did not measure: never imported by the
-    run, or left out by the project's configuration (``omit``, ``source``); None as
+    ``changed_not_measured``: changed Python files (``.py``; test code left out, by the
+    engine's rule ``engine.models.is_test_path``) that coverage.py did not measure: never
+    imported by the run, or left out by the project's configuration (``omit``, ``source``); None as
     ``changed_not_run``. ``omitted``: what
     the budgets cut. ``data_path``: the coverage.py data file of the run (combined over
     its pytest processes), for ``coverage report`` and friends; None for reports.
@@ -183,7 +183,7 @@ def summarize_coverage(
             cut_lines += cut
             changed_not_run.append(ChangedNotRun(path=path, lines=text))
         measured = {path for path, _, _ in per_file}
-        unmeasured = [p for p in changed.paths() if p.endswith(".py") and p not in measured and not _is_test_file(p)]
+        unmeasured = [p for p in changed.paths() if p.endswith(".py") and p not in measured and not is_test_path(p)]
         changed_not_measured = unmeasured[:COVERAGE_FILES_LISTED]
         changed_files = max(0, len(hit) - COVERAGE_FILES_LISTED) + max(0, len(unmeasured) - COVERAGE_FILES_LISTED)
     return CoverageSummary(
@@ -200,14 +200,6 @@ def summarize_coverage(
         data_path=data_path,
         problem=None if per_file else "no file was measured (no code ran under measurement, or all was omitted)",
     )
-
-
-def _is_test_file(path: str) -> bool:
-    """A test module or conftest by pytest's default ``python_files`` (``test_*.py``,
-    ``*_test.py``) and ``conftest.py``: the code that measures, which a project's
-    coverage configuration usually leaves out (``omit = tests/*``, ``source = pkg``)."""
-    name = path.rsplit("/", 1)[-1]
-    return name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py"
 
 
 def _percent(ran: int, executable: int) -> float:

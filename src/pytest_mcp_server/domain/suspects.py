@@ -179,6 +179,7 @@ def rank_suspects(
             continue
         source = sources.get(path, "")
         shape = source_shape(source)
+        executable = file.executable if file.complete else file.executable | shape.statements
         if path in changed.new_files:
             lines = list(range(1, source.count("\n") + 2))
         else:
@@ -188,7 +189,7 @@ def rank_suspects(
         measured_of: dict[int, int] = {}
         for line in lines:
             for candidate in (line, shape.statement_start.get(line)):
-                if candidate is not None and candidate in file.executable:
+                if candidate is not None and candidate in executable:
                     measured_of[line] = candidate
                     break
         for hunk in _hunks(measured_of, shape.functions):

@@ -122,10 +122,14 @@ def read_coverage_reports(paths: list[str], formats: list[CoverageFormat]) -> Li
 class LineContexts:
     """One file of a ``coverage json --show-contexts`` report: its ``executable`` lines
     (executed and missing) and, per executed line, the contexts that ran it (pytest-cov's
-    ``<node id>|run``; ``""`` for code run outside every test)."""
+    ``<node id>|run``; ``""`` for code run outside every test). ``complete``: whether
+    ``executable`` holds every executable line; False for data that names only the lines
+    that ran (an ``affected`` run's map data), whose reader then takes the lines the
+    source's statements start on too (``domain.suspects``)."""
 
     executable: frozenset[int]
     contexts: dict[int, tuple[str, ...]]
+    complete: bool = True
 
 
 def read_line_contexts(path: str) -> dict[str, LineContexts]:

@@ -26,7 +26,6 @@ from pytest_mcp_server.domain.blocks import FileBlocks, file_blocks, node_id_fun
 from pytest_mcp_server.domain.coverage import ChangedLines, relative_path
 from pytest_mcp_server.domain.failures import ToolFailure
 from pytest_mcp_server.domain.policy import PROBE_TIMEOUT_S, REPORT_TIMEOUT_S, TAIL_BYTES
-from pytest_mcp_server.domain.suspects import source_shape
 from pytest_mcp_server.engine.coverage import LineContexts
 from pytest_mcp_server.run.events import PLUGIN_DIR
 from pytest_mcp_server.run.interpreter import Interpreter
@@ -141,8 +140,8 @@ def changed_contexts(
 ) -> dict[str, LineContexts]:
     """The map data of a run (``read_map_data``: per file, the lines each context ran)
     for the changed files only, as ``LineContexts`` keyed by the path relative to
-    ``root``. The data names only lines that ran, so a file's executable lines are those
-    and the lines its statements start on (``domain.suspects.source_shape``)."""
+    ``root``. The data names only the lines that ran: ``complete`` is False, and the
+    ranking adds the lines the source's statements start on (``domain.suspects``)."""
     out: dict[str, LineContexts] = {}
     for path, per_context in data.items():
         relative = relative_path(path, os.fspath(root))
@@ -152,12 +151,8 @@ def changed_contexts(
         for context, lines in per_context.items():
             for line in lines:
                 contexts.setdefault(line, []).append(context)
-        try:
-            statements = source_shape((root / relative).read_text(encoding="utf-8", errors="replace")).statements
-        except OSError:
-            statements = frozenset()
         out[relative] = LineContexts(
-            executable=frozenset(contexts) | statements, contexts={k: tuple(v) for k, v in contexts.items()}
+            executable=frozenset(contexts), contexts={k: tuple(v) for k, v in contexts.items()}, complete=False
         )
     return out
 
