@@ -11,12 +11,16 @@ bytes that are not SQLite) by rebuilding, and keep a transaction all-or-nothing.
 from __future__ import annotations
 
 import sqlite3
+import sys
 from pathlib import Path
 
+import anyio
 import pytest
 
 from pytest_mcp_server.domain.affected import RecordedTest, select_affected
 from pytest_mcp_server.domain.blocks import MODULE_BLOCK, WHOLE_FILE, file_blocks, node_id_function
+from pytest_mcp_server.domain.failures import ToolFailure
+from pytest_mcp_server.run.affected import MAP_DATA_DIR, read_map_data
 from pytest_mcp_server.run.testmap import SCHEMA_VERSION, open_map
 
 SOURCE = b"""\
@@ -198,3 +202,18 @@ def test_a_map_that_cannot_be_trusted_is_rebuilt_empty_with_a_notice(tmp_path: P
         assert test_map.tests() == {}
     with open_map(path)[0] as again:  # the rebuilt map is trusted
         assert again.tests() == {}
+
+
+def test_map_data_the_server_cannot_read_goes_to_the_project_interpreter_and_its_failure_is_named(tmp_path: Path):
+    """A data file the server's own coverage.py cannot read (here: not a coverage.py
+    database at all) is handed to the project's interpreter; when that fails too, the
+    tool error names the data directory, with coverage.py's own complaint in the tail."""
+    data_dir = tmp_path / MAP_DATA_DIR
+    data_dir.mkdir()
+    (data_dir / "map.123").write_bytes(b"this is not a coverage data file" * 10)
+    with pytest.raises(ToolFailure) as raised:
+        anyio.run(read_map_data, sys.executable, tmp_path, {}, tmp_path)
+    failure = raised.value
+    assert failure.kind == "internal_error"
+    assert f"coverage.py could not read the test map's data in {data_dir}" in failure.detail.message
+    assert failure.detail.stderr_tail and "Traceback" in failure.detail.stderr_tail

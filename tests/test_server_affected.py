@@ -16,6 +16,7 @@ two calls at once both land in the map; a run killed by its timeout writes nothi
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from pathlib import Path
 
@@ -65,9 +66,20 @@ def test_add_zero():
 """
 
 
-def make_project(tmp_path: Path) -> Path:
+COUNTING_CONFTEST = """\
+from pathlib import Path
+
+
+def pytest_configure(config):
+    if not hasattr(config, "workerinput"):  # one line per pytest start, outside the project
+        with open(Path(__file__).resolve().parent.parent / "pytest-starts.log", "a") as f:
+            f.write("start\\n")
+"""
+
+
+def make_project(tmp_path: Path, conftest: str = "") -> Path:
     """``pkg/calc.py`` (add, mul, unused), two test files (two tests run add, one runs
-    mul), an empty conftest.py; committed."""
+    mul), ``conftest`` as conftest.py; committed."""
     root = tmp_path / "proj"
     (root / "pkg").mkdir(parents=True)
     (root / "tests").mkdir()
@@ -75,7 +87,7 @@ def make_project(tmp_path: Path) -> Path:
     (root / "pkg" / "calc.py").write_text(CALC)
     (root / "tests" / "test_add.py").write_text(TEST_ADD)
     (root / "tests" / "test_mul.py").write_text(TEST_MUL)
-    (root / "conftest.py").write_text("")
+    (root / "conftest.py").write_text(conftest)
     git(root, "init", "-q")
     git(root, "add", "-A")
     git(root, "commit", "-qm", "base")
@@ -105,9 +117,14 @@ def reasons(result: ExecuteResult | DiscoverResult) -> dict[str, int]:
 
 
 def test_an_edit_runs_only_the_tests_that_ran_the_edited_function(tmp_path):
-    root = make_project(tmp_path)
+    """Also: each affected call starts pytest once (the selection is made inside that
+    run), and a file's fingerprints kept in the map are trusted only while its stat is
+    unchanged: a rewrite with the same content runs nothing, an edit of the same size
+    with its modification time set back is still seen."""
+    root = make_project(tmp_path, COUNTING_CONFTEST)
     artifacts = tmp_path / "artifacts"
     calc = root / "pkg" / "calc.py"
+    starts = tmp_path / "pytest-starts.log"
 
     async def body():
         steps = {}
@@ -118,14 +135,20 @@ def test_an_edit_runs_only_the_tests_that_ran_the_edited_function(tmp_path):
             steps["mul_edited"] = await affected_run(client)
             edit(calc, "return -a", "return 0 - a")
             steps["unused_edited"] = await affected_run(client)
+            calc.write_text(calc.read_text())  # new stat, same blocks
+            steps["rewritten_unchanged"] = await affected_run(client)
             (root / "tests" / "test_add.py").write_text(TEST_ADD + NEW_TEST)
             steps["new_test"] = await affected_run(client)
-            edit(calc, "return a + b", "return b + a")
+            before = calc.stat()
+            edit(calc, "return a + b", "return b + a")  # same size; modification time set back below
+            os.utime(calc, ns=(before.st_atime_ns, before.st_mtime_ns))
+            assert calc.stat().st_size == before.st_size
             steps["add_edited_with_workers"] = await affected_run(client, workers=2)
             steps["after_workers"] = await affected_run(client)
         return steps
 
     steps = run(body)
+    assert starts.read_text().count("start") == len(steps)  # one pytest start per affected call
 
     first, text = steps["first"]
     assert first.status == "passed" and ran(first) == (3, 0)
@@ -164,6 +187,7 @@ def test_an_edit_runs_only_the_tests_that_ran_the_edited_function(tmp_path):
 
     unused_edited, _ = steps["unused_edited"]  # a function no test runs: nothing to run
     assert unused_edited.status == "no_tests" and unused_edited.selection.total == 3
+    assert steps["rewritten_unchanged"][0].status == "no_tests"
 
     new_test, text = steps["new_test"]  # the other tests of the edited test file are not affected
     assert ran(new_test) == (1, 0) and reasons(new_test) == {"new": 1}

@@ -1,7 +1,9 @@
-"""``execute_tests`` and ``discover_tests`` with ``affected``: collect the selection,
-pick the tests a change can affect from the per-test map (``plan_affected``), run only
-those under per-test coverage, and refresh the map entries of the tests that ran
-(``execute_affected``).
+"""``execute_tests`` and ``discover_tests`` with ``affected``, in one pytest process per
+call: read the per-test map (``read_map_state``: which recorded tests are unchanged
+since they passed), run pytest with those deselected after collection and every
+selected test measured, then name each collected test's reason from what the run
+collected (``select_from_run``) and refresh the map entries of the tests that ran
+(``execute_affected``). ``discover_tests`` collects only (``discover_affected``).
 
 The map (``run.testmap``) is keyed by root and interpreter and lives in the artifacts
 directory. A run that fails as a tool error (timeout, crash, usage error) changes
@@ -11,65 +13,135 @@ them (no ``markers``/``keywords``, and their ids under the call's ``node_ids``).
 
 from __future__ import annotations
 
-import json
 import shutil
-import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
 import anyio
+import orjson
 
 from pytest_mcp_server.app.runner import Runner, run_status
-from pytest_mcp_server.domain.affected import AffectedTest, Selection, select_affected, selection_of
-from pytest_mcp_server.domain.policy import MIN_RUN_TIMEOUT_S
+from pytest_mcp_server.domain.affected import AffectedTest, RecordedTest, Selection, select_affected, selection_of
 from pytest_mcp_server.domain.suspects import group_by_suspect
 from pytest_mcp_server.domain.tools import ExecuteParams, ExecuteResult, SelectionParams
 from pytest_mcp_server.engine.models import Budgets, ReportSummary
 from pytest_mcp_server.run.affected import (
+    ENVIRONMENT_PARTS,
     MAP_DATA_DIR,
     MAP_JSON,
-    affected_argv,
     changed_contexts,
     changed_parts,
+    config_file_parts,
     config_fingerprint,
-    configuration,
     missing_map_coverage,
     read_blocks,
+    read_collected_file,
     read_map_data,
+    skip_options,
+    stat_key,
     tests_blocks,
 )
-from pytest_mcp_server.run.argv import RECORDS_FILE, ExitCode, child_env, discover_argv
+from pytest_mcp_server.run.argv import RECORDS_FILE, child_env, discover_argv
 from pytest_mcp_server.run.coverage import rank_in_root
-from pytest_mcp_server.run.events import ProgressFn, read_collected, read_outcomes, read_run_events
+from pytest_mcp_server.run.events import ProgressFn, read_outcomes, read_run_events
 from pytest_mcp_server.run.git import changed_lines
 from pytest_mcp_server.run.interpreter import Interpreter
-from pytest_mcp_server.run.rundirs import RUNNING_MARKER
 from pytest_mcp_server.run.testmap import map_path, open_map
 
-COLLECT_DIR = "collect"
-"""The run directory's subdirectory holding the record file of the collect-only run."""
 CONFIG_PARTS_KEY = "config_parts"
 """The map's ``meta`` row holding the last run's configuration parts (JSON), to name what changed."""
 
 
 @dataclass
+class MapState:
+    """The map before a run: its ``recorded`` tests, the configuration ``before`` (the
+    last run's parts), the ``notice`` when it was rebuilt, the configuration files'
+    parts ``now`` (``run.affected.config_file_parts``), ``current`` (a file's block
+    fingerprints now: the map's when its stat key is unchanged, else read once per
+    call), ``skip``: the recorded tests unchanged since they passed, under the last
+    run's environment, and ``read``: the files ``current`` read, path -> (stat key,
+    fingerprints), for the map to keep."""
+
+    recorded: dict[str, RecordedTest]
+    before: dict[str, str]
+    notice: str | None
+    now: dict[str, str]
+    current: Callable[[str], set[str]]
+    skip: list[str]
+    read: dict[str, tuple[str, set[str]]]
+
+    @property
+    def environment(self) -> dict[str, str]:
+        """The interpreter's environment hashes of the last run (``ENVIRONMENT_PARTS``)."""
+        return {name: self.before[name] for name in ENVIRONMENT_PARTS if name in self.before}
+
+
+@dataclass
 class AffectedPlan:
-    """What ``plan_affected`` found: the selected ``tests`` with their reasons, its
-    ``selection``, every ``collected`` node id, the configuration ``parts`` and
-    ``fingerprint``, and the collect-only run (``collect_argv``, its record file
-    ``collect_records``, its ``summary``: collection errors, no tests)."""
+    """Which tests an affected pytest run selected and why: the ``tests`` with their
+    reasons, its ``selection``, every ``collected`` node id (None when no process got
+    to collect), the configuration ``parts`` and ``fingerprint`` to record, and the
+    files' fingerprints read for it (``MapState.read``)."""
 
     tests: list[AffectedTest]
     selection: Selection
-    collected: list[str]
+    collected: list[str] | None
     parts: dict[str, str]
     fingerprint: str
-    collect_argv: list[str]
-    collect_records: Path
-    summary: ReportSummary
-    duration_s: float
+    files: dict[str, tuple[str, set[str]]]
+
+
+def read_map_state(root: Path, path: Path) -> MapState:
+    """``MapState`` of the map at ``path`` for the project at ``root`` (blocking: files
+    and SQLite). A test is skipped when ``domain.affected.select_affected``, given the
+    last run's environment, would not select it."""
+    test_map, notice = open_map(path)
+    with test_map:
+        recorded = test_map.tests()
+        before: dict[str, str] = orjson.loads(test_map.meta(CONFIG_PARTS_KEY) or "{}")
+        known = test_map.files()
+    fingerprints: dict[str, set[str]] = {}
+    read: dict[str, tuple[str, set[str]]] = {}
+
+    def current(file: str) -> set[str]:
+        if file not in fingerprints:
+            stat = stat_key(root / file)  # before reading: a write in between changes it again
+            cached = known.get(file)
+            if stat is not None and cached is not None and cached[0] == stat:
+                fingerprints[file] = set(cached[1])
+            else:
+                blocks = read_blocks(root, file)
+                fingerprints[file] = blocks.fingerprints() if blocks is not None else set()
+                if stat is not None and blocks is not None:
+                    read[file] = (stat, fingerprints[file])
+        return fingerprints[file]
+
+    state = MapState(recorded, before, notice, config_file_parts(root), current, [], read)
+    if recorded and len(state.environment) == len(ENVIRONMENT_PARTS):
+        expected = config_fingerprint({**state.now, **state.environment})
+        selected, _ = select_affected(list(recorded), recorded, expected, current)
+        chosen = {test.node_id for test in selected}
+        state.skip = [node_id for node_id in recorded if node_id not in chosen]
+    return state
+
+
+def select_from_run(state: MapState, directory: Path, ran: list[str]) -> AffectedPlan:
+    """The plan of the affected run that wrote into ``directory`` (blocking): each
+    collected test's reason, by ``select_affected`` with the environment the plugin
+    found. Its selection is the one the plugin made (the same rule on the same
+    fingerprints). When no process collected, the tests that ran (``ran``) stand for
+    the collection."""
+    found = read_collected_file(directory)
+    environment, collected = found if found is not None else (state.environment, None)
+    parts = {**state.now, **environment}
+    fingerprint = config_fingerprint(parts)
+    among = collected if collected is not None else ran
+    differ = changed_parts(state.before, parts)
+    tests, files = select_affected(among, state.recorded, fingerprint, state.current, differ)
+    selection = selection_of(tests, len(among), files, state.notice)
+    return AffectedPlan(tests, selection, collected, parts, fingerprint, state.read)
 
 
 async def interpreter_with_coverage(runner: Runner) -> Interpreter:
@@ -81,56 +153,6 @@ async def interpreter_with_coverage(runner: Runner) -> Interpreter:
         if (failure := missing_map_coverage(interp)) is not None:
             raise failure
     return interp
-
-
-async def plan_affected(
-    runner: Runner, params: SelectionParams, interp: Interpreter, work_dir: Path, timeout: float | None = None
-) -> AffectedPlan:
-    """Collect ``params``' selection (a collect-only pytest writing into ``work_dir``,
-    killed after ``timeout`` seconds, default the server's ``--max-timeout``; the caller
-    holds a pytest slot) and pick the affected tests from the map
-    (``domain.affected.select_affected``). Raises ``ToolFailure`` as ``run_status``
-    says for the collect run."""
-    env = child_env()
-    parts = await configuration(interp, runner.root, env)
-    fingerprint = config_fingerprint(parts)
-    work_dir.mkdir(exist_ok=True)
-    records = work_dir / RECORDS_FILE
-    argv = discover_argv(params, interp, work_dir)
-    max_timeout = runner.config.max_timeout_s
-    outcome = await runner.run_pytest(argv, timeout or max_timeout)
-    run_events = await anyio.to_thread.run_sync(read_run_events, records, runner.root)
-    run_status(outcome, argv, run_events, timeout or max_timeout, max_timeout)
-    total, _, _, collected = await anyio.to_thread.run_sync(partial(read_collected, records, 0, 1 << 62))
-    summary = await runner.summarize_records(records, Budgets(max_failures=0), outcome, argv)
-    path = map_path(runner.artifacts_base, runner.root, interp.python)
-
-    def select() -> tuple[list[AffectedTest], Selection]:
-        test_map, notice = open_map(path)
-        with test_map:
-            recorded = test_map.tests()
-            before = json.loads(test_map.meta(CONFIG_PARTS_KEY) or "{}")
-
-        def current(file: str) -> set[str]:
-            blocks = read_blocks(runner.root, file)
-            return blocks.fingerprints() if blocks is not None else set()
-
-        tests, files = select_affected(collected, recorded, fingerprint, current, changed_parts(before, parts))
-        return tests, selection_of(tests, total, files, notice)
-
-    tests, selection = await anyio.to_thread.run_sync(select)
-    session_s = run_events.session_duration_s
-    return AffectedPlan(
-        tests=tests,
-        selection=selection,
-        collected=collected,
-        parts=parts,
-        fingerprint=fingerprint,
-        collect_argv=argv,
-        collect_records=records,
-        summary=summary,
-        duration_s=round(session_s, 3) if session_s is not None else outcome.duration_s,
-    )
 
 
 RunInDir = Callable[..., Awaitable[tuple[ExecuteResult, float]]]
@@ -145,41 +167,22 @@ async def execute_affected(
     progress: ProgressFn | None,
     run_in_dir: RunInDir,
 ) -> ExecuteResult:
-    """``execute_tests`` with ``affected``: plan (``plan_affected``), then run only the
-    affected tests under per-test coverage and refresh their map entries. With none
-    affected (and no collection error to show), nothing runs: status ``no_tests``, exit
-    code 5, the collect run's command and record file. ``timeout`` (seconds) bounds
-    the collection and the run together. Raises ``ToolFailure`` as ``execute_tests``
-    does; the map is then left as it was. ``run_in_dir``: the plain run's steps
-    (``app.execute.run_in_dir``)."""
-
+    """``execute_tests`` with ``affected``: one pytest run (``run_in_dir``, the plain
+    run's steps, within ``timeout`` seconds) that deselects the tests the map found
+    unchanged since they passed and records what the others run; then the map entries
+    of the tests that ran are refreshed, and on failures the changed code they ran is
+    named (``suspects``). With none affected, pytest collects and runs nothing: status
+    ``no_tests``, exit code 5. Raises ``ToolFailure`` as ``execute_tests`` does; the map
+    is then left as it was."""
+    path = map_path(runner.artifacts_base, runner.root, interp.python)
+    state = await anyio.to_thread.run_sync(read_map_state, runner.root, path)
     async with runner.slots:
         run_dir = await anyio.to_thread.run_sync(runner.run_dirs.new)
-        running = run_dir / RUNNING_MARKER
-        running.touch()
-        try:
-            started = time.monotonic()
-            plan = await plan_affected(runner, params, interp, run_dir / COLLECT_DIR, timeout)
-            left = max(MIN_RUN_TIMEOUT_S, timeout - (time.monotonic() - started))
-        except BaseException:
-            with anyio.CancelScope(shield=True):
-                shutil.rmtree(run_dir, ignore_errors=True)
-            raise
-        if not plan.tests and not plan.summary.collection_errors:
-            running.unlink(missing_ok=True)
-            await refresh_map(runner, params, interp, run_dir, plan)  # no test ran: the deleted ones leave
-            return ExecuteResult(
-                status="no_tests",
-                exit_code=int(ExitCode.NO_TESTS_COLLECTED),
-                duration_s=plan.duration_s,
-                command=plan.collect_argv,
-                report_path=str(plan.collect_records),
-                summary=plan.summary,
-                selection=plan.selection,
-            )
-        options = affected_argv(run_dir, (test.node_id for test in plan.tests))
-        result, _ = await run_in_dir(runner, params, interp, left, progress, run_dir, options)
-        data, outcomes = await refresh_map(runner, params, interp, run_dir, plan)
+        options = skip_options(run_dir, state.skip, state.environment, measure=True)
+        result, _ = await run_in_dir(runner, params, interp, timeout, progress, run_dir, options)
+        outcomes = await anyio.to_thread.run_sync(read_outcomes, run_dir / RECORDS_FILE)
+        plan = await anyio.to_thread.run_sync(select_from_run, state, run_dir, list(outcomes))
+        data = await refresh_map(runner, params, interp, run_dir, plan, outcomes)
     update: dict[str, object] = {"selection": plan.selection}
     if not result.summary.ok:
         # the run recorded what each test ran: name the changed code the failing ones ran
@@ -194,15 +197,19 @@ async def execute_affected(
 
 
 async def refresh_map(
-    runner: Runner, params: SelectionParams, interp: Interpreter, run_dir: Path, plan: AffectedPlan
-) -> tuple[dict[str, dict[str, list[int]]], dict[str, str]]:
-    """Write the entries of the tests that ran in ``run_dir`` (their outcome from its
-    record file, their blocks from its coverage data) into the map, in one
-    transaction; remove the tests the plan's collection covered but no longer found.
-    Returns what it read: the run's map data (``run.affected.read_map_data``) and each
-    test's outcome (``run.events.read_outcomes``)."""
-    data = await read_map_data(interp.python, runner.root, child_env(), run_dir)
-    outcomes = await anyio.to_thread.run_sync(read_outcomes, run_dir / RECORDS_FILE)
+    runner: Runner,
+    params: SelectionParams,
+    interp: Interpreter,
+    run_dir: Path,
+    plan: AffectedPlan,
+    outcomes: dict[str, str],
+) -> dict[str, dict[str, list[int]]]:
+    """Write the entries of the tests that ran in ``run_dir`` (``outcomes``: node id ->
+    outcome, from its record file; their blocks from its coverage data) into the map,
+    in one transaction; remove the tests the plan's collection covered but no longer
+    found. Returns the run's map data (``run.affected.read_map_data``; empty when no test
+    ran)."""
+    data = await read_map_data(interp.python, runner.root, child_env(), run_dir) if outcomes else {}
 
     def write() -> None:
         blocks = tests_blocks(data, runner.root, outcomes)
@@ -211,16 +218,17 @@ async def refresh_map(
         path = map_path(runner.artifacts_base, runner.root, interp.python)
         test_map, _ = open_map(path)
         with test_map:
-            if not params.markers and not params.keywords:
+            if plan.collected is not None and not params.markers and not params.keywords:
                 collected = set(plan.collected)
                 gone = [t for t in test_map.tests() if t not in collected and _in_scope(t, params.node_ids)]
-            test_map.refresh(ran, plan.fingerprint, gone, {CONFIG_PARTS_KEY: json.dumps(plan.parts)})
+            meta = {CONFIG_PARTS_KEY: orjson.dumps(plan.parts).decode()}
+            test_map.refresh(ran, plan.fingerprint, gone, meta, plan.files)
         # the map holds what mattered of them
         shutil.rmtree(run_dir / MAP_DATA_DIR, ignore_errors=True)
         (run_dir / MAP_JSON).unlink(missing_ok=True)
 
     await anyio.to_thread.run_sync(write)
-    return data, outcomes
+    return data
 
 
 def _in_scope(node_id: str, scope: list[str]) -> bool:
@@ -235,10 +243,36 @@ def _in_scope(node_id: str, scope: list[str]) -> bool:
     return False
 
 
-async def discover_affected(runner: Runner, params: SelectionParams, work_dir: Path) -> AffectedPlan:
-    """``discover_tests`` with ``affected``: the plan only (``plan_affected``), nothing
-    runs. Raises ``ToolFailure`` (``coverage_missing`` too: the plan is what an
-    affected run would do, and that needs coverage.py)."""
+@dataclass
+class DiscoveredPlan:
+    """``discover_affected``'s answer: the ``plan``, the collect-only run's ``summary``
+    (its collection errors) and its ``duration_s``."""
+
+    plan: AffectedPlan
+    summary: ReportSummary
+    duration_s: float
+
+
+async def discover_affected(runner: Runner, params: SelectionParams, work_dir: Path) -> DiscoveredPlan:
+    """``discover_tests`` with ``affected``: what an affected run would select, from a
+    collect-only pytest in ``work_dir``, nothing run. Raises ``ToolFailure`` as
+    ``run_status`` says for the collect run, and ``coverage_missing`` (the plan is what
+    an affected run would do, and that needs coverage.py)."""
     interp = await interpreter_with_coverage(runner)
+    path = map_path(runner.artifacts_base, runner.root, interp.python)
+    state = await anyio.to_thread.run_sync(read_map_state, runner.root, path)
     async with runner.slots:
-        return await plan_affected(runner, params, interp, work_dir)
+        work_dir.mkdir(exist_ok=True)
+        argv = discover_argv(params, interp, work_dir) + skip_options(
+            work_dir, state.skip, state.environment, measure=False
+        )
+        max_timeout = runner.config.max_timeout_s
+        outcome = await runner.run_pytest(argv, max_timeout)
+        records = work_dir / RECORDS_FILE
+        run_events = await anyio.to_thread.run_sync(read_run_events, records, runner.root)
+        run_status(outcome, argv, run_events, max_timeout, max_timeout)
+        summary = await runner.summarize_records(records, Budgets(max_failures=0), outcome, argv)
+    plan = await anyio.to_thread.run_sync(partial(select_from_run, state, work_dir, []))
+    session_s = run_events.session_duration_s
+    duration = round(session_s, 3) if session_s is not None else outcome.duration_s
+    return DiscoveredPlan(plan, summary, duration)

@@ -64,24 +64,26 @@ async def _discover_affected(runner: Runner, params: DiscoverParams) -> Discover
     its selected tests paged with their reasons."""
     tmp = Path(await anyio.to_thread.run_sync(partial(tempfile.mkdtemp, prefix="pytest-mcp-discover-")))
     try:
-        plan = await discover_affected(runner, params, tmp)
+        discovered = await discover_affected(runner, params, tmp)
     finally:
         with anyio.CancelScope(shield=True):
             shutil.rmtree(tmp, ignore_errors=True)
+    plan = discovered.plan
+    collected = plan.collected or []
     files: dict[str, int] = {}
-    for node_id in plan.collected:
+    for node_id in collected:
         path = node_id.split("::", 1)[0]
         files[path] = files.get(path, 0) + 1
     listed = dict(list(files.items())[:MAX_FILES_LISTED])
     page = plan.tests[params.offset : params.offset + params.limit]
     end = params.offset + len(page)
     return DiscoverResult(
-        total=len(plan.collected),
+        total=len(collected),
         files=listed,
         files_omitted=len(files) - len(listed),
         node_ids=[test.node_id for test in page],
         next_offset=end if end < len(plan.tests) else None,
-        collection_errors=plan.summary.collection_errors,
-        duration_s=plan.duration_s,
+        collection_errors=discovered.summary.collection_errors,
+        duration_s=discovered.duration_s,
         selection=plan.selection.model_copy(update={"tests": page}),
     )

@@ -1,31 +1,34 @@
 """Recording and reading what each test ran, for ``affected`` calls.
 
-The run: the server's plugin measures every pytest process with coverage.py
-(``--mcp-map-data``: one data file per process under ``<run_dir>/map``, one dynamic
-context per test) and runs only the selected tests (``--mcp-select``). After it, the
-project's interpreter reads those data files through coverage.py's API
-(``read_map_data``: per file, the lines each context ran, xdist workers' files merged)
-and ``tests_blocks`` turns lines into blocks (``domain.blocks``).
+One pytest process per call: the server's plugin measures every pytest process with
+coverage.py (``--mcp-map-data``: one data file per process under ``<run_dir>/map``, one
+dynamic context per test) and deselects the tests the map found unchanged since they
+passed (``--mcp-skip``, ``skip_options``), after collection, unless the interpreter or
+its installed distributions changed (the plugin hashes them; the server compares).
+Each collecting process writes the collected node ids and those hashes
+(``read_collected_file``). After the run the server reads the data files through
+coverage.py's API (``read_map_data``: per file, the lines each context ran, xdist
+workers' files merged) and ``tests_blocks`` turns lines into blocks (``domain.blocks``).
 
-What the map cannot see is fingerprinted here (``configuration``): the ``conftest.py``
-files under the root, pytest's configuration files at the root, the interpreter
-(path and version) and its installed distributions (names and versions).
+What else the map cannot see is fingerprinted here (``config_file_parts``): the
+``conftest.py`` files under the root and pytest's configuration files at the root.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import os
-from collections.abc import Iterable
+import sqlite3
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import anyio
+import orjson
 
 from pytest_mcp_server.domain.blocks import FileBlocks, file_blocks, node_id_function
 from pytest_mcp_server.domain.coverage import ChangedLines, relative_path
 from pytest_mcp_server.domain.failures import ToolFailure
-from pytest_mcp_server.domain.policy import PROBE_TIMEOUT_S, REPORT_TIMEOUT_S, TAIL_BYTES
+from pytest_mcp_server.domain.policy import REPORT_TIMEOUT_S, TAIL_BYTES
 from pytest_mcp_server.engine.coverage import LineContexts
 from pytest_mcp_server.run.events import PLUGIN_DIR
 from pytest_mcp_server.run.interpreter import Interpreter
@@ -34,8 +37,13 @@ MAP_DATA_DIR = "map"
 """The run directory's subdirectory where each pytest process writes its coverage data."""
 MAP_JSON = "map.json"
 """The run directory's file where ``read_map_data`` has the lines of each context written."""
-SELECT_FILE = "selected.txt"
-"""The run directory's file naming the tests to run, one node id a line."""
+SKIP_FILE = "skip.json"
+"""The run directory's file naming the tests to deselect and the environment hashes they
+hold for (the plugin's ``--mcp-skip``)."""
+COLLECTED_GLOB = "collected.*.json"
+"""The files the plugin writes next to ``SKIP_FILE``, one per collecting process."""
+ENVIRONMENT_PARTS = ("<interpreter>", "<distributions>")
+"""The configuration parts the plugin hashes in the project's interpreter."""
 CONFIG_FILES = ("pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
 """pytest's configuration files at the root (pytest's docs, *Configuration file formats*)."""
 SKIPPED_DIRS = frozenset({".git", ".hg", ".svn", "__pycache__", "node_modules", ".tox", ".nox", ".venv", "venv"})
@@ -60,13 +68,6 @@ _READ_SCRIPT = (
     "    json.dump({p: {c: sorted(l) for c, l in per.items()} for p, per in merged.items()}, f)\n"
 )
 
-# Run by the project's interpreter: its version and installed distributions.
-_ENVIRONMENT_SCRIPT = (
-    "import sys, json, importlib.metadata as m\n"
-    "dists = sorted({(d.metadata['Name'] or '') + '==' + d.version for d in m.distributions()})\n"
-    "print(json.dumps({'version': sys.version, 'dists': dists}))\n"
-)
-
 
 def missing_map_coverage(interp: Interpreter) -> ToolFailure | None:
     """``ToolFailure(coverage_missing)`` naming the interpreter and the install command
@@ -80,26 +81,52 @@ def missing_map_coverage(interp: Interpreter) -> ToolFailure | None:
     )
 
 
-def affected_argv(run_dir: Path, selected: Iterable[str]) -> list[str]:
-    """The plugin's options of an affected run: measure into ``<run_dir>/map``, run only
-    ``selected`` (written to ``<run_dir>/selected.txt``). Creates both."""
-    data_dir = run_dir / MAP_DATA_DIR
-    data_dir.mkdir(exist_ok=True)
-    select = run_dir / SELECT_FILE
-    select.write_text("".join(node_id + "\n" for node_id in selected), encoding="utf-8")
-    return [f"--mcp-map-data={data_dir}", f"--mcp-select={select}"]
+def skip_options(directory: Path, skip: Iterable[str], environment: Mapping[str, str], *, measure: bool) -> list[str]:
+    """The plugin's options of an affected pytest run in ``directory`` (created): deselect
+    the tests of ``skip`` (node ids) when the interpreter's environment hashes are
+    ``environment`` (``ENVIRONMENT_PARTS``; the map's, from its last run), written to
+    ``directory/skip.json``; with ``measure``, record what each test runs into
+    ``directory/map``."""
+    directory.mkdir(exist_ok=True)
+    skip_file = directory / SKIP_FILE
+    skip_file.write_bytes(orjson.dumps({"environment": dict(environment), "skip": list(skip)}))
+    options = [f"--mcp-skip={skip_file}"]
+    if measure:
+        data_dir = directory / MAP_DATA_DIR
+        data_dir.mkdir(exist_ok=True)
+        options.insert(0, f"--mcp-map-data={data_dir}")
+    return options
+
+
+def read_collected_file(directory: Path) -> tuple[dict[str, str], list[str]] | None:
+    """What the plugin wrote at collection in ``directory`` (``COLLECTED_GLOB``, any one
+    file: xdist workers collect alike): the interpreter's environment hashes and every
+    collected node id (after -m/-k, before the skip). None when no process collected."""
+    for path in sorted(directory.glob(COLLECTED_GLOB)):
+        try:
+            written = orjson.loads(path.read_bytes())
+        except (OSError, orjson.JSONDecodeError):
+            continue  # a worker killed while writing it; another one's may be whole
+        return dict(written["environment"]), list(written["collected"])
+    return None
 
 
 async def read_map_data(python: str, root: Path, env: dict[str, str], run_dir: Path) -> dict[str, dict[str, list[int]]]:
     """The lines each context ran, per measured file (absolute paths as coverage.py
-    wrote them), merged over the run's data files, read by ``python`` (cwd ``root``).
+    wrote them), merged over the run's data files (a line ran in a context when it did
+    in any process).
 
-    Returns an empty dict when no data file was written; raises ``ToolFailure(internal_error)``
-    when coverage.py cannot read them."""
+    Read in this process with the server's coverage.py when it has one that reads them;
+    else by ``python`` (the project's, cwd ``root``) in a subprocess. Returns an empty
+    dict when no data file was written; raises ``ToolFailure(internal_error)`` when
+    neither can read them."""
     data_dir = run_dir / MAP_DATA_DIR
     files = sorted(str(p) for p in data_dir.glob("map.*")) if data_dir.is_dir() else []
     if not files:
         return {}
+    merged = await anyio.to_thread.run_sync(_read_here, files)
+    if merged is not None:
+        return merged
     out = run_dir / MAP_JSON
     argv = [python, "-c", _READ_SCRIPT, str(out), *files]
     await _run_script(
@@ -110,8 +137,31 @@ async def read_map_data(python: str, root: Path, env: dict[str, str], run_dir: P
         late="reading the test map's coverage data did not finish",
         failed=f"coverage.py could not read the test map's data in {data_dir}",
     )
-    data: dict[str, dict[str, list[int]]] = json.loads(out.read_bytes())
+    data: dict[str, dict[str, list[int]]] = orjson.loads(out.read_bytes())
     return data
+
+
+def _read_here(files: list[str]) -> dict[str, dict[str, list[int]]] | None:
+    """``_READ_SCRIPT``'s work with the server's own coverage.py; None when it has none
+    or its data format is not the one the project's coverage.py wrote."""
+    try:
+        import coverage
+        from coverage.exceptions import CoverageException
+    except ImportError:
+        return None
+    merged: dict[str, dict[str, set[int]]] = {}
+    try:
+        for name in files:
+            data = coverage.CoverageData(basename=name)
+            data.read()
+            for path in data.measured_files():
+                per = merged.setdefault(path, {})
+                for line, contexts in data.contexts_by_lineno(path).items():
+                    for context in contexts:
+                        per.setdefault(context, set()).add(line)
+    except (CoverageException, sqlite3.Error):
+        return None
+    return {path: {context: sorted(lines) for context, lines in per.items()} for path, per in merged.items()}
 
 
 async def _run_script(
@@ -155,6 +205,18 @@ def changed_contexts(
             executable=frozenset(contexts), contexts={k: tuple(v) for k, v in contexts.items()}, complete=False
         )
     return out
+
+
+def stat_key(path: Path) -> str | None:
+    """What says a file is unchanged without reading it: its size, modification and
+    change times (ns) and inode, as one string; None when it cannot be stat'ed. The
+    change time moves on every write and cannot be set back, unlike the modification
+    time (``touch -d``, archive extraction)."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return f"{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_ino}"
 
 
 def read_blocks(root: Path, path: str) -> FileBlocks | None:
@@ -241,43 +303,28 @@ def config_files(root: Path) -> list[str]:
     return sorted(found)
 
 
-async def configuration(interp: Interpreter, root: Path, env: dict[str, str]) -> dict[str, str]:
-    """The parts of the configuration fingerprint: each of ``config_files`` -> the hash
-    of its content, ``<interpreter>`` -> the hash of its path and version,
-    ``<distributions>`` -> the hash of its installed distributions. Raises
-    ``ToolFailure(internal_error)`` when the interpreter does not answer."""
-    argv = [interp.python, "-c", _ENVIRONMENT_SCRIPT]
-    stdout = await _run_script(
-        argv,
-        root,
-        env,
-        PROBE_TIMEOUT_S,
-        late=f"{interp.python} did not list its distributions",
-        failed=f"{interp.python} could not list its distributions",
-    )
-    environment = json.loads(stdout.decode("utf-8", "replace").strip().splitlines()[-1])
-
-    def parts() -> dict[str, str]:
-        out: dict[str, str] = {}
-        for name in config_files(root):
-            try:
-                out[name] = hashlib.sha256((root / name).read_bytes()).hexdigest()[:16]
-            except OSError:
-                out[name] = "unreadable"
-        out["<interpreter>"] = _hash(interp.python, environment["version"])
-        out["<distributions>"] = _hash(*environment["dists"])
-        return out
-
-    return await anyio.to_thread.run_sync(parts)
+def config_file_parts(root: Path) -> dict[str, str]:
+    """The configuration parts the server fingerprints itself: each of ``config_files``
+    -> the hash of its content (``unreadable`` when it cannot be read). The plugin adds
+    ``ENVIRONMENT_PARTS``."""
+    out: dict[str, str] = {}
+    for name in config_files(root):
+        try:
+            out[name] = hashlib.sha256((root / name).read_bytes()).hexdigest()[:16]
+        except OSError:
+            out[name] = "unreadable"
+    return out
 
 
-def _hash(*values: str) -> str:
+def short_hash(*values: str) -> str:
+    """The first 16 hex digits of SHA-256 over ``values`` joined by NUL (the plugin's
+    ``_short_hash`` is its twin)."""
     return hashlib.sha256("\0".join(values).encode("utf-8", "surrogateescape")).hexdigest()[:16]
 
 
 def config_fingerprint(parts: dict[str, str]) -> str:
     """One fingerprint of ``configuration``'s parts."""
-    return _hash(*(f"{name}={value}" for name, value in sorted(parts.items())))
+    return short_hash(*(f"{name}={value}" for name, value in sorted(parts.items())))
 
 
 def changed_parts(before: dict[str, str], now: dict[str, str]) -> list[str]:

@@ -1,6 +1,8 @@
 """The per-test map of an ``affected`` call: for each test, the blocks it ran
 (``domain.blocks``), its last outcome and the configuration fingerprint of that run,
-in SQLite (the standard library's ``sqlite3``, WAL journal).
+in SQLite (the standard library's ``sqlite3``, WAL journal). It also keeps, per file
+the tests ran, its block fingerprints with the file's ``stat`` when they were read
+(``files``), so that an unchanged file is not parsed again on the next call.
 
 One file per project root and interpreter (``map_path``: ``<artifacts>/maps/<root
 name>-<hash of root and interpreter>.sqlite``), never in the project. Every change is
@@ -23,7 +25,7 @@ from pathlib import Path
 from pytest_mcp_server.domain.affected import RecordedTest
 from pytest_mcp_server.domain.policy import MAP_BUSY_TIMEOUT_S
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 """The map's schema version, in its ``schema_version`` table; a map of another version is rebuilt."""
 FORMAT_NAME = "pytest-mcp-server test map"
 """The ``format`` row of the ``meta`` table: what makes a SQLite file one of these maps."""
@@ -50,6 +52,11 @@ CREATE TABLE test_blocks (
     block_id INTEGER NOT NULL REFERENCES blocks (id),
     PRIMARY KEY (test_id, block_id)
 ) WITHOUT ROWID;
+CREATE TABLE files (
+    path TEXT PRIMARY KEY,
+    stat TEXT NOT NULL,
+    fingerprints TEXT NOT NULL
+);
 """
 
 
@@ -108,6 +115,12 @@ class TestMap:
             for test_id, node_id, outcome, config in con.execute("SELECT id, node_id, outcome, config FROM tests")
         }
 
+    def files(self) -> dict[str, tuple[str, frozenset[str]]]:
+        """Each file's block fingerprints as last read: path -> (its stat key then, the
+        fingerprints)."""
+        rows = self.connection.execute("SELECT path, stat, fingerprints FROM files")
+        return {path: (stat, frozenset(fingerprints.split())) for path, stat, fingerprints in rows}
+
     def meta(self, key: str) -> str | None:
         """A ``meta`` value, or None."""
         row = self.connection.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
@@ -119,11 +132,13 @@ class TestMap:
         config: str,
         gone: Iterable[str] = (),
         meta: Mapping[str, str] | None = None,
+        files: Mapping[str, tuple[str, Iterable[str]]] | None = None,
     ) -> None:
         """In one transaction: each test of ``ran`` (node id -> (outcome, its blocks as
         ``(path, fingerprint)``)) gets exactly that entry, with ``config``; the tests
-        of ``gone`` (no longer in the suite) leave the map; ``meta`` rows are set; blocks
-        no test refers to any more are removed."""
+        of ``gone`` (no longer in the suite) leave the map; ``meta`` rows are set;
+        ``files`` (path -> (stat key, block fingerprints) as read this call) are kept;
+        blocks no test refers to any more are removed, and the files without blocks."""
         entries = {node_id: (outcome, set(blocks)) for node_id, (outcome, blocks) in ran.items()}
         with self._transaction() as con:
             con.executemany(
@@ -148,6 +163,12 @@ class TestMap:
             )
             con.executemany("DELETE FROM tests WHERE node_id = ?", ((node_id,) for node_id in gone))
             con.execute("DELETE FROM blocks WHERE id NOT IN (SELECT block_id FROM test_blocks)")
+            con.executemany(
+                "INSERT INTO files (path, stat, fingerprints) VALUES (?, ?, ?) "
+                "ON CONFLICT (path) DO UPDATE SET stat = excluded.stat, fingerprints = excluded.fingerprints",
+                ((path, stat, " ".join(sorted(fps))) for path, (stat, fps) in (files or {}).items()),
+            )
+            con.execute("DELETE FROM files WHERE path NOT IN (SELECT path FROM blocks)")
             for key, value in (meta or {}).items():
                 con.execute(
                     "INSERT INTO meta (key, value) VALUES (?, ?) "
@@ -171,7 +192,7 @@ def _connect(path: Path) -> sqlite3.Connection:
 def _check(con: sqlite3.Connection) -> None:
     """Raise ``MapUntrusted`` unless ``con`` is a map of ``SCHEMA_VERSION``."""
     tables = {row[0] for row in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    if not {"schema_version", "meta", "tests", "blocks", "test_blocks"} <= tables:
+    if not {"schema_version", "meta", "tests", "blocks", "test_blocks", "files"} <= tables:
         raise MapUntrusted("another program's SQLite database")
     fmt = con.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()
     if fmt is None or fmt[0] != FORMAT_NAME:

@@ -56,9 +56,16 @@ With ``--mcp-map-data=DIR`` (``execute_tests`` with ``affected``), every pytest 
 API into its own data file ``DIR/map.<pid>``, with the project's coverage configuration,
 one dynamic context per test (its node id, from its setup to its teardown; code run
 outside any test, such as imports, is in the empty context), and the C tracer on Python
-3.12+, where coverage.py's sys.monitoring core records no dynamic contexts. With
-``--mcp-select=FILE`` (one node id a line) only the tests named there run; the others
-are deselected (``pytest_deselected``).
+3.12+, where coverage.py's sys.monitoring core records no dynamic contexts.
+
+With ``--mcp-skip=FILE`` (JSON: ``{"environment": {"<interpreter>": H, "<distributions>":
+H}, "skip": [node ids]}``, what the test map found unchanged since those tests passed),
+the collected tests named in ``skip`` are deselected (``pytest_deselected``), after -m/-k,
+when this interpreter's environment hashes (``_environment``: its version and path, the
+distributions on sys.path) are the ones given; otherwise nothing is (something the map
+cannot see changed). Every process that collects (xdist workers each) then writes
+``<FILE's directory>/collected.<pid>.json``: ``{"environment": {...}, "collected":
+[node ids before that deselection]}``, from which the server names each test's reason.
 
 On Linux it also guards against the server's sudden death (SIGKILL, a crash): pytest
 asks the kernel for SIGHUP when its parent dies (``PR_SET_PDEATHSIG``) and then kills its
@@ -71,6 +78,7 @@ pytest leads its own process group (the server starts it so), never in xdist wor
 from __future__ import annotations
 
 import faulthandler
+import hashlib
 import json
 import os
 import re
@@ -148,7 +156,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--mcp-records", dest="mcp_records", default=None, help="(pytest-mcp-server internal)")
     parser.addoption("--mcp-stacks", dest="mcp_stacks", default=None, help="(pytest-mcp-server internal)")
     parser.addoption("--mcp-map-data", dest="mcp_map_data", default=None, help="(pytest-mcp-server internal)")
-    parser.addoption("--mcp-select", dest="mcp_select", default=None, help="(pytest-mcp-server internal)")
+    parser.addoption("--mcp-skip", dest="mcp_skip", default=None, help="(pytest-mcp-server internal)")
 
 
 _map_coverage: Any = None  # the coverage.Coverage measuring this process for the test map
@@ -188,14 +196,43 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
         _map_coverage = _start_map_coverage(directory)
 
 
+def _short_hash(*values: str) -> str:
+    # the server's run.affected.short_hash, the same on both sides of the skip file
+    return hashlib.sha256("\0".join(values).encode("utf-8", "surrogateescape")).hexdigest()[:16]
+
+
+def _environment() -> dict[str, str]:
+    # What the test map cannot see of this interpreter: its version and path, and the
+    # distributions installed on sys.path (their ``*.dist-info``/``*.egg-info`` directory
+    # names carry name and version). A directory listing per sys.path entry, not
+    # importlib.metadata (which reads every distribution's metadata: ~90 ms for 130).
+    names: list[str] = []
+    for entry in sys.path:
+        try:
+            with os.scandir(entry or ".") as listing:
+                names.extend(e.name for e in listing if e.name.endswith((".dist-info", ".egg-info")))
+        except OSError:
+            continue
+    return {
+        "<interpreter>": _short_hash(sys.version, sys.executable),
+        "<distributions>": _short_hash(*sorted(names)),
+    }
+
+
 class _AffectedRun:
-    # Registered only in the runs that ask for it: a test's context, the selection.
-    def __init__(self, cov: Any, select: str | None) -> None:
+    # Registered only in the runs that ask for it: a test's context, the skipped tests.
+    def __init__(self, cov: Any, skip_file: str | None) -> None:
         self.cov = cov
-        self.wanted: set[str] | None = None
-        if select:
-            with open(select, encoding="utf-8") as f:
-                self.wanted = set(f.read().splitlines())
+        self.skip_file = skip_file
+        self.skip: set[str] = set()
+        self.environment: dict[str, str] = {}
+        self.apply = False
+        if skip_file:
+            with open(skip_file, encoding="utf-8") as f:
+                given = json.load(f)
+            self.skip = set(given["skip"])
+            self.environment = _environment()
+            self.apply = given.get("environment") == self.environment
 
     @pytest.hookimpl(hookwrapper=True, tryfirst=True)
     def pytest_runtest_protocol(self, item: pytest.Item) -> Generator[None, None, None]:
@@ -210,12 +247,18 @@ class _AffectedRun:
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
-        wanted = self.wanted
-        if wanted is None:
+        if not self.skip_file:
             return
-        kept = [item for item in items if item.nodeid in wanted]
+        collected = [item.nodeid for item in items]
+        out = os.path.join(os.path.dirname(self.skip_file), f"collected.{os.getpid()}.json")
+        with open(out, "w", encoding="utf-8") as f:
+            json.dump({"environment": self.environment, "collected": collected}, f)
+        skip = self.skip
+        if not self.apply or not skip:
+            return
+        kept = [item for item in items if item.nodeid not in skip]
         if len(kept) != len(items):
-            config.hook.pytest_deselected(items=[item for item in items if item.nodeid not in wanted])
+            config.hook.pytest_deselected(items=[item for item in items if item.nodeid in skip])
             items[:] = kept
 
 
@@ -527,9 +570,9 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 @pytest.hookimpl(trylast=True)
 def pytest_configure(config: pytest.Config) -> None:
-    select = config.getoption("mcp_select", None)
-    if _map_coverage is not None or select:
-        config.pluginmanager.register(_AffectedRun(_map_coverage, select), "pytest-mcp-affected")
+    skip = config.getoption("mcp_skip", None)
+    if _map_coverage is not None or skip:
+        config.pluginmanager.register(_AffectedRun(_map_coverage, skip), "pytest-mcp-affected")
     path = config.getoption("mcp_records", None)
     if not path:
         return
