@@ -17,7 +17,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from pytest_mcp_server.domain.affected import RecordedTest, select_affected
+from pytest_mcp_server.domain.affected import RecordedTest, changed_blocks, select_affected
 from pytest_mcp_server.domain.blocks import MODULE_BLOCK, WHOLE_FILE, file_blocks, node_id_function
 from pytest_mcp_server.domain.failures import ToolFailure
 from pytest_mcp_server.run.affected import MAP_DATA_DIR, read_map_data
@@ -134,15 +134,17 @@ def test_a_node_id_names_its_file_and_test_function():
 
 
 def test_the_selection_takes_the_first_reason_that_holds():
-    recorded = {
-        "t.py::same": RecordedTest("passed", "c1", frozenset({("a.py", "f1")})),
-        "t.py::edited": RecordedTest("failed", "c1", frozenset({("a.py", "f1"), ("b.py", "gone")})),
-        "t.py::failed": RecordedTest("error", "c1", frozenset({("a.py", "f1")})),
-        "t.py::old_config": RecordedTest("passed", "c0", frozenset({("a.py", "f1")})),
-    }
+    blocks = {1: ("a.py", "f1"), 2: ("b.py", "gone"), 3: ("b.py", "other"), 4: ("c.py", "deleted file")}
     current = {"a.py": {"f1"}, "b.py": {"other"}}
+    assert changed_blocks(blocks, lambda p: current.get(p, set())) == {2, 4}
+    recorded = {
+        "t.py::same": RecordedTest("passed", "c1"),
+        "t.py::edited": RecordedTest("failed", "c1", frozenset({"b.py"})),
+        "t.py::failed": RecordedTest("error", "c1"),
+        "t.py::old_config": RecordedTest("passed", "c0", frozenset({"b.py"})),
+    }
     collected = ["t.py::same", "t.py::edited", "t.py::failed", "t.py::old_config", "u.py::fresh"]
-    tests, files = select_affected(collected, recorded, "c1", lambda p: current.get(p, set()), ["conftest.py"])
+    tests, files = select_affected(collected, recorded, "c1", ["conftest.py"])
     assert [(t.node_id, t.reason) for t in tests] == [
         ("t.py::edited", "changed"),
         ("t.py::failed", "failed_last"),
@@ -150,8 +152,12 @@ def test_the_selection_takes_the_first_reason_that_holds():
         ("u.py::fresh", "new"),
     ]
     assert files == {"b.py": 1, "conftest.py": 1, "u.py": 1}
-    no_map, _ = select_affected(collected, {}, "c1", lambda p: set())
+    no_map, _ = select_affected(collected, {}, "c1")
     assert {t.reason for t in no_map} == {"no_map"} and len(no_map) == 5
+    # a function run at import changed: every recorded test is changed, new ones stay new
+    everyone, files = select_affected(collected, recorded, "c1", import_changed=["a.py"])
+    assert [t.reason for t in everyone] == ["changed", "changed", "changed", "config_changed", "new"]
+    assert files["a.py"] == 3
 
 
 def test_a_map_keeps_what_a_transaction_wrote_and_nothing_of_one_that_failed(tmp_path: Path):
@@ -164,7 +170,9 @@ def test_a_map_keeps_what_a_transaction_wrote_and_nothing_of_one_that_failed(tmp
             # t::a rewritten first, then t::c cannot be written (no outcome)
             test_map.refresh({"t::a": ("failed", [("a.py", "z")]), "t::c": (None, [("a.py", "w")])}, "c")  # type: ignore[dict-item]
         test_map.refresh({}, "c", gone=["t::b"])
-        assert test_map.tests() == {"t::a": RecordedTest("passed", "c", frozenset({("a.py", "x")}))}
+        assert test_map.tests() == {"t::a": RecordedTest("passed", "c")}
+        (x_block,) = [i for i, block in test_map.blocks().items() if block == ("a.py", "x")]
+        assert test_map.tests([x_block]) == {"t::a": RecordedTest("passed", "c", frozenset({"a.py"}))}
         assert test_map.connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         # blocks no test refers to any more are gone
         assert test_map.connection.execute("SELECT path, fingerprint FROM blocks").fetchall() == [("a.py", "x")]

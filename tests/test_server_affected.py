@@ -28,6 +28,7 @@ from test_server_coverage import _python_with, link_distribution
 
 from pytest_mcp_server.domain.failures import ToolFailureDetail
 from pytest_mcp_server.domain.tools import DiscoverResult, ExecuteResult
+from pytest_mcp_server.run.testmap import IMPORT_ENTRY, open_map
 
 CALC = """\
 def add(a, b):
@@ -254,7 +255,9 @@ def test_a_failing_test_runs_again_until_it_passes_and_a_conftest_change_runs_ev
     assert (deleted.status, deleted.selection.total) == ("no_tests", 2)
     (map_file,) = (artifacts / "maps").glob("*.sqlite")
     with sqlite3.connect(map_file) as con:
-        assert sorted(row[0] for row in con.execute("SELECT node_id FROM tests")) == [
+        assert sorted(
+            row[0] for row in con.execute("SELECT node_id FROM tests WHERE node_id != ?", (IMPORT_ENTRY,))
+        ) == [
             "tests/test_add.py::test_add_negative",
             "tests/test_add.py::test_add_small",
         ]
@@ -310,13 +313,11 @@ def test_a_corrupt_map_is_rebuilt_with_a_notice_affected_needs_coverage_py_and_a
 def map_rows(artifacts: Path) -> list[tuple[str, str, str, str]]:
     """Every (test, outcome, path, fingerprint) row of the one map under ``artifacts``."""
     (map_file,) = (artifacts / "maps").glob("*.sqlite")
-    with sqlite3.connect(map_file) as con:
-        return sorted(
-            con.execute(
-                "SELECT tests.node_id, tests.outcome, blocks.path, blocks.fingerprint FROM tests "
-                "JOIN test_blocks ON test_blocks.test_id = tests.id JOIN blocks ON blocks.id = test_blocks.block_id"
-            )
-        )
+    test_map, notice = open_map(map_file)
+    assert notice is None
+    with test_map:
+        entries = test_map.entries()
+    return sorted((node_id, outcome, *block) for node_id, (outcome, blocks) in entries.items() for block in blocks)
 
 
 def test_without_git_within_a_keyword_two_calls_at_once_and_a_killed_run_keep_the_map_right(tmp_path):
@@ -383,3 +384,52 @@ def test_without_git_within_a_keyword_two_calls_at_once_and_a_killed_run_keep_th
     assert text.splitlines()[1].startswith("INTERRUPTED 1 error, 2 deselected in ")
     fixed_file, _ = steps["fixed_file"]
     assert ran(fixed_file) == (1, 0) and reasons(fixed_file) == {"new": 1}
+
+
+TABLE = """\
+def build():
+    return {name: len(name) for name in ("a", "bb", "ccc")}
+
+
+TABLE = build()
+"""
+TEST_TABLE = """\
+from pkg.table import TABLE
+
+
+def test_table():
+    assert TABLE["bb"] == 2
+"""
+
+
+def test_a_function_run_at_import_is_a_dependency_of_every_test_and_a_narrower_run_does_not_forget_it(tmp_path):
+    """``pkg/table.py`` builds a table at import (``TABLE = build()``): ``build`` runs
+    outside any test, so an edit to it may change what any test sees, and every test
+    runs. A run collecting only ``tests/test_add.py`` never imports ``pkg.table``; the
+    map still holds ``build`` as run at import afterwards."""
+    root = make_project(tmp_path)
+    (root / "pkg" / "table.py").write_text(TABLE)
+    (root / "tests" / "test_table.py").write_text(TEST_TABLE)
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "table")
+    artifacts = tmp_path / "artifacts"
+
+    async def body():
+        steps = {}
+        async with connect(server(root, artifacts), "auto") as client:
+            steps["first"] = await affected_run(client)
+            edit(root / "pkg" / "calc.py", "return a + b", "return b + a")
+            steps["narrow"] = await affected_run(client, node_ids=["tests/test_add.py"])
+            edit(root / "pkg" / "table.py", "len(name)", "len(name) * 1")
+            steps["build_edited"] = await affected_run(client)
+            steps["after"] = await affected_run(client)
+        return steps
+
+    steps = run(body)
+    assert ran(steps["first"][0]) == (4, 0)
+    narrow, _ = steps["narrow"]
+    assert ran(narrow) == (2, 0) and reasons(narrow) == {"changed": 2} and narrow.selection.total == 2
+    build_edited, text = steps["build_edited"]
+    assert ran(build_edited) == (4, 0) and reasons(build_edited) == {"changed": 4}
+    assert text.splitlines()[0] == "Affected: 4 of 4 tests (4 changed), by changes in pkg/table.py"
+    assert steps["after"][0].status == "no_tests"

@@ -23,7 +23,14 @@ import anyio
 import orjson
 
 from pytest_mcp_server.app.runner import Runner, run_status
-from pytest_mcp_server.domain.affected import AffectedTest, RecordedTest, Selection, select_affected, selection_of
+from pytest_mcp_server.domain.affected import (
+    AffectedTest,
+    RecordedTest,
+    Selection,
+    changed_blocks,
+    select_affected,
+    selection_of,
+)
 from pytest_mcp_server.domain.suspects import group_by_suspect
 from pytest_mcp_server.domain.tools import ExecuteParams, ExecuteResult, SelectionParams
 from pytest_mcp_server.engine.models import Budgets, ReportSummary
@@ -56,21 +63,23 @@ CONFIG_PARTS_KEY = "config_parts"
 
 @dataclass
 class MapState:
-    """The map before a run: its ``recorded`` tests, the configuration ``before`` (the
-    last run's parts), the ``notice`` when it was rebuilt, the configuration files'
-    parts ``now`` (``run.affected.config_file_parts``), ``current`` (a file's block
-    fingerprints now: the map's when its stat key is unchanged, else read once per
-    call), ``skip``: the recorded tests unchanged since they passed, under the last
-    run's environment, and ``read``: the files ``current`` read, path -> (stat key,
-    fingerprints), for the map to keep."""
+    """The map before a run: its ``recorded`` tests (with the files of theirs that
+    changed), the configuration ``before`` (the last run's parts), the ``notice`` when
+    it was rebuilt, the configuration files' parts ``now``
+    (``run.affected.config_file_parts``), ``skip``: the recorded tests unchanged since
+    they passed, under the last run's environment, ``read``: the files whose block
+    fingerprints were read this call (the map's are used while a file's stat key is
+    unchanged), path -> (stat key, fingerprints), for the map to keep, and
+    ``import_changed``: the files of the function blocks run at import that changed
+    (every test depends on those)."""
 
     recorded: dict[str, RecordedTest]
     before: dict[str, str]
     notice: str | None
     now: dict[str, str]
-    current: Callable[[str], set[str]]
     skip: list[str]
     read: dict[str, tuple[str, set[str]]]
+    import_changed: frozenset[str]
 
     @property
     def environment(self) -> dict[str, str]:
@@ -97,31 +106,33 @@ def read_map_state(root: Path, path: Path) -> MapState:
     """``MapState`` of the map at ``path`` for the project at ``root`` (blocking: files
     and SQLite). A test is skipped when ``domain.affected.select_affected``, given the
     last run's environment, would not select it."""
-    test_map, notice = open_map(path)
-    with test_map:
-        recorded = test_map.tests()
-        before: dict[str, str] = orjson.loads(test_map.meta(CONFIG_PARTS_KEY) or "{}")
-        known = test_map.files()
     fingerprints: dict[str, set[str]] = {}
     read: dict[str, tuple[str, set[str]]] = {}
+    test_map, notice = open_map(path)
+    with test_map:
+        known = test_map.files()
 
-    def current(file: str) -> set[str]:
-        if file not in fingerprints:
-            stat = stat_key(root / file)  # before reading: a write in between changes it again
-            cached = known.get(file)
-            if stat is not None and cached is not None and cached[0] == stat:
-                fingerprints[file] = set(cached[1])
-            else:
-                blocks = read_blocks(root, file)
-                fingerprints[file] = blocks.fingerprints() if blocks is not None else set()
-                if stat is not None and blocks is not None:
-                    read[file] = (stat, fingerprints[file])
-        return fingerprints[file]
+        def current(file: str) -> set[str]:
+            if file not in fingerprints:
+                stat = stat_key(root / file)  # before reading: a write in between changes it again
+                cached = known.get(file)
+                if stat is not None and cached is not None and cached[0] == stat:
+                    fingerprints[file] = set(cached[1])
+                else:
+                    blocks = read_blocks(root, file)
+                    fingerprints[file] = blocks.fingerprints() if blocks is not None else set()
+                    if stat is not None and blocks is not None:
+                        read[file] = (stat, fingerprints[file])
+            return fingerprints[file]
 
-    state = MapState(recorded, before, notice, config_file_parts(root), current, [], read)
+        recorded = test_map.tests(changed_blocks(test_map.blocks(), current))
+        at_import = test_map.at_import()
+        import_changed = frozenset(file for file, fingerprint in at_import if fingerprint not in current(file))
+        before: dict[str, str] = orjson.loads(test_map.meta(CONFIG_PARTS_KEY) or "{}")
+    state = MapState(recorded, before, notice, config_file_parts(root), [], read, import_changed)
     if recorded and len(state.environment) == len(ENVIRONMENT_PARTS):
         expected = config_fingerprint({**state.now, **state.environment})
-        selected, _ = select_affected(list(recorded), recorded, expected, current)
+        selected, _ = select_affected(list(recorded), recorded, expected, import_changed=import_changed)
         chosen = {test.node_id for test in selected}
         state.skip = [node_id for node_id in recorded if node_id not in chosen]
     return state
@@ -139,7 +150,7 @@ def select_from_run(state: MapState, directory: Path, ran: list[str]) -> Affecte
     fingerprint = config_fingerprint(parts)
     among = collected if collected is not None else ran
     differ = changed_parts(state.before, parts)
-    tests, files = select_affected(among, state.recorded, fingerprint, state.current, differ)
+    tests, files = select_affected(among, state.recorded, fingerprint, differ, state.import_changed)
     selection = selection_of(tests, len(among), files, state.notice)
     return AffectedPlan(tests, selection, collected, parts, fingerprint, state.read)
 
@@ -212,7 +223,7 @@ async def refresh_map(
     data = await read_map_data(interp.python, runner.root, child_env(), run_dir) if outcomes else {}
 
     def write() -> None:
-        blocks = tests_blocks(data, runner.root, outcomes)
+        blocks, at_import = tests_blocks(data, runner.root, outcomes)
         ran = {node_id: (outcome, blocks[node_id]) for node_id, outcome in outcomes.items()}
         gone: list[str] = []
         path = map_path(runner.artifacts_base, runner.root, interp.python)
@@ -220,9 +231,9 @@ async def refresh_map(
         with test_map:
             if plan.collected is not None and not params.markers and not params.keywords:
                 collected = set(plan.collected)
-                gone = [t for t in test_map.tests() if t not in collected and _in_scope(t, params.node_ids)]
+                gone = [t for t in test_map.node_ids() if t not in collected and _in_scope(t, params.node_ids)]
             meta = {CONFIG_PARTS_KEY: orjson.dumps(plan.parts).decode()}
-            test_map.refresh(ran, plan.fingerprint, gone, meta, plan.files)
+            test_map.refresh(ran, plan.fingerprint, gone, meta, plan.files, at_import)
         # the map holds what mattered of them
         shutil.rmtree(run_dir / MAP_DATA_DIR, ignore_errors=True)
         (run_dir / MAP_JSON).unlink(missing_ok=True)

@@ -12,17 +12,19 @@ of ``REASONS``):
   distributions (the test's recorded configuration fingerprint differs);
 * ``new``: the map has no entry for the test;
 * ``changed``: a block the test ran last time (a function body, a module's top-level
-  code, its own test function) has a fingerprint no longer present in its file now
+  code, its own test function), or a function body run at import (outside any test:
+  every test depends on those), has a fingerprint no longer present in its file now
   (edited, moved with an edit, deleted, or its file gone);
 * ``failed_last``: the test failed or errored when it last ran.
 
-Any other test is left out. No I/O: the caller gives the current fingerprints.
+Any other test is left out. No I/O: the caller gives the current fingerprints
+(``changed_blocks``) and each recorded test's changed files.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -79,39 +81,49 @@ class Selection(_Frozen):
 
 @dataclass(frozen=True)
 class RecordedTest:
-    """A test's entry in the map: its last ``outcome`` (``read_outcomes``' names), the
-    configuration fingerprint of that run (``config``) and the blocks it ran,
-    ``(path, fingerprint)`` pairs (paths relative to the root)."""
+    """A test's entry in the map as a selection reads it: its last ``outcome``
+    (``read_outcomes``' names), the configuration fingerprint of that run (``config``)
+    and ``changed``: the files (paths relative to the root) of the blocks it ran that
+    are no longer as they were (``changed_blocks``)."""
 
     outcome: str
     config: str
-    blocks: frozenset[tuple[str, str]]
+    changed: frozenset[str] = frozenset()
+
+
+def changed_blocks(blocks: Mapping[int, tuple[str, str]], current: Callable[[str], set[str]]) -> set[int]:
+    """The ids of ``blocks`` (id -> ``(path, fingerprint)``) whose fingerprint is no
+    longer among ``current(path)``: the fingerprints of ``path``'s blocks as it is now
+    (empty when it is gone); called once per path."""
+    fingerprints: dict[str, set[str]] = {}
+    gone: set[int] = set()
+    for block_id, (path, fingerprint) in blocks.items():
+        if path not in fingerprints:
+            fingerprints[path] = current(path)
+        if fingerprint not in fingerprints[path]:
+            gone.add(block_id)
+    return gone
 
 
 def select_affected(
     collected: Sequence[str],
     recorded: Mapping[str, RecordedTest],
     config: str,
-    current: Callable[[str], set[str]],
     config_files: Sequence[str] = (),
+    import_changed: Iterable[str] = (),
 ) -> tuple[list[AffectedTest], dict[str, int]]:
     """The affected tests among ``collected`` (node ids, in collection order) and the
     files that selected them (path -> tests it selected).
 
     ``recorded``: the map's entries; empty means there is no map (every test
     ``no_map``). ``config``: the current configuration fingerprint.
-    ``current(path)``: the fingerprints of the blocks of ``path`` as it is now (empty
-    when it is gone). ``config_files``: the configuration files that differ from the
-    last run's, named for ``config_changed`` tests."""
+    ``config_files``: the configuration files that differ from the last run's, named
+    for ``config_changed`` tests. ``import_changed``: the files of the function blocks
+    run at import (outside any test) that changed; every recorded test depends on
+    those, so any makes every recorded test ``changed``."""
     selected: list[AffectedTest] = []
     files: Counter[str] = Counter()
-    fingerprints: dict[str, set[str]] = {}
-
-    def now(path: str) -> set[str]:
-        if path not in fingerprints:
-            fingerprints[path] = current(path)
-        return fingerprints[path]
-
+    everyone = frozenset(import_changed)
     for node_id in collected:
         if not recorded:
             selected.append(AffectedTest(node_id=node_id, reason="no_map"))
@@ -125,7 +137,7 @@ def select_affected(
             selected.append(AffectedTest(node_id=node_id, reason="new"))
             files[node_id.split("::", 1)[0]] += 1
             continue
-        gone = {path for path, fingerprint in entry.blocks if fingerprint not in now(path)}
+        gone = everyone | entry.changed
         if gone:
             selected.append(AffectedTest(node_id=node_id, reason="changed"))
             files.update(gone)

@@ -24,7 +24,6 @@ No I/O, no processes: the callers read the files.
 from __future__ import annotations
 
 import ast
-import bisect
 import hashlib
 from dataclasses import dataclass, field
 
@@ -65,7 +64,7 @@ class FileBlocks:
 
     def __post_init__(self) -> None:
         self.functions.sort(key=lambda b: (b.first, -b.last))
-        self._starts = [b.first for b in self.functions]
+        self._owners: list[Block] | None = None
 
     def fingerprints(self) -> set[str]:
         """Every block's fingerprint."""
@@ -73,12 +72,16 @@ class FileBlocks:
 
     def owner(self, line: int) -> Block:
         """The innermost function whose body holds ``line``, else the module block."""
-        # sorted by start: the innermost holder is the last one that starts at or before
-        # the line and still spans it (a nested function starts later and ends earlier)
-        for i in range(bisect.bisect_right(self._starts, line) - 1, -1, -1):
-            if self.functions[i].last >= line:
-                return self.functions[i]
-        return self.module
+        owners = self._owners
+        if owners is None:
+            # one entry per line, built once: a test's data names thousands of lines.
+            # Sorted by start, a nested function comes after the one holding it and
+            # overwrites its lines: the innermost holder wins.
+            owners = [self.module] * (max((b.last for b in self.functions), default=0) + 1)
+            for block in self.functions:
+                owners[block.first : block.last + 1] = [block] * (block.last - block.first + 1)
+            self._owners = owners
+        return owners[line] if 0 <= line < len(owners) else self.module
 
     def named(self, name: str) -> Block | None:
         """The function block with qualified name ``name`` (the first, if redefined)."""

@@ -230,17 +230,20 @@ def read_blocks(root: Path, path: str) -> FileBlocks | None:
 
 def tests_blocks(
     data: dict[str, dict[str, list[int]]], root: Path, ran: Iterable[str]
-) -> dict[str, set[tuple[str, str]]]:
+) -> tuple[dict[str, set[tuple[str, str]]], dict[str, set[tuple[str, str]]]]:
     """The blocks each test of ``ran`` (node ids) depends on, as ``(path, fingerprint)``
-    (paths relative to ``root``), from ``read_map_data``'s ``data``:
+    (paths relative to ``root``), from ``read_map_data``'s ``data``, and the function
+    blocks run at import, per file:
 
-    * for each file inside the root where the test's context ran lines: the blocks
-      owning those lines, and the file's module-level block;
-    * the function blocks run outside any test (at import: decorators, helpers called at
-      module level), for every test: they may shape any of them;
-    * its own test function's block and its file's module-level block (a test file the
-      project's coverage configuration leaves out: all of its blocks, since its
-      fixtures and helpers ran unmeasured).
+    * per test: for each file inside the root where the test's context ran lines, the
+      blocks owning those lines and the file's module-level block; its own test
+      function's block and its file's module-level block (a test file the project's
+      coverage configuration leaves out: all of its blocks, since its fixtures and
+      helpers ran unmeasured);
+    * at import: per file that ran lines outside any test (imports: decorators,
+      helpers called at module level), the function blocks owning them. They may shape
+      any test, so every test depends on them; the map keeps them once
+      (``run.testmap.TestMap.at_import``), not in every test's entry.
     """
     root_prefix = os.path.join(str(root), "")
     plugin_prefix = os.path.join(str(PLUGIN_DIR), "")
@@ -259,14 +262,14 @@ def tests_blocks(
         for context, lines in contexts.items():
             by_context.setdefault(context, {})[relative] = lines
     measured = {path for files in by_context.values() for path in files}
-    at_import: set[tuple[str, str]] = set()
+    at_import: dict[str, set[tuple[str, str]]] = {}
     for path, lines in by_context.get("", {}).items():
         blocks = blocks_of(path)
         if blocks is not None:
-            at_import.update((path, b.fingerprint) for b in {blocks.owner(line) for line in lines} if b.first)
+            at_import[path] = {(path, b.fingerprint) for b in {blocks.owner(line) for line in lines} if b.first}
     out: dict[str, set[tuple[str, str]]] = {}
     for node_id in ran:
-        found = set(at_import)
+        found: set[tuple[str, str]] = set()
         for path, lines in by_context.get(node_id, {}).items():
             blocks = blocks_of(path)
             if blocks is not None:
@@ -282,7 +285,7 @@ def tests_blocks(
             else:
                 found.add((path, block.fingerprint))
         out[node_id] = found
-    return out
+    return out, at_import
 
 
 def config_files(root: Path) -> list[str]:

@@ -1,6 +1,9 @@
 """The per-test map of an ``affected`` call: for each test, the blocks it ran
 (``domain.blocks``), its last outcome and the configuration fingerprint of that run,
-in SQLite (the standard library's ``sqlite3``, WAL journal). It also keeps, per file
+in SQLite (the standard library's ``sqlite3``, WAL journal). A test's blocks are one
+value, the ids of its ``blocks`` rows packed (``_pack``), not a row per test and block:
+a test of a parser runs hundreds of functions, and rewriting 500 tests' rows one pair at
+a time took seconds. It also keeps, per file
 the tests ran, its block fingerprints with the file's ``stat`` when they were read
 (``files``), so that an unchanged file is not parsed again on the next call.
 
@@ -19,18 +22,22 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import sqlite3
+from array import array
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 from pytest_mcp_server.domain.affected import RecordedTest
 from pytest_mcp_server.domain.policy import MAP_BUSY_TIMEOUT_S
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """The map's schema version, in its ``schema_version`` table; a map of another version is rebuilt."""
 FORMAT_NAME = "pytest-mcp-server test map"
 """The ``format`` row of the ``meta`` table: what makes a SQLite file one of these maps."""
 MAPS_DIR = "maps"
 """The artifacts directory's subdirectory holding the maps."""
+IMPORT_ENTRY = "<import>"
+"""The reserved ``tests`` row holding the function blocks run at import, on which every
+test depends (kept once, not in each test's entry; no pytest node id has this form)."""
 
 _SCHEMA = """
 CREATE TABLE schema_version (version INTEGER NOT NULL);
@@ -39,7 +46,8 @@ CREATE TABLE tests (
     id INTEGER PRIMARY KEY,
     node_id TEXT NOT NULL UNIQUE,
     outcome TEXT NOT NULL,
-    config TEXT NOT NULL
+    config TEXT NOT NULL,
+    blocks BLOB NOT NULL
 );
 CREATE TABLE blocks (
     id INTEGER PRIMARY KEY,
@@ -47,11 +55,6 @@ CREATE TABLE blocks (
     fingerprint TEXT NOT NULL,
     UNIQUE (path, fingerprint)
 );
-CREATE TABLE test_blocks (
-    test_id INTEGER NOT NULL REFERENCES tests (id) ON DELETE CASCADE,
-    block_id INTEGER NOT NULL REFERENCES blocks (id),
-    PRIMARY KEY (test_id, block_id)
-) WITHOUT ROWID;
 CREATE TABLE files (
     path TEXT PRIMARY KEY,
     stat TEXT NOT NULL,
@@ -100,20 +103,44 @@ class TestMap:
             raise
         self.connection.execute("COMMIT")
 
-    def tests(self) -> dict[str, RecordedTest]:
-        """Every test's entry: node id -> ``RecordedTest``."""
-        con = self.connection
-        blocks: dict[int, set[tuple[str, str]]] = {}
-        rows = con.execute(
-            "SELECT test_blocks.test_id, blocks.path, blocks.fingerprint "
-            "FROM test_blocks JOIN blocks ON blocks.id = test_blocks.block_id"
-        )
-        for test_id, path, fingerprint in rows:
-            blocks.setdefault(test_id, set()).add((path, fingerprint))
-        return {
-            node_id: RecordedTest(outcome=outcome, config=config, blocks=frozenset(blocks.get(test_id, ())))
-            for test_id, node_id, outcome, config in con.execute("SELECT id, node_id, outcome, config FROM tests")
-        }
+    def blocks(self) -> dict[int, tuple[str, str]]:
+        """Every block the tests ran: id -> ``(path, fingerprint)``."""
+        return {row[0]: (row[1], row[2]) for row in self.connection.execute("SELECT id, path, fingerprint FROM blocks")}
+
+    def tests(self, changed: Iterable[int] = ()) -> dict[str, RecordedTest]:
+        """Every test's entry: node id -> ``RecordedTest``, its ``changed`` files those of
+        the blocks of ``changed`` (block ids, ``domain.affected.changed_blocks``) it ran."""
+        wanted = set(changed)
+        paths = {i: path for i, (path, _) in self.blocks().items() if i in wanted} if wanted else {}
+        out: dict[str, RecordedTest] = {}
+        for node_id, outcome, config, packed in self.connection.execute(
+            "SELECT node_id, outcome, config, blocks FROM tests"
+        ):
+            if node_id == IMPORT_ENTRY:
+                continue
+            hit = wanted.intersection(_unpack(packed)) if wanted else ()
+            out[node_id] = RecordedTest(outcome=outcome, config=config, changed=frozenset(paths[i] for i in hit))
+        return out
+
+    def entries(self) -> dict[str, tuple[str, frozenset[tuple[str, str]]]]:
+        """Every entry as stored, the import entry included: node id -> (outcome, its
+        blocks as ``(path, fingerprint)``)."""
+        blocks = self.blocks()
+        rows = self.connection.execute("SELECT node_id, outcome, blocks FROM tests")
+        return {node_id: (outcome, frozenset(blocks[i] for i in _unpack(packed))) for node_id, outcome, packed in rows}
+
+    def node_ids(self) -> set[str]:
+        """The node ids of the tests in the map."""
+        return {row[0] for row in self.connection.execute("SELECT node_id FROM tests")} - {IMPORT_ENTRY}
+
+    def at_import(self) -> frozenset[tuple[str, str]]:
+        """The function blocks run at import, ``(path, fingerprint)``, as the runs so far
+        recorded them (``refresh``)."""
+        row = self.connection.execute("SELECT blocks FROM tests WHERE node_id = ?", (IMPORT_ENTRY,)).fetchone()
+        if row is None:
+            return frozenset()
+        blocks = self.blocks()
+        return frozenset(blocks[i] for i in _unpack(row[0]))
 
     def files(self) -> dict[str, tuple[str, frozenset[str]]]:
         """Each file's block fingerprints as last read: path -> (its stat key then, the
@@ -133,36 +160,40 @@ class TestMap:
         gone: Iterable[str] = (),
         meta: Mapping[str, str] | None = None,
         files: Mapping[str, tuple[str, Iterable[str]]] | None = None,
+        at_import: Mapping[str, Iterable[tuple[str, str]]] | None = None,
     ) -> None:
         """In one transaction: each test of ``ran`` (node id -> (outcome, its blocks as
         ``(path, fingerprint)``)) gets exactly that entry, with ``config``; the tests
         of ``gone`` (no longer in the suite) leave the map; ``meta`` rows are set;
         ``files`` (path -> (stat key, block fingerprints) as read this call) are kept;
-        blocks no test refers to any more are removed, and the files without blocks."""
+        ``at_import`` (path -> the function blocks run at import in this run) replaces
+        those files' blocks of the import entry, the other files' stay (a run that
+        imported less does not forget them); blocks no test refers to any more are
+        removed, and the files without blocks."""
         entries = {node_id: (outcome, set(blocks)) for node_id, (outcome, blocks) in ran.items()}
         with self._transaction() as con:
-            con.executemany(
-                "INSERT INTO tests (node_id, outcome, config) VALUES (?, ?, ?) "
-                "ON CONFLICT (node_id) DO UPDATE SET outcome = excluded.outcome, config = excluded.config",
-                ((node_id, outcome, config) for node_id, (outcome, _) in entries.items()),
-            )
-            test_ids = {
-                node_id: test_id
-                for test_id, node_id in con.execute("SELECT id, node_id FROM tests")
-                if node_id in entries
-            }
-            con.executemany("DELETE FROM test_blocks WHERE test_id = ?", ((i,) for i in test_ids.values()))
+            if at_import:
+                kept = {block for block in self.at_import() if block[0] not in at_import}
+                entries[IMPORT_ENTRY] = ("passed", kept.union(*at_import.values()))
             all_blocks = {block for _, blocks in entries.values() for block in blocks}
             con.executemany("INSERT OR IGNORE INTO blocks (path, fingerprint) VALUES (?, ?)", all_blocks)
-            block_ids = {
-                (path, fp): block_id for block_id, path, fp in con.execute("SELECT id, path, fingerprint FROM blocks")
-            }
+            block_ids = {block: block_id for block_id, block in self.blocks().items()}
             con.executemany(
-                "INSERT INTO test_blocks (test_id, block_id) VALUES (?, ?)",
-                ((test_ids[node_id], block_ids[block]) for node_id, (_, blocks) in entries.items() for block in blocks),
+                "INSERT INTO tests (node_id, outcome, config, blocks) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (node_id) DO UPDATE SET "
+                "outcome = excluded.outcome, config = excluded.config, blocks = excluded.blocks",
+                (
+                    (node_id, outcome, config, _pack(block_ids[block] for block in blocks))
+                    for node_id, (outcome, blocks) in entries.items()
+                ),
             )
             con.executemany("DELETE FROM tests WHERE node_id = ?", ((node_id,) for node_id in gone))
-            con.execute("DELETE FROM blocks WHERE id NOT IN (SELECT block_id FROM test_blocks)")
+            referenced: set[int] = set()
+            for (packed,) in con.execute("SELECT blocks FROM tests"):
+                referenced.update(_unpack(packed))
+            con.executemany(
+                "DELETE FROM blocks WHERE id = ?", ((i,) for i in block_ids.values() if i not in referenced)
+            )
             con.executemany(
                 "INSERT INTO files (path, stat, fingerprints) VALUES (?, ?, ?) "
                 "ON CONFLICT (path) DO UPDATE SET stat = excluded.stat, fingerprints = excluded.fingerprints",
@@ -175,6 +206,19 @@ class TestMap:
                     "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
                     (key, value),
                 )
+
+
+def _pack(block_ids: Iterable[int]) -> bytes:
+    """Block ids as the ``tests.blocks`` value: sorted, 4-byte unsigned integers in this
+    machine's byte order (the map never leaves the machine that wrote it)."""
+    return array("I", sorted(block_ids)).tobytes()
+
+
+def _unpack(packed: bytes) -> array[int]:
+    """The block ids ``_pack`` packed."""
+    ids = array("I")
+    ids.frombytes(packed)
+    return ids
 
 
 def _connect(path: Path) -> sqlite3.Connection:
@@ -192,7 +236,7 @@ def _connect(path: Path) -> sqlite3.Connection:
 def _check(con: sqlite3.Connection) -> None:
     """Raise ``MapUntrusted`` unless ``con`` is a map of ``SCHEMA_VERSION``."""
     tables = {row[0] for row in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    if not {"schema_version", "meta", "tests", "blocks", "test_blocks", "files"} <= tables:
+    if not {"schema_version", "meta", "tests", "blocks", "files"} <= tables:
         raise MapUntrusted("another program's SQLite database")
     fmt = con.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()
     if fmt is None or fmt[0] != FORMAT_NAME:
