@@ -387,7 +387,7 @@ async def measure_project(spec: real_bugs.BugProject, args: argparse.Namespace) 
     setup = real_bugs.prepare(spec, "editable", args.work)
     name = spec.project.name
     testmon_python = real_projects.make_venv(
-        args.work / "venvs" / f"{name}-testmon", [["-e", str(setup.root)], [TESTMON]], f"{name} (testmon)"
+        args.work / "venvs" / f"{name}-testmon", [["-e", str(setup.root)], [TESTMON], list(spec.project.deps)], f"{name} (testmon)"
     )
     real_bugs.commit_tree(setup.root)
     dirty = real_projects.sh("git", "status", "--porcelain", cwd=setup.root).stdout.strip()
@@ -606,9 +606,18 @@ def main(argv: list[str] | None = None) -> int:
         help="PYTHONHASHSEED for every run ('random' leaves it unset): isodate parametrizes over a set, so its "
         "node ids change between processes under hash randomization (0)",
     )
+    parser.add_argument(
+        "--no-bytecode",
+        action="store_true",
+        help="keep PYTHONDONTWRITEBYTECODE when the environment sets it (by default it is removed for every "
+        "run: pytest then rewrites and compiles every test module on every start, which no agent's "
+        "shell does by default and which inflates every start-up alike)",
+    )
     args = parser.parse_args(argv)
     if args.hash_seed != "random":
         os.environ["PYTHONHASHSEED"] = args.hash_seed
+    if not args.no_bytecode:
+        os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
     projects, _ = real_bugs.load_catalogue(args.catalogue)
     by_name = {p.project.name: p for p in projects}
     unknown = [n for n in args.only if n not in by_name]
@@ -629,6 +638,7 @@ def main(argv: list[str] | None = None) -> int:
         "command": "python benches/affected.py " + " ".join(sys.argv[1:] if argv is None else argv),
         "seed": args.seed,
         "hash_seed": args.hash_seed,
+        "bytecode_cache": not args.no_bytecode,
         "mutants_per_project": args.mutants,
         "seconds": round(time.monotonic() - start, 1),
         "mutation_tool": "cosmic-ray 8.7 (argument-free operators)",

@@ -231,7 +231,7 @@ def load_catalogue(path: Path) -> tuple[list[BugProject], list[Bug]]:
     data = tomllib.loads(path.read_text())
     projects = [
         BugProject(
-            project=real_projects.Project(p["name"], p["version"]),
+            project=real_projects.Project(p["name"], p["version"], tuple(p.get("deps", ()))),
             package=p["package"],
             install_tests=tuple((a, b) for a, b in p["install_tests"]),
         )
@@ -260,7 +260,7 @@ def prepare(spec: BugProject, mode: str, work: Path) -> Setup:
     tree = real_projects.unpack_sdist(spec.project, work)
     env_dir = work / "venvs" / f"{spec.project.name}-{mode}"
     install = ["-e", str(tree)] if mode == "editable" else [str(tree)]
-    python = real_projects.make_venv(env_dir, [install], f"{spec.project.name} ({mode})")
+    python = real_projects.make_venv(env_dir, [install, list(spec.project.deps)], f"{spec.project.name} ({mode})")
     if mode == "editable":
         root = tree
     else:
