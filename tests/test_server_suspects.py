@@ -8,7 +8,8 @@ Cases: a changed branch only the failing tests take (named by its line, every fa
 test and no passing one); a ``return`` moved into a branch the failing tests skip (its
 line never runs for them: named through the function that holds it); two changes, one
 run only by passing tests (not named) and one by the failing ones (named); a green run
-and a run outside git (no suspects); a comment-only change (nothing to name). Without
+and a coverage run outside git (no suspects); an affected run outside git (the function
+the map saw change is named whole); a comment-only change (nothing to name). Without
 the server: the ranking itself on hand-made contexts (every input is plain data).
 """
 
@@ -195,6 +196,26 @@ def test_an_affected_run_names_the_change_its_failing_tests_ran(tmp_path):
     assert lines[2] == "changed code run by failing tests: pkg/numbers.py:7 (4 of 4 failing, 0 of 1 passing)"
     (group,) = result.summary.groups  # two assertion sites, one cause
     assert group.count == 4
+
+
+def test_an_affected_run_without_git_names_the_function_the_map_saw_change(tmp_path):
+    """No git diff to say which lines changed: the functions whose fingerprints the map
+    does not hold stand for it, and the one the failing tests ran is named whole."""
+    root = make_project(tmp_path, use_git=False)
+
+    async def body():
+        async with connect(server(root, tmp_path / "artifacts"), "auto") as client:
+            await client.call_tool("execute_tests", {"affected": True})  # builds the map
+            change(root, 'out = "," + text[-3:] + out', 'out = "." + text[-3:] + out')
+            return await client.call_tool("execute_tests", {"affected": True})
+
+    answer = run(body)
+    result, text = ExecuteResult.model_validate(answer.structured_content), text_of(answer)
+    assert result.summary.counts.failed == 4
+    top = result.suspects[0]
+    assert (top.path, top.lines, top.failing, top.passing) == ("pkg/numbers.py", "2-9", 4, 1)
+    assert len(result.suspects) == 1  # clamp and size_label did not change
+    assert text.splitlines()[2].startswith(f"changed code run by failing tests: pkg/numbers.py:{top.lines} ")
 
 
 def test_a_repeated_measured_run_names_the_change_its_last_run_failed_on(tmp_path):

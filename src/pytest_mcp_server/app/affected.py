@@ -31,6 +31,8 @@ from pytest_mcp_server.domain.affected import (
     select_affected,
     selection_of,
 )
+from pytest_mcp_server.domain.blocks import changed_functions
+from pytest_mcp_server.domain.coverage import ChangedLines
 from pytest_mcp_server.domain.suspects import group_by_suspect
 from pytest_mcp_server.domain.tools import ExecuteParams, ExecuteResult, SelectionParams
 from pytest_mcp_server.engine.models import Budgets, ReportSummary
@@ -71,7 +73,9 @@ class MapState:
     fingerprints were read this call (the map's are used while a file's stat key is
     unchanged), path -> (stat key, fingerprints), for the map to keep, and
     ``import_changed``: the files of the function blocks run at import that changed
-    (every test depends on those)."""
+    (every test depends on those), and ``changed_code``: the functions edited or added
+    in the files with a changed block, as changed lines (what names the change when
+    there is no git diff)."""
 
     recorded: dict[str, RecordedTest]
     before: dict[str, str]
@@ -80,6 +84,7 @@ class MapState:
     skip: list[str]
     read: dict[str, tuple[str, set[str]]]
     import_changed: frozenset[str]
+    changed_code: ChangedLines
 
     @property
     def environment(self) -> dict[str, str]:
@@ -125,17 +130,36 @@ def read_map_state(root: Path, path: Path) -> MapState:
                         read[file] = (stat, fingerprints[file])
             return fingerprints[file]
 
-        recorded = test_map.tests(changed_blocks(test_map.blocks(), current))
+        blocks = test_map.blocks()
+        gone = changed_blocks(blocks, current)
+        recorded = test_map.tests(gone)
         at_import = test_map.at_import()
         import_changed = frozenset(file for file, fingerprint in at_import if fingerprint not in current(file))
         before: dict[str, str] = orjson.loads(test_map.meta(CONFIG_PARTS_KEY) or "{}")
-    state = MapState(recorded, before, notice, config_file_parts(root), [], read, import_changed)
+    changed_code = _changed_code(root, blocks, {blocks[i][0] for i in gone})
+    state = MapState(recorded, before, notice, config_file_parts(root), [], read, import_changed, changed_code)
     if recorded and len(state.environment) == len(ENVIRONMENT_PARTS):
         expected = config_fingerprint({**state.now, **state.environment})
         selected, _ = select_affected(list(recorded), recorded, expected, import_changed=import_changed)
         chosen = {test.node_id for test in selected}
         state.skip = [node_id for node_id in recorded if node_id not in chosen]
     return state
+
+
+def _changed_code(root: Path, blocks: dict[int, tuple[str, str]], paths: set[str]) -> ChangedLines:
+    """The functions of ``paths`` (files with a block no longer as the map holds it)
+    whose fingerprints the map does not hold (``domain.blocks.changed_functions``), as
+    ``ChangedLines``."""
+    recorded: dict[str, set[str]] = {}
+    for path, fingerprint in blocks.values():
+        if path in paths:
+            recorded.setdefault(path, set()).add(fingerprint)
+    ranges: dict[str, list[tuple[int, int]]] = {}
+    for path in sorted(paths):
+        now = read_blocks(root, path)
+        if now is not None and (found := changed_functions(now, recorded.get(path, set()))):
+            ranges[path] = found
+    return ChangedLines(ranges=ranges)
 
 
 def select_from_run(state: MapState, directory: Path, ran: list[str]) -> AffectedPlan:
@@ -197,8 +221,9 @@ async def execute_affected(
     update: dict[str, object] = {"selection": plan.selection}
     if not result.summary.ok:
         # the run recorded what each test ran: name the changed code the failing ones ran
-        changed = await changed_lines(runner.root)
-        if changed is not None:
+        # without git, the functions the map saw change stand for the diff
+        changed = await changed_lines(runner.root) or state.changed_code
+        if changed.ranges or changed.new_files:
             measured = await anyio.to_thread.run_sync(changed_contexts, data, runner.root, changed)
             suspects = await anyio.to_thread.run_sync(rank_in_root, runner.root, changed, measured, outcomes)
             update["suspects"] = suspects

@@ -136,6 +136,17 @@ class _WithoutFunctions(ast.NodeTransformer):
         return None
 
 
+def changed_functions(now: FileBlocks, recorded: set[str]) -> list[tuple[int, int]]:
+    """The body lines ``(first, last)`` of the functions of ``now`` (a file as it is)
+    whose fingerprint is not among ``recorded`` (the fingerprints the map holds for the
+    file): edited or new functions, innermost only (an edit inside a nested function
+    changes the one around it too; the nested one is named), sorted. The code a change
+    touched when there is no git diff to say it line by line."""
+    changed = [b for b in now.functions if b.fingerprint not in recorded]
+    innermost = [b for b in changed if not any(o is not b and b.first <= o.first and o.last <= b.last for o in changed)]
+    return sorted((b.first, b.last) for b in innermost)
+
+
 def node_id_function(node_id: str) -> tuple[str, str | None]:
     """The file of a pytest node id and the qualified name of its test function:
     ``"tests/t.py::TestA::test_b[1]"`` -> ``("tests/t.py", "TestA.test_b")``; the name
