@@ -234,6 +234,66 @@ def test_a_repeated_measured_run_names_the_change_its_last_run_failed_on(tmp_pat
     assert "changed code run by failing tests: pkg/numbers.py:6 (4 of 4 failing, 1 of 7 passing)" in text
 
 
+SEPARATORS = """\
+SEPARATOR = ","
+
+
+def join(parts):
+    return SEPARATOR.join(parts)
+"""
+SEPARATOR_TESTS = """\
+from pkg.separators import join
+
+
+def test_join_two():
+    assert join(["a", "b"]) == "a,b"
+
+
+def test_join_one():
+    assert join(["a"]) == "a"
+"""
+
+
+def separators_project(root: Path) -> Path:
+    """``pkg/separators.py`` and its two tests, committed."""
+    (root / "pkg").mkdir(parents=True)
+    (root / "tests").mkdir()
+    (root / "pkg" / "__init__.py").write_text("")
+    (root / "pkg" / "separators.py").write_text(SEPARATORS)
+    (root / "tests" / "test_separators.py").write_text(SEPARATOR_TESTS)
+    git(root, "init", "-q")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "base")
+    return root / "pkg" / "separators.py"
+
+
+def test_a_changed_constant_run_at_import_is_named_as_run_before_every_test(tmp_path):
+    """``SEPARATOR = ","`` runs when the module is imported, outside every test's
+    context; changed, it is what broke ``join``, and no test ran its line as a test.
+    Named alike by a measured run (pytest-cov's contexts) and an affected run (the map's)."""
+    measured = separators_project(tmp_path / "measured")
+    measured.write_text(SEPARATORS.replace('SEPARATOR = ","', 'SEPARATOR = ";"'))
+    result, text = measured_run(tmp_path / "measured", tmp_path / "a1")
+
+    affected_root = tmp_path / "affected"
+    module = separators_project(affected_root)
+
+    async def body():
+        async with connect(server(affected_root, tmp_path / "a2"), "auto") as client:
+            await client.call_tool("execute_tests", {"affected": True})  # builds the map
+            module.write_text(SEPARATORS.replace('SEPARATOR = ","', 'SEPARATOR = ";"'))
+            answer = await client.call_tool("execute_tests", {"affected": True})
+            return ExecuteResult.model_validate(answer.structured_content), text_of(answer)
+
+    affected, affected_text = run(body)
+    expected = "changed code run at import, before every test: pkg/separators.py:1 (1 of 1 failing, 1 of 1 passing)"
+    for answer, answer_text in ((result, text), (affected, affected_text)):
+        assert answer.summary.counts.failed == 1
+        (top,) = answer.suspects
+        assert (top.path, top.lines, top.by, top.failing, top.passing) == ("pkg/separators.py", "1", "import", 1, 1)
+        assert expected in answer_text.splitlines()
+
+
 def test_no_suspects_for_a_green_run_or_outside_git(tmp_path):
     green = make_project(tmp_path / "green")
     change(green, "    return value\n", "    return value  # reviewed\n")  # a comment: nothing to name

@@ -594,12 +594,17 @@ def suspect_lines(suspects: list[Suspect]) -> list[str]:
     """One line per suspect, after the verdict line: ``changed code run by failing tests:
     pkg/calc.py:12-13 (7 of 7 failing, 0 of 458 passing)``, or ``changed code in a
     function run by failing tests: ...`` when they ran the function but not the changed
-    lines themselves."""
+    lines themselves, ``changed code run at import, before every test: ...`` for
+    module-level lines run outside any test."""
     lines = []
     for s in suspects:
-        what = "changed code run by" if s.by == "line" else "changed code in a function run by"
+        what = {
+            "line": "changed code run by failing tests",
+            "function": "changed code in a function run by failing tests",
+            "import": "changed code run at import, before every test",
+        }[s.by]
         counts = f"{s.failing} of {s.failing_total} failing, {s.passing} of {s.passing_total} passing"
-        lines.append(f"{what} failing tests: {s.path}:{s.lines} ({counts})")
+        lines.append(f"{what}: {s.path}:{s.lines} ({counts})")
     return lines
 
 

@@ -51,7 +51,9 @@ class Suspect(_Frozen):
     (compact ranges of the hunk's changed lines, ``"12-13"``), how many ``failing`` and
     ``passing`` tests ran it (of ``failing_total``/``passing_total`` in the run), and
     ``by`` what: ``"line"`` when they ran a changed line, ``"function"`` when only
-    another line of the function holding it."""
+    another line of the function holding it, ``"import"`` when module-level changed
+    lines ran only at import, outside any test (before every test of the run: each
+    test counts as having run them)."""
 
     path: str
     lines: str
@@ -199,6 +201,12 @@ def rank_suspects(
                 first, last = hunk.span
                 failing, passing = _tests_of(range(first, last + 1), file.contexts, outcomes)
                 by = "function"
+            if not failing and hunk.span is None and any("" in file.contexts.get(n, ()) for n in hunk.measured):
+                # module-level code run at import (a constant, a table built once): it
+                # ran before every test of the run and may shape any of them
+                failing = {t for t, o in outcomes.items() if o in FAILING_OUTCOMES}
+                passing = {t for t, o in outcomes.items() if o in PASSING_OUTCOMES}
+                by = "import"
             if not failing:
                 continue
             score = len(failing) / math.sqrt(failing_total * (len(failing) + len(passing)))
