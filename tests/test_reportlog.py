@@ -352,3 +352,31 @@ def test_xdist_run_with_interleaved_tests_answers_as_pytest_json_report(tmp_path
     }
     assert got["counts"]["subtests_failed"] == 3
     assert {f["node_id"] for f in got["failures"]} == {f["node_id"] for f in want["failures"]}
+
+
+def test_a_doctest_failure_in_a_plain_report_log_names_its_file_relative_to_the_run(tmp_path):
+    """pytest writes a doctest's location line with the absolute path
+    (``/tmp/.../pkg/mod.py:3: DocTestFailure``) and pytest-reportlog keeps it; both
+    readers read it as pytest writes traceback paths, relative to the run's directory,
+    so the failure and its group are located at ``pkg/mod.py:3`` as in the server's runs."""
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "mod.py").write_text(
+        'def double(x):\n    """\n    >>> double(2)\n    5\n    """\n    return 2 * x\n'
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--doctest-modules", "--report-log=run.jsonl"],
+        cwd=tmp_path,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert "1 failed" in proc.stdout, proc.stdout + proc.stderr
+    written = (tmp_path / "run.jsonl").read_text()
+    assert f"{tmp_path}/pkg/mod.py:3: DocTestFailure" in written.replace("\\\\", "\\")  # what pytest wrote
+    answer = summary(tmp_path / "run.jsonl")
+    (failure,) = answer["failures"]
+    assert failure["location"] == {"path": "pkg/mod.py", "line": 3}
+    assert answer["groups"][0]["location"] == {"path": "pkg/mod.py", "line": 3}
+    assert f"{tmp_path}/pkg" not in json.dumps(answer)

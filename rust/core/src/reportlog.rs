@@ -288,6 +288,11 @@ impl Reader<'_> {
         if outcome == "failed" {
             let (text, crash) = longrepr(obj.get("longrepr"), true)?;
             if let Some(text) = text {
+                let text = if matches!(obj.get("longrepr"), Some(Value::String(_))) {
+                    relative_locations(&text, node_id)
+                } else {
+                    text
+                };
                 phase.longrepr = Some(capped_text(&text));
             }
             phase.crash = crash;
@@ -635,6 +640,38 @@ fn subtest_label(context: Option<&Value>) -> Res<String> {
 }
 
 // -- longrepr ----------------------------------------------------------------------------
+
+/// A string longrepr's location lines made relative: a line that starts with `/` and
+/// holds `/<path>:<ASCII digits>: ` (`<path>` the node id's file, before its first
+/// `::`) keeps what follows that first `/`. pytest writes a doctest's location lines
+/// with the absolute path; the server's plugin strips them, pytest-reportlog does not.
+/// Lines split on `\n` only. Mirrors `relative_locations` in `pure/reportlog.py`.
+fn relative_locations(text: &str, node_id: &str) -> String {
+    let path = node_id.split("::").next().unwrap_or("");
+    let marker = format!("/{path}:");
+    if path.is_empty() || !text.contains(&marker) {
+        return text.to_owned();
+    }
+    let lines: Vec<&str> = text
+        .split('\n')
+        .map(|line| {
+            if !line.starts_with('/') {
+                return line;
+            }
+            let Some(at) = line.find(&marker) else {
+                return line;
+            };
+            let start = at + marker.len();
+            let digits = line[start..].bytes().take_while(u8::is_ascii_digit).count();
+            if digits > 0 && line[start + digits..].starts_with(": ") {
+                &line[at + 1..]
+            } else {
+                line
+            }
+        })
+        .collect();
+    lines.join("\n")
+}
 
 /// A report's `longrepr` -> (text as pytest prints it, crash).
 ///

@@ -231,6 +231,8 @@ class _Reader:
         if outcome == "failed":
             text, crash = _longrepr(obj.get("longrepr"), stripped=True)
             if text is not None:
+                if type(obj.get("longrepr")) is str:
+                    text = relative_locations(text, node_id)
                 phase["longrepr"] = _capped_text(text)
             if crash:
                 phase["crash"] = crash
@@ -438,6 +440,32 @@ def _subtest_label(context: Any) -> str:
 
 
 # -- longrepr ---------------------------------------------------------------------------
+
+
+def relative_locations(text: str, node_id: str) -> str:
+    """A string longrepr's location lines made relative: a line that starts with ``/``
+    and holds ``/<path>:<ASCII digits>: `` (``<path>`` the node id's file, before its
+    first ``::``) keeps what follows that first ``/``. pytest writes a doctest's location
+    lines with the absolute path (``/root/pkg/mod.py:12: DocTestFailure``) where its
+    tracebacks write paths relative to the invocation directory; the server's plugin
+    strips them when it writes, pytest-reportlog does not. Lines split on ``\n`` only."""
+    path = node_id.split("::", 1)[0]
+    marker = "/" + path + ":"
+    if not path or marker not in text:
+        return text
+    lines = text.split("\n")
+    for n, line in enumerate(lines):
+        if not line.startswith("/"):
+            continue
+        at = line.find(marker)
+        if at < 0:
+            continue
+        end = start = at + len(marker)
+        while end < len(line) and "0" <= line[end] <= "9":
+            end += 1
+        if end > start and line.startswith(": ", end):
+            lines[n] = line[at + 1 :]
+    return "\n".join(lines)
 
 
 def py_strip(s: str) -> str:
