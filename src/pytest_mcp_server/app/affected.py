@@ -73,9 +73,9 @@ class MapState:
     fingerprints were read this call (the map's are used while a file's stat key is
     unchanged), path -> (stat key, fingerprints), for the map to keep, and
     ``import_changed``: the files of the function blocks run at import that changed
-    (every test depends on those), and ``changed_code``: the functions edited or added
-    in the files with a changed block, as changed lines (what names the change when
-    there is no git diff)."""
+    (every test depends on those), and ``changed_files``: each file with a block no
+    longer as the map holds it -> the fingerprints the map holds for it (``changed_code``
+    names what changed there when there is no git diff)."""
 
     recorded: dict[str, RecordedTest]
     before: dict[str, str]
@@ -84,7 +84,7 @@ class MapState:
     skip: list[str]
     read: dict[str, tuple[str, set[str]]]
     import_changed: frozenset[str]
-    changed_code: ChangedLines
+    changed_files: dict[str, set[str]]
 
     @property
     def environment(self) -> dict[str, str]:
@@ -136,8 +136,11 @@ def read_map_state(root: Path, path: Path) -> MapState:
         at_import = test_map.at_import()
         import_changed = frozenset(file for file, fingerprint in at_import if fingerprint not in current(file))
         before: dict[str, str] = orjson.loads(test_map.meta(CONFIG_PARTS_KEY) or "{}")
-    changed_code = _changed_code(root, blocks, {blocks[i][0] for i in gone})
-    state = MapState(recorded, before, notice, config_file_parts(root), [], read, import_changed, changed_code)
+    changed_files: dict[str, set[str]] = {blocks[i][0]: set() for i in gone}
+    for file, fingerprint in blocks.values():
+        if file in changed_files:
+            changed_files[file].add(fingerprint)
+    state = MapState(recorded, before, notice, config_file_parts(root), [], read, import_changed, changed_files)
     if recorded and len(state.environment) == len(ENVIRONMENT_PARTS):
         expected = config_fingerprint({**state.now, **state.environment})
         selected, _ = select_affected(list(recorded), recorded, expected, import_changed=import_changed)
@@ -146,18 +149,14 @@ def read_map_state(root: Path, path: Path) -> MapState:
     return state
 
 
-def _changed_code(root: Path, blocks: dict[int, tuple[str, str]], paths: set[str]) -> ChangedLines:
-    """The functions of ``paths`` (files with a block no longer as the map holds it)
-    whose fingerprints the map does not hold (``domain.blocks.changed_functions``), as
-    ``ChangedLines``."""
-    recorded: dict[str, set[str]] = {}
-    for path, fingerprint in blocks.values():
-        if path in paths:
-            recorded.setdefault(path, set()).add(fingerprint)
+def changed_code(root: Path, changed_files: dict[str, set[str]]) -> ChangedLines:
+    """The functions of ``changed_files`` (``MapState.changed_files``) whose fingerprints
+    the map does not hold (``domain.blocks.changed_functions``: edited or added), as
+    ``ChangedLines``: what stands for a git diff outside git."""
     ranges: dict[str, list[tuple[int, int]]] = {}
-    for path in sorted(paths):
+    for path, recorded in sorted(changed_files.items()):
         now = read_blocks(root, path)
-        if now is not None and (found := changed_functions(now, recorded.get(path, set()))):
+        if now is not None and (found := changed_functions(now, recorded)):
             ranges[path] = found
     return ChangedLines(ranges=ranges)
 
@@ -210,8 +209,8 @@ async def execute_affected(
     ``no_tests``, exit code 5. Raises ``ToolFailure`` as ``execute_tests`` does; the map
     is then left as it was."""
     path = map_path(runner.artifacts_base, runner.root, interp.python)
-    state = await anyio.to_thread.run_sync(read_map_state, runner.root, path)
-    async with runner.slots:
+    async with runner.slots:  # the map as the call before this one left it
+        state = await anyio.to_thread.run_sync(read_map_state, runner.root, path)
         run_dir = await anyio.to_thread.run_sync(runner.run_dirs.new)
         options = skip_options(run_dir, state.skip, state.environment, measure=True)
         result, _ = await run_in_dir(runner, params, interp, timeout, progress, run_dir, options)
@@ -221,8 +220,9 @@ async def execute_affected(
     update: dict[str, object] = {"selection": plan.selection}
     if not result.summary.ok:
         # the run recorded what each test ran: name the changed code the failing ones ran
-        # without git, the functions the map saw change stand for the diff
-        changed = await changed_lines(runner.root) or state.changed_code
+        changed = await changed_lines(runner.root)
+        if changed is None:  # no git: the functions the map saw change stand for the diff
+            changed = await anyio.to_thread.run_sync(changed_code, runner.root, state.changed_files)
         if changed.ranges or changed.new_files:
             measured = await anyio.to_thread.run_sync(changed_contexts, data, runner.root, changed)
             suspects = await anyio.to_thread.run_sync(rank_in_root, runner.root, changed, measured, outcomes)
@@ -296,8 +296,8 @@ async def discover_affected(runner: Runner, params: SelectionParams, work_dir: P
     an affected run would do, and that needs coverage.py)."""
     interp = await interpreter_with_coverage(runner)
     path = map_path(runner.artifacts_base, runner.root, interp.python)
-    state = await anyio.to_thread.run_sync(read_map_state, runner.root, path)
     async with runner.slots:
+        state = await anyio.to_thread.run_sync(read_map_state, runner.root, path)
         work_dir.mkdir(exist_ok=True)
         argv = discover_argv(params, interp, work_dir) + skip_options(
             work_dir, state.skip, state.environment, measure=False

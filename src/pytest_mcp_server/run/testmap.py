@@ -3,9 +3,9 @@
 in SQLite (the standard library's ``sqlite3``, WAL journal). A test's blocks are one
 value, the ids of its ``blocks`` rows packed (``_pack``), not a row per test and block:
 a test of a parser runs hundreds of functions, and rewriting 500 tests' rows one pair at
-a time took seconds. It also keeps, per file
-the tests ran, its block fingerprints with the file's ``stat`` when they were read
-(``files``), so that an unchanged file is not parsed again on the next call.
+a time took seconds. It also keeps, per file the tests ran, its block fingerprints with
+the file's ``stat`` when they were read (``files``), so that an unchanged file is not
+parsed again on the next call.
 
 One file per project root and interpreter (``map_path``: ``<artifacts>/maps/<root
 name>-<hash of root and interpreter>.sqlite``), never in the project. Every change is
