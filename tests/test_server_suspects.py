@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from server_support import connect, git, run, text_of
 from server_support import stdio_server as server
 
@@ -241,6 +242,17 @@ SEPARATOR = ","
 def join(parts):
     return SEPARATOR.join(parts)
 """
+BUILT_SEPARATORS = """\
+def default_separator():
+    return ","
+
+
+SEPARATOR = default_separator()
+
+
+def join(parts):
+    return SEPARATOR.join(parts)
+"""
 SEPARATOR_TESTS = """\
 from pkg.separators import join
 
@@ -254,12 +266,12 @@ def test_join_one():
 """
 
 
-def separators_project(root: Path) -> Path:
-    """``pkg/separators.py`` and its two tests, committed."""
+def separators_project(root: Path, source: str) -> Path:
+    """``pkg/separators.py`` (``source``) and its two tests, committed."""
     (root / "pkg").mkdir(parents=True)
     (root / "tests").mkdir()
     (root / "pkg" / "__init__.py").write_text("")
-    (root / "pkg" / "separators.py").write_text(SEPARATORS)
+    (root / "pkg" / "separators.py").write_text(source)
     (root / "tests" / "test_separators.py").write_text(SEPARATOR_TESTS)
     git(root, "init", "-q")
     git(root, "add", "-A")
@@ -267,30 +279,40 @@ def separators_project(root: Path) -> Path:
     return root / "pkg" / "separators.py"
 
 
-def test_a_changed_constant_run_at_import_is_named_as_run_before_every_test(tmp_path):
-    """``SEPARATOR = ","`` runs when the module is imported, outside every test's
-    context; changed, it is what broke ``join``, and no test ran its line as a test.
-    Named alike by a measured run (pytest-cov's contexts) and an affected run (the map's)."""
-    measured = separators_project(tmp_path / "measured")
-    measured.write_text(SEPARATORS.replace('SEPARATOR = ","', 'SEPARATOR = ";"'))
+@pytest.mark.parametrize(
+    ("source", "old", "new", "line"),
+    [
+        (SEPARATORS, 'SEPARATOR = ","', 'SEPARATOR = ";"', "1"),  # a constant
+        (BUILT_SEPARATORS, 'return ","', 'return ";"', "2"),  # a function only a module-level call runs
+    ],
+)
+def test_changed_code_run_only_at_import_is_named_as_run_before_every_test(tmp_path, source, old, new, line):
+    """The separator is set when the module is imported, outside every test's context;
+    changed, it is what broke ``join``, and no test ran its line (nor its function) as a
+    test. Named alike by a measured run (pytest-cov's contexts) and an affected run (the
+    map's)."""
+    measured = separators_project(tmp_path / "measured", source)
+    measured.write_text(source.replace(old, new))
     result, text = measured_run(tmp_path / "measured", tmp_path / "a1")
 
     affected_root = tmp_path / "affected"
-    module = separators_project(affected_root)
+    module = separators_project(affected_root, source)
 
     async def body():
         async with connect(server(affected_root, tmp_path / "a2"), "auto") as client:
             await client.call_tool("execute_tests", {"affected": True})  # builds the map
-            module.write_text(SEPARATORS.replace('SEPARATOR = ","', 'SEPARATOR = ";"'))
+            module.write_text(source.replace(old, new))
             answer = await client.call_tool("execute_tests", {"affected": True})
             return ExecuteResult.model_validate(answer.structured_content), text_of(answer)
 
     affected, affected_text = run(body)
-    expected = "changed code run at import, before every test: pkg/separators.py:1 (1 of 1 failing, 1 of 1 passing)"
+    expected = (
+        f"changed code run at import, before every test: pkg/separators.py:{line} (1 of 1 failing, 1 of 1 passing)"
+    )
     for answer, answer_text in ((result, text), (affected, affected_text)):
         assert answer.summary.counts.failed == 1
         (top,) = answer.suspects
-        assert (top.path, top.lines, top.by, top.failing, top.passing) == ("pkg/separators.py", "1", "import", 1, 1)
+        assert (top.path, top.lines, top.by, top.failing, top.passing) == ("pkg/separators.py", line, "import", 1, 1)
         assert expected in answer_text.splitlines()
 
 
