@@ -387,7 +387,9 @@ async def measure_project(spec: real_bugs.BugProject, args: argparse.Namespace) 
     setup = real_bugs.prepare(spec, "editable", args.work)
     name = spec.project.name
     testmon_python = real_projects.make_venv(
-        args.work / "venvs" / f"{name}-testmon", [["-e", str(setup.root)], [TESTMON], list(spec.project.deps)], f"{name} (testmon)"
+        args.work / "venvs" / f"{name}-testmon",
+        [["-e", str(setup.root)], [TESTMON], list(spec.project.deps)],
+        f"{name} (testmon)",
     )
     real_bugs.commit_tree(setup.root)
     dirty = real_projects.sh("git", "status", "--porcelain", cwd=setup.root).stdout.strip()
