@@ -51,9 +51,9 @@ class Suspect(_Frozen):
     (compact ranges of the hunk's changed lines, ``"12-13"``), how many ``failing`` and
     ``passing`` tests ran it (of ``failing_total``/``passing_total`` in the run), and
     ``by`` what: ``"line"`` when they ran a changed line, ``"function"`` when only
-    another line of the function holding it, ``"import"`` when the changed lines (or,
-    for lines in a function, that function) ran only at import, outside any test
-    (before every test of the run: each test counts as having run them)."""
+    another line of the function holding it, ``"import"`` when the changed lines ran
+    only at import, outside any test (module-level code, or a function a module-level
+    call runs; before every test of the run: each test counts as having run them)."""
 
     path: str
     lines: str
@@ -201,8 +201,7 @@ def rank_suspects(
                 first, last = hunk.span
                 failing, passing = _tests_of(range(first, last + 1), file.contexts, outcomes)
                 by = "function"
-            ran_at_import = hunk.measured if hunk.span is None else range(hunk.span[0], hunk.span[1] + 1)
-            if not failing and any("" in file.contexts.get(n, ()) for n in ran_at_import):
+            if not failing and any("" in file.contexts.get(n, ()) for n in hunk.measured):
                 # code run at import (a constant, a table built once, a function a
                 # decorator or a module-level call runs): it ran before every test of
                 # the run and may shape any of them
