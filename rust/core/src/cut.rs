@@ -331,7 +331,10 @@ pub(crate) struct FailureFrames<'a> {
 
 impl<'a> FailureFrames<'a> {
     pub(crate) fn of(text: &'a str, project: Option<&ProjectCode>, kinds: &mut PathKinds) -> Self {
-        if memchr::memmem::find(text.as_bytes(), CHAIN_MARK).is_some() {
+        // One searcher for the run: building one per failure cost more than the search.
+        static CHAIN_FINDER: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+            std::sync::LazyLock::new(|| memchr::memmem::Finder::new(CHAIN_MARK));
+        if CHAIN_FINDER.find(text.as_bytes()).is_some() {
             if let Some(chain) = text_lines(text).find(|line| is_chain_line(line)) {
                 // `chain` is a slice of `text`: its start is where the root ends
                 let root = &text[..chain.as_ptr() as usize - text.as_ptr() as usize];

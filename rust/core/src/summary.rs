@@ -1060,14 +1060,14 @@ impl SummaryBuilder {
     /// listed; a dropped one that is listed after all is read again). Groups that grew
     /// keep theirs.
     fn evict_pending(&mut self, bytes: usize) {
-        let mut kept = std::collections::VecDeque::new();
         while self.pending_bytes + bytes > PENDING_BYTES {
             let Some(i) = self.pending_order.pop_front() else {
                 break;
             };
             let group = &mut self.groups[i];
             if group.count > 1 {
-                kept.push_back(i);
+                // It keeps its record for good (counts only grow): out of the queue, so
+                // that no later eviction walks past it again.
                 continue;
             }
             if let Representative::Pending(record) =
@@ -1076,8 +1076,6 @@ impl SummaryBuilder {
                 self.pending_bytes -= record_bytes(&record);
             }
         }
-        kept.append(&mut self.pending_order);
-        self.pending_order = kept;
     }
 
     /// The groups a summary lists, in order (largest first, ties by first appearance;

@@ -70,8 +70,11 @@ impl Sections {
 
     /// Text of the element, in document order.
     pub fn push(&mut self, s: &str, out: &mut dyn FnMut(Stream, &str)) {
+        // One searcher for the run: building one per piece of text cost more than the search.
+        static HEADER_START: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+            std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\n-"));
         if !self.holding
-            && memchr::memmem::find(s.as_bytes(), b"\n-").is_none()
+            && HEADER_START.find(s.as_bytes()).is_none()
             && !(self.line_start && s.starts_with('-'))
         {
             // no header can start in `s`: the same result as line by line, at once
