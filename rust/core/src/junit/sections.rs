@@ -73,10 +73,14 @@ impl Sections {
         // One searcher for the run: building one per piece of text cost more than the search.
         static HEADER_START: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
             std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\n-"));
-        if !self.holding
-            && HEADER_START.find(s.as_bytes()).is_none()
-            && !(self.line_start && s.starts_with('-'))
-        {
+        // Pieces are often a character or a few (between character references): those
+        // are looked at directly, not through a searcher's set-up.
+        let no_line_starts_with_dash = if s.len() < 32 {
+            !s.as_bytes().windows(2).any(|w| w == b"\n-")
+        } else {
+            HEADER_START.find(s.as_bytes()).is_none()
+        };
+        if !self.holding && no_line_starts_with_dash && !(self.line_start && s.starts_with('-')) {
             // no header can start in `s`: the same result as line by line, at once
             self.plain(s, out);
             return;
