@@ -193,7 +193,21 @@ impl PathKinds {
 }
 
 /// A frame line's (path, N): a location line or a native-format frame line.
+#[inline]
 fn frame_line(line: &str) -> Option<FrameLine<'_>> {
+    let b = line.as_bytes();
+    if matches!(b.first(), Some(b' ' | b'\t')) {
+        // Indented (most lines of a traceback: its source lines): never a location line,
+        // and a native frame only if `File` follows the indentation; decided here, without
+        // the two calls.
+        let indent = b
+            .iter()
+            .position(|&c| !matches!(c, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c))?;
+        if b[indent] != b'F' {
+            return None;
+        }
+        return native_frame(line);
+    }
     match parse_location(line) {
         Some(loc) => Some((loc.path, loc.line)),
         None => native_frame(line),
@@ -235,7 +249,11 @@ impl<'a> Iterator for LinesBack<'a> {
                 let bit = 63 - self.breaks.leading_zeros() as usize;
                 self.breaks &= !(1u64 << bit);
                 let at = self.block + bit;
-                let line = &self.text[at + 1..self.end];
+                debug_assert!(at < self.end && self.text.as_bytes()[at] == b'\n');
+                // SAFETY: `at` is a `\n` byte before `end` (bits are only set for `\n`s below
+                // `end`), and `end` is the text's length or a `\n` byte's index: both ends
+                // of the slice are char boundaries of the valid UTF-8 `text`.
+                let line = unsafe { self.text.get_unchecked(at + 1..self.end) };
                 self.end = at;
                 return Some(chomp(line));
             }
@@ -331,7 +349,10 @@ pub(crate) struct FailureFrames<'a> {
 
 impl<'a> FailureFrames<'a> {
     pub(crate) fn of(text: &'a str, project: Option<&ProjectCode>, kinds: &mut PathKinds) -> Self {
-        if memchr::memmem::find(text.as_bytes(), CHAIN_MARK).is_some() {
+        // One searcher for the run: building one per failure cost more than the search.
+        static CHAIN_FINDER: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+            std::sync::LazyLock::new(|| memchr::memmem::Finder::new(CHAIN_MARK));
+        if CHAIN_FINDER.find(text.as_bytes()).is_some() {
             if let Some(chain) = text_lines(text).find(|line| is_chain_line(line)) {
                 // `chain` is a slice of `text`: its start is where the root ends
                 let root = &text[..chain.as_ptr() as usize - text.as_ptr() as usize];

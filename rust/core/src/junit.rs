@@ -115,9 +115,9 @@ struct Case {
     log: HeadTail,
 }
 
-/// The previous test, held to merge retries (consecutive testcases with one node id).
-struct Held {
-    record: TestRecord,
+/// What the held test's attempts were (retries merge: consecutive testcases with one
+/// node id).
+struct HeldAttempts {
     any_passed: bool,
     any_failed: bool,
 }
@@ -128,7 +128,10 @@ struct Junit<'b, 's> {
     /// Open `testsuite` elements outside testcases: (depth, name is "pytest").
     suites: Vec<(usize, bool)>,
     case: Case,
-    held: Option<Held>,
+    /// The previous test, held to merge retries; it is built here in place and moved
+    /// once, into the sink (a record is 256 bytes, and most tests are passed ones).
+    held: Option<TestRecord>,
+    held_attempts: HeldAttempts,
     /// The node id of the case being closed, as UTF-8 (reused buffer).
     node_id: Vec<u8>,
     /// The node id prefix (all but the name) of the last case and what it was made of:
@@ -164,6 +167,10 @@ impl<'b, 's> Junit<'b, 's> {
                 log: HeadTail::for_output(budgets.max_log_bytes),
             },
             held: None,
+            held_attempts: HeldAttempts {
+                any_passed: false,
+                any_failed: false,
+            },
             node_id: Vec::new(),
             prefix: Vec::new(),
             prefix_of: (String::new(), None, false),
@@ -370,35 +377,12 @@ impl Junit<'_, '_> {
     }
 
     fn close_case(&mut self) {
-        let max_output = self.budgets.max_output_bytes;
         let case = &mut self.case;
         case.open = false;
         case.capture = Capture::None;
-        let log = if case.log.is_empty() {
-            None
-        } else {
-            Some(std::mem::replace(
-                &mut case.log,
-                HeadTail::for_output(self.budgets.max_log_bytes),
-            ))
-        };
-        let chosen = case.chosen.take();
-        // Take the texts, leaving empty ones (no allocation) for the next case.
-        let text = std::mem::replace(&mut case.text, HeadTail::new(0, 0));
-        let (stdout, stderr) = if case.stdout.is_empty() && case.stderr.is_empty() {
-            (None, None)
-        } else {
-            (
-                Some(std::mem::replace(
-                    &mut case.stdout,
-                    HeadTail::for_output(max_output),
-                )),
-                Some(std::mem::replace(
-                    &mut case.stderr,
-                    HeadTail::for_output(max_output),
-                )),
-            )
-        };
+        let mut chosen = case.chosen.take();
+        // Take the text, leaving an empty one (no allocation) for the next case.
+        let mut text = std::mem::replace(&mut case.text, HeadTail::new(0, 0));
         let file = case.file.as_deref().unwrap_or("");
         if let Some(chosen) = chosen.as_ref().filter(|c| c.collection) {
             let (text, omitted) = text.finish();
@@ -411,41 +395,58 @@ impl Junit<'_, '_> {
                 text: Some(text),
                 text_bytes_omitted: omitted,
             };
+            clear_output(&mut self.case);
             self.flush();
             (self.sink)(Item::CollectionError(record));
             return;
         }
-        let (chosen, text, passed_with_failed_subtests) = self.close_subtests(chosen, text);
+        let passed_with_failed_subtests = self.close_subtests(&mut chosen, &mut text);
         self.build_node_id();
-        let case = &mut self.case;
-        let file = case.file.as_deref().unwrap_or("");
         let outcome = chosen.as_ref().map_or(Outcome::Passed, |c| c.outcome);
-        let mut record = TestRecord {
-            node_id: String::new(),
-            outcome: Some(outcome),
-            duration_us: case.duration_us,
-            flaky: case.flaky_result && !outcome.is_problem(),
-            passed_with_failed_subtests,
-            ..TestRecord::default()
+        let case = &self.case;
+        let duration_us = case.duration_us;
+        let flaky = case.flaky_result && !outcome.is_problem();
+        let chosen = chosen.filter(|c| c.outcome.is_problem());
+        let retry = self
+            .held
+            .as_ref()
+            .is_some_and(|held| same_id(held.node_id.as_bytes(), &self.node_id));
+        let record = if retry {
+            let held = self.held.as_mut().expect("checked just above");
+            let attempts = &mut self.held_attempts;
+            attempts.any_passed |= outcome == Outcome::Passed;
+            attempts.any_failed |= outcome.is_problem();
+            // this attempt replaces the held one; the durations add up
+            let record = TestRecord {
+                node_id: std::mem::take(&mut held.node_id),
+                outcome: Some(outcome),
+                duration_us: held.duration_us.saturating_add(duration_us),
+                flaky: held.flaky || flaky || (attempts.any_passed && attempts.any_failed),
+                passed_with_failed_subtests,
+                ..TestRecord::default()
+            };
+            *held = record;
+            held
+        } else {
+            self.flush();
+            self.held_attempts = HeldAttempts {
+                any_passed: outcome == Outcome::Passed,
+                any_failed: outcome.is_problem(),
+            };
+            self.held.insert(TestRecord {
+                node_id: into_string(self.node_id.clone()),
+                outcome: Some(outcome),
+                duration_us,
+                flaky,
+                passed_with_failed_subtests,
+                ..TestRecord::default()
+            })
         };
-        if let Some(chosen) = chosen.filter(|c| c.outcome.is_problem()) {
-            let (text, text_omitted) = text.finish();
-            let (out, out_omitted) = stdout.map_or((String::new(), 0), HeadTail::finish);
-            let (err, err_omitted) = stderr.map_or((String::new(), 0), HeadTail::finish);
-            record.phase = chosen.phase;
-            record.exception = chosen.exception;
-            record.message = chosen.message;
-            record.text = Some(text);
-            record.path = location_path(file);
-            record.line = case.line.as_deref().and_then(parse_line);
-            let (log, log_omitted) = log.map_or((String::new(), 0), HeadTail::finish);
-            record.stdout = (!out.is_empty()).then_some(out);
-            record.stderr = (!err.is_empty()).then_some(err);
-            record.log = (!log.is_empty()).then_some(log);
-            record.text_bytes_omitted = text_omitted + chosen.message_omitted;
-            record.output_bytes_omitted = out_omitted + err_omitted + log_omitted;
+        match chosen {
+            Some(chosen) => fill_failure(&mut self.case, self.budgets, record, chosen, text),
+            // Only a failure keeps its output: the buffers stay for the next case.
+            None => clear_output(&mut self.case),
         }
-        self.push_test(record);
     }
 
     /// Put the open case's node id in `self.node_id` (the prefix is rebuilt only when
@@ -469,42 +470,69 @@ impl Junit<'_, '_> {
         self.node_id.extend_from_slice(case.name.as_bytes());
     }
 
-    /// Merge `record` (whose node id is in `self.node_id`) into the held test when it
-    /// retries it, else emit the held one and hold this.
-    fn push_test(&mut self, mut record: TestRecord) {
-        let passed = record.outcome() == Outcome::Passed;
-        let failed = record.outcome().is_problem();
-        match self.held.as_mut() {
-            Some(held) if held.record.node_id.as_bytes() == self.node_id.as_slice() => {
-                held.any_passed |= passed;
-                held.any_failed |= failed;
-                let duration_us = held.record.duration_us.saturating_add(record.duration_us);
-                let flaky =
-                    held.record.flaky || record.flaky || (held.any_passed && held.any_failed);
-                record.node_id = std::mem::take(&mut held.record.node_id);
-                held.record = TestRecord {
-                    duration_us,
-                    flaky,
-                    ..record
-                };
-            }
-            _ => {
-                self.flush();
-                record.node_id = into_string(self.node_id.clone());
-                self.held = Some(Held {
-                    record,
-                    any_passed: passed,
-                    any_failed: failed,
-                });
-            }
-        }
-    }
-
     fn flush(&mut self) {
-        if let Some(held) = self.held.take() {
-            (self.sink)(Item::Test(held.record));
+        if let Some(record) = self.held.take() {
+            (self.sink)(Item::Test(record));
         }
     }
+}
+
+/// `a == b` for node ids, their last 8 bytes compared first: consecutive tests mostly
+/// differ only there (`test_x[1]`, `test_x[2]`), after a long common prefix.
+#[inline]
+fn same_id(a: &[u8], b: &[u8]) -> bool {
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    if n >= 8 {
+        let last = |s: &[u8]| u64::from_ne_bytes(s[n - 8..].try_into().expect("8 bytes"));
+        if last(a) != last(b) {
+            return false;
+        }
+    }
+    a == b
+}
+
+/// A failed/error record's details: its result, its text, and the case's captured
+/// output (taken, leaving empty buffers for the next case).
+fn fill_failure(
+    case: &mut Case,
+    budgets: &Budgets,
+    record: &mut TestRecord,
+    chosen: Chosen,
+    text: HeadTail,
+) {
+    let take = |buf: &mut HeadTail, max: usize| {
+        if buf.is_empty() {
+            (String::new(), 0)
+        } else {
+            std::mem::replace(buf, HeadTail::for_output(max)).finish()
+        }
+    };
+    let (out, out_omitted) = take(&mut case.stdout, budgets.max_output_bytes);
+    let (err, err_omitted) = take(&mut case.stderr, budgets.max_output_bytes);
+    let (log, log_omitted) = take(&mut case.log, budgets.max_log_bytes);
+    let (text, text_omitted) = text.finish();
+    let file = case.file.as_deref().unwrap_or("");
+    record.phase = chosen.phase;
+    record.exception = chosen.exception;
+    record.message = chosen.message;
+    record.text = Some(text);
+    record.path = location_path(file);
+    record.line = case.line.as_deref().and_then(parse_line);
+    record.stdout = (!out.is_empty()).then_some(out);
+    record.stderr = (!err.is_empty()).then_some(err);
+    record.log = (!log.is_empty()).then_some(log);
+    record.text_bytes_omitted = text_omitted + chosen.message_omitted;
+    record.output_bytes_omitted = out_omitted + err_omitted + log_omitted;
+}
+
+/// Forget the case's captured output, keeping its buffers (for the next case).
+fn clear_output(case: &mut Case) {
+    case.stdout.clear();
+    case.stderr.clear();
+    case.log.clear();
 }
 
 /// `time` in seconds -> microseconds, as `duration_us_from_text(_, true)`, with a fast

@@ -511,11 +511,22 @@ impl<'a, R: Read> Parser<'a, R> {
         self.lx.begin_array().map_err(|f| self.fail(f))?;
         let mut first = true;
         let mut index = 0u64;
+        // One entry, filled in place for each element (an entry is ~700 bytes: moving it
+        // through returns cost more than reading most tests).
+        let mut entry = Entry::default();
         while self.next_element(&mut first)? {
-            if let Some(entry) = self.test_entry(index)? {
-                for record in self.entries.push(entry, false).into_iter().flatten() {
-                    self.emit(Item::Test(record));
-                }
+            if self.test_entry(index, &mut entry)? {
+                let Parser {
+                    entries,
+                    sink,
+                    held_error,
+                    ..
+                } = self;
+                entries.push(&mut entry, false, &mut |record| {
+                    if held_error.is_none() {
+                        sink(Item::Test(record));
+                    }
+                });
             }
             index += 1;
         }
@@ -526,16 +537,19 @@ impl<'a, R: Read> Parser<'a, R> {
         Ok(())
     }
 
-    /// One element of `tests`; None if it broke the format (the error is reported or held).
-    fn test_entry(&mut self, index: u64) -> Result<Option<Entry>, ReportError> {
+    /// One element of `tests`, read into `entry`; false if it broke the format (the error
+    /// is reported or held).
+    fn test_entry(&mut self, index: u64, entry: &mut Entry) -> Result<bool, ReportError> {
         let whose = || format!("tests[{index}]");
         if !self.expect_kind(Kind::Object, &whose)? {
-            return Ok(None);
+            return Ok(false);
         }
         let start = self.lx.offset();
         self.lx.begin_object().map_err(|f| self.fail(f))?;
         let mut fields = Fields::new();
-        let mut entry = Entry::default();
+        entry.node_id = None;
+        entry.outcome = None;
+        entry.phases = [None, None, None];
         const KEYS: [&str; 5] = ["nodeid", "outcome", "setup", "call", "teardown"];
         while let Some(key) = self.next_field(&KEYS, &whose, &mut fields)? {
             let field = || format!("tests[{index}].{}", KEYS[key]);
@@ -577,9 +591,10 @@ impl<'a, R: Read> Parser<'a, R> {
                                     | Outcome::XPassed
                             ))
                     );
-                    match self.phase(&field, want_details)? {
-                        Some(data) => entry.phases[key - 2] = Some(data),
-                        None => fields.ok = false,
+                    // in place; a broken phase breaks the entry, which is then dropped
+                    let data = entry.phases[key - 2].insert(PhaseData::default());
+                    if !self.phase(&field, want_details, data)? {
+                        fields.ok = false;
                     }
                 }
             }
@@ -589,22 +604,22 @@ impl<'a, R: Read> Parser<'a, R> {
             ("outcome", entry.outcome.is_some()),
         ];
         self.require(start, &whose, &mut fields, &present)?;
-        Ok(if fields.ok { Some(entry) } else { None })
+        Ok(fields.ok)
     }
 
-    /// A phase object; None if it broke the format.
+    /// A phase object, read into `data` (empty); false if it broke the format.
     fn phase(
         &mut self,
         whose: &dyn Fn() -> String,
         want_details: bool,
-    ) -> Result<Option<PhaseData>, ReportError> {
+        data: &mut PhaseData,
+    ) -> Result<bool, ReportError> {
         if !self.expect_kind(Kind::Object, whose)? {
-            return Ok(None);
+            return Ok(false);
         }
         let start = self.lx.offset();
         self.lx.begin_object().map_err(|f| self.fail(f))?;
         let mut fields = Fields::new();
-        let mut data = PhaseData::default();
         let (mut has_duration, mut has_outcome) = (false, false);
         const KEYS: [&str; 7] = [
             "duration", "outcome", "longrepr", "crash", "stdout", "stderr", "log",
@@ -672,7 +687,7 @@ impl<'a, R: Read> Parser<'a, R> {
         }
         let present = [("duration", has_duration), ("outcome", has_outcome)];
         self.require(start, whose, &mut fields, &present)?;
-        Ok(if fields.ok { Some(data) } else { None })
+        Ok(fields.ok)
     }
 
     /// A phase's `log` array (at its `[`): each record object with string `levelname`,
@@ -813,13 +828,15 @@ impl TestEntries {
     /// Turn a test entry into records (a rerun chain it ends, then its own), applying
     /// the retry rule to `rerun` entries. `passed_with_failed_subtests` is set on the
     /// record (the report-log reader's unittest parents, docs/ENGINE.md, *Subtests*).
+    /// The records go to `emit`, in order; the entry is left emptied (taken from, not
+    /// moved: it is reused for the next one).
     pub(crate) fn push(
         &mut self,
-        entry: Entry,
+        entry: &mut Entry,
         passed_with_failed_subtests: bool,
-    ) -> [Option<TestRecord>; 2] {
-        let mut out: [Option<TestRecord>; 2] = [None, None];
-        let node_id = entry.node_id.unwrap_or_default();
+        emit: &mut dyn FnMut(TestRecord),
+    ) {
+        let node_id = entry.node_id.take().unwrap_or_default();
         let duration_us = entry
             .phases
             .iter()
@@ -829,7 +846,7 @@ impl TestEntries {
         let earlier = match self.chain.take() {
             Some(chain) if chain.node_id == node_id => Some(chain),
             Some(chain) => {
-                out[0] = Some(passed_after_reruns(chain));
+                emit(passed_after_reruns(chain));
                 None
             }
             None => None,
@@ -842,7 +859,7 @@ impl TestEntries {
                     node_id,
                     duration_us: previous.saturating_add(duration_us),
                 });
-                return out;
+                return;
             }
         };
         let failed_phase = (0..3).find(|&i| entry.phases[i].as_ref().is_some_and(|p| p.failed));
@@ -860,7 +877,7 @@ impl TestEntries {
             record.flaky = outcome == Outcome::Passed;
         }
         if outcome.is_problem() {
-            let mut phases = entry.phases;
+            let phases = &mut entry.phases;
             if let Some(i) = failed_phase {
                 let p = phases[i].as_mut().expect("the failed phase is present");
                 // moved, not copied: the entry is done with
@@ -901,8 +918,7 @@ impl TestEntries {
             record.log = log;
             record.output_bytes_omitted = out_omitted + err_omitted + log_omitted;
         }
-        out[1] = Some(record);
-        out
+        emit(record);
     }
 }
 

@@ -375,19 +375,16 @@ impl Reader<'_> {
             }
             None => EntryOutcome::Final(Outcome::Passed),
         };
-        let entry = Entry {
+        let mut entry = Entry {
             node_id: Some(node_id),
             outcome: Some(outcome),
             phases,
         };
-        for record in self
-            .entries
-            .push(entry, passed_with_failed_subtests)
-            .into_iter()
-            .flatten()
-        {
-            self.emit(record);
-        }
+        let sink = &mut self.sink;
+        self.entries
+            .push(&mut entry, passed_with_failed_subtests, &mut |record| {
+                sink(Item::Test(record))
+            });
     }
 
     fn subtest_report(&mut self, obj: &Map<String, Value>) -> Res<()> {

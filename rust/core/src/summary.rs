@@ -207,12 +207,23 @@ fn merge_examples(into: &mut Examples, from: Examples, max: usize) {
 
 /// A group's key (docs/ENGINE.md, *Groups*): the exception (or ""), the frame or
 /// assertion site (`path:line`) if any, and the normalised message ("" for a key by
-/// frame).
-#[derive(Debug, PartialEq, Eq, Hash)]
-struct GroupKey {
-    exception: String,
-    at: Option<String>,
-    normalized: String,
+/// frame), as the index holds it: one byte string, `exception 0xFF (0x01 at | 0x00) 0xFF
+/// normalized`. 0xFF is never a byte of UTF-8, so distinct keys give distinct strings;
+/// and one allocation is compared in one go (three strings behind an `Arc` cost a cache
+/// miss each, on every failure).
+fn encode_key(out: &mut Vec<u8>, exception: &str, at: Option<&str>, normalized: &str) {
+    out.clear();
+    out.extend_from_slice(exception.as_bytes());
+    out.push(0xFF);
+    match at {
+        Some(at) => {
+            out.push(0x01);
+            out.extend_from_slice(at.as_bytes());
+        }
+        None => out.push(0x00),
+    }
+    out.push(0xFF);
+    out.extend_from_slice(normalized.as_bytes());
 }
 
 /// A group's first failure, listed ahead of the others when the group is listed. Only
@@ -256,8 +267,8 @@ impl Representative {
 
 #[derive(Debug)]
 struct Group {
-    /// Shared with the index.
-    key: Arc<GroupKey>,
+    /// The key's exception ("" for none); the whole key is in the index.
+    exception: String,
     hash: u64,
     /// The first failure's normalised message.
     message: String,
@@ -409,7 +420,13 @@ pub struct SummaryBuilder {
     failures_total: u64,
     failures: Vec<ListedFailure>,
     groups: Vec<Group>,
-    group_index: HashMap<Arc<GroupKey>, usize, crate::text::FastHash>,
+    /// Encoded key ([`encode_key`]) -> index in `groups`.
+    group_index: HashMap<Box<[u8]>, usize, crate::text::FastHash>,
+    /// The encoded key of the failure being grouped, its buffer reused: most failures
+    /// join a group that exists, and then the lookup allocates nothing.
+    scratch_key: Vec<u8>,
+    /// The `path:line` of the failure being grouped (reused buffer).
+    scratch_at: String,
     other: OtherGroup,
     collection_total: u64,
     collection_errors: Vec<ListedCollectionError>,
@@ -484,6 +501,8 @@ impl SummaryBuilder {
             failures: Vec::new(),
             groups: Vec::new(),
             group_index: HashMap::default(),
+            scratch_key: Vec::new(),
+            scratch_at: String::new(),
             other: OtherGroup::default(),
             last_subtest: None,
             truncated: Vec::new(),
@@ -778,13 +797,23 @@ impl SummaryBuilder {
         (location, traceback, omitted)
     }
 
-    /// `path:line` of a frame, its path as shown.
-    fn frame_at(&self, frame: FrameLine<'_>) -> String {
-        format!(
-            "{}:{}",
-            display_path(frame.0, self.project.as_deref()),
-            frame.1
-        )
+    /// `path:line` of a frame, its path as shown, appended to `out` (without `format!`:
+    /// this runs once per failure).
+    fn write_frame_at(&self, out: &mut String, frame: FrameLine<'_>) {
+        out.push_str(&display_path(frame.0, self.project.as_deref()));
+        out.push(':');
+        let mut digits = [0u8; 20];
+        let mut i = digits.len();
+        let mut n = frame.1;
+        loop {
+            i -= 1;
+            digits[i] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        out.push_str(std::str::from_utf8(&digits[i..]).expect("ASCII digits"));
     }
 
     /// Count one more failure in `group` (an existing group, or `gother`).
@@ -827,32 +856,32 @@ impl SummaryBuilder {
         let max_message_chars = self.budgets.max_message_chars;
         let mut normalized = None;
         let exception = exception.unwrap_or("");
-        let key = match frames.key {
+        let mut at = std::mem::take(&mut self.scratch_at);
+        at.clear();
+        let (at, folded) = match frames.key {
             // a fingerprint: the exception and where it was raised in the project's code
             // (its code under test first, else the test), whatever the values in the message
-            Some(frame) => GroupKey {
-                exception: exception.to_owned(),
-                at: Some(self.frame_at(frame)),
-                normalized: String::new(),
-            },
+            Some(frame) => {
+                self.write_frame_at(&mut at, frame);
+                (Some(at), String::new())
+            }
             // no frame: the message is all there is, its values folded
             None => {
                 let line = normalized.insert(normalize_capped(message, max_message_chars));
-                GroupKey {
-                    exception: exception.to_owned(),
-                    at: None,
-                    normalized: fold_values(line),
-                }
+                self.scratch_at = at;
+                (None, fold_values(line))
             }
         };
+        let mut key = std::mem::take(&mut self.scratch_key);
+        encode_key(&mut key, exception, at.as_deref(), &folded);
         let max_examples = self.budgets.max_examples;
-        let index = match self.group_index.get(&key) {
-            Some(&index) => index,
+        let found = self.group_index.get(key.as_slice()).copied();
+        let index = match found {
+            Some(index) => index,
             None if self.groups.len() < self.group_limit => {
-                let hash = key_hash(Some(exception), &key.normalized, key.at.as_deref());
-                let key = Arc::new(key);
+                let hash = key_hash(Some(exception), &folded, at.as_deref());
                 self.groups.push(Group {
-                    key: key.clone(),
+                    exception: exception.to_owned(),
                     hash,
                     message: normalized
                         .unwrap_or_else(|| normalize_capped(message, max_message_chars)),
@@ -861,7 +890,8 @@ impl SummaryBuilder {
                     examples: Vec::new(),
                     representative: Representative::Missing,
                 });
-                self.group_index.insert(key, self.groups.len() - 1);
+                self.group_index
+                    .insert(key.as_slice().into(), self.groups.len() - 1);
                 self.groups.len() - 1
             }
             None => {
@@ -870,16 +900,21 @@ impl SummaryBuilder {
                 } else {
                     Vec::new()
                 };
-                self.other.fold_cause(key_hash(
-                    Some(exception),
-                    &key.normalized,
-                    key.at.as_deref(),
-                ));
+                self.other
+                    .fold_cause(key_hash(Some(exception), &folded, at.as_deref()));
                 self.other
                     .absorb(1, seq, example, max_examples, Representative::Missing);
+                self.scratch_key = key;
+                if let Some(at) = at {
+                    self.scratch_at = at;
+                }
                 return GroupRef::Other;
             }
         };
+        self.scratch_key = key;
+        if let Some(at) = at {
+            self.scratch_at = at;
+        }
         let group = &mut self.groups[index];
         group.count += 1;
         if group.examples.len() < max_examples {
@@ -983,16 +1018,22 @@ impl SummaryBuilder {
             Representative::Missing => Representative::Missing,
         };
         let mut remap: Vec<GroupRef> = Vec::with_capacity(other.groups.len());
-        for group in other.groups {
+        // the other builder's keys, by group
+        let mut keys: Vec<Option<Box<[u8]>>> = vec![None; other.groups.len()];
+        for (key, index) in other.group_index {
+            keys[index] = Some(key);
+        }
+        for (group, key) in other.groups.into_iter().zip(keys) {
+            let key = key.expect("every tracked group is in the index");
             let examples = shift(group.examples);
-            if let Some(&index) = self.group_index.get(&group.key) {
+            if let Some(&index) = self.group_index.get(&key) {
                 let mine = &mut self.groups[index];
                 mine.count += group.count;
                 merge_examples(&mut mine.examples, examples, max_examples);
                 remap.push(GroupRef::Tracked(index));
             } else if self.groups.len() < self.group_limit {
                 let index = self.groups.len();
-                self.group_index.insert(group.key.clone(), index);
+                self.group_index.insert(key, index);
                 self.groups.push(Group {
                     first_seq: group.first_seq + offset,
                     examples,
@@ -1060,14 +1101,14 @@ impl SummaryBuilder {
     /// listed; a dropped one that is listed after all is read again). Groups that grew
     /// keep theirs.
     fn evict_pending(&mut self, bytes: usize) {
-        let mut kept = std::collections::VecDeque::new();
         while self.pending_bytes + bytes > PENDING_BYTES {
             let Some(i) = self.pending_order.pop_front() else {
                 break;
             };
             let group = &mut self.groups[i];
             if group.count > 1 {
-                kept.push_back(i);
+                // It keeps its record for good (counts only grow): out of the queue, so
+                // that no later eviction walks past it again.
                 continue;
             }
             if let Representative::Pending(record) =
@@ -1076,8 +1117,6 @@ impl SummaryBuilder {
                 self.pending_bytes -= record_bytes(&record);
             }
         }
-        kept.append(&mut self.pending_order);
-        self.pending_order = kept;
     }
 
     /// The groups a summary lists, in order (largest first, ties by first appearance;
@@ -1187,7 +1226,7 @@ impl SummaryBuilder {
                     GroupJson {
                         id: group_id(g.hash),
                         count,
-                        exception: Some(g.key.exception.as_str()).filter(|e| !e.is_empty()),
+                        exception: Some(g.exception.as_str()).filter(|e| !e.is_empty()),
                         message: g.message.clone(),
                         location: location_json(&g.representative),
                         examples: g.examples.iter().map(|e| e.1.as_str()).collect(),

@@ -70,10 +70,17 @@ impl Sections {
 
     /// Text of the element, in document order.
     pub fn push(&mut self, s: &str, out: &mut dyn FnMut(Stream, &str)) {
-        if !self.holding
-            && memchr::memmem::find(s.as_bytes(), b"\n-").is_none()
-            && !(self.line_start && s.starts_with('-'))
-        {
+        // One searcher for the run: building one per piece of text cost more than the search.
+        static HEADER_START: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+            std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\n-"));
+        // Pieces are often a character or a few (between character references): those
+        // are looked at directly, not through a searcher's set-up.
+        let no_line_starts_with_dash = if s.len() < 32 {
+            !s.as_bytes().windows(2).any(|w| w == b"\n-")
+        } else {
+            HEADER_START.find(s.as_bytes()).is_none()
+        };
+        if !self.holding && no_line_starts_with_dash && !(self.line_start && s.starts_with('-')) {
             // no header can start in `s`: the same result as line by line, at once
             self.plain(s, out);
             return;

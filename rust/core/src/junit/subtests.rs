@@ -129,16 +129,17 @@ impl Junit<'_, '_> {
     }
 
     /// At the case's end: emit its last failed subtest (if the last failure is one) and
-    /// its passed subtests; give back what decides the parent: its result (a failure
-    /// `contains N failed subtests` when pytest counted it passed), its text, and
-    /// whether pytest counted it passed.
+    /// its passed subtests; leave in `chosen` and `text` what decides the parent: its
+    /// result (a failure `contains N failed subtests` when pytest counted it passed) and
+    /// its text, and say whether pytest counted it passed. In place: this runs for every
+    /// testcase, and moving the result and text in and out cost more than the rest.
     pub(super) fn close_subtests(
         &mut self,
-        chosen: Option<Chosen>,
-        text: HeadTail,
-    ) -> (Option<Chosen>, HeadTail, bool) {
+        chosen: &mut Option<Chosen>,
+        text: &mut HeadTail,
+    ) -> bool {
         if !self.case.pytest_suite {
-            return (chosen, text, false);
+            return false;
         }
         let subtests = &self.case.subtests;
         let last_is_subtest = chosen.as_ref().is_some_and(|c| {
@@ -146,12 +147,11 @@ impl Junit<'_, '_> {
                 && (subtests.failures >= 2 || !subtests.labels.is_empty())
                 && !c.message.as_deref().is_some_and(is_parent_marker)
         });
-        let mut result = (chosen, text, false);
         if last_is_subtest {
-            let last = result.0.take().expect("a subtest failure");
-            let text = std::mem::replace(&mut result.1, HeadTail::new(0, 0));
-            self.emit_failed_subtest(last, text);
-            result.0 = Some(Chosen {
+            let last = chosen.take().expect("a subtest failure");
+            let last_text = std::mem::replace(text, HeadTail::for_text());
+            self.emit_failed_subtest(last, last_text);
+            *chosen = Some(Chosen {
                 outcome: Outcome::Failed,
                 phase: Some(Phase::Call),
                 collection: false,
@@ -159,8 +159,6 @@ impl Junit<'_, '_> {
                 message: Some(parent_message(self.case.subtests.failed)),
                 message_omitted: 0,
             });
-            result.1 = HeadTail::for_text();
-            result.2 = true;
         }
         let passed = self.case.subtests.passed;
         if passed > 0 {
@@ -175,7 +173,7 @@ impl Junit<'_, '_> {
                 }));
             }
         }
-        result
+        last_is_subtest
     }
 }
 
