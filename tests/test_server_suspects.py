@@ -173,6 +173,21 @@ def test_only_the_change_the_failing_tests_ran_is_named(tmp_path):
     assert "pkg/numbers.py:15" not in text
 
 
+def test_deleted_lines_point_at_the_code_where_they_were(tmp_path):
+    """A deletion adds no line for a diff to name: the lines on either side of where the
+    deleted code was stand for it (here the clamp's upper bound goes: between ``return low``
+    and ``return value``, the one the failing test runs)."""
+    root = make_project(tmp_path)
+    change(root, "    if value > high:\n        return high\n", "")
+    result, text = measured_run(root, tmp_path / "artifacts")
+    assert result.summary.counts.failed == 1
+    top = result.suspects[0]
+    assert (top.path, top.lines, top.by, top.failing) == ("pkg/numbers.py", "14-15", "line", 1)
+    assert "changed code run by failing tests: pkg/numbers.py:14-15 (1 of 1 failing" in text
+    # a deletion is no changed line of the coverage summary's: nothing "changed and not run"
+    assert "changed lines not run" not in text
+
+
 def test_an_affected_run_names_the_change_its_failing_tests_ran(tmp_path):
     root = make_project(tmp_path)
 

@@ -223,7 +223,7 @@ async def execute_affected(
         changed = await changed_lines(runner.root)
         if changed is None:  # no git: the functions the map saw change stand for the diff
             changed = await anyio.to_thread.run_sync(changed_code, runner.root, state.changed_files)
-        if changed.ranges or changed.new_files:
+        if changed.touched():
             measured = await anyio.to_thread.run_sync(changed_contexts, data, runner.root, changed)
             suspects = await anyio.to_thread.run_sync(rank_in_root, runner.root, changed, measured, outcomes)
             update["suspects"] = suspects

@@ -27,10 +27,14 @@ class ChangedLines:
 
     ``ranges``: path -> sorted, disjoint ``(first, last)`` line ranges (1-based,
     inclusive) of the new file; ``new_files``: untracked files, every line of which is
-    new."""
+    new; ``deletions``: path -> sorted lines of the new file after which lines were
+    deleted and nothing added (0: at the top). Deletions are no changed lines here (a
+    line not there is not run or missed); they point the suspects at the code around
+    them (``touched``, ``domain.suspects``)."""
 
     ranges: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
     new_files: set[str] = field(default_factory=set)
+    deletions: dict[str, list[int]] = field(default_factory=dict)
 
     def __contains__(self, path: str) -> bool:
         return path in self.new_files or path in self.ranges
@@ -38,6 +42,10 @@ class ChangedLines:
     def paths(self) -> list[str]:
         """Every changed path (modified, added, untracked), sorted."""
         return sorted(self.new_files | self.ranges.keys())
+
+    def touched(self) -> list[str]:
+        """``paths`` and the files with only deletions, sorted: what the suspects read."""
+        return sorted(self.new_files | self.ranges.keys() | self.deletions.keys())
 
     def changed(self, path: str, lines: Iterable[int]) -> list[int]:
         """The ones of ``lines`` (sorted ascending) that the change added or modified in ``path``."""

@@ -175,7 +175,7 @@ def rank_suspects(
     if failing_total == 0:
         return []
     scored: list[tuple[float, int, str, int, Suspect]] = []
-    for path in changed.paths():
+    for path in changed.touched():
         file = measured.get(path)
         if file is None:
             continue
@@ -186,6 +186,9 @@ def rank_suspects(
             lines = list(range(1, source.count("\n") + 2))
         else:
             lines = [line for first, last in changed.ranges.get(path, []) for line in range(first, last + 1)]
+            # a deletion: the lines on either side of where the deleted code was
+            lines += [line for after in changed.deletions.get(path, []) for line in (after, after + 1) if line > 0]
+            lines = sorted(set(lines))
         # a changed line counts when coverage.py can record it: itself, or the first
         # line of the multi-line statement it is part of (a comment or docstring edit is neither)
         measured_of: dict[int, int] = {}

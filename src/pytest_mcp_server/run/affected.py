@@ -193,9 +193,10 @@ def changed_contexts(
     ``root``. The data names only the lines that ran: ``complete`` is False, and the
     ranking adds the lines the source's statements start on (``domain.suspects``)."""
     out: dict[str, LineContexts] = {}
+    touched = set(changed.touched())
     for path, per_context in data.items():
         relative = relative_path(path, os.fspath(root))
-        if relative not in changed:
+        if relative not in touched:
             continue
         contexts: dict[int, list[str]] = {}
         for context, lines in per_context.items():

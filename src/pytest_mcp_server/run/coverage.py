@@ -141,7 +141,7 @@ async def finish_coverage(
     if not files:
         return CoverageSummary(percent=None, problem="no coverage data was written (pytest-cov did not start?)")
     combined, report = run_dir / COMBINED_DATA, run_dir / JSON_REPORT
-    changed_python = [str(root / p) for p in (changed.paths() if changed else []) if p.endswith(".py")]
+    changed_python = [str(root / p) for p in (changed.touched() if changed else []) if p.endswith(".py")]
     spec = {
         "combined": str(combined),
         "out": str(report),

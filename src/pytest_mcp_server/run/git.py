@@ -54,7 +54,18 @@ def parse_unified_diff(lines: Iterable[str]) -> dict[str, list[tuple[int, int]]]
     (``d`` lines from ``c``; ``d`` absent means 1, ``0`` a pure deletion). Deleted files
     (``+++ /dev/null``) and files with no added line are left out. Rule: git's
     "combined diff"-free unified format (``git help diff``, *Generating patch text*)."""
-    result: dict[str, list[tuple[int, int]]] = {}
+    return _parse_hunks(lines)[0]
+
+
+def parse_unified_diff_deletions(lines: Iterable[str]) -> dict[str, list[int]]:
+    """The pure deletions of the same diff (hunks ``+c,0``): path -> sorted lines ``c``
+    of the new file after which lines were deleted (0: at the top)."""
+    return _parse_hunks(lines)[1]
+
+
+def _parse_hunks(lines: Iterable[str]) -> tuple[dict[str, list[tuple[int, int]]], dict[str, list[int]]]:
+    ranges: dict[str, list[tuple[int, int]]] = {}
+    deletions: dict[str, list[int]] = {}
     path: str | None = None
     for line in lines:
         if line.startswith("+++ "):
@@ -69,8 +80,10 @@ def parse_unified_diff(lines: Iterable[str]) -> dict[str, list[tuple[int, int]]]
             continue
         first, count = int(hunk.group(1)), int(hunk.group(2) or "1")
         if count:
-            result.setdefault(path, []).append((first, first + count - 1))
-    return {p: sorted(r) for p, r in result.items()}
+            ranges.setdefault(path, []).append((first, first + count - 1))
+        else:
+            deletions.setdefault(path, []).append(first)
+    return {p: sorted(r) for p, r in ranges.items()}, {p: sorted(d) for p, d in deletions.items()}
 
 
 _ESCAPES = {"a": 7, "b": 8, "t": 9, "n": 10, "v": 11, "f": 12, "r": 13, '"': 34, "\\": 92}
@@ -125,7 +138,9 @@ async def changed_lines(root: Path) -> ChangedLines | None:
     if diff is None:
         return None
     untracked = await _git(GIT_UNTRACKED_ARGV, root)
+    ranges, deletions = _parse_hunks(diff.splitlines())
     return ChangedLines(
-        ranges=parse_unified_diff(diff.splitlines()),
+        ranges=ranges,
         new_files={p for p in (untracked or "").split("\0") if p},
+        deletions=deletions,
     )
