@@ -84,7 +84,11 @@ fn location_tail(line: &str, colon: usize) -> Option<(u64, &str)> {
     if end == start || b.get(end) != Some(&b':') {
         return None;
     }
-    let number: u64 = line[start..end].parse().ok()?;
+    // the digits' value, None past u64 (as `str::parse` gives; without its sign and
+    // radix handling: every frame line of every failure comes here)
+    let number = b[start..end].iter().try_fold(0u64, |n, &d| {
+        n.checked_mul(10)?.checked_add(u64::from(d - b'0'))
+    })?;
     match b.get(end + 1) {
         None => Some((number, "")),
         Some(b' ') => Some((number, &line[end + 2..])),
@@ -195,23 +199,81 @@ impl PathKinds {
 /// A frame line's (path, N): a location line or a native-format frame line.
 #[inline]
 fn frame_line(line: &str) -> Option<FrameLine<'_>> {
+    match line_kind(line) {
+        LineKind::Frame(frame) => Some(frame),
+        LineKind::MayBeChain | LineKind::Other => None,
+    }
+}
+
+/// What a line of a traceback is, as far as its frames are concerned.
+enum LineKind<'a> {
+    /// A frame line ([`frame_line`]).
+    Frame(FrameLine<'a>),
+    /// Not a frame line; its first non-whitespace byte is `T` or `D`, so it may be a
+    /// chain line ([`is_chain_line`] decides).
+    MayBeChain,
+    /// Neither a frame line nor a chain line.
+    Other,
+}
+
+/// Which [`LineKind`] `line` is: most lines are told apart by their first bytes,
+/// without the location and native-frame parsers. Inlined: the frame scan calls it for
+/// every line it reads (a call per line cost a third of the scan).
+#[inline(always)]
+fn line_kind(line: &str) -> LineKind<'_> {
     let b = line.as_bytes();
-    if matches!(b.first(), Some(b' ' | b'\t')) {
+    match b.first() {
         // Indented (most lines of a traceback: its source lines): never a location line,
-        // and a native frame only if `File` follows the indentation; decided here, without
-        // the two calls.
-        let indent = b
-            .iter()
-            .position(|&c| !matches!(c, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c))?;
-        if b[indent] != b'F' {
-            return None;
+        // and a native frame only if `File` follows the indentation.
+        Some(b' ' | b'\t') => {
+            return match first_after_indentation(b) {
+                Some(b'F') => native_frame(line).map_or(LineKind::Other, LineKind::Frame),
+                Some(b'T' | b'D') => LineKind::MayBeChain,
+                _ => LineKind::Other,
+            }
         }
-        return native_frame(line);
+        // Blank, `E ...`/`E` and `>` lines (the others of a traceback): not a location
+        // line, not a native frame (`File` after the indentation), not a chain line.
+        None | Some(b'>') => return LineKind::Other,
+        Some(b'E') if matches!(b.get(1), None | Some(b' ')) => return LineKind::Other,
+        _ => {}
     }
     match parse_location(line) {
-        Some(loc) => Some((loc.path, loc.line)),
-        None => native_frame(line),
+        Some(loc) => LineKind::Frame((loc.path, loc.line)),
+        None => match native_frame(line) {
+            Some(frame) => LineKind::Frame(frame),
+            None if is_chain_line(line) => LineKind::MayBeChain,
+            None => LineKind::Other,
+        },
     }
+}
+
+/// The first byte of `b` that is not whitespace ([`is_ws`]), if any. The indentation of a
+/// source line is found with one 16-byte comparison (spaces and tabs), not byte by byte.
+#[inline]
+fn first_after_indentation(b: &[u8]) -> Option<u8> {
+    #[cfg(target_arch = "x86_64")]
+    if b.len() >= 16 {
+        use std::arch::x86_64::{
+            _mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8,
+        };
+        // SAFETY: SSE2 is part of the x86_64 baseline; one unaligned 16-byte load inside
+        // the (at least 16) bytes of `b`.
+        let blank = unsafe {
+            let x = _mm_loadu_si128(b.as_ptr().cast());
+            let spaces = _mm_cmpeq_epi8(x, _mm_set1_epi8(b' ' as i8));
+            let tabs = _mm_cmpeq_epi8(x, _mm_set1_epi8(b'\t' as i8));
+            _mm_movemask_epi8(_mm_or_si128(spaces, tabs)) as u32
+        };
+        let first = (!blank & 0xffff).trailing_zeros() as usize;
+        // the other whitespace (`\n`, `\r`, VT, FF) and 16 blanks are left to the loop
+        if first < 16 && !matches!(b[first], b'\n' | b'\r' | 0x0b | 0x0c) {
+            return Some(b[first]);
+        }
+    }
+    b.iter()
+        .copied()
+        .find(|&c| !matches!(c, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c))
 }
 
 /// The lines of `text` from the last to the first (split on `\n`, one trailing `\r`
@@ -313,10 +375,27 @@ impl<'a> DeepestFrames<'a> {
     /// Read the frame lines of `text` (location lines and native-format lines) from the
     /// end, up to the first of the project's code under test (nothing before it counts).
     pub(crate) fn of(text: &'a str, project: Option<&ProjectCode>, kinds: &mut PathKinds) -> Self {
+        Self::scan(text, project, kinds).0
+    }
+
+    /// [`DeepestFrames::of`], and how much of `text` was read: (frames, the end of the
+    /// part not read, whether a line read is a chain line). Every line from that end on
+    /// was read.
+    fn scan(
+        text: &'a str,
+        project: Option<&ProjectCode>,
+        kinds: &mut PathKinds,
+    ) -> (Self, usize, bool) {
         let mut deepest = DeepestFrames::default();
+        let mut chain_seen = false;
         for line in text_lines_back(text) {
-            let Some(frame) = frame_line(line) else {
-                continue;
+            let frame = match line_kind(line) {
+                LineKind::Frame(frame) => frame,
+                LineKind::MayBeChain => {
+                    chain_seen = chain_seen || is_chain_line(line);
+                    continue;
+                }
+                LineKind::Other => continue,
             };
             match kinds.kind(frame.0, project) {
                 CodeKind::Library => continue,
@@ -327,11 +406,13 @@ impl<'a> DeepestFrames<'a> {
                 CodeKind::Project => {
                     deepest.code.get_or_insert(frame);
                     deepest.key = Some(frame);
-                    break;
+                    // `line` is a slice of `text`: the lines before it were not read
+                    let start = line.as_ptr() as usize - text.as_ptr() as usize;
+                    return (deepest, start, chain_seen);
                 }
             }
         }
-        deepest
+        (deepest, 0, chain_seen)
     }
 }
 
@@ -352,7 +433,11 @@ impl<'a> FailureFrames<'a> {
         // One searcher for the run: building one per failure cost more than the search.
         static CHAIN_FINDER: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
             std::sync::LazyLock::new(|| memchr::memmem::Finder::new(CHAIN_MARK));
-        if CHAIN_FINDER.find(text.as_bytes()).is_some() {
+        // The whole text's frames first (texts rarely have a chain line): its lines read
+        // from the end were checked for chain lines on the way, so only the part before
+        // them is searched for one (a line is either read or wholly in that part).
+        let (whole, unread, chain_seen) = DeepestFrames::scan(text, project, kinds);
+        if chain_seen || CHAIN_FINDER.find(&text.as_bytes()[..unread]).is_some() {
             if let Some(chain) = text_lines(text).find(|line| is_chain_line(line)) {
                 // `chain` is a slice of `text`: its start is where the root ends
                 let root = &text[..chain.as_ptr() as usize - text.as_ptr() as usize];
@@ -366,7 +451,7 @@ impl<'a> FailureFrames<'a> {
             }
         }
         FailureFrames {
-            frames: DeepestFrames::of(text, project, kinds),
+            frames: whole,
             root: None,
         }
     }
@@ -1263,6 +1348,101 @@ mod tests {
         }
         assert_eq!(text_lines_back("").collect::<Vec<_>>(), [""]);
         assert_eq!(text_lines_back("a\n").collect::<Vec<_>>(), ["", "a"]);
+    }
+
+    #[test]
+    fn frame_and_chain_lines_are_told_apart_alike_whatever_the_indentation() {
+        // `line_kind` turns most lines away before the two parsers; it must agree with
+        // them on every line, indented by any mix of whitespace up to and past 16 bytes,
+        // and never turn a chain line away
+        let mut lines = Vec::new();
+        for indent in ["", " ", "\t", "  ", "    ", " \t\x0b", "\x0c ", "\r"] {
+            for width in [1, 4, 5, 15, 16, 17, 40] {
+                let pad = indent.repeat(width.min(40) / indent.len().max(1));
+                for body in [
+                    "File \"src/a.py\", line 12, in f",
+                    "File \"src/a.py\", line x",
+                    "src/a.py:3: in f",
+                    "E   src/a.py:3: in f",
+                    "E",
+                    "E:1: x",
+                    "Error.py:3: x",
+                    "> x.py:1: y",
+                    "C:\\a\\b.py:7: in g",
+                    "Foo",
+                    "",
+                    "\r",
+                    "\u{e9}t\u{e9}.py:2: x",
+                    "The above exception was the direct cause of the following exception:",
+                    "During handling of the above exception, another exception occurred: ",
+                    "The above exception",
+                    "Tests/a.py:3: in f",
+                ] {
+                    lines.push(format!("{pad}{body}"));
+                }
+            }
+        }
+        for line in &lines {
+            let expected = parse_location(line)
+                .map(|loc| (loc.path, loc.line))
+                .or_else(|| native_frame(line));
+            assert_eq!(frame_line(line), expected, "{line:?}");
+            if is_chain_line(line) {
+                assert!(matches!(line_kind(line), LineKind::MayBeChain), "{line:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_chain_line_is_found_in_the_part_read_for_frames_and_in_the_part_before_it() {
+        // `FailureFrames::of` searches only the part its frame scan did not read: the
+        // result must be that of searching the whole text, wherever the chain line is
+        fn reference(text: &str) -> (Option<FrameLine<'_>>, Option<FrameLine<'_>>, Option<&str>) {
+            let mut kinds = PathKinds::default();
+            if text.contains("above exception") {
+                if let Some(chain) = text_lines(text).find(|line| is_chain_line(line)) {
+                    let root = &text[..chain.as_ptr() as usize - text.as_ptr() as usize];
+                    let frames = DeepestFrames::of(root, None, &mut kinds);
+                    if frames.code.is_some() {
+                        return (frames.code, frames.key, Some(root));
+                    }
+                }
+            }
+            let frames = DeepestFrames::of(text, None, &mut kinds);
+            (frames.code, frames.key, None)
+        }
+        let chains = [
+            "The above exception was the direct cause of the following exception:",
+            "  During handling of the above exception, another exception occurred:\r",
+            "the above exception, not a chain line",
+        ];
+        let parts = [
+            "tests/test_a.py:4: in test_a\n    f()",
+            "src/app.py:3: in f\n    g()",
+            "/usr/lib/python3.11/json/decoder.py:9: in g\n    raise E",
+            "E   ValueError: x",
+            "  File \"src/app.py\", line 8, in h",
+        ];
+        for chain in chains {
+            for at in 0..=parts.len() {
+                for skip in 0..parts.len() {
+                    let mut lines: Vec<&str> = parts
+                        .iter()
+                        .enumerate()
+                        .filter(|&(i, _)| i != skip)
+                        .map(|(_, p)| *p)
+                        .collect();
+                    lines.insert(at.min(lines.len()), chain);
+                    let text = lines.join("\n");
+                    let got = FailureFrames::of(&text, None, &mut PathKinds::default());
+                    assert_eq!(
+                        (got.frames.code, got.frames.key, got.root),
+                        reference(&text),
+                        "{text:?}"
+                    );
+                }
+            }
+        }
     }
 
     /// pytest's long format for a test calling into a library that raised (the shape

@@ -879,20 +879,9 @@ impl SummaryBuilder {
         let index = match found {
             Some(index) => index,
             None if self.groups.len() < self.group_limit => {
-                let hash = key_hash(Some(exception), &folded, at.as_deref());
-                self.groups.push(Group {
-                    exception: exception.to_owned(),
-                    hash,
-                    message: normalized
-                        .unwrap_or_else(|| normalize_capped(message, max_message_chars)),
-                    count: 0,
-                    first_seq: seq,
-                    examples: Vec::new(),
-                    representative: Representative::Missing,
-                });
-                self.group_index
-                    .insert(key.as_slice().into(), self.groups.len() - 1);
-                self.groups.len() - 1
+                let message =
+                    normalized.unwrap_or_else(|| normalize_capped(message, max_message_chars));
+                self.new_group(&key, exception, message, &folded, at.as_deref(), seq)
             }
             None => {
                 let example = if self.other.examples.len() < max_examples {
@@ -921,6 +910,33 @@ impl SummaryBuilder {
             group.examples.push((seq, node_id.to_owned()));
         }
         GroupRef::Tracked(index)
+    }
+
+    /// Track a new group under `key`; its index. Out of line and cold (at most
+    /// [`MAX_TRACKED_GROUPS`] times a run): the code of every failure's path stays small.
+    #[cold]
+    #[inline(never)]
+    fn new_group(
+        &mut self,
+        key: &[u8],
+        exception: &str,
+        message: String,
+        folded: &str,
+        at: Option<&str>,
+        seq: u64,
+    ) -> usize {
+        let hash = key_hash(Some(exception), folded, at);
+        self.groups.push(Group {
+            exception: exception.to_owned(),
+            hash,
+            message,
+            count: 0,
+            first_seq: seq,
+            examples: Vec::new(),
+            representative: Representative::Missing,
+        });
+        self.group_index.insert(key.into(), self.groups.len() - 1);
+        self.groups.len() - 1
     }
 
     fn push_collection_error(&mut self, record: CollectionErrorRecord) {
@@ -1100,6 +1116,8 @@ impl SummaryBuilder {
     /// have one failure, oldest first (a group that never grew is the least likely to be
     /// listed; a dropped one that is listed after all is read again). Groups that grew
     /// keep theirs.
+    #[cold]
+    #[inline(never)]
     fn evict_pending(&mut self, bytes: usize) {
         while self.pending_bytes + bytes > PENDING_BYTES {
             let Some(i) = self.pending_order.pop_front() else {
