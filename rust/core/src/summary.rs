@@ -26,6 +26,7 @@ use crate::group::{fold_values, group_id, key_hash, normalize_capped, OTHER_GROU
 use crate::project::{display_path, ProjectCode};
 use crate::record::{CollectionErrorRecord, Item, Outcome, Phase, TestRecord};
 use crate::select::Selection;
+use crate::text::decimal_u64;
 use crate::Format;
 
 /// Distinct group keys tracked; a failure with a new key past this joins `gother`.
@@ -802,18 +803,7 @@ impl SummaryBuilder {
     fn write_frame_at(&self, out: &mut String, frame: FrameLine<'_>) {
         out.push_str(&display_path(frame.0, self.project.as_deref()));
         out.push(':');
-        let mut digits = [0u8; 20];
-        let mut i = digits.len();
-        let mut n = frame.1;
-        loop {
-            i -= 1;
-            digits[i] = b'0' + (n % 10) as u8;
-            n /= 10;
-            if n == 0 {
-                break;
-            }
-        }
-        out.push_str(std::str::from_utf8(&digits[i..]).expect("ASCII digits"));
+        out.push_str(decimal_u64(frame.1, &mut [0u8; 24]));
     }
 
     /// Count one more failure in `group` (an existing group, or `gother`).

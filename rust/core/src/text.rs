@@ -301,3 +301,33 @@ impl std::hash::Hasher for WordHasher {
 
 /// The `BuildHasher` of [`WordHasher`].
 pub(crate) type FastHash = std::hash::BuildHasherDefault<WordHasher>;
+
+/// `v` in decimal, written into the end of `out` (no allocation, no `format!`: the
+/// lexers and the builder write numbers once per value or per failure).
+pub fn decimal(v: i64, out: &mut [u8; 24]) -> &str {
+    let mut i = digits_into(v.unsigned_abs(), out);
+    if v < 0 {
+        i -= 1;
+        out[i] = b'-';
+    }
+    std::str::from_utf8(&out[i..]).expect("ASCII digits")
+}
+
+/// `v` in decimal, as `decimal` writes it (a line number: every `u64`).
+pub fn decimal_u64(v: u64, out: &mut [u8; 24]) -> &str {
+    let i = digits_into(v, out);
+    std::str::from_utf8(&out[i..]).expect("ASCII digits")
+}
+
+/// The digits of `m` written at the end of `out`; where they start.
+fn digits_into(mut m: u64, out: &mut [u8; 24]) -> usize {
+    let mut i = out.len();
+    loop {
+        i -= 1;
+        out[i] = b'0' + (m % 10) as u8;
+        m /= 10;
+        if m == 0 {
+            return i;
+        }
+    }
+}

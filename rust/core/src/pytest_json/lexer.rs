@@ -10,6 +10,8 @@
 
 use std::io::{self, Read};
 
+use crate::text::decimal;
+
 /// Bytes read from the source at a time.
 const CHUNK: usize = 256 * 1024;
 
@@ -235,26 +237,6 @@ fn show(b: u8) -> String {
     } else {
         format!("byte 0x{b:02x}")
     }
-}
-
-/// `v` in decimal, written into `out`.
-fn itoa_i64(v: i64, out: &mut [u8; 24]) -> &str {
-    let mut i = out.len();
-    let negative = v < 0;
-    let mut m = v.unsigned_abs();
-    loop {
-        i -= 1;
-        out[i] = b'0' + (m % 10) as u8;
-        m /= 10;
-        if m == 0 {
-            break;
-        }
-    }
-    if negative {
-        i -= 1;
-        out[i] = b'-';
-    }
-    std::str::from_utf8(&out[i..]).expect("ASCII digits")
 }
 
 fn hex_val(b: u8) -> Option<u32> {
@@ -1081,7 +1063,7 @@ impl<R: Read> Lexer<R> {
             }
             text.push_str(&digits);
             text.push('e');
-            text.push_str(itoa_i64(e, &mut [0u8; 24]));
+            text.push_str(decimal(e, &mut [0u8; 24]));
             let v = text.parse::<f64>().expect("a well-formed decimal");
             self.scratch = text;
             v
