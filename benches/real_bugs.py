@@ -358,12 +358,22 @@ def server_params(setup: Setup, work: Path, server_src: Path | None) -> StdioSer
 
 
 def failing_ids(output: str) -> set[str]:
-    """Node ids of ``FAILED``/``ERROR`` lines of pytest's short summary (``-rfE``)."""
+    """Node ids of ``FAILED``/``ERROR`` lines of pytest's short summary (``-rfE``:
+    ``FAILED <node id> - <message>``). A parametrized id may hold spaces
+    (``test_parse[Thu, 25 Sep 2003]``): an id with an unclosed ``[`` runs to the ``]``
+    before `` - `` (or the line's last ``]``)."""
     ids = set()
     for line in output.splitlines():
-        m = re.match(r"^(FAILED|ERROR) (\S+)", line)
-        if m:
-            ids.add(m.group(2))
+        m = re.match(r"^(FAILED|ERROR) (\S+)(.*)$", line)
+        if not m:
+            continue
+        node_id, rest = m.group(2), m.group(3)
+        if "[" in node_id and not node_id.endswith("]"):
+            end = rest.find("] - ")
+            end = end if end >= 0 else rest.rfind("]")
+            if end >= 0:
+                node_id += rest[: end + 1]
+        ids.add(node_id)
     return ids
 
 

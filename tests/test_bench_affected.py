@@ -93,6 +93,33 @@ def test_ran_count_reads_a_real_pytest_summary_without_the_deselected(tmp_path: 
     assert affected.real_bugs.failing_ids(proc.stdout) == {"test_x.py::test_bad"}
 
 
+def test_failing_ids_keep_parameters_with_spaces(tmp_path: Path) -> None:
+    """python-dateutil's ids hold spaces (``test_parser[Thu, 25 Sep 2003 ...]``): the
+    whole id, not its first word, is what the run failed."""
+    (tmp_path / "test_x.py").write_text(
+        textwrap.dedent(
+            """
+            import pytest
+
+            @pytest.mark.parametrize("text", ["Thu, 25 Sep 2003 - late", "plain"])
+            def test_parse(text):
+                assert text == "never"
+            """
+        )
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rfE", "--tb=no"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert affected.real_bugs.failing_ids(proc.stdout) == {
+        "test_x.py::test_parse[Thu, 25 Sep 2003 - late]",
+        "test_x.py::test_parse[plain]",
+    }
+
+
 def test_figures_count_safety_over_killed_and_ratios_over_measured_mutants() -> None:
     killed_safe = affected.Row("p", "a", "m.py", 1, status="killed", total=100, selected=5, full_s=2.0, affected_s=1.0)
     killed_safe.full_failing, killed_safe.text_named, killed_safe.short_named = ["t::a"], True, False
