@@ -78,9 +78,9 @@ def pytest_configure(config):
 """
 
 
-def make_project(tmp_path: Path, conftest: str = "") -> Path:
+def make_project(tmp_path: Path, conftest: str = "", *, use_git: bool = True) -> Path:
     """``pkg/calc.py`` (add, mul, unused), two test files (two tests run add, one runs
-    mul), ``conftest`` as conftest.py; committed."""
+    mul), ``conftest`` as conftest.py; committed (when ``use_git``)."""
     root = tmp_path / "proj"
     (root / "pkg").mkdir(parents=True)
     (root / "tests").mkdir()
@@ -89,9 +89,10 @@ def make_project(tmp_path: Path, conftest: str = "") -> Path:
     (root / "tests" / "test_add.py").write_text(TEST_ADD)
     (root / "tests" / "test_mul.py").write_text(TEST_MUL)
     (root / "conftest.py").write_text(conftest)
-    git(root, "init", "-q")
-    git(root, "add", "-A")
-    git(root, "commit", "-qm", "base")
+    if use_git:
+        git(root, "init", "-q")
+        git(root, "add", "-A")
+        git(root, "commit", "-qm", "base")
     return root
 
 
@@ -321,13 +322,7 @@ def map_rows(artifacts: Path) -> list[tuple[str, str, str, str]]:
 
 
 def test_without_git_within_a_keyword_two_calls_at_once_and_a_killed_run_keep_the_map_right(tmp_path):
-    root = tmp_path / "proj"
-    (root / "pkg").mkdir(parents=True)
-    (root / "tests").mkdir()
-    (root / "pkg" / "__init__.py").write_text("")
-    (root / "pkg" / "calc.py").write_text(CALC)
-    (root / "tests" / "test_add.py").write_text(TEST_ADD)
-    (root / "tests" / "test_mul.py").write_text(TEST_MUL)
+    root = make_project(tmp_path, use_git=False)
     artifacts = tmp_path / "artifacts"
     calc = root / "pkg" / "calc.py"
 

@@ -21,6 +21,7 @@ import os
 import sqlite3
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 import anyio
 import orjson
@@ -49,23 +50,26 @@ CONFIG_FILES = ("pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup
 SKIPPED_DIRS = frozenset({".git", ".hg", ".svn", "__pycache__", "node_modules", ".tox", ".nox", ".venv", "venv"})
 """Directories never searched for ``conftest.py`` (besides hidden ones and virtualenvs)."""
 
-# Run by the project's interpreter: argv[1] the JSON output, the rest coverage data files.
-# Writes {path: {context: [lines]}} merged over the files (a line ran in a context when
-# it did in any process).
-_READ_SCRIPT = (
-    "import sys, json, coverage\n"
-    "out, names = sys.argv[1], sys.argv[2:]\n"
-    "merged = {}\n"
-    "for name in names:\n"
-    "    data = coverage.CoverageData(basename=name)\n"
-    "    data.read()\n"
-    "    for path in data.measured_files():\n"
-    "        per = merged.setdefault(path, {})\n"
-    "        for line, contexts in data.contexts_by_lineno(path).items():\n"
-    "            for context in contexts:\n"
-    "                per.setdefault(context, set()).add(line)\n"
-    "with open(out, 'w') as f:\n"
-    "    json.dump({p: {c: sorted(l) for c, l in per.items()} for p, per in merged.items()}, f)\n"
+# One reading of the map's data files, run in the server (``_read_here``) or, as
+# ``_READ_SCRIPT``, by the project's interpreter: {path: {context: [lines]}} merged over
+# the files (a line ran in a context when it did in any process).
+_MERGE_SOURCE = (
+    "def merge(names):\n"
+    "    import coverage\n"
+    "    merged = {}\n"
+    "    for name in names:\n"
+    "        data = coverage.CoverageData(basename=name)\n"
+    "        data.read()\n"
+    "        for path in data.measured_files():\n"
+    "            per = merged.setdefault(path, {})\n"
+    "            for line, contexts in data.contexts_by_lineno(path).items():\n"
+    "                for context in contexts:\n"
+    "                    per.setdefault(context, set()).add(line)\n"
+    "    return {p: {c: sorted(l) for c, l in per.items()} for p, per in merged.items()}\n"
+)
+# argv[1] the JSON output, the rest the data files.
+_READ_SCRIPT = _MERGE_SOURCE + (
+    "import sys, json\nwith open(sys.argv[1], 'w') as f:\n    json.dump(merge(sys.argv[2:]), f)\n"
 )
 
 
@@ -142,26 +146,19 @@ async def read_map_data(python: str, root: Path, env: dict[str, str], run_dir: P
 
 
 def _read_here(files: list[str]) -> dict[str, dict[str, list[int]]] | None:
-    """``_READ_SCRIPT``'s work with the server's own coverage.py; None when it has none
-    or its data format is not the one the project's coverage.py wrote."""
+    """``_MERGE_SOURCE``'s reading with the server's own coverage.py; None when it has
+    none or its data format is not the one the project's coverage.py wrote."""
     try:
-        import coverage
         from coverage.exceptions import CoverageException
     except ImportError:
         return None
-    merged: dict[str, dict[str, set[int]]] = {}
+    namespace: dict[str, Any] = {}
+    exec(_MERGE_SOURCE, namespace)  # the module's own constant: the same code the script runs
     try:
-        for name in files:
-            data = coverage.CoverageData(basename=name)
-            data.read()
-            for path in data.measured_files():
-                per = merged.setdefault(path, {})
-                for line, contexts in data.contexts_by_lineno(path).items():
-                    for context in contexts:
-                        per.setdefault(context, set()).add(line)
+        merged: dict[str, dict[str, list[int]]] = namespace["merge"](files)
     except (CoverageException, sqlite3.Error):
         return None
-    return {path: {context: sorted(lines) for context, lines in per.items()} for path, per in merged.items()}
+    return merged
 
 
 async def _run_script(
