@@ -89,7 +89,8 @@ def test_cut_drops_library_frames_and_keeps_essential_lines(impl):
 def test_frame_context_budget_sets_how_much_of_a_frame_stays_before_its_arrow(impl):
     """Step 4's context is the ``max_frame_context_lines`` budget: a large one keeps the
     whole frame (``self = ...``, the ``def`` line, every source line), 0 keeps none of
-    the source before ``>``; library frames go either way."""
+    the source before ``>`` and writes each long-format frame on one line (the shown
+    traceback's compact frames), a short entry as it is; library frames go either way."""
     whole, omitted = impl.cut_traceback(REQUESTS_TRACEBACK, 400, 200, None, 1000)
     lines = whole.split("\n")
     assert lines[:8] == [
@@ -104,9 +105,17 @@ def test_frame_context_budget_sets_how_much_of_a_frame_stays_before_its_arrow(im
     ]
     assert omitted == 2 + 2  # only the two site-packages short entries
     bare, omitted = impl.cut_traceback(REQUESTS_TRACEBACK, 400, 200, None, 0)
-    assert bare.split("\n")[:2] == [
-        "... [7 lines omitted]",
-        ">       r = requests.get(url, headers=headers, params=params, timeout=timeout)",
+    assert bare.split("\n") == [
+        "tests/test_api.py:14: r = requests.get(url, headers=headers, params=params, timeout=timeout)",
+        "... [2 lines omitted]",
+        "tests/helpers.py:9: in request",
+        "    return session.request(method=method, url=url, **kwargs)",
+        "... [2 lines omitted]",
+        ".venv/lib/python3.11/site-packages/urllib3/connection.py:203: sock = connection.create_connection(",
+        "E       ConnectionRefusedError: [Errno 111] Connection refused",
+        "The above exception was the direct cause of the following exception:",
+        "tests/test_api.py:30: raise RuntimeError('boom')",
+        "E       RuntimeError: boom",
     ]
     # every frame's source before `>` goes (7 and 4 lines; a frame with a single source
     # line before it keeps it: a marker would save nothing), and the library entries

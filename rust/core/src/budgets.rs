@@ -17,7 +17,8 @@ pub struct Budgets {
     /// Bytes of a failure's captured log records kept (their tail).
     pub max_log_bytes: usize,
     /// Non-blank source lines kept before a frame's `>` line (docs/ENGINE.md,
-    /// *Traceback cutting*, step 4).
+    /// *Traceback cutting*, step 4); 0 also writes each frame on one line (*The shown
+    /// traceback*, rule 8).
     pub max_frame_context_lines: usize,
 }
 

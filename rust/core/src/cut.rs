@@ -986,7 +986,13 @@ pub(crate) fn shown_traceback_for(
     let shown = without_own_instance(shown, failure.node_id);
     let shown = without_restated_diff(shown);
     let shown = without_rerun_hints(shown);
-    let shown = without_redundant_full_diff(shown);
+    let compact = context_lines == 0;
+    let shown = without_redundant_full_diff(shown, compact);
+    let shown = if compact {
+        compact_frames(shown, failure.location)
+    } else {
+        shown
+    };
     (joined(&fold_repeats(&shown)), omitted)
 }
 
@@ -1187,8 +1193,9 @@ fn e_text(line: &str) -> Option<(&str, &str)> {
 
 /// Rule 7: pytest's `Full diff:` block when the lines above say it (a dict's
 /// `Differing items:`, or an `assert a == b` line with both sides whole) becomes one
-/// line saying how many lines it held (markers inside it counted by their lines).
-fn without_redundant_full_diff(shown: Vec<Shown>) -> Vec<Shown> {
+/// line saying how many lines it held (markers inside it counted by their lines); with
+/// `compact` (rule 8's frames), it goes without that line.
+fn without_redundant_full_diff(shown: Vec<Shown>, compact: bool) -> Vec<Shown> {
     let mut out = Vec::with_capacity(shown.len());
     let mut differing = false;
     let mut whole_sides = false;
@@ -1224,9 +1231,11 @@ fn without_redundant_full_diff(shown: Vec<Shown>) -> Vec<Shown> {
                     } else {
                         "both sides are whole in the assert line above"
                     };
-                    out.push(Shown::Line(format!(
-                        "E{ws}Full diff: [{left_out} lines left out: {why}]"
-                    )));
+                    if !compact {
+                        out.push(Shown::Line(format!(
+                            "E{ws}Full diff: [{left_out} lines left out: {why}]"
+                        )));
+                    }
                     i = j;
                     continue;
                 }
@@ -1241,10 +1250,100 @@ fn without_redundant_full_diff(shown: Vec<Shown>) -> Vec<Shown> {
     out
 }
 
-/// Longest block of lines whose consecutive repeats rule 8 folds into one count.
+/// Rule 8 (`max_frame_context_lines` 0): each long-format frame on one line,
+/// `path:N: statement`, as pytest's `--tb=short` and Python's own tracebacks write a
+/// frame. A frame is the lines between separators (which go), chain lines (which stay)
+/// and short-style entry headers (`path:N: in f`, which start a frame and stay as they
+/// are). In a frame with a `>` line and a location line after it (rule 1 took the last
+/// frame's: the listed `location` stands for it), the lines before the `>` line go
+/// (markers too: their lines stay counted), the `>` line becomes the location's
+/// `path:N:`, a space and the statement, the location line and the blank lines and bare
+/// `E` lines go, and a caret line keeps its column under the statement (it goes when it
+/// starts left of it). Other frames stay as they are.
+fn compact_frames(shown: Vec<Shown>, location: Option<(&str, Option<u64>)>) -> Vec<Shown> {
+    let mut frames: Vec<Vec<Shown>> = vec![Vec::new()];
+    for line in shown {
+        let text = line.text();
+        if text.is_some_and(is_separator_line) {
+            frames.push(Vec::new());
+        } else if text.is_some_and(is_chain_line) {
+            frames.push(vec![line]);
+            frames.push(Vec::new());
+        } else {
+            if text.is_some_and(starts_frame) && frames.last().is_some_and(|f| !f.is_empty()) {
+                frames.push(Vec::new());
+            }
+            if let Some(frame) = frames.last_mut() {
+                frame.push(line);
+            }
+        }
+    }
+    let last = frames.iter().rposition(|f| !f.is_empty()).unwrap_or(0);
+    let mut out = Vec::new();
+    for (i, frame) in frames.into_iter().enumerate() {
+        compact_frame(frame, if i == last { location } else { None }, &mut out);
+    }
+    out
+}
+
+/// One frame of rule 8 (`location`: the listed location when it is the last frame),
+/// written to `out`.
+fn compact_frame(frame: Vec<Shown>, location: Option<(&str, Option<u64>)>, out: &mut Vec<Shown>) {
+    let Some(arrow) = frame
+        .iter()
+        .position(|l| l.text().is_some_and(|t| t.starts_with('>')))
+    else {
+        out.extend(frame);
+        return;
+    };
+    let mut closing = None;
+    let mut place = None;
+    for i in (arrow + 1..frame.len()).rev() {
+        if let Some(loc) = frame[i].text().and_then(parse_location) {
+            if !loc.rest.starts_with("in ") {
+                closing = Some(i);
+                place = Some(format!("{}:{}:", loc.path, loc.line));
+                break;
+            }
+        }
+    }
+    let place = match (place, location) {
+        (Some(place), _) => place,
+        (None, Some((path, Some(line)))) => format!("{path}:{line}:"),
+        (None, _) => {
+            out.extend(frame);
+            return;
+        }
+    };
+    let statement = &frame[arrow].text().unwrap_or_default()[1..];
+    // where the statement starts in the `>` line
+    let column = 1 + indentation(statement);
+    let prefix = place.chars().count() + 1;
+    out.push(Shown::Line(format!("{place} {}", strip(statement))));
+    for (i, line) in frame.into_iter().enumerate().skip(arrow + 1) {
+        if Some(i) == closing || line.is_blank() || line.text().is_some_and(|t| strip(t) == "E") {
+            continue;
+        }
+        match line.text() {
+            Some(t) if is_caret_line(t) => {
+                let Some(shift) = indentation(t).checked_sub(column) else {
+                    continue;
+                };
+                out.push(Shown::Line(format!(
+                    "{}{}",
+                    " ".repeat(prefix + shift),
+                    strip(t)
+                )));
+            }
+            _ => out.push(line),
+        }
+    }
+}
+
+/// Longest block of lines whose consecutive repeats rule 9 folds into one count.
 pub(crate) const REPEAT_BLOCK_LINES: usize = 4;
 
-/// Rule 8: each run of a repeated block (1 to [`REPEAT_BLOCK_LINES`] lines, one not
+/// Rule 9: each run of a repeated block (1 to [`REPEAT_BLOCK_LINES`] lines, one not
 /// blank: a recursion's frame, a diff's identical lines) written once and followed by
 /// `... [the N lines above repeat M more times]`, when that saves at least two lines.
 fn fold_repeats(lines: &[Shown]) -> Vec<Shown> {
@@ -1630,12 +1729,22 @@ java.lang.AssertionError: expected
         location: Option<(&str, u64)>,
         exception: Option<&str>,
     ) -> String {
+        shown_with_context(text, node_id, location, exception, 3).0
+    }
+
+    fn shown_with_context(
+        text: &str,
+        node_id: &str,
+        location: Option<(&str, u64)>,
+        exception: Option<&str>,
+        context_lines: usize,
+    ) -> (String, u64) {
         let failure = FailureContext {
             node_id,
             location: location.map(|(path, line)| (path, Some(line))),
             exception,
         };
-        shown_traceback_for(text, 40, 200, 3, None, failure).0
+        shown_traceback_for(text, 40, 200, context_lines, None, failure)
     }
 
     #[test]
@@ -1648,14 +1757,32 @@ java.lang.AssertionError: expected
             let location = case["location"]
                 .as_array()
                 .map(|l| (l[0].as_str().unwrap(), l[1].as_u64().unwrap()));
-            let got = shown(
+            let context_lines = case["context_lines"].as_u64().map_or(3, |n| n as usize);
+            let got = shown_with_context(
                 case["text"].as_str().unwrap(),
                 case["node_id"].as_str().unwrap(),
                 location,
                 case["exception"].as_str(),
+                context_lines,
             );
-            assert_eq!(got, case["expected"].as_str().unwrap(), "{}", case["rule"]);
+            let omitted = case["omitted"].as_u64().unwrap_or(0);
+            assert_eq!(
+                got,
+                (case["expected"].as_str().unwrap().to_owned(), omitted),
+                "{}",
+                case["rule"]
+            );
         }
+    }
+
+    #[test]
+    fn a_compact_frame_drops_a_caret_line_that_starts_left_of_its_statement() {
+        let text =
+            ">       x = f(1)\n  ^^^^\n        ^\nE       ValueError: no\n\nsrc/a.py:3: ValueError";
+        assert_eq!(
+            shown_with_context(text, "t.py::t", None, Some("ValueError"), 0).0,
+            "src/a.py:3: x = f(1)\n            ^\nE       ValueError: no"
+        );
     }
 
     #[test]

@@ -46,7 +46,10 @@ class Budgets(_Frozen):
     max_collection_errors: int = Field(20, ge=0, le=10_000, description="collection errors listed")
     max_log_bytes: int = Field(2048, ge=0, le=1_048_576, description="bytes of captured log records tail per failure")
     max_frame_context_lines: int = Field(
-        3, ge=0, le=10_000, description="non-blank source lines kept before a traceback frame's `>` line"
+        3,
+        ge=0,
+        le=10_000,
+        description="non-blank source lines kept before a traceback frame's `>` line (0: each frame on one line)",
     )
 
 

@@ -489,7 +489,7 @@ Shown = list[str | int]
 SHOWN_SEPARATOR = "_ _ _ _ _"
 """The separator of two frames as shown: the boundary stays, its width goes."""
 REPEAT_BLOCK_LINES = 4
-"""Longest block of lines whose consecutive repeats rule 8 folds into one count."""
+"""Longest block of lines whose consecutive repeats rule 9 folds into one count."""
 _WORD = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
 _HEX = frozenset("0123456789abcdefABCDEF")
 _CARET_CHARS = frozenset("^~")
@@ -516,7 +516,10 @@ def shown_traceback(
     shown = _without_own_instance(shown, node_id)
     shown = _without_restated_diff(shown)
     shown = _without_rerun_hints(shown)
-    shown = _without_redundant_full_diff(shown)
+    compact = context_lines == 0
+    shown = _without_redundant_full_diff(shown, compact)
+    if compact:
+        shown = _compact_frames(shown, location)
     return _joined(_fold_repeats(shown)), omitted
 
 
@@ -690,10 +693,11 @@ def _e_text(line: str | int) -> tuple[str, str] | None:
     return line[1 : len(line) - len(text)], text
 
 
-def _without_redundant_full_diff(shown: Shown) -> Shown:
+def _without_redundant_full_diff(shown: Shown, compact: bool) -> Shown:
     """Rule 7: pytest's ``Full diff:`` block when the lines above say it (a dict's
     ``Differing items:``, or an ``assert a == b`` line with both sides whole) becomes one
-    line saying how many lines it held (markers inside it counted by their lines)."""
+    line saying how many lines it held (markers inside it counted by their lines); with
+    ``compact`` (rule 8's frames), it goes without that line."""
     out: Shown = []
     differing = False
     whole_sides = False
@@ -726,7 +730,8 @@ def _without_redundant_full_diff(shown: Shown) -> Shown:
                 j += 1
             if left_out:
                 why = "the differing items above" if differing else "both sides are whole in the assert line above"
-                out.append(f"E{ws}Full diff: [{left_out} lines left out: {why}]")
+                if not compact:
+                    out.append(f"E{ws}Full diff: [{left_out} lines left out: {why}]")
                 i = j
                 continue
         out.append(shown[i])
@@ -734,8 +739,69 @@ def _without_redundant_full_diff(shown: Shown) -> Shown:
     return out
 
 
+def _compact_frames(shown: Shown, location: tuple[str, int | None] | None) -> Shown:
+    """Rule 8 (``max_frame_context_lines`` 0): each long-format frame on one line,
+    ``path:N: statement``, as pytest's ``--tb=short`` and Python's own tracebacks write a
+    frame. A frame is the lines between separators (which go), chain lines (which stay)
+    and short-style entry headers (``path:N: in f``, which start a frame and stay as
+    they are). In a frame with a ``>`` line and a location line after it (rule 1 took the
+    last frame's: the listed ``location`` stands for it), the lines before the ``>`` line
+    go (markers too: their lines stay counted), the ``>`` line becomes the location's
+    ``path:N:``, a space and the statement, the location line and the blank lines and
+    bare ``E`` lines go, and a caret line keeps its column under the statement (it goes
+    when it starts left of it). Other frames stay as they are."""
+    frames: list[Shown] = [[]]
+    for line in shown:
+        if _text_is(line, _is_separator_line):
+            frames.append([])
+        elif _text_is(line, _is_chain_line):
+            frames.extend(([line], []))
+        else:
+            if _text_is(line, _starts_frame) and frames[-1]:
+                frames.append([])
+            frames[-1].append(line)
+    last = max((i for i, frame in enumerate(frames) if frame), default=0)
+    out: Shown = []
+    for i, frame in enumerate(frames):
+        out.extend(_compact_frame(frame, location if i == last else None))
+    return out
+
+
+def _compact_frame(frame: Shown, location: tuple[str, int | None] | None) -> Shown:
+    """One frame of rule 8 (``location``: the listed location when it is the last frame)."""
+    arrow = next((i for i, line in enumerate(frame) if _text_is(line, lambda t: t.startswith(">"))), None)
+    if arrow is None:
+        return frame
+    closing = None
+    where = None
+    for i in range(len(frame) - 1, arrow, -1):
+        line = frame[i]
+        loc = parse_location(line) if isinstance(line, str) else None
+        if loc is not None and not loc[2].startswith("in "):
+            closing, where = i, f"{loc[0]}:{loc[1]}:"
+            break
+    if where is None:
+        if location is None or location[1] is None:
+            return frame
+        where = f"{location[0]}:{location[1]}:"
+    statement = str(frame[arrow])[1:]
+    column = 1 + _indentation(statement)  # where the statement starts in the `>` line
+    out: Shown = [f"{where} {strip(statement)}"]
+    for i in range(arrow + 1, len(frame)):
+        line = frame[i]
+        if i == closing or _is_blank(line) or (isinstance(line, str) and strip(line) == "E"):
+            continue
+        if isinstance(line, str) and _is_caret_line(line):
+            shift = _indentation(line) - column
+            if shift < 0:
+                continue
+            line = " " * (len(where) + 1 + shift) + strip(line)
+        out.append(line)
+    return out
+
+
 def _fold_repeats(lines: Shown) -> Shown:
-    """Rule 8: each run of a repeated block (1 to ``REPEAT_BLOCK_LINES`` lines, one not
+    """Rule 9: each run of a repeated block (1 to ``REPEAT_BLOCK_LINES`` lines, one not
     blank) written once and followed by ``... [the N lines above repeat M more times]``,
     when that saves at least two lines."""
     out: Shown = []
