@@ -4,8 +4,9 @@ The real server (the SDK's stdio client, nothing mocked) runs the real pytest on
 ``drilldown`` fixture project: three parametrised cases of one test fail at the same
 assertion (one group), an unrelated test fails with another cause, and a passing test
 sleeps past the slow threshold. ``execute_tests`` folds the group into one entry and
-cuts each frame's source to a few lines before ``>``; ``summarize_report`` on the run's
-``report_path`` with two node ids of that group must then give each of them in full,
+writes each frame on one line (``path:N: statement``, no source before it);
+``summarize_report`` on the run's ``report_path`` (or with no paths: the last run's)
+with two node ids of that group must then give each of them in full,
 as its own entry with its own traceback, the test function's ``def`` line and
 docstring included, and count in ``omitted`` only what it left out of the requested
 tests. Both engine backends (``PYTEST_MCP_SERVER_BACKEND``).
@@ -29,7 +30,8 @@ def drill(
 ) -> tuple[ExecuteResult, str, list[tuple[SummarizeResult, str]]]:
     """``execute_tests`` on the project, then ``summarize_report`` of its report with
     each of ``calls``' extra arguments (``node_ids`` and budgets), on one connection
-    to a server using ``backend``."""
+    to a server using ``backend``; each call is made again without ``paths`` and must
+    answer the same (the last run's report is the default)."""
 
     async def body():
         async with connect(project.params(env={BACKEND_ENV: backend}), "auto") as client:
@@ -41,6 +43,13 @@ def drill(
                 told = await client.call_tool("summarize_report", {"paths": [res.report_path], **extra})
                 assert not told.is_error, text_of(told)
                 stories.append((SummarizeResult.model_validate(told.structured_content), text_of(told)))
+                # no paths: the last run's report, the same answer
+                last = await client.call_tool("summarize_report", extra)
+                assert (last.is_error, last.structured_content, text_of(last)) == (
+                    False,
+                    told.structured_content,
+                    text_of(told),
+                )
             return res, text_of(executed), stories
 
     return run(body)
@@ -55,11 +64,16 @@ def test_two_failures_of_one_group_are_each_told_in_full(tmp_path, backend):
     )
 
     # The run's answer: one entry for the group's cause, the others on its "also in"
-    # line, and the frame cut to the last source lines before `>` (no `def` line).
+    # line, and the frame on one line (no `def` line, no source before the statement);
+    # the header does not repeat the location that line starts with, and the answer
+    # ends by saying where the rest is.
     assert res.status == "failed" and res.summary.counts.failed == 4, text
-    assert f"- FAILED {REQUESTED[0]}" in text, text
+    assert f"- FAILED {REQUESTED[0]}\n" in text, text
     assert "also in 2 more:" in text, text
-    assert DEF_LINE not in text, text
+    assert DEF_LINE.strip() not in text and "customer = " not in text, text
+    statement = 'assert discounted == expected, f"{percent}% off {total} {currency} ({rounding}, {customer})"'
+    assert f"    {FILE}:18: {statement}" in text.split("\n"), text
+    assert text.rstrip().endswith("More: summarize_report with node_ids (reads the last run's report)"), text
 
     # The full story: both requested tests, each its own entry with its own traceback.
     failures = story.summary.failures
@@ -101,3 +115,17 @@ def test_two_failures_of_one_group_are_each_told_in_full(tmp_path, backend):
     assert capped.summary.omitted.failures == 1
     assert "1 more failures (raise failures_listed)" in capped_text, capped_text
     assert DEF_LINE.strip() in capped_text, capped_text
+
+
+def test_summarize_report_without_paths_before_any_run_is_refused_naming_paths(tmp_path):
+    """No run yet: there is no last report to default to, so the call is a tool error
+    that names ``paths`` and says what to give."""
+    project = Project("drilldown", tmp_path)
+
+    async def body():
+        async with connect(project.params(), "auto") as client:
+            return await client.call_tool("summarize_report", {"node_ids": REQUESTED})
+
+    told = run(body)
+    assert told.is_error, text_of(told)
+    assert "paths: no execute_tests run of this project has a report yet; give report files" in text_of(told)

@@ -71,8 +71,9 @@ BAD_OTHER = [
     ("discover_tests", {"offset": -1}, "offset", "greater than or equal to 0"),
     ("discover_tests", {"node_ids": ["-q"]}, "node_ids[0]", "starts with '-'"),
     ("discover_tests", {"keywords": "a b"}, "keywords", "expected end of input"),
-    ("summarize_report", {}, "paths", "is required"),
-    ("summarize_report", {"paths": []}, "paths", "at least 1"),
+    # no paths: the last run's report, and before any run there is none
+    ("summarize_report", {}, "paths", "no execute_tests run of this project has a report yet"),
+    ("summarize_report", {"paths": []}, "paths", "no execute_tests run of this project has a report yet"),
     ("summarize_report", {"paths": ["/etc/passwd"]}, "paths[0]", "outside"),
     ("summarize_report", {"paths": ["report_link.xml"]}, "paths[0]", "outside"),
     ("summarize_report", {"paths": ["../outside/report.xml"]}, "paths[0]", "outside"),

@@ -107,7 +107,7 @@ def test_each_failed_subtest_is_named_and_the_counts_reconcile_with_pytest(
     # its parameters on the entry's "also in" line, and so is the test whose subtests
     # failed (counted failed, never passed): their cause is its cause.
     assert text.startswith("FAILED 1 failed, 1 passed; subtests: 2 failed, 2 passed in "), text
-    assert f"- FAILED {node_id} {labels[0]}  at {path}:{line}" in text, text
+    assert f"- FAILED {node_id} {labels[0]}\n    {path}:{line}: " in text, text
     assert f"AssertionError: {messages[0]}" in text
     test = node_id.split("::", 1)[1]
     assert f"also in 2 more: {test} {labels[1]}, {test}\n" in text, text

@@ -24,7 +24,7 @@ from pytest_mcp_server.domain.failures import ToolFailure
 from pytest_mcp_server.domain.policy import EXECUTE_BUDGETS, FULL_STORY, KEEP_RUNS
 from pytest_mcp_server.domain.validation import resolve_inside
 from pytest_mcp_server.engine.models import Budgets
-from pytest_mcp_server.run.argv import execute_argv
+from pytest_mcp_server.run.argv import RECORDS_FILE, execute_argv
 from pytest_mcp_server.run.events import PLUGIN_DIR
 from pytest_mcp_server.run.interpreter import Interpreter, find_python
 from pytest_mcp_server.run.process import Tail
@@ -251,6 +251,23 @@ def test_rotation_never_removes_a_run_in_progress(tmp_path):
     for _ in range(KEEP_RUNS + 3):
         runner.run_dirs.new()
     assert running.exists() and not finished.exists()
+
+
+def test_the_last_report_is_the_newest_finished_run_with_a_record_file(tmp_path):
+    """``summarize_report`` without paths reads this: a run still in progress (its
+    marker present) or one that wrote no record file is passed over."""
+    (tmp_path / "proj").mkdir()
+    runner = Runner(ServerConfig(root=tmp_path / "proj", artifacts_dir=tmp_path / "art"))
+    assert runner.run_dirs.last_report() is None
+    finished = runner.run_dirs.new()
+    (finished / RECORDS_FILE).write_text("{}\n")
+    runner.run_dirs.new()  # failed before pytest wrote anything
+    running = runner.run_dirs.new()
+    (running / RECORDS_FILE).write_text("{}\n")
+    (running / RUNNING_MARKER).touch()
+    assert runner.run_dirs.last_report() == finished / RECORDS_FILE
+    running.joinpath(RUNNING_MARKER).unlink()
+    assert runner.run_dirs.last_report() == running / RECORDS_FILE
 
 
 def test_execute_budgets_default_to_the_execute_preset():

@@ -124,7 +124,7 @@ def test_summarize_report_uses_the_runs_project_code_for_an_installed_project(tm
     assert {location for _, location, _ in answer_failures.values()} == {BUG_AT}, text_of(executed)
     [(group_id, (count, location))] = answer_groups.items()
     assert (count, location) == (6, BUG_AT)
-    assert f"at {BUG_AT[0]}:{BUG_AT[1]}" in text_of(executed)
+    assert f"\n    {BUG_AT[0]}:{BUG_AT[1]}: " in text_of(executed)
 
     for result in (whole, copied):
         summary = SummarizeResult.model_validate(result.structured_content).summary
@@ -135,7 +135,10 @@ def test_summarize_report_uses_the_runs_project_code_for_an_installed_project(tm
         assert groups == answer_groups, text_of(result)
         assert set(failures.values()) == {("KeyError", BUG_AT, group_id)}
         text = text_of(result)
-        assert f"- FAILED tests/test_halves.py::test_half[1]  at {BUG_AT[0]}:{BUG_AT[1]}" in text, text
+        # the location is named once: by the header, or by the traceback's line that starts with it
+        at = f"{BUG_AT[0]}:{BUG_AT[1]}"
+        header = f"- FAILED tests/test_halves.py::test_half[1]  at {at}\n" in text
+        assert header != (f"\n    {at}: " in text), text
         assert f"{BUG_AT[0]}:{BUG_AT[1]}: in half" in text or "return {0: 0}[x] // 2" in text, text
 
     summary = SummarizeResult.model_validate(selected.structured_content).summary
@@ -143,4 +146,6 @@ def test_summarize_report_uses_the_runs_project_code_for_an_installed_project(tm
     failures, groups = where(summary)
     assert len(failures) == 5 and set(failures.values()) == {("KeyError", BUG_AT, group_id)}, text_of(selected)
     assert groups == {group_id: (5, BUG_AT)}
-    assert text_of(selected).count(f"at {BUG_AT[0]}:{BUG_AT[1]}") == 5
+    # each of the 5 entries names the location once (pytest's closing line says it twice)
+    at = f"{BUG_AT[0]}:{BUG_AT[1]}"
+    assert text_of(selected).count(f"  at {at}\n") + text_of(selected).count(f"\n    {at}: ") == 5, text_of(selected)

@@ -50,7 +50,7 @@ def test_sum():
 """One check copied into two modules with other values: the answer folds the second
 entry into ``same traceback as ...`` (render's fold of a repeated entry)."""
 
-SERVER_SECTIONS = ("Warnings (", "Flaky tests", "Coverage", "Report: ")
+SERVER_SECTIONS = ("Warnings (", "Flaky tests", "Coverage", "More: ")
 """How the sections only the server writes start (render.render_execute)."""
 
 

@@ -17,7 +17,7 @@ to re-run verbose left out, separators short, repeats folded), in both backends,
 CLI's ``summarize`` and a tool's answer show the same entries; what it cut comes as a
 number (``traceback_lines_omitted``), never parsed from the text. Within an entry, the
 message line is left out when the engine says an ``E`` line of the traceback says it
-(``message_in_traceback``). The report's path closes an answer only when the text
+(``message_in_traceback``). A hint at ``summarize_report`` closes an answer only when the text
 leaves something out.
 Every line of an ``execute_tests`` answer and of an error is capped
 (``policy.LINE_CHARS``). So 256 failures from 3 causes stay under 2 KB, and a
@@ -244,7 +244,7 @@ def _also_in(failure: Failure, group: Group, listed: list[Failure] | None = None
 
 
 def _failure_lines(failure: Failure, *, full: bool) -> list[str]:
-    where = _where(failure.location)
+    where = "" if full and _traceback_names_location(failure) else _where(failure.location)
     phase = f" in {failure.phase}" if failure.phase and failure.phase != "call" else ""
     label = "ERROR" if failure.outcome == "error" else "FAILED"
     out = [f"- {label}{phase} {failure_name(failure)}{where}"]
@@ -271,6 +271,17 @@ def _failure_lines(failure: Failure, *, full: bool) -> list[str]:
         out.append("    log (tail):")
         out.extend(("      " + line).rstrip() for line in failure.log.rstrip("\n").split("\n"))
     return out
+
+
+def _traceback_names_location(failure: Failure) -> bool:
+    """Whether a line of the failure's traceback starts with its location's
+    ``path:line:`` (a frame line, pytest's or the engine's compact one): the entry's
+    header then leaves out its ``at path:line``, which would say it twice."""
+    loc = failure.location
+    if loc is None or loc.line is None or not failure.traceback:
+        return False
+    start = f"{loc.path}:{loc.line}:"
+    return any(line.startswith(start) for line in failure.traceback.split("\n"))
 
 
 def shown_in_full(summary: ReportSummary, every_failure: bool = False) -> list[Failure]:
@@ -396,13 +407,18 @@ VERDICTS: dict[str, str] = {
 """The verdict word of ``execute_tests`` for each run status."""
 
 
+FULL_STORY_HINT = "More: summarize_report with node_ids (reads the last run's report)"
+"""The last line of an ``execute_tests`` answer that leaves something out: the run's
+report is ``summarize_report``'s default (its path is the structured ``report_path``,
+not the text's: a path of hashes and timestamps costs an agent about 50 tokens)."""
+
+
 def render_execute(result: ExecuteResult) -> str:
     """The text block of ``execute_tests``: ``render_text`` with a verdict that
     reflects ``status`` (``PASSED``/``FAILED``/``NO TESTS``/``INTERRUPTED``) and the
-    run's session time (``ExecuteResult.duration_s``), then, when not green, a hint, and where the report is when the
-    text leaves something out (``summarize_report`` gives the rest; an answer that
-    shows every failure in full has nothing more to give: the structured content
-    still carries ``report_path``)."""
+    run's session time (``ExecuteResult.duration_s``), then, when not green, a hint, and
+    ``FULL_STORY_HINT`` when the text leaves something out (``summarize_report`` gives
+    the rest; the structured content always carries ``report_path``)."""
     # the verdict line's time is pytest's session time, the figure of its own summary line
     shown = result.summary.model_copy(update={"duration_s": result.duration_s})
     text, left_out = _text_and_leftovers(
@@ -433,7 +449,7 @@ def render_execute(result: ExecuteResult) -> str:
     elif result.status == "interrupted":
         tail.append(f"pytest stopped early (exit {result.exit_code}); fix the collection errors above and run again.")
     if result.status != "passed" and left_out:
-        tail.append(f"Report: {result.report_path} (summarize_report with node_ids for one test's full story)")
+        tail.append(FULL_STORY_HINT)
     return text + ("\n" + "\n".join(tail) + "\n" if tail else "")
 
 

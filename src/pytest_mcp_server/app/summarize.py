@@ -23,7 +23,9 @@ from pytest_mcp_server.run.coverage import project_lines
 async def summarize_report(runner: Runner, params: SummarizeParams) -> SummarizeResult:
     """Summarise existing report files (the ``summarize_report`` tool).
 
-    Paths must be regular files inside the project root or the artifacts directory.
+    Paths must be regular files inside the project root or the artifacts directory;
+    without paths, the record file of the project's last finished ``execute_tests`` run
+    is read (``RunDirectories.last_report``; refused when there is none).
     With ``node_ids``, the engine selects those tests (or tests under those paths,
     ``engine.summarize(select=...)``, one pass) and the larger ``FULL_STORY`` budgets
     apply: failures, groups (with their counts), collection errors, slowest and
@@ -35,9 +37,15 @@ async def summarize_report(runner: Runner, params: SummarizeParams) -> Summarize
     XML) are answered with their ``coverage`` instead (``_summarize_coverage``). Raises
     ``ToolFailure(report_error)`` for a file that is not a readable report.
     """
-    base = runner.artifacts_base
-    bases = [runner.root, base.resolve() if base.exists() else base]
-    paths = [str(resolve_inside(p, bases, f"paths[{i}]", must_be_file=True)) for i, p in enumerate(params.paths)]
+    if params.paths:
+        base = runner.artifacts_base
+        bases = [runner.root, base.resolve() if base.exists() else base]
+        paths = [str(resolve_inside(p, bases, f"paths[{i}]", must_be_file=True)) for i, p in enumerate(params.paths)]
+    else:
+        last = await anyio.to_thread.run_sync(runner.run_dirs.last_report)
+        if last is None:
+            raise invalid("paths", "no execute_tests run of this project has a report yet; give report files")
+        paths = [str(last.resolve())]
     formats = await anyio.to_thread.run_sync(lambda: [sniff_coverage(p) for p in paths])
     if any(formats):
         return await _summarize_coverage(runner, params, paths, formats)

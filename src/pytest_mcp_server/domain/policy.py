@@ -12,9 +12,13 @@ from pytest_mcp_server.engine.models import Budgets
 
 # -- Budget presets of the tools ------------------------------------------------
 
-EXECUTE_BUDGETS = Budgets(max_traceback_lines=30, max_output_bytes=512)
+EXECUTE_BUDGETS = Budgets(max_traceback_lines=30, max_output_bytes=512, max_frame_context_lines=0)
 """``execute_tests``' default budgets: a run's answer is read in full at once, so its
-tracebacks and captured output are shorter than the engine's defaults (``Budgets()``)."""
+tracebacks and captured output are shorter than the engine's defaults (``Budgets()``),
+and each frame is one ``path:N: statement`` line (no source context: docs/ENGINE.md,
+*The shown traceback*, rule 8), as in ``pytest --tb=short``: an answer costs fewer
+tokens than that (benches/RESULTS.md, section 6); ``summarize_report`` with node ids
+gives every frame whole."""
 
 FULL_STORY = Budgets(
     max_traceback_lines=400,

@@ -186,7 +186,9 @@ class SummarizeParams(ParamsModel):
     (long tracebacks, output)."""
 
     paths: list[ReportPath] = Field(
-        min_length=1, max_length=MAX_REPORT_PATHS, description="report files (a run's report_path, or in the project)"
+        default_factory=list,
+        max_length=MAX_REPORT_PATHS,
+        description="report files (a run's report_path, or in the project); none: the last execute_tests run's report",
     )
     node_ids: list[FilterNodeId] | None = Field(
         None, max_length=MAX_NODE_IDS, description="only failures of these tests (or tests under these paths)"

@@ -17,6 +17,7 @@ from pydantic import ValidationError
 
 from pytest_mcp_server.domain.policy import KEEP_RUNS
 from pytest_mcp_server.engine.models import ProjectCode
+from pytest_mcp_server.run.argv import RECORDS_FILE
 
 RUNNING_MARKER = "running"
 """A file in a run directory while its pytest runs (``rotate`` never removes that run)."""
@@ -56,6 +57,19 @@ class RunDirectories:
         run_dir.mkdir(mode=0o700)
         self.rotate()
         return run_dir
+
+    def last_report(self) -> Path | None:
+        """The record file (``RECORDS_FILE``) of this project's newest finished run (its
+        ``RUNNING_MARKER`` gone), or None when no run has finished and kept one."""
+        try:
+            runs = sorted((p for p in self.runs_dir.iterdir() if p.is_dir() and not p.is_symlink()), reverse=True)
+        except FileNotFoundError:
+            return None
+        for run in runs:
+            records = run / RECORDS_FILE
+            if not (run / RUNNING_MARKER).exists() and records.is_file():
+                return records
+        return None
 
     def recorded_project(self, report: Path) -> ProjectCode | None:
         """The ``ProjectCode`` recorded (``write_project``) in the run directory of

@@ -102,8 +102,8 @@ TOOLS: tuple[ToolSpec[Any, Any], ...] = (
     ToolSpec[SummarizeParams, SummarizeResult](
         name="summarize_report",
         description=(
-            "Summarise JUnit XML, pytest-json-report or coverage JSON/XML files (e.g. a run's report_path); "
-            "with node_ids, those tests' full story without re-running."
+            "Summarise JUnit XML, pytest-json-report or coverage JSON/XML files (e.g. a run's report_path; "
+            "no paths: the last execute_tests run's); with node_ids, those tests' full story without re-running."
         ),
         params=SummarizeParams,
         result=SummarizeResult,
