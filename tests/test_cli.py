@@ -204,3 +204,18 @@ def test_later_failures_of_a_group_are_node_ids_or_one_line(tmp_path):
                     f"- FAILED tests/test_m.py::test_{exc}_{i}  at tests/test_m.py:{10 * (cause + 1)}\n    {exc}: x\n"
                 )
                 assert entry in text and text.count(f"test_{exc}_{i}") == 1, text
+
+
+def test_summarize_loads_no_openssl():
+    """``summarize`` imports the server's flags but not what only serving needs: OpenSSL
+    (``hashlib``, which ``hmac`` loads for the HTTP token check) would add about 4 MB to
+    the command's peak RSS (benches/RESULTS.md section 8)."""
+    probe = (
+        "import sys, runpy; sys.argv = ['pytest-mcp-server', 'summarize', sys.argv[1]]\n"
+        "try:\n    runpy.run_module('pytest_mcp_server', run_name='__main__')\n"
+        "except SystemExit:\n    pass\n"
+        "print(sorted(m for m in ('hashlib', '_hashlib', 'hmac', 'ssl') if m in sys.modules))"
+    )
+    proc = subprocess.run([sys.executable, "-c", probe, str(DEMO_JUNIT)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().splitlines()[-1] == "[]", proc.stdout

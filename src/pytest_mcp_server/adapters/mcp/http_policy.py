@@ -17,7 +17,6 @@ connection. The SDK applies them (``mcp_adapter.serve_http``); this module decid
 
 from __future__ import annotations
 
-import hmac
 import ipaddress
 import re
 from collections.abc import MutableMapping
@@ -93,6 +92,10 @@ def take_token(token_file: Path | None, environ: MutableMapping[str, str]) -> st
 def token_matches(given: str, expected: str) -> bool:
     """Whether a request's bearer token is the server's, in time independent of where they
     differ (``hmac.compare_digest`` on the UTF-8 bytes)."""
+    # imported here: hmac loads OpenSSL (about 4 MB of RSS), which the CLI's summarize,
+    # importing this module for its flags, does not need
+    import hmac
+
     return hmac.compare_digest(given.encode(), expected.encode())
 
 
