@@ -276,6 +276,12 @@ TRACE_LINES = [
     "E         Use -v to get more diff",
     "E         ...Full output truncated (3 lines hidden), use '-vv' to show",
     "tests/test_mod.py:12: KeyError",
+    # a module that does not compile: its position as an `E` line is a frame
+    'E     File "/srv/app/tests/test_mod.py", line 7',
+    'E     File "/usr/lib/python3.11/site-packages/lib/core.py", line 3',
+    "E       x = (1,",
+    "E           ^",
+    "E   SyntaxError: '(' was never closed",
 ]
 
 MESSAGES = [
@@ -290,6 +296,7 @@ MESSAGES = [
     "TimeoutError: id 3f2a9c1e-7b1d-4c8e-9a2f-0c1d2e3f4a5b after 1.25 s at 0xdeadBEEF",
     "expected:<1> but was:<2>",
     "  \n  AssertionError: leading blank lines",
+    "  File \"/srv/app/tests/test_mod.py\", line 7\n    x = (1,\n        ^\nSyntaxError: '(' was never closed",
     "",
     " ",
 ]

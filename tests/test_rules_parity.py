@@ -250,6 +250,35 @@ def test_cut_head_and_tail_with_markers_and_long_lines(impl):
 # Groups: concrete cases.
 
 
+SYNTAX_ERROR = "\n".join(
+    [
+        "/usr/lib/python3.11/ast.py:50: in parse",
+        "    return compile(source, filename, mode, flags,",
+        'E     File "/srv/app/tests/test_mod.py", line 7',
+        "E       x = (1,",
+        "E           ^",
+        "E   SyntaxError: '(' was never closed",
+    ]
+)
+
+
+@needs_native
+@pytest.mark.parametrize(
+    "message",
+    [None, "  File \"/srv/app/tests/test_mod.py\", line 7\n    x = (1,\n        ^\nSyntaxError: '(' was never closed"],
+    ids=["from the text", "from the crash message"],
+)
+def test_a_syntax_error_is_its_last_line_located_at_its_position(message):
+    """Python reports a module that does not compile as its position (``File "p", line
+    N``), the source line, a caret and ``SyntaxError: ...``: the message is that last
+    line, and the position is a frame (the deepest: the location), shown relative to the
+    root, in both backends."""
+    summary = orjson.loads(summaries_agree(SYNTAX_ERROR, message, ("/srv/app", [])))
+    [failure] = summary["failures"]
+    assert (failure["exception"], failure["message"]) == ("SyntaxError", "'(' was never closed")
+    assert failure["location"] == {"path": "tests/test_mod.py", "line": 7}
+
+
 def test_300_connection_errors_have_one_key(impl):
     rng = random.Random(7)
     keys = set()

@@ -144,6 +144,29 @@ def test_a_collection_error_carries_its_location_and_traceback(tmp_path, backend
     assert "    tests/test_broken_import.py:3: in <module>" in text
 
 
+def test_a_syntax_error_is_named_and_located_at_its_line_not_in_the_compiler(tmp_path, backend):
+    """A module that does not compile: pytest reports the SyntaxError as ``E`` lines
+    (``File "/abs/path.py", line 2``, the source, a caret, ``SyntaxError: ...``) under a
+    frame of the standard library's ``ast.py``. The error is named by its last line and
+    located at the broken file's line, shown relative to the root, whether the broken
+    file is the test module or a module of the project it imports."""
+    project = Project("import_error", tmp_path)
+    (project.root / "tests" / "test_typo.py").write_text("def test_typo():\n    x = (1,\n    assert x\n")
+    (project.root / "pkg" / "broken.py").write_text("def half(x):\n    return x //\n")
+    (project.root / "tests" / "test_uses_broken.py").write_text("from pkg.broken import half\n")
+    res, text, _ = execute(project, backend)
+    assert res.status == "interrupted"
+    errors = {e.path: e for e in res.summary.collection_errors}
+    for path, where, message in (
+        ("tests/test_typo.py", ("tests/test_typo.py", 2), "'(' was never closed"),
+        ("tests/test_uses_broken.py", ("pkg/broken.py", 2), "invalid syntax"),
+    ):
+        error = errors[path]
+        assert (error.exception, error.message) == ("SyntaxError", message), error
+        assert error.location is not None and (error.location.path, error.location.line) == where, error
+        assert f"- {path}: SyntaxError: {message}  at {where[0]}:{where[1]}" in text, text
+
+
 def test_the_log_records_of_a_failing_test_are_shown_under_it(tmp_path, backend):
     # test_logs_then_fails logs INFO, WARNING and ERROR, then fails; the root level keeps
     # WARNING and above.

@@ -151,6 +151,20 @@ pub(crate) fn native_frame(line: &str) -> Option<(&str, u64)> {
     Some((&t[..close], number))
 }
 
+/// (path, N) when `text`, without its leading whitespace, is exactly `File "path", line
+/// N` (N decimal digits that fit in u64): where Python reports a `SyntaxError` (its
+/// source line, a caret and `SyntaxError: ...` follow; a frame of a traceback has
+/// `, in f`).
+pub(crate) fn syntax_position(text: &str) -> Option<FrameLine<'_>> {
+    let t = text.trim_start_matches(is_ws).strip_prefix("File \"")?;
+    let close = t.find('"')?;
+    let digits = t[close + 1..].strip_prefix(", line ")?;
+    if digits.is_empty() || !digits.bytes().all(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    Some((&t[..close], digits.parse().ok()?))
+}
+
 /// A frame line of a traceback: (path as given, line).
 pub(crate) type FrameLine<'a> = (&'a str, u64);
 
@@ -196,7 +210,9 @@ impl PathKinds {
     }
 }
 
-/// A frame line's (path, N): a location line or a native-format frame line.
+/// A frame line's (path, N): a location line, a native-format frame line, or an `E`
+/// line giving a syntax error's position (`E     File "t.py", line 2`: pytest's report
+/// of a module that does not compile).
 #[inline]
 fn frame_line(line: &str) -> Option<FrameLine<'_>> {
     match line_kind(line) {
@@ -233,9 +249,19 @@ fn line_kind(line: &str) -> LineKind<'_> {
             }
         }
         // Blank, `E ...`/`E` and `>` lines (the others of a traceback): not a location
-        // line, not a native frame (`File` after the indentation), not a chain line.
+        // line, not a native frame (`File` after the indentation), not a chain line; an
+        // `E` line may give a syntax error's position.
         None | Some(b'>') => return LineKind::Other,
-        Some(b'E') if matches!(b.get(1), None | Some(b' ')) => return LineKind::Other,
+        Some(b'E') if b.get(1).is_none() => return LineKind::Other,
+        // a syntax error's position ends with its line number: most `E` lines do not
+        Some(b'E') if b[1] == b' ' => {
+            return match b.last() {
+                Some(c) if c.is_ascii_digit() => {
+                    syntax_position(&line[2..]).map_or(LineKind::Other, LineKind::Frame)
+                }
+                _ => LineKind::Other,
+            }
+        }
         _ => {}
     }
     match parse_location(line) {
@@ -1476,6 +1502,11 @@ mod tests {
                     "During handling of the above exception, another exception occurred: ",
                     "The above exception",
                     "Tests/a.py:3: in f",
+                    "E     File \"src/a.py\", line 2",
+                    "E   File \"src/a.py\", line 2  ",
+                    "E   File \"src/a.py\", line 2",
+                    "E File \"src/a.py\", line 2, in f",
+                    "E\tFile \"src/a.py\", line 2",
                 ] {
                     lines.push(format!("{pad}{body}"));
                 }
@@ -1484,7 +1515,10 @@ mod tests {
         for line in &lines {
             let expected = parse_location(line)
                 .map(|loc| (loc.path, loc.line))
-                .or_else(|| native_frame(line));
+                .or_else(|| {
+                    line.strip_prefix("E ")
+                        .map_or_else(|| native_frame(line), syntax_position)
+                });
             assert_eq!(frame_line(line), expected, "{line:?}");
             if is_chain_line(line) {
                 assert!(matches!(line_kind(line), LineKind::MayBeChain), "{line:?}");

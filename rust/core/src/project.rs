@@ -180,16 +180,29 @@ pub fn classify(path: &str, project: Option<&ProjectCode>) -> CodeKind {
 }
 
 /// How a frame path is shown: with a project, a path inside an install directory becomes
-/// `<site-packages>/` (or `<dist-packages>/`) + the part after it; other paths (and every
-/// path without a project) are unchanged.
+/// `<site-packages>/` (or `<dist-packages>/`) + the part after it, and a path below the
+/// root (`root/` starting it; a root of `/` alone excepted) the part after `root/`, as
+/// pytest writes the project's files; other paths (and every path without a project)
+/// are unchanged. Owned exactly when the path is shown otherwise (callers rewrite a line
+/// only then).
 pub fn display_path<'a>(path: &'a str, project: Option<&ProjectCode>) -> std::borrow::Cow<'a, str> {
-    if project.is_none() {
+    let Some(project) = project else {
         return path.into();
+    };
+    let p = path.replace('\\', "/");
+    if let Some((start, placeholder)) = package_dir_rest(&p) {
+        return format!("{placeholder}{}", &path[start..]).into();
     }
-    match package_dir_rest(&path.replace('\\', "/")) {
-        Some((start, placeholder)) => format!("{placeholder}{}", &path[start..]).into(),
-        None => path.into(),
+    let root = project.root.as_str();
+    if !root.is_empty()
+        && !root.ends_with('/')
+        && p.len() > root.len() + 1
+        && p.starts_with(root)
+        && p.as_bytes()[root.len()] == b'/'
+    {
+        return path[root.len() + 1..].to_owned().into();
     }
+    path.into()
 }
 
 #[cfg(test)]
@@ -198,6 +211,27 @@ mod tests {
 
     fn project() -> ProjectCode {
         ProjectCode::new("/work/app", &["mypkg".to_owned(), "single".to_owned()])
+    }
+
+    #[test]
+    fn a_path_below_the_root_is_shown_relative_to_it() {
+        let p = Some(project());
+        let shown = |path: &str| display_path(path, p.as_ref()).into_owned();
+        assert_eq!(shown("/work/app/tests/test_x.py"), "tests/test_x.py");
+        assert_eq!(shown("\\work\\app\\pkg\\m.py"), "pkg\\m.py");
+        // a sibling that shares the root's name as a prefix, the root itself, elsewhere
+        assert_eq!(shown("/work/appx/a.py"), "/work/appx/a.py");
+        assert_eq!(shown("/work/app"), "/work/app");
+        assert_eq!(shown("/work/app/"), "/work/app/");
+        assert_eq!(
+            shown("/usr/lib/python3.11/ast.py"),
+            "/usr/lib/python3.11/ast.py"
+        );
+        assert_eq!(
+            shown("/work/app/.venv/lib/python3.11/site-packages/mypkg/core.py"),
+            "<site-packages>/mypkg/core.py"
+        );
+        assert_eq!(display_path("/work/app/a.py", None), "/work/app/a.py");
     }
 
     #[test]

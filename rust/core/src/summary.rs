@@ -20,7 +20,7 @@ use serde::Serialize;
 use crate::budgets::Budgets;
 use crate::cut::{
     capped, chomp, cut_traceback_for, is_ws, parse_location, says_message, shown_traceback_for,
-    strip, DeepestFrames, FailureContext, FailureFrames, FrameLine, PathKinds,
+    strip, syntax_position, DeepestFrames, FailureContext, FailureFrames, FrameLine, PathKinds,
 };
 use crate::group::{fold_values, group_id, key_hash, normalize_capped, OTHER_GROUP_ID};
 use crate::project::{display_path, ProjectCode};
@@ -37,14 +37,32 @@ pub const MAX_TRACKED_GROUPS: usize = 2_000;
 
 /// The first line (split on `\n`) that is not blank, stripped.
 fn first_meaningful_line(s: &str) -> Option<&str> {
-    s.split('\n').map(strip).find(|l| !l.is_empty())
+    past_syntax_position(s.split('\n').map(strip).filter(|l| !l.is_empty()))
 }
 
 /// The first line that, stripped, starts with `E `: the rest, stripped (pytest's
 /// explanation lines).
 fn first_e_line(s: &str) -> Option<&str> {
-    s.split('\n')
-        .find_map(|l| strip(l).strip_prefix("E ").map(strip))
+    past_syntax_position(
+        s.split('\n')
+            .filter_map(|l| strip(l).strip_prefix("E ").map(strip)),
+    )
+}
+
+/// The first of `lines`; when that is a syntax error's position (`File "p", line N`:
+/// Python's report of a `SyntaxError`, its source line and caret follow), the first
+/// later one that names an exception (`SyntaxError: '(' was never closed`) instead, if
+/// any.
+fn past_syntax_position<'a>(mut lines: impl Iterator<Item = &'a str>) -> Option<&'a str> {
+    let first = lines.next()?;
+    if syntax_position(first).is_none() {
+        return Some(first);
+    }
+    Some(
+        lines
+            .find(|l| split_exception_prefix(l).is_some())
+            .unwrap_or(first),
+    )
 }
 
 /// `^([A-Za-z_][A-Za-z0-9_.]*): (.*)$` -> (exception, rest).

@@ -114,6 +114,23 @@ def native_frame(line: str) -> Frame | None:
     return (t[:close], number) if number <= U64_MAX else None
 
 
+def syntax_position(text: str) -> Frame | None:
+    """(path, N) when ``text``, without its leading whitespace, is exactly ``File "path",
+    line N`` (N decimal digits that fit in 64 bits): where Python reports a
+    ``SyntaxError`` (its source line, a caret and ``SyntaxError: ...`` follow; a frame
+    of a traceback has ``, in f``)."""
+    t = text.lstrip(WHITESPACE)
+    if not t.startswith('File "'):
+        return None
+    close = t.find('"', 6)
+    if close == -1 or not t.startswith(", line ", close + 1):
+        return None
+    digits = t[close + 8 :]
+    if not digits or not all(c in _DIGITS for c in digits) or int(digits) > U64_MAX:
+        return None
+    return t[6:close], int(digits)
+
+
 def _is_separator_line(line: str) -> bool:
     t = strip(line)
     return len(t) >= 3 and len(t) % 2 == 1 and t == "_ " * (len(t) // 2) + "_"
@@ -421,10 +438,14 @@ def _add_gap(pieces: list[str | int], n: int) -> None:
 
 
 def _frame_line(line: str) -> Frame | None:
-    """A frame line's (path, N): a location line or a native-format frame line."""
+    """A frame line's (path, N): a location line, a native-format frame line, or an
+    ``E`` line giving a syntax error's position (``E     File "t.py", line 2``:
+    pytest's report of a module that does not compile)."""
     loc = parse_location(line)
     if loc is not None:
         return loc[0], loc[1]
+    if line.startswith("E "):
+        return syntax_position(line[2:])
     return native_frame(line)
 
 

@@ -126,11 +126,17 @@ def classify(path: str, project: ProjectCode | None) -> int:
 
 def display_path(path: str, project: ProjectCode | None) -> str:
     """How a frame path is shown: with a project, a path inside an install directory
-    becomes ``<site-packages>/`` (or ``<dist-packages>/``) + the part after it; others
-    (and every path without a project) are unchanged."""
+    becomes ``<site-packages>/`` (or ``<dist-packages>/``) + the part after it, and a
+    path below the root (``root/`` starting it; a root of ``/`` alone excepted) the part
+    after ``root/``, as pytest writes the project's files; others (and every path
+    without a project) are unchanged."""
     if project is None:
         return path
-    installed = _package_dir_rest(path.replace("\\", "/"))
-    if installed is None:
-        return path
-    return installed[1] + path[installed[0] :]
+    p = path.replace("\\", "/")
+    installed = _package_dir_rest(p)
+    if installed is not None:
+        return installed[1] + path[installed[0] :]
+    root = project.root
+    if root and not root.endswith("/") and p.startswith(root + "/") and len(p) > len(root) + 1:
+        return path[len(root) + 1 :]
+    return path

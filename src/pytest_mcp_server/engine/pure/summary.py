@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import bisect
 import re
+from collections.abc import Iterator
 from typing import Any
 
 import orjson
@@ -23,6 +24,7 @@ from .cut import (
     parse_location,
     says_message,
     shown_traceback,
+    syntax_position,
 )
 from .group import (
     OTHER_GROUP_ID,
@@ -55,19 +57,23 @@ _IDENT = _IDENT_START | _DIGITS | {"."}
 
 
 def _first_meaningful_line(s: str) -> str | None:
-    for line in s.split("\n"):
-        t = line.strip(WHITESPACE)
-        if t:
-            return t
-    return None
+    return _past_syntax_position(line.strip(WHITESPACE) for line in s.split("\n") if line.strip(WHITESPACE))
 
 
 def _first_e_line(s: str) -> str | None:
-    for line in s.split("\n"):
-        t = line.strip(WHITESPACE)
-        if t.startswith("E "):
-            return t[2:].strip(WHITESPACE)
-    return None
+    stripped = (line.strip(WHITESPACE) for line in s.split("\n"))
+    return _past_syntax_position(t[2:].strip(WHITESPACE) for t in stripped if t.startswith("E "))
+
+
+def _past_syntax_position(lines: Iterator[str]) -> str | None:
+    """The first of ``lines``; when that is a syntax error's position (``File "p", line
+    N``: Python's report of a ``SyntaxError``, its source line and caret follow), the
+    first later one that names an exception (``SyntaxError: '(' was never closed``)
+    instead, if any."""
+    first = next(lines, None)
+    if first is None or syntax_position(first) is None:
+        return first
+    return next((line for line in lines if _split_exception_prefix(line) is not None), first)
 
 
 def _split_exception_prefix(line: str) -> tuple[str, str] | None:
