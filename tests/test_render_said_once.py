@@ -135,3 +135,12 @@ def test_the_tests_own_instance_is_not_shown_other_arguments_are(tmp_path, backe
         assert f"- FAILED tests/test_cls.py::{test}" in text, text
     assert "self = <" not in text, text
     assert "owner = <test_cls.TestBox object at 0x" in text, text
+
+
+def test_a_bare_exception_is_named_without_a_dangling_colon(tmp_path, backend):
+    """``raise RuntimeError`` has no message: the failure's line and a group line name
+    the exception alone (``RuntimeError``, not ``RuntimeError: ``)."""
+    bare = "def test_bare():\n    raise RuntimeError\n"
+    text = summarize_text(tmp_path, backend, {"test_bare.py": bare})
+    assert "RuntimeError: \n" not in text and not any(line.endswith("RuntimeError: ") for line in text.split("\n"))
+    assert "E       RuntimeError" in text, text

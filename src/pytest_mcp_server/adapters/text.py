@@ -196,9 +196,12 @@ def _text_and_leftovers(
 
 
 def exception_line(exception: str | None, message: str) -> str:
-    """``"<exception>: <message>"``, or the message alone when the exception type is
-    unknown (a failure, a group or a collection error)."""
-    return f"{exception}: {message}" if exception else message
+    """``"<exception>: <message>"``, the message alone when the exception type is
+    unknown, the exception alone when the message is empty (a bare ``raise Exception``),
+    for a failure, a group or a collection error."""
+    if not exception:
+        return message
+    return f"{exception}: {message}" if message else exception
 
 
 def _collection_error_lines(errors: list[CollectionError]) -> list[str]:
