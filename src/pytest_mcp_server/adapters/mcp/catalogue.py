@@ -79,7 +79,7 @@ TOOLS: tuple[ToolSpec[Any, Any], ...] = (
     ToolSpec[ExecuteParams, ExecuteResult](
         name="execute_tests",
         description=(
-            "Run pytest: exact counts, failures grouped by cause with cut tracebacks "
+            "Run pytest: exact counts, failures grouped by cause, each traceback frame on one line "
             "(passing tests never listed), report_path."
         ),
         params=ExecuteParams,
