@@ -28,6 +28,7 @@ from typing import Any
 import pytest
 
 from pytest_mcp_server.engine import summarize
+from pytest_mcp_server.engine.models import ProjectCode
 from pytest_mcp_server.run.events import (
     PLUGIN_DIR,
     PLUGIN_NAME,
@@ -291,7 +292,7 @@ def test_the_servers_readers_find_outcomes_warnings_and_counts(both_runs, projec
         "test_naïve": "passed",
         "test_subtests": "failed",
     }
-    read = read_run_events(records, project)
+    read = read_run_events(records, ProjectCode(root=str(project)))
     assert read.running == {} and read.deselected == 1 and read.collection_errors == 0
     assert read.collected == read.finished == ORJSON_AFTER_RECORDS + len(NAMED)
     assert read.exit_status == 1 and read.session_duration_s == lines_of(records)[-1]["duration"]

@@ -128,3 +128,28 @@ def test_many_distinct_warnings_are_listed_up_to_the_budget_and_the_rest_counted
     assert "Warnings (18):" in text
     assert f"... {9 - WARNING_GROUPS_LISTED} more distinct warnings" in text
     assert "distinct warning number 5" not in text
+
+
+def test_a_warning_from_an_installed_package_is_shown_as_the_engine_shows_its_frames(tmp_path):
+    """A package installed in the project's virtualenv (below the root, inside
+    ``site-packages``) warns: its location is ``<site-packages>/pkg/mod.py:N``, as the
+    summaries show such a frame, not the long path below the root."""
+    project = Project("hangs", tmp_path)
+    site = project.root / ".venv" / "lib" / "python3.11" / "site-packages"
+    (site / "chatty").mkdir(parents=True)
+    (site / "chatty" / "__init__.py").write_text(
+        "import warnings\n\n\ndef talk():\n    warnings.warn('chatty is chatty', UserWarning)\n"
+    )
+    (project.root / "tests" / "test_chatty.py").write_text(
+        f"import sys\nsys.path.insert(0, {str(site)!r})\nimport chatty\n\n\ndef test_talk():\n    chatty.talk()\n"
+    )
+
+    async def body():
+        async with connect(project.params(), "auto") as client:
+            return await client.call_tool("execute_tests", {"node_ids": ["tests/test_chatty.py"]})
+
+    result = run(body)
+    res = ExecuteResult.model_validate(result.structured_content)
+    [group] = res.warnings.groups
+    assert group.locations == ["<site-packages>/chatty/__init__.py:5"], group
+    assert "(at <site-packages>/chatty/__init__.py:5)" in text_of(result), text_of(result)

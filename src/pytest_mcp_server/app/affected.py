@@ -305,7 +305,7 @@ async def discover_affected(runner: Runner, params: SelectionParams, work_dir: P
         max_timeout = runner.config.max_timeout_s
         outcome = await runner.run_pytest(argv, max_timeout)
         records = work_dir / RECORDS_FILE
-        run_events = await anyio.to_thread.run_sync(read_run_events, records, runner.root)
+        run_events = await anyio.to_thread.run_sync(read_run_events, records, runner.project())
         run_status(outcome, argv, run_events, max_timeout, max_timeout)
         summary = await runner.summarize_records(records, Budgets(max_failures=0), outcome, argv)
     plan = await anyio.to_thread.run_sync(partial(select_from_run, state, work_dir, []))

@@ -38,7 +38,7 @@ async def discover_tests(runner: Runner, params: DiscoverParams) -> DiscoverResu
             records = tmp / RECORDS_FILE
             argv = discover_argv(params, interp, tmp)
             outcome = await runner.run_pytest(argv, max_timeout)
-            run_events = await anyio.to_thread.run_sync(read_run_events, records, runner.root)
+            run_events = await anyio.to_thread.run_sync(read_run_events, records, runner.project())
             run_status(outcome, argv, run_events, max_timeout, max_timeout)
             page = await anyio.to_thread.run_sync(partial(read_collected, records, params.offset, params.limit))
             summary = await runner.summarize_records(records, Budgets(max_failures=0), outcome, argv)

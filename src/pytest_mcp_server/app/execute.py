@@ -123,7 +123,7 @@ async def run_in_dir(
         measured = coverage_env(run_dir) if params.coverage else None
         outcome = await runner.run_pytest(argv, timeout, watch, on_timeout, measured)
         ended_at = stopped_at[0] if stopped_at else time.time()
-        run_events = await anyio.to_thread.run_sync(read_run_events, records, runner.root)
+        run_events = await anyio.to_thread.run_sync(read_run_events, records, project)
         try:
             status = run_status(outcome, argv, run_events, timeout, runner.config.max_timeout_s)
         except ToolFailure as failure:

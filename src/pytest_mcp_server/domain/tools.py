@@ -231,8 +231,9 @@ RunStatus = Literal["passed", "failed", "no_tests", "interrupted"]
 class WarningGroup(_Frozen):
     """Warnings of one cause: same ``category`` (e.g. ``DeprecationWarning``) and
     ``message`` (its first line, capped). ``count``: how many were recorded.
-    ``locations``: the first few distinct ``path:line`` where they were raised (paths
-    relative to the project root when inside it). ``traceback``: for an exception in a
+    ``locations``: the first few distinct ``path:line`` where they were raised (paths as
+    the summaries show frames: relative below the root, ``<site-packages>/pkg/mod.py``
+    for an installed file: ``engine.shown_path``). ``traceback``: for an exception in a
     thread or in ``__del__`` (``PytestUnhandledThreadExceptionWarning``,
     ``PytestUnraisableExceptionWarning``), the end of its traceback (the last frames,
     preferring the project's, and the exception line); else None."""

@@ -8,11 +8,15 @@ against). Both write the same canonical JSON bytes; the rules are in ``docs/ENGI
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Iterable, Sequence
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pytest_mcp_server.engine.models import Budgets, ProjectCode, ReportError, ReportSummary
+
+if TYPE_CHECKING:
+    from pytest_mcp_server.engine.pure.project import ProjectCode as PureProjectCode
 
 Backend = Literal["auto", "native", "pure"]
 FormatChoice = Literal["auto", "junit", "pytest-json", "reportlog"]
@@ -130,6 +134,33 @@ def summarize(
     """
     raw = summarize_bytes(paths, format=format, backend=backend, budgets=budgets, select=select, project=project)
     return ReportSummary.model_validate_json(raw)
+
+
+def shown_path(path: str, project: ProjectCode) -> str:
+    """``path`` (a frame's, as a traceback or warning gives it) as answers show it
+    (docs/ENGINE.md, *Project code*, shown paths): ``<site-packages>/pkg/mod.py`` for an
+    installed file, ``tests/test_x.py`` below the root, else unchanged. The rule of the
+    summaries' frames and locations, for what the server reads besides reports
+    (warnings)."""
+    from pytest_mcp_server.engine.pure.project import display_path
+
+    return display_path(path, _pure_project(project))
+
+
+def is_project_code(path: str, project: ProjectCode) -> bool:
+    """Whether a frame at ``path`` is the project's own code (docs/ENGINE.md, *Project
+    code*: under the root outside any install directory, or an installed package of
+    ``project.packages``), as the summaries classify frames."""
+    from pytest_mcp_server.engine.pure.project import LIBRARY, classify
+
+    return classify(path, _pure_project(project)) != LIBRARY
+
+
+@functools.lru_cache(maxsize=8)
+def _pure_project(project: ProjectCode) -> PureProjectCode:
+    from pytest_mcp_server.engine.pure.project import ProjectCode as PureProject
+
+    return PureProject(project.root, project.packages)
 
 
 def _native_reads(paths: list[str], format: str) -> bool:

@@ -29,6 +29,8 @@ from pathlib import Path
 import anyio
 
 from pytest_mcp_server.domain.tools import WarningGroup, WarningsSummary
+from pytest_mcp_server.engine import is_project_code, shown_path
+from pytest_mcp_server.engine.models import ProjectCode
 
 PLUGIN_DIR = Path(__file__).resolve().parent / "pytest_plugin"
 """Put first on the child's ``PYTHONPATH``; holds only the plugin, so nothing else of
@@ -250,12 +252,13 @@ class RunEvents:
     exit_status: int | None = None
 
 
-def read_run_events(records: Path, root: Path) -> RunEvents:
+def read_run_events(records: Path, project: ProjectCode) -> RunEvents:
     """Read a run's record file once (memory stays bounded: finished tests are
     forgotten, distinct warnings beyond an internal limit only counted, long lines read
-    to their head). ``root``: the project root, to which warning paths are made
-    relative. A missing file reads as no events; a line cut by a killed pytest, or not
-    the plugin's, is skipped."""
+    to their head). ``project``: the project's code, by which warning paths are shown
+    and a warning's traceback keeps the project's frames, as the engine shows and
+    classifies frames (``engine.shown_path``, ``engine.is_project_code``). A missing file
+    reads as no events; a line cut by a killed pytest, or not the plugin's, is skipped."""
     result = RunEvents()
     groups: dict[tuple[str, str, str], _WarningTally] = {}
     total = 0
@@ -281,7 +284,7 @@ def read_run_events(records: Path, root: Path) -> RunEvents:
                 if record is None:
                     continue
                 total += 1
-                tally = _WarningTally.of(record, root)
+                tally = _WarningTally.of(record, project)
                 known = groups.get(tally.key)
                 if known is not None:
                     known.add(tally)
@@ -326,16 +329,16 @@ class _WarningTally:
     count: int = 1
 
     @classmethod
-    def of(cls, record: dict[str, object], root: Path) -> _WarningTally:
+    def of(cls, record: dict[str, object], project: ProjectCode) -> _WarningTally:
         category = str(record["category"])
         text = str(record["message"])
         message = _first_line(text)
-        location = f"{_relative(str(record['filename']), root)}:{record['lineno']}"
+        location = f"{shown_path(str(record['filename']), project)}:{record['lineno']}"
         traceback = None
         key = (category, message, "")
         if category in _EXCEPTION_WARNINGS:
             # pytest's own file is the warning's location: the traceback says where it happened
-            traceback, where, exception = _cut_traceback(text, root)
+            traceback, where, exception = _cut_traceback(text, project)
             location = where or location
             key = (category, exception, location)
         return cls(key, category, message, [location], traceback)
@@ -360,17 +363,10 @@ def _first_line(text: str) -> str:
     return line if len(line) <= WARNING_MESSAGE_CHARS else line[: WARNING_MESSAGE_CHARS - 3] + "..."
 
 
-def _relative(path: str, root: Path) -> str:
-    try:
-        return Path(path).relative_to(root).as_posix()
-    except ValueError:
-        return path
-
-
 _TB_FRAME = re.compile(r'^  File "(?P<path>.*)", line (?P<line>\d+), in (?P<name>.*)$')
 
 
-def _cut_traceback(text: str, root: Path) -> tuple[str | None, str | None, str]:
+def _cut_traceback(text: str, project: ProjectCode) -> tuple[str | None, str | None, str]:
     """(the end of the last Python traceback in ``text``: its last
     ``WARNING_TRACEBACK_FRAMES`` frames, the project's preferred, and its exception line;
     ``path:line`` of the innermost project frame (else the innermost frame); the
@@ -385,9 +381,9 @@ def _cut_traceback(text: str, root: Path) -> tuple[str | None, str | None, str]:
         frame = _TB_FRAME.match(line)
         if frame:
             path = frame["path"]
-            relative = _relative(path, root)
             code = lines[i + 1].strip() if i + 1 < len(lines) and lines[i + 1].startswith("    ") else ""
-            frames.append((f"{relative}:{frame['line']} in {frame['name']}", code, relative != path))
+            shown = f"{shown_path(path, project)}:{frame['line']} in {frame['name']}"
+            frames.append((shown, code, is_project_code(path, project)))
         elif line and not line.startswith(" "):
             exception = _first_line(line)
             break
