@@ -1007,7 +1007,7 @@ pub(crate) fn shown_traceback_for(
     failure: FailureContext<'_>,
 ) -> (String, u64) {
     let (mut shown, omitted) = cut_lines(text, max_lines, max_line_chars, context_lines, project);
-    without_closing_line(&mut shown, failure);
+    let closed = without_closing_line(&mut shown, failure);
     let shown = last_frame_carets(shown);
     let shown = without_own_instance(shown, failure.node_id);
     let shown = without_restated_diff(shown);
@@ -1015,7 +1015,7 @@ pub(crate) fn shown_traceback_for(
     let compact = context_lines == 0;
     let shown = without_redundant_full_diff(shown, compact);
     let shown = if compact {
-        compact_frames(shown, failure.location)
+        compact_frames(shown, failure.location.filter(|_| closed))
     } else {
         shown
     };
@@ -1024,21 +1024,24 @@ pub(crate) fn shown_traceback_for(
 
 /// Rule 1: pytest's closing `path:line: ExceptionName` line, when it says the listed
 /// location and the exception's last dotted name, and the blank lines before it.
-fn without_closing_line(shown: &mut Vec<Shown>, failure: FailureContext<'_>) {
+/// Returns whether it went.
+fn without_closing_line(shown: &mut Vec<Shown>, failure: FailureContext<'_>) -> bool {
     let (Some((path, Some(line))), Some(exception)) = (failure.location, failure.exception) else {
-        return;
+        return false;
     };
     if exception.is_empty() {
-        return;
+        return false;
     }
     let name = exception.rsplit('.').next().unwrap_or(exception);
     let closing = format!("{path}:{line}: {name}");
-    if shown.last().and_then(Shown::text) == Some(closing.as_str()) {
-        shown.pop();
-        while shown.last().is_some_and(Shown::is_blank) {
-            shown.pop();
-        }
+    if shown.last().and_then(Shown::text) != Some(closing.as_str()) {
+        return false;
     }
+    shown.pop();
+    while shown.last().is_some_and(Shown::is_blank) {
+        shown.pop();
+    }
+    true
 }
 
 /// The separator of two frames as shown: the boundary stays, its width goes.
@@ -1280,8 +1283,8 @@ fn without_redundant_full_diff(shown: Vec<Shown>, compact: bool) -> Vec<Shown> {
 /// `path:N: statement`, as pytest's `--tb=short` and Python's own tracebacks write a
 /// frame. A frame is the lines between separators (which go), chain lines (which stay)
 /// and short-style entry headers (`path:N: in f`, which start a frame and stay as they
-/// are). In a frame with a `>` line and a location line after it (rule 1 took the last
-/// frame's: the listed `location` stands for it), the lines before the `>` line go
+/// are). In a frame with a `>` line and a location line after it (`location`: the
+/// closing line rule 1 took, which stands for the last frame's), the lines before the `>` line go
 /// (markers too: their lines stay counted), the `>` line becomes the location's
 /// `path:N:`, a space and the statement, the location line and the blank lines and bare
 /// `E` lines go, and a caret line keeps its column under the statement (it goes when it

@@ -532,7 +532,7 @@ def shown_traceback(
     Returns (text, input lines dropped by the cut: the sum of the markers the cut
     wrote, whether or not a rule folded one away)."""
     shown, omitted = _cut_lines(text, max_lines, max_line_chars, project, context_lines)
-    _without_closing_line(shown, location, exception)
+    closed = _without_closing_line(shown, location, exception)
     shown = _last_frame_carets(shown)
     shown = _without_own_instance(shown, node_id)
     shown = _without_restated_diff(shown)
@@ -540,7 +540,7 @@ def shown_traceback(
     compact = context_lines == 0
     shown = _without_redundant_full_diff(shown, compact)
     if compact:
-        shown = _compact_frames(shown, location)
+        shown = _compact_frames(shown, location if closed else None)
     return _joined(_fold_repeats(shown)), omitted
 
 
@@ -549,16 +549,19 @@ def _is_blank(line: str | int) -> bool:
     return isinstance(line, str) and not strip(line)
 
 
-def _without_closing_line(shown: Shown, location: tuple[str, int | None] | None, exception: str | None) -> None:
+def _without_closing_line(shown: Shown, location: tuple[str, int | None] | None, exception: str | None) -> bool:
     """Rule 1: pytest's closing ``path:line: ExceptionName`` line, when it says the
-    listed location and the exception's last dotted name, and the blank lines before it."""
+    listed location and the exception's last dotted name, and the blank lines before it.
+    Returns whether it went."""
     if location is None or location[1] is None or not exception:
-        return
+        return False
     closing = f"{location[0]}:{location[1]}: {exception.rpartition('.')[2]}"
-    if shown and shown[-1] == closing:
+    if not shown or shown[-1] != closing:
+        return False
+    shown.pop()
+    while shown and _is_blank(shown[-1]):
         shown.pop()
-        while shown and _is_blank(shown[-1]):
-            shown.pop()
+    return True
 
 
 def _is_caret_line(line: str) -> bool:
@@ -765,8 +768,8 @@ def _compact_frames(shown: Shown, location: tuple[str, int | None] | None) -> Sh
     ``path:N: statement``, as pytest's ``--tb=short`` and Python's own tracebacks write a
     frame. A frame is the lines between separators (which go), chain lines (which stay)
     and short-style entry headers (``path:N: in f``, which start a frame and stay as
-    they are). In a frame with a ``>`` line and a location line after it (rule 1 took the
-    last frame's: the listed ``location`` stands for it), the lines before the ``>`` line
+    they are). In a frame with a ``>`` line and a location line after it (``location``:
+    the closing line rule 1 took, which stands for the last frame's), the lines before the ``>`` line
     go (markers too: their lines stay counted), the ``>`` line becomes the location's
     ``path:N:``, a space and the statement, the location line and the blank lines and
     bare ``E`` lines go, and a caret line keeps its column under the statement (it goes
