@@ -5,7 +5,8 @@ thousand at a time; this run checks volume: the bench generator's reports (pytes
 tracebacks, site-packages frames, captured output, parametrized ids, collection errors;
 JUnit XML and pytest-json-report alternately, each from its own seed) summarised by both
 backends, with budgets large enough that hundreds of failures are listed, cut and
-located, and every test counted, timed and ranked, with and without a project. A case
+located (half of them in one line per frame: ``execute_tests``' budgets), and every
+test counted, timed and ranked, with and without a project. A case
 is one test record; a divergence is a summary whose bytes differ, kept for replay
 (``--keep DIR``: the report, its seed and both summaries).
 
@@ -31,6 +32,8 @@ from pytest_mcp_server.engine.models import Budgets, ProjectCode
 
 # Wide budgets: the rules of many failures are compared, not only the first twenty's.
 WIDE = Budgets(max_failures=500, max_groups=200, max_examples=5, max_slowest=50, max_collection_errors=50)
+# The same with execute_tests' one line per frame (docs/ENGINE.md, *The shown traceback*, rule 8).
+WIDE_COMPACT = WIDE.model_copy(update={"max_frame_context_lines": 0})
 # The generator's project code lives under app/ (tests under tests/).
 PROJECT = ProjectCode(root="/srv/checkout", packages=["app"])
 
@@ -56,10 +59,11 @@ def main(argv: list[str] | None = None) -> int:
             path = work / f"report-{seed}.{'xml' if fmt == 'junit' else 'json'}"
             truth = generate(path, fmt, size, seed=seed)
             project = PROJECT if seed % 4 < 2 else None
+            budgets = WIDE_COMPACT if seed % 8 < 4 else WIDE
             t0 = time.perf_counter()
-            native = summarize_bytes([path], backend="native", budgets=WIDE, project=project)
+            native = summarize_bytes([path], backend="native", budgets=budgets, project=project)
             t1 = time.perf_counter()
-            pure = summarize_bytes([path], backend="pure", budgets=WIDE, project=project)
+            pure = summarize_bytes([path], backend="pure", budgets=budgets, project=project)
             t2 = time.perf_counter()
             same = native == pure
             tests = truth["tests"]
@@ -71,6 +75,7 @@ def main(argv: list[str] | None = None) -> int:
                     "seed": seed,
                     "format": fmt,
                     "project": project is not None,
+                    "compact_frames": budgets is WIDE_COMPACT,
                     "tests": tests,
                     "listed_failures": listed,
                     "same": same,
@@ -79,7 +84,8 @@ def main(argv: list[str] | None = None) -> int:
                 }
             )
             print(
-                f"seed {seed} {fmt} project={project is not None}: {tests} tests, {listed} failures listed, "
+                f"seed {seed} {fmt} project={project is not None} compact={budgets is WIDE_COMPACT}: "
+                f"{tests} tests, {listed} failures listed, "
                 f"{'same' if same else 'DIVERGES'} (native {t1 - t0:.2f} s, pure {t2 - t1:.2f} s); "
                 f"{cases:,} cases so far",
                 flush=True,
