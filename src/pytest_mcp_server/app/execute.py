@@ -115,13 +115,16 @@ async def run_in_dir(
     project = runner.project()
     await anyio.to_thread.run_sync(write_project, run_dir, project)
     argv = execute_argv(params, interp, run_dir, plugin_options)
-    watch = partial(EventFollower(records).follow, progress) if progress is not None else None
+    follower = EventFollower(records)
+    watch = partial(follower.follow, progress) if progress is not None else None
     stopped_at: list[float] = []  # when the timeout hook ran (unix time)
     on_timeout = partial(dump_stacks, records, run_dir / STACKS_FILE, stopped_at)
     keep = False
     try:
         measured = coverage_env(run_dir) if params.coverage else None
         outcome = await runner.run_pytest(argv, timeout, watch, on_timeout, measured)
+        if progress is not None:
+            await follower.report(progress)  # the tests finished after the follower's last poll
         ended_at = stopped_at[0] if stopped_at else time.time()
         run_events = await anyio.to_thread.run_sync(read_run_events, records, project)
         try:

@@ -159,7 +159,9 @@ class EventFollower:
 
     ``poll()`` reads the lines appended since the last call (a partial last line waits
     for the next poll). ``follow(progress)`` polls until cancelled and reports progress
-    at most every ``PROGRESS_INTERVAL_S``.
+    at most every ``PROGRESS_INTERVAL_S``; ``report(progress)`` once more after the run
+    ends, so that the last notification counts every test (the follower is cancelled
+    when the process exits, often before its last poll).
     """
 
     def __init__(self, path: Path) -> None:
@@ -167,6 +169,7 @@ class EventFollower:
         self.lines = RecordLines(path)
         self.total: int | None = None
         self.done = 0
+        self._sent: tuple[int, int | None] = (-1, None)
 
     def poll(self) -> None:
         """Read the complete lines appended since the last poll (at most ``READ_CHUNK_BYTES``)."""
@@ -182,16 +185,19 @@ class EventFollower:
                     self.total = int(record["collected"])  # type: ignore[call-overload]
 
     async def follow(self, progress: ProgressFn) -> None:
-        """Poll until cancelled; ``await progress(done, total)`` whenever they changed
-        (once something was collected or finished)."""
-        sent: tuple[int, int | None] = (-1, None)
+        """``report(progress)`` every ``PROGRESS_INTERVAL_S`` until cancelled."""
         while True:
             await anyio.sleep(PROGRESS_INTERVAL_S)
-            self.poll()
-            state = (self.done, self.total)
-            if state != sent and (self.total is not None or self.done):
-                sent = state
-                await progress(self.done, self.total)
+            await self.report(progress)
+
+    async def report(self, progress: ProgressFn) -> None:
+        """Poll; ``await progress(done, total)`` when they changed since the last report
+        (once something was collected or finished)."""
+        self.poll()
+        state = (self.done, self.total)
+        if state != self._sent and (self.total is not None or self.done):
+            self._sent = state
+            await progress(self.done, self.total)
 
 
 def read_collected(records: Path, offset: int, limit: int) -> tuple[int, dict[str, int], int, list[str]]:
