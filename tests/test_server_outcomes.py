@@ -125,7 +125,8 @@ def test_every_outcome_exact_counts_every_problem_named_under_5kb(every_outcome,
     for quiet in ("test_square_is_non_negative", "test_addition", "test_skipped", "test_known_bug"):
         assert quiet not in text
     # the agent is told how to drill down: summarize_report reads this run's report by default
-    assert text.rstrip().endswith("\nMore: summarize_report with node_ids (reads the last run's report)"), text
+    last = text.rstrip().split("\n")[-1]
+    assert last.startswith("Omitted: ") and last.endswith(". More: summarize_report with node_ids"), text
 
 
 def _failure_block(text: str, node_id: str) -> str:

@@ -18,6 +18,7 @@ import sys
 
 from server_support import Project, connect, run, text_of
 
+from pytest_mcp_server.adapters.text import FULL_STORY_HINT
 from pytest_mcp_server.domain.policy import EXECUTE_BUDGETS
 from pytest_mcp_server.engine import BACKEND_ENV
 from pytest_mcp_server.engine.models import Budgets
@@ -102,6 +103,9 @@ def test_summarize_prints_the_failures_of_the_answer_byte_for_byte(tmp_path, bac
     # the same run: the headline's counts (the server's time is the run's wall time)
     assert answer.split(" in ")[0] == printed[0].split(" in ")[0]
     failures = answer.split("\n")[1:]
-    assert "Failures:" in failures and "tests/test_more.py::TestCart::test_total" in answer
+    assert "- FAILED tests/test_more.py::TestCart::test_total" in failures
     assert "    same traceback as tests/test_sum_a.py::test_sum, with other values" in failures
-    assert _without_server_sections(failures) == _without_server_sections(printed[1:])
+    # the answer's Omitted line also says where the rest is, which the CLI's need not
+    told = [line.removesuffix(". " + FULL_STORY_HINT) for line in failures]
+    assert told != failures
+    assert _without_server_sections(told) == _without_server_sections(printed[1:])

@@ -118,26 +118,27 @@ def render_text(
     tests asked for by node id: each one's whole story, not its cause's). Returns text
     ending in a newline; its first line is always ``<VERDICT> <counts phrase>``.
     """
-    return _text_and_leftovers(summary, verdict, failures_budget, deselected, line_chars, every_failure)[0]
+    return _text_with_hint(summary, verdict, failures_budget, deselected, line_chars, every_failure, hint=None)
 
 
-def _text_and_leftovers(
+def _text_with_hint(
     summary: ReportSummary,
     verdict: str | None,
     failures_budget: str,
     deselected: int,
     line_chars: int | None,
     every_failure: bool,
-) -> tuple[str, bool]:
-    """``render_text``'s text, and True when it leaves something out that the report
-    has: an ``Omitted`` line, or a failure without an entry in full (named on an ``also
-    in`` line or a group line, or on one line)."""
+    hint: str | None,
+) -> str:
+    """``render_text``'s text, closed by ``hint`` when the text leaves out something the
+    report has (an ``Omitted`` line, or a failure without an entry in full: named on an
+    ``also in`` line, a group line, or on one line): the hint ends the ``Omitted`` line
+    (``Omitted: 26 traceback lines. More: ...``), or is a line of its own without one."""
     lines = [f"{verdict or verdict_word(summary)} {counts_phrase(summary, deselected)}"]
     groups_by_id = {g.id: g for g in summary.groups}
     entries = failure_entries(summary, every_failure)
     if entries:
-        lines.append("")
-        lines.append("Failures:")
+        lines.append("")  # each entry starts "- FAILED"/"- ERROR": no heading (2 tokens) needed
         shapes: dict[str, str] = {}
         for failure, full in entries:
             entry = _failure_lines(failure, full=full)
@@ -183,16 +184,17 @@ def _text_and_leftovers(
         every_failure,
         len(shown_groups),
     )
-    if omitted:
-        lines.append("")
-        lines.append(omitted)
     in_full = sum(1 for _, full in entries if full)
     left_out = (
         bool(omitted)
         or in_full < len(summary.failures) + summary.omitted.failures
         or any(ce.traceback_lines_omitted for ce in summary.collection_errors)
     )
-    return "\n".join(lines) + "\n", left_out
+    closing = ". ".join(part for part in (omitted, hint if left_out else None) if part)
+    if closing:
+        lines.append("")
+        lines.append(closing)
+    return "\n".join(lines) + "\n"
 
 
 def exception_line(exception: str | None, message: str) -> str:
@@ -410,27 +412,32 @@ VERDICTS: dict[str, str] = {
 """The verdict word of ``execute_tests`` for each run status."""
 
 
-FULL_STORY_HINT = "More: summarize_report with node_ids (reads the last run's report)"
-"""The last line of an ``execute_tests`` answer that leaves something out: the run's
-report is ``summarize_report``'s default (its path is the structured ``report_path``,
-not the text's: a path of hashes and timestamps costs an agent about 50 tokens)."""
+FULL_STORY_HINT = "More: summarize_report with node_ids"
+"""How an ``execute_tests`` answer that leaves something out says where the rest is: the
+run's report is ``summarize_report``'s default (its tool description says so; the path is
+the structured ``report_path``, not the text's: a path of hashes and timestamps costs an
+agent about 50 tokens). It ends the ``Omitted`` line, whose count it explains, rather
+than taking a line of its own (about 7 o200k tokens less per answer)."""
 
 
 def render_execute(result: ExecuteResult) -> str:
     """The text block of ``execute_tests``: ``render_text`` with a verdict that
     reflects ``status`` (``PASSED``/``FAILED``/``NO TESTS``/``INTERRUPTED``) and the
-    run's session time (``ExecuteResult.duration_s``), then, when not green, a hint, and
-    ``FULL_STORY_HINT`` when the text leaves something out (``summarize_report`` gives
-    the rest; the structured content always carries ``report_path``)."""
+    run's session time (``ExecuteResult.duration_s``); when the run is not green and
+    the text leaves something out, ``FULL_STORY_HINT`` closes the failures
+    (``summarize_report`` gives the rest; the structured content always carries
+    ``report_path``); a run without tests or one pytest stopped ends with a line that
+    says what to do."""
     # the verdict line's time is pytest's session time, the figure of its own summary line
     shown = result.summary.model_copy(update={"duration_s": result.duration_s})
-    text, left_out = _text_and_leftovers(
+    text = _text_with_hint(
         shown,
         verdict=VERDICTS[result.status],
         failures_budget="failures_listed",
         deselected=result.deselected,
         line_chars=LINE_CHARS,
         every_failure=False,
+        hint=None if result.status == "passed" else FULL_STORY_HINT,
     )
     if result.runs > 1:
         text = _with_runs(text, result, shown)
@@ -451,8 +458,6 @@ def render_execute(result: ExecuteResult) -> str:
         )
     elif result.status == "interrupted":
         tail.append(f"pytest stopped early (exit {result.exit_code}); fix the collection errors above and run again.")
-    if result.status != "passed" and left_out:
-        tail.append(FULL_STORY_HINT)
     return text + ("\n" + "\n".join(tail) + "\n" if tail else "")
 
 

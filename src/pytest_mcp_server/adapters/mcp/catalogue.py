@@ -117,8 +117,8 @@ TOOLS_BY_NAME: dict[str, ToolSpec[Any, Any]] = {spec.name: spec for spec in TOOL
 
 INSTRUCTIONS = (
     "Runs this project's pytest suite. A run with 0 tests (status no_tests) is not green: check node_ids, "
-    "markers and keywords. To see more of a failure, call summarize_report on the run's report_path "
-    "(node_ids=[...]) instead of re-running the suite verbose. "
+    "markers and keywords. To see more of a failure, call summarize_report with node_ids=[...] (paths default "
+    "to the last run's report_path) instead of re-running the suite verbose. "
     "Failures are grouped by cause: fix a group, not each test. "
     "affected=true runs only the tests that changes since their last run affect; "
     "discover_tests with affected=true shows that plan and why."
