@@ -55,6 +55,11 @@ Measured per bug and mode (the answer is the tool result's text block):
   summary gives that ratio's median and maximum over all runs and over the runs where
   pytest reports one failure, against the targets (median <= 0.35, one failure <= 0.6,
   never above 0.8), and lists every run above 0.8;
+* per run that misses a target (a token target; one group for a bug that raises; the
+  bug's line where ``--tb=short`` names it; the failing test's line), why: where the
+  answer's tokens go against pytest's (``token_parts``: ``E`` lines, frames, the rest,
+  and how much of pytest's output its own ``E`` and frame lines are), or the exception
+  and site of each group the bug's failures fell into;
 * ``raises_observed``: the innermost frame of the first failure in ``--tb=short`` is the
   library's; a run where it disagrees with the catalogue's ``raises`` gets a note;
 * ``location``: where the first listed failure's ``location`` points: ``test``,
@@ -71,7 +76,9 @@ Usage::
         [--mode editable|install|both] [--json FILE] [--markdown FILE]
         [--server-src DIR] [--verify] [--coverage]
 
-``--verify`` only checks the catalogue: every bug applies, makes at least one test
+``--from-json FILE ...`` runs nothing and reports earlier runs' rows (the per-run
+reasons read the outputs kept in ``--work``'s ``outputs`` for rows written before they
+were measured). ``--verify`` only checks the catalogue: every bug applies, makes at least one test
 fail, and behaves as marked (``raises``, ``chained``, and a chained bug's line in
 ``--tb=short``; plain pytest, editable mode). ``--bugs`` runs only the named bugs.
 ``--coverage`` (editable mode only) makes each unpacked tree a git work tree of the
@@ -205,6 +212,10 @@ class Row:
     status: str = ""
     first_line: str = ""
     notes: list[str] = field(default_factory=list)
+    # where the tokens go: part -> [answer text tokens, --tb=short tokens] (``token_parts``)
+    token_parts: dict[str, list[int]] = field(default_factory=dict)
+    # the answer's groups of this bug, ``Exception at path:line xN`` (``group_sites``)
+    group_sites: list[str] = field(default_factory=list)
 
     @property
     def ratio(self) -> float:
@@ -529,6 +540,89 @@ def raises_note(row: Row) -> str:
     return f"{RAISES_NOTE}{row.raises}, --tb=short's innermost frame says {row.raises_observed}"
 
 
+TOKEN_PARTS = ("values", "frames", "the rest")
+"""The parts ``token_parts`` splits an output into: ``values`` are the ``E`` lines (the
+exception and the compared values), ``frames`` the lines that name a frame or show its
+source, ``the rest`` everything else (the answer's verdict, entry names, ``also in`` and
+closing lines; pytest's progress dots, banners, section titles and summary lines)."""
+
+# a frame line: the answer's ``path:N: statement`` (indented) or pytest's ``path:N: in func``
+FRAME_LINE = re.compile(r"^\s*\S+\.py:\d+: ")
+PYTEST_TITLE = re.compile(r"^(_{3,} .* _{3,}|={3,} .* ={3,}|[.FEsxX]+\s+\[\s*\d+%\])$")
+
+
+def token_parts(text: str, short: str) -> dict[str, list[int]]:
+    """Per part of ``TOKEN_PARTS``: [tokens in the answer ``text``, tokens in pytest's
+    ``short`` output], each line counted with its newline (o200k; the parts add up to
+    within a few tokens of the whole, BPE merges across lines aside). A frame's source
+    lines are the indented lines that are neither ``E`` lines nor entry names between a
+    frame line and the next ``E`` line."""
+    parts = {part: [0, 0] for part in TOKEN_PARTS}
+    for side, output in enumerate((text, short)):
+        in_frames = False
+        for line in output.splitlines():
+            stripped = line.lstrip()
+            if stripped == "E" or stripped.startswith("E "):
+                part, in_frames = "values", False
+            elif FRAME_LINE.match(line):
+                part, in_frames = "frames", True
+            elif in_frames and line.startswith(" ") and not stripped.startswith(("- ", "also in ")):
+                part = "frames"
+            else:
+                part, in_frames = "the rest", False
+            parts[part][side] += count_tokens(line + "\n")
+    return parts
+
+
+def why_tokens(row: Row) -> str:
+    """Where an answer's tokens go against ``--tb=short``'s (``token_parts``), and the part
+    that costs the most more than pytest's."""
+    if not row.token_parts or not row.short_tokens:
+        return "no token parts in this row (measured before they were kept)"
+    figures = ", ".join(f"{part} {a} vs {s}" for part, (a, s) in row.token_parts.items())
+    own = sum(row.token_parts[part][1] for part in ("values", "frames")) / row.short_tokens
+    part, (a, s) = max(row.token_parts.items(), key=lambda item: item[1][0] - item[1][1])
+    causes = {
+        "values": "the compared values, given whole (pytest -q cuts long reprs to `...`)",
+        "frames": "frame lines (longer than pytest's, or more of them)",
+        "the rest": "the answer's verdict, names and closing line against pytest's progress and summary",
+    }
+    more = f"; most over pytest's: {causes[part]} (+{a - s})" if a > s else ""
+    return (
+        f"tokens answer vs --tb=short: {figures}; pytest's `E` and frame lines alone are {own:.2f}x of its output{more}"
+    )
+
+
+def bug_groups(summary: dict, baseline: set[str]) -> tuple[list[str], int]:
+    """The ids of the listed groups of a structured ``summary`` that hold failures of the
+    injected bug (not only ``baseline`` failures), and the number of groups it cut."""
+    # a group's members: its examples and the listed failures that name it (examples leave those out;
+    # when no group was cut, a group of one listed failure may be named by that failure only, and
+    # empty lists and 0 counts may be left out of the structured content)
+    members: dict[str, set[str]] = {g["id"]: set(g.get("examples", ())) for g in summary["groups"]}
+    cut_groups = summary.get("omitted", {}).get("groups", 0)
+    for f in summary["failures"]:
+        if f["group"] in members or not cut_groups:  # else its group is among the cut ones
+            members.setdefault(f["group"], set()).add(f["node_id"])
+    return [gid for gid, names in members.items() if not names or not names <= baseline], cut_groups
+
+
+def group_sites(summary: dict, ids: list[str]) -> list[str]:
+    """``Exception at path:line xN`` of the groups ``ids`` of a structured ``summary``
+    (``at ?`` for a group without a location), in the answer's order."""
+    # a group of one listed failure may be named by that failure only: its own fields then
+    named = {g.get("id"): g for g in summary.get("groups", ())}
+    for f in summary.get("failures", ()):
+        named.setdefault(f.get("group"), f)
+    sites = []
+    for gid in ids:
+        g = named.get(gid, {})
+        loc = g.get("location") or {}
+        at = f"{loc.get('path')}:{loc.get('line')}" if loc else "?"
+        sites.append(f"{g.get('exception') or 'no exception'} at {at} x{g.get('count', 1)}")
+    return sites
+
+
 def measure(
     row: Row,
     bug: Bug,
@@ -547,6 +641,7 @@ def measure(
     row.short_bytes, row.line_bytes = len(short.encode()), len(line.encode())
     row.text_tokens, row.wire_tokens = count_tokens(text), count_tokens(wire)
     row.short_tokens, row.line_tokens = count_tokens(short), count_tokens(line)
+    row.token_parts = token_parts(text, short)
     row.raises, row.chained, row.handled_chain = bug.raises, bug.chained, bug.handled_chain
     frames = first_section_frames(short)
     row.raises_observed = bool(frames) and classify(frames[-1][0], setup) == "library"
@@ -571,16 +666,9 @@ def measure(
     counts = summary["counts"]
     row.answer_failures = counts["failed"] + counts["errors"] - baseline_n
     failures = summary["failures"]
-    # a group's members: its examples and the listed failures that name it (examples leave those out;
-    # when no group was cut, a group of one listed failure may be named by that failure only, and
-    # empty lists and 0 counts may be left out of the structured content)
-    members: dict[str, set[str]] = {g["id"]: set(g.get("examples", ())) for g in summary["groups"]}
-    cut_groups = summary.get("omitted", {}).get("groups", 0)
-    for f in failures:
-        if f["group"] in members or not cut_groups:  # else its group is among the cut ones
-            members.setdefault(f["group"], set()).add(f["node_id"])
-    listed = [gid for gid, names in members.items() if not names or not names <= baseline]
+    listed, cut_groups = bug_groups(summary, baseline)
     row.groups = len(listed) + cut_groups
+    row.group_sites = group_sites(summary, listed)
     if failures:
         location = failures[0].get("location") or {}
         row.location_path = f"{location.get('path')}:{location.get('line')}" if location else ""
@@ -748,7 +836,45 @@ def markdown(rows: list[Row], summary: dict[str, dict]) -> str:
             value = summary[mode][key]
             cells.append(", ".join(f"{k} {v}" for k, v in sorted(value.items())) if isinstance(value, dict) else value)
         lines.append(f"| {key} | " + " | ".join(str(c) for c in cells) + " |")
-    return "\n".join(lines) + "\n\n" + token_report(rows)
+    return "\n".join(lines) + "\n\n" + token_report(rows) + "\n" + misses_report(rows)
+
+
+def misses(row: Row) -> list[tuple[str, str]]:
+    """The targets ``row`` misses, each with why: the figures behind it (``why_tokens``,
+    the groups' sites)."""
+    out = []
+    if row.token_ratio > 0.8:
+        out.append((f"never above 0.8x in tokens ({row.token_ratio:.2f}x)", why_tokens(row)))
+    elif row.failures == 1 and row.token_ratio > 0.6:
+        out.append((f"one failure <= 0.6x in tokens ({row.token_ratio:.2f}x)", why_tokens(row)))
+    if row.raises and row.groups > 1:
+        sites = "; ".join(row.group_sites[:5]) or "sites not kept in this row"
+        if len(row.group_sites) > 5:
+            sites += f"; {len(row.group_sites) - 5} more"
+        out.append(
+            (
+                f"one group per raising bug ({row.groups} groups)",
+                f"the failures differ in exception type or in their innermost project frame (docs/ENGINE.md, "
+                f"*Groups*): {sites}",
+            )
+        )
+    if row.frame_in_short and not row.frame:
+        out.append(("the bug's line where --tb=short names it", "not named"))
+    if not row.test_loc:
+        out.append(("the failing test's `file:line`", "not named"))
+    return out
+
+
+def misses_report(rows: list[Row]) -> str:
+    """Every run that misses a target, with why (``misses``), as a Markdown table."""
+    rs = [r for r in rows if r.status != "tool error"]
+    missed = [(r, m) for r in rs for m in misses(r)]
+    lines = [f"Targets not met, run by run: {len({id(r) for r, _ in missed})} of {len(rs)} runs", ""]
+    if missed:
+        lines += ["| project | bug | mode | target | why |", "|---|---|---|---|---|"]
+        for r, (target, why) in missed:
+            lines.append(f"| {r.project} | {r.bug} | {r.mode} | {target} | {why.replace('|', '/')} |")
+    return "\n".join(lines) + "\n"
 
 
 CHAIN_LINES = (
@@ -816,7 +942,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     projects, bugs = load_catalogue(args.catalogue)
     if args.from_json:
-        rows, took = rows_from_json(args.from_json, bugs)
+        rows, took = rows_from_json(args.from_json, bugs, args.work / "outputs")
         return report(rows, took, args)
     if args.bugs:
         unknown = set(args.bugs) - {f"{b.project}/{b.id}" for b in bugs}
@@ -845,12 +971,17 @@ def main(argv: list[str] | None = None) -> int:
     return report(rows, time.monotonic() - start, args)
 
 
-def rows_from_json(paths: list[Path], bugs: list[Bug]) -> tuple[list[Row], float]:
+def rows_from_json(paths: list[Path], bugs: list[Bug], outputs: Path) -> tuple[list[Row], float]:
     """The rows of earlier ``--json`` files, in order, and their run seconds added up.
 
     ``raises`` and ``chained`` are taken from the catalogue (a mark corrected after a run
     counts); a row of a bug no longer in the catalogue keeps its marks. A later file's row
-    replaces an earlier one of the same project, bug and mode.
+    replaces an earlier one of the same project, bug and mode. A row without
+    ``token_parts``/``group_sites`` (written before they were kept) gets them from the
+    run's kept outputs in ``outputs`` (``keep_outputs``) when they are there: the answer
+    and ``--tb=short`` texts, and the groups of the structured content (the unpatched
+    suite's failures are not known then: its groups would be counted too; the projects
+    of the catalogue have none).
     """
     marks = {(b.project, b.id): b for b in bugs}
     fields = set(Row.__dataclass_fields__)
@@ -867,9 +998,22 @@ def rows_from_json(paths: list[Path], bugs: list[Bug]) -> tuple[list[Row], float
                 row.notes = [n for n in row.notes if not n.startswith(RAISES_NOTE)]
                 if row.raises_observed != row.raises:
                     row.notes.append(raises_note(row))
+            fill_from_outputs(row, outputs / f"{row.project}-{row.mode}-{row.bug}")
             rows[(row.project, row.bug, row.mode)] = row
     order = {mode: i for i, mode in enumerate(MODES)}
     return sorted(rows.values(), key=lambda r: order[r.mode]), took
+
+
+def fill_from_outputs(row: Row, stem: Path) -> None:
+    """``row``'s ``token_parts`` and ``group_sites`` from the outputs ``keep_outputs`` kept
+    at ``stem``, where the row lacks them and the files exist."""
+    answer, short, wire = (stem.with_suffix(s) for s in (".answer.txt", ".short.txt", ".wire.json"))
+    if not row.token_parts and answer.is_file() and short.is_file():
+        row.token_parts = token_parts(answer.read_text(), short.read_text())
+    if not row.group_sites and wire.is_file():
+        summary = (json.loads(wire.read_text()).get("structuredContent") or {}).get("summary")
+        if summary:
+            row.group_sites = group_sites(summary, bug_groups(summary, set())[0])
 
 
 def report(rows: list[Row], took: float, args: argparse.Namespace) -> int:

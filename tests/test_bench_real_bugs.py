@@ -146,3 +146,40 @@ def test_a_failure_title_wider_than_the_terminal_starts_a_section(tmp_path: Path
     assert "\n_ test_value[" in output
     assert real_bugs.first_section_frames(output) == [("test_long.py", 6)]
     assert real_bugs.first_test_frame(output) == ("test_long.py", 6)
+
+
+def test_token_parts_split_pytest_output_into_values_frames_and_the_rest(chained_project: Path) -> None:
+    """Every line of a real ``--tb=short`` output lands in one part: the ``E`` lines are
+    values, ``path:N: in f`` and its source lines are frames, and the progress, banners,
+    titles and summary are the rest; the parts add up to the whole within BPE merges."""
+    output = short_output(chained_project)
+    parts = real_bugs.token_parts("", output)
+    assert [answer for answer, _ in parts.values()] == [0, 0, 0]
+    values, frames, rest = (pytest_tokens for _, pytest_tokens in parts.values())
+    e_lines = [line for line in output.splitlines() if line.startswith("E ")]
+    assert e_lines and values == sum(tokens.count_tokens(line + "\n") for line in e_lines)
+    frame_lines = [line for line in output.splitlines() if real_bugs.FRAME_LINE.match(line)]
+    assert len(frame_lines) >= 3 and frames > sum(tokens.count_tokens(line + "\n") for line in frame_lines)
+    assert rest >= tokens.count_tokens("2 failed in 0.01s\n")
+    whole = tokens.count_tokens(output)
+    assert abs(values + frames + rest - whole) <= whole // 20
+
+
+def test_a_run_above_a_target_says_which_part_of_the_answer_costs_more() -> None:
+    """``misses`` names the token target a run misses and the part over pytest's, and
+    a raising bug split into groups with each group's exception and site."""
+    row = real_bugs.Row("p", "b", "kind", "editable", raises=True, failures=1, groups=2, frame=True, test_loc=True)
+    row.text_tokens, row.short_tokens = 90, 100
+    row.token_parts = {"values": [60, 20], "frames": [20, 30], "the rest": [10, 50]}
+    row.group_sites = ["KeyError at lib.py:6 x1", "AssertionError at tests/test_lib.py:3 x1"]
+    (tokens_miss, why), (groups_miss, sites) = real_bugs.misses(row)
+    assert tokens_miss == "never above 0.8x in tokens (0.90x)"
+    assert (
+        "values 60 vs 20" in why
+        and "alone are 0.50x" in why
+        and why.endswith("given whole (pytest -q cuts long reprs to `...`) (+40)")
+    )
+    assert groups_miss == "one group per raising bug (2 groups)"
+    assert sites.endswith("KeyError at lib.py:6 x1; AssertionError at tests/test_lib.py:3 x1")
+    row.text_tokens = 55  # 0.55x: within both token targets
+    assert real_bugs.misses(row)[0][0] == "one group per raising bug (2 groups)"
