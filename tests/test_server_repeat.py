@@ -136,7 +136,7 @@ def test_repeat_names_the_flaky_test_with_its_pattern_apart_from_the_consistent_
     # failing every time is a consistent failure: in the failures, never flaky
     assert ALWAYS_FAILS in {f.node_id for f in res.summary.failures}
     assert text.startswith("FLAKY 1 test flaky over 4 runs; last run: 2 failed, 2 passed in ")
-    assert "\n- PFPF tests/test_flaky.py::test_every_other_run  (run 4's failure: under Failures)\n" in text
+    assert "\n- PFPF tests/test_flaky.py::test_every_other_run  (run 4's failure: its entry below)\n" in text
     assert "(P passed, F failed; one letter per run)" in text
     assert text.count("E       AssertionError: call 4: this test fails every other run") == 1
     always_at = line_of(project.root / "tests" / "test_flaky.py", "assert sum([1, 1]) == 3")

@@ -491,7 +491,7 @@ def _flaky_lines(result: ExecuteResult) -> list[str]:
         elif test.failure is None:
             lines.append(f"{head}  (failed in run {test.failed_run}, whose report was removed since)")
         elif test.failed_run == result.runs and test.node_id in in_failures:
-            lines.append(f"{head}  (run {test.failed_run}'s failure: under Failures)")
+            lines.append(f"{head}  (run {test.failed_run}'s failure: its entry below)")
         else:
             entry = _failure_lines(test.failure, full=True)
             outcome = entry[0].removeprefix("- ").replace(" " + failure_name(test.failure), "", 1)
