@@ -275,6 +275,30 @@ fn record_bytes(record: &TestRecord) -> usize {
         + len(&record.subtest)
 }
 
+/// Copy a record's text and outputs into exact-size strings before it is kept raw. The
+/// parser's text buffers start at 4 KiB and double, so a short failure kept as it came
+/// would hold several times the bytes [`PENDING_BYTES`] counts; a copy (not
+/// `shrink_to_fit`, which leaves the buffer's tail behind as heap the process has
+/// touched) gives the whole buffer back to the next test's text. At 1 GB this is
+/// about 1.3 MB less peak RSS (benches/RESULTS.md, section 8).
+fn exact_strings(record: &mut TestRecord) {
+    let strings = [
+        &mut record.text,
+        &mut record.stdout,
+        &mut record.stderr,
+        &mut record.log,
+    ];
+    for s in strings.into_iter().flatten() {
+        if s.capacity() > s.len() + SPARE_BYTES_KEPT {
+            *s = s.as_str().to_owned();
+        }
+    }
+}
+
+/// Spare capacity a kept raw string may have without being copied (a copy costs more
+/// than the bytes it gives back).
+const SPARE_BYTES_KEPT: usize = 64;
+
 impl Representative {
     fn listed(&self) -> Option<&ListedFailure> {
         match self {
@@ -712,6 +736,7 @@ impl SummaryBuilder {
                 self.consider_slow(record.duration_us, seq, record.node_id.clone());
             }
             record.text = Some(text);
+            exact_strings(&mut record);
             let bytes = record_bytes(&record);
             if self.pending_bytes + bytes > PENDING_BYTES {
                 self.evict_pending(bytes);
