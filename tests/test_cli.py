@@ -16,6 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from pytest_mcp_server import cli
+from pytest_mcp_server.domain.config import SERVER_NAME
+
 ROOT = Path(__file__).resolve().parents[1]
 DEMO_JUNIT = ROOT / "examples" / "reports" / "demo.junit.xml"
 DEMO_JSON = ROOT / "examples" / "reports" / "demo.report.json"
@@ -206,16 +209,40 @@ def test_later_failures_of_a_group_are_node_ids_or_one_line(tmp_path):
                 assert entry in text and text.count(f"test_{exc}_{i}") == 1, text
 
 
-def test_summarize_loads_no_openssl():
-    """``summarize`` imports the server's flags but not what only serving needs: OpenSSL
-    (``hashlib``, which ``hmac`` loads for the HTTP token check) would add about 4 MB to
-    the command's peak RSS (benches/RESULTS.md section 8)."""
+SERVE_ONLY_MODULES = (
+    "hashlib",
+    "_hashlib",
+    "hmac",
+    "ssl",
+    "platformdirs",
+    "pytest_mcp_server.domain.config",
+    "pytest_mcp_server.domain.validation",
+    "pytest_mcp_server.adapters.mcp.http_policy",
+)
+
+
+def test_summarize_loads_nothing_only_serving_needs():
+    """``summarize`` loads none of what only serving needs: OpenSSL (``hashlib``, which
+    ``hmac`` loads for the HTTP token check; about 4 MB), the server's configuration,
+    HTTP policy and option messages (about 1 MB more with pydantic's validators), or the
+    user directories the server keeps reports in: each adds to the command's peak RSS
+    (benches/RESULTS.md section 8)."""
     probe = (
         "import sys, runpy; sys.argv = ['pytest-mcp-server', 'summarize', sys.argv[1]]\n"
         "try:\n    runpy.run_module('pytest_mcp_server', run_name='__main__')\n"
         "except SystemExit:\n    pass\n"
-        "print(sorted(m for m in ('hashlib', '_hashlib', 'hmac', 'ssl') if m in sys.modules))"
+        f"print(sorted(m for m in {SERVE_ONLY_MODULES!r} if m in sys.modules))"
     )
     proc = subprocess.run([sys.executable, "-c", probe, str(DEMO_JUNIT)], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip().splitlines()[-1] == "[]", proc.stdout
+
+
+def test_the_scripts_name_in_messages_is_the_distribution_name():
+    """The CLI names itself without importing the server's configuration; the two names
+    are one."""
+    assert cli.PROG == SERVER_NAME
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest_mcp_server", "--version"], capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 0 and proc.stdout.startswith(f"{SERVER_NAME} "), proc.stdout + proc.stderr

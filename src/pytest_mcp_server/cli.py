@@ -9,7 +9,9 @@ Subcommands:
 * ``bench ...``: the benchmarks (see ``pytest_mcp_server.bench``).
 
 The options are checked (``config.ServerConfig``, ``models.Budgets``) before anything
-heavy loads; the MCP SDK loads only for ``serve``.
+heavy loads; the MCP SDK loads only for ``serve``, and ``summarize`` loads nothing of the
+server (its configuration, HTTP policy and option messages are imported by ``serve``):
+its peak memory is the engine's and the summary's (benches/RESULTS.md, section 8).
 """
 
 from __future__ import annotations
@@ -22,17 +24,18 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from pytest_mcp_server.adapters.mcp.http_policy import (
+from pytest_mcp_server.domain.policy import (
     DEFAULT_HTTP_HOST,
+    DEFAULT_HTTP_PORT,
+    DEFAULT_MAX_CONCURRENT,
+    DEFAULT_MAX_TIMEOUT_S,
     TOKEN_ENV,
-    HttpSettings,
-    TokenError,
-    take_token,
 )
-from pytest_mcp_server.domain.config import SERVER_NAME, ServerConfig, package_version
-from pytest_mcp_server.domain.policy import DEFAULT_HTTP_PORT, DEFAULT_MAX_CONCURRENT, DEFAULT_MAX_TIMEOUT_S
-from pytest_mcp_server.domain.validation import describe_validation_error
 from pytest_mcp_server.engine.models import Budgets
+
+PROG = "pytest-mcp-server"
+"""The console script's name in its messages (``domain.config.SERVER_NAME``, which a test
+keeps equal, is not imported here: ``summarize`` does not load the server's modules)."""
 
 SUBCOMMANDS = ("serve", "summarize", "bench")
 
@@ -49,12 +52,26 @@ def _add_budget_flags(parser: argparse.ArgumentParser) -> None:
         )
 
 
+class _VersionAction(argparse.Action):
+    """``--version`` (on stdout, as argparse's own): the installed version, looked up only
+    when asked for (``domain.config`` is the server's configuration)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS, **_: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, help="show program's version number and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+        from pytest_mcp_server.domain.config import package_version
+
+        print(f"{PROG} {package_version()}")
+        parser.exit()
+
+
 def _build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="pytest-mcp-server",
+        prog=PROG,
         description="Run pytest for AI agents over MCP, and summarise test reports compactly.",
     )
-    parser.add_argument("--version", action="version", version=f"{SERVER_NAME} {package_version()}")
+    parser.add_argument("--version", action=_VersionAction)
     sub = parser.add_subparsers(dest="command", metavar="{serve,summarize,bench}")
 
     serve = sub.add_parser("serve", help="run the MCP server, over stdio or HTTP (the default command)")
@@ -144,10 +161,10 @@ def _summarize(args: argparse.Namespace) -> int:
     try:
         raw = summarize_bytes(args.paths, format=args.format, backend=args.backend, budgets=budgets)
     except ReportError as exc:
-        print(f"pytest-mcp-server: {exc.kind}: {exc}", file=sys.stderr)
+        print(f"{PROG}: {exc.kind}: {exc}", file=sys.stderr)
         return 2
     except (RuntimeError, OSError) as exc:
-        print(f"pytest-mcp-server: error: {exc}", file=sys.stderr)
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2
     summary = ReportSummary.model_validate_json(raw)
     if args.json:
@@ -171,6 +188,9 @@ _HTTP_FLAGS = {"host": "--host", "port": "--port", "allow_hosts": "--allow-host"
 
 
 def _serve(args: argparse.Namespace) -> int:
+    from pytest_mcp_server.adapters.mcp.http_policy import HttpSettings, TokenError, take_token
+    from pytest_mcp_server.domain.config import ServerConfig
+
     try:  # checked before the MCP SDK is imported, so a bad option fails fast
         config = ServerConfig(
             root=args.root,
@@ -190,7 +210,7 @@ def _serve(args: argparse.Namespace) -> int:
         }
         given = [flag for flag, value in http_only.items() if value is not None]
         if given:
-            print(f"{SERVER_NAME}: error: {given[0]}: only applies with --transport http", file=sys.stderr)
+            print(f"{PROG}: error: {given[0]}: only applies with --transport http", file=sys.stderr)
             return 2
         from pytest_mcp_server.adapters.mcp.server import run_stdio
 
@@ -204,7 +224,7 @@ def _serve(args: argparse.Namespace) -> int:
             allow_hosts=tuple(args.allow_host or ()),
         )
     except TokenError as exc:
-        print(f"{SERVER_NAME}: error: {exc}", file=sys.stderr)
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2
     except ValidationError as exc:
         return _option_error(exc, _HTTP_FLAGS)
@@ -215,9 +235,11 @@ def _serve(args: argparse.Namespace) -> int:
 
 def _option_error(exc: ValidationError, flags: dict[str, str]) -> int:
     """Print the first error of ``exc`` as ``<flag>: <reason>`` on stderr; returns 2."""
+    from pytest_mcp_server.domain.validation import describe_validation_error
+
     field, reason = describe_validation_error(exc)
     flag = flags.get(field.split(".", 1)[0].split("[", 1)[0], "options")
-    print(f"{SERVER_NAME}: error: {flag}: {reason}", file=sys.stderr)
+    print(f"{PROG}: error: {flag}: {reason}", file=sys.stderr)
     return 2
 
 

@@ -161,8 +161,14 @@ rest of ``timeout_s`` (it then stops with the usual ``timeout`` error)."""
 
 # -- HTTP transport --------------------------------------------------------------
 
+DEFAULT_HTTP_HOST = "127.0.0.1"
+"""``--host`` when not given: this machine only."""
+
 DEFAULT_HTTP_PORT = 8765
 """``--port`` when not given."""
+
+TOKEN_ENV = "PYTEST_MCP_SERVER_TOKEN"
+"""The environment variable a bearer token may come from (``--token-file`` wins)."""
 
 MIN_TOKEN_CHARS = 16
 """Shortest token accepted: 16 characters of base64url are 96 bits, beyond guessing over HTTP."""

@@ -25,16 +25,15 @@ from pathlib import Path
 from pydantic import Field, SecretStr, ValidationInfo, field_validator
 
 from pytest_mcp_server.domain.policy import (
+    DEFAULT_HTTP_HOST,
     DEFAULT_HTTP_PORT,
     MIN_TOKEN_CHARS,
+    TOKEN_ENV,
 )
 from pytest_mcp_server.engine.models import _Frozen
 
 MCP_PATH = "/mcp"
 """The endpoint's path: ``http://HOST:PORT/mcp``."""
-DEFAULT_HTTP_HOST = "127.0.0.1"
-TOKEN_ENV = "PYTEST_MCP_SERVER_TOKEN"
-"""The environment variable a bearer token may come from (``--token-file`` wins)."""
 
 
 # RFC 6750, section 2.1: b64token = 1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"="
