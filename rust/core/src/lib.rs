@@ -222,15 +222,6 @@ fn summarize_into(
     }
 }
 
-/// Summarise report files into canonical summary JSON bytes (docs/ENGINE.md).
-///
-/// Files are parsed in parallel (rayon) and merged in input order; the result equals
-/// feeding them one by one. The first failing file in input order gives the error.
-/// `select`: None lists every test; else only the tests and collection errors the
-/// entries select, and `unmatched` names the entries that selected no failing/erroring
-/// test and no collection error (docs/ENGINE.md, *Selection*). `project`: the
-/// project's own code (docs/ENGINE.md, *Project code*), or None for the path-pattern
-/// rule.
 /// Parse one file of a known format into `sink`, in report order; what the file says of
 /// its end (pytest's session time, a cut last line).
 fn parse_format(
@@ -253,6 +244,15 @@ fn parse_format(
     }
 }
 
+/// Summarise report files into canonical summary JSON bytes (docs/ENGINE.md).
+///
+/// Files are parsed in parallel (rayon) and merged in input order; the result equals
+/// feeding them one by one. The first failing file in input order gives the error.
+/// `select`: None lists every test; else only the tests and collection errors the
+/// entries select, and `unmatched` names the entries that selected no failing/erroring
+/// test and no collection error (docs/ENGINE.md, *Selection*). `project`: the
+/// project's own code (docs/ENGINE.md, *Project code*), or None for the path-pattern
+/// rule.
 pub fn summarize_files(
     paths: &[String],
     wanted: Option<Format>,
@@ -296,7 +296,7 @@ pub fn summarize_files(
             Some((f, mut acc)) => {
                 if builder.groups_overflowed() {
                     // Merging is exact only when the file's failures all have tracked
-                    // groups (> 10,000 distinct groups in one file is rare): feed the
+                    // groups (more than `MAX_TRACKED_GROUPS` distinct groups in one file is rare): feed the
                     // file again, in order, into the accumulated builder.
                     drop(builder);
                     acc = summarize_into(path, wanted, budgets, acc).result?;
