@@ -296,8 +296,8 @@ pub fn summarize_files(
             Some((f, mut acc)) => {
                 if builder.groups_overflowed() {
                     // Merging is exact only when the file's failures all have tracked
-                    // groups (more than `MAX_TRACKED_GROUPS` distinct groups in one file is rare): feed the
-                    // file again, in order, into the accumulated builder.
+                    // groups (more than `MAX_TRACKED_GROUPS` distinct groups in one file
+                    // is rare): feed the file again, in order, into the accumulated builder.
                     drop(builder);
                     acc = summarize_into(path, wanted, budgets, acc).result?;
                 } else {
