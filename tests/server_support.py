@@ -70,6 +70,14 @@ async def connect(params: StdioServerParameters, mode: str) -> AsyncIterator[Cli
         yield client
 
 
+async def progress_delivered() -> None:
+    """Let the progress callbacks of a finished call run. The SDK's client starts each
+    ``notifications/progress`` callback as a task when the notification arrives, which is
+    before the call's response; a call can return before its last callback has run, and a
+    client closed right away may never run it. One short sleep lets them in."""
+    await anyio.sleep(0.2)
+
+
 async def still_serving(client: Client, mode: str) -> None:
     """Prove the server answers: ``ping`` on a legacy connection (2026-07-28 removed
     ping), ``tools/list`` on a modern one."""

@@ -10,7 +10,17 @@ import time
 
 import anyio
 import pytest
-from server_support import MODES, Project, connect, pid_alive, run, still_serving, wait_for
+from server_support import (
+    MODES,
+    Project,
+    connect,
+    pid_alive,
+    progress_delivered,
+    run,
+    stdio_server,
+    still_serving,
+    wait_for,
+)
 
 from pytest_mcp_server.adapters.mcp.catalogue import TOOLS, input_schema, output_schema
 from pytest_mcp_server.domain.tools import ExecuteResult
@@ -76,7 +86,9 @@ def test_progress_is_reported_as_tests_finish_at_most_a_few_per_second(slow, mod
             result = await client.call_tool(
                 "execute_tests", {"node_ids": ["tests/test_slow.py"]}, progress_callback=on_progress
             )
-            return result, seen, time.monotonic() - start
+            took = time.monotonic() - start
+            await progress_delivered()
+            return result, seen, took
 
     result, seen, took = run(body)
     assert ExecuteResult.model_validate(result.structured_content).summary.counts.passed == 9
@@ -88,6 +100,31 @@ def test_progress_is_reported_as_tests_finish_at_most_a_few_per_second(slow, mod
     assert seen[-1][3] == "9 of 9 tests done"
     # throttled: no more than 4 a second, plus the first and the last
     assert len(seen) <= took * 4 + 2
+
+
+def test_a_run_shorter_than_the_progress_interval_still_reports_every_test(tmp_path):
+    """Thirty tests that finish in a few milliseconds, between two polls of the record
+    file: the follower is cancelled when pytest exits, so only the report made after
+    the run can count them all; the last notification says 30 of 30."""
+    root = tmp_path / "quick"
+    (root / "tests").mkdir(parents=True)
+    (root / "tests" / "test_quick.py").write_text(
+        "import pytest\n\n\n@pytest.mark.parametrize('n', range(30))\ndef test_quick(n):\n    assert n >= 0\n"
+    )
+    seen = []
+
+    async def on_progress(progress, total, message):
+        seen.append((progress, total))
+
+    async def body():
+        async with connect(stdio_server(root, tmp_path / "artifacts"), "auto") as client:
+            result = await client.call_tool("execute_tests", {}, progress_callback=on_progress)
+            await progress_delivered()
+            return result
+
+    result = run(body)
+    assert ExecuteResult.model_validate(result.structured_content).summary.counts.passed == 30
+    assert seen and seen[-1] == (30, 30), seen
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import anyio
 from mcp import StdioServerParameters
-from server_support import connect, line_of, pid_alive, run, text_of, wait_for, wait_until_gone
+from server_support import connect, line_of, pid_alive, progress_delivered, run, text_of, wait_for, wait_until_gone
 
 from pytest_mcp_server.domain.failures import ToolFailureDetail
 from pytest_mcp_server.domain.flaky import OutcomeHistory, last_failing_run, legend
@@ -113,9 +113,11 @@ def test_repeat_names_the_flaky_test_with_its_pattern_apart_from_the_consistent_
 
     async def body():
         async with connect(project.params(), "auto") as client:
-            return await client.call_tool(
+            result = await client.call_tool(
                 "execute_tests", {"node_ids": ["tests/test_flaky.py"], "repeat": 4}, progress_callback=on_progress
             )
+            await progress_delivered()
+            return result
 
     result = run(body)
     text = text_of(result)
