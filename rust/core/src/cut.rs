@@ -45,10 +45,27 @@ pub(crate) fn is_ws(c: char) -> bool {
     matches!(c, ' ' | '\t' | '\n' | '\r' | '\x0b' | '\x0c')
 }
 
-/// `s` without leading and trailing [`is_ws`] characters.
+/// [`is_ws`] on a byte: the same six ASCII characters.
+#[inline(always)]
+fn is_ws_byte(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\r' | b'\x0b' | b'\x0c')
+}
+
+/// `s` without leading [`is_ws`] characters (`s.trim_start_matches(is_ws)`, by bytes:
+/// an ASCII byte is never inside a multi-byte character, so every cut is a boundary).
+#[inline]
+pub(crate) fn strip_start(s: &str) -> &str {
+    let start = s.bytes().position(|b| !is_ws_byte(b)).unwrap_or(s.len());
+    &s[start..]
+}
+
+/// `s` without leading and trailing [`is_ws`] characters (`s.trim_matches(is_ws)`, by
+/// bytes as [`strip_start`]).
 #[inline]
 pub(crate) fn strip(s: &str) -> &str {
-    s.trim_matches(is_ws)
+    let s = strip_start(s);
+    let end = s.bytes().rposition(|b| !is_ws_byte(b)).map_or(0, |i| i + 1);
+    &s[..end]
 }
 
 /// A line as `cut_traceback` and the message rules read it: one trailing `\r` removed.
@@ -156,7 +173,7 @@ pub(crate) fn native_frame(line: &str) -> Option<(&str, u64)> {
 /// source line, a caret and `SyntaxError: ...` follow; a frame of a traceback has
 /// `, in f`).
 pub(crate) fn syntax_position(text: &str) -> Option<FrameLine<'_>> {
-    let t = text.trim_start_matches(is_ws).strip_prefix("File \"")?;
+    let t = strip_start(text).strip_prefix("File \"")?;
     let close = t.find('"')?;
     let digits = t[close + 1..].strip_prefix(", line ")?;
     if digits.is_empty() || !digits.bytes().all(|c| c.is_ascii_digit()) {
@@ -500,7 +517,7 @@ const CHAIN_LINES: [&str; 2] = [
 
 fn is_chain_line(line: &str) -> bool {
     // every line of every failure is asked: the first non-blank byte turns most away
-    let start = line.trim_start_matches(is_ws);
+    let start = strip_start(line);
     matches!(start.as_bytes().first(), Some(b'T' | b'D')) && CHAIN_LINES.contains(&strip(start))
 }
 
@@ -534,7 +551,7 @@ fn is_essential(line: &str) -> bool {
 }
 
 fn indentation(line: &str) -> usize {
-    line.len() - line.trim_start_matches(is_ws).len()
+    line.len() - strip_start(line).len()
 }
 
 /// One frame: lines `start..end`, the block (between separators/chain lines) it is in.
@@ -1135,7 +1152,7 @@ fn without_own_instance(shown: Vec<Shown>, node_id: &str) -> Vec<Shown> {
 /// `E`, whitespace, `-` or `+`, a space, the rest: (sign, rest).
 fn diff_line(line: &str) -> Option<(char, &str)> {
     let after = line.strip_prefix('E')?;
-    let t = after.trim_start_matches(is_ws);
+    let t = strip_start(after);
     if t.len() == after.len() {
         return None;
     }
@@ -1184,7 +1201,7 @@ const RERUN_HINT_LINES: [&str; 2] = ["Use -v to get more diff", "Use -v to get t
 /// but whitespace or a bare `E`.
 fn without_rerun_hint(line: &str) -> Option<String> {
     let whole = line.strip_prefix('E').is_some_and(|after| {
-        let t = after.trim_start_matches(is_ws);
+        let t = strip_start(after);
         t.len() < after.len() && RERUN_HINT_LINES.contains(&t)
     });
     let kept = if whole {
@@ -1216,7 +1233,7 @@ fn without_rerun_hints(shown: Vec<Shown>) -> Vec<Shown> {
 /// An `E` line: (the whitespace after `E`, the text after it).
 fn e_text(line: &str) -> Option<(&str, &str)> {
     let after = line.strip_prefix('E')?;
-    let text = after.trim_start_matches(is_ws);
+    let text = strip_start(after);
     Some((&after[..after.len() - text.len()], text))
 }
 
