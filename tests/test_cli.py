@@ -16,8 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_mcp_server import cli
-from pytest_mcp_server.domain.config import SERVER_NAME
+from pytest_mcp_server.domain.policy import SERVER_NAME
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO_JUNIT = ROOT / "examples" / "reports" / "demo.junit.xml"
@@ -238,10 +237,9 @@ def test_summarize_loads_nothing_only_serving_needs():
     assert proc.stdout.strip().splitlines()[-1] == "[]", proc.stdout
 
 
-def test_the_scripts_name_in_messages_is_the_distribution_name():
-    """The CLI names itself without importing the server's configuration; the two names
-    are one."""
-    assert cli.PROG == SERVER_NAME
+def test_version_names_the_distribution_and_its_version():
+    """``--version`` (looked up only when asked for) prints the distribution name and the
+    installed version on stdout."""
     proc = subprocess.run(
         [sys.executable, "-m", "pytest_mcp_server", "--version"], capture_output=True, text=True, timeout=60
     )

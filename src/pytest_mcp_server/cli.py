@@ -29,13 +29,10 @@ from pytest_mcp_server.domain.policy import (
     DEFAULT_HTTP_PORT,
     DEFAULT_MAX_CONCURRENT,
     DEFAULT_MAX_TIMEOUT_S,
+    SERVER_NAME,
     TOKEN_ENV,
 )
 from pytest_mcp_server.engine.models import Budgets
-
-PROG = "pytest-mcp-server"
-"""The console script's name in its messages (``domain.config.SERVER_NAME``, which a test
-keeps equal, is not imported here: ``summarize`` does not load the server's modules)."""
 
 SUBCOMMANDS = ("serve", "summarize", "bench")
 
@@ -62,13 +59,13 @@ class _VersionAction(argparse.Action):
     def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
         from pytest_mcp_server.domain.config import package_version
 
-        print(f"{PROG} {package_version()}")
+        print(f"{SERVER_NAME} {package_version()}")
         parser.exit()
 
 
 def _build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog=PROG,
+        prog=SERVER_NAME,
         description="Run pytest for AI agents over MCP, and summarise test reports compactly.",
     )
     parser.add_argument("--version", action=_VersionAction)
@@ -161,10 +158,10 @@ def _summarize(args: argparse.Namespace) -> int:
     try:
         raw = summarize_bytes(args.paths, format=args.format, backend=args.backend, budgets=budgets)
     except ReportError as exc:
-        print(f"{PROG}: {exc.kind}: {exc}", file=sys.stderr)
+        print(f"{SERVER_NAME}: {exc.kind}: {exc}", file=sys.stderr)
         return 2
     except (RuntimeError, OSError) as exc:
-        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        print(f"{SERVER_NAME}: error: {exc}", file=sys.stderr)
         return 2
     summary = ReportSummary.model_validate_json(raw)
     if args.json:
@@ -210,7 +207,7 @@ def _serve(args: argparse.Namespace) -> int:
         }
         given = [flag for flag, value in http_only.items() if value is not None]
         if given:
-            print(f"{PROG}: error: {given[0]}: only applies with --transport http", file=sys.stderr)
+            print(f"{SERVER_NAME}: error: {given[0]}: only applies with --transport http", file=sys.stderr)
             return 2
         from pytest_mcp_server.adapters.mcp.server import run_stdio
 
@@ -224,7 +221,7 @@ def _serve(args: argparse.Namespace) -> int:
             allow_hosts=tuple(args.allow_host or ()),
         )
     except TokenError as exc:
-        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        print(f"{SERVER_NAME}: error: {exc}", file=sys.stderr)
         return 2
     except ValidationError as exc:
         return _option_error(exc, _HTTP_FLAGS)
@@ -239,7 +236,7 @@ def _option_error(exc: ValidationError, flags: dict[str, str]) -> int:
 
     field, reason = describe_validation_error(exc)
     flag = flags.get(field.split(".", 1)[0].split("[", 1)[0], "options")
-    print(f"{PROG}: error: {flag}: {reason}", file=sys.stderr)
+    print(f"{SERVER_NAME}: error: {flag}: {reason}", file=sys.stderr)
     return 2
 
 

@@ -18,12 +18,10 @@ from pytest_mcp_server.domain.policy import (
     DEFAULT_MAX_CONCURRENT,
     DEFAULT_MAX_TIMEOUT_S,
     MAX_CONCURRENT_LIMIT,
+    SERVER_NAME,
     TIMEOUT_LIMIT_S,
 )
 from pytest_mcp_server.engine.models import _Frozen
-
-SERVER_NAME = "pytest-mcp-server"
-"""The distribution name: the MCP server name, the console script, the cache directory."""
 
 
 def package_version() -> str:

@@ -1,4 +1,5 @@
-"""The server's policy: every number that shapes what the server does or answers, once.
+"""The server's policy: every number (and the names it goes by) that shapes what the
+server does or answers, once.
 
 The engine's own limits stay with the engine (``engine.models.Budgets`` and its bounds);
 this module holds the server's choices on top of them, by what they govern. (The
@@ -9,6 +10,9 @@ plugin loaded into the child pytest imports nothing of the server: its own caps 
 from __future__ import annotations
 
 from pytest_mcp_server.engine.models import Budgets
+
+SERVER_NAME = "pytest-mcp-server"
+"""The distribution name: the MCP server name, the console script, the cache directory."""
 
 # -- Budget presets of the tools ------------------------------------------------
 

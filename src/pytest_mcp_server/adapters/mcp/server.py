@@ -55,12 +55,13 @@ from pytest_mcp_server.adapters.mcp.catalogue import (
 from pytest_mcp_server.adapters.mcp.http_policy import MCP_PATH, HttpSettings, token_matches
 from pytest_mcp_server.adapters.text import render_failure
 from pytest_mcp_server.app.runner import Runner
-from pytest_mcp_server.domain.config import SERVER_NAME, ServerConfig, package_version
+from pytest_mcp_server.domain.config import ServerConfig, package_version
 from pytest_mcp_server.domain.failures import ToolFailure
 from pytest_mcp_server.domain.policy import (
     MAX_CONNECTIONS,
     MAX_REQUEST_BODY_BYTES,
     MAX_SESSIONS,
+    SERVER_NAME,
     SESSION_IDLE_TIMEOUT_S,
     SHUTDOWN_GRACE_S,
 )
