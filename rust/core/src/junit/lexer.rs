@@ -295,8 +295,127 @@ enum Check {
     Invalid(usize, String),
 }
 
-/// Check UTF-8 and XML character validity of `bytes`.
+/// Bytes checked exactly after a block that is not clean ASCII, before looking for
+/// clean blocks again: a file with a few non-ASCII characters pays for a window per
+/// character, a file of non-ASCII text one window per KiB (not one per block).
+const EXACT_WINDOW: usize = 1024;
+
+/// Check UTF-8 and XML character validity of `bytes`: [`check_chars_exact`]'s answer.
+/// Blocks of clean ASCII ([`clean_ascii_prefix`]: most reports are ASCII throughout)
+/// are passed over without decoding; the exact checks run on windows around the
+/// others, each ending just after an ASCII byte (a character boundary), so a
+/// character cut by a window's end is cut in `bytes` too.
 fn check_chars(bytes: &[u8]) -> Check {
+    let mut at = 0;
+    loop {
+        at += clean_ascii_prefix(&bytes[at..]);
+        if at == bytes.len() {
+            return Check::Valid;
+        }
+        let from = (at + EXACT_WINDOW).min(bytes.len());
+        let end = match bytes[from..].iter().position(|&b| b < 0x80) {
+            Some(i) => from + i + 1,
+            None => bytes.len(),
+        };
+        match check_chars_exact(&bytes[at..end]) {
+            Check::Valid => at = end,
+            Check::Incomplete(n) => return Check::Incomplete(at + n),
+            Check::Invalid(n, what) => return Check::Invalid(at + n, what),
+        }
+    }
+}
+
+/// The length of the longest prefix of `bytes` made of whole 64-byte blocks of ASCII
+/// without a control character XML forbids (all but tab, LF, CR): bytes that are valid
+/// UTF-8 and valid XML characters as they are.
+fn clean_ascii_prefix(bytes: &[u8]) -> usize {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU has AVX2 (checked just above).
+            return unsafe { clean_ascii_prefix_avx2(bytes) };
+        }
+        // SAFETY: SSE2 is part of the x86_64 baseline.
+        unsafe { clean_ascii_prefix_sse2(bytes) }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        bytes
+            .chunks_exact(64)
+            .take_while(|block| block.iter().all(|&b| b < 0x80 && !is_bad_control(b)))
+            .count()
+            * 64
+    }
+}
+
+/// [`clean_ascii_prefix`] with 16-byte vectors. A byte is flagged when it is below 0x20
+/// or at least 0x80 (one signed comparison with 0x20) and is not tab, LF or CR (`b | 4
+/// == 13` holds for tab and CR only).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "sse2")]
+fn clean_ascii_prefix_sse2(bytes: &[u8]) -> usize {
+    use std::arch::x86_64::*;
+    let (space, four, cr, lf) = (
+        _mm_set1_epi8(0x20),
+        _mm_set1_epi8(4),
+        _mm_set1_epi8(13),
+        _mm_set1_epi8(10),
+    );
+    let mut clean = 0;
+    for block in bytes.chunks_exact(64) {
+        let mut flagged = _mm_setzero_si128();
+        for k in 0..4 {
+            // SAFETY: an unaligned load of 16 bytes inside the 64 of `block`.
+            let x = unsafe { _mm_loadu_si128(block.as_ptr().add(16 * k).cast()) };
+            let allowed = _mm_or_si128(
+                _mm_cmpeq_epi8(_mm_or_si128(x, four), cr),
+                _mm_cmpeq_epi8(x, lf),
+            );
+            flagged = _mm_or_si128(flagged, _mm_andnot_si128(allowed, _mm_cmplt_epi8(x, space)));
+        }
+        if _mm_movemask_epi8(flagged) != 0 {
+            break;
+        }
+        clean += 64;
+    }
+    clean
+}
+
+/// [`clean_ascii_prefix_sse2`] with 32-byte vectors.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn clean_ascii_prefix_avx2(bytes: &[u8]) -> usize {
+    use std::arch::x86_64::*;
+    let (space, four, cr, lf) = (
+        _mm256_set1_epi8(0x20),
+        _mm256_set1_epi8(4),
+        _mm256_set1_epi8(13),
+        _mm256_set1_epi8(10),
+    );
+    let mut clean = 0;
+    for block in bytes.chunks_exact(64) {
+        let mut flagged = _mm256_setzero_si256();
+        for k in 0..2 {
+            // SAFETY: an unaligned load of 32 bytes inside the 64 of `block`.
+            let x = unsafe { _mm256_loadu_si256(block.as_ptr().add(32 * k).cast()) };
+            let allowed = _mm256_or_si256(
+                _mm256_cmpeq_epi8(_mm256_or_si256(x, four), cr),
+                _mm256_cmpeq_epi8(x, lf),
+            );
+            // signed: bytes from 0x80 on are negative, so below 0x20 too
+            let below_space = _mm256_cmpgt_epi8(space, x);
+            flagged = _mm256_or_si256(flagged, _mm256_andnot_si256(allowed, below_space));
+        }
+        if _mm256_movemask_epi8(flagged) != 0 {
+            break;
+        }
+        clean += 64;
+    }
+    clean
+}
+
+/// Check UTF-8 and XML character validity of `bytes` (every byte decoded and checked).
+fn check_chars_exact(bytes: &[u8]) -> Check {
     let (valid, utf8_problem) = match std::str::from_utf8(bytes) {
         Ok(_) => (bytes.len(), None),
         Err(e) => (e.valid_up_to(), Some(e.error_len().is_some())),
@@ -1643,6 +1762,106 @@ fn find_attr_stop_swar(quote: u8, bytes: &[u8]) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn outcome(check: Check) -> (usize, Option<String>, bool) {
+        match check {
+            Check::Valid => (usize::MAX, None, true),
+            Check::Incomplete(n) => (n, None, false),
+            Check::Invalid(n, what) => (n, Some(what), false),
+        }
+    }
+
+    /// The clean-ASCII skip must not change a single answer: every kind of byte the exact
+    /// check cares about (controls allowed or not, multi-byte characters, U+FFFE, invalid
+    /// and cut sequences), at every offset around the 64-byte blocks and the exact
+    /// window's end, gives what the byte-by-byte check gives.
+    #[test]
+    fn clean_ascii_skip_gives_the_exact_checks_answer() {
+        let insertions: [&[u8]; 12] = [
+            b"\t",
+            b"\n\r",
+            b"\x0c",
+            b"\x00",
+            b"\x7f",
+            "é".as_bytes(),
+            "€".as_bytes(),
+            "😀".as_bytes(),
+            "\u{FFFE}".as_bytes(),
+            b"\xff",
+            b"\xe2\x82",
+            b"\xe2\x82a",
+        ];
+        let mut offsets: Vec<usize> = (0..3).flat_map(|k| [64 * k, 64 * k + 1]).collect();
+        for edge in [
+            63,
+            64,
+            65,
+            127,
+            128,
+            EXACT_WINDOW - 1,
+            EXACT_WINDOW,
+            EXACT_WINDOW + 63,
+        ] {
+            offsets.extend([edge, edge + 64, edge + EXACT_WINDOW]);
+        }
+        for len in [0usize, 1, 63, 64, 65, 200, 2 * EXACT_WINDOW + 130] {
+            for &at in offsets.iter().filter(|&&at| at <= len) {
+                for insertion in insertions {
+                    // A second byte of note past the first one's window, or across
+                    // that window's end (it starts at the first one's 64-byte block).
+                    let window_end = at / 64 * 64 + EXACT_WINDOW;
+                    let seconds: [&[u8]; 4] = [b"", "é".as_bytes(), b"\x01", b"\xe2\x82"];
+                    let places = [
+                        at + EXACT_WINDOW + 70,
+                        window_end - 2,
+                        window_end - 1,
+                        window_end,
+                        window_end + 1,
+                    ];
+                    for (second, place) in seconds.iter().flat_map(|s| places.map(|p| (s, p))) {
+                        let mut bytes = vec![b'a'; len];
+                        bytes.splice(at..at, insertion.iter().copied());
+                        let place = place.min(bytes.len());
+                        bytes.splice(place..place, second.iter().copied());
+                        assert_eq!(
+                            outcome(check_chars(&bytes)),
+                            outcome(check_chars_exact(&bytes)),
+                            "{insertion:?} at {at} of {len}, then {second:?} at {place}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    /// Both vector widths find the same clean prefix as a plain scan.
+    #[test]
+    fn clean_ascii_prefix_matches_a_plain_scan() {
+        let plain = |bytes: &[u8]| {
+            bytes
+                .chunks_exact(64)
+                .take_while(|block| block.iter().all(|&b| b < 0x80 && !is_bad_control(b)))
+                .count()
+                * 64
+        };
+        for len in [0usize, 63, 64, 130, 256] {
+            for at in 0..len {
+                for b in [
+                    0u8, 9, 10, 11, 12, 13, 0x1F, 0x20, 0x7E, 0x7F, 0x80, 0xC3, 0xFF,
+                ] {
+                    let mut bytes = vec![b'x'; len];
+                    bytes[at] = b;
+                    assert_eq!(clean_ascii_prefix(&bytes), plain(&bytes), "{b:#x} at {at}");
+                    #[cfg(target_arch = "x86_64")]
+                    {
+                        // SAFETY: SSE2 is part of the x86_64 baseline.
+                        let sse2 = unsafe { clean_ascii_prefix_sse2(&bytes) };
+                        assert_eq!(sse2, plain(&bytes), "{b:#x} at {at}");
+                    }
+                }
+            }
+        }
+    }
 
     #[test]
     fn bad_character_scan_matches_a_plain_scan() {
