@@ -327,16 +327,42 @@ fn check_chars(bytes: &[u8]) -> Check {
 
 /// The length of the longest prefix of `bytes` made of whole 64-byte blocks of ASCII
 /// without a control character XML forbids (all but tab, LF, CR): bytes that are valid
-/// UTF-8 and valid XML characters as they are.
+/// UTF-8 and valid XML characters as they are. On x86_64, 16 bytes per compare: a byte
+/// is flagged when it is below 0x20 or at least 0x80 (one signed comparison with 0x20)
+/// and is not tab, LF or CR (`b | 4 == 13` holds for tab and CR only). (32-byte AVX2
+/// compares were no faster: the pass is bound by memory; benches/RESULTS.md, section 8.)
 fn clean_ascii_prefix(bytes: &[u8]) -> usize {
     #[cfg(target_arch = "x86_64")]
     {
-        if std::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU has AVX2 (checked just above).
-            return unsafe { clean_ascii_prefix_avx2(bytes) };
+        use std::arch::x86_64::*;
+        let mut clean = 0;
+        // SAFETY: SSE2 is part of the x86_64 baseline; loads are unaligned loads of 16
+        // bytes inside the 64 of a block.
+        unsafe {
+            let (space, four, cr, lf) = (
+                _mm_set1_epi8(0x20),
+                _mm_set1_epi8(4),
+                _mm_set1_epi8(13),
+                _mm_set1_epi8(10),
+            );
+            for block in bytes.chunks_exact(64) {
+                let mut flagged = _mm_setzero_si128();
+                for k in 0..4 {
+                    let x = _mm_loadu_si128(block.as_ptr().add(16 * k).cast());
+                    let allowed = _mm_or_si128(
+                        _mm_cmpeq_epi8(_mm_or_si128(x, four), cr),
+                        _mm_cmpeq_epi8(x, lf),
+                    );
+                    let below_space = _mm_cmplt_epi8(x, space);
+                    flagged = _mm_or_si128(flagged, _mm_andnot_si128(allowed, below_space));
+                }
+                if _mm_movemask_epi8(flagged) != 0 {
+                    break;
+                }
+                clean += 64;
+            }
         }
-        // SAFETY: SSE2 is part of the x86_64 baseline.
-        unsafe { clean_ascii_prefix_sse2(bytes) }
+        clean
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
@@ -346,72 +372,6 @@ fn clean_ascii_prefix(bytes: &[u8]) -> usize {
             .count()
             * 64
     }
-}
-
-/// [`clean_ascii_prefix`] with 16-byte vectors. A byte is flagged when it is below 0x20
-/// or at least 0x80 (one signed comparison with 0x20) and is not tab, LF or CR (`b | 4
-/// == 13` holds for tab and CR only).
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "sse2")]
-fn clean_ascii_prefix_sse2(bytes: &[u8]) -> usize {
-    use std::arch::x86_64::*;
-    let (space, four, cr, lf) = (
-        _mm_set1_epi8(0x20),
-        _mm_set1_epi8(4),
-        _mm_set1_epi8(13),
-        _mm_set1_epi8(10),
-    );
-    let mut clean = 0;
-    for block in bytes.chunks_exact(64) {
-        let mut flagged = _mm_setzero_si128();
-        for k in 0..4 {
-            // SAFETY: an unaligned load of 16 bytes inside the 64 of `block`.
-            let x = unsafe { _mm_loadu_si128(block.as_ptr().add(16 * k).cast()) };
-            let allowed = _mm_or_si128(
-                _mm_cmpeq_epi8(_mm_or_si128(x, four), cr),
-                _mm_cmpeq_epi8(x, lf),
-            );
-            flagged = _mm_or_si128(flagged, _mm_andnot_si128(allowed, _mm_cmplt_epi8(x, space)));
-        }
-        if _mm_movemask_epi8(flagged) != 0 {
-            break;
-        }
-        clean += 64;
-    }
-    clean
-}
-
-/// [`clean_ascii_prefix_sse2`] with 32-byte vectors.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-fn clean_ascii_prefix_avx2(bytes: &[u8]) -> usize {
-    use std::arch::x86_64::*;
-    let (space, four, cr, lf) = (
-        _mm256_set1_epi8(0x20),
-        _mm256_set1_epi8(4),
-        _mm256_set1_epi8(13),
-        _mm256_set1_epi8(10),
-    );
-    let mut clean = 0;
-    for block in bytes.chunks_exact(64) {
-        let mut flagged = _mm256_setzero_si256();
-        for k in 0..2 {
-            // SAFETY: an unaligned load of 32 bytes inside the 64 of `block`.
-            let x = unsafe { _mm256_loadu_si256(block.as_ptr().add(32 * k).cast()) };
-            let allowed = _mm256_or_si256(
-                _mm256_cmpeq_epi8(_mm256_or_si256(x, four), cr),
-                _mm256_cmpeq_epi8(x, lf),
-            );
-            // signed: bytes from 0x80 on are negative, so below 0x20 too
-            let below_space = _mm256_cmpgt_epi8(space, x);
-            flagged = _mm256_or_si256(flagged, _mm256_andnot_si256(allowed, below_space));
-        }
-        if _mm256_movemask_epi8(flagged) != 0 {
-            break;
-        }
-        clean += 64;
-    }
-    clean
 }
 
 /// Check UTF-8 and XML character validity of `bytes` (every byte decoded and checked).
@@ -1834,7 +1794,7 @@ mod tests {
         }
     }
 
-    /// Both vector widths find the same clean prefix as a plain scan.
+    /// The vector scan finds the same clean prefix as a plain one.
     #[test]
     fn clean_ascii_prefix_matches_a_plain_scan() {
         let plain = |bytes: &[u8]| {
@@ -1852,12 +1812,6 @@ mod tests {
                     let mut bytes = vec![b'x'; len];
                     bytes[at] = b;
                     assert_eq!(clean_ascii_prefix(&bytes), plain(&bytes), "{b:#x} at {at}");
-                    #[cfg(target_arch = "x86_64")]
-                    {
-                        // SAFETY: SSE2 is part of the x86_64 baseline.
-                        let sse2 = unsafe { clean_ascii_prefix_sse2(&bytes) };
-                        assert_eq!(sse2, plain(&bytes), "{b:#x} at {at}");
-                    }
                 }
             }
         }
