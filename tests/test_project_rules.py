@@ -446,15 +446,19 @@ def test_a_chained_failure_is_located_named_and_grouped_by_its_root_cause(tmp_pa
 
 
 # --------------------------------------------------------------------------------------
-# Memory: first failures past the builder's bound on raw records are read again.
+# Memory: the native builder keeps first failures without their texts, or raw within a
+# bound, and reads a listed group's first failure again.
 
 
-def test_a_listed_group_born_after_the_raw_record_bound_gets_its_first_failure(tmp_path):
-    """Thousands of causes with long tracebacks exceed what the native builder keeps raw
-    (it cuts only the listed groups' first failures, at the end, and drops the raw first
-    failures of groups that did not grow); the largest group grows only at the end, so
-    its first failure is read from the file again. Both backends agree, and that failure
-    is listed first."""
+@pytest.mark.parametrize("encoding", ["utf-8", "iso-8859-1"])
+def test_a_listed_group_born_long_before_it_grows_gets_its_first_failure(tmp_path, encoding):
+    """The native builder cuts only the listed groups' first failures, at the end. In a
+    UTF-8 file it keeps the others without their texts and reads a listed one's from its
+    ``testcase`` alone; in a transcoded (ISO-8859-1) file it keeps them raw, within a
+    bound that thousands of causes with long tracebacks exceed, dropping those of groups
+    that did not grow, and a listed one that went is read from the whole file again. The
+    largest group here grows only at the end, after 1,800 new causes: both backends
+    agree, and its first failure is listed first."""
     filler = "\n".join(f"    # context line {i} of a long frame" for i in range(60))
 
     def text(line: int) -> str:
@@ -466,7 +470,13 @@ def test_a_listed_group_born_after_the_raw_record_bound_gets_its_first_failure(t
     cases.append(_case("test_big_0", "ValueError: bad 5000", text(5000)))
     cases += [_case(f"test_{i}", f"ValueError: bad {i}", text(i)) for i in range(100, 1900)]
     cases += [_case(f"test_big_{i}", "ValueError: bad 5000", text(5000)) for i in range(1, 3)]
-    s = summary_in_both(_junit(tmp_path / "r.xml", cases), PROJECT, max_failures=3, max_groups=2)
+    report = tmp_path / "r.xml"
+    report.write_text(
+        f'<?xml version="1.0" encoding="{encoding}"?><testsuites><testsuite name="pytest">'
+        f"{''.join(cases)}</testsuite></testsuites>",
+        encoding=encoding,
+    )
+    s = summary_in_both(report, PROJECT, max_failures=3, max_groups=2)
     assert s["groups"][0]["count"] == 3
     assert s["groups"][0]["location"] == {"path": "src/pkg/mod_5000.py", "line": 5000}
     assert s["failures"][0]["node_id"].endswith("test_big_0")

@@ -16,7 +16,7 @@ use std::io::{Cursor, Read};
 
 use crate::budgets::Budgets;
 use crate::error::ReportError;
-use crate::record::{CollectionErrorRecord, Item, Outcome, Phase, TestRecord};
+use crate::record::{CollectionErrorRecord, Item, Outcome, Phase, SourceSpan, TestRecord};
 use crate::text::{duration_us_from_f64, duration_us_from_text, HeadTail};
 
 use decode::{Mode, DECL_WINDOW};
@@ -37,10 +37,21 @@ const XPASS_MESSAGE: &str = "xfail-marked test passes unexpectedly";
 /// (I/O error). Positions are byte offsets. Records handed to `sink` before an error
 /// stay handed.
 pub fn parse_junit<R: Read>(
+    reader: R,
+    path: &str,
+    budgets: &Budgets,
+    sink: &mut dyn FnMut(Item),
+) -> Result<(), ReportError> {
+    parse_junit_buffered(reader, path, budgets, sink, lexer::CHUNK)
+}
+
+/// [`parse_junit`] with a read buffer of `buffer` bytes at first.
+fn parse_junit_buffered<R: Read>(
     mut reader: R,
     path: &str,
     budgets: &Budgets,
     sink: &mut dyn FnMut(Item),
+    buffer: usize,
 ) -> Result<(), ReportError> {
     let mut head = Vec::with_capacity(DECL_WINDOW);
     (&mut reader)
@@ -64,11 +75,53 @@ pub fn parse_junit<R: Read>(
         Mode::Utf16Be => Box::new(decode::Utf16ToUtf8::new(rest, false)),
     };
     let file_offsets = prologue.mode.is_utf8_on_disk();
-    let mut lexer = Lexer::new(src, path, prologue.decl_end, bom_len as u64, file_offsets);
-    let mut junit = Junit::new(budgets, sink);
+    let mut lexer = Lexer::new(
+        src,
+        path,
+        prologue.decl_end,
+        bom_len as u64,
+        file_offsets,
+        buffer,
+    );
+    let mut junit = Junit::new(budgets, sink, file_offsets);
     lexer.run(&mut junit)?;
     junit.flush();
     Ok(())
+}
+
+/// The record of one `testcase` element read again: `case` gives the `len` bytes of a
+/// [`SourceSpan`] of a JUnit file, parsed inside a `testsuite` like its own (named
+/// `pytest` or not). The last test record it gives (the case's own, after any subtest
+/// records) is returned; None if there is none. Errors as [`parse_junit`]'s, with
+/// offsets into that small document.
+pub(crate) fn reparse_case<R: Read>(
+    case: R,
+    len: u64,
+    in_pytest_suite: bool,
+    path: &str,
+    budgets: &Budgets,
+) -> Result<Option<TestRecord>, ReportError> {
+    let open: &[u8] = if in_pytest_suite {
+        b"<testsuite name=\"pytest\">"
+    } else {
+        b"<testsuite>"
+    };
+    let document = open.chain(case).chain(&b"</testsuite>"[..]);
+    let mut last = None;
+    let mut keep_last = |item| {
+        if let Item::Test(record) = item {
+            last = Some(record);
+        }
+    };
+    let buffer = usize::try_from(len).map_or(lexer::CHUNK, |n| n.saturating_add(64));
+    parse_junit_buffered(
+        document,
+        path,
+        budgets,
+        &mut keep_last,
+        buffer.min(lexer::CHUNK),
+    )?;
+    Ok(last)
 }
 
 /// The result element that decides a testcase so far (the first of the worst kind).
@@ -94,6 +147,8 @@ enum Capture {
 struct Case {
     open: bool,
     depth: usize,
+    /// The offset of the case's `<testcase`.
+    start: u64,
     pytest_suite: bool,
     classname: String,
     name: String,
@@ -138,10 +193,13 @@ struct Junit<'b, 's> {
     /// consecutive cases mostly share their classname, so it is rarely rebuilt.
     prefix: Vec<u8>,
     prefix_of: (String, Option<String>, bool),
+    /// The lexer's offsets are file offsets: a failure's record says where its case is
+    /// ([`SourceSpan`]).
+    spans: bool,
 }
 
 impl<'b, 's> Junit<'b, 's> {
-    fn new(budgets: &'b Budgets, sink: &'s mut dyn FnMut(Item)) -> Self {
+    fn new(budgets: &'b Budgets, sink: &'s mut dyn FnMut(Item), spans: bool) -> Self {
         Junit {
             budgets,
             sink,
@@ -149,6 +207,7 @@ impl<'b, 's> Junit<'b, 's> {
             case: Case {
                 open: false,
                 depth: 0,
+                start: 0,
                 pytest_suite: false,
                 classname: String::new(),
                 name: String::new(),
@@ -174,18 +233,25 @@ impl<'b, 's> Junit<'b, 's> {
             node_id: Vec::new(),
             prefix: Vec::new(),
             prefix_of: (String::new(), None, false),
+            spans,
         }
     }
 }
 
 impl Handler for Junit<'_, '_> {
-    fn start(&mut self, elem: Elem, attrs: &mut Attrs, depth: usize) -> Result<(), ReportError> {
+    fn start(
+        &mut self,
+        elem: Elem,
+        attrs: &mut Attrs,
+        depth: usize,
+        at: u64,
+    ) -> Result<(), ReportError> {
         if !self.case.open {
             match elem {
                 Elem::Testsuite => self
                     .suites
                     .push((depth, attrs.get(Slot::Name) == Some("pytest"))),
-                Elem::Testcase => self.open_case(attrs, depth),
+                Elem::Testcase => self.open_case(attrs, depth, at),
                 _ => {}
             }
             return Ok(());
@@ -230,10 +296,10 @@ impl Handler for Junit<'_, '_> {
         Ok(())
     }
 
-    fn end(&mut self, elem: Elem, depth: usize) -> Result<(), ReportError> {
+    fn end(&mut self, elem: Elem, depth: usize, after: u64) -> Result<(), ReportError> {
         if self.case.open {
             if depth == self.case.depth {
-                self.close_case();
+                self.close_case(after);
             } else if self.case.capture != Capture::None && depth == self.case.capture_depth {
                 if self.case.capture != Capture::Text {
                     let Case {
@@ -359,11 +425,12 @@ fn set_optional(slot: &mut Option<String>, value: Option<&str>) {
 }
 
 impl Junit<'_, '_> {
-    fn open_case(&mut self, attrs: &mut Attrs, depth: usize) {
+    fn open_case(&mut self, attrs: &mut Attrs, depth: usize, at: u64) {
         let pytest_suite = self.suites.last().is_some_and(|&(_, pytest)| pytest);
         let case = &mut self.case;
         case.open = true;
         case.depth = depth;
+        case.start = at;
         case.pytest_suite = pytest_suite;
         attrs.take_into(Slot::Classname, &mut case.classname);
         attrs.take_into(Slot::Name, &mut case.name);
@@ -376,7 +443,8 @@ impl Junit<'_, '_> {
         case.subtests.clear();
     }
 
-    fn close_case(&mut self) {
+    /// The case ends at offset `after`.
+    fn close_case(&mut self, after: u64) {
         let case = &mut self.case;
         case.open = false;
         case.capture = Capture::None;
@@ -442,8 +510,17 @@ impl Junit<'_, '_> {
                 ..TestRecord::default()
             })
         };
+        let span = self.spans.then_some(SourceSpan {
+            start: self.case.start,
+            end: after,
+            in_pytest_suite: self.case.pytest_suite,
+            file: 0,
+        });
         match chosen {
-            Some(chosen) => fill_failure(&mut self.case, self.budgets, record, chosen, text),
+            Some(chosen) => {
+                fill_failure(&mut self.case, self.budgets, record, chosen, text);
+                record.source = span;
+            }
             // Only a failure keeps its output: the buffers stay for the next case.
             None => clear_output(&mut self.case),
         }

@@ -23,6 +23,8 @@ mod pytest_json;
 mod record;
 mod reportlog;
 mod select;
+#[cfg(test)]
+mod span_tests;
 mod summary;
 mod text;
 
@@ -36,7 +38,7 @@ pub use group::{group_key, normalize_message};
 pub use junit::parse_junit;
 pub use project::ProjectCode;
 pub use pytest_json::parse_pytest_json;
-pub use record::Item;
+pub use record::{Item, SourceSpan, TestRecord};
 pub use reportlog::{parse_reportlog, ReportlogEnd};
 pub use select::Selection;
 pub use summary::SummaryBuilder;
@@ -138,7 +140,9 @@ struct FilePart {
     result: Result<SummaryBuilder, ReportError>,
 }
 
+/// Parse the `index`-th input file into a new builder.
 fn summarize_one(
+    index: usize,
     path: &str,
     wanted: Option<Format>,
     budgets: &Budgets,
@@ -154,11 +158,12 @@ fn summarize_one(
         Some(p) => builder.for_project(Arc::clone(p)),
         None => builder,
     };
-    summarize_into(path, wanted, budgets, builder)
+    summarize_into(index, path, wanted, budgets, builder)
 }
 
-/// Parse one file into `builder` (after the records already in it).
+/// Parse the `index`-th input file into `builder` (after the records already in it).
 fn summarize_into(
+    index: usize,
     path: &str,
     wanted: Option<Format>,
     budgets: &Budgets,
@@ -205,6 +210,7 @@ fn summarize_into(
     }
     let mut truncated = false;
     let file_start_us = builder.tests_duration_us();
+    builder.reading_spans_of(index);
     let parsed = {
         let mut sink = |item: Item| builder.push(item);
         parse_format(found, file, path, budgets, &mut sink).map(|end| {
@@ -220,6 +226,26 @@ fn summarize_into(
         format: Some(found),
         result: parsed.map(|()| builder),
     }
+}
+
+/// The record of a failure read again from `file` (the report `path`) at its `span`;
+/// None when it cannot be (I/O error, or the bytes there do not parse).
+fn read_again(
+    format: Format,
+    file: &mut File,
+    path: &str,
+    span: &SourceSpan,
+    budgets: &Budgets,
+) -> Option<TestRecord> {
+    file.seek(SeekFrom::Start(span.start)).ok()?;
+    let len = span.end.checked_sub(span.start)?;
+    let part = file.take(len);
+    let again = match format {
+        Format::Junit => junit::reparse_case(part, len, span.in_pytest_suite, path, budgets),
+        Format::PytestJson => pytest_json::reparse_entry(part, len, path, budgets),
+        Format::Reportlog => return None,
+    };
+    again.ok().flatten()
 }
 
 /// Parse one file of a known format into `sink`, in report order; what the file says of
@@ -266,16 +292,17 @@ pub fn summarize_files(
     let project = project.as_ref();
     let parts: Vec<FilePart> = if paths.len() == 1 {
         vec![summarize_one(
-            &paths[0], wanted, budgets, selection, project,
+            0, &paths[0], wanted, budgets, selection, project,
         )]
     } else {
         paths
             .par_iter()
-            .map(|p| summarize_one(p, wanted, budgets, selection, project))
+            .enumerate()
+            .map(|(i, p)| summarize_one(i, p, wanted, budgets, selection, project))
             .collect()
     };
     let mut merged: Option<(Format, SummaryBuilder)> = None;
-    for (path, part) in paths.iter().zip(parts) {
+    for (index, (path, part)) in paths.iter().zip(parts).enumerate() {
         if let (Some(found), Some((first, _))) = (part.format, &merged) {
             if found != *first {
                 return Err(ReportError::new(
@@ -299,7 +326,7 @@ pub fn summarize_files(
                     // groups (more than `MAX_TRACKED_GROUPS` distinct groups in one file
                     // is rare): feed the file again, in order, into the accumulated builder.
                     drop(builder);
-                    acc = summarize_into(path, wanted, budgets, acc).result?;
+                    acc = summarize_into(index, path, wanted, budgets, acc).result?;
                 } else {
                     acc.merge(builder);
                 }
@@ -308,6 +335,16 @@ pub fn summarize_files(
         });
     }
     let (format, mut builder) = merged.expect("paths is not empty");
+    // The listed groups' first failures kept without their texts: read again from
+    // their spans (one file open at a time).
+    let mut open: Option<(usize, File)> = None;
+    builder.recover_located(&mut |span| {
+        if open.as_ref().is_none_or(|(i, _)| *i != span.file) {
+            open = File::open(&paths[span.file]).ok().map(|f| (span.file, f));
+        }
+        let (_, file) = open.as_mut()?;
+        read_again(format, file, &paths[span.file], span, budgets)
+    });
     if builder.missing_representatives() {
         // A listed group's first failure was not kept (the builder's bound on raw
         // records): read the files again, in order, for those failures only.

@@ -18,7 +18,7 @@ use std::io::Read;
 
 use crate::budgets::Budgets;
 use crate::error::{ErrorKind, ReportError};
-use crate::record::{CollectionErrorRecord, Item, Outcome, Phase, TestRecord};
+use crate::record::{CollectionErrorRecord, Item, Outcome, Phase, SourceSpan, TestRecord};
 use crate::text::{duration_us_from_f64, HeadTail, ATTR_CAP};
 
 use lexer::{Capped, Discard, Fail, Key, Kind, Lexer, ShortStr, StrSink};
@@ -38,6 +38,37 @@ pub fn parse_pytest_json<R: Read>(
     parse_pytest_json_session(reader, path, budgets, sink).map(|_| ())
 }
 
+/// The record of one `tests` entry read again: `entry` gives the `len` bytes of a
+/// [`SourceSpan`] of a pytest-json-report file, parsed as the only entry of a report.
+/// The entry's record is returned (None if it gives none). Errors as
+/// [`parse_pytest_json`]'s, with offsets into that small document.
+pub(crate) fn reparse_entry<R: Read>(
+    entry: R,
+    len: u64,
+    path: &str,
+    budgets: &Budgets,
+) -> Result<Option<TestRecord>, ReportError> {
+    const OPEN: &[u8] = b"{\"exitcode\": 1, \"summary\": {}, \"tests\": [";
+    const CLOSE: &[u8] = b"]}";
+    let document = OPEN.chain(entry).chain(CLOSE);
+    let mut last = None;
+    let mut keep_last = |item| {
+        if let Item::Test(record) = item {
+            last = Some(record);
+        }
+    };
+    let buffer =
+        usize::try_from(len).map_or(lexer::CHUNK, |n| n.saturating_add(OPEN.len() + CLOSE.len()));
+    parse_buffered(
+        document,
+        path,
+        budgets,
+        &mut keep_last,
+        buffer.min(lexer::CHUNK),
+    )?;
+    Ok(last)
+}
+
 /// `parse_pytest_json`, also returning the report's top-level `duration` (pytest's
 /// session time) in integer microseconds, or None without one.
 pub fn parse_pytest_json_session<R: Read>(
@@ -46,8 +77,19 @@ pub fn parse_pytest_json_session<R: Read>(
     budgets: &Budgets,
     sink: &mut dyn FnMut(Item),
 ) -> Result<Option<u64>, ReportError> {
+    parse_buffered(reader, path, budgets, sink, lexer::CHUNK)
+}
+
+/// [`parse_pytest_json_session`] with a read buffer of `buffer` bytes at first.
+fn parse_buffered<R: Read>(
+    reader: R,
+    path: &str,
+    budgets: &Budgets,
+    sink: &mut dyn FnMut(Item),
+    buffer: usize,
+) -> Result<Option<u64>, ReportError> {
     let mut parser = Parser {
-        lx: Lexer::new(reader),
+        lx: Lexer::with_buffer(reader, buffer),
         path,
         max_output_bytes: budgets.max_output_bytes,
         max_log_bytes: budgets.max_log_bytes,
@@ -515,15 +557,26 @@ impl<'a, R: Read> Parser<'a, R> {
         // through returns cost more than reading most tests).
         let mut entry = Entry::default();
         while self.next_element(&mut first)? {
+            let start = self.lx.offset();
             if self.test_entry(index, &mut entry)? {
+                let span = SourceSpan {
+                    start,
+                    end: self.lx.offset(),
+                    in_pytest_suite: false,
+                    file: 0,
+                };
                 let Parser {
                     entries,
                     sink,
                     held_error,
                     ..
                 } = self;
-                entries.push(&mut entry, false, &mut |record| {
+                entries.push(&mut entry, false, &mut |mut record| {
                     if held_error.is_none() {
+                        // The entry's own record (a rerun chain it ends has no texts).
+                        if record.text.is_some() {
+                            record.source = Some(span);
+                        }
                         sink(Item::Test(record));
                     }
                 });

@@ -83,6 +83,24 @@ pub struct TestRecord {
     pub text_bytes_omitted: u64,
     /// Bytes the parser dropped from the head of stdout/stderr.
     pub output_bytes_omitted: u64,
+    /// Where the failure's texts (`text`, `stdout`, `stderr`, `log`) were read from,
+    /// when the parser can read them again from there alone; None otherwise.
+    pub source: Option<SourceSpan>,
+}
+
+/// A byte range of a report file that holds one test's element (a JUnit `testcase`, a
+/// pytest-json-report `tests` entry): parsed alone, in the smallest document of its
+/// format around it, it gives the same failure texts again. The summary builder keeps
+/// it instead of the texts of a failure it may list (docs/ENGINE.md, *The builder*).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SourceSpan {
+    /// File offsets: the element's first byte, and the byte after its last.
+    pub start: u64,
+    pub end: u64,
+    /// JUnit: the element is in a `testsuite` named `pytest` (its subtest rules apply).
+    pub in_pytest_suite: bool,
+    /// The file's place in the input list (set by the builder, not the parser).
+    pub file: usize,
 }
 
 impl TestRecord {

@@ -24,7 +24,7 @@ use crate::cut::{
 };
 use crate::group::{fold_values, group_id, key_hash, normalize_capped, OTHER_GROUP_ID};
 use crate::project::{display_path, ProjectCode};
-use crate::record::{CollectionErrorRecord, Item, Outcome, Phase, TestRecord};
+use crate::record::{CollectionErrorRecord, Item, Outcome, Phase, SourceSpan, TestRecord};
 use crate::select::Selection;
 use crate::text::decimal_u64;
 use crate::Format;
@@ -246,19 +246,22 @@ fn encode_key(out: &mut Vec<u8>, exception: &str, at: Option<&str>, normalized: 
 }
 
 /// A group's first failure, listed ahead of the others when the group is listed. Only
-/// the listed groups' are written out, so most stay raw: the record as read (its text
-/// capped by the parser), within [`PENDING_BYTES`] for the whole builder; past that
-/// none is kept, and a listed group's first failure is read again from its file
+/// the listed groups' are written out, so most are kept unlisted: without its texts
+/// when its record says where they can be read again (`Located`: a [`SourceSpan`]),
+/// else raw (`Pending`: the record as read, its text capped by the parser); all within
+/// [`PENDING_BYTES`] for the whole builder. Past that none is kept, and a listed group's
+/// first failure is read again from its file
 /// ([`SummaryBuilder::missing_representatives`]).
 #[derive(Debug)]
 enum Representative {
     Listed(Box<ListedFailure>),
     Pending(Box<TestRecord>),
+    Located(Box<TestRecord>),
     Missing,
 }
 
-/// Bytes of raw first failures (texts, outputs, ids) a builder keeps for the groups it
-/// may list; the memory bound of docs/ENGINE.md, *The builder*.
+/// Bytes of unlisted first failures (records, their texts, outputs, ids) a builder
+/// keeps for the groups it may list; the memory bound of docs/ENGINE.md, *The builder*.
 const PENDING_BYTES: usize = 2 << 20;
 
 /// The bytes a raw record holds (its strings).
@@ -273,6 +276,16 @@ fn record_bytes(record: &TestRecord) -> usize {
         + len(&record.stderr)
         + len(&record.log)
         + len(&record.subtest)
+}
+
+/// The bytes a kept representative counts against [`PENDING_BYTES`]: a raw record its
+/// strings; a located one (whose strings are short) the record itself too.
+fn kept_bytes(representative: &Representative) -> usize {
+    match representative {
+        Representative::Pending(record) => record_bytes(record),
+        Representative::Located(record) => std::mem::size_of::<TestRecord>() + record_bytes(record),
+        Representative::Listed(_) | Representative::Missing => 0,
+    }
 }
 
 /// Copy a record's text and outputs into exact-size strings before it is kept raw. The
@@ -494,8 +507,12 @@ pub struct SummaryBuilder {
     known_tests_us: u64,
     /// What each frame path is, remembered across failures.
     kinds: PathKinds,
-    /// Bytes held by `Representative::Pending` records (at most [`PENDING_BYTES`]).
+    /// Bytes held by `Representative::Pending` and `Located` records (at most
+    /// [`PENDING_BYTES`]; [`kept_bytes`]).
     pending_bytes: usize,
+    /// The place in the input list of the file being pushed, when its failures' source
+    /// spans are kept instead of their texts ([`reading_spans_of`](Self::reading_spans_of)).
+    span_file: Option<usize>,
     /// The groups holding a raw first failure, oldest first.
     pending_order: std::collections::VecDeque<usize>,
     /// While first failures are read again: sequence number -> group index.
@@ -562,8 +579,17 @@ impl SummaryBuilder {
             kinds: PathKinds::default(),
             pending_bytes: 0,
             pending_order: std::collections::VecDeque::new(),
+            span_file: None,
             recovering: HashMap::new(),
         }
+    }
+
+    /// The records pushed from now on are read from the `file`-th input file: a failure
+    /// whose record has a [`SourceSpan`] is kept, if it may be listed, without its texts,
+    /// which [`recover_located`](Self::recover_located) reads again from the file before
+    /// [`finish`](Self::finish). Without this call texts are kept.
+    pub fn reading_spans_of(&mut self, file: usize) {
+        self.span_file = Some(file);
     }
 
     /// This builder, deciding library code, locations and group keys by `project`
@@ -735,16 +761,30 @@ impl SummaryBuilder {
             if record.subtest.is_none() {
                 self.consider_slow(record.duration_us, seq, record.node_id.clone());
             }
-            record.text = Some(text);
-            exact_strings(&mut record);
-            let bytes = record_bytes(&record);
+            let kept = match (self.span_file, record.source.as_mut()) {
+                (Some(file), Some(span)) => {
+                    // Its texts can be read again, if it is listed: keep the rest.
+                    span.file = file;
+                    drop(text);
+                    record.stdout = None;
+                    record.stderr = None;
+                    record.log = None;
+                    Representative::Located(Box::new(record))
+                }
+                _ => {
+                    record.text = Some(text);
+                    exact_strings(&mut record);
+                    Representative::Pending(Box::new(record))
+                }
+            };
+            let bytes = kept_bytes(&kept);
             if self.pending_bytes + bytes > PENDING_BYTES {
                 self.evict_pending(bytes);
             }
             self.groups[i].representative = if self.pending_bytes + bytes <= PENDING_BYTES {
                 self.pending_bytes += bytes;
                 self.pending_order.push_back(i);
-                Representative::Pending(Box::new(record))
+                kept
             } else {
                 Representative::Missing
             };
@@ -1055,11 +1095,11 @@ impl SummaryBuilder {
                 f.group = group;
                 Representative::Listed(f)
             }
-            Representative::Pending(record) => {
-                let bytes = record_bytes(&record);
+            kept @ (Representative::Pending(_) | Representative::Located(_)) => {
+                let bytes = kept_bytes(&kept);
                 if pending_bytes + bytes <= PENDING_BYTES {
                     pending_bytes += bytes;
-                    Representative::Pending(record)
+                    kept
                 } else {
                     Representative::Missing
                 }
@@ -1162,11 +1202,8 @@ impl SummaryBuilder {
                 // that no later eviction walks past it again.
                 continue;
             }
-            if let Representative::Pending(record) =
-                std::mem::replace(&mut group.representative, Representative::Missing)
-            {
-                self.pending_bytes -= record_bytes(&record);
-            }
+            let dropped = std::mem::replace(&mut group.representative, Representative::Missing);
+            self.pending_bytes -= kept_bytes(&dropped);
         }
     }
 
@@ -1203,9 +1240,46 @@ impl SummaryBuilder {
         self.listed(record, seq, &failure, text, group)
     }
 
+    /// Give the listed groups' first failures kept without their texts those texts
+    /// again: `read` returns the record a [`SourceSpan`] holds (None when it cannot be
+    /// read). A record read that does not say what the kept one says (node id, outcome,
+    /// phase, exception, message: the file changed) is not taken, and that first failure
+    /// is missing ([`missing_representatives`](Self::missing_representatives)). Call it
+    /// after the last push or merge.
+    pub fn recover_located(&mut self, read: &mut dyn FnMut(&SourceSpan) -> Option<TestRecord>) {
+        let (order, _) = self.listed_order();
+        for (_, _, group) in order {
+            let slot = self.representative_mut(group);
+            if !matches!(slot, Representative::Located(_)) {
+                continue;
+            }
+            let Representative::Located(mut record) =
+                std::mem::replace(slot, Representative::Missing)
+            else {
+                unreachable!("checked just above")
+            };
+            let Some(again) = record.source.as_ref().and_then(&mut *read) else {
+                continue;
+            };
+            let same = again.node_id == record.node_id
+                && again.outcome == record.outcome
+                && again.phase == record.phase
+                && again.exception == record.exception
+                && again.message == record.message;
+            if same {
+                record.text = again.text;
+                record.stdout = again.stdout;
+                record.stderr = again.stderr;
+                record.log = again.log;
+                *self.representative_mut(group) = Representative::Pending(record);
+            }
+        }
+    }
+
     /// True when a listed group's first failure was not kept (more raw first failures
-    /// than [`PENDING_BYTES`]): then feed every file again, in order, to
-    /// [`recover`](Self::recover) before [`finish`](Self::finish).
+    /// than [`PENDING_BYTES`]) or could not be read again from its span: then feed every
+    /// file again, in order, to [`recover`](Self::recover) before
+    /// [`finish`](Self::finish).
     pub fn missing_representatives(&mut self) -> bool {
         let (order, _) = self.listed_order();
         for (_, first_seq, group) in order {

@@ -33,6 +33,9 @@ use crate::text::{floor_char_boundary, ATTR_CAP};
 /// Bytes read at a time.
 pub const CHUNK: usize = 256 * 1024;
 
+/// The smallest read buffer: room for the longest lookahead the lexer asks for.
+const MIN_BUFFER: usize = 64;
+
 /// The most attributes a start tag may have; one more is `malformed` (docs/ENGINE.md,
 /// *JUnit XML*). JUnit writers put at most a dozen on an element; the limit bounds the
 /// memory of the duplicate-attribute check (a 12 MB tag of 1,000,000 attributes would
@@ -237,9 +240,18 @@ impl Attrs {
 
 /// What the JUnit rules do with the lexer's events. `depth` counts open elements with
 /// the element itself (the root is 1).
+/// `at` is the offset of a start tag's `<`, `after` the offset just past an element's
+/// last `>` (of its end tag, or of `/>`): file offsets unless the input was transcoded
+/// (`Lexer::new`'s `file_offsets`).
 pub trait Handler {
-    fn start(&mut self, elem: Elem, attrs: &mut Attrs, depth: usize) -> Result<(), ReportError>;
-    fn end(&mut self, elem: Elem, depth: usize) -> Result<(), ReportError>;
+    fn start(
+        &mut self,
+        elem: Elem,
+        attrs: &mut Attrs,
+        depth: usize,
+        at: u64,
+    ) -> Result<(), ReportError>;
+    fn end(&mut self, elem: Elem, depth: usize, after: u64) -> Result<(), ReportError>;
     /// True when character data at this point is kept (then `text` gets it).
     fn capturing(&self) -> bool;
     fn text(&mut self, s: &str);
@@ -586,8 +598,14 @@ impl<'a> Input<'a> {
         }
     }
 
+    /// The offset of the next byte (see [`position`](Self::position)).
+    #[inline]
+    fn offset(&self) -> u64 {
+        self.base + self.pos as u64 + self.offset_bias
+    }
+
     fn position(&self) -> String {
-        let offset = self.base + self.pos as u64 + self.offset_bias;
+        let offset = self.offset();
         if self.offsets_are_file_offsets {
             format!("byte {offset}")
         } else {
@@ -907,18 +925,20 @@ const DECLARATIONS: [&[u8]; 5] = [b"DOCTYPE", b"ENTITY", b"ELEMENT", b"ATTLIST",
 impl<'a> Lexer<'a> {
     /// `src` yields UTF-8 (already transcoded); `skip` bytes (the XML declaration,
     /// checked by `decode`) are skipped; positions are reported as `offset_bias` + the
-    /// offset in `src`.
+    /// offset in `src`. `buffer`: the read buffer's first size ([`CHUNK`] for a file; a
+    /// document known to be smaller needs no more than its size).
     pub fn new(
         src: Box<dyn Read + 'a>,
         path: &str,
         skip: usize,
         offset_bias: u64,
         file_offsets: bool,
+        buffer: usize,
     ) -> Self {
         let mut lexer = Lexer {
             inp: Input {
                 src,
-                buf: vec![0; CHUNK],
+                buf: vec![0; buffer.max(MIN_BUFFER)],
                 pos: 0,
                 end: 0,
                 raw_end: 0,
@@ -1090,6 +1110,7 @@ impl<'a> Lexer<'a> {
     }
 
     fn start_tag<H: Handler>(&mut self, h: &mut H) -> Result<(), ReportError> {
+        let at = self.inp.offset();
         self.inp.pos += 1; // '<'
                            // Known element names are not stored (the kind names them); others are, for
                            // matching their end tags.
@@ -1172,10 +1193,10 @@ impl<'a> Lexer<'a> {
                 ));
             }
         }
-        h.start(elem, &mut self.attrs, depth)?;
+        h.start(elem, &mut self.attrs, depth, at)?;
         if empty {
             self.names.truncate(name_start);
-            h.end(elem, depth)?;
+            h.end(elem, depth, self.inp.offset())?;
         } else {
             self.frames.push((name_start, elem));
         }
@@ -1378,7 +1399,7 @@ impl<'a> Lexer<'a> {
         let depth = self.frames.len();
         self.frames.pop();
         self.names.truncate(name_start);
-        h.end(elem, depth)
+        h.end(elem, depth, self.inp.offset())
     }
 
     /// At `<?`: a processing instruction (ignored). The XML declaration was consumed

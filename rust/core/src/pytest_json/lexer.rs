@@ -13,7 +13,11 @@ use std::io::{self, Read};
 use crate::text::decimal;
 
 /// Bytes read from the source at a time.
-const CHUNK: usize = 256 * 1024;
+pub const CHUNK: usize = 256 * 1024;
+
+/// The smallest read buffer: room for the longest run of bytes the lexer needs at once
+/// (an escape; the buffer grows when one straddles a refill).
+const MIN_BUFFER: usize = 64;
 
 /// Deepest nesting of arrays/objects accepted (the root object is level 1). RFC 8259 §9
 /// lets a parser limit it; the limit keeps the skip stack bounded.
@@ -484,10 +488,18 @@ fn utf8_char(b: &[u8]) -> Utf8 {
 }
 
 impl<R: Read> Lexer<R> {
+    /// A lexer with a read buffer of [`CHUNK`] bytes (the parser's tests).
+    #[cfg(test)]
     pub fn new(reader: R) -> Self {
+        Self::with_buffer(reader, CHUNK)
+    }
+
+    /// A lexer whose read buffer is `buffer` bytes at first (a document known to be
+    /// smaller than [`CHUNK`] needs no more than its size).
+    pub fn with_buffer(reader: R, buffer: usize) -> Self {
         Lexer {
             reader,
-            buf: vec![0; CHUNK],
+            buf: vec![0; buffer.max(MIN_BUFFER)],
             pos: 0,
             end: 0,
             base: 0,
