@@ -1220,8 +1220,18 @@ impl SummaryBuilder {
             order.push((self.other.count, self.other.first_seq, GroupRef::Other));
         }
         let total = order.len() as u64;
-        order.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-        order.truncate(self.budgets.max_groups);
+        // First appearances differ, so this is a total order: the `max_groups` first are
+        // picked out, then only they are sorted (a report can have thousands of groups).
+        let largest_first =
+            |a: &(u64, u64, GroupRef), b: &(u64, u64, GroupRef)| b.0.cmp(&a.0).then(a.1.cmp(&b.1));
+        let listed = self.budgets.max_groups;
+        if listed == 0 {
+            order.clear();
+        } else if order.len() > listed {
+            order.select_nth_unstable_by(listed - 1, largest_first);
+            order.truncate(listed);
+        }
+        order.sort_by(largest_first);
         (order, total)
     }
 
