@@ -38,6 +38,7 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 
 use crate::project::{classify, display_path, CodeKind, ProjectCode};
+use crate::text::FastHash;
 
 /// The whitespace the line rules strip (ASCII: space, tab, LF, CR, VT, FF).
 #[inline]
@@ -515,8 +516,28 @@ const CHAIN_LINES: [&str; 2] = [
     "During handling of the above exception, another exception occurred:",
 ];
 
+/// The length of the shorter of [`CHAIN_LINES`].
+const SHORTEST_CHAIN_LINE: usize = {
+    let (a, b) = (CHAIN_LINES[0].len(), CHAIN_LINES[1].len());
+    if a < b {
+        a
+    } else {
+        b
+    }
+};
+
 fn is_chain_line(line: &str) -> bool {
-    // every line of every failure is asked: the first non-blank byte turns most away
+    // every line of every failure is asked: its length, its last byte (both chain lines
+    // end with ':', and a line is rarely followed by whitespace) and its first non-blank
+    // byte turn most away
+    if line.len() < SHORTEST_CHAIN_LINE
+        || !matches!(
+            line.as_bytes().last(),
+            Some(b':' | b' ' | b'\t' | b'\r' | b'\x0b' | b'\x0c')
+        )
+    {
+        return false;
+    }
     let start = strip_start(line);
     matches!(start.as_bytes().first(), Some(b'T' | b'D')) && CHAIN_LINES.contains(&strip(start))
 }
@@ -612,7 +633,7 @@ fn cut_lines(
     let max_line_chars = max_line_chars.max(8);
 
     // Step 1.
-    let all: Vec<&str> = text.split('\n').map(chomp).collect();
+    let all: Vec<&str> = text_lines(text).collect();
     let first = all.iter().position(|l| !strip(l).is_empty());
     let Some(first) = first else {
         return (Vec::new(), 0);
@@ -624,7 +645,7 @@ fn cut_lines(
     let lines = &all[first..=last];
     let n = lines.len();
     let mut dropped = vec![false; n];
-    let mut kinds: HashMap<&str, CodeKind> = HashMap::new();
+    let mut kinds: HashMap<&str, CodeKind, FastHash> = HashMap::default();
 
     // Step 2: frames and blocks.
     let mut frames: Vec<Frame> = Vec::new();
@@ -852,7 +873,7 @@ fn display_line<'a>(line: &'a str, project: &ProjectCode) -> Cow<'a, str> {
 
 /// Library code by [`classify`], remembered per path.
 fn is_library<'a>(
-    kinds: &mut HashMap<&'a str, CodeKind>,
+    kinds: &mut HashMap<&'a str, CodeKind, FastHash>,
     path: &'a str,
     project: Option<&ProjectCode>,
 ) -> bool {
@@ -937,6 +958,11 @@ fn add_gap(pieces: &mut Vec<Piece>, n: u64) {
 
 /// Append `s` cut to `max_chars` characters (`max_chars - 1` and `…` when longer).
 pub(crate) fn push_capped(out: &mut String, s: &str, max_chars: usize) {
+    // A character is at least a byte: a line of at most `max_chars` bytes is whole.
+    if s.len() <= max_chars {
+        out.push_str(s);
+        return;
+    }
     match s.char_indices().nth(max_chars) {
         None => out.push_str(s),
         Some(_) => {
