@@ -339,7 +339,7 @@ pub fn summarize_files(
     // their spans (one file open at a time).
     let mut open: Option<(usize, File)> = None;
     builder.recover_located(&mut |span| {
-        if open.as_ref().is_none_or(|(i, _)| *i != span.file) {
+        if !matches!(&open, Some((i, _)) if *i == span.file) {
             open = File::open(&paths[span.file]).ok().map(|f| (span.file, f));
         }
         let (_, file) = open.as_mut()?;

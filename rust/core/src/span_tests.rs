@@ -288,3 +288,25 @@ fn a_span_that_no_longer_holds_the_same_failure_falls_back_to_the_whole_file() {
         assert_eq!(changed, (expected, true), "{name}");
     }
 }
+
+#[test]
+fn first_failures_kept_without_texts_are_read_from_the_whole_file_when_spans_are_not_read() {
+    // A caller that keeps spans but never calls `recover_located` still gets the summary
+    // a builder that kept the texts gives: `missing_representatives` sends those first
+    // failures to the whole-file pass.
+    let b = budgets();
+    let path = report_file("w.xml", &junit_report(true, "pytest", true));
+    let mut builder = SummaryBuilder::new(&b);
+    builder.reading_spans_of(0);
+    parse(Format::Junit, &path, &b, &mut |item| builder.push(item));
+    assert!(builder.missing_representatives());
+    let mut seq = 0u64;
+    parse(Format::Junit, &path, &b, &mut |item| {
+        builder.recover(seq, item);
+        seq += 1;
+    });
+    assert_eq!(
+        builder.finish(Format::Junit, std::slice::from_ref(&path)),
+        summary_with_texts_kept(Format::Junit, &path, &b)
+    );
+}

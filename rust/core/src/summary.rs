@@ -1289,11 +1289,16 @@ impl SummaryBuilder {
     /// True when a listed group's first failure was not kept (more raw first failures
     /// than [`PENDING_BYTES`]) or could not be read again from its span: then feed every
     /// file again, in order, to [`recover`](Self::recover) before
-    /// [`finish`](Self::finish).
+    /// [`finish`](Self::finish). One still kept without its texts
+    /// ([`recover_located`](Self::recover_located) not called) is read that way too.
     pub fn missing_representatives(&mut self) -> bool {
         let (order, _) = self.listed_order();
         for (_, first_seq, group) in order {
-            if matches!(self.representative_mut(group), Representative::Missing) {
+            let slot = self.representative_mut(group);
+            if matches!(slot, Representative::Located(_)) {
+                *slot = Representative::Missing;
+            }
+            if matches!(slot, Representative::Missing) {
                 let index = match group {
                     GroupRef::Tracked(i) => i,
                     GroupRef::Other => usize::MAX,
