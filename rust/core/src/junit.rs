@@ -89,39 +89,26 @@ fn parse_junit_buffered<R: Read>(
     Ok(())
 }
 
-/// The record of one `testcase` element read again: `case` gives the `len` bytes of a
-/// [`SourceSpan`] of a JUnit file, parsed inside a `testsuite` like its own (named
-/// `pytest` or not). The last test record it gives (the case's own, after any subtest
-/// records) is returned; None if there is none. Errors as [`parse_junit`]'s, with
-/// offsets into that small document.
+/// One `testcase` element parsed again: `case` gives the bytes of a [`SourceSpan`] of a
+/// JUnit file, parsed inside a `testsuite` like its own (named `pytest` or not), with a
+/// read buffer of `buffer` bytes at first; its records go to `sink` (the case's own
+/// last, after any subtest records). Errors as [`parse_junit`]'s, with offsets into that
+/// small document.
 pub(crate) fn reparse_case<R: Read>(
     case: R,
-    len: u64,
     in_pytest_suite: bool,
     path: &str,
     budgets: &Budgets,
-) -> Result<Option<TestRecord>, ReportError> {
+    sink: &mut dyn FnMut(Item),
+    buffer: usize,
+) -> Result<(), ReportError> {
     let open: &[u8] = if in_pytest_suite {
         b"<testsuite name=\"pytest\">"
     } else {
         b"<testsuite>"
     };
     let document = open.chain(case).chain(&b"</testsuite>"[..]);
-    let mut last = None;
-    let mut keep_last = |item| {
-        if let Item::Test(record) = item {
-            last = Some(record);
-        }
-    };
-    let buffer = usize::try_from(len).map_or(lexer::CHUNK, |n| n.saturating_add(64));
-    parse_junit_buffered(
-        document,
-        path,
-        budgets,
-        &mut keep_last,
-        buffer.min(lexer::CHUNK),
-    )?;
-    Ok(last)
+    parse_junit_buffered(document, path, budgets, sink, buffer)
 }
 
 /// The result element that decides a testcase so far (the first of the worst kind).

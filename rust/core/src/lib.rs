@@ -240,13 +240,31 @@ fn read_again(
     file.seek(SeekFrom::Start(span.start)).ok()?;
     let len = span.end.checked_sub(span.start)?;
     let part = file.take(len);
-    let again = match format {
-        Format::Junit => junit::reparse_case(part, len, span.in_pytest_suite, path, budgets),
-        Format::PytestJson => pytest_json::reparse_entry(part, len, path, budgets),
+    // The span and the few bytes of the document around it; the lexers cap it.
+    let buffer = usize::try_from(len).map_or(usize::MAX, |n| n.saturating_add(SPAN_MARGIN));
+    // The element's own record is the last test record it gives.
+    let mut last = None;
+    let mut keep_last = |item| {
+        if let Item::Test(record) = item {
+            last = Some(record);
+        }
+    };
+    let read = match format {
+        Format::Junit => {
+            let pytest = span.in_pytest_suite;
+            junit::reparse_case(part, pytest, path, budgets, &mut keep_last, buffer)
+        }
+        Format::PytestJson => {
+            pytest_json::reparse_entry(part, path, budgets, &mut keep_last, buffer)
+        }
         Format::Reportlog => return None,
     };
-    again.ok().flatten()
+    read.ok().and(last)
 }
+
+/// Bytes beyond a span's own that its read buffer has room for: the document around it
+/// (`<testsuite name="pytest">`, `{"exitcode": 1, ...`), well under this.
+const SPAN_MARGIN: usize = 64;
 
 /// Parse one file of a known format into `sink`, in report order; what the file says of
 /// its end (pytest's session time, a cut last line).

@@ -38,35 +38,21 @@ pub fn parse_pytest_json<R: Read>(
     parse_pytest_json_session(reader, path, budgets, sink).map(|_| ())
 }
 
-/// The record of one `tests` entry read again: `entry` gives the `len` bytes of a
-/// [`SourceSpan`] of a pytest-json-report file, parsed as the only entry of a report.
-/// The entry's record is returned (None if it gives none). Errors as
+/// One `tests` entry parsed again: `entry` gives the bytes of a [`SourceSpan`] of a
+/// pytest-json-report file, parsed as the only entry of a report, with a read buffer of
+/// `buffer` bytes at first; its record goes to `sink`. Errors as
 /// [`parse_pytest_json`]'s, with offsets into that small document.
 pub(crate) fn reparse_entry<R: Read>(
     entry: R,
-    len: u64,
     path: &str,
     budgets: &Budgets,
-) -> Result<Option<TestRecord>, ReportError> {
-    const OPEN: &[u8] = b"{\"exitcode\": 1, \"summary\": {}, \"tests\": [";
-    const CLOSE: &[u8] = b"]}";
-    let document = OPEN.chain(entry).chain(CLOSE);
-    let mut last = None;
-    let mut keep_last = |item| {
-        if let Item::Test(record) = item {
-            last = Some(record);
-        }
-    };
-    let buffer =
-        usize::try_from(len).map_or(lexer::CHUNK, |n| n.saturating_add(OPEN.len() + CLOSE.len()));
-    parse_buffered(
-        document,
-        path,
-        budgets,
-        &mut keep_last,
-        buffer.min(lexer::CHUNK),
-    )?;
-    Ok(last)
+    sink: &mut dyn FnMut(Item),
+    buffer: usize,
+) -> Result<(), ReportError> {
+    let document = (&b"{\"exitcode\": 1, \"summary\": {}, \"tests\": ["[..])
+        .chain(entry)
+        .chain(&b"]}"[..]);
+    parse_buffered(document, path, budgets, sink, buffer).map(|_| ())
 }
 
 /// `parse_pytest_json`, also returning the report's top-level `duration` (pytest's

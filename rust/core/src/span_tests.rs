@@ -166,29 +166,51 @@ fn listed_first(summary: &[u8]) -> (String, String) {
     )
 }
 
+/// The report `bytes` (written as `name`) summarised by `summarize_files` gives the
+/// bytes a builder that kept the texts gives; the largest group (cause 99) lists its
+/// first failure; and every first failure kept without its texts is read from its span.
+fn assert_spans_give_kept_summary(format: Format, name: &str, bytes: &[u8]) {
+    let path = report_file(name, bytes);
+    let b = budgets();
+    let got = summarize_files(std::slice::from_ref(&path), None, &b, None, None).unwrap();
+    assert_eq!(
+        String::from_utf8(got.clone()).unwrap(),
+        String::from_utf8(summary_with_texts_kept(format, &path, &b)).unwrap(),
+        "{name}"
+    );
+    let (node_id, traceback) = listed_first(&got);
+    assert!(node_id.ends_with("test_big_0"), "{name}: {node_id}");
+    assert!(
+        traceback.contains("the first failure of 99"),
+        "{name}: {traceback}"
+    );
+    assert_eq!(from_spans_alone(format, &path, &b), got, "{name}");
+}
+
 #[test]
 fn junit_first_failures_read_from_their_spans_give_the_summary_kept_texts_give() {
     for bom in [false, true] {
         for suite in ["pytest", "tests"] {
             for retried in [false, true] {
-                let name = format!("r-{bom}-{suite}-{retried}.xml");
-                let path = report_file(&name, &junit_report(bom, suite, retried));
-                let b = budgets();
-                let got =
-                    summarize_files(std::slice::from_ref(&path), None, &b, None, None).unwrap();
-                assert_eq!(
-                    String::from_utf8(got.clone()).unwrap(),
-                    String::from_utf8(summary_with_texts_kept(Format::Junit, &path, &b)).unwrap(),
-                    "{name}"
+                assert_spans_give_kept_summary(
+                    Format::Junit,
+                    &format!("r-{bom}-{suite}-{retried}.xml"),
+                    &junit_report(bom, suite, retried),
                 );
-                let (node_id, traceback) = listed_first(&got);
-                assert!(node_id.ends_with("test_big_0"), "{name}: {node_id}");
-                assert!(
-                    traceback.contains("the first failure of 99"),
-                    "{name}: {traceback}"
-                );
-                assert_eq!(from_spans_alone(Format::Junit, &path, &b), got, "{name}");
             }
+        }
+    }
+}
+
+#[test]
+fn pytest_json_first_failures_read_from_their_spans_give_the_summary_kept_texts_give() {
+    for bom in [false, true] {
+        for reruns in [false, true] {
+            assert_spans_give_kept_summary(
+                Format::PytestJson,
+                &format!("r-{bom}-{reruns}.json"),
+                &pytest_json_report(bom, reruns),
+            );
         }
     }
 }
@@ -207,34 +229,6 @@ fn from_spans_alone(format: Format, path: &str, budgets: &Budgets) -> Vec<u8> {
         "{path}: {spans_read} spans read"
     );
     summary
-}
-
-#[test]
-fn pytest_json_first_failures_read_from_their_spans_give_the_summary_kept_texts_give() {
-    for bom in [false, true] {
-        for reruns in [false, true] {
-            let name = format!("r-{bom}-{reruns}.json");
-            let path = report_file(&name, &pytest_json_report(bom, reruns));
-            let b = budgets();
-            let got = summarize_files(std::slice::from_ref(&path), None, &b, None, None).unwrap();
-            assert_eq!(
-                String::from_utf8(got.clone()).unwrap(),
-                String::from_utf8(summary_with_texts_kept(Format::PytestJson, &path, &b)).unwrap(),
-                "{name}"
-            );
-            let (node_id, traceback) = listed_first(&got);
-            assert!(node_id.ends_with("test_big_0"), "{name}: {node_id}");
-            assert!(
-                traceback.contains("the first failure of 99"),
-                "{name}: {traceback}"
-            );
-            assert_eq!(
-                from_spans_alone(Format::PytestJson, &path, &b),
-                got,
-                "{name}"
-            );
-        }
-    }
 }
 
 /// Build `path` keeping spans, then recover its located first failures through `read`,

@@ -925,7 +925,7 @@ const DECLARATIONS: [&[u8]; 5] = [b"DOCTYPE", b"ENTITY", b"ELEMENT", b"ATTLIST",
 impl<'a> Lexer<'a> {
     /// `src` yields UTF-8 (already transcoded); `skip` bytes (the XML declaration,
     /// checked by `decode`) are skipped; positions are reported as `offset_bias` + the
-    /// offset in `src`. `buffer`: the read buffer's first size ([`CHUNK`] for a file; a
+    /// offset in `src`. `buffer`: the read buffer's first size, at most [`CHUNK`] (a
     /// document known to be smaller needs no more than its size).
     pub fn new(
         src: Box<dyn Read + 'a>,
@@ -938,7 +938,7 @@ impl<'a> Lexer<'a> {
         let mut lexer = Lexer {
             inp: Input {
                 src,
-                buf: vec![0; buffer.max(MIN_BUFFER)],
+                buf: vec![0; buffer.clamp(MIN_BUFFER, CHUNK)],
                 pos: 0,
                 end: 0,
                 raw_end: 0,

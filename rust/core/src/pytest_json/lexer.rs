@@ -494,12 +494,12 @@ impl<R: Read> Lexer<R> {
         Self::with_buffer(reader, CHUNK)
     }
 
-    /// A lexer whose read buffer is `buffer` bytes at first (a document known to be
-    /// smaller than [`CHUNK`] needs no more than its size).
+    /// A lexer whose read buffer is `buffer` bytes at first, at most [`CHUNK`] (a
+    /// document known to be smaller needs no more than its size).
     pub fn with_buffer(reader: R, buffer: usize) -> Self {
         Lexer {
             reader,
-            buf: vec![0; buffer.max(MIN_BUFFER)],
+            buf: vec![0; buffer.clamp(MIN_BUFFER, CHUNK)],
             pos: 0,
             end: 0,
             base: 0,
