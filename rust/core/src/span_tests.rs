@@ -96,8 +96,22 @@ fn junit_report(bom: bool, suite: &str, retried: bool) -> Vec<u8> {
 }
 
 /// A pytest-json-report of `causes()`; `reruns`: each failure follows a `rerun` entry of
-/// the same test (pytest-rerunfailures), whose texts differ.
-fn pytest_json_report(bom: bool, reruns: bool) -> Vec<u8> {
+/// the same test (pytest-rerunfailures), whose texts differ; `crash_located`: the
+/// tracebacks end without a location line, so a failure is located by its `crash` entry
+/// (a path the parser makes relative to the report's `root`) and grouped by its message,
+/// whose exception names the cause.
+fn pytest_json_report(bom: bool, reruns: bool, crash_located: bool) -> Vec<u8> {
+    let exception = |cause: usize| match crash_located {
+        true => format!("Cause{cause}Error"),
+        false => "ValueError".to_owned(),
+    };
+    let longrepr = |cause: usize, marker: &str| {
+        let text = traceback(cause, marker).replace("ValueError", &exception(cause));
+        match crash_located {
+            true => text[..text.find("\n\n").unwrap()].to_owned(),
+            false => text,
+        }
+    };
     let entry = |name: &str, cause: usize, marker: &str, outcome: &str| {
         serde_json::json!({
             "nodeid": format!("tests/test_m.py::{name}"),
@@ -107,8 +121,8 @@ fn pytest_json_report(bom: bool, reruns: bool) -> Vec<u8> {
             "call": {
                 "duration": 0.25,
                 "outcome": "failed",
-                "crash": {"path": "/r/src/pkg/m.py", "lineno": cause, "message": format!("ValueError: bad {cause}")},
-                "longrepr": traceback(cause, marker),
+                "crash": {"path": format!("/r/src/pkg/mod_{cause}.py"), "lineno": cause, "message": format!("{}: bad {cause}", exception(cause))},
+                "longrepr": longrepr(cause, marker),
                 "stdout": format!("out of {name}"),
             },
             "teardown": {"duration": 0.001, "outcome": "passed"},
@@ -206,11 +220,13 @@ fn junit_first_failures_read_from_their_spans_give_the_summary_kept_texts_give()
 fn pytest_json_first_failures_read_from_their_spans_give_the_summary_kept_texts_give() {
     for bom in [false, true] {
         for reruns in [false, true] {
-            assert_spans_give_kept_summary(
-                Format::PytestJson,
-                &format!("r-{bom}-{reruns}.json"),
-                &pytest_json_report(bom, reruns),
-            );
+            for crash_located in [false, true] {
+                assert_spans_give_kept_summary(
+                    Format::PytestJson,
+                    &format!("r-{bom}-{reruns}-{crash_located}.json"),
+                    &pytest_json_report(bom, reruns, crash_located),
+                );
+            }
         }
     }
 }
@@ -262,7 +278,7 @@ fn a_span_that_no_longer_holds_the_same_failure_falls_back_to_the_whole_file() {
         (Format::Junit, junit_report(false, "pytest", false), "f.xml"),
         (
             Format::PytestJson,
-            pytest_json_report(false, false),
+            pytest_json_report(false, false, false),
             "f.json",
         ),
     ] {

@@ -246,9 +246,8 @@ fn encode_key(out: &mut Vec<u8>, exception: &str, at: Option<&str>, normalized: 
 }
 
 /// A group's first failure, listed ahead of the others when the group is listed. Only
-/// the listed groups' are written out, so most are kept unlisted: without its texts
-/// when its record says where they can be read again (`Located`: a [`SourceSpan`]),
-/// else raw (`Pending`: the record as read, its text capped by the parser); all within
+/// the listed groups' are written out, so most are kept unlisted: by where it can be
+/// read again when its record has a [`SourceSpan`] (`Located`), else raw (`Pending`: the record as read, its text capped by the parser); all within
 /// [`PENDING_BYTES`] for the whole builder. Past that none is kept, and a listed group's
 /// first failure is read again from its file
 /// ([`SummaryBuilder::missing_representatives`]).
@@ -256,8 +255,64 @@ fn encode_key(out: &mut Vec<u8>, exception: &str, at: Option<&str>, normalized: 
 enum Representative {
     Listed(Box<ListedFailure>),
     Pending(Box<TestRecord>),
-    Located(Box<TestRecord>),
+    Located(LocatedFailure),
     Missing,
+}
+
+/// A first failure kept by where it can be read again: its span, what its record says
+/// (a hash), and the one field of it a listing shows that the parser took from outside
+/// the span (a pytest-json path is made relative to the report's `root`). About 80
+/// bytes, where the record with its strings took about 400 (benches/RESULTS.md,
+/// section 8).
+#[derive(Debug)]
+struct LocatedFailure {
+    span: SourceSpan,
+    says: u64,
+    path: Option<Box<str>>,
+}
+
+impl LocatedFailure {
+    fn of(record: &TestRecord, span: SourceSpan) -> Self {
+        LocatedFailure {
+            span,
+            says: what_it_says(record),
+            path: record.path.as_deref().map(Box::from),
+        }
+    }
+
+    /// The record `again`, read from the span, as the kept one: None when it does not
+    /// say what the kept one said (the file changed since).
+    fn take(&self, mut again: TestRecord) -> Option<TestRecord> {
+        if what_it_says(&again) != self.says {
+            return None;
+        }
+        again.path = self.path.as_deref().map(String::from);
+        Some(again)
+    }
+}
+
+/// A hash of what a failure's record says that a listing shows, apart from its texts
+/// and the path [`LocatedFailure`] keeps: node id, outcome, phase, exception, message,
+/// line, subtest and the bytes capped (its duration and flaky mark, to which a JUnit
+/// retry's earlier attempts add, are counted as it is pushed and never listed).
+/// SipHash-1-3 with fixed keys (std's `DefaultHasher`): 64 bits, so two different records
+/// agree by chance once in 2^64.
+fn what_it_says(record: &TestRecord) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    (
+        &record.node_id,
+        record.outcome,
+        record.phase,
+        &record.exception,
+        &record.message,
+        record.line,
+        &record.subtest,
+        record.text_bytes_omitted,
+        record.output_bytes_omitted,
+    )
+        .hash(&mut hasher);
+    hasher.finish()
 }
 
 /// Bytes of unlisted first failures (records, their texts, outputs, ids) a builder
@@ -279,11 +334,13 @@ fn record_bytes(record: &TestRecord) -> usize {
 }
 
 /// The bytes a kept representative counts against [`PENDING_BYTES`]: a raw record its
-/// strings; a located one (whose strings are short) the record itself too.
+/// strings; a located one its own size.
 fn kept_bytes(representative: &Representative) -> usize {
     match representative {
         Representative::Pending(record) => record_bytes(record),
-        Representative::Located(record) => std::mem::size_of::<TestRecord>() + record_bytes(record),
+        Representative::Located(located) => {
+            std::mem::size_of::<LocatedFailure>() + located.path.as_ref().map_or(0, |p| p.len())
+        }
         Representative::Listed(_) | Representative::Missing => 0,
     }
 }
@@ -761,15 +818,11 @@ impl SummaryBuilder {
             if record.subtest.is_none() {
                 self.consider_slow(record.duration_us, seq, record.node_id.clone());
             }
-            let kept = match (self.span_file, record.source.as_mut()) {
+            let kept = match (self.span_file, record.source) {
                 (Some(file), Some(span)) => {
-                    // Its texts can be read again, if it is listed: keep the rest.
-                    span.file = file;
-                    drop(text);
-                    record.stdout = None;
-                    record.stderr = None;
-                    record.log = None;
-                    Representative::Located(Box::new(record))
+                    // It can be read again, if it is listed: keep where and what it says.
+                    let span = SourceSpan { file, ..span };
+                    Representative::Located(LocatedFailure::of(&record, span))
                 }
                 _ => {
                     record.text = Some(text);
@@ -1250,12 +1303,12 @@ impl SummaryBuilder {
         self.listed(record, seq, &failure, text, group)
     }
 
-    /// Give the listed groups' first failures kept without their texts those texts
-    /// again: `read` returns the record a [`SourceSpan`] holds (None when it cannot be
-    /// read). A record read that does not say what the kept one says (node id, outcome,
-    /// phase, exception, message: the file changed) is not taken, and that first failure
-    /// is missing ([`missing_representatives`](Self::missing_representatives)). Call it
-    /// after the last push or merge.
+    /// Read the listed groups' first failures kept by their spans again: `read` returns
+    /// the record a [`SourceSpan`] holds (None when it cannot be read). A record read
+    /// that does not say what the kept one said ([`what_it_says`]: the file changed) is
+    /// not taken, and that first failure is missing
+    /// ([`missing_representatives`](Self::missing_representatives)). Call it after the
+    /// last push or merge.
     pub fn recover_located(&mut self, read: &mut dyn FnMut(&SourceSpan) -> Option<TestRecord>) {
         let (order, _) = self.listed_order();
         for (_, _, group) in order {
@@ -1263,25 +1316,12 @@ impl SummaryBuilder {
             if !matches!(slot, Representative::Located(_)) {
                 continue;
             }
-            let Representative::Located(mut record) =
-                std::mem::replace(slot, Representative::Missing)
+            let Representative::Located(located) = std::mem::replace(slot, Representative::Missing)
             else {
                 unreachable!("checked just above")
             };
-            let Some(again) = record.source.as_ref().and_then(&mut *read) else {
-                continue;
-            };
-            let same = again.node_id == record.node_id
-                && again.outcome == record.outcome
-                && again.phase == record.phase
-                && again.exception == record.exception
-                && again.message == record.message;
-            if same {
-                record.text = again.text;
-                record.stdout = again.stdout;
-                record.stderr = again.stderr;
-                record.log = again.log;
-                *self.representative_mut(group) = Representative::Pending(record);
+            if let Some(record) = read(&located.span).and_then(|again| located.take(again)) {
+                *self.representative_mut(group) = Representative::Pending(Box::new(record));
             }
         }
     }
