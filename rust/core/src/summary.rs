@@ -211,8 +211,19 @@ struct Counts {
     passed_with_failed_subtests: u64,
 }
 
-/// Examples of a group: (sequence number, node id), in input order.
-type Examples = Vec<(u64, String)>;
+/// Examples of a group: (sequence number, node id), in input order. Exact-size (a group
+/// of one failure holds one 24-byte entry and its id; there are up to
+/// [`MAX_TRACKED_GROUPS`] groups).
+type Examples = Vec<(u64, Box<str>)>;
+
+/// Add the example `node_id` (sequence number `seq`) to `examples` if it has fewer than
+/// `max`.
+fn push_example(examples: &mut Examples, max: usize, seq: u64, node_id: &str) {
+    if examples.len() < max {
+        examples.reserve_exact(1);
+        examples.push((seq, node_id.into()));
+    }
+}
 
 /// Keep the first `max` examples of `into` and `from` together, in input order.
 fn merge_examples(into: &mut Examples, from: Examples, max: usize) {
@@ -438,6 +449,15 @@ impl OtherGroup {
         let more = if self.more_causes { "more than " } else { "" };
         let plural = if n == 1 && !self.more_causes { "" } else { "s" };
         format!("{more}{n} other cause{plural}")
+    }
+
+    /// Count one failure (sequence number `seq`) of a cause folded here.
+    fn count_one(&mut self, seq: u64, node_id: &str, max_examples: usize) {
+        let example = match self.examples.len() < max_examples {
+            true => vec![(seq, node_id.into())],
+            false => Vec::new(),
+        };
+        self.absorb(1, seq, example, max_examples, Representative::Missing);
     }
 
     fn absorb(
@@ -949,19 +969,9 @@ impl SummaryBuilder {
             GroupRef::Tracked(i) => {
                 let group = &mut self.groups[i];
                 group.count += 1;
-                if group.examples.len() < max_examples {
-                    group.examples.push((seq, node_id.to_owned()));
-                }
+                push_example(&mut group.examples, max_examples, seq, node_id);
             }
-            GroupRef::Other => {
-                let example = if self.other.examples.len() < max_examples {
-                    vec![(seq, node_id.to_owned())]
-                } else {
-                    Vec::new()
-                };
-                self.other
-                    .absorb(1, seq, example, max_examples, Representative::Missing);
-            }
+            GroupRef::Other => self.other.count_one(seq, node_id, max_examples),
         }
     }
 
@@ -1010,15 +1020,9 @@ impl SummaryBuilder {
                 self.new_group(&key, exception, message, &folded, at.as_deref(), seq)
             }
             None => {
-                let example = if self.other.examples.len() < max_examples {
-                    vec![(seq, node_id.to_owned())]
-                } else {
-                    Vec::new()
-                };
                 self.other
                     .fold_cause(key_hash(Some(exception), &folded, at.as_deref()));
-                self.other
-                    .absorb(1, seq, example, max_examples, Representative::Missing);
+                self.other.count_one(seq, node_id, max_examples);
                 self.scratch_key = key;
                 if let Some(at) = at {
                     self.scratch_at = at;
@@ -1032,9 +1036,7 @@ impl SummaryBuilder {
         }
         let group = &mut self.groups[index];
         group.count += 1;
-        if group.examples.len() < max_examples {
-            group.examples.push((seq, node_id.to_owned()));
-        }
+        push_example(&mut group.examples, max_examples, seq, node_id);
         GroupRef::Tracked(index)
     }
 
@@ -1409,7 +1411,7 @@ impl SummaryBuilder {
                         exception: Some(g.exception.as_str()).filter(|e| !e.is_empty()),
                         message: g.message.clone(),
                         location: location_json(&g.representative),
-                        examples: g.examples.iter().map(|e| e.1.as_str()).collect(),
+                        examples: g.examples.iter().map(|e| &*e.1).collect(),
                     }
                 }
                 GroupRef::Other => GroupJson {
@@ -1418,7 +1420,7 @@ impl SummaryBuilder {
                     exception: None,
                     message: self.other.message(),
                     location: location_json(&self.other.representative),
-                    examples: self.other.examples.iter().map(|e| e.1.as_str()).collect(),
+                    examples: self.other.examples.iter().map(|e| &*e.1).collect(),
                 },
             })
             .collect();
