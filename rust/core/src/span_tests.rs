@@ -194,6 +194,14 @@ fn assert_spans_give_kept_summary(format: Format, name: &str, bytes: &[u8]) {
     );
     let (node_id, traceback) = listed_first(&got);
     assert!(node_id.ends_with("test_big_0"), "{name}: {node_id}");
+    // The group's message is its first failure's, normalised, read back with it.
+    let v: serde_json::Value = serde_json::from_slice(&got).unwrap();
+    let first_message = v["failures"][0]["message"].as_str().unwrap();
+    assert_eq!(
+        v["groups"][0]["message"].as_str().unwrap(),
+        crate::group::normalize_capped(first_message, b.max_message_chars),
+        "{name}"
+    );
     assert!(
         traceback.contains("the first failure of 99"),
         "{name}: {traceback}"

@@ -394,12 +394,12 @@ struct Group {
     /// The key's exception ("" for none); the whole key is in the index.
     exception: String,
     hash: u64,
-    /// The first failure's normalised message.
-    message: String,
     count: u64,
     first_seq: u64,
     examples: Examples,
-    /// The first failure, listed ahead of the others.
+    /// The first failure, listed ahead of the others; its normalised message is the
+    /// group's, worked out only once the group is listed
+    /// ([`ListedFailure::group_message`]).
     representative: Representative,
 }
 
@@ -521,6 +521,9 @@ struct ListedFailure {
     text_bytes_omitted: u64,
     output_bytes_omitted: u64,
     group: GroupRef,
+    /// A group's first failure: its message normalised, the group's message
+    /// (docs/ENGINE.md, *Groups*); None for the other failures.
+    group_message: Option<String>,
 }
 
 #[derive(Debug)]
@@ -826,6 +829,7 @@ impl SummaryBuilder {
             if new_group {
                 match group {
                     GroupRef::Tracked(i) => {
+                        let listed = self.as_first_of_group(listed, line);
                         self.groups[i].representative = Representative::Listed(Box::new(listed))
                     }
                     GroupRef::Other => {
@@ -906,7 +910,14 @@ impl SummaryBuilder {
             text_bytes_omitted: record.text_bytes_omitted,
             output_bytes_omitted: record.output_bytes_omitted,
             group,
+            group_message: None,
         }
+    }
+
+    /// `listed`, its message line `line` (not capped), as its group's first failure.
+    fn as_first_of_group(&self, mut listed: ListedFailure, line: &str) -> ListedFailure {
+        listed.group_message = Some(normalize_capped(line, self.budgets.max_message_chars));
+        listed
     }
 
     /// Where a failure or collection error happened and its cut traceback (lines, lines
@@ -980,7 +991,7 @@ impl SummaryBuilder {
     /// innermost frame of the project's code under test, else of its tests; without a
     /// frame, the normalised message (the whole line normalised, then capped like a
     /// message) with its values folded. A group lists its first failure's normalised
-    /// message, which is only computed for a new key.
+    /// message, worked out only if the group is listed ([`Self::as_first_of_group`]).
     fn add_to_group(
         &mut self,
         exception: Option<&str>,
@@ -990,7 +1001,6 @@ impl SummaryBuilder {
         node_id: &str,
     ) -> GroupRef {
         let max_message_chars = self.budgets.max_message_chars;
-        let mut normalized = None;
         let exception = exception.unwrap_or("");
         let mut at = std::mem::take(&mut self.scratch_at);
         at.clear();
@@ -1003,9 +1013,9 @@ impl SummaryBuilder {
             }
             // no frame: the message is all there is, its values folded
             None => {
-                let line = normalized.insert(normalize_capped(message, max_message_chars));
+                let line = normalize_capped(message, max_message_chars);
                 self.scratch_at = at;
-                (None, fold_values(line))
+                (None, fold_values(&line))
             }
         };
         let mut key = std::mem::take(&mut self.scratch_key);
@@ -1015,9 +1025,7 @@ impl SummaryBuilder {
         let index = match found {
             Some(index) => index,
             None if self.groups.len() < self.group_limit => {
-                let message =
-                    normalized.unwrap_or_else(|| normalize_capped(message, max_message_chars));
-                self.new_group(&key, exception, message, &folded, at.as_deref(), seq)
+                self.new_group(&key, exception, &folded, at.as_deref(), seq)
             }
             None => {
                 self.other
@@ -1048,7 +1056,6 @@ impl SummaryBuilder {
         &mut self,
         key: &[u8],
         exception: &str,
-        message: String,
         folded: &str,
         at: Option<&str>,
         seq: u64,
@@ -1057,7 +1064,6 @@ impl SummaryBuilder {
         self.groups.push(Group {
             exception: exception.to_owned(),
             hash,
-            message,
             count: 0,
             first_seq: seq,
             examples: Vec::new(),
@@ -1302,7 +1308,8 @@ impl SummaryBuilder {
         let text = record.text.as_deref().unwrap_or("");
         let project = self.project.clone();
         let failure = Described::of(record, text, project.as_deref(), &mut self.kinds);
-        self.listed(record, seq, &failure, text, group)
+        let listed = self.listed(record, seq, &failure, text, group);
+        self.as_first_of_group(listed, failure.line)
     }
 
     /// Read the listed groups' first failures kept by their spans again: `read` returns
@@ -1409,7 +1416,13 @@ impl SummaryBuilder {
                         id: group_id(g.hash),
                         count,
                         exception: Some(g.exception.as_str()).filter(|e| !e.is_empty()),
-                        message: g.message.clone(),
+                        // a listed group's first failure is listed (or was lost with a
+                        // file that changed while it was read: no message then)
+                        message: g
+                            .representative
+                            .listed()
+                            .and_then(|f| f.group_message.clone())
+                            .unwrap_or_default(),
                         location: location_json(&g.representative),
                         examples: g.examples.iter().map(|e| &*e.1).collect(),
                     }
