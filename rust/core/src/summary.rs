@@ -391,14 +391,13 @@ impl Representative {
 
 #[derive(Debug)]
 struct Group {
-    /// The key's exception ("" for none); the whole key is in the index.
-    exception: String,
+    /// The hash of its key (the key itself is in the index).
     hash: u64,
     count: u64,
     first_seq: u64,
     examples: Examples,
-    /// The first failure, listed ahead of the others; its normalised message is the
-    /// group's, worked out only once the group is listed
+    /// The first failure, listed ahead of the others; its exception and normalised
+    /// message are the group's, the message worked out only once the group is listed
     /// ([`ListedFailure::group_message`]).
     representative: Representative,
 }
@@ -1062,7 +1061,6 @@ impl SummaryBuilder {
     ) -> usize {
         let hash = key_hash(Some(exception), folded, at);
         self.groups.push(Group {
-            exception: exception.to_owned(),
             hash,
             count: 0,
             first_seq: seq,
@@ -1412,15 +1410,14 @@ impl SummaryBuilder {
             .map(|&(count, _, group)| match group {
                 GroupRef::Tracked(i) => {
                     let g = &self.groups[i];
+                    // A listed group's first failure is listed (unless it was lost with
+                    // a file that changed while it was read: no exception nor message).
+                    let listed = g.representative.listed();
                     GroupJson {
                         id: group_id(g.hash),
                         count,
-                        exception: Some(g.exception.as_str()).filter(|e| !e.is_empty()),
-                        // a listed group's first failure is listed (or was lost with a
-                        // file that changed while it was read: no message then)
-                        message: g
-                            .representative
-                            .listed()
+                        exception: listed.and_then(|f| f.exception.as_deref()),
+                        message: listed
                             .and_then(|f| f.group_message.clone())
                             .unwrap_or_default(),
                         location: location_json(&g.representative),
