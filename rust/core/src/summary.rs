@@ -2,7 +2,8 @@
 //! `SummaryBuilder` in `pure/summary.py`, which must write the same bytes.
 //!
 //! Memory stays constant apart from the capped lists: counts, the first `max_failures`
-//! failures and each group's first failure (only these get their traceback cut), the group table (at most
+//! failures and each group's first failure (only those shown get their traceback cut,
+//! at the end), the group table (at most
 //! [`MAX_TRACKED_GROUPS`] keys, each with its first `max_examples` node ids), the
 //! `max_slowest` slowest tests and the first `max_collection_errors` collection errors.
 //! Every record gets a sequence number (its index in input order), which orders
@@ -525,6 +526,15 @@ struct ListedFailure {
     group_message: Option<String>,
 }
 
+/// One of the first `max_failures` failures as pushed: its record (text included,
+/// strings exact-size), sequence number and group.
+#[derive(Debug)]
+struct EarlyFailure {
+    seq: u64,
+    group: GroupRef,
+    record: Box<TestRecord>,
+}
+
 #[derive(Debug)]
 struct ListedCollectionError {
     path: String,
@@ -553,7 +563,9 @@ pub struct SummaryBuilder {
     counts: Counts,
     duration_us: u64,
     failures_total: u64,
-    failures: Vec<ListedFailure>,
+    /// The first `max_failures` failures, in report order, raw: only those shown are
+    /// cut, at the end (about half: the listed groups' first failures come first).
+    failures: Vec<EarlyFailure>,
     groups: Vec<Group>,
     /// Encoded key ([`encode_key`]) -> index in `groups`.
     group_index: HashMap<Box<[u8]>, usize, crate::text::FastHash>,
@@ -819,56 +831,67 @@ impl SummaryBuilder {
             GroupRef::Tracked(i) => self.groups[i].first_seq == seq,
             GroupRef::Other => self.other.first_seq == seq,
         };
-        let listed_now = self.failures.len() < self.budgets.max_failures;
-        if listed_now || new_group && group == GroupRef::Other {
+        if new_group && group == GroupRef::Other {
             let listed = self.listed(&record, seq, &failure, &text, group);
-            if listed_now {
-                self.failures.push(listed.clone());
-            }
-            if new_group {
-                match group {
-                    GroupRef::Tracked(i) => {
-                        let listed = self.as_first_of_group(listed, line);
-                        self.groups[i].representative = Representative::Listed(Box::new(listed))
-                    }
-                    GroupRef::Other => {
-                        self.other.representative = Representative::Listed(Box::new(listed))
-                    }
-                }
-            }
-        } else if let (true, GroupRef::Tracked(i)) = (new_group, group) {
-            // Cut only if listed at the end: keep the record raw while there is room.
+            self.other.representative = Representative::Listed(Box::new(listed));
+        }
+        let early = self.failures.len() < self.budgets.max_failures;
+        let first_of_tracked = match group {
+            GroupRef::Tracked(i) => new_group.then_some(i),
+            GroupRef::Other => None,
+        };
+        if !early && first_of_tracked.is_none() {
             if record.subtest.is_none() {
-                self.consider_slow(record.duration_us, seq, record.node_id.clone());
+                self.consider_slow(record.duration_us, seq, record.node_id);
             }
-            let kept = match (self.span_file, record.source) {
-                (Some(file), Some(span)) => {
-                    // It can be read again, if it is listed: keep where and what it says.
-                    let span = SourceSpan { file, ..span };
-                    Representative::Located(LocatedFailure::of(&record, span))
-                }
-                _ => {
-                    record.text = Some(text);
-                    exact_strings(&mut record);
-                    Representative::Pending(Box::new(record))
-                }
-            };
-            let bytes = kept_bytes(&kept);
-            if self.pending_bytes + bytes > PENDING_BYTES {
-                self.evict_pending(bytes);
-            }
-            self.groups[i].representative = if self.pending_bytes + bytes <= PENDING_BYTES {
-                self.pending_bytes += bytes;
-                self.pending_order.push_back(i);
-                kept
-            } else {
-                Representative::Missing
-            };
             return;
         }
         if record.subtest.is_none() {
-            self.consider_slow(record.duration_us, seq, record.node_id);
+            self.consider_slow(record.duration_us, seq, record.node_id.clone());
         }
+        let span = match (self.span_file, record.source) {
+            (Some(file), Some(span)) => Some(SourceSpan { file, ..span }),
+            _ => None,
+        };
+        if let (Some(i), Some(span)) = (first_of_tracked, span) {
+            // It can be read again, if its group is listed: keep where and what it says.
+            let kept = Representative::Located(LocatedFailure::of(&record, span));
+            self.keep_representative(i, kept);
+            if !early {
+                return;
+            }
+        }
+        record.text = Some(text);
+        exact_strings(&mut record);
+        if let (Some(i), None) = (first_of_tracked, span) {
+            // Cut only if its group is listed: keep the record raw while there is room.
+            let raw = match early {
+                true => record.clone(),
+                false => std::mem::take(&mut record),
+            };
+            self.keep_representative(i, Representative::Pending(Box::new(raw)));
+        }
+        if early {
+            // Cut only if it is shown.
+            let record = Box::new(record);
+            self.failures.push(EarlyFailure { seq, group, record });
+        }
+    }
+
+    /// Keep `kept` as the first failure of group `i` if there is room for it within
+    /// [`PENDING_BYTES`] (made by dropping older ones), else none.
+    fn keep_representative(&mut self, i: usize, kept: Representative) {
+        let bytes = kept_bytes(&kept);
+        if self.pending_bytes + bytes > PENDING_BYTES {
+            self.evict_pending(bytes);
+        }
+        self.groups[i].representative = if self.pending_bytes + bytes <= PENDING_BYTES {
+            self.pending_bytes += bytes;
+            self.pending_order.push_back(i);
+            kept
+        } else {
+            Representative::Missing
+        };
     }
 
     /// A failure as listed: its location (the deepest frame of project code, else the
@@ -1294,6 +1317,13 @@ impl SummaryBuilder {
         (order, total)
     }
 
+    fn representative(&self, group: GroupRef) -> &Representative {
+        match group {
+            GroupRef::Tracked(i) => &self.groups[i].representative,
+            GroupRef::Other => &self.other.representative,
+        }
+    }
+
     fn representative_mut(&mut self, group: GroupRef) -> &mut Representative {
         match group {
             GroupRef::Tracked(i) => &mut self.groups[i].representative,
@@ -1301,13 +1331,22 @@ impl SummaryBuilder {
         }
     }
 
-    /// A raw first failure, listed: what `push_failure` would have made of it.
-    fn listed_from(&mut self, record: &TestRecord, seq: u64, group: GroupRef) -> ListedFailure {
+    /// A raw failure, listed (as its group's first failure when `first_of_group`).
+    fn listed_from(
+        &mut self,
+        record: &TestRecord,
+        seq: u64,
+        group: GroupRef,
+        first_of_group: bool,
+    ) -> ListedFailure {
         let text = record.text.as_deref().unwrap_or("");
         let project = self.project.clone();
         let failure = Described::of(record, text, project.as_deref(), &mut self.kinds);
         let listed = self.listed(record, seq, &failure, text, group);
-        self.as_first_of_group(listed, failure.line)
+        match first_of_group {
+            true => self.as_first_of_group(listed, failure.line),
+            false => listed,
+        }
     }
 
     /// Read the listed groups' first failures kept by their spans again: `read` returns
@@ -1371,7 +1410,7 @@ impl SummaryBuilder {
             GroupRef::Tracked(index)
         };
         record.text.get_or_insert_with(String::new);
-        let listed = self.listed_from(&record, seq, group);
+        let listed = self.listed_from(&record, seq, group, true);
         *self.representative_mut(group) = Representative::Listed(Box::new(listed));
     }
 
@@ -1383,12 +1422,27 @@ impl SummaryBuilder {
             let representative =
                 std::mem::replace(self.representative_mut(group), Representative::Missing);
             *self.representative_mut(group) = match representative {
-                Representative::Pending(record) => {
-                    Representative::Listed(Box::new(self.listed_from(&record, first_seq, group)))
-                }
+                Representative::Pending(record) => Representative::Listed(Box::new(
+                    self.listed_from(&record, first_seq, group, true),
+                )),
                 other => other,
             };
         }
+        // Failures: one first failure per listed group (largest first), then the first
+        // others in report order, within max_failures; only those others are cut.
+        let firsts = order
+            .iter()
+            .filter_map(|&(_, _, group)| self.representative(group).listed())
+            .take(self.budgets.max_failures);
+        let shown: std::collections::HashSet<u64> = firsts.map(|f| f.seq).collect();
+        let room = self.budgets.max_failures - shown.len();
+        let early = std::mem::take(&mut self.failures);
+        let others: Vec<ListedFailure> = early
+            .iter()
+            .filter(|f| !shown.contains(&f.seq))
+            .take(room)
+            .map(|f| self.listed_from(&f.record, f.seq, f.group, false))
+            .collect();
         let b = &self.budgets;
         let c = self.counts;
         let counts = CountsJson {
@@ -1435,24 +1489,12 @@ impl SummaryBuilder {
             })
             .collect();
 
-        // Failures: one representative per listed group (largest first), then the
-        // others in report order, within max_failures.
         let mut listed: Vec<&ListedFailure> = order
             .iter()
-            .filter_map(|&(_, _, group)| match group {
-                GroupRef::Tracked(i) => self.groups[i].representative.listed(),
-                GroupRef::Other => self.other.representative.listed(),
-            })
+            .filter_map(|&(_, _, group)| self.representative(group).listed())
             .take(b.max_failures)
             .collect();
-        let shown: std::collections::HashSet<u64> = listed.iter().map(|f| f.seq).collect();
-        let room = b.max_failures - listed.len();
-        listed.extend(
-            self.failures
-                .iter()
-                .filter(|f| !shown.contains(&f.seq))
-                .take(room),
-        );
+        listed.extend(&others);
         let failures: Vec<FailureJson<'_>> = listed
             .iter()
             .map(|f| FailureJson {
