@@ -259,10 +259,10 @@ fn encode_key(out: &mut Vec<u8>, exception: &str, at: Option<&str>, normalized: 
 
 /// A group's first failure, listed ahead of the others when the group is listed. Only
 /// the listed groups' are written out, so most are kept unlisted: by where it can be
-/// read again when its record has a [`SourceSpan`] (`Located`), else raw (`Pending`: the record as read, its text capped by the parser); all within
-/// [`PENDING_BYTES`] for the whole builder. Past that none is kept, and a listed group's
-/// first failure is read again from its file
-/// ([`SummaryBuilder::missing_representatives`]).
+/// read again when its record has a [`SourceSpan`] (`Located`), else raw (`Pending`:
+/// the record as read, its text capped by the parser); all within [`PENDING_BYTES`] for
+/// the whole builder. Past that none is kept, and a listed group's first failure is read
+/// again from its file ([`SummaryBuilder::missing_representatives`]).
 #[derive(Debug)]
 enum Representative {
     Listed(Box<ListedFailure>),
