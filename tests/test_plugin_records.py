@@ -25,6 +25,7 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from pytest_mcp_server.engine import summarize
@@ -309,6 +310,31 @@ def test_the_servers_readers_find_outcomes_warnings_and_counts(both_runs, projec
     follower = EventFollower(records)
     follower.poll()
     assert (follower.done, follower.total) == (read.finished, read.collected)
+
+
+def test_a_progress_report_cancelled_while_sending_is_sent_again_after_the_run(both_runs):
+    """The follower is cancelled when pytest exits, possibly while it sends the count
+    that already includes the last test: that count never reached the client, so the
+    report made after the run must send it, not take it as sent."""
+    records, _ = both_runs[True]
+    follower = EventFollower(records)
+    sent: list[tuple[int, int | None]] = []
+
+    async def cut_off(done: int, total: int | None) -> None:
+        await anyio.sleep(60)  # the send that pytest's exit cancels
+
+    async def deliver(done: int, total: int | None) -> None:
+        sent.append((done, total))
+
+    async def body() -> None:
+        with anyio.move_on_after(0.05):
+            await follower.report(cut_off)
+        await follower.report(deliver)
+        await follower.report(deliver)  # nothing new since: nothing sent
+
+    anyio.run(body)
+    finished = ORJSON_AFTER_RECORDS + len(NAMED)
+    assert sent == [(finished, finished)]
 
 
 COLLECTION_PROJECT = {

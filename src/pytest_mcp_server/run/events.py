@@ -192,12 +192,14 @@ class EventFollower:
 
     async def report(self, progress: ProgressFn) -> None:
         """Poll; ``await progress(done, total)`` when they changed since the last report
-        (once something was collected or finished)."""
+        (once something was collected or finished). A report counts as sent only once
+        ``progress`` returned: the follower is cancelled when pytest exits, possibly in
+        the middle of sending its last count, which the report after the run sends again."""
         self.poll()
         state = (self.done, self.total)
         if state != self._sent and (self.total is not None or self.done):
-            self._sent = state
             await progress(self.done, self.total)
+            self._sent = state
 
 
 def read_collected(records: Path, offset: int, limit: int) -> tuple[int, dict[str, int], int, list[str]]:
