@@ -10,8 +10,10 @@ Subcommands:
 
 The options are checked (``config.ServerConfig``, ``models.Budgets``) before anything
 heavy loads; the MCP SDK loads only for ``serve``, and ``summarize`` loads nothing of the
-server (its configuration, HTTP policy and option messages are imported by ``serve``):
-its peak memory is the engine's and the summary's (benches/RESULTS.md, section 8).
+server (its configuration, HTTP policy and option messages are imported by ``serve``) and
+no OpenSSL (``_without_openssl``): its peak memory is the engine's and the summary's
+(benches/RESULTS.md, section 8). So nothing that loads pydantic is imported at the top of
+this module: ``main`` first decides what the process is for.
 """
 
 from __future__ import annotations
@@ -21,28 +23,37 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from pydantic import ValidationError
-
-from pytest_mcp_server.domain.policy import (
-    DEFAULT_HTTP_HOST,
-    DEFAULT_HTTP_PORT,
-    DEFAULT_MAX_CONCURRENT,
-    DEFAULT_MAX_TIMEOUT_S,
-    SERVER_NAME,
-    TOKEN_ENV,
-)
-from pytest_mcp_server.engine.models import Budgets
+if TYPE_CHECKING:
+    from pydantic import ValidationError
 
 SUBCOMMANDS = ("serve", "summarize", "bench")
 
-# Budget flags: --max-failures etc., one per Budgets field, defaults from the model.
-_BUDGET_FLAGS = {name: "--" + name.replace("_", "-") for name in Budgets.model_fields}
+
+def _without_openssl() -> None:
+    """Keep OpenSSL's libcrypto (about 4 MB resident) out of this process: ``summarize``
+    reads files and prints, and never hashes, signs or opens a TLS connection. From
+    pydantic 2.14 on, importing any model imports ``secrets``, whose ``hmac`` and
+    ``hashlib`` load OpenSSL through ``_hashlib``; with ``_hashlib`` unimportable (a
+    ``None`` entry in ``sys.modules``, the import system's documented way to make an
+    import fail) they use CPython's built-in hashes instead, as on a Python built without
+    OpenSSL. Called before pydantic is imported; a no-op if something loaded it already."""
+    sys.modules.setdefault("_hashlib", None)  # type: ignore[arg-type]
+
+
+def _budget_flags() -> dict[str, str]:
+    """Budget flags: ``--max-failures`` etc., one per ``Budgets`` field (field -> flag)."""
+    from pytest_mcp_server.engine.models import Budgets
+
+    return {name: "--" + name.replace("_", "-") for name in Budgets.model_fields}
 
 
 def _add_budget_flags(parser: argparse.ArgumentParser) -> None:
+    from pytest_mcp_server.engine.models import Budgets
+
     group = parser.add_argument_group("budgets (what the summary keeps; cuts are counted in 'omitted')")
-    for name, flag in _BUDGET_FLAGS.items():
+    for name, flag in _budget_flags().items():
         field = Budgets.model_fields[name]
         group.add_argument(
             flag, type=int, default=None, metavar="N", help=f"{field.description} (default {field.default})"
@@ -58,12 +69,22 @@ class _VersionAction(argparse.Action):
 
     def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
         from pytest_mcp_server.domain.config import package_version
+        from pytest_mcp_server.domain.policy import SERVER_NAME
 
         print(f"{SERVER_NAME} {package_version()}")
         parser.exit()
 
 
 def _build_parser() -> argparse.ArgumentParser:
+    from pytest_mcp_server.domain.policy import (
+        DEFAULT_HTTP_HOST,
+        DEFAULT_HTTP_PORT,
+        DEFAULT_MAX_CONCURRENT,
+        DEFAULT_MAX_TIMEOUT_S,
+        SERVER_NAME,
+        TOKEN_ENV,
+    )
+
     parser = argparse.ArgumentParser(
         prog=SERVER_NAME,
         description="Run pytest for AI agents over MCP, and summarise test reports compactly.",
@@ -146,15 +167,19 @@ def _build_parser() -> argparse.ArgumentParser:
 
 
 def _summarize(args: argparse.Namespace) -> int:
-    from pytest_mcp_server.adapters.text import render_text
-    from pytest_mcp_server.engine import summarize_bytes
-    from pytest_mcp_server.engine.models import ReportError, ReportSummary
+    from pydantic import ValidationError
 
-    given = {name: getattr(args, name) for name in _BUDGET_FLAGS if getattr(args, name) is not None}
+    from pytest_mcp_server.adapters.text import render_text
+    from pytest_mcp_server.domain.policy import SERVER_NAME
+    from pytest_mcp_server.engine import summarize_bytes
+    from pytest_mcp_server.engine.models import Budgets, ReportError, ReportSummary
+
+    flags = _budget_flags()
+    given = {name: getattr(args, name) for name in flags if getattr(args, name) is not None}
     try:
         budgets = Budgets(**given)
     except ValidationError as exc:
-        return _option_error(exc, _BUDGET_FLAGS)
+        return _option_error(exc, flags)
     try:
         raw = summarize_bytes(args.paths, format=args.format, backend=args.backend, budgets=budgets)
     except ReportError as exc:
@@ -185,8 +210,11 @@ _HTTP_FLAGS = {"host": "--host", "port": "--port", "allow_hosts": "--allow-host"
 
 
 def _serve(args: argparse.Namespace) -> int:
+    from pydantic import ValidationError
+
     from pytest_mcp_server.adapters.mcp.http_policy import HttpSettings, TokenError, take_token
     from pytest_mcp_server.domain.config import ServerConfig
+    from pytest_mcp_server.domain.policy import DEFAULT_HTTP_HOST, DEFAULT_HTTP_PORT, SERVER_NAME
 
     try:  # checked before the MCP SDK is imported, so a bad option fails fast
         config = ServerConfig(
@@ -232,6 +260,7 @@ def _serve(args: argparse.Namespace) -> int:
 
 def _option_error(exc: ValidationError, flags: dict[str, str]) -> int:
     """Print the first error of ``exc`` as ``<flag>: <reason>`` on stderr; returns 2."""
+    from pytest_mcp_server.domain.policy import SERVER_NAME
     from pytest_mcp_server.domain.validation import describe_validation_error
 
     field, reason = describe_validation_error(exc)
@@ -249,6 +278,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from pytest_mcp_server.bench import main as bench_main
 
         return bench_main(argv[1:])
+    if argv[0] == "summarize":
+        _without_openssl()
     args = _build_parser().parse_args(argv)
     if args.command == "summarize":
         return _summarize(args)
