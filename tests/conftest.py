@@ -35,6 +35,7 @@ import traceback
 
 import backends
 import corpus
+import interpreters
 import peak_memory
 import pytest
 import strategies
@@ -152,3 +153,10 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
                 f,
                 indent=2,
             )
+
+
+@pytest.fixture(scope="session")
+def python312(tmp_path_factory: pytest.TempPathFactory):
+    """A CPython 3.12 virtualenv with pytest, coverage.py and pytest-cov (``interpreters``):
+    the project interpreter of the tests that run the sys.monitoring recorder."""
+    return interpreters.make_venv("3.12", tmp_path_factory.mktemp("py312") / "venv")

@@ -39,7 +39,7 @@ from pytest_mcp_server.engine.models import Budgets, ReportSummary
 from pytest_mcp_server.run.affected import (
     ENVIRONMENT_PARTS,
     MAP_DATA_DIR,
-    MAP_JSON,
+    MapData,
     changed_contexts,
     changed_parts,
     config_file_parts,
@@ -52,7 +52,7 @@ from pytest_mcp_server.run.affected import (
     stat_key,
     tests_blocks,
 )
-from pytest_mcp_server.run.argv import RECORDS_FILE, child_env, discover_argv
+from pytest_mcp_server.run.argv import RECORDS_FILE, discover_argv
 from pytest_mcp_server.run.coverage import rank_in_root
 from pytest_mcp_server.run.events import ProgressFn, read_outcomes, read_run_events
 from pytest_mcp_server.run.git import changed_lines
@@ -179,8 +179,9 @@ def select_from_run(state: MapState, directory: Path, ran: list[str]) -> Affecte
 
 
 async def interpreter_with_coverage(runner: Runner) -> Interpreter:
-    """The project's interpreter, which must have coverage.py (probed again once before
-    refusing); raises ``ToolFailure(coverage_missing)`` naming the install command."""
+    """The project's interpreter, which must have coverage.py before Python 3.12 (its
+    recorder there; probed again once before refusing); raises
+    ``ToolFailure(coverage_missing)`` naming the install command."""
     interp = await runner.interpreter()
     if missing_map_coverage(interp) is not None:
         interp = await runner.interpreter(refresh=True)
@@ -217,14 +218,18 @@ async def execute_affected(
         outcomes = await anyio.to_thread.run_sync(read_outcomes, run_dir / RECORDS_FILE)
         plan = await anyio.to_thread.run_sync(select_from_run, state, run_dir, list(outcomes))
         data = await refresh_map(runner, params, interp, run_dir, plan, outcomes)
-    update: dict[str, object] = {"selection": plan.selection}
+    selection = plan.selection
+    if data.problems:
+        said = f"the test map was left as it was: {data.problems[0]}"
+        selection = selection.model_copy(update={"notice": "; ".join(filter(None, [selection.notice, said]))})
+    update: dict[str, object] = {"selection": selection}
     if not result.summary.ok:
         # the run recorded what each test ran: name the changed code the failing ones ran
         changed = await changed_lines(runner.root)
         if changed is None:  # no git: the functions the map saw change stand for the diff
             changed = await anyio.to_thread.run_sync(changed_code, runner.root, state.changed_files)
         if changed.touched():
-            measured = await anyio.to_thread.run_sync(changed_contexts, data, runner.root, changed)
+            measured = await anyio.to_thread.run_sync(changed_contexts, data.lines, runner.root, changed)
             suspects = await anyio.to_thread.run_sync(rank_in_root, runner.root, changed, measured, outcomes)
             update["suspects"] = suspects
             if suspects:
@@ -239,29 +244,32 @@ async def refresh_map(
     run_dir: Path,
     plan: AffectedPlan,
     outcomes: dict[str, str],
-) -> dict[str, dict[str, list[int]]]:
+) -> MapData:
     """Write the entries of the tests that ran in ``run_dir`` (``outcomes``: node id ->
-    outcome, from its record file; their blocks from its coverage data) into the map,
+    outcome, from its record file; their blocks from its recorders' files) into the map,
     in one transaction; remove the tests the plan's collection covered but no longer
-    found. Returns the run's map data (``run.affected.read_map_data``; empty when no test
-    ran)."""
-    data = await read_map_data(interp.python, runner.root, child_env(), run_dir) if outcomes else {}
+    found. When the recording cannot be trusted (``MapData.problems``), the map is left
+    as it was. Returns the run's map data (``run.affected.read_map_data``; empty when no
+    test ran)."""
+    data = await anyio.to_thread.run_sync(read_map_data, run_dir) if outcomes else MapData()
 
     def write() -> None:
-        blocks, at_import = tests_blocks(data, runner.root, outcomes)
-        ran = {node_id: (outcome, blocks[node_id]) for node_id, outcome in outcomes.items()}
-        gone: list[str] = []
+        if data.problems:
+            return
+        recorded = {node_id: outcome for node_id, outcome in outcomes.items() if node_id not in data.unrecorded}
+        blocks, at_import = tests_blocks(data.lines, runner.root, recorded)
+        ran = {node_id: (outcome, blocks[node_id]) for node_id, outcome in recorded.items()}
+        gone: list[str] = list(data.unrecorded)
         path = map_path(runner.artifacts_base, runner.root, interp.python)
         test_map, _ = open_map(path)
         with test_map:
             if plan.collected is not None and not params.markers and not params.keywords:
                 collected = set(plan.collected)
-                gone = [t for t in test_map.node_ids() if t not in collected and _in_scope(t, params.node_ids)]
+                gone += [t for t in test_map.node_ids() if t not in collected and _in_scope(t, params.node_ids)]
             meta = {CONFIG_PARTS_KEY: orjson.dumps(plan.parts).decode()}
             test_map.refresh(ran, plan.fingerprint, gone, meta, plan.files, at_import)
         # the map holds what mattered of them
         shutil.rmtree(run_dir / MAP_DATA_DIR, ignore_errors=True)
-        (run_dir / MAP_JSON).unlink(missing_ok=True)
 
     await anyio.to_thread.run_sync(write)
     return data

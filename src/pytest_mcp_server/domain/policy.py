@@ -155,6 +155,12 @@ AFFECTED_FILES_NAMED = 3
 AFFECTED_FILES_KEPT = 20
 """Changed files a selection keeps in its structured content (``Selection.changed_files``)."""
 
+MONITORING_PYTHON = (3, 12)
+"""The first Python whose per-test recorder is the plugin's own on ``sys.monitoring``
+(PEP 669, new in 3.12); older ones record through coverage.py's C tracer, which needs
+coverage.py installed (coverage.py's own sys.monitoring core records no dynamic
+contexts: coverage.py issues #2150 and #2200)."""
+
 MAP_BUSY_TIMEOUT_S = 30.0
 """Seconds a write to the test map waits for another call's transaction on the same map."""
 

@@ -1,14 +1,15 @@
 """Recording and reading what each test ran, for ``affected`` calls.
 
-One pytest process per call: the server's plugin measures every pytest process with
-coverage.py (``--mcp-map-data``: one data file per process under ``<run_dir>/map``, one
-dynamic context per test) and deselects the tests the map found unchanged since they
-passed (``--mcp-skip``, ``skip_options``), after collection, unless the interpreter or
-its installed distributions changed (the plugin hashes them; the server compares).
-Each collecting process writes the collected node ids and those hashes
-(``read_collected_file``). After the run the server reads the data files through
-coverage.py's API (``read_map_data``: per file, the lines each context ran, xdist
-workers' files merged) and ``tests_blocks`` turns lines into blocks (``domain.blocks``).
+One pytest process per call: the server's plugin records, in every pytest process,
+the lines of the project's files each test runs (``--mcp-map-data``: the plugin's
+recorder, sys.monitoring on Python 3.12+ and coverage.py's C tracer before, one file
+per process under ``<run_dir>/map``) and deselects the tests the map found unchanged
+since they passed (``--mcp-skip``, ``skip_options``), after collection, unless the
+interpreter or its installed distributions changed (the plugin hashes them; the server
+compares). Each collecting process writes the collected node ids and those hashes
+(``read_collected_file``). After the run the server reads the recorders' files
+(``read_map_data``: per file, the lines each context ran, xdist workers' files merged)
+and ``tests_blocks`` turns lines into blocks (``domain.blocks``).
 
 What else the map cannot see is fingerprinted here (``config_file_parts``): the
 ``conftest.py`` files under the root and pytest's configuration files at the root.
@@ -18,26 +19,24 @@ from __future__ import annotations
 
 import hashlib
 import os
-import sqlite3
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-import anyio
 import orjson
 
 from pytest_mcp_server.domain.blocks import FileBlocks, file_blocks, node_id_function
 from pytest_mcp_server.domain.coverage import ChangedLines, relative_path
 from pytest_mcp_server.domain.failures import ToolFailure
-from pytest_mcp_server.domain.policy import REPORT_TIMEOUT_S, TAIL_BYTES
+from pytest_mcp_server.domain.policy import MONITORING_PYTHON
 from pytest_mcp_server.engine.coverage import LineContexts
 from pytest_mcp_server.run.events import PLUGIN_DIR
 from pytest_mcp_server.run.interpreter import Interpreter
 
 MAP_DATA_DIR = "map"
-"""The run directory's subdirectory where each pytest process writes its coverage data."""
-MAP_JSON = "map.json"
-"""The run directory's file where ``read_map_data`` has the lines of each context written."""
+"""The run directory's subdirectory where each pytest process's recorder writes its file."""
+RECORDER_FORMAT = 1
+"""The format number of the recorder's files (``pytest_mcp_server_recorder.FORMAT``)."""
 SKIP_FILE = "skip.json"
 """The run directory's file naming the tests to deselect and the environment hashes they
 hold for (the plugin's ``--mcp-skip``)."""
@@ -50,38 +49,19 @@ CONFIG_FILES = ("pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup
 SKIPPED_DIRS = frozenset({".git", ".hg", ".svn", "__pycache__", "node_modules", ".tox", ".nox", ".venv", "venv"})
 """Directories never searched for ``conftest.py`` (besides hidden ones and virtualenvs)."""
 
-# One reading of the map's data files, run in the server (``_read_here``) or, as
-# ``_READ_SCRIPT``, by the project's interpreter: {path: {context: [lines]}} merged over
-# the files (a line ran in a context when it did in any process).
-_MERGE_SOURCE = (
-    "def merge(names):\n"
-    "    import coverage\n"
-    "    merged = {}\n"
-    "    for name in names:\n"
-    "        data = coverage.CoverageData(basename=name)\n"
-    "        data.read()\n"
-    "        for path in data.measured_files():\n"
-    "            per = merged.setdefault(path, {})\n"
-    "            for line, contexts in data.contexts_by_lineno(path).items():\n"
-    "                for context in contexts:\n"
-    "                    per.setdefault(context, set()).add(line)\n"
-    "    return {p: {c: sorted(l) for c, l in per.items()} for p, per in merged.items()}\n"
-)
-# argv[1] the JSON output, the rest the data files.
-_READ_SCRIPT = _MERGE_SOURCE + (
-    "import sys, json\nwith open(sys.argv[1], 'w') as f:\n    json.dump(merge(sys.argv[2:]), f)\n"
-)
-
 
 def missing_map_coverage(interp: Interpreter) -> ToolFailure | None:
     """``ToolFailure(coverage_missing)`` naming the interpreter and the install command
-    when it lacks coverage.py (``affected`` needs it, not pytest-cov); else None."""
-    if interp.has_coverage:
+    when it is older than Python 3.12 and lacks coverage.py (its recorder there; from
+    3.12 the recorder is sys.monitoring's and needs nothing); else None."""
+    if interp.has_coverage or interp.version >= MONITORING_PYTHON:
         return None
     return ToolFailure(
         "coverage_missing",
-        f"affected needs coverage.py in the project's interpreter {interp.python}, which lacks it; install it "
-        f"there ({interp.python} -m pip install coverage), or run with affected=false",
+        f"affected needs coverage.py in the project's interpreter {interp.python} (Python "
+        f"{'.'.join(map(str, interp.version)) or 'before 3.12'}, where the per-test recorder is coverage.py's C "
+        f"tracer), which lacks it; install it there ({interp.python} -m pip install coverage), run the project on "
+        "Python 3.12 or newer, or run with affected=false",
     )
 
 
@@ -115,71 +95,56 @@ def read_collected_file(directory: Path) -> tuple[dict[str, str], list[str]] | N
     return None
 
 
-async def read_map_data(python: str, root: Path, env: dict[str, str], run_dir: Path) -> dict[str, dict[str, list[int]]]:
-    """The lines each context ran, per measured file (absolute paths as coverage.py
-    wrote them), merged over the run's data files (a line ran in a context when it did
-    in any process).
+@dataclass
+class MapData:
+    """What the recorders of one run wrote (``read_map_data``): ``lines``, per file
+    (absolute path) the lines each context ran (a test's node id; ``""``: outside any
+    test), merged over the run's processes (a line ran in a context when it did in any);
+    ``recorders``: the recorders that wrote them (``sys.monitoring``, ``coverage.py``);
+    ``problems``: why the recording cannot be trusted, one line each (empty when it can);
+    ``unrecorded``: the tests whose lines are incomplete -> why (their entries leave the
+    map, so they run again next time)."""
 
-    Read in this process with the server's coverage.py when it has one that reads them;
-    else by ``python`` (the project's, cwd ``root``) in a subprocess. Returns an empty
-    dict when no data file was written; raises ``ToolFailure(internal_error)`` when
-    neither can read them."""
+    lines: dict[str, dict[str, list[int]]] = field(default_factory=dict)
+    recorders: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    unrecorded: dict[str, str] = field(default_factory=dict)
+
+
+def read_map_data(run_dir: Path) -> MapData:
+    """Read the recorders' files of the run in ``run_dir`` (``<run_dir>/map/map.*.jsonl``:
+    the plugin's recorder module, ``pytest_mcp_server_recorder``). A file of another
+    format, not ended (its process was killed), or with unreadable lines is a problem,
+    as is each ``problem`` line a recorder wrote. Blocking; never raises."""
+    data = MapData()
     data_dir = run_dir / MAP_DATA_DIR
-    files = sorted(str(p) for p in data_dir.glob("map.*")) if data_dir.is_dir() else []
-    if not files:
-        return {}
-    merged = await anyio.to_thread.run_sync(_read_here, files)
-    if merged is not None:
-        return merged
-    out = run_dir / MAP_JSON
-    argv = [python, "-c", _READ_SCRIPT, str(out), *files]
-    await _run_script(
-        argv,
-        root,
-        env,
-        REPORT_TIMEOUT_S,
-        late="reading the test map's coverage data did not finish",
-        failed=f"coverage.py could not read the test map's data in {data_dir}",
-    )
-    data: dict[str, dict[str, list[int]]] = orjson.loads(out.read_bytes())
+    merged: dict[str, dict[str, set[int]]] = {}
+    for path in sorted(data_dir.glob("map.*.jsonl")) if data_dir.is_dir() else []:
+        try:
+            records = [orjson.loads(line) for line in path.read_bytes().splitlines()]
+        except (OSError, orjson.JSONDecodeError) as exc:
+            data.problems.append(f"the recorder's file {path.name} could not be read ({exc})")
+            continue
+        if not records or records[0].get("format") != RECORDER_FORMAT:
+            data.problems.append(f"the recorder's file {path.name} is not of format {RECORDER_FORMAT}")
+            continue
+        data.recorders.append(str(records[0].get("recorder")))
+        paths: dict[int, str] = {}
+        for record in records[1:]:
+            if "context" in record:
+                context = str(record["context"])
+                for number, lines in record["lines"]:
+                    merged.setdefault(paths[number], {}).setdefault(context, set()).update(lines)
+            elif "file" in record:
+                paths[int(record["file"])] = str(record["path"])
+            elif "unrecorded" in record:
+                data.unrecorded[str(record["unrecorded"])] = str(record["why"])
+            elif "problem" in record:
+                data.problems.append(str(record["problem"]))
+        if records[-1].get("end") is not True:
+            data.problems.append(f"the recorder of pytest process {records[0].get('pid')} did not finish its file")
+    data.lines = {path: {c: sorted(lines) for c, lines in per.items()} for path, per in merged.items()}
     return data
-
-
-def _read_here(files: list[str]) -> dict[str, dict[str, list[int]]] | None:
-    """``_MERGE_SOURCE``'s reading with the server's own coverage.py; None when it has
-    none or its data format is not the one the project's coverage.py wrote."""
-    try:
-        from coverage.exceptions import CoverageException
-    except ImportError:
-        return None
-    namespace: dict[str, Any] = {}
-    exec(_MERGE_SOURCE, namespace)  # the module's own constant: the same code the script runs
-    try:
-        merged: dict[str, dict[str, list[int]]] = namespace["merge"](files)
-    except (CoverageException, sqlite3.Error):
-        return None
-    return merged
-
-
-async def _run_script(
-    argv: list[str], root: Path, env: dict[str, str], timeout_s: float, *, late: str, failed: str
-) -> bytes:
-    """Run ``argv`` (the project's interpreter on a script of this module) in ``root``
-    within ``timeout_s`` seconds; its stdout. Raises ``ToolFailure(internal_error)``
-    saying ``late`` (with why) when it cannot start or does not finish in time, ``failed``
-    (with the exit code and stderr's tail) when it exits non-zero."""
-    try:
-        with anyio.fail_after(timeout_s):
-            proc = await anyio.run_process(argv, cwd=root, env=env, check=False)
-    except (OSError, TimeoutError) as exc:
-        raise ToolFailure("internal_error", f"{late}: {exc or 'timeout'}") from None
-    if proc.returncode != 0:
-        raise ToolFailure(
-            "internal_error",
-            f"{failed} (exit {proc.returncode})",
-            stderr_tail=proc.stderr.decode("utf-8", "replace")[-TAIL_BYTES:] or None,
-        )
-    return proc.stdout
 
 
 def changed_contexts(

@@ -1,5 +1,5 @@
 """The project's interpreter: which Python runs the tests (``find_python``) and what it
-can import (``probe_interpreter`` -> ``Interpreter``).
+can import (``probe_interpreter`` -> ``Interpreter``), and its version.
 
 The probe starts the interpreter once with a short script; it asks for pytest (required)
 and for the optional plugins the server uses when present: pytest-xdist (``workers``),
@@ -26,6 +26,11 @@ from pytest_mcp_server.run.project import INSTALLED_PROBE, distribution_name
 
 _PROBE = INSTALLED_PROBE + (
     "import importlib.util as u, json, os, sys\n"
+    "def _has_ctracer():\n"
+    "    try:\n"
+    "        return u.find_spec('coverage') is not None and u.find_spec('coverage.tracer') is not None\n"
+    "    except Exception:\n"
+    "        return False\n"
     "try:\n"
     "    import pytest\n"
     "    v = pytest.__version__\n"
@@ -35,7 +40,8 @@ _PROBE = INSTALLED_PROBE + (
     "    e = type(x).__name__ + ': ' + str(x)\n"
     "print(json.dumps({'pytest': v, 'error': e,"
     " 'xdist': u.find_spec('xdist') is not None, 'coverage': u.find_spec('coverage') is not None,"
-    " 'pytest_cov': u.find_spec('pytest_cov') is not None,"
+    " 'pytest_cov': u.find_spec('pytest_cov') is not None, 'version': list(sys.version_info[:2]),"
+    " 'ctracer': _has_ctracer(),"
     " 'project_packages': _installed_from(os.getcwd(), sys.argv[1])}))\n"
 )
 
@@ -54,6 +60,10 @@ class Interpreter:
     # coverage.py and pytest-cov, which ``execute_tests`` with ``coverage`` needs (``coverage_run``).
     has_coverage: bool = False
     has_pytest_cov: bool = False
+    # (major, minor) of the interpreter: from 3.12 the per-test recorder is sys.monitoring's.
+    version: tuple[int, ...] = ()
+    # coverage.py's C tracer imports: ``COVERAGE_CORE=ctrace`` is safe (coverage.py exits when it is not).
+    has_ctracer: bool = False
 
 
 def find_python(config: ServerConfig, environ: Mapping[str, str] | None = None) -> Path:
@@ -122,6 +132,8 @@ async def probe_interpreter(python: str, *, cwd: Path, env: dict[str, str]) -> I
         project_packages=tuple(str(n) for n in info.get("project_packages") or ()),
         has_coverage=bool(info.get("coverage")),
         has_pytest_cov=bool(info.get("pytest_cov")),
+        version=tuple(int(n) for n in info.get("version") or ()),
+        has_ctracer=bool(info.get("ctracer")),
     )
 
 

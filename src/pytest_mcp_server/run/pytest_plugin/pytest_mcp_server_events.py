@@ -4,8 +4,9 @@ Not for users: the server adds this directory to the child's PYTHONPATH and pass
 ``-p pytest_mcp_server_events --mcp-records=FILE`` (and, for a test run,
 ``--mcp-stacks=FILE``). It imports nothing but pytest and the standard library (and
 orjson, when the project's interpreter has it, in runs of more than
-``ORJSON_AFTER_RECORDS`` tests: it encodes the complete reports faster; coverage.py with
-``--mcp-map-data``, which the server asks for only when the interpreter has it), so it
+``ORJSON_AFTER_RECORDS`` tests: it encodes the complete reports faster; with
+``--mcp-map-data``, its recorder module beside it, which needs coverage.py before Python
+3.12, and the server asks for it only then), so it
 works in any project interpreter (Python 3.8+, pytest 7+), whatever else is installed.
 
 FILE is the run's one record stream: JSON lines in pytest-reportlog's format (pytest-dev's
@@ -52,11 +53,11 @@ only arms that dump, into ``FILE.<worker pid>`` (the tests run there); the contr
 sees every report and writes the records.
 
 With ``--mcp-map-data=DIR`` (``execute_tests`` with ``affected``), every pytest process
-(an xdist worker and its controller alike) measures line coverage through coverage.py's
-API into its own data file ``DIR/map.<pid>``, with the project's coverage configuration,
-one dynamic context per test (its node id, from its setup to its teardown; code run
-outside any test, such as imports, is in the empty context), and the C tracer on Python
-3.12+, where coverage.py's sys.monitoring core records no dynamic contexts.
+(an xdist worker and its controller alike) records the lines of the project's files each
+test runs, and those run outside any test, into its own file ``DIR/map.<pid>.jsonl``:
+``pytest_mcp_server_recorder`` (sys.monitoring on Python 3.12+, coverage.py's C tracer
+before), started before the project's conftest files are imported. pytest-cov, when the
+project's options start it, is switched off as its ``--no-cov`` does.
 
 With ``--mcp-skip=FILE`` (JSON: ``{"environment": {"<interpreter>": H, "<distributions>":
 H}, "skip": [node ids]}``, what the test map found unchanged since those tests passed),
@@ -159,41 +160,32 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--mcp-skip", dest="mcp_skip", default=None, help="(pytest-mcp-server internal)")
 
 
-_map_coverage: Any = None  # the coverage.Coverage measuring this process for the test map
+_recording: Any = None  # the recorder's Recording of this process (--mcp-map-data)
 
 
-def _start_map_coverage(directory: str) -> Any:
-    # coverage.py's API, in this process, before the project's conftest files are imported
-    import coverage
-
-    if sys.version_info >= (3, 12):
-        # sys.monitoring (coverage.py's default core on newer Pythons) records no dynamic
-        # contexts (coverage.py issues #2150, #2200): the C tracer, else the Python one
-        try:
-            import coverage.tracer  # noqa: F401
-
-            os.environ["COVERAGE_CORE"] = "ctrace"
-        except ImportError:
-            os.environ["COVERAGE_CORE"] = "pytrace"
-    cov = coverage.Coverage(data_file=os.path.join(directory, f"map.{os.getpid()}"), config_file=True)
-    # the project's configuration says what is measured; these would break the map
-    cov.set_option("run:dynamic_context", None)
-    cov.set_option("run:parallel", False)
-    cov.set_option("run:branch", False)
-    cov.set_option(
-        "run:disable_warnings",
-        ["no-data-collected", "module-not-measured", "module-not-imported", "couldnt-parse", "no-ctracer"],
-    )
-    cov.start()
-    return cov
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
+def pytest_load_initial_conftests(
+    early_config: pytest.Config, parser: pytest.Parser, args: list[str]
+) -> Generator[None, None, None]:
+    # a wrapper: before every plugin's own hook (pytest-cov starts coverage.py in its), and
+    # before the project's conftest files are imported, so their imports are recorded
+    _start_recording(early_config)
+    yield
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser, args: list[str]) -> None:
-    global _map_coverage
+def _start_recording(early_config: pytest.Config) -> None:
+    global _recording
     directory = getattr(early_config.known_args_namespace, "mcp_map_data", None)
-    if directory and _map_coverage is None:
-        _map_coverage = _start_map_coverage(directory)
+    if directory and _recording is None:
+        if hasattr(early_config.known_args_namespace, "no_cov"):
+            # pytest-cov's --no-cov, set before its own hook reads it: the project's --cov
+            # measures a subset here (its fail_under would fail a green run), and before
+            # Python 3.12 its coverage.py would pause the recorder's
+            early_config.known_args_namespace.no_cov = True
+        from pytest_mcp_server_recorder import Recording  # type: ignore[import-not-found]  # beside this file
+
+        here = os.path.dirname(os.path.abspath(__file__))
+        _recording = Recording(directory, str(early_config.invocation_params.dir), here)
 
 
 def _short_hash(*values: str) -> str:
@@ -221,8 +213,8 @@ def _environment() -> dict[str, str]:
 
 class _AffectedRun:
     # Registered only in the runs that ask for it: a test's context, the skipped tests.
-    def __init__(self, cov: Any, skip_file: str | None) -> None:
-        self.cov = cov
+    def __init__(self, recording: Any, skip_file: str | None) -> None:
+        self.recording = recording
         self.skip_file = skip_file
         self.skip: set[str] = set()
         self.environment: dict[str, str] = {}
@@ -236,14 +228,15 @@ class _AffectedRun:
 
     @pytest.hookimpl(hookwrapper=True, tryfirst=True)
     def pytest_runtest_protocol(self, item: pytest.Item) -> Generator[None, None, None]:
-        if self.cov is None:
+        recording = self.recording
+        if recording is None:
             yield
             return
-        self.cov.switch_context(item.nodeid)
+        recording.switch(item.nodeid, item.nodeid)
         try:
             yield
         finally:
-            self.cov.switch_context("")
+            recording.switch("", item.nodeid)
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -262,12 +255,11 @@ class _AffectedRun:
             items[:] = kept
 
 
-def _stop_map_coverage() -> None:
-    global _map_coverage
-    if _map_coverage is not None:
-        cov, _map_coverage = _map_coverage, None
-        cov.stop()
-        cov.save()
+def _stop_recording() -> None:
+    global _recording
+    if _recording is not None:
+        recording, _recording = _recording, None
+        recording.finish()
 
 
 def _capped(text: str) -> str:
@@ -565,14 +557,14 @@ class _RecordWriter:
 
 @pytest.hookimpl(trylast=True)
 def pytest_unconfigure(config: pytest.Config) -> None:
-    _stop_map_coverage()
+    _stop_recording()
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_configure(config: pytest.Config) -> None:
     skip = config.getoption("mcp_skip", None)
-    if _map_coverage is not None or skip:
-        config.pluginmanager.register(_AffectedRun(_map_coverage, skip), "pytest-mcp-affected")
+    if _recording is not None or skip:
+        config.pluginmanager.register(_AffectedRun(_recording, skip), "pytest-mcp-affected")
     path = config.getoption("mcp_records", None)
     if not path:
         return

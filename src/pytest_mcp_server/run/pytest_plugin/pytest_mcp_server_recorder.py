@@ -1,0 +1,401 @@
+"""The per-test line recorder of pytest-mcp-server's plugin (``--mcp-map-data=DIR``).
+
+Not for users: ``pytest_mcp_server_events`` starts it in every pytest process of an
+``affected`` run (an xdist worker and its controller alike), before the project's
+conftest files are imported. It records, per test (from the start of its
+``pytest_runtest_protocol`` to its end), the lines of the project's own files that ran,
+and apart from any test (the empty context) the lines run outside tests: imports at
+collection, module-level code.
+
+Two recorders, one output:
+
+* ``MonitoringRecorder``, on Python 3.12+: ``sys.monitoring`` (PEP 669) under a tool id
+  of its own (``TOOL_IDS``: ids no convention reserves; a debugger's, coverage.py's,
+  a profiler's and an optimizer's are never taken). ``PY_START`` switches ``LINE``
+  events on for the project's code objects only; each ``LINE`` callback records the line
+  and returns ``DISABLE``, so a line costs one callback per test;
+  ``sys.monitoring.restart_events()`` at each test's start re-enables them. Code run in
+  another thread during a test is that test's. (``restart_events`` re-enables every
+  tool's disabled events: a coverage.py on sys.monitoring in the same process gets its
+  lines again once per test, and disables them again; it costs it time, not results.)
+* ``CoverageRecorder``, before 3.12: coverage.py's C tracer through its API, one dynamic
+  context per test, no data file; configured so that the project's settings cannot break
+  the run (``COVERAGE_CORE=ctrace``, every coverage.py warning disabled and none raised
+  while it starts or stops). The project's ``source``, ``include`` and ``omit`` still
+  decide which files are measured.
+
+Each process writes ``DIR/map.<pid>.jsonl``, JSON lines (``MapFile``):
+
+* first ``{"format": 1, "recorder": "sys.monitoring" | "coverage.py", "pid": N}``;
+* ``{"file": I, "path": P}`` before the first use of file number ``I`` (``P`` absolute);
+* ``{"context": C, "lines": [[I, [line, ...]], ...]}``: the lines of context ``C`` (a
+  test's node id, written when the test ends; ``""``: outside any test, written last);
+* ``{"unrecorded": C, "why": TEXT}`` when test ``C``'s lines are incomplete (before
+  3.12, a test that replaced the trace function): its entry leaves the map;
+* ``{"problem": TEXT}`` when the recording cannot be trusted (a test freed the
+  recorder's tool id, another coverage.py took over the tracer, an error inside the
+  recorder): the server then leaves the map as it was and says so;
+* last ``{"end": true}``.
+
+A recorder never fails a test: its errors become a ``problem`` line. A forked child
+writes nothing (the file belongs to the process that opened it).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import warnings
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+FORMAT = 1
+"""The map file's format number (its first line)."""
+TOOL_NAME = "pytest-mcp-server"
+"""The name the recorder registers its sys.monitoring tool id under."""
+TOOL_IDS = (3, 4)
+"""The sys.monitoring tool ids the recorder may take, in order: PEP 669 names 0 (debugger),
+1 (coverage), 2 (profiler) and 5 (optimizer); 3 and 4 are no one's by convention."""
+COVERAGE_WARNINGS = (
+    "no-sysmon",
+    "no-ctracer",
+    "no-data-collected",
+    "module-not-measured",
+    "module-not-imported",
+    "module-not-python",
+    "already-imported",
+    "include-ignored",
+    "dynamic-conflict",
+    "couldnt-parse",
+)
+"""coverage.py's warning slugs (its docs, *Messages*), all disabled for the recorder."""
+IMPORT_CONTEXT = ""
+"""The context of lines run outside any test."""
+
+
+class MapFile:
+    """The JSON-lines file ``DIR/map.<pid>.jsonl`` one process writes (module docstring).
+    Writes from a forked child are dropped."""
+
+    def __init__(self, directory: str, recorder: str) -> None:
+        self.pid = os.getpid()
+        self.path = os.path.join(directory, f"map.{self.pid}.jsonl")
+        self.file = open(self.path, "w", encoding="utf-8")
+        self.numbers: dict[str, int] = {}
+        self.closed = False
+        self._write({"format": FORMAT, "recorder": recorder, "pid": self.pid})
+
+    def _write(self, record: dict[str, Any]) -> None:
+        if os.getpid() == self.pid and not self.closed:
+            self.file.write(json.dumps(record, separators=(",", ":")) + "\n")
+
+    def context(self, name: str, lines: Mapping[str, Iterable[int]]) -> None:
+        """Write the lines of context ``name``: absolute path -> line numbers."""
+        pairs = []
+        for path, numbers in lines.items():
+            number = self.numbers.get(path)
+            if number is None:
+                number = self.numbers[path] = len(self.numbers)
+                self._write({"file": number, "path": path})
+            pairs.append([number, sorted(numbers)])
+        self._write({"context": name, "lines": pairs})
+
+    def unrecorded(self, context: str, why: str) -> None:
+        """Say that the lines of test ``context`` are incomplete, and why: the server then
+        drops its entry from the map (it runs again next time) and keeps the others."""
+        self._write({"unrecorded": context, "why": why})
+
+    def problem(self, text: str) -> None:
+        """Say that the recording cannot be trusted, and why."""
+        self._write({"problem": text})
+
+    def close(self) -> None:
+        """Write the end line and close the file."""
+        if os.getpid() != self.pid or self.closed:
+            return
+        self._write({"end": True})
+        self.closed = True
+        self.file.close()
+
+
+class ProjectFiles:
+    """Which source files are the project's: under ``root``, outside the server's plugin
+    directory, any ``site-packages``/``dist-packages`` and any virtualenv (a directory
+    holding ``pyvenv.cfg``). ``absolute(filename)`` is the file's absolute path when it
+    is the project's (relative names are the working directory's), else None; cached."""
+
+    def __init__(self, root: str, plugin_dir: str) -> None:
+        self.root = os.path.join(os.path.normpath(root), "")
+        self.plugin_dir = os.path.join(os.path.normpath(plugin_dir), "")
+        self.known: dict[str, str | None] = {}
+        self.venvs: dict[str, bool] = {}
+
+    def absolute(self, filename: str) -> str | None:
+        known = self.known
+        if filename in known:
+            return known[filename]
+        path: str | None = None
+        if not filename.startswith("<"):
+            candidate = os.path.normpath(os.path.join(os.getcwd(), filename))
+            if candidate.startswith(self.root) and not candidate.startswith(self.plugin_dir):
+                parts = candidate[len(self.root) :].split(os.sep)
+                if not any(p in ("site-packages", "dist-packages") for p in parts) and not self._in_venv(parts):
+                    path = candidate
+        known[filename] = path
+        return path
+
+    def _in_venv(self, parts: list[str]) -> bool:
+        directory = self.root
+        for part in parts[:-1]:
+            directory = os.path.join(directory, part)
+            found = self.venvs.get(directory)
+            if found is None:
+                found = self.venvs[directory] = os.path.exists(os.path.join(directory, "pyvenv.cfg"))
+            if found:
+                return True
+        return False
+
+
+class MonitoringRecorder:
+    """The sys.monitoring recorder (Python 3.12+; module docstring). ``start`` raises
+    ``RuntimeError`` when every tool id of ``TOOL_IDS`` is taken."""
+
+    name = "sys.monitoring"
+
+    def __init__(self, files: ProjectFiles, out: MapFile) -> None:
+        self.files = files
+        self.out = out
+        self.tool: int | None = None
+        self.context = IMPORT_CONTEXT
+        # (id of a code object, line): code objects are keyed by id, never by value (two
+        # equal code objects of two files would be one), and kept alive in ``seen``
+        self.hits: set[tuple[int, int]] = set()
+        self.outside: dict[str, set[int]] = {}  # the import context, written once at the end
+        self.seen: dict[int, tuple[Any, str | None]] = {}  # id -> (code object, its project path or None)
+        self.failed = False
+
+    def start(self) -> None:
+        mon = sys.monitoring  # type: ignore[attr-defined]
+        free = [tool for tool in TOOL_IDS if mon.get_tool(tool) is None]
+        if not free:
+            raise RuntimeError(f"every sys.monitoring tool id it may take ({', '.join(map(str, TOOL_IDS))}) is in use")
+        tool = self.tool = free[0]
+        mon.use_tool_id(tool, TOOL_NAME)
+        events = mon.events
+        disable = mon.DISABLE
+        line_event = events.LINE
+        set_local_events = mon.set_local_events
+        seen = self.seen
+        absolute = self.files.absolute
+        add = self.hits.add
+
+        def py_start(code: Any, offset: int) -> Any:
+            key = id(code)
+            if key not in seen:
+                path = absolute(code.co_filename)
+                seen[key] = (code, path)
+                if path is not None:
+                    try:
+                        set_local_events(tool, code, line_event)
+                    except ValueError:  # the tool id was freed under it (3.12 keeps calling back)
+                        seen[key] = (code, None)
+            return disable
+
+        def line(code: Any, number: int) -> Any:
+            add((id(code), number))
+            return disable
+
+        mon.register_callback(tool, events.PY_START, py_start)
+        mon.register_callback(tool, events.LINE, line)
+        mon.set_events(tool, events.PY_START)
+
+    def _lines(self) -> dict[str, set[int]]:
+        # a copy first: another thread may add while this one reads
+        hits = self.hits.copy()
+        self.hits.clear()
+        seen = self.seen
+        out: dict[str, set[int]] = {}
+        for key, number in hits:
+            path = seen[key][1]
+            if path is not None:
+                out.setdefault(path, set()).add(number)
+        return out
+
+    def _still_ours(self) -> str | None:
+        mon = sys.monitoring  # type: ignore[attr-defined]
+        if mon.get_tool(self.tool) != TOOL_NAME:
+            return f"its sys.monitoring tool id {self.tool} was freed or taken by other code"
+        if mon.get_events(self.tool) != mon.events.PY_START:
+            return f"the events of its sys.monitoring tool id {self.tool} were changed by other code"
+        return None
+
+    def switch(self, context: str) -> str | None:
+        """End the current context (its lines written, or kept for the import context)
+        and start ``context`` (a node id, or ``IMPORT_CONTEXT`` after a test). Returns a
+        problem when the recorder was disturbed (it then stops), else None."""
+        if self.failed:
+            return None
+        problem = self._still_ours()
+        if problem is not None:
+            self.failed = True
+            self.hits.clear()
+            return problem
+        lines = self._lines()
+        if self.context == IMPORT_CONTEXT:
+            for path, numbers in lines.items():
+                self.outside.setdefault(path, set()).update(numbers)
+        else:
+            self.out.context(self.context, lines)
+        self.context = context
+        if context != IMPORT_CONTEXT:
+            sys.monitoring.restart_events()  # type: ignore[attr-defined]
+        return None
+
+    def finish(self) -> str | None:
+        """Write the last lines and release the tool id; a problem as ``switch``'s."""
+        problem = self.switch(IMPORT_CONTEXT)
+        if self.tool is not None:
+            mon = sys.monitoring  # type: ignore[attr-defined]
+            if mon.get_tool(self.tool) == TOOL_NAME:
+                mon.set_events(self.tool, 0)
+                mon.register_callback(self.tool, mon.events.PY_START, None)
+                mon.register_callback(self.tool, mon.events.LINE, None)
+                mon.free_tool_id(self.tool)
+        if not self.failed:
+            self.out.context(IMPORT_CONTEXT, self.outside)
+        return problem
+
+
+class CoverageRecorder:
+    """The coverage.py recorder (before Python 3.12; module docstring). ``start`` raises
+    what coverage.py raises (the caller reports it as a problem)."""
+
+    name = "coverage.py"
+
+    def __init__(self, files: ProjectFiles, out: MapFile) -> None:
+        self.files = files
+        self.out = out
+        self.cov: Any = None
+        self.failed = False
+
+    def start(self) -> None:
+        # the project's configuration file says what is measured; these settings would
+        # break the map or the run: a core without dynamic contexts, warnings turned into
+        # errors by pytest's filterwarnings, a data file in the project
+        try:
+            import coverage.tracer  # noqa: F401
+
+            os.environ["COVERAGE_CORE"] = "ctrace"
+        except ImportError:
+            os.environ["COVERAGE_CORE"] = "pytrace"
+        import coverage
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            cov: Any = coverage.Coverage(data_file=None, config_file=True)
+            for option, value in (
+                ("run:dynamic_context", None),
+                ("run:parallel", False),
+                ("run:branch", False),
+                ("run:disable_warnings", list(COVERAGE_WARNINGS)),
+            ):
+                cov.set_option(option, value)
+            cov.start()
+        self.cov = cov
+        self.tracer = sys.gettrace()
+        self.context = IMPORT_CONTEXT
+
+    def switch(self, context: str) -> str | None:
+        """Start ``context``; a problem (the recorder then stops) when another coverage.py
+        measurement took over this process's tracer (pytest-cov's, say). When code of the
+        context that ends replaced the trace function (``sys.settrace``), its lines are
+        incomplete: a test's are marked unrecorded, lines outside tests are a problem; the
+        tracer is then started again for what follows."""
+        if self.failed:
+            return None
+        import coverage
+
+        if id(coverage.Coverage.current()) != id(self.cov):  # ids: no narrowing of the Any
+            self.failed = True
+            return "another coverage.py measurement started in the same process and paused the recorder's"
+        if sys.gettrace() is not self.tracer:
+            if self.context == IMPORT_CONTEXT:
+                self.failed = True
+                return "code outside the tests replaced the trace function (sys.settrace)"
+            self.out.unrecorded(self.context, "it replaced the trace function (sys.settrace)")
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                self.cov.stop()
+                self.cov.start()
+            self.tracer = sys.gettrace()
+        self.context = context
+        self.cov.switch_context(context)
+        return None
+
+    def finish(self) -> str | None:
+        """Stop measuring and write every context's lines."""
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            self.cov.stop()
+            if self.failed:
+                return None
+            data = self.cov.get_data()
+            by_context: dict[str, dict[str, set[int]]] = {}
+            for measured in data.measured_files():
+                path = self.files.absolute(measured)
+                if path is None:
+                    continue
+                for number, contexts in data.contexts_by_lineno(measured).items():
+                    for context in contexts:
+                        by_context.setdefault(context, {}).setdefault(path, set()).add(number)
+        outside = by_context.pop(IMPORT_CONTEXT, {})
+        for context, lines in by_context.items():
+            self.out.context(context, lines)
+        self.out.context(IMPORT_CONTEXT, outside)
+        return None
+
+
+class Recording:
+    """One process's recording: the recorder for this Python, its map file, and the
+    rule that nothing it does fails a test (every error becomes the file's
+    ``problem``, and the recorder stops)."""
+
+    def __init__(self, directory: str, root: str, plugin_dir: str) -> None:
+        files = ProjectFiles(root, plugin_dir)
+        monitoring = sys.version_info >= (3, 12)
+        name = MonitoringRecorder.name if monitoring else CoverageRecorder.name
+        self.out = MapFile(directory, name)
+        self.recorder: MonitoringRecorder | CoverageRecorder | None = (
+            MonitoringRecorder(files, self.out) if monitoring else CoverageRecorder(files, self.out)
+        )
+        try:
+            self.recorder.start()
+        except Exception as exc:  # noqa: BLE001 - any failure of the recorder is reported, never raised
+            self._fail(f"the {name} recorder could not start: {type(exc).__name__}: {exc}")
+
+    def _fail(self, problem: str) -> None:
+        self.out.problem(problem)
+        self.recorder = None
+
+    def switch(self, context: str, where: str) -> None:
+        """Record into ``context`` from now on (``where``: the test, for a problem's text)."""
+        if self.recorder is None:
+            return
+        try:
+            problem = self.recorder.switch(context)
+        except Exception as exc:  # noqa: BLE001
+            problem = f"{type(exc).__name__}: {exc}"
+        if problem is not None:
+            self._fail(f"the {self.recorder.name} recorder stopped at {where}: {problem}")
+
+    def finish(self) -> None:
+        """Write what is left and close the file."""
+        if self.recorder is not None:
+            try:
+                problem = self.recorder.finish()
+            except Exception as exc:  # noqa: BLE001
+                problem = f"{type(exc).__name__}: {exc}"
+            if problem is not None:
+                self._fail(f"the {self.recorder.name} recorder failed at the session's end: {problem}")
+        self.out.close()

@@ -1,0 +1,208 @@
+"""The per-test recorder of change-aware runs, through the real server over real stdio,
+on both of its implementations: sys.monitoring (a real CPython 3.12 virtualenv,
+``python312``) and coverage.py's C tracer (this Python 3.11).
+
+What an agent relies on, whatever the project does:
+
+* a project with a strict coverage configuration (humanize 4.17.0's: coverage.py
+  ``core = "sysmon"``, ``disable_warnings = ["no-sysmon"]``, pytest
+  ``filterwarnings = error``) and pytest-cov with a ``fail_under`` of 60 in its
+  ``addopts`` (met by the whole suite, not by a subset) runs green and builds its map,
+  with the same outcomes as a plain run;
+* tests that start threads, fork, or replace the trace function keep their outcomes,
+  and code run in a thread during a test is that test's;
+* an edit to a function no test runs selects nothing; an edit to one function selects
+  the tests that ran it;
+* a test that frees the recorder's tool id keeps its outcome, the answer says the map
+  was left as it was, and the map is.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from server_support import connect, git, run, text_of
+from server_support import stdio_server as server
+from test_server_affected import affected_run, edit, map_rows, ran, reasons
+
+from pytest_mcp_server.domain.tools import ExecuteResult
+
+STRICT_PYPROJECT = """\
+[tool.pytest.ini_options]
+addopts = "--cov=pkg --cov-fail-under=60"
+filterwarnings = ["error"]
+
+[tool.coverage.run]
+core = "sysmon"
+disable_warnings = ["no-sysmon"]
+"""
+TABLES = 'ESCAPES = {"n": "\\n", "t": "\\t"}\n'
+FMT = """\
+import threading
+
+
+def upper(text):
+    return text.upper()
+
+
+def in_thread(text):
+    out = []
+    worker = threading.Thread(target=lambda: out.append(shout(text)))
+    worker.start()
+    worker.join()
+    return out[0]
+
+
+def shout(text):
+    return text.upper() + "!"
+
+
+def unused(text):
+    return text[::-1]
+"""
+TESTS = """\
+import os
+import sys
+
+from pkg.fmt import in_thread, upper
+
+
+def test_upper():
+    assert upper("a") == "A"
+
+
+def test_thread():
+    assert in_thread("b") == "B!"
+
+
+def test_fork():
+    pid = os.fork()
+    if pid == 0:
+        upper("child")
+        os._exit(0)
+    assert os.waitpid(pid, 0)[1] == 0
+
+
+def test_settrace():
+    seen = []
+    sys.settrace(lambda frame, event, arg: seen.append(event))
+    try:
+        upper("traced")
+    finally:
+        sys.settrace(None)
+    assert upper("z") == "Z"
+
+
+def test_after_settrace():
+    assert upper("w") == "W"
+"""
+FREE_TOOL_IDS = """\
+import sys
+
+from pkg.fmt import upper
+
+
+def test_frees_every_tool_id():
+    for tool in range(6):
+        if sys.monitoring.get_tool(tool) is not None:
+            sys.monitoring.free_tool_id(tool)
+    assert upper("q") == "Q"
+"""
+
+
+def make_strict_project(tmp_path: Path) -> Path:
+    """``pkg/fmt.py`` (upper, shout run in a thread, unused), its tests, humanize's strict
+    coverage configuration and pytest-cov in ``addopts``; committed."""
+    root = tmp_path / "proj"
+    (root / "pkg").mkdir(parents=True)
+    (root / "tests").mkdir()
+    (root / "pkg" / "__init__.py").write_text("")
+    (root / "pkg" / "fmt.py").write_text(FMT)
+    (root / "tests" / "test_fmt.py").write_text(TESTS)
+    (root / "pyproject.toml").write_text(STRICT_PYPROJECT)
+    git(root, "init", "-q")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "base")
+    return root
+
+
+@pytest.fixture(params=["3.11", "3.12"])
+def project_python(request: pytest.FixtureRequest) -> list[str]:
+    """The server's ``--python`` option for each recorder: none (this 3.11, coverage.py's
+    C tracer) or the 3.12 virtualenv (sys.monitoring)."""
+    if request.param == "3.11":
+        return []
+    return ["--python", str(request.getfixturevalue("python312"))]
+
+
+def test_a_strict_coverage_configuration_threads_forks_and_settrace_keep_their_outcomes(tmp_path, project_python):
+    root = make_strict_project(tmp_path)
+    artifacts = tmp_path / "artifacts"
+    fmt = root / "pkg" / "fmt.py"
+
+    async def body():
+        steps = {}
+        async with connect(server(root, artifacts, *project_python), "auto") as client:
+            plain = await client.call_tool("execute_tests", {})
+            steps["plain"] = (ExecuteResult.model_validate(plain.structured_content), text_of(plain))
+            for data in root.glob(".coverage*"):  # the plain run's pytest-cov wrote its data file
+                data.unlink()
+            steps["first"] = await affected_run(client)
+            steps["rows"] = map_rows(artifacts)
+            steps["again"] = await affected_run(client)
+            edit(fmt, "return text[::-1]", "return ''.join(reversed(text))")
+            steps["unused_edited"] = await affected_run(client)
+            edit(fmt, 'return text.upper() + "!"', 'return text.upper() + "?"')
+            steps["thread_code_edited"] = await affected_run(client)
+        return steps
+
+    steps = run(body)
+    plain, text = steps["plain"]
+    assert plain.status == "passed" and ran(plain) == (5, 0), text
+    first, text = steps["first"]
+    assert first.status == "passed" and ran(first) == (5, 0), text
+    assert reasons(first) == {"no_map": 5} and first.selection.notice is None
+    assert not list(root.glob(".coverage*"))  # pytest-cov was switched off: no data file written
+    rows = steps["rows"]
+    # the thread's code is the test's that started it
+    assert ("tests/test_fmt.py::test_thread", "passed") in {row[:2] for row in rows}
+    thread_paths = {row[2] for row in rows if row[0] == "tests/test_fmt.py::test_thread"}
+    assert "pkg/fmt.py" in thread_paths
+
+    # the C tracer (3.11) loses a test that replaces it: that test is left out of the map and
+    # runs on every call, as a new test; sys.monitoring (3.12) is not touched by sys.settrace
+    lost = 0 if project_python else 1
+    again, text = steps["again"]
+    assert ran(again) == (lost, 0) and again.selection.selected == lost, text
+    unused_edited, text = steps["unused_edited"]
+    assert ran(unused_edited) == (lost, 0) and unused_edited.selection.total == 5, text
+    assert reasons(unused_edited) == ({"new": 1} if lost else {})
+
+    thread_code_edited, text = steps["thread_code_edited"]
+    assert ran(thread_code_edited) == (lost, 1), text
+    assert thread_code_edited.selection.reasons.changed == 1
+    assert thread_code_edited.summary.failures[0].node_id == "tests/test_fmt.py::test_thread"
+
+
+def test_a_test_that_frees_the_recorders_tool_id_passes_and_the_map_is_left_as_it_was(tmp_path, python312):
+    root = make_strict_project(tmp_path)
+    artifacts = tmp_path / "artifacts"
+
+    async def body():
+        async with connect(server(root, artifacts, "--python", str(python312)), "auto") as client:
+            built = await affected_run(client)
+            rows = map_rows(artifacts)
+            (root / "tests" / "test_free.py").write_text(FREE_TOOL_IDS)
+            freed = await affected_run(client)
+            return built, rows, freed
+
+    built, rows, freed = run(body)
+    assert built[0].status == "passed" and built[0].selection.notice is None
+    result, text = freed
+    assert result.status == "passed" and ran(result) == (1, 0), text
+    assert result.selection.notice is not None
+    assert result.selection.notice.startswith("the test map was left as it was: the sys.monitoring recorder stopped")
+    assert "test_frees_every_tool_id" in result.selection.notice
+    assert "the test map was left as it was" in text
+    assert map_rows(artifacts) == rows
