@@ -9,8 +9,10 @@ What an agent relies on: the missed lines and the changed lines not run are exac
 changed-and-not-run line is the headline), the project's ``.coveragerc`` decides what
 is measured (``omit``) and what is not code (``exclude_lines``), no coverage data lands
 in the project, pytest-xdist workers are measured too, both report formats give the
-same figures, and an interpreter without coverage.py or pytest-cov gets a tool error
-naming what to install.
+same figures, an interpreter without coverage.py or pytest-cov gets a tool error
+naming what to install, a project's strict coverage configuration (a sys.monitoring
+core, every warning an error) never breaks a green suite on 3.11 or 3.12, and a call in
+which no test ran claims no changed lines not run.
 """
 
 from __future__ import annotations
@@ -19,9 +21,12 @@ import os
 import subprocess
 import sys
 import venv
+from functools import partial
 from importlib import metadata
 from pathlib import Path
 
+import coverage
+import pytest
 from packaging.requirements import Requirement
 from server_support import connect, git, run, text_of
 from server_support import stdio_server as server
@@ -33,6 +38,7 @@ from pytest_mcp_server.engine.coverage import read_coverage_reports
 from pytest_mcp_server.engine.models import ReportError
 from pytest_mcp_server.run.coverage import COVERAGE_ARGV, coverage_env, finish_coverage
 from pytest_mcp_server.run.git import changed_lines
+from pytest_mcp_server.run.interpreter import probe_interpreter
 
 CALC = """\
 def classify(n):
@@ -165,8 +171,9 @@ def test_the_data_files_of_several_pytest_processes_of_a_call_are_combined(tmp_p
     )
     run_dir = tmp_path / "run"
     run_dir.mkdir()
+    interp = run(partial(probe_interpreter, sys.executable, cwd=root, env=dict(os.environ)))
     for number, test in enumerate(["tests/test_calc.py", "tests/test_negative.py"], 1):
-        env = {k: v for k, v in os.environ.items() if k != "COVERAGE_FILE"} | coverage_env(run_dir, number)
+        env = {k: v for k, v in os.environ.items() if k != "COVERAGE_FILE"} | coverage_env(run_dir, interp, number)
         argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *COVERAGE_ARGV, test]
         subprocess.run(argv, cwd=root, env=env, check=True, capture_output=True)
     assert sorted(p.name for p in (run_dir / "coverage").iterdir()) == ["run-1", "run-2"]
@@ -211,6 +218,121 @@ def test_repeat_with_coverage_finds_the_flaky_test_and_combines_every_runs_data(
     assert [(f.path, f.missing) for f in result.coverage.files] == [("pkg/calc.py", "8, 16-17")]
     assert [(c.path, c.lines) for c in result.coverage.changed_not_run] == [("pkg/calc.py", "16-17")]
     assert "changed lines not run: pkg/calc.py 16-17" in text_of(answer)
+
+
+STRICT_PYPROJECT = """\
+[tool.coverage.run]
+core = "sysmon"
+disable_warnings = ["no-sysmon"]
+{more}
+[tool.pytest.ini_options]
+filterwarnings = ["error"]
+"""
+STRICT_VARIANTS = {
+    # humanize 4.17.0's own: on 3.12 sysmon gives a line to the first test that runs it
+    # only, and coverage.py's warning about it errors every test through filterwarnings
+    "humanize": "",
+    # a coverage.py warning while pytest-cov starts it (--include is ignored with --source)
+    "coverage.py warns at start-up": 'source = ["pkg"]\ninclude = ["pkg/*"]\n',
+    # a pytest-cov warning while it starts (CentralCovContextWarning)
+    "pytest-cov warns at start-up": 'dynamic_context = "test_function"\n',
+}
+DOUBLE = "def double(n):\n    return n * 2\n"
+DOUBLE_TESTS = """\
+from pkg.calc import double
+
+
+def test_double_one():
+    assert double(1) == 2
+
+
+def test_double_two():
+    assert double(2) == 4
+"""
+
+
+@pytest.mark.parametrize("version", ["3.11", "3.12"])
+def test_a_strict_coverage_configuration_never_breaks_a_green_suite(tmp_path, request, version):
+    """``coverage: true`` on a green suite whose project turns every warning into an error
+    (``filterwarnings = ["error"]``) and asks coverage.py for its sys.monitoring core
+    (humanize 4.17.0's ``pyproject.toml``), on the server's Python 3.11 and on a 3.12
+    project interpreter (where ``core = "sysmon"`` is real): every test passes, with a
+    coverage percent, whether coverage.py or pytest-cov warns while starting, and each
+    test's context holds the lines it ran (both tests ran ``double``'s body: sysmon would
+    give it to the first only). Before, 3.12 answered every test errored, and on both a
+    start-up warning stopped pytest before any test."""
+    python = request.getfixturevalue("python312") if version == "3.12" else Path(sys.executable)
+    root = tmp_path / "proj"
+    (root / "pkg").mkdir(parents=True)
+    (root / "tests").mkdir()
+    (root / "pkg" / "__init__.py").write_text("")
+    (root / "pkg" / "calc.py").write_text(DOUBLE)
+    (root / "tests" / "test_calc.py").write_text(DOUBLE_TESTS)
+    (root / "pyproject.toml").write_text(STRICT_PYPROJECT.format(more=""))
+    git(root, "init", "-q")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "base")
+
+    async def body():
+        answers = {}
+        async with connect(server(root, tmp_path / "artifacts", "--python", str(python)), "auto") as client:
+            for name, more in STRICT_VARIANTS.items():
+                (root / "pyproject.toml").write_text(STRICT_PYPROJECT.format(more=more))
+                answers[name] = await client.call_tool("execute_tests", {"coverage": True})
+        return answers
+
+    answers = run(body)
+    for name, answer in answers.items():
+        assert not answer.is_error, (name, text_of(answer))
+        result = ExecuteResult.model_validate(answer.structured_content)
+        assert result.command[0] == str(python)
+        assert (result.status, result.summary.counts.passed, result.summary.counts.total) == ("passed", 2, 2), (
+            name,
+            text_of(answer),
+        )
+        assert result.coverage is not None and result.coverage.percent is not None, (name, result.coverage)
+        assert text_of(answer).startswith("PASSED 2 passed in "), (name, text_of(answer))
+
+    result = ExecuteResult.model_validate(answers["humanize"].structured_content)
+    assert result.coverage.percent == 100.0
+    data = coverage.CoverageData(result.coverage.data_path.replace("{run_dir}", os.path.dirname(result.report_path)))
+    data.read()
+    (calc,) = [f for f in data.measured_files() if f.endswith(os.path.join("pkg", "calc.py"))]
+    assert sorted(data.contexts_by_lineno(calc)[2]) == [
+        "tests/test_calc.py::test_double_one|run",
+        "tests/test_calc.py::test_double_two|run",
+    ]
+
+
+def test_a_call_in_which_no_test_ran_claims_no_changed_lines_not_run(tmp_path):
+    """With nothing run, "not run" says nothing of the change: a measured call whose
+    ``keywords`` match no test (all deselected, pytest's exit 5), once and repeated, in a
+    work tree with changed lines no test runs, keeps the coverage percent of what ran at
+    collection but says neither ``changed lines not run`` nor ``every changed line ran``
+    (``changed_not_run`` null). Before, it named the changed lines as if the tests had
+    left them unrun."""
+    root = make_project(tmp_path)
+
+    async def body():
+        async with connect(server(root, tmp_path / "artifacts"), "auto") as client:
+            once = await client.call_tool("execute_tests", {"coverage": True, "keywords": "no_such_test"})
+            repeated = await client.call_tool(
+                "execute_tests", {"coverage": True, "keywords": "no_such_test", "repeat": 2}
+            )
+            return once, repeated
+
+    for answer in run(body):
+        assert not answer.is_error, text_of(answer)
+        result = ExecuteResult.model_validate(answer.structured_content)
+        assert result.summary.counts.total == 0 and result.deselected == 1, text_of(answer)
+        measured = result.coverage
+        assert measured is not None and measured.percent is not None, measured
+        assert measured.changed_not_run is None
+        assert answer.structured_content["coverage"]["changed_not_run"] is None
+        assert measured.changed_not_measured == ["pkg/extra.py"]  # files, not lines: still true
+        text = text_of(answer)
+        assert "changed lines not run" not in text and "every changed line ran" not in text, text
+        assert "Coverage: " in text, text
 
 
 def _python_with(tmp_path: Path, *distributions: str) -> Path:

@@ -618,14 +618,14 @@ def suspect_lines(suspects: list[Suspect]) -> list[str]:
     """One line per suspect, after the verdict line: ``changed code run by failing tests:
     pkg/calc.py:12-13 (7 of 7 failing, 0 of 458 passing)``, or ``changed code in a
     function run by failing tests: ...`` when they ran the function but not the changed
-    lines themselves, ``changed code run at import, before every test: ...`` for
+    lines themselves, ``changed code run at import, before each test that ran: ...`` for
     module-level lines run outside any test."""
     lines = []
     for s in suspects:
         what = {
             "line": "changed code run by failing tests",
             "function": "changed code in a function run by failing tests",
-            "import": "changed code run at import, before every test",
+            "import": "changed code run at import, before each test that ran",
         }[s.by]
         counts = f"{s.failing} of {s.failing_total} failing, {s.passing} of {s.passing_total} passing"
         lines.append(f"{what}: {s.path}:{s.lines} ({counts})")
@@ -638,7 +638,9 @@ def coverage_lines(coverage: CoverageSummary, title: str = "Coverage:") -> tuple
     measured: pkg/new.py`` when there are such files), and the section: its
     ``title`` line (``Coverage: 71.43% of 14 lines ran (4 missed, 3 files)``), one line
     per listed file with missed lines (``  pkg/calc.py 60%: 7, 12-13``), and what the
-    budgets cut (``  ... 3 more files with missed lines``)."""
+    budgets cut (``  ... 3 more files with missed lines``). ``changed_not_run`` None
+    (outside git, a report, or a run in which no test ran: ``summarize_coverage``)
+    gives neither ``changed lines not run`` nor ``; every changed line ran``."""
     headline = [f"changed lines not run: {c.path} {c.lines}" for c in coverage.changed_not_run or ()]
     if coverage.changed_not_measured:
         headline.append(f"changed files not measured: {', '.join(coverage.changed_not_measured)}")

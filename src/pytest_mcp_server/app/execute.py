@@ -28,6 +28,7 @@ import anyio
 from pytest_mcp_server.app.affected import execute_affected, interpreter_with_coverage
 from pytest_mcp_server.app.repeat import execute_repeated
 from pytest_mcp_server.app.runner import Runner, run_status
+from pytest_mcp_server.domain.coverage import ran_a_test
 from pytest_mcp_server.domain.failures import ToolFailure, invalid
 from pytest_mcp_server.domain.suspects import group_by_suspect
 from pytest_mcp_server.domain.tools import ExecuteParams, ExecuteResult
@@ -121,7 +122,7 @@ async def run_in_dir(
     on_timeout = partial(dump_stacks, records, run_dir / STACKS_FILE, stopped_at)
     keep = False
     try:
-        measured = coverage_env(run_dir) if params.coverage else None
+        measured = coverage_env(run_dir, interp) if params.coverage else None
         outcome = await runner.run_pytest(argv, timeout, watch, on_timeout, measured)
         if progress is not None:
             await follower.report(progress)  # the tests finished after the follower's last poll
@@ -138,7 +139,10 @@ async def run_in_dir(
         suspects = None
         if params.coverage and params.repeat == 1:  # a repeated call combines all its runs at the end
             changed = await changed_lines(runner.root)
-            coverage = await finish_coverage(interp.python, runner.root, child_env(), run_dir, changed=changed)
+            ran = ran_a_test(summary.counts)  # else "changed lines not run" says nothing: left out
+            coverage = await finish_coverage(
+                interp.python, runner.root, child_env(), run_dir, changed=changed, tests_ran=ran
+            )
             if summary.counts.failed or summary.counts.errors:
                 outcomes = await anyio.to_thread.run_sync(read_outcomes, records)
                 suspects = await find_suspects(run_dir, runner.root, changed, outcomes)

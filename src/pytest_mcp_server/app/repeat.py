@@ -13,6 +13,7 @@ from pathlib import Path
 import anyio
 
 from pytest_mcp_server.app.runner import Runner
+from pytest_mcp_server.domain.coverage import ran_a_test
 from pytest_mcp_server.domain.failures import ToolFailure, ToolFailureDetail
 from pytest_mcp_server.domain.flaky import FlakyTest, OutcomeHistory, last_failing_run
 from pytest_mcp_server.domain.suspects import group_by_suspect
@@ -58,6 +59,7 @@ async def execute_repeated(
     per_run: int | None = None
     result: ExecuteResult | None = None
     run_dirs: list[Path] = []
+    tests_ran = False  # in any run; else the coverage claims no changed line not run
     reported = 0  # the last progress sent: MCP progress only ever increases
 
     async def report(done: int, total: int | None) -> None:
@@ -83,6 +85,7 @@ async def execute_repeated(
         history.add_run(outcomes)
         reports.append(result.report_path)
         run_dirs.append(Path(result.report_path).parent)
+        tests_ran = tests_ran or ran_a_test(result.summary.counts)
         tests_done += len(outcomes)
         per_run = len(outcomes)
         # every test of the run is read now, whether or not the run's last progress
@@ -97,7 +100,9 @@ async def execute_repeated(
     suspects = None
     if params.coverage:
         changed = await changed_lines(runner.root)
-        coverage = await finish_coverage(interp.python, runner.root, child_env(), run_dirs[-1], run_dirs, changed)
+        coverage = await finish_coverage(
+            interp.python, runner.root, child_env(), run_dirs[-1], run_dirs, changed, tests_ran
+        )
         if not summary.ok:
             # the contexts of every run, the outcomes of the last (the one the summary describes)
             suspects = await find_suspects(run_dirs[-1], runner.root, changed, outcomes)

@@ -16,7 +16,7 @@ from pydantic import Field
 
 from pytest_mcp_server.domain.policy import COVERAGE_FILES_LISTED, RANGE_CHARS
 from pytest_mcp_server.engine.coverage import LineSets
-from pytest_mcp_server.engine.models import _Frozen, is_test_path
+from pytest_mcp_server.engine.models import Counts, _Frozen, is_test_path
 
 # -- the answer's models -------------------------------------------------------------
 
@@ -102,7 +102,8 @@ class CoverageSummary(_Frozen):
     ``files_measured``: files in the data. ``files``: those with missed lines, most
     missed first (``COVERAGE_FILES_LISTED``). ``changed_not_run``: per file, changed
     lines (``git diff HEAD`` and untracked files) that are executable and did not run;
-    None when the root is not in a git repository (or for reports).
+    None when the root is not in a git repository (or for reports), and when no test
+    ran (``ran_a_test``: with nothing run, "not run" says nothing of the change).
     ``changed_not_measured``: changed Python files (``.py``; test code left out, by the
     engine's rule ``engine.models.is_test_path``) that coverage.py did not measure: never
     imported by the run, or left out by the project's configuration (``omit``, ``source``); None as
@@ -160,11 +161,20 @@ def summarize_coverage(
     root: str | None = None,
     changed: ChangedLines | None = None,
     data_path: str | None = None,
+    tests_ran: bool = True,
 ) -> CoverageSummary:
     """The answer's summary of ``lines``: totals, the files with missed lines (most
     first, then by path; ``COVERAGE_FILES_LISTED``, ranges cut at ``RANGE_CHARS``) and,
-    with ``changed``, the changed executable lines that did not run per file (by path).
-    Paths are written relative to ``root`` when they are absolute and inside it."""
+    with ``changed``, the changed executable lines that did not run per file (by path)
+    and the changed files not measured. Paths are written relative to ``root`` when
+    they are absolute and inside it.
+
+    ``tests_ran`` False (``ran_a_test`` of the run's counts: every test deselected or
+    skipped, an empty selection, only collection or setup errors) leaves the
+    changed-lines-not-run claim out (``changed_not_run`` None, so the text has no
+    ``changed lines not run`` line and no ``every changed line ran``): the lines that
+    ran at import and collection are all there is, and a changed line no test had the
+    chance to run says nothing. The totals and the files stay as measured."""
     statements = missed_total = 0
     per_file: list[tuple[str, int, list[int]]] = []
     for path, executable, missed in lines.files():
@@ -183,13 +193,15 @@ def summarize_coverage(
     changed_not_measured: list[str] | None = None
     changed_files = 0
     if changed is not None:
-        changed_not_run = []
-        hit = [(path, changed.changed(path, missed)) for path, _, missed in sorted(per_file) if path in changed]
+        changed_files_measured = sorted(f for f in per_file if f[0] in changed) if tests_ran else []
+        hit = [(path, changed.changed(path, missed)) for path, _, missed in changed_files_measured]
         hit = [(path, found) for path, found in hit if found]
+        not_run = []
         for path, found in hit[:COVERAGE_FILES_LISTED]:
             text, cut = ranges_text(found)
             cut_lines += cut
-            changed_not_run.append(ChangedNotRun(path=path, lines=text))
+            not_run.append(ChangedNotRun(path=path, lines=text))
+        changed_not_run = not_run if tests_ran else None
         measured = {path for path, _, _ in per_file}
         unmeasured = [p for p in changed.paths() if p.endswith(".py") and p not in measured and not is_test_path(p)]
         changed_not_measured = unmeasured[:COVERAGE_FILES_LISTED]
@@ -208,6 +220,14 @@ def summarize_coverage(
         data_path=data_path,
         problem=None if per_file else "no file was measured (no code ran under measurement, or all was omitted)",
     )
+
+
+def ran_a_test(counts: Counts) -> bool:
+    """Whether some test of a run with these ``counts`` had its function called: one
+    passed, failed, xfailed or xpassed. A skip, a setup error and a collection error
+    stop before it (an error counts as none: the engine does not say which phase
+    failed, and a test whose teardown failed after it ran is rare)."""
+    return counts.passed + counts.failed + counts.xfailed + counts.xpassed > 0
 
 
 def _percent(ran: int, executable: int) -> float:

@@ -53,7 +53,8 @@ class Suspect(_Frozen):
     ``by`` what: ``"line"`` when they ran a changed line, ``"function"`` when only
     another line of the function holding it, ``"import"`` when the changed lines ran
     only at import, outside any test (module-level code, or a function a module-level
-    call runs; before every test of the run: each test counts as having run them)."""
+    call runs; before each test of the run, and only those: an affected run deselects
+    the others; each test of the run counts as having run them)."""
 
     path: str
     lines: str

@@ -4,11 +4,13 @@ the project's interpreter.
 Each pytest process of a call measures through pytest-cov (``COVERAGE_ARGV``: fixed
 options, no source given, so the project's own coverage configuration, ``.coveragerc``,
 ``setup.cfg``, ``tox.ini`` or ``pyproject.toml`` ``[tool.coverage]``, decides what is
-measured, omitted and excluded) and writes its data file into the call's run
-directory (``coverage_env``: ``COVERAGE_FILE`` set to ``<run_dir>/coverage/run-<n>``;
-never a ``.coverage`` in the project). ``finish_coverage`` then combines every data
-file of the call (coverage.py's combine: a line ran when it ran in any process),
-writes ``coverage.json`` with the project's interpreter and configuration, reads it
+measured, omitted and excluded; only its measuring core is the server's, one that
+records per-test contexts, and its warnings never fail a test) and writes its data file
+into the call's run directory (``coverage_env``: ``COVERAGE_FILE`` set to
+``<run_dir>/coverage/run-<n>``; never a ``.coverage`` in the project).
+``finish_coverage`` then combines every data file of the call (coverage.py's combine: a
+line ran when it ran in any process), writes ``coverage.json`` with the project's
+interpreter and configuration, reads it
 (``coverage_report``; the server's own pytest plugins left out) and intersects the
 missed lines with the lines changed since ``HEAD`` (``run.git.changed_lines``, given by
 the caller). It also writes the per-test contexts of the changed files
@@ -41,13 +43,24 @@ from pytest_mcp_server.engine.models import ReportError
 from pytest_mcp_server.run.events import PLUGIN_DIR
 from pytest_mcp_server.run.interpreter import Interpreter
 
-COVERAGE_ARGV = ("--cov", "--cov-report=", "--cov-fail-under=0", "--cov-context=test")
+COVERAGE_ARGV = (
+    "--cov",
+    "--cov-report=",
+    "--cov-fail-under=0",
+    "--cov-context=test",
+    "-Wignore::coverage.exceptions.CoverageWarning",
+    "-Wignore::pytest_cov.PytestCovWarning",
+)
 """pytest-cov's options of a measured run: measure (what the project's configuration
 says; with none, all code outside the standard library and installed packages), print
 no report, never fail the run for a low total (the project's ``fail_under`` would turn
 a green run into exit 1; the answer gives the figure), and record which test ran each
 line (one coverage.py context per test, ``<node id>|run``: the changed code the failing
-tests ran, ``domain.suspects``)."""
+tests ran, ``domain.suspects``). The two ``-W`` filters keep coverage.py's and
+pytest-cov's own warnings from failing a green run under a project's
+``filterwarnings = error`` (``Can't use core=sysmon``, ``dynamic_context=test_function``
+detected, ...): pytest applies its command line's filters after the ini's, in every
+phase, pytest-cov's start-up included, so they win."""
 
 COVERAGE_DIR = "coverage"
 """The run directory's subdirectory holding one data file per pytest process run."""
@@ -108,14 +121,22 @@ def project_lines(paths: list[str], formats: list[CoverageFormat]) -> LineSets:
     return lines
 
 
-def coverage_env(run_dir: Path, run_number: int = 1) -> dict[str, str]:
+def coverage_env(run_dir: Path, interp: Interpreter, run_number: int = 1) -> dict[str, str]:
     """The environment variables a measured pytest process gets on top of the child's:
     ``COVERAGE_FILE``, its own data file ``<run_dir>/coverage/run-<run_number>`` (the
-    directory is created). pytest-cov's xdist workers inherit it and are combined into
-    it by pytest-cov."""
+    directory is created), and ``COVERAGE_CORE``, coverage.py's measuring core:
+    ``ctrace`` when ``interp`` (the project's interpreter, probed) has coverage.py's C
+    tracer, else ``pytrace``. pytest-cov's xdist workers inherit both and are combined
+    into the data file by pytest-cov."""
     data_dir = run_dir / COVERAGE_DIR
     data_dir.mkdir(exist_ok=True)
-    return {"COVERAGE_FILE": str(data_dir / f"run-{run_number}")}
+    # The per-test contexts need a core that records dynamic contexts: coverage.py's
+    # sys.monitoring core (a project's ``core = "sysmon"``, or 3.14's default) does not
+    # (it warns, and only the first test to run a line gets it). COVERAGE_CORE is
+    # read after the configuration files and wins; ``ctrace`` only when it imports:
+    # coverage.py exits at import when it is asked for and missing.
+    core = "ctrace" if interp.has_ctracer else "pytrace"
+    return {"COVERAGE_FILE": str(data_dir / f"run-{run_number}"), "COVERAGE_CORE": core}
 
 
 async def finish_coverage(
@@ -125,13 +146,16 @@ async def finish_coverage(
     run_dir: Path,
     measured_dirs: Sequence[Path] = (),
     changed: ChangedLines | None = None,
+    tests_ran: bool = True,
 ) -> CoverageSummary:
     """Combine the data files of a call (every file under ``<dir>/coverage`` of each
     run directory in ``measured_dirs``, the runs of a repeated call; default just
     ``run_dir``), have ``python`` (the project's interpreter, cwd ``root``, environment
     ``env``) write ``<run_dir>/coverage.json`` (and ``contexts.json`` for the changed
     Python files: ``find_suspects``), and summarise it with ``changed``, the changed
-    lines of ``root`` (``run.git.changed_lines``; None outside git).
+    lines of ``root`` (``run.git.changed_lines``; None outside git). ``tests_ran``
+    False (no test of the call's runs had its function called, ``domain.coverage.ran_a_test``)
+    leaves the changed lines not run out (``summarize_coverage``).
 
     Never raises for a run that measured nothing or a report that cannot be written:
     the summary then has ``percent`` None and ``problem`` saying why (the tests' results
@@ -164,7 +188,9 @@ async def finish_coverage(
         lines = await anyio.to_thread.run_sync(lambda: project_lines([str(report)], ["coverage-json"]))
     except ReportError as exc:
         return CoverageSummary(percent=None, data_path=str(combined), problem=str(exc))
-    return summarize_coverage(lines, root=os.fspath(root), changed=changed, data_path=str(combined))
+    return summarize_coverage(
+        lines, root=os.fspath(root), changed=changed, data_path=str(combined), tests_ran=tests_ran
+    )
 
 
 async def find_suspects(
