@@ -10,16 +10,14 @@ bytes that are not SQLite) by rebuilding, and keep a transaction all-or-nothing.
 
 from __future__ import annotations
 
+import json
 import sqlite3
-import sys
 from pathlib import Path
 
-import anyio
 import pytest
 
 from pytest_mcp_server.domain.affected import RecordedTest, changed_blocks, select_affected
 from pytest_mcp_server.domain.blocks import MODULE_BLOCK, WHOLE_FILE, file_blocks, node_id_function
-from pytest_mcp_server.domain.failures import ToolFailure
 from pytest_mcp_server.run.affected import MAP_DATA_DIR, read_map_data
 from pytest_mcp_server.run.testmap import SCHEMA_VERSION, open_map
 
@@ -212,16 +210,48 @@ def test_a_map_that_cannot_be_trusted_is_rebuilt_empty_with_a_notice(tmp_path: P
         assert again.tests() == {}
 
 
-def test_map_data_the_server_cannot_read_goes_to_the_project_interpreter_and_its_failure_is_named(tmp_path: Path):
-    """A data file the server's own coverage.py cannot read (here: not a coverage.py
-    database at all) is handed to the project's interpreter; when that fails too, the
-    tool error names the data directory, with coverage.py's own complaint in the tail."""
+def test_recorder_files_merge_across_processes_and_any_damage_is_a_problem_not_a_map(tmp_path: Path):
+    """The recorders' files of one run (``map.<pid>.jsonl``, one per pytest process) merge
+    into per-file, per-context lines (a line ran in a context when it did in any
+    process). A file of another format, one whose process never ended it, and one with
+    a broken line each give a problem (the caller then leaves the map as it was); a
+    test a recorder marked unrecorded is named with why."""
     data_dir = tmp_path / MAP_DATA_DIR
     data_dir.mkdir()
-    (data_dir / "map.123").write_bytes(b"this is not a coverage data file" * 10)
-    with pytest.raises(ToolFailure) as raised:
-        anyio.run(read_map_data, sys.executable, tmp_path, {}, tmp_path)
-    failure = raised.value
-    assert failure.kind == "internal_error"
-    assert f"coverage.py could not read the test map's data in {data_dir}" in failure.detail.message
-    assert failure.detail.stderr_tail and "Traceback" in failure.detail.stderr_tail
+
+    def write(name: str, *records: dict) -> None:
+        (data_dir / name).write_text("".join(json.dumps(r) + "\n" for r in records))
+
+    head = {"format": 1, "recorder": "sys.monitoring", "pid": 1}
+    write(
+        "map.1.jsonl",
+        head,
+        {"file": 0, "path": "/p/a.py"},
+        {"context": "t::one", "lines": [[0, [3, 1]]]},
+        {"unrecorded": "t::two", "why": "it replaced the trace function (sys.settrace)"},
+        {"context": "", "lines": [[0, [9]]]},
+        {"end": True},
+    )
+    write(
+        "map.2.jsonl",
+        {**head, "pid": 2},
+        {"file": 0, "path": "/p/b.py"},
+        {"file": 1, "path": "/p/a.py"},
+        {"context": "t::one", "lines": [[1, [2, 3]], [0, [5]]]},
+        {"end": True},
+    )
+    whole = read_map_data(tmp_path)
+    assert whole.problems == [] and whole.recorders == ["sys.monitoring", "sys.monitoring"]
+    assert whole.lines == {"/p/a.py": {"t::one": [1, 2, 3], "": [9]}, "/p/b.py": {"t::one": [5]}}
+    assert whole.unrecorded == {"t::two": "it replaced the trace function (sys.settrace)"}
+
+    write("map.3.jsonl", {**head, "pid": 3}, {"file": 0, "path": "/p/c.py"})  # killed: no end line
+    write("map.4.jsonl", {"format": 99, "recorder": "x", "pid": 4}, {"end": True})
+    (data_dir / "map.5.jsonl").write_text('{"format": 1, "recorder": "coverage.py", "pid": 5}\n{"context": ')
+    write("map.6.jsonl", {**head, "pid": 6}, {"problem": "its sys.monitoring tool id 3 was freed"}, {"end": True})
+    damaged = read_map_data(tmp_path)
+    assert damaged.problems[0] == "the recorder of pytest process 3 did not finish its file"
+    assert damaged.problems[1] == "the recorder's file map.4.jsonl is not of format 1"
+    assert damaged.problems[2].startswith("the recorder's file map.5.jsonl could not be read")
+    assert damaged.problems[3] == "its sys.monitoring tool id 3 was freed"
+    assert len(damaged.problems) == 4

@@ -28,7 +28,7 @@ from test_server_coverage import _python_with, link_distribution
 
 from pytest_mcp_server.domain.failures import ToolFailureDetail
 from pytest_mcp_server.domain.tools import DiscoverResult, ExecuteResult
-from pytest_mcp_server.run.testmap import IMPORT_ENTRY, open_map
+from pytest_mcp_server.run.testmap import RESERVED_ENTRIES, open_map
 
 CALC = """\
 def add(a, b):
@@ -256,9 +256,7 @@ def test_a_failing_test_runs_again_until_it_passes_and_a_conftest_change_runs_ev
     assert (deleted.status, deleted.selection.total) == ("no_tests", 2)
     (map_file,) = (artifacts / "maps").glob("*.sqlite")
     with sqlite3.connect(map_file) as con:
-        assert sorted(
-            row[0] for row in con.execute("SELECT node_id FROM tests WHERE node_id != ?", (IMPORT_ENTRY,))
-        ) == [
+        assert sorted(row[0] for row in con.execute("SELECT node_id FROM tests") if row[0] not in RESERVED_ENTRIES) == [
             "tests/test_add.py::test_add_negative",
             "tests/test_add.py::test_add_small",
         ]

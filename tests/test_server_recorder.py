@@ -206,3 +206,78 @@ def test_a_test_that_frees_the_recorders_tool_id_passes_and_the_map_is_left_as_i
     assert "test_frees_every_tool_id" in result.selection.notice
     assert "the test map was left as it was" in text
     assert map_rows(artifacts) == rows
+
+
+IMPORT_TESTS = """\
+from pkg.fmt import unescape
+
+
+def test_unescape():
+    assert unescape("n") == "\\\\n"
+"""
+OTHER_TESTS = """\
+from pkg.other import double
+
+
+def test_double():
+    assert double(2) == 4
+"""
+
+
+def make_import_project(tmp_path: Path) -> Path:
+    """``pkg/fmt.py`` reads the table ``ESCAPES`` of ``pkg/tables.py`` (run only at
+    import); ``pkg/other.py`` imports neither; one test of each, in two test files;
+    committed."""
+    root = tmp_path / "imports"
+    (root / "pkg").mkdir(parents=True)
+    (root / "tests").mkdir()
+    (root / "pkg" / "__init__.py").write_text("")
+    (root / "pkg" / "tables.py").write_text('ESCAPES = {"n": "\\\\n", "t": "\\\\t"}\n')
+    (root / "pkg" / "fmt.py").write_text("from .tables import ESCAPES\n\n\ndef unescape(c):\n    return ESCAPES[c]\n")
+    (root / "pkg" / "other.py").write_text("def double(x):\n    return 2 * x\n")
+    (root / "tests" / "test_pkg.py").write_text(IMPORT_TESTS)
+    (root / "tests" / "test_other.py").write_text(OTHER_TESTS)
+    git(root, "init", "-q")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "base")
+    return root
+
+
+def test_a_constant_read_through_an_import_selects_the_tests_that_ran_its_importers(tmp_path, project_python):
+    """A module-level table changes no line any test ran (it ran at import), yet the
+    test that runs the function reading it fails: the import graph selects it, and not
+    the test of a module that does not import it. A file importing by a computed name
+    makes the graph blind: then every test runs, and the answer says why."""
+    root = make_import_project(tmp_path)
+    artifacts = tmp_path / "artifacts"
+    tables = root / "pkg" / "tables.py"
+
+    async def body():
+        steps = {}
+        async with connect(server(root, artifacts, *project_python), "auto") as client:
+            steps["first"] = await affected_run(client)
+            edit(tables, '"n": "\\\\n"', '"n": "\\\\r"')
+            steps["constant"] = await affected_run(client)
+            edit(tables, '"n": "\\\\r"', '"n": "\\\\n"')
+            steps["reverted"] = await affected_run(client)
+            (root / "pkg" / "loader.py").write_text(
+                "import importlib\n\n\ndef load(name):\n    return importlib.import_module(name)\n"
+            )
+            edit(tables, '"t": "\\\\t"', '"t": "\\\\v"')
+            steps["blind"] = await affected_run(client)
+        return steps
+
+    steps = run(body)
+    assert ran(steps["first"][0]) == (2, 0)
+    constant, text = steps["constant"]
+    assert ran(constant) == (0, 1) and reasons(constant) == {"changed": 1}, text
+    assert constant.summary.failures[0].node_id == "tests/test_pkg.py::test_unescape"
+    assert constant.selection.changed_files == ["pkg/tables.py"]
+    assert "before every test" not in text and constant.deselected == 1  # never "every" while deselecting
+    reverted, text = steps["reverted"]
+    assert ran(reverted) == (1, 0), text  # the failed test again (changed and failed last)
+    blind, text = steps["blind"]
+    assert ran(blind) == (2, 0) and reasons(blind) == {"changed": 2}, text
+    assert blind.selection.notice is not None
+    assert "pkg/loader.py:5 calls importlib.import_module with a computed name" in blind.selection.notice
+    assert "every test depends on it" in text

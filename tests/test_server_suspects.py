@@ -322,7 +322,8 @@ def test_changed_code_run_only_at_import_is_named_as_run_before_every_test(tmp_p
 
     affected, affected_text = run(body)
     expected = (
-        f"changed code run at import, before each test that ran: pkg/separators.py:{line} (1 of 1 failing, 1 of 1 passing)"
+        "changed code run at import, before each test that ran: "
+        f"pkg/separators.py:{line} (1 of 1 failing, 1 of 1 passing)"
     )
     for answer, answer_text in ((result, text), (affected, affected_text)):
         assert answer.summary.counts.failed == 1

@@ -13,11 +13,13 @@ them (no ``markers``/``keywords``, and their ids under the call's ``node_ids``).
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import anyio
 import orjson
@@ -33,6 +35,7 @@ from pytest_mcp_server.domain.affected import (
 )
 from pytest_mcp_server.domain.blocks import changed_functions
 from pytest_mcp_server.domain.coverage import ChangedLines
+from pytest_mcp_server.domain.imports import FileImports, ProjectFiles, file_imports, importers, opaque_files
 from pytest_mcp_server.domain.suspects import group_by_suspect
 from pytest_mcp_server.domain.tools import ExecuteParams, ExecuteResult, SelectionParams
 from pytest_mcp_server.engine.models import Budgets, ReportSummary
@@ -45,9 +48,11 @@ from pytest_mcp_server.run.affected import (
     config_file_parts,
     config_fingerprint,
     missing_map_coverage,
+    python_files,
     read_blocks,
     read_collected_file,
     read_map_data,
+    short_hash,
     skip_options,
     stat_key,
     tests_blocks,
@@ -57,10 +62,12 @@ from pytest_mcp_server.run.coverage import rank_in_root
 from pytest_mcp_server.run.events import ProgressFn, read_outcomes, read_run_events
 from pytest_mcp_server.run.git import changed_lines
 from pytest_mcp_server.run.interpreter import Interpreter
-from pytest_mcp_server.run.testmap import map_path, open_map
+from pytest_mcp_server.run.testmap import IMPORTED_MODULES_ENTRY, map_path, open_map
 
 CONFIG_PARTS_KEY = "config_parts"
 """The map's ``meta`` row holding the last run's configuration parts (JSON), to name what changed."""
+IMPORTS_KEY = "imports"
+"""The map's ``meta`` row holding the project's import graph as last read (``import_reach``)."""
 
 
 @dataclass
@@ -75,7 +82,9 @@ class MapState:
     ``import_changed``: the files of the function blocks run at import that changed
     (every test depends on those), and ``changed_files``: each file with a block no
     longer as the map holds it -> the fingerprints the map holds for it (``changed_code``
-    names what changed there when there is no git diff)."""
+    names what changed there when there is no git diff), ``imports_cache``: the import
+    graph as read this call (``import_reach``; JSON for the map's meta), and ``wide``:
+    one line saying why every test depends on a change the import graph cannot follow."""
 
     recorded: dict[str, RecordedTest]
     before: dict[str, str]
@@ -85,6 +94,8 @@ class MapState:
     read: dict[str, tuple[str, set[str]]]
     import_changed: frozenset[str]
     changed_files: dict[str, set[str]]
+    imports_cache: str | None = None
+    wide: str | None = None
 
     @property
     def environment(self) -> dict[str, str]:
@@ -97,7 +108,8 @@ class AffectedPlan:
     """Which tests an affected pytest run selected and why: the ``tests`` with their
     reasons, its ``selection``, every ``collected`` node id (None when no process got
     to collect), the configuration ``parts`` and ``fingerprint`` to record, and the
-    files' fingerprints read for it (``MapState.read``)."""
+    files' fingerprints read for it (``MapState.read``), and the import graph to keep
+    (``MapState.imports_cache``)."""
 
     tests: list[AffectedTest]
     selection: Selection
@@ -105,6 +117,7 @@ class AffectedPlan:
     parts: dict[str, str]
     fingerprint: str
     files: dict[str, tuple[str, set[str]]]
+    imports_cache: str | None = None
 
 
 def read_map_state(root: Path, path: Path) -> MapState:
@@ -132,21 +145,80 @@ def read_map_state(root: Path, path: Path) -> MapState:
 
         blocks = test_map.blocks()
         gone = changed_blocks(blocks, current)
-        recorded = test_map.tests(gone)
         at_import = test_map.at_import()
         import_changed = frozenset(file for file, fingerprint in at_import if fingerprint not in current(file))
+        modules = test_map.at_import(IMPORTED_MODULES_ENTRY)
+        modules_changed = sorted({file for file, fingerprint in modules if fingerprint not in current(file)})
+        imports_cache: str | None = None
+        wide: str | None = None
+        reached: set[str] = set()
+        if modules_changed:
+            reached, opaque, imports_cache = import_reach(root, test_map.meta(IMPORTS_KEY), modules_changed)
+            if opaque:
+                import_changed |= frozenset(modules_changed)
+                wide = (
+                    f"module-level code changed in {', '.join(modules_changed)} and the import graph cannot tell "
+                    f"who imports it ({opaque[0]}{f' and {len(opaque) - 1} more' if len(opaque) > 1 else ''}): "
+                    "every test depends on it"
+                )
+                reached = set()
+        through = {i for i, (file, _) in blocks.items() if file in reached}
+        recorded = test_map.tests(gone | through)
         before: dict[str, str] = orjson.loads(test_map.meta(CONFIG_PARTS_KEY) or "{}")
+    if through:  # a test that ran an importer's code: the changed module is what changed for it
+        importers_only = reached - {blocks[i][0] for i in gone}
+        for node_id, entry in recorded.items():
+            if entry.changed & importers_only:
+                changed = (entry.changed - importers_only) | frozenset(modules_changed)
+                recorded[node_id] = dataclasses.replace(entry, changed=changed)
     changed_files: dict[str, set[str]] = {blocks[i][0]: set() for i in gone}
     for file, fingerprint in blocks.values():
         if file in changed_files:
             changed_files[file].add(fingerprint)
-    state = MapState(recorded, before, notice, config_file_parts(root), [], read, import_changed, changed_files)
+    state = MapState(
+        recorded, before, notice, config_file_parts(root), [], read, import_changed, changed_files, imports_cache, wide
+    )
     if recorded and len(state.environment) == len(ENVIRONMENT_PARTS):
         expected = config_fingerprint({**state.now, **state.environment})
         selected, _ = select_affected(list(recorded), recorded, expected, import_changed=import_changed)
         chosen = {test.node_id for test in selected}
         state.skip = [node_id for node_id in recorded if node_id not in chosen]
     return state
+
+
+def import_reach(root: Path, cached: str | None, changed: list[str]) -> tuple[set[str], list[str], str]:
+    """The project's files that import one of ``changed`` (paths relative to ``root``),
+    directly or through other files, ``changed`` included (``domain.imports``); the
+    reasons the graph cannot tell what some file imports (``opaque_files``; every test
+    then depends on ``changed``); and the graph as read now, as JSON for the map's meta.
+
+    ``cached`` is that JSON from the last call: a file's imports are read again only
+    when its stat key changed, and all of them when the set of files changed (a new
+    file can change what a name resolves to)."""
+    files = python_files(root)
+    listing = short_hash(*sorted(files))
+    known: dict[str, list[Any]] = {}
+    if cached:
+        given = orjson.loads(cached)
+        if given.get("listing") == listing:
+            known = given["files"]
+    project = ProjectFiles(files)
+    graph: dict[str, FileImports] = {}
+    for path, stat in files.items():
+        entry = known.get(path)
+        if entry is not None and entry[0] == stat:
+            graph[path] = FileImports(frozenset(entry[1]), entry[2], entry[3])
+            continue
+        try:
+            graph[path] = file_imports(path, (root / path).read_bytes(), project)
+        except OSError as exc:
+            graph[path] = FileImports(frozenset(), f"{path} could not be read ({exc.strerror})")
+    written = {path: [files[path], sorted(i.targets), i.opaque, i.parsed] for path, i in graph.items()}
+    cache = orjson.dumps({"listing": listing, "files": written}).decode()
+    # a changed file that does not parse imports nothing: it fails wherever it is imported
+    # (its importers are found through their own edges)
+    blind = {path: i for path, i in graph.items() if i.parsed or path not in changed}
+    return importers(graph, changed, opaque_imports_all=False), opaque_files(blind), cache
 
 
 def changed_code(root: Path, changed_files: dict[str, set[str]]) -> ChangedLines:
@@ -174,8 +246,9 @@ def select_from_run(state: MapState, directory: Path, ran: list[str]) -> Affecte
     among = collected if collected is not None else ran
     differ = changed_parts(state.before, parts)
     tests, files = select_affected(among, state.recorded, fingerprint, differ, state.import_changed)
-    selection = selection_of(tests, len(among), files, state.notice)
-    return AffectedPlan(tests, selection, collected, parts, fingerprint, state.read)
+    notice = "; ".join(filter(None, [state.notice, state.wide])) or None
+    selection = selection_of(tests, len(among), files, notice)
+    return AffectedPlan(tests, selection, collected, parts, fingerprint, state.read, state.imports_cache)
 
 
 async def interpreter_with_coverage(runner: Runner) -> Interpreter:
@@ -257,7 +330,7 @@ async def refresh_map(
         if data.problems:
             return
         recorded = {node_id: outcome for node_id, outcome in outcomes.items() if node_id not in data.unrecorded}
-        blocks, at_import = tests_blocks(data.lines, runner.root, recorded)
+        blocks, at_import, imported_modules = tests_blocks(data.lines, runner.root, recorded)
         ran = {node_id: (outcome, blocks[node_id]) for node_id, outcome in recorded.items()}
         gone: list[str] = list(data.unrecorded)
         path = map_path(runner.artifacts_base, runner.root, interp.python)
@@ -267,7 +340,9 @@ async def refresh_map(
                 collected = set(plan.collected)
                 gone += [t for t in test_map.node_ids() if t not in collected and _in_scope(t, params.node_ids)]
             meta = {CONFIG_PARTS_KEY: orjson.dumps(plan.parts).decode()}
-            test_map.refresh(ran, plan.fingerprint, gone, meta, plan.files, at_import)
+            if plan.imports_cache is not None:
+                meta[IMPORTS_KEY] = plan.imports_cache
+            test_map.refresh(ran, plan.fingerprint, gone, meta, plan.files, at_import, imported_modules)
         # the map holds what mattered of them
         shutil.rmtree(run_dir / MAP_DATA_DIR, ignore_errors=True)
 

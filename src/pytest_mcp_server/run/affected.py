@@ -193,7 +193,7 @@ def read_blocks(root: Path, path: str) -> FileBlocks | None:
 
 def tests_blocks(
     data: dict[str, dict[str, list[int]]], root: Path, ran: Iterable[str]
-) -> tuple[dict[str, set[tuple[str, str]]], dict[str, set[tuple[str, str]]]]:
+) -> tuple[dict[str, set[tuple[str, str]]], dict[str, set[tuple[str, str]]], dict[str, set[tuple[str, str]]]]:
     """The blocks each test of ``ran`` (node ids) depends on, as ``(path, fingerprint)``
     (paths relative to ``root``), from ``read_map_data``'s ``data``, and the function
     blocks run at import, per file:
@@ -206,7 +206,10 @@ def tests_blocks(
     * at import: per file that ran lines outside any test (imports: decorators,
       helpers called at module level), the function blocks owning them. They may shape
       any test, so every test depends on them; the map keeps them once
-      (``run.testmap.TestMap.at_import``), not in every test's entry.
+      (``run.testmap.TestMap.at_import``), not in every test's entry;
+    * imported modules: per file that ran lines outside any test, its module-level
+      block (a changed constant there reaches the tests that ran code in the files
+      importing it: ``domain.imports``).
     """
     root_prefix = os.path.join(str(root), "")
     plugin_prefix = os.path.join(str(PLUGIN_DIR), "")
@@ -226,10 +229,12 @@ def tests_blocks(
             by_context.setdefault(context, {})[relative] = lines
     measured = {path for files in by_context.values() for path in files}
     at_import: dict[str, set[tuple[str, str]]] = {}
+    imported_modules: dict[str, set[tuple[str, str]]] = {}
     for path, lines in by_context.get("", {}).items():
         blocks = blocks_of(path)
         if blocks is not None:
             at_import[path] = {(path, b.fingerprint) for b in {blocks.owner(line) for line in lines} if b.first}
+            imported_modules[path] = {(path, blocks.module.fingerprint)}
     out: dict[str, set[tuple[str, str]]] = {}
     for node_id in ran:
         found: set[tuple[str, str]] = set()
@@ -248,14 +253,12 @@ def tests_blocks(
             else:
                 found.add((path, block.fingerprint))
         out[node_id] = found
-    return out, at_import
+    return out, at_import, imported_modules
 
 
-def config_files(root: Path) -> list[str]:
-    """The configuration files the map cannot see into, relative to ``root``: every
-    ``conftest.py`` under it (hidden directories, virtualenvs, ``SKIPPED_DIRS`` left
-    out) and pytest's configuration files at the root, sorted."""
-    found = [name for name in CONFIG_FILES if (root / name).is_file()]
+def _project_dirs(root: Path) -> Iterable[tuple[str, list[str]]]:
+    """``os.walk`` of ``root``: each directory and its file names, hidden directories,
+    virtualenvs and ``SKIPPED_DIRS`` left out."""
     for directory, dirs, files in os.walk(root):
         dirs[:] = [
             d
@@ -264,9 +267,32 @@ def config_files(root: Path) -> list[str]:
             and not d.startswith(".")
             and not os.path.exists(os.path.join(directory, d, "pyvenv.cfg"))
         ]
+        yield directory, files
+
+
+def config_files(root: Path) -> list[str]:
+    """The configuration files the map cannot see into, relative to ``root``: every
+    ``conftest.py`` under it (hidden directories, virtualenvs, ``SKIPPED_DIRS`` left
+    out) and pytest's configuration files at the root, sorted."""
+    found = [name for name in CONFIG_FILES if (root / name).is_file()]
+    for directory, files in _project_dirs(root):
         if "conftest.py" in files:
             found.append(os.path.relpath(os.path.join(directory, "conftest.py"), root).replace(os.sep, "/"))
     return sorted(found)
+
+
+def python_files(root: Path) -> dict[str, str]:
+    """The project's Python files (``*.py`` under ``root``, as ``config_files`` walks it),
+    relative path -> its ``stat_key`` (files that cannot be stat'ed left out)."""
+    found: dict[str, str] = {}
+    for directory, files in _project_dirs(root):
+        for name in files:
+            if name.endswith(".py"):
+                path = os.path.join(directory, name)
+                key = stat_key(Path(path))
+                if key is not None:
+                    found[os.path.relpath(path, root).replace(os.sep, "/")] = key
+    return found
 
 
 def config_file_parts(root: Path) -> dict[str, str]:

@@ -29,7 +29,7 @@ from pathlib import Path
 from pytest_mcp_server.domain.affected import RecordedTest
 from pytest_mcp_server.domain.policy import MAP_BUSY_TIMEOUT_S
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """The map's schema version, in its ``schema_version`` table; a map of another version is rebuilt."""
 FORMAT_NAME = "pytest-mcp-server test map"
 """The ``format`` row of the ``meta`` table: what makes a SQLite file one of these maps."""
@@ -38,6 +38,11 @@ MAPS_DIR = "maps"
 IMPORT_ENTRY = "<import>"
 """The reserved ``tests`` row holding the function blocks run at import, on which every
 test depends (kept once, not in each test's entry; no pytest node id has this form)."""
+IMPORTED_MODULES_ENTRY = "<imported modules>"
+"""The reserved ``tests`` row holding the module-level blocks of the files run at import:
+a change there reaches the tests that ran code in a file importing it
+(``domain.imports``), not every test."""
+RESERVED_ENTRIES = frozenset({IMPORT_ENTRY, IMPORTED_MODULES_ENTRY})
 
 _SCHEMA = """
 CREATE TABLE schema_version (version INTEGER NOT NULL);
@@ -116,7 +121,7 @@ class TestMap:
         for node_id, outcome, config, packed in self.connection.execute(
             "SELECT node_id, outcome, config, blocks FROM tests"
         ):
-            if node_id == IMPORT_ENTRY:
+            if node_id in RESERVED_ENTRIES:
                 continue
             hit = wanted.intersection(_unpack(packed)) if wanted else ()
             out[node_id] = RecordedTest(outcome=outcome, config=config, changed=frozenset(paths[i] for i in hit))
@@ -131,12 +136,13 @@ class TestMap:
 
     def node_ids(self) -> set[str]:
         """The node ids of the tests in the map."""
-        return {row[0] for row in self.connection.execute("SELECT node_id FROM tests")} - {IMPORT_ENTRY}
+        return {row[0] for row in self.connection.execute("SELECT node_id FROM tests")} - RESERVED_ENTRIES
 
-    def at_import(self) -> frozenset[tuple[str, str]]:
-        """The function blocks run at import, ``(path, fingerprint)``, as the runs so far
-        recorded them (``refresh``)."""
-        row = self.connection.execute("SELECT blocks FROM tests WHERE node_id = ?", (IMPORT_ENTRY,)).fetchone()
+    def at_import(self, entry: str = IMPORT_ENTRY) -> frozenset[tuple[str, str]]:
+        """The function blocks run at import (``entry`` ``IMPORTED_MODULES_ENTRY``: the
+        module-level blocks of the files run at import), ``(path, fingerprint)``, as the
+        runs so far recorded them (``refresh``)."""
+        row = self.connection.execute("SELECT blocks FROM tests WHERE node_id = ?", (entry,)).fetchone()
         if row is None:
             return frozenset()
         blocks = self.blocks()
@@ -161,6 +167,7 @@ class TestMap:
         meta: Mapping[str, str] | None = None,
         files: Mapping[str, tuple[str, Iterable[str]]] | None = None,
         at_import: Mapping[str, Iterable[tuple[str, str]]] | None = None,
+        imported_modules: Mapping[str, Iterable[tuple[str, str]]] | None = None,
     ) -> None:
         """In one transaction: each test of ``ran`` (node id -> (outcome, its blocks as
         ``(path, fingerprint)``)) gets exactly that entry, with ``config``; the tests
@@ -169,12 +176,14 @@ class TestMap:
         ``at_import`` (path -> the function blocks run at import in this run) replaces
         those files' blocks of the import entry, the other files' stay (a run that
         imported less does not forget them); blocks no test refers to any more are
-        removed, and the files without blocks."""
+        removed, and the files without blocks. ``imported_modules`` (path -> its module
+        block, for the files run at import) is kept in the same way."""
         entries = {node_id: (outcome, set(blocks)) for node_id, (outcome, blocks) in ran.items()}
         with self._transaction() as con:
-            if at_import:
-                kept = {block for block in self.at_import() if block[0] not in at_import}
-                entries[IMPORT_ENTRY] = ("passed", kept.union(*at_import.values()))
+            for entry, given in ((IMPORT_ENTRY, at_import), (IMPORTED_MODULES_ENTRY, imported_modules)):
+                if given:
+                    kept = {block for block in self.at_import(entry) if block[0] not in given}
+                    entries[entry] = ("passed", kept.union(*given.values()))
             all_blocks = {block for _, blocks in entries.values() for block in blocks}
             con.executemany("INSERT OR IGNORE INTO blocks (path, fingerprint) VALUES (?, ?)", all_blocks)
             block_ids = {block: block_id for block_id, block in self.blocks().items()}

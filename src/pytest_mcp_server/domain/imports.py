@@ -1,0 +1,273 @@
+"""The project's static import graph: which project files each file may import.
+
+Why: a module-level block (a constant, a table) runs when its file is imported, before
+any test, so no test is recorded as running it. The rule its callers apply: a changed
+module-level block of file F selects every test that ran code in a file importing F,
+directly or through other imports (``importers``).
+
+Rule (Python's import system, the language reference, "The import system" and "The
+import statement"): ``import a.b.c`` imports ``a``, then ``a.b``, then ``a.b.c``, each
+package's ``__init__.py`` running before its submodules; ``from a.b import c`` imports
+``a`` and ``a.b``, then ``a.b.c`` when ``c`` is a submodule rather than a name; a
+relative import's ``.`` is the importing file's own package (its directory; for
+``pkg/sub/__init__.py``, ``pkg/sub``), each further dot one directory up.
+``importlib.import_module`` and ``__import__`` with constant arguments are read the
+same way. A dotted name resolves to every project file whose path ends with
+``a/b/c.py`` or ``a/b/c/__init__.py`` at a path-component boundary, so ``src/``
+layouts, test directories put on ``sys.path`` and namespace packages need no
+``sys.path``. Names that resolve to no project file (the standard library, third-party
+packages) are dropped.
+
+Every import statement counts, wherever it is (module level, functions,
+``if TYPE_CHECKING:``, ``try``/``except``): an edge too many selects a test too many,
+an edge missing leaves a test that the change breaks unselected. Where the code does not
+say what it imports (a computed name, ``from package import *``, ``import_module`` or
+``__import__`` renamed or passed around, a file that does not parse) the file is
+*opaque*, with the reason, and ``importers`` counts it as importing every file. Not
+seen: other loaders (``runpy``, ``spec_from_file_location``, ``exec``), import hooks,
+plugins named in configuration; the code they run is recorded where it runs.
+
+No I/O, no processes: the callers read the files.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import deque
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+
+_EMPTY: frozenset[str] = frozenset()
+_CALLEES = ("import_module", "__import__")
+
+
+@dataclass(frozen=True)
+class FileImports:
+    """What one file imports: ``targets``, the project files (root-relative,
+    '/'-separated paths, the file itself left out) its import statements and calls may
+    load; ``opaque``, when the code does not say all it imports, the first reason by
+    line as ``"path:line phrase"`` (e.g. ``"pkg/loader.py:12 calls
+    importlib.import_module with a computed name"``), else None."""
+
+    targets: frozenset[str]
+    opaque: str | None = None
+    parsed: bool = True
+    """False when the file does not parse (then ``opaque`` says so): as the project's
+    Python may read newer syntax than the server's, it may still import anything."""
+
+
+class ProjectFiles:
+    """The project's Python files (root-relative, '/'-separated paths; names not ending
+    in ``.py`` are ignored), indexed once by every dotted name each file could be
+    imported as: ``src/pkg/mod.py`` under ``mod``, ``pkg.mod`` and ``src.pkg.mod``;
+    ``src/pkg/__init__.py`` under ``pkg`` and ``src.pkg`` (a suffix stops at a
+    directory that is not an identifier, which no dotted name can spell)."""
+
+    def __init__(self, paths: Iterable[str]) -> None:
+        self.paths: frozenset[str] = frozenset(p for p in paths if p.endswith(".py"))
+        index: dict[str, set[str]] = {}
+        for path in self.paths:
+            parts = path[:-3].split("/")
+            if parts[-1] == "__init__":
+                parts.pop()
+            for start in range(len(parts) - 1, -1, -1):
+                if not parts[start].isidentifier():
+                    break
+                index.setdefault(".".join(parts[start:]), set()).add(path)
+        self._by_name = {name: frozenset(found) for name, found in index.items()}
+
+    def named(self, dotted: str) -> frozenset[str]:
+        """The files an absolute name (``"a.b.c"``) may be: every ``.../a/b/c.py`` and
+        ``.../a/b/c/__init__.py``; empty when none (stdlib, third-party)."""
+        return self._by_name.get(dotted, _EMPTY)
+
+    def under(self, directory: str, dotted: str) -> frozenset[str]:
+        """The files a name relative to ``directory`` (``""``: the root) is:
+        ``directory/a/b.py`` or ``directory/a/b/__init__.py``; ``dotted`` empty names
+        the directory's own package, ``directory/__init__.py``."""
+        base = "/".join(part for part in (directory, dotted.replace(".", "/")) if part)
+        found = {f"{base}/__init__.py" if base else "__init__.py"}
+        if dotted:
+            found.add(f"{base}.py")
+        return frozenset(found & self.paths)
+
+
+def file_imports(path: str, content: bytes, files: ProjectFiles) -> FileImports:
+    """The project files the file at ``path`` (root-relative) with ``content`` (bytes
+    as read) may import, resolved against ``files``. Content that ``ast.parse`` refuses
+    gives no targets and an opaque reason (the project's Python may read syntax this
+    one cannot). Raises nothing."""
+    try:
+        tree = ast.parse(content)
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as error:
+        line = getattr(error, "lineno", None)
+        where = f"{path}:{line}" if line else path
+        return FileImports(_EMPTY, f"{where} does not parse as Python ({type(error).__name__})", parsed=False)
+    reader = _Reader(path, files)
+    # import statements are statements: walking only statements is ~5x quicker than every
+    # node, which is needed only when the text may call import_module or __import__
+    calls = b"import_module" in content or b"__import__" in content
+    for node in ast.walk(tree) if calls else _statements(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                reader.load(alias.name, 0, [], node.lineno)
+        elif isinstance(node, ast.ImportFrom):
+            reader.load(node.module or "", node.level, [alias.name for alias in node.names], node.lineno)
+            if any(alias.name in _CALLEES and alias.asname for alias in node.names):
+                reader.renamed(node)
+        elif isinstance(node, ast.Call):
+            reader.call(node)  # before its func: ast.walk gives a node before its children
+        elif isinstance(node, ast.Name | ast.Attribute) and id(node) not in reader.called:
+            if (node.id if isinstance(node, ast.Name) else node.attr) in _CALLEES:
+                reader.renamed(node)
+    opaque = min(reader.opaque)[1] if reader.opaque else None
+    return FileImports(frozenset(reader.targets - {path}), opaque)  # a file is no edge of its own
+
+
+def import_graph(sources: Mapping[str, bytes]) -> dict[str, FileImports]:
+    """``file_imports`` of every file of ``sources`` (root-relative path -> content),
+    resolved among those paths: the whole project's graph."""
+    files = ProjectFiles(sources)
+    return {path: file_imports(path, content, files) for path, content in sources.items() if path in files.paths}
+
+
+def importers(graph: Mapping[str, FileImports], changed: Iterable[str], *, opaque_imports_all: bool = True) -> set[str]:
+    """Every file of ``graph`` (path -> its imports) that imports one of ``changed``
+    directly or through other files, the ``changed`` paths included (a reverse-edge
+    breadth-first search; cycles are fine). With ``opaque_imports_all`` (the safe
+    default) an opaque file counts as importing every file, so it and its importers are
+    in the answer whenever ``changed`` is not empty."""
+    reverse: dict[str, set[str]] = {}
+    for path, imports in graph.items():
+        for target in imports.targets:
+            reverse.setdefault(target, set()).add(path)
+    found = set(changed)
+    if found and opaque_imports_all:
+        found |= {path for path, imports in graph.items() if imports.opaque is not None}
+    queue = deque(found)
+    while queue:
+        for importer in reverse.get(queue.popleft(), ()):
+            if importer not in found:
+                found.add(importer)
+                queue.append(importer)
+    return found
+
+
+def opaque_files(graph: Mapping[str, FileImports]) -> list[str]:
+    """The opaque reasons of ``graph``'s files (``"path:line phrase"``), sorted."""
+    return sorted(imports.opaque for imports in graph.values() if imports.opaque is not None)
+
+
+def _statements(tree: ast.AST) -> Iterator[ast.AST]:
+    """Every statement of ``tree``, at any depth (function and class bodies, branches,
+    handlers, ``match`` cases), without descending into expressions."""
+    todo = [tree]
+    while todo:
+        node = todo.pop()
+        yield node
+        todo.extend(
+            c for c in ast.iter_child_nodes(node) if isinstance(c, ast.stmt | ast.excepthandler | ast.match_case)
+        )
+
+
+def _constant(node: ast.expr | None) -> str | int | None:
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str | int) else None
+
+
+def _strings(node: ast.expr | None) -> list[str] | None:
+    """The names of a ``fromlist`` (absent or None: none); None when not constant."""
+    if node is None or (isinstance(node, ast.Constant) and node.value is None):
+        return []
+    if isinstance(node, ast.List | ast.Tuple | ast.Set):
+        names = [_constant(e) for e in node.elts]
+        return [n for n in names if isinstance(n, str)] if all(isinstance(n, str) for n in names) else None
+    return None
+
+
+class _Reader:
+    """Collects one file's targets and opaque reasons ``(line, reason)``."""
+
+    def __init__(self, path: str, files: ProjectFiles) -> None:
+        self.path, self.files = path, files
+        self.targets: set[str] = set()
+        self.opaque: list[tuple[int, str]] = []
+        self.called: set[int] = set()  # ids of the ``func`` nodes of the calls read
+
+    def load(self, module: str, level: int, names: list[str], line: int) -> None:
+        """``from <level dots><module> import <names>``; ``names`` empty: ``import module``."""
+        if level:
+            directory = self.path.rpartition("/")[0]
+            steps = directory.split("/") if directory else []
+            if level - 1 > len(steps):
+                return  # above the project: nothing of it
+            anchor = "/".join(steps[: len(steps) - level + 1])
+
+            def lookup(dotted: str) -> frozenset[str]:
+                return self.files.under(anchor, dotted)
+
+            self.targets |= lookup("")
+        else:
+            lookup = self.files.named
+        parts = module.split(".") if module else []
+        for end in range(1, len(parts) + 1):
+            self.targets |= lookup(".".join(parts[:end]))
+        for name in names:
+            if name == "*":
+                packages = sorted(p for p in lookup(module) if p.endswith("__init__.py"))
+                if packages:
+                    self._opaque(line, f"imports * from the package {packages[0]}: its submodules are not known")
+            else:
+                self.targets |= lookup(f"{module}.{name}" if module else name)
+
+    def call(self, node: ast.Call) -> None:
+        """``import_module(name, package)`` and ``__import__(name, globals, locals,
+        fromlist, level)``, whatever object they are called on (``importlib.``,
+        ``builtins.``, a bare name)."""
+        func = node.func
+        callee = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+        if callee not in _CALLEES:
+            return
+        self.called.add(id(func))
+        shown = ast.unparse(func)
+        if any(isinstance(arg, ast.Starred) for arg in node.args) or any(k.arg is None for k in node.keywords):
+            self._opaque(node.lineno, f"calls {shown} with unpacked arguments")
+            return
+        order = ("name", "package") if callee == "import_module" else ("name", "globals", "locals", "fromlist", "level")
+        args: dict[str, ast.expr | None] = {key: None for key in order}
+        args.update(zip(order, node.args, strict=False))
+        args.update((k.arg, k.value) for k in node.keywords if k.arg is not None and k.arg in order)
+        name = _constant(args["name"])
+        if not isinstance(name, str):
+            self._opaque(node.lineno, f"calls {shown} with a computed name")
+        elif callee == "import_module":
+            self._import_module(node.lineno, shown, name, args["package"])
+        else:
+            level = _constant(args["level"]) if args["level"] is not None else 0
+            names = _strings(args["fromlist"])
+            if not isinstance(level, int) or names is None:
+                self._opaque(node.lineno, f"calls {shown} with a computed fromlist or level")
+            else:
+                self.load(name, level, names, node.lineno)
+
+    def _import_module(self, line: int, shown: str, name: str, package: ast.expr | None) -> None:
+        level = len(name) - len(name.lstrip("."))
+        if not level:
+            self.load(name, 0, [], line)
+        elif isinstance(package, ast.Name) and (
+            package.id == "__package__" or (package.id == "__name__" and self.path.endswith("__init__.py"))
+        ):
+            self.load(name[level:], level, [], line)  # relative to this file's own package
+        elif isinstance(base := _constant(package), str):
+            bits = base.rsplit(".", level - 1)  # importlib.util.resolve_name
+            if len(bits) >= level:
+                self.load(".".join(part for part in (bits[0], name[level:]) if part), 0, [], line)
+        elif package is not None:
+            self._opaque(line, f"calls {shown} with a computed package")
+
+    def renamed(self, node: ast.expr | ast.ImportFrom) -> None:
+        """``import_module`` or ``__import__`` renamed, stored or passed on: calls made
+        under another name are not seen."""
+        self._opaque(node.lineno, f"uses {ast.unparse(node)} other than by calling it")
+
+    def _opaque(self, line: int, phrase: str) -> None:
+        self.opaque.append((line, f"{self.path}:{line} {phrase}"))
