@@ -119,10 +119,12 @@ def reasons(result: ExecuteResult | DiscoverResult) -> dict[str, int]:
 
 
 def test_an_edit_runs_only_the_tests_that_ran_the_edited_function(tmp_path):
-    """Also: each affected call starts pytest once (the selection is made inside that
-    run), and a file's fingerprints kept in the map are trusted only while its stat is
-    unchanged: a rewrite with the same content runs nothing, an edit of the same size
-    with its modification time set back is still seen."""
+    """Also: an affected call that can select a test starts pytest once (the selection
+    is made inside that run), one that the map proves can select none starts no pytest
+    at all (nothing changed, a function no test runs edited), and a file's fingerprints
+    kept in the map are trusted only while its stat is unchanged: a rewrite with the
+    same content runs nothing, an edit of the same size with its modification time set
+    back is still seen."""
     root = make_project(tmp_path, COUNTING_CONFTEST)
     artifacts = tmp_path / "artifacts"
     calc = root / "pkg" / "calc.py"
@@ -150,11 +152,13 @@ def test_an_edit_runs_only_the_tests_that_ran_the_edited_function(tmp_path):
         return steps
 
     steps = run(body)
-    assert starts.read_text().count("start") == len(steps)  # one pytest start per affected call
+    # one pytest start per call that can select a test; none when the map proves nothing can fail
+    started = ("first", "mul_edited", "new_test", "add_edited_with_workers")
+    assert starts.read_text().count("start") == len(started)
 
     first, text = steps["first"]
     assert first.status == "passed" and ran(first) == (3, 0)
-    assert first.selection.model_dump(exclude={"changed_files", "notice", "tests"}) == {
+    assert first.selection.model_dump(exclude={"changed_files", "notice", "tests", "pytest_started"}) == {
         "mode": "affected",
         "selected": 3,
         "total": 3,
@@ -426,3 +430,87 @@ def test_a_function_run_at_import_is_a_dependency_of_every_test_and_a_narrower_r
     assert ran(build_edited) == (4, 0) and reasons(build_edited) == {"changed": 4}
     assert text.splitlines()[0] == "Affected: 4 of 4 tests (4 changed), by changes in pkg/table.py"
     assert steps["after"][0].status == "no_tests"
+
+
+NO_TESTS_TEXT = (
+    "Affected: 0 of {total} tests: no test ran code that changed since it last ran, and none failed last time\n"
+    "NO TESTS RAN: nothing is affected since the last runs. This is not a fresh pass of the suite: a test that "
+    "reads a data file another test or a change wrote is not tracked; execute_tests with affected=false runs "
+    "every test.\n"
+)
+COLLECTING_CONFTEST = (
+    COUNTING_CONFTEST
+    + """
+
+def pytest_collect_file(file_path, parent):
+    return None
+"""
+)
+
+
+def test_pytest_starts_only_when_something_can_fail_and_says_why_when_it_cannot_prove_it(tmp_path):
+    """With nothing changed the answer comes without pytest, and reads as the answer of
+    a pytest run that deselected everything. A new test file, a changed conftest.py, a
+    conftest that hooks collection and ``--doctest-modules`` each start pytest; the last
+    two keep starting it (the map cannot know what they collect), and the selection says
+    why in ``pytest_started``."""
+    root = make_project(tmp_path, COUNTING_CONFTEST)
+    artifacts = tmp_path / "artifacts"
+    starts = tmp_path / "pytest-starts.log"
+
+    async def body():
+        steps = {}
+
+        async def step(name: str) -> None:
+            before = starts.read_text().count("start") if starts.exists() else 0
+            result, text = await affected_run(client)
+            steps[name] = (result, text, starts.read_text().count("start") - before)
+
+        async with connect(server(root, artifacts), "auto") as client:
+            await step("first")
+            await step("unchanged")
+            (root / "tests" / "test_new.py").write_text("def test_new():\n    assert True\n")
+            await step("new_file")
+            await step("unchanged_again")
+            (root / "conftest.py").write_text(COUNTING_CONFTEST + "# a comment\n")
+            await step("conftest_changed")
+            await step("after_conftest")
+            (root / "conftest.py").write_text(COLLECTING_CONFTEST)
+            await step("hook_added")
+            await step("after_hook")
+            (root / "conftest.py").write_text(COUNTING_CONFTEST)
+            (root / "pytest.ini").write_text("[pytest]\naddopts = --doctest-modules\n")
+            await step("doctest_modules")
+            await step("after_doctest_modules")
+        return steps
+
+    steps = run(body)
+    pytest_runs = {name: started for name, (_, _, started) in steps.items()}
+    assert pytest_runs == {
+        "first": 1,
+        "unchanged": 0,
+        "new_file": 1,
+        "unchanged_again": 0,
+        "conftest_changed": 1,
+        "after_conftest": 0,
+        "hook_added": 1,
+        "after_hook": 1,
+        "doctest_modules": 1,
+        "after_doctest_modules": 1,
+    }
+    unchanged, text, _ = steps["unchanged"]
+    assert text == NO_TESTS_TEXT.format(total=3)
+    assert (unchanged.status, unchanged.exit_code, unchanged.deselected) == ("no_tests", 5, 3)
+    assert (unchanged.selection.selected, unchanged.selection.total, unchanged.selection.pytest_started) == (0, 3, None)
+    assert unchanged.summary.counts.total == 0 and Path(unchanged.report_path).is_file()
+    assert unchanged.command[1:3] == ["-m", "pytest"]
+
+    new_file, _, _ = steps["new_file"]
+    assert ran(new_file) == (1, 0) and reasons(new_file) == {"new": 1}
+    assert steps["unchanged_again"][1] == NO_TESTS_TEXT.format(total=4)
+    assert reasons(steps["conftest_changed"][0]) == {"config_changed": 4}
+    after_hook, text, _ = steps["after_hook"]
+    assert after_hook.status == "no_tests" and text == NO_TESTS_TEXT.format(total=4)
+    assert after_hook.selection.pytest_started.startswith("a plugin or conftest hooks collection (pytest_collect_file")
+    after_doctests, _, _ = steps["after_doctest_modules"]
+    assert after_doctests.selection.pytest_started == "--doctest-modules collects doctests from every module"

@@ -45,6 +45,7 @@ from pytest_mcp_server.run.affected import (
     MapData,
     changed_contexts,
     changed_parts,
+    collection_unchanged,
     config_file_parts,
     config_fingerprint,
     missing_map_coverage,
@@ -57,15 +58,19 @@ from pytest_mcp_server.run.affected import (
     stat_key,
     tests_blocks,
 )
-from pytest_mcp_server.run.argv import RECORDS_FILE, discover_argv
+from pytest_mcp_server.run.argv import RECORDS_FILE, discover_argv, execute_argv
 from pytest_mcp_server.run.coverage import rank_in_root
 from pytest_mcp_server.run.events import ProgressFn, read_outcomes, read_run_events
 from pytest_mcp_server.run.git import changed_lines
 from pytest_mcp_server.run.interpreter import Interpreter
+from pytest_mcp_server.run.process import ProcessOutcome
 from pytest_mcp_server.run.testmap import IMPORTED_MODULES_ENTRY, map_path, open_map
 
 CONFIG_PARTS_KEY = "config_parts"
 """The map's ``meta`` row holding the last run's configuration parts (JSON), to name what changed."""
+COLLECTION_KEY = "collection"
+"""The map's ``meta`` row holding what the last full collection looked at (JSON:
+``{"collection": run.affected.Collected.collection, "environment": ..., "total": N}``)."""
 IMPORTS_KEY = "imports"
 """The map's ``meta`` row holding the project's import graph as last read (``import_reach``)."""
 
@@ -84,7 +89,10 @@ class MapState:
     longer as the map holds it -> the fingerprints the map holds for it (``changed_code``
     names what changed there when there is no git diff), ``imports_cache``: the import
     graph as read this call (``import_reach``; JSON for the map's meta), and ``wide``:
-    one line saying why every test depends on a change the import graph cannot follow."""
+    one line saying why every test depends on a change the import graph cannot follow;
+    ``stats``: the stat key of every file whose fingerprints it used (checked again before
+    an answer without pytest), ``last_collection``: what the last full collection looked
+    at (``COLLECTION_KEY``), or None."""
 
     recorded: dict[str, RecordedTest]
     before: dict[str, str]
@@ -96,6 +104,8 @@ class MapState:
     changed_files: dict[str, set[str]]
     imports_cache: str | None = None
     wide: str | None = None
+    stats: dict[str, str | None] = dataclasses.field(default_factory=dict)
+    last_collection: dict[str, Any] | None = None
 
     @property
     def environment(self) -> dict[str, str]:
@@ -108,8 +118,10 @@ class AffectedPlan:
     """Which tests an affected pytest run selected and why: the ``tests`` with their
     reasons, its ``selection``, every ``collected`` node id (None when no process got
     to collect), the configuration ``parts`` and ``fingerprint`` to record, and the
-    files' fingerprints read for it (``MapState.read``), and the import graph to keep
-    (``MapState.imports_cache``)."""
+    files' fingerprints read for it (``MapState.read``), the import graph to keep
+    (``MapState.imports_cache``), and what the collection looked at and the environment
+    it found (``run.affected.Collected``), kept after a full collection for
+    ``answer_without_pytest``."""
 
     tests: list[AffectedTest]
     selection: Selection
@@ -118,6 +130,8 @@ class AffectedPlan:
     fingerprint: str
     files: dict[str, tuple[str, set[str]]]
     imports_cache: str | None = None
+    collection: dict[str, Any] | None = None
+    environment: dict[str, str] | None = None
 
 
 def read_map_state(root: Path, path: Path) -> MapState:
@@ -130,9 +144,11 @@ def read_map_state(root: Path, path: Path) -> MapState:
     with test_map:
         known = test_map.files()
 
+        stats: dict[str, str | None] = {}
+
         def current(file: str) -> set[str]:
             if file not in fingerprints:
-                stat = stat_key(root / file)  # before reading: a write in between changes it again
+                stat = stats[file] = stat_key(root / file)  # before reading: a write in between changes it again
                 cached = known.get(file)
                 if stat is not None and cached is not None and cached[0] == stat:
                     fingerprints[file] = set(cached[1])
@@ -165,6 +181,7 @@ def read_map_state(root: Path, path: Path) -> MapState:
         through = {i for i, (file, _) in blocks.items() if file in reached}
         recorded = test_map.tests(gone | through)
         before: dict[str, str] = orjson.loads(test_map.meta(CONFIG_PARTS_KEY) or "{}")
+        last_collection = orjson.loads(test_map.meta(COLLECTION_KEY) or "null")
     if through:  # a test that ran an importer's code: the changed module is what changed for it
         importers_only = reached - {blocks[i][0] for i in gone}
         for node_id, entry in recorded.items():
@@ -176,7 +193,18 @@ def read_map_state(root: Path, path: Path) -> MapState:
         if file in changed_files:
             changed_files[file].add(fingerprint)
     state = MapState(
-        recorded, before, notice, config_file_parts(root), [], read, import_changed, changed_files, imports_cache, wide
+        recorded,
+        before,
+        notice,
+        config_file_parts(root),
+        [],
+        read,
+        import_changed,
+        changed_files,
+        imports_cache,
+        wide,
+        stats,
+        last_collection,
     )
     if recorded and len(state.environment) == len(ENVIRONMENT_PARTS):
         expected = config_fingerprint({**state.now, **state.environment})
@@ -240,7 +268,8 @@ def select_from_run(state: MapState, directory: Path, ran: list[str]) -> Affecte
     fingerprints). When no process collected, the tests that ran (``ran``) stand for
     the collection."""
     found = read_collected_file(directory)
-    environment, collected = found if found is not None else (state.environment, None)
+    environment = found.environment if found is not None else state.environment
+    collected = found.collected if found is not None else None
     parts = {**state.now, **environment}
     fingerprint = config_fingerprint(parts)
     among = collected if collected is not None else ran
@@ -248,7 +277,10 @@ def select_from_run(state: MapState, directory: Path, ran: list[str]) -> Affecte
     tests, files = select_affected(among, state.recorded, fingerprint, differ, state.import_changed)
     notice = "; ".join(filter(None, [state.notice, state.wide])) or None
     selection = selection_of(tests, len(among), files, notice)
-    return AffectedPlan(tests, selection, collected, parts, fingerprint, state.read, state.imports_cache)
+    collection = found.collection if found is not None else None
+    return AffectedPlan(
+        tests, selection, collected, parts, fingerprint, state.read, state.imports_cache, collection, environment
+    )
 
 
 async def interpreter_with_coverage(runner: Runner) -> Interpreter:
@@ -287,6 +319,9 @@ async def execute_affected(
         state = await anyio.to_thread.run_sync(read_map_state, runner.root, path)
         run_dir = await anyio.to_thread.run_sync(runner.run_dirs.new)
         options = skip_options(run_dir, state.skip, state.environment, measure=True)
+        unproven = await anyio.to_thread.run_sync(nothing_can_fail, runner.root, state, params)
+        if unproven is None:
+            return await answer_without_pytest(runner, params, interp, state, run_dir, options)
         result, _ = await run_in_dir(runner, params, interp, timeout, progress, run_dir, options)
         outcomes = await anyio.to_thread.run_sync(read_outcomes, run_dir / RECORDS_FILE)
         plan = await anyio.to_thread.run_sync(select_from_run, state, run_dir, list(outcomes))
@@ -295,6 +330,8 @@ async def execute_affected(
     if data.problems:
         said = f"the test map was left as it was: {data.problems[0]}"
         selection = selection.model_copy(update={"notice": "; ".join(filter(None, [selection.notice, said]))})
+    if not selection.selected:
+        selection = selection.model_copy(update={"pytest_started": unproven})
     update: dict[str, object] = {"selection": selection}
     if not result.summary.ok:
         # the run recorded what each test ran: name the changed code the failing ones ran
@@ -308,6 +345,72 @@ async def execute_affected(
             if suspects:
                 update["summary"] = group_by_suspect(result.summary, suspects[0], params.budgets().max_examples)
     return result.model_copy(update=update)
+
+
+def nothing_can_fail(root: Path, state: MapState, params: ExecuteParams) -> str | None:
+    """Why an affected call must start pytest although it may select nothing; None when
+    the map, the files' fingerprints and the configuration prove that no test can fail:
+    a call that narrows nothing (no ``node_ids``, ``markers``, ``keywords``,
+    ``last_failed``), a map that was trusted and holds the whole suite as last collected
+    in full, no recorded test selected (none ran changed code, none failed last time,
+    the configuration files as they were), and a collection now that would find the
+    same tests (``run.affected.collection_unchanged``: no new or changed test module, the
+    interpreter and its distributions as they were, nothing hooking collection); then
+    every file whose fingerprints were used is stat'ed again (a write during the check
+    is seen). Blocking."""
+    if params.node_ids or params.markers or params.keywords or params.last_failed:
+        return "the call narrows the selection (node_ids, markers, keywords or last_failed)"
+    last = state.last_collection
+    if state.notice or last is None:
+        return "no full collection recorded yet"
+    if not state.recorded or len(state.skip) != len(state.recorded) or state.import_changed or state.wide:
+        return "tests are affected"
+    if len(state.recorded) != last.get("total"):
+        return "the map does not hold the suite as last collected in full"
+    if (why := collection_unchanged(last["collection"], last.get("environment") or {})) is not None:
+        return why
+    for file, key in state.stats.items():
+        if stat_key(root / file) != key:
+            return f"{file} changed during the check"
+    if config_file_parts(root) != state.now:
+        return "a configuration file changed during the check"
+    return None
+
+
+async def answer_without_pytest(
+    runner: Runner, params: ExecuteParams, interp: Interpreter, state: MapState, run_dir: Path, options: list[str]
+) -> ExecuteResult:
+    """The answer of an affected call that ``nothing_can_fail`` proved: status
+    ``no_tests``, exit code 5, every test of the suite deselected, as a pytest run that
+    deselected everything would answer; its record file (``RECORDS_FILE`` in ``run_dir``,
+    for ``summarize_report``) says so in the plugin's dialect. ``command`` is the argv
+    that pytest would have run; ``duration_s`` 0 (no session)."""
+    total = len(state.recorded)
+    records = run_dir / RECORDS_FILE
+    lines = [
+        {
+            "$report_type": "SessionStart",
+            "pytest_version": ".".join(map(str, interp.pytest_version)),
+            "root": str(runner.root),
+        },
+        {"$report_type": "CollectionFinish", "collected": total},
+        {"$report_type": "Deselected", "count": total},
+        {"$report_type": "SessionFinish", "exitstatus": 5, "duration": 0.0},
+    ]
+    await anyio.Path(records).write_bytes(b"".join(orjson.dumps(line) + b"\n" for line in lines))
+    argv = execute_argv(params, interp, run_dir, options)
+    summary = await runner.summarize_records(records, params.budgets(), ProcessOutcome(5, False, 0.0, "", ""), argv)
+    selection = selection_of([], total, {}, None)
+    return ExecuteResult(
+        status="no_tests",
+        exit_code=5,
+        duration_s=0.0,
+        command=argv,
+        report_path=str(records),
+        summary=summary,
+        deselected=total,
+        selection=selection,
+    )
 
 
 async def refresh_map(
@@ -336,12 +439,16 @@ async def refresh_map(
         path = map_path(runner.artifacts_base, runner.root, interp.python)
         test_map, _ = open_map(path)
         with test_map:
-            if plan.collected is not None and not params.markers and not params.keywords:
+            narrowed = params.markers or params.keywords or getattr(params, "last_failed", False)
+            if plan.collected is not None and not narrowed:
                 collected = set(plan.collected)
                 gone += [t for t in test_map.node_ids() if t not in collected and _in_scope(t, params.node_ids)]
             meta = {CONFIG_PARTS_KEY: orjson.dumps(plan.parts).decode()}
             if plan.imports_cache is not None:
                 meta[IMPORTS_KEY] = plan.imports_cache
+            if plan.collected is not None and plan.collection is not None and not narrowed and not params.node_ids:
+                last = {"collection": plan.collection, "environment": plan.environment, "total": len(plan.collected)}
+                meta[COLLECTION_KEY] = orjson.dumps(last).decode()
             test_map.refresh(ran, plan.fingerprint, gone, meta, plan.files, at_import, imported_modules)
         # the map holds what mattered of them
         shutil.rmtree(run_dir / MAP_DATA_DIR, ignore_errors=True)

@@ -68,7 +68,9 @@ class Selection(_Frozen):
     tests first, at most ``AFFECTED_FILES_KEPT``. ``notice``: one line when the map could not be
     trusted and was rebuilt (corrupt, foreign or of a newer format), else None.
     ``tests``: ``discover_tests``' page of the selected tests with their reasons; None
-    in ``execute_tests``' answer."""
+    in ``execute_tests``' answer. ``pytest_started``: when no test was selected but the
+    call still started pytest, why the server could not prove without it that nothing
+    can fail (``app.affected.nothing_can_fail``); None otherwise."""
 
     mode: Literal["affected"] = "affected"
     selected: int
@@ -77,6 +79,7 @@ class Selection(_Frozen):
     changed_files: list[str] = Field(default_factory=list)
     notice: str | None = None
     tests: list[AffectedTest] | None = None
+    pytest_started: str | None = None
 
 
 @dataclass(frozen=True)

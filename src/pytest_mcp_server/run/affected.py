@@ -17,11 +17,13 @@ What else the map cannot see is fingerprinted here (``config_file_parts``): the
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import orjson
 
@@ -82,16 +84,98 @@ def skip_options(directory: Path, skip: Iterable[str], environment: Mapping[str,
     return options
 
 
-def read_collected_file(directory: Path) -> tuple[dict[str, str], list[str]] | None:
+@dataclass(frozen=True)
+class Collected:
+    """What the plugin wrote at collection (``read_collected_file``): the interpreter's
+    ``environment`` hashes (``ENVIRONMENT_PARTS``), every ``collected`` node id (after
+    -m/-k, before the skip) and ``collection``: what the collection looked at, for
+    ``collection_unchanged`` (``dirs``: absolute path -> the names in it then;
+    ``modules``: absolute path -> stat key then; ``python_files``, ``norecursedirs``,
+    ``doctest_glob``: pytest's patterns;
+    ``hooks``: the plugins' and conftests' collection hooks; ``doctest_modules``,
+    ``pyargs``; ``interpreter``: the executable's real path and stat key;
+    ``site_dirs``: the ``sys.path`` entries listed for distributions)."""
+
+    environment: dict[str, str]
+    collected: list[str]
+    collection: dict[str, Any] | None
+
+
+def read_collected_file(directory: Path) -> Collected | None:
     """What the plugin wrote at collection in ``directory`` (``COLLECTED_GLOB``, any one
-    file: xdist workers collect alike): the interpreter's environment hashes and every
-    collected node id (after -m/-k, before the skip). None when no process collected."""
+    file: xdist workers collect alike). None when no process collected."""
     for path in sorted(directory.glob(COLLECTED_GLOB)):
         try:
             written = orjson.loads(path.read_bytes())
         except (OSError, orjson.JSONDecodeError):
             continue  # a worker killed while writing it; another one's may be whole
-        return dict(written["environment"]), list(written["collected"])
+        return Collected(dict(written["environment"]), list(written["collected"]), written.get("collection"))
+    return None
+
+
+def distributions_hash(site_dirs: Iterable[str]) -> str:
+    """The plugin's ``<distributions>`` hash, computed here without starting the
+    interpreter: the ``*.dist-info``/``*.egg-info`` names in ``site_dirs`` (the
+    ``sys.path`` entries the plugin listed), sorted."""
+    names: list[str] = []
+    for entry in site_dirs:
+        try:
+            with os.scandir(entry) as listing:
+                names.extend(e.name for e in listing if e.name.endswith((".dist-info", ".egg-info")))
+        except OSError:
+            continue
+    return short_hash(*sorted(names))
+
+
+def _collectable(name: str, directory: str, collection: Mapping[str, Any]) -> bool:
+    """Whether a new entry ``name`` of ``directory`` could hold tests for pytest: a
+    directory its ``norecursedirs`` does not skip (``__pycache__`` aside), a ``.py``
+    file its ``python_files`` match or a ``conftest.py``/``__init__.py``, a file the
+    doctest glob matches (pytest's own rules: ``fnmatch`` on the name, on the whole path
+    for a pattern holding a separator)."""
+    path = os.path.join(directory, name)
+
+    def matches(patterns: Iterable[str]) -> bool:
+        return any(fnmatch.fnmatch(path if os.sep in p or "/" in p else name, p) for p in patterns)
+
+    if os.path.isdir(path):
+        return name != "__pycache__" and not matches(collection.get("norecursedirs") or ())
+    if name.endswith(".py"):
+        return name in ("conftest.py", "__init__.py") or matches(collection.get("python_files") or ())
+    return matches(collection.get("doctest_glob") or ())
+
+
+def collection_unchanged(collection: Mapping[str, Any], environment: Mapping[str, str]) -> str | None:
+    """Why a collection now could find other tests than the last full one did, which
+    looked at ``collection`` (``Collected.collection``) under ``environment``; None when
+    nothing says it could: no plugin or conftest hooks collection, no doctest modules or
+    ``--pyargs``, the interpreter's executable and the distributions on its path as they
+    were, no new entry in a directory collection listed that pytest could collect from
+    (``_collectable``), every test module unchanged (a removed one too). Blocking (stats
+    and listings)."""
+    if collection.get("hooks"):
+        return f"a plugin or conftest hooks collection ({collection['hooks'][0]})"
+    if collection.get("doctest_modules"):
+        return "--doctest-modules collects doctests from every module"
+    if collection.get("pyargs"):
+        return "--pyargs collects from installed packages"
+    interpreter = collection.get("interpreter") or {}
+    if not interpreter or stat_key(Path(interpreter["executable"])) != interpreter["stat"]:
+        return "the interpreter's executable changed"
+    if distributions_hash(collection.get("site_dirs") or ()) != environment.get("<distributions>"):
+        return "the installed distributions changed"
+    for directory, names in (collection.get("dirs") or {}).items():
+        try:
+            now = os.listdir(directory)
+        except OSError:
+            return f"a directory collection lists is gone: {directory}"
+        known = set(names)
+        for name in sorted(now):
+            if name not in known and _collectable(name, directory, collection):
+                return f"a new file or directory where pytest collects: {os.path.join(directory, name)}"
+    for path, key in (collection.get("modules") or {}).items():
+        if key is None or stat_key(Path(path)) != key:
+            return f"a test module changed: {path}"
     return None
 
 

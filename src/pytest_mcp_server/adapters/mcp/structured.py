@@ -183,7 +183,9 @@ def execute_structured(result: ExecuteResult) -> dict[str, Any]:
     if result.selection is None:  # a call without affected answers as before it existed
         out.pop("selection", None)
     else:
-        out["selection"] = result.selection.model_dump(mode="json", exclude={"tests"})
+        # pytest_started only when it says something (a call that selected nothing and still ran pytest)
+        exclude = {"tests"} if result.selection.pytest_started else {"tests", "pytest_started"}
+        out["selection"] = result.selection.model_dump(mode="json", exclude=exclude)
     if result.runs == 1:  # a single run answers as before repeat existed
         out.pop("runs", None)
     else:

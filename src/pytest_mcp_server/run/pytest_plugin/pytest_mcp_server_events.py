@@ -193,15 +193,20 @@ def _short_hash(*values: str) -> str:
     return hashlib.sha256("\0".join(values).encode("utf-8", "surrogateescape")).hexdigest()[:16]
 
 
+def _site_dirs() -> list[str]:
+    # the sys.path entries _environment lists, absolute: the server lists them again
+    return [os.path.abspath(entry or ".") for entry in sys.path]
+
+
 def _environment() -> dict[str, str]:
     # What the test map cannot see of this interpreter: its version and path, and the
     # distributions installed on sys.path (their ``*.dist-info``/``*.egg-info`` directory
     # names carry name and version). A directory listing per sys.path entry, not
     # importlib.metadata (which reads every distribution's metadata: ~90 ms for 130).
     names: list[str] = []
-    for entry in sys.path:
+    for entry in _site_dirs():
         try:
-            with os.scandir(entry or ".") as listing:
+            with os.scandir(entry) as listing:
                 names.extend(e.name for e in listing if e.name.endswith((".dist-info", ".egg-info")))
         except OSError:
             continue
@@ -211,20 +216,108 @@ def _environment() -> dict[str, str]:
     }
 
 
+def _stat_key(path: str) -> str | None:
+    # the server's run.affected.stat_key, the same on both sides
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return f"{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_ino}"
+
+
+_FILE_HOOKS = ("pytest_collect_file", "pytest_collect_directory")
+"""Hooks through which any plugin could make tests of files that are not test modules."""
+_CONFTEST_HOOKS = ("pytest_pycollect_makeitem", "pytest_ignore_collect")
+"""Hooks through which a conftest could make or hide tests by rules of its own (an installed
+plugin's are part of the distributions the server fingerprints)."""
+
+
+def _collection_hooks(config: pytest.Config) -> list[str]:
+    # "hook in plugin" for each implementation other than pytest's own and this plugin's
+    found = set()
+    for name in (*_FILE_HOOKS, *_CONFTEST_HOOKS):
+        hook = getattr(config.pluginmanager.hook, name, None)
+        for impl in hook.get_hookimpls() if hook is not None else ():
+            module = getattr(impl.plugin, "__name__", "") or type(impl.plugin).__module__
+            if module.startswith("_pytest.") or impl.plugin_name == "pytest-mcp-affected":
+                continue
+            if name in _CONFTEST_HOOKS and not impl.plugin_name.endswith("conftest.py"):
+                continue
+            found.add(f"{name} in {impl.plugin_name}")
+    return sorted(found)
+
+
 class _AffectedRun:
-    # Registered only in the runs that ask for it: a test's context, the skipped tests.
-    def __init__(self, recording: Any, skip_file: str | None) -> None:
+    # Registered only in the runs that ask for it: a test's context, the skipped tests,
+    # and what the collection looked at (so the server can prove, next time, that a
+    # collection would find nothing new without running pytest).
+    def __init__(self, config: pytest.Config, recording: Any, skip_file: str | None) -> None:
         self.recording = recording
         self.skip_file = skip_file
         self.skip: set[str] = set()
         self.environment: dict[str, str] = {}
         self.apply = False
+        self.seen: dict[str, str | None] = {}  # every path collection did not ignore -> its stat key then
+        self.listings: dict[str, list[str]] = {}  # every directory collection did not ignore -> its names then
+        self.modules: set[str] = set()
+        self.rootpath = str(config.rootpath)
+        self.site_dirs: list[str] = []
         if skip_file:
             with open(skip_file, encoding="utf-8") as f:
                 given = json.load(f)
             self.skip = set(given["skip"])
+            self.site_dirs = _site_dirs()
             self.environment = _environment()
             self.apply = given.get("environment") == self.environment
+            here = str(config.invocation_params.dir)
+            for arg in config.args:
+                path = os.path.join(here, arg.split("::", 1)[0])
+                self.seen[path] = _stat_key(path)
+                self._list(path)
+
+    def _list(self, path: str) -> None:
+        try:
+            self.listings[path] = sorted(os.listdir(path))
+        except OSError:  # not a directory
+            pass
+
+    @pytest.hookimpl(hookwrapper=True, tryfirst=True)
+    def pytest_ignore_collect(self, collection_path: Any) -> Generator[None, Any, None]:
+        # stat'ed before pytest lists a directory or reads a file (a change after is seen),
+        # kept when collection did not ignore it (.pytest_cache changes on every run)
+        path = str(collection_path)
+        key = _stat_key(path) if self.skip_file and path not in self.seen else None
+        outcome = yield
+        if key is not None and not outcome.get_result():
+            self.seen[path] = key
+            if os.path.isdir(path):
+                self._list(path)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collect_file(self, file_path: Any) -> None:
+        path = str(file_path)
+        if self.skip_file and path not in self.seen:
+            self.seen[path] = _stat_key(path)
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        path = report.nodeid
+        if self.skip_file and "::" not in path and path.endswith(".py"):
+            self.modules.add(os.path.join(self.rootpath, path))
+
+    def _collection(self, config: pytest.Config) -> dict[str, Any]:
+        executable = os.path.realpath(sys.executable)
+        return {
+            "dirs": self.listings,
+            "python_files": list(config.getini("python_files")),
+            "norecursedirs": list(config.getini("norecursedirs")),
+            "doctest_glob": list(config.getoption("doctestglob", None) or ["test*.txt"]),
+            "modules": {path: self.seen.get(path) for path in sorted(self.modules)},
+            "hooks": _collection_hooks(config),
+            "doctest_modules": bool(config.getoption("doctestmodules", False)),
+            "pyargs": bool(config.getoption("pyargs", False)),
+            "interpreter": {"executable": executable, "stat": _stat_key(executable)},
+            "site_dirs": self.site_dirs,
+        }
 
     @pytest.hookimpl(hookwrapper=True, tryfirst=True)
     def pytest_runtest_protocol(self, item: pytest.Item) -> Generator[None, None, None]:
@@ -244,8 +337,9 @@ class _AffectedRun:
             return
         collected = [item.nodeid for item in items]
         out = os.path.join(os.path.dirname(self.skip_file), f"collected.{os.getpid()}.json")
+        written = {"environment": self.environment, "collected": collected, "collection": self._collection(config)}
         with open(out, "w", encoding="utf-8") as f:
-            json.dump({"environment": self.environment, "collected": collected}, f)
+            json.dump(written, f)
         skip = self.skip
         if not self.apply or not skip:
             return
@@ -564,7 +658,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     skip = config.getoption("mcp_skip", None)
     if _recording is not None or skip:
-        config.pluginmanager.register(_AffectedRun(_recording, skip), "pytest-mcp-affected")
+        config.pluginmanager.register(_AffectedRun(config, _recording, skip), "pytest-mcp-affected")
     path = config.getoption("mcp_records", None)
     if not path:
         return
