@@ -514,3 +514,57 @@ def test_pytest_starts_only_when_something_can_fail_and_says_why_when_it_cannot_
     assert after_hook.selection.pytest_started.startswith("a plugin or conftest hooks collection (pytest_collect_file")
     after_doctests, _, _ = steps["after_doctest_modules"]
     assert after_doctests.selection.pytest_started == "--doctest-modules collects doctests from every module"
+
+
+def test_a_run_collects_only_the_test_files_a_change_reaches_and_counts_the_whole_suite(tmp_path):
+    """After an edit, pytest is given the test files holding the selected tests and the
+    new or changed test files only, so it imports nothing else; the selection still
+    counts the whole suite, and the tests left uncollected count as deselected. A test
+    file that stops importing is collected and shown, and stays shown on the next call."""
+    root = make_project(tmp_path)
+    artifacts = tmp_path / "artifacts"
+    imports_log = tmp_path / "test_add-imported.log"
+    test_add = root / "tests" / "test_add.py"
+    test_add.write_text(f"open({str(imports_log)!r}, 'a').write('imported\\n')\n" + TEST_ADD)
+    calc = root / "pkg" / "calc.py"
+
+    def imported() -> int:
+        return imports_log.read_text().count("imported") if imports_log.exists() else 0
+
+    async def body():
+        steps = {}
+        async with connect(server(root, artifacts), "auto") as client:
+            steps["first"] = (*await affected_run(client), imported())
+            edit(calc, "return a * b", "return a * b + 0")
+            steps["mul_edited"] = (*await affected_run(client), imported())
+            (root / "tests" / "test_new.py").write_text("def test_new():\n    assert True\n")
+            edit(calc, "return a * b + 0", "return b * a")
+            steps["new_file"] = (*await affected_run(client), imported())
+            steps["unchanged"] = (*await affected_run(client), imported())
+            test_add.write_text(test_add.read_text() + "\nimport no_such_module\n")
+            steps["broken"] = (*await affected_run(client), imported())
+            steps["still_broken"] = (*await affected_run(client), imported())
+        return steps
+
+    steps = run(body)
+    assert steps["first"][2] == 1
+    mul_edited, text, imports = steps["mul_edited"]
+    assert imports == 1  # test_add.py was not collected, so not imported
+    assert mul_edited.command[-1] == "tests/test_mul.py" and "tests/test_add.py" not in mul_edited.command
+    assert (mul_edited.selection.selected, mul_edited.selection.total, mul_edited.deselected) == (1, 3, 2)
+    assert text.splitlines()[:2] == [
+        "Affected: 1 of 3 tests (1 changed), by changes in pkg/calc.py",
+        text.splitlines()[1],
+    ] and text.splitlines()[1].startswith("PASSED 1 passed, 2 deselected in ")
+
+    new_file, _, imports = steps["new_file"]
+    assert imports == 1 and new_file.command[-2:] == ["tests/test_mul.py", "tests/test_new.py"]
+    assert reasons(new_file) == {"changed": 1, "new": 1} and new_file.selection.total == 4
+    unchanged, _, _ = steps["unchanged"]
+    assert unchanged.status == "no_tests" and unchanged.selection.pytest_started is None  # no pytest
+
+    for name in ("broken", "still_broken"):
+        broken, text, _ = steps[name]
+        assert broken.status == "interrupted", text
+        assert [e.path for e in broken.summary.collection_errors] == ["tests/test_add.py"], text
+        assert "ModuleNotFoundError" in text and "no_such_module" in text

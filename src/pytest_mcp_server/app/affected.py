@@ -14,8 +14,9 @@ them (no ``markers``/``keywords``, and their ids under the call's ``node_ids``).
 from __future__ import annotations
 
 import dataclasses
+import os
 import shutil
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -42,10 +43,11 @@ from pytest_mcp_server.engine.models import Budgets, ReportSummary
 from pytest_mcp_server.run.affected import (
     ENVIRONMENT_PARTS,
     MAP_DATA_DIR,
+    CollectionDelta,
     MapData,
     changed_contexts,
     changed_parts,
-    collection_unchanged,
+    collection_delta,
     config_file_parts,
     config_fingerprint,
     missing_map_coverage,
@@ -132,6 +134,7 @@ class AffectedPlan:
     imports_cache: str | None = None
     collection: dict[str, Any] | None = None
     environment: dict[str, str] | None = None
+    narrowed: bool = False
 
 
 def read_map_state(root: Path, path: Path) -> MapState:
@@ -261,26 +264,63 @@ def changed_code(root: Path, changed_files: dict[str, set[str]]) -> ChangedLines
     return ChangedLines(ranges=ranges)
 
 
-def select_from_run(state: MapState, directory: Path, ran: list[str]) -> AffectedPlan:
+def select_from_run(state: MapState, directory: Path, ran: list[str], narrowed: Sequence[str] = ()) -> AffectedPlan:
     """The plan of the affected run that wrote into ``directory`` (blocking): each
     collected test's reason, by ``select_affected`` with the environment the plugin
     found. Its selection is the one the plugin made (the same rule on the same
     fingerprints). When no process collected, the tests that ran (``ran``) stand for
-    the collection."""
+    the collection. When the run collected only the ``narrowed`` files
+    (``narrowed_files``), the recorded tests of the other files count as collected and
+    unselected: the selection's ``total`` stays the whole suite's."""
     found = read_collected_file(directory)
     environment = found.environment if found is not None else state.environment
     collected = found.collected if found is not None else None
     parts = {**state.now, **environment}
     fingerprint = config_fingerprint(parts)
     among = collected if collected is not None else ran
+    if narrowed and collected is not None:
+        within = set(narrowed)
+        among = collected + [t for t in state.recorded if t.split("::", 1)[0] not in within]
     differ = changed_parts(state.before, parts)
     tests, files = select_affected(among, state.recorded, fingerprint, differ, state.import_changed)
     notice = "; ".join(filter(None, [state.notice, state.wide])) or None
     selection = selection_of(tests, len(among), files, notice)
     collection = found.collection if found is not None else None
+    if narrowed and collection is not None:
+        collection = _merged_collection(state.last_collection, collection)
     return AffectedPlan(
-        tests, selection, collected, parts, fingerprint, state.read, state.imports_cache, collection, environment
+        tests,
+        selection,
+        collected,
+        parts,
+        fingerprint,
+        state.read,
+        state.imports_cache,
+        collection,
+        environment,
+        bool(narrowed),
     )
+
+
+def _merged_collection(last: dict[str, Any] | None, narrowed: dict[str, Any]) -> dict[str, Any] | None:
+    """The last full collection brought up to date by a collection of a few test files
+    (``narrowed``): their modules' stat keys replace the recorded ones, a new module's
+    name joins its directory's listing, and its collection errors are the files' own."""
+    if last is None:
+        return None
+    merged = dict(last["collection"])
+    modules = dict(merged.get("modules") or {})
+    dirs = {d: list(names) for d, names in (merged.get("dirs") or {}).items()}
+    for path, key in (narrowed.get("modules") or {}).items():
+        modules[path] = key
+        directory, name = os.path.split(path)
+        if directory in dirs and name not in dirs[directory]:
+            dirs[directory] = sorted([*dirs[directory], name])
+    merged["modules"] = modules
+    merged["dirs"] = dirs
+    errors = set(merged.get("errors") or ()) - set(narrowed.get("modules") or ())
+    merged["errors"] = sorted(errors | set(narrowed.get("errors") or ()))
+    return merged
 
 
 async def interpreter_with_coverage(runner: Runner) -> Interpreter:
@@ -319,13 +359,16 @@ async def execute_affected(
         state = await anyio.to_thread.run_sync(read_map_state, runner.root, path)
         run_dir = await anyio.to_thread.run_sync(runner.run_dirs.new)
         options = skip_options(run_dir, state.skip, state.environment, measure=True)
-        unproven = await anyio.to_thread.run_sync(nothing_can_fail, runner.root, state, params)
+        found = await anyio.to_thread.run_sync(last_full_collection, state, params)
+        unproven = await anyio.to_thread.run_sync(nothing_can_fail, runner.root, state, found)
         if unproven is None:
             return await answer_without_pytest(runner, params, interp, state, run_dir, options)
-        result, _ = await run_in_dir(runner, params, interp, timeout, progress, run_dir, options)
+        narrowed = narrowed_files(runner.root, state, found)
+        run_params = params.model_copy(update={"node_ids": narrowed}) if narrowed else params
+        result, _ = await run_in_dir(runner, run_params, interp, timeout, progress, run_dir, options)
         outcomes = await anyio.to_thread.run_sync(read_outcomes, run_dir / RECORDS_FILE)
-        plan = await anyio.to_thread.run_sync(select_from_run, state, run_dir, list(outcomes))
-        data = await refresh_map(runner, params, interp, run_dir, plan, outcomes)
+        plan = await anyio.to_thread.run_sync(select_from_run, state, run_dir, list(outcomes), narrowed)
+        data = await refresh_map(runner, run_params, interp, run_dir, plan, outcomes)
     selection = plan.selection
     if data.problems:
         said = f"the test map was left as it was: {data.problems[0]}"
@@ -333,6 +376,9 @@ async def execute_affected(
     if not selection.selected:
         selection = selection.model_copy(update={"pytest_started": unproven})
     update: dict[str, object] = {"selection": selection}
+    if narrowed and plan.collected is not None:
+        # the tests of the files left uncollected were deselected by the map all the same
+        update["deselected"] = result.deselected + selection.total - len(plan.collected)
     if not result.summary.ok:
         # the run recorded what each test ran: name the changed code the failing ones ran
         changed = await changed_lines(runner.root)
@@ -347,34 +393,72 @@ async def execute_affected(
     return result.model_copy(update=update)
 
 
-def nothing_can_fail(root: Path, state: MapState, params: ExecuteParams) -> str | None:
-    """Why an affected call must start pytest although it may select nothing; None when
-    the map, the files' fingerprints and the configuration prove that no test can fail:
-    a call that narrows nothing (no ``node_ids``, ``markers``, ``keywords``,
-    ``last_failed``), a map that was trusted and holds the whole suite as last collected
-    in full, no recorded test selected (none ran changed code, none failed last time,
-    the configuration files as they were), and a collection now that would find the
-    same tests (``run.affected.collection_unchanged``: no new or changed test module, the
-    interpreter and its distributions as they were, nothing hooking collection); then
-    every file whose fingerprints were used is stat'ed again (a write during the check
-    is seen). Blocking."""
+def last_full_collection(state: MapState, params: ExecuteParams) -> tuple[dict[str, Any], CollectionDelta] | str:
+    """The last full collection the map recorded and how a collection now could differ
+    from it (``run.affected.collection_delta``), for a call that narrows nothing (no
+    ``node_ids``, ``markers``, ``keywords``, ``last_failed``) on a map that was trusted
+    and holds the suite as last collected in full; else why not. Blocking."""
     if params.node_ids or params.markers or params.keywords or params.last_failed:
         return "the call narrows the selection (node_ids, markers, keywords or last_failed)"
     last = state.last_collection
     if state.notice or last is None:
         return "no full collection recorded yet"
-    if not state.recorded or len(state.skip) != len(state.recorded) or state.import_changed or state.wide:
-        return "tests are affected"
     if len(state.recorded) != last.get("total"):
         return "the map does not hold the suite as last collected in full"
-    if (why := collection_unchanged(last["collection"], last.get("environment") or {})) is not None:
-        return why
+    collection = last["collection"]
+    if collection.get("errors"):
+        return f"a test module could not be collected last time: {collection['errors'][0]}"
+    return last, collection_delta(collection, last.get("environment") or {})
+
+
+def nothing_can_fail(root: Path, state: MapState, found: tuple[dict[str, Any], CollectionDelta] | str) -> str | None:
+    """Why an affected call must start pytest although it may select nothing; None when
+    the map, the files' fingerprints and the configuration prove that no test can fail:
+    the last full collection is known (``found``: ``last_full_collection``'s), no
+    recorded test is selected (none ran changed code, none failed last time, the
+    configuration files as they were), and a collection now would find the same tests
+    (no new or changed test module, nothing blocking: ``CollectionDelta``); then every
+    file whose fingerprints were used is stat'ed again (a write during the check is
+    seen). Blocking."""
+    if isinstance(found, str):
+        return found
+    delta = found[1]
+    if not state.recorded or len(state.skip) != len(state.recorded) or state.import_changed or state.wide:
+        return "tests are affected"
+    if delta.blocked is not None:
+        return delta.blocked
+    if delta.modules:
+        return f"a test module is new or changed: {delta.modules[0]}"
     for file, key in state.stats.items():
         if stat_key(root / file) != key:
             return f"{file} changed during the check"
     if config_file_parts(root) != state.now:
         return "a configuration file changed during the check"
     return None
+
+
+def narrowed_files(root: Path, state: MapState, found: tuple[dict[str, Any], CollectionDelta] | str) -> list[str]:
+    """The test files an affected run needs to collect (relative to ``root``): those
+    holding the selected recorded tests, the new and changed test modules; empty when
+    only a full collection will do (``found`` is a reason, the delta is blocked, every
+    test depends on the change, pytest's rootdir is not the root, or nothing is left to
+    collect). The tests of the other files are unchanged since they last passed:
+    collecting them would only deselect them."""
+    if isinstance(found, str):
+        return []
+    last, delta = found
+    if delta.blocked is not None or state.import_changed or state.wide or not state.recorded:
+        return []
+    if last["collection"].get("rootdir") != str(root) or len(state.skip) == 0:
+        return []  # node ids are relative to pytest's rootdir; with no test skipped every file is needed
+    skipped = set(state.skip)
+    files = {node_id.split("::", 1)[0] for node_id in state.recorded if node_id not in skipped}
+    prefix = os.path.join(str(root), "")
+    for path in delta.modules:
+        if not path.startswith(prefix):
+            return []
+        files.add(path[len(prefix) :].replace(os.sep, "/"))
+    return sorted(files)
 
 
 async def answer_without_pytest(
@@ -439,15 +523,17 @@ async def refresh_map(
         path = map_path(runner.artifacts_base, runner.root, interp.python)
         test_map, _ = open_map(path)
         with test_map:
-            narrowed = params.markers or params.keywords or getattr(params, "last_failed", False)
-            if plan.collected is not None and not narrowed:
+            filtered = params.markers or params.keywords or getattr(params, "last_failed", False)
+            if plan.collected is not None and not filtered:
                 collected = set(plan.collected)
                 gone += [t for t in test_map.node_ids() if t not in collected and _in_scope(t, params.node_ids)]
             meta = {CONFIG_PARTS_KEY: orjson.dumps(plan.parts).decode()}
             if plan.imports_cache is not None:
                 meta[IMPORTS_KEY] = plan.imports_cache
-            if plan.collected is not None and plan.collection is not None and not narrowed and not params.node_ids:
-                last = {"collection": plan.collection, "environment": plan.environment, "total": len(plan.collected)}
+            full = not params.node_ids or plan.narrowed
+            if plan.collected is not None and plan.collection is not None and not filtered and full:
+                total = plan.selection.total
+                last = {"collection": plan.collection, "environment": plan.environment, "total": total}
                 meta[COLLECTION_KEY] = orjson.dumps(last).decode()
             test_map.refresh(ran, plan.fingerprint, gone, meta, plan.files, at_import, imported_modules)
         # the map holds what mattered of them

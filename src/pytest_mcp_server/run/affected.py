@@ -145,38 +145,58 @@ def _collectable(name: str, directory: str, collection: Mapping[str, Any]) -> bo
     return matches(collection.get("doctest_glob") or ())
 
 
-def collection_unchanged(collection: Mapping[str, Any], environment: Mapping[str, str]) -> str | None:
-    """Why a collection now could find other tests than the last full one did, which
-    looked at ``collection`` (``Collected.collection``) under ``environment``; None when
-    nothing says it could: no plugin or conftest hooks collection, no doctest modules or
-    ``--pyargs``, the interpreter's executable and the distributions on its path as they
-    were, no new entry in a directory collection listed that pytest could collect from
-    (``_collectable``), every test module unchanged (a removed one too). Blocking (stats
-    and listings)."""
+@dataclass(frozen=True)
+class CollectionDelta:
+    """How a collection now could differ from the last full one (``collection_delta``):
+    ``blocked``, why only a full collection can tell (None when nothing says so), and
+    ``modules``, the test modules (absolute paths) that are new or changed since, whose
+    tests a collection of them alone finds."""
+
+    blocked: str | None
+    modules: list[str]
+
+
+def collection_delta(collection: Mapping[str, Any], environment: Mapping[str, str]) -> CollectionDelta:
+    """What a collection now could find beyond the last full one, which looked at
+    ``collection`` (``Collected.collection``) under ``environment``. Blocked (only a full
+    collection can tell) when a plugin or conftest hooks collection, doctest modules or
+    ``--pyargs`` are on, the interpreter's executable or the distributions on its path
+    changed, a directory collection listed is gone or holds a new directory, conftest,
+    ``__init__.py`` or doctest file pytest could collect (``_collectable``), or a test
+    module was removed. Otherwise the new test modules (new ``python_files`` matches)
+    and the changed ones (their stat). Blocking (stats and listings)."""
     if collection.get("hooks"):
-        return f"a plugin or conftest hooks collection ({collection['hooks'][0]})"
+        return CollectionDelta(f"a plugin or conftest hooks collection ({collection['hooks'][0]})", [])
     if collection.get("doctest_modules"):
-        return "--doctest-modules collects doctests from every module"
+        return CollectionDelta("--doctest-modules collects doctests from every module", [])
     if collection.get("pyargs"):
-        return "--pyargs collects from installed packages"
+        return CollectionDelta("--pyargs collects from installed packages", [])
     interpreter = collection.get("interpreter") or {}
     if not interpreter or stat_key(Path(interpreter["executable"])) != interpreter["stat"]:
-        return "the interpreter's executable changed"
+        return CollectionDelta("the interpreter's executable changed", [])
     if distributions_hash(collection.get("site_dirs") or ()) != environment.get("<distributions>"):
-        return "the installed distributions changed"
+        return CollectionDelta("the installed distributions changed", [])
+    modules: list[str] = []
     for directory, names in (collection.get("dirs") or {}).items():
         try:
             now = os.listdir(directory)
         except OSError:
-            return f"a directory collection lists is gone: {directory}"
+            return CollectionDelta(f"a directory collection lists is gone: {directory}", [])
         known = set(names)
         for name in sorted(now):
-            if name not in known and _collectable(name, directory, collection):
-                return f"a new file or directory where pytest collects: {os.path.join(directory, name)}"
+            path = os.path.join(directory, name)
+            if name in known or not _collectable(name, directory, collection):
+                continue
+            if not name.endswith(".py") or name in ("conftest.py", "__init__.py") or os.path.isdir(path):
+                return CollectionDelta(f"a new file or directory where pytest collects: {path}", [])
+            modules.append(path)
     for path, key in (collection.get("modules") or {}).items():
-        if key is None or stat_key(Path(path)) != key:
-            return f"a test module changed: {path}"
-    return None
+        now_key = stat_key(Path(path))
+        if now_key is None:
+            return CollectionDelta(f"a test module was removed: {path}", [])
+        if now_key != key:
+            modules.append(path)
+    return CollectionDelta(None, sorted(set(modules)))
 
 
 @dataclass

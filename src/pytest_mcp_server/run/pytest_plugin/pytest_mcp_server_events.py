@@ -260,6 +260,7 @@ class _AffectedRun:
         self.seen: dict[str, str | None] = {}  # every path collection did not ignore -> its stat key then
         self.listings: dict[str, list[str]] = {}  # every directory collection did not ignore -> its names then
         self.modules: set[str] = set()
+        self.errors: set[str] = set()  # test modules that could not be collected
         self.rootpath = str(config.rootpath)
         self.site_dirs: list[str] = []
         if skip_file:
@@ -303,6 +304,8 @@ class _AffectedRun:
         path = report.nodeid
         if self.skip_file and "::" not in path and path.endswith(".py"):
             self.modules.add(os.path.join(self.rootpath, path))
+            if report.failed:
+                self.errors.add(os.path.join(self.rootpath, path))
 
     def _collection(self, config: pytest.Config) -> dict[str, Any]:
         executable = os.path.realpath(sys.executable)
@@ -312,6 +315,8 @@ class _AffectedRun:
             "norecursedirs": list(config.getini("norecursedirs")),
             "doctest_glob": list(config.getoption("doctestglob", None) or ["test*.txt"]),
             "modules": {path: self.seen.get(path) for path in sorted(self.modules)},
+            "errors": sorted(self.errors),
+            "rootdir": self.rootpath,
             "hooks": _collection_hooks(config),
             "doctest_modules": bool(config.getoption("doctestmodules", False)),
             "pyargs": bool(config.getoption("pyargs", False)),
