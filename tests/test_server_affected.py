@@ -11,7 +11,8 @@ says so; the plan (``discover_tests``) is what the run then does; a map file tha
 cannot be trusted is rebuilt with a notice; an interpreter without coverage.py gets a
 tool error naming the install command; without git it works the same (fingerprints,
 not diffs); within a ``keywords`` selection only that selection is run and recorded;
-two calls at once both land in the map; a run killed by its timeout writes nothing.
+two calls at once both land in the map; a run killed by its timeout writes nothing, and
+its answer still carries the selection.
 """
 
 from __future__ import annotations
@@ -366,7 +367,12 @@ def test_without_git_within_a_keyword_two_calls_at_once_and_a_killed_run_keep_th
     assert not (root / ".git").exists()
 
     killed = steps["killed"]
-    assert killed.is_error and ToolFailureDetail.model_validate(killed.structured_content).kind == "timeout"
+    detail = ToolFailureDetail.model_validate(killed.structured_content)
+    assert killed.is_error and detail.kind == "timeout"
+    # the timeout's answer still says what the map selected, of the whole suite
+    assert (detail.selection.selected, detail.selection.total, detail.selection.reasons.changed) == (2, 3, 2)
+    assert detail.selection.changed_files == ["pkg/calc.py"]
+    assert text_of(killed).splitlines()[1] == "Affected: 2 of 3 tests (2 changed), by changes in pkg/calc.py"
     assert steps["rows_after_kill"] == steps["rows"]  # nothing of the killed run was written
     # add is back as the map knows it: nothing is affected
     assert steps["restored"][0].status == "no_tests"

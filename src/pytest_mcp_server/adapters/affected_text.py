@@ -8,8 +8,9 @@ The rest of each answer is ``adapters.text``'s.
 from __future__ import annotations
 
 from pytest_mcp_server.adapters.answer import cap_line
-from pytest_mcp_server.adapters.text import render_discover, render_execute
+from pytest_mcp_server.adapters.text import render_discover, render_execute, render_failure
 from pytest_mcp_server.domain.affected import REASONS, Selection
+from pytest_mcp_server.domain.failures import ToolFailureDetail
 from pytest_mcp_server.domain.policy import AFFECTED_FILES_NAMED
 from pytest_mcp_server.domain.tools import DiscoverResult, ExecuteResult
 
@@ -59,6 +60,16 @@ def render_execute_answer(result: ExecuteResult) -> str:
             "execute_tests with affected=false runs every test.\n"
         )
     return _head(result.selection, len(result.summary.collection_errors)) + render_execute(result)
+
+
+def render_failure_answer(detail: ToolFailureDetail) -> str:
+    """``render_failure``'s text; for an ``affected`` call, its first line then the
+    selection the map made before pytest started (``selection_line``)."""
+    text = render_failure(detail)
+    if detail.selection is None:
+        return text
+    first, _, rest = text.partition("\n")
+    return f"{first}\n{cap_line(selection_line(detail.selection))[0]}\n{rest}"
 
 
 def render_discover_answer(result: DiscoverResult) -> str:

@@ -36,6 +36,7 @@ from pytest_mcp_server.domain.affected import (
 )
 from pytest_mcp_server.domain.blocks import changed_functions
 from pytest_mcp_server.domain.coverage import ChangedLines
+from pytest_mcp_server.domain.failures import ToolFailure
 from pytest_mcp_server.domain.imports import FileImports, ProjectFiles, file_imports, importers, opaque_files
 from pytest_mcp_server.domain.suspects import group_by_suspect
 from pytest_mcp_server.domain.tools import ExecuteParams, ExecuteResult, SelectionParams
@@ -365,7 +366,12 @@ async def execute_affected(
             return await answer_without_pytest(runner, params, interp, state, run_dir, options)
         narrowed = narrowed_files(runner.root, state, found)
         run_params = params.model_copy(update={"node_ids": narrowed}) if narrowed else params
-        result, _ = await run_in_dir(runner, run_params, interp, timeout, progress, run_dir, options)
+        try:
+            result, _ = await run_in_dir(runner, run_params, interp, timeout, progress, run_dir, options)
+        except ToolFailure as failure:  # a timeout, a crash: the answer still says what was selected
+            selection = await anyio.to_thread.run_sync(selection_before_run, state)
+            failure.detail = failure.detail.model_copy(update={"selection": selection})
+            raise
         outcomes = await anyio.to_thread.run_sync(read_outcomes, run_dir / RECORDS_FILE)
         plan = await anyio.to_thread.run_sync(select_from_run, state, run_dir, list(outcomes), narrowed)
         data = await refresh_map(runner, run_params, interp, run_dir, plan, outcomes)
@@ -391,6 +397,18 @@ async def execute_affected(
             if suspects:
                 update["summary"] = group_by_suspect(result.summary, suspects[0], params.budgets().max_examples)
     return result.model_copy(update=update)
+
+
+def selection_before_run(state: MapState) -> Selection:
+    """The selection the map made before pytest started (for an answer without a run's
+    collection: a timeout, a crash): the recorded tests it selected, with their reasons,
+    of the suite as last collected in full (else as recorded); new tests are not known."""
+    fingerprint = config_fingerprint({**state.now, **state.environment})
+    differ = changed_parts(state.before, {**state.now, **state.environment})
+    tests, files = select_affected(list(state.recorded), state.recorded, fingerprint, differ, state.import_changed)
+    total = (state.last_collection or {}).get("total") or len(state.recorded)
+    notice = "; ".join(filter(None, [state.notice, state.wide])) or None
+    return selection_of(tests, total, files, notice)
 
 
 def last_full_collection(state: MapState, params: ExecuteParams) -> tuple[dict[str, Any], CollectionDelta] | str:

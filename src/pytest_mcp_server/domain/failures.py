@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 from pydantic import field_serializer
 
+from pytest_mcp_server.domain.affected import Selection
 from pytest_mcp_server.domain.flaky import FlakyTest
 from pytest_mcp_server.engine.models import ReportSummary, _Frozen
 
@@ -60,6 +61,9 @@ class ToolFailureDetail(_Frozen):
     (``Run 3 of 4``) and ``runs_finished`` counts the runs that finished before it;
     ``flaky``: the tests whose outcome changed among those runs (``flaky.FlakyTest``,
     patterns only: ``failure`` null).
+    ``selection``: for an ``affected`` call, the tests the map selected before pytest
+    started (``affected.Selection``; ``total`` the suite as last collected in full);
+    None otherwise.
     """
 
     kind: FailureKind
@@ -78,6 +82,7 @@ class ToolFailureDetail(_Frozen):
     summary: ReportSummary | None = None
     runs_finished: int | None = None
     flaky: list[FlakyTest] | None = None
+    selection: Selection | None = None
 
     @field_serializer("summary")
     def _summary_whole(self, summary: ReportSummary | None) -> dict[str, Any] | None:

@@ -44,6 +44,7 @@ from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel
 from starlette.requests import Request as HttpRequest
 
+from pytest_mcp_server.adapters.affected_text import render_failure_answer
 from pytest_mcp_server.adapters.mcp.catalogue import (
     INSTRUCTIONS,
     TOOLS,
@@ -53,7 +54,6 @@ from pytest_mcp_server.adapters.mcp.catalogue import (
     output_schema,
 )
 from pytest_mcp_server.adapters.mcp.http_policy import MCP_PATH, HttpSettings, token_matches
-from pytest_mcp_server.adapters.text import render_failure
 from pytest_mcp_server.app.runner import Runner
 from pytest_mcp_server.domain.config import ServerConfig, package_version
 from pytest_mcp_server.domain.failures import ToolFailure
@@ -104,7 +104,7 @@ def to_mcp_failure(failure: ToolFailure) -> types.CallToolResult:
     """A ``ToolFailure`` -> a tool error (``is_error``) with the detail as
     ``structured_content`` (nulls left out) and its text."""
     return types.CallToolResult(
-        content=[types.TextContent(type="text", text=render_failure(failure.detail))],
+        content=[types.TextContent(type="text", text=render_failure_answer(failure.detail))],
         structured_content=failure.detail.model_dump(mode="json", exclude_none=True),
         is_error=True,
     )
