@@ -145,6 +145,21 @@ def git(root: Path, *args: str) -> None:
     subprocess.run(argv, cwd=root, check=True, capture_output=True)
 
 
+def committed_project(root: Path, files: dict[str, str], *, use_git: bool = True) -> Path:
+    """A project at ``root`` holding ``files`` (path relative to it -> text; directories
+    made as needed), committed as one commit of a new git repository (when
+    ``use_git``); returns ``root``."""
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    if use_git:
+        git(root, "init", "-q")
+        git(root, "add", "-A")
+        git(root, "commit", "-qm", "base")
+    return root
+
+
 def stdio_server(root: Path, artifacts: Path, *extra: str) -> StdioServerParameters:
     """The real server for ``root`` (its artifacts in ``artifacts``, outside it; further
     server options ``extra``), with this interpreter and the test run's environment

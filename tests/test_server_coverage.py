@@ -28,7 +28,7 @@ from pathlib import Path
 import coverage
 import pytest
 from packaging.requirements import Requirement
-from server_support import connect, git, run, text_of
+from server_support import committed_project, connect, git, run, text_of
 from server_support import stdio_server as server
 
 from pytest_mcp_server.domain.coverage import CoverageSummary
@@ -262,16 +262,13 @@ def test_a_strict_coverage_configuration_never_breaks_a_green_suite(tmp_path, re
     give it to the first only). Before, 3.12 answered every test errored, and on both a
     start-up warning stopped pytest before any test."""
     python = request.getfixturevalue("python312") if version == "3.12" else Path(sys.executable)
-    root = tmp_path / "proj"
-    (root / "pkg").mkdir(parents=True)
-    (root / "tests").mkdir()
-    (root / "pkg" / "__init__.py").write_text("")
-    (root / "pkg" / "calc.py").write_text(DOUBLE)
-    (root / "tests" / "test_calc.py").write_text(DOUBLE_TESTS)
-    (root / "pyproject.toml").write_text(STRICT_PYPROJECT.format(more=""))
-    git(root, "init", "-q")
-    git(root, "add", "-A")
-    git(root, "commit", "-qm", "base")
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/calc.py": DOUBLE,
+        "tests/test_calc.py": DOUBLE_TESTS,
+        "pyproject.toml": STRICT_PYPROJECT.format(more=""),
+    }
+    root = committed_project(tmp_path / "proj", files)
 
     async def body():
         answers = {}

@@ -22,7 +22,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from server_support import connect, git, run, text_of
+from server_support import committed_project, connect, run, text_of
 from server_support import stdio_server as server
 from test_server_affected import affected_run, edit, map_rows, ran, reasons
 
@@ -114,17 +114,8 @@ def test_frees_every_tool_id():
 def make_strict_project(tmp_path: Path) -> Path:
     """``pkg/fmt.py`` (upper, shout run in a thread, unused), its tests, humanize's strict
     coverage configuration and pytest-cov in ``addopts``; committed."""
-    root = tmp_path / "proj"
-    (root / "pkg").mkdir(parents=True)
-    (root / "tests").mkdir()
-    (root / "pkg" / "__init__.py").write_text("")
-    (root / "pkg" / "fmt.py").write_text(FMT)
-    (root / "tests" / "test_fmt.py").write_text(TESTS)
-    (root / "pyproject.toml").write_text(STRICT_PYPROJECT)
-    git(root, "init", "-q")
-    git(root, "add", "-A")
-    git(root, "commit", "-qm", "base")
-    return root
+    files = {"pkg/__init__.py": "", "pkg/fmt.py": FMT, "tests/test_fmt.py": TESTS, "pyproject.toml": STRICT_PYPROJECT}
+    return committed_project(tmp_path / "proj", files)
 
 
 @pytest.fixture(params=["3.11", "3.12"])
@@ -228,19 +219,15 @@ def make_import_project(tmp_path: Path) -> Path:
     """``pkg/fmt.py`` reads the table ``ESCAPES`` of ``pkg/tables.py`` (run only at
     import); ``pkg/other.py`` imports neither; one test of each, in two test files;
     committed."""
-    root = tmp_path / "imports"
-    (root / "pkg").mkdir(parents=True)
-    (root / "tests").mkdir()
-    (root / "pkg" / "__init__.py").write_text("")
-    (root / "pkg" / "tables.py").write_text('ESCAPES = {"n": "\\\\n", "t": "\\\\t"}\n')
-    (root / "pkg" / "fmt.py").write_text("from .tables import ESCAPES\n\n\ndef unescape(c):\n    return ESCAPES[c]\n")
-    (root / "pkg" / "other.py").write_text("def double(x):\n    return 2 * x\n")
-    (root / "tests" / "test_pkg.py").write_text(IMPORT_TESTS)
-    (root / "tests" / "test_other.py").write_text(OTHER_TESTS)
-    git(root, "init", "-q")
-    git(root, "add", "-A")
-    git(root, "commit", "-qm", "base")
-    return root
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/tables.py": 'ESCAPES = {"n": "\\\\n", "t": "\\\\t"}\n',
+        "pkg/fmt.py": "from .tables import ESCAPES\n\n\ndef unescape(c):\n    return ESCAPES[c]\n",
+        "pkg/other.py": "def double(x):\n    return 2 * x\n",
+        "tests/test_pkg.py": IMPORT_TESTS,
+        "tests/test_other.py": OTHER_TESTS,
+    }
+    return committed_project(tmp_path / "imports", files)
 
 
 def test_a_constant_read_through_an_import_selects_the_tests_that_ran_its_importers(tmp_path, project_python):
