@@ -14,8 +14,8 @@ every round (round 0 a warm-up, not counted), in each of these ways, per interpr
   this one, and what pytest-testmon's approach costs;
 * on 3.12+, ``sysmon coverage`` and ``sysmon coverage + recorder``: the suite under
   ``coverage run`` with coverage.py's own sys.monitoring core, without and with the
-  recorder beside it: ``restart_events()`` at each test re-enables coverage.py's disabled
-  events too (the recorder's known trap), and this says what that costs.
+  recorder beside it (two sys.monitoring tools in one process: the recorder re-arms only
+  its own events, so coverage.py's should cost what they cost alone).
 
 CPU time (user + system) and wall time of the whole pytest process, median of the
 rounds; the tables give CPU time first, which a loaded machine disturbs less. Each interpreter needs
@@ -66,7 +66,7 @@ def ways(python: str, scratch: Path) -> dict[str, tuple[list[str], dict[str, str
         ),
     }
     if version_of(python) >= (3, 12):
-        coverage = [python, "-m", "coverage", "run", f"--data-file={scratch / '.coverage-sysmon'}", *PLAIN[1:]]
+        coverage = [python, "-m", "coverage", "run", f"--data-file={scratch / '.coverage-sysmon'}", *PLAIN]
         out["sysmon coverage"] = (coverage, {"COVERAGE_CORE": "sysmon"})
         out["sysmon coverage + recorder"] = ([*coverage, *record], {**env, "COVERAGE_CORE": "sysmon"})
     return out

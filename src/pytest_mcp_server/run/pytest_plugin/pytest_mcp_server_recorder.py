@@ -12,12 +12,14 @@ Two recorders, one output:
 * ``MonitoringRecorder``, on Python 3.12+: ``sys.monitoring`` (PEP 669) under a tool id
   of its own (``TOOL_IDS``: ids no convention reserves; a debugger's, coverage.py's,
   a profiler's and an optimizer's are never taken). ``PY_START`` switches ``LINE``
-  events on for the project's code objects only; each ``LINE`` callback records the line
-  and returns ``DISABLE``, so a line costs one callback per test;
-  ``sys.monitoring.restart_events()`` at each test's start re-enables them. Code run in
-  another thread during a test is that test's. (``restart_events`` re-enables every
-  tool's disabled events: a coverage.py on sys.monitoring in the same process gets its
-  lines again once per test, and disables them again; it costs it time, not results.)
+  events on for the project's code objects only (``PY_START`` itself is then disabled for
+  good, code object by code object); each ``LINE`` callback records the line and returns
+  ``DISABLE``, so a line costs one callback per test; when a test ends, the code objects
+  that ran lines have their line events switched off and on again, which re-arms what
+  their callbacks disabled. ``sys.monitoring.restart_events()`` is not used: it would
+  re-arm every tool's disabled events in every code object (pytest's own functions'
+  ``PY_START`` each test, a coverage.py on sys.monitoring beside it). Code run in
+  another thread during a test is that test's.
 * ``CoverageRecorder``, before 3.12: coverage.py's C tracer through its API, one dynamic
   context per test, no data file; configured so that the project's settings cannot break
   the run (``COVERAGE_CORE=ctrace``, every coverage.py warning disabled and none raised
@@ -211,15 +213,27 @@ class MonitoringRecorder:
         mon.set_events(tool, events.PY_START)
 
     def _lines(self) -> dict[str, set[int]]:
-        # a copy first: another thread may add while this one reads
+        # a copy first: another thread may add while this one reads. Each code object that
+        # ran a line has its line events switched off and on again: that re-arms the lines
+        # its callbacks disabled, and only those (restart_events() would re-arm every
+        # tool's disabled events in every code object: pytest's own ~1,250 PY_STARTs per
+        # test, and a coverage.py on sys.monitoring beside it)
         hits = self.hits.copy()
         self.hits.clear()
         seen = self.seen
+        mon = sys.monitoring  # type: ignore[attr-defined]
+        line_event = mon.events.LINE
         out: dict[str, set[int]] = {}
+        rearm: set[int] = set()
         for key, number in hits:
             path = seen[key][1]
             if path is not None:
                 out.setdefault(path, set()).add(number)
+                rearm.add(key)
+        for key in rearm:
+            code = seen[key][0]
+            mon.set_local_events(self.tool, code, 0)
+            mon.set_local_events(self.tool, code, line_event)
         return out
 
     def _still_ours(self) -> str | None:
@@ -248,8 +262,6 @@ class MonitoringRecorder:
         else:
             self.out.context(self.context, lines)
         self.context = context
-        if context != IMPORT_CONTEXT:
-            sys.monitoring.restart_events()  # type: ignore[attr-defined]
         return None
 
     def finish(self) -> str | None:
