@@ -393,6 +393,26 @@ def test_a_change_inside_a_multi_line_statement_is_counted_at_its_first_line():
     assert (suspect.lines, suspect.failing, suspect.by) == ("3", 1, "line")
 
 
+def test_a_new_function_no_one_calls_is_no_suspect_though_its_def_line_ran_at_import():
+    """The same edit adds a function nobody calls (lines 4-5) and breaks ``f`` (line 2):
+    only the definition of the new function ran, at import, and that ran nothing of it,
+    so it is no suspect (it would contradict ``changed lines not run`` beside it); the
+    broken line is."""
+    changed = ChangedLines(ranges={"m.py": [(2, 2), (4, 5)]})
+    source = "def f(x):\n    return x - 1\n\ndef unused(y):\n    return y\n"
+    contexts = {1: ("",), 2: ("t::a|run",), 4: ("",)}
+    measured = {"m.py": LineContexts(executable=frozenset({1, 2, 4, 5}), contexts=contexts)}
+    suspects = rank_suspects(changed, measured, {"t::a": "failed"}, {"m.py": source}, limit=3)
+    assert [(s.lines, s.by) for s in suspects] == [("2", "line")]
+    # a decorated one alike: its decorator line is part of its definition
+    decorated = "def f(x):\n    return x - 1\n\n@staticmethod\ndef unused(y):\n    return y\n"
+    changed = ChangedLines(ranges={"m.py": [(2, 2), (4, 6)]})
+    contexts = {1: ("",), 2: ("t::a|run",), 4: ("",), 5: ("",)}
+    measured = {"m.py": LineContexts(executable=frozenset({1, 2, 4, 5, 6}), contexts=contexts)}
+    suspects = rank_suspects(changed, measured, {"t::a": "failed"}, {"m.py": decorated}, limit=3)
+    assert [(s.lines, s.by) for s in suspects] == [("2", "line")]
+
+
 def test_grouping_by_suspect_takes_only_frameless_groups_whose_tests_all_ran_it():
     def failure(node_id: str, group: str, path: str) -> dict:
         return {

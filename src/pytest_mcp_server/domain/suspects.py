@@ -87,6 +87,10 @@ class SourceShape:
     statements: frozenset[int] = frozenset()
     """Lines a statement starts on (docstrings left out): the executable lines, as far
     as the source tells (for data that names only the lines that ran)."""
+    headers: frozenset[int] = frozenset()
+    """The lines a function's definition is recorded under (its ``def`` line and each
+    decorator's first line): they run when the module defines the function, not when
+    the function runs."""
 
 
 def source_shape(source: str) -> SourceShape:
@@ -98,6 +102,7 @@ def source_shape(source: str) -> SourceShape:
         return SourceShape([], {})
     functions = []
     statements = set()
+    headers = set()
     innermost: dict[int, tuple[int, int]] = {}  # line -> (span length, first line) of its innermost statement
     for node in ast.walk(tree):
         if not isinstance(node, ast.stmt) or node.end_lineno is None:
@@ -110,6 +115,7 @@ def source_shape(source: str) -> SourceShape:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
             functions.append((first, node.end_lineno))
+            headers.update([node.lineno, *(d.lineno for d in node.decorator_list)])
         if node.end_lineno > node.lineno:
             length = node.end_lineno - node.lineno
             for line in range(node.lineno + 1, node.end_lineno + 1):
@@ -119,6 +125,7 @@ def source_shape(source: str) -> SourceShape:
         sorted(functions, key=lambda s: (s[0], -s[1])),
         {k: v[1] for k, v in innermost.items()},
         frozenset(statements),
+        frozenset(headers),
     )
 
 
@@ -205,7 +212,12 @@ def rank_suspects(
                 first, last = hunk.span
                 failing, passing = _tests_of(range(first, last + 1), file.contexts, outcomes)
                 by = "function"
-            if not failing and any("" in file.contexts.get(n, ()) for n in hunk.measured):
+            at_import = [n for n in hunk.measured if "" in file.contexts.get(n, ())]
+            if hunk.span is not None:
+                # a function's def and decorator lines run when the module defines it: a
+                # function whose body never ran (a new one nobody calls) ran nothing
+                at_import = [n for n in at_import if n not in shape.headers]
+            if not failing and at_import:
                 # code run at import (a constant, a table built once, a function a
                 # decorator or a module-level call runs): it ran before every test of
                 # the run and may shape any of them
