@@ -1,8 +1,10 @@
-"""``execute_tests`` and ``discover_tests`` with ``affected``, in one pytest process per
-call: read the per-test map (``read_map_state``: which recorded tests are unchanged
-since they passed), run pytest with those deselected after collection and every
-selected test measured, then name each collected test's reason from what the run
-collected (``select_from_run``) and refresh the map entries of the tests that ran
+"""``execute_tests`` and ``discover_tests`` with ``affected``, in at most one pytest
+process per call: read the per-test map (``app.affected_state.read_map_state``: which
+recorded tests are unchanged since they passed); answer without pytest when nothing can
+fail (``app.affected_collection``); else run pytest on the test files the change reaches
+with the unchanged tests deselected after collection and every selected test recorded,
+then name each collected test's reason from what the run collected
+(``select_from_run``) and refresh the map entries of the tests that ran
 (``execute_affected``). ``discover_tests`` collects only (``discover_affected``).
 
 The map (``run.testmap``) is keyed by root and interpreter and lives in the artifacts
@@ -13,8 +15,6 @@ them (no ``markers``/``keywords``, and their ids under the call's ``node_ids``).
 
 from __future__ import annotations
 
-import dataclasses
-import os
 import shutil
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -25,95 +25,51 @@ from typing import Any
 import anyio
 import orjson
 
+from pytest_mcp_server.app.affected_collection import (
+    answer_without_pytest,
+    last_full_collection,
+    merged_collection,
+    narrowed_files,
+    nothing_can_fail,
+)
+from pytest_mcp_server.app.affected_state import (
+    COLLECTION_KEY,
+    CONFIG_PARTS_KEY,
+    IMPORTS_KEY,
+    MapState,
+    changed_code,
+    read_map_state,
+    selection_before_run,
+)
 from pytest_mcp_server.app.runner import Runner, run_status
 from pytest_mcp_server.domain.affected import (
     AffectedTest,
-    RecordedTest,
     Selection,
-    changed_blocks,
     select_affected,
     selection_of,
 )
-from pytest_mcp_server.domain.blocks import changed_functions
-from pytest_mcp_server.domain.coverage import ChangedLines
 from pytest_mcp_server.domain.failures import ToolFailure
-from pytest_mcp_server.domain.imports import FileImports, ProjectFiles, file_imports, importers, opaque_files
 from pytest_mcp_server.domain.suspects import group_by_suspect
 from pytest_mcp_server.domain.tools import ExecuteParams, ExecuteResult, SelectionParams
 from pytest_mcp_server.engine.models import Budgets, ReportSummary
 from pytest_mcp_server.run.affected import (
-    ENVIRONMENT_PARTS,
     MAP_DATA_DIR,
-    CollectionDelta,
     MapData,
     changed_contexts,
     changed_parts,
-    collection_delta,
-    config_file_parts,
     config_fingerprint,
     missing_map_coverage,
-    python_files,
-    read_blocks,
     read_collected_file,
     read_map_data,
-    short_hash,
     skip_options,
-    stat_key,
     tests_blocks,
 )
-from pytest_mcp_server.run.argv import RECORDS_FILE, discover_argv, execute_argv
+from pytest_mcp_server.run.argv import RECORDS_FILE, discover_argv
 from pytest_mcp_server.run.coverage import rank_in_root
 from pytest_mcp_server.run.events import ProgressFn, read_outcomes, read_run_events
 from pytest_mcp_server.run.git import changed_lines
 from pytest_mcp_server.run.interpreter import Interpreter
-from pytest_mcp_server.run.process import ProcessOutcome
-from pytest_mcp_server.run.testmap import IMPORTED_MODULES_ENTRY, map_path, open_map
-
-CONFIG_PARTS_KEY = "config_parts"
-"""The map's ``meta`` row holding the last run's configuration parts (JSON), to name what changed."""
-COLLECTION_KEY = "collection"
-"""The map's ``meta`` row holding what the last full collection looked at (JSON:
-``{"collection": run.affected.Collected.collection, "environment": ..., "total": N}``)."""
-IMPORTS_KEY = "imports"
-"""The map's ``meta`` row holding the project's import graph as last read (``import_reach``)."""
-
-
-@dataclass
-class MapState:
-    """The map before a run: its ``recorded`` tests (with the files of theirs that
-    changed), the configuration ``before`` (the last run's parts), the ``notice`` when
-    it was rebuilt, the configuration files' parts ``now``
-    (``run.affected.config_file_parts``), ``skip``: the recorded tests unchanged since
-    they passed, under the last run's environment, ``read``: the files whose block
-    fingerprints were read this call (the map's are used while a file's stat key is
-    unchanged), path -> (stat key, fingerprints), for the map to keep, and
-    ``import_changed``: the files of the function blocks run at import that changed
-    (every test depends on those), and ``changed_files``: each file with a block no
-    longer as the map holds it -> the fingerprints the map holds for it (``changed_code``
-    names what changed there when there is no git diff), ``imports_cache``: the import
-    graph as read this call (``import_reach``; JSON for the map's meta), and ``wide``:
-    one line saying why every test depends on a change the import graph cannot follow;
-    ``stats``: the stat key of every file whose fingerprints it used (checked again before
-    an answer without pytest), ``last_collection``: what the last full collection looked
-    at (``COLLECTION_KEY``), or None."""
-
-    recorded: dict[str, RecordedTest]
-    before: dict[str, str]
-    notice: str | None
-    now: dict[str, str]
-    skip: list[str]
-    read: dict[str, tuple[str, set[str]]]
-    import_changed: frozenset[str]
-    changed_files: dict[str, set[str]]
-    imports_cache: str | None = None
-    wide: str | None = None
-    stats: dict[str, str | None] = dataclasses.field(default_factory=dict)
-    last_collection: dict[str, Any] | None = None
-
-    @property
-    def environment(self) -> dict[str, str]:
-        """The interpreter's environment hashes of the last run (``ENVIRONMENT_PARTS``)."""
-        return {name: self.before[name] for name in ENVIRONMENT_PARTS if name in self.before}
+from pytest_mcp_server.run.testmap import map_path, open_map
 
 
 @dataclass
@@ -136,133 +92,6 @@ class AffectedPlan:
     collection: dict[str, Any] | None = None
     environment: dict[str, str] | None = None
     narrowed: bool = False
-
-
-def read_map_state(root: Path, path: Path) -> MapState:
-    """``MapState`` of the map at ``path`` for the project at ``root`` (blocking: files
-    and SQLite). A test is skipped when ``domain.affected.select_affected``, given the
-    last run's environment, would not select it."""
-    fingerprints: dict[str, set[str]] = {}
-    read: dict[str, tuple[str, set[str]]] = {}
-    test_map, notice = open_map(path)
-    with test_map:
-        known = test_map.files()
-
-        stats: dict[str, str | None] = {}
-
-        def current(file: str) -> set[str]:
-            if file not in fingerprints:
-                stat = stats[file] = stat_key(root / file)  # before reading: a write in between changes it again
-                cached = known.get(file)
-                if stat is not None and cached is not None and cached[0] == stat:
-                    fingerprints[file] = set(cached[1])
-                else:
-                    blocks = read_blocks(root, file)
-                    fingerprints[file] = blocks.fingerprints() if blocks is not None else set()
-                    if stat is not None and blocks is not None:
-                        read[file] = (stat, fingerprints[file])
-            return fingerprints[file]
-
-        blocks = test_map.blocks()
-        gone = changed_blocks(blocks, current)
-        at_import = test_map.at_import()
-        import_changed = frozenset(file for file, fingerprint in at_import if fingerprint not in current(file))
-        modules = test_map.at_import(IMPORTED_MODULES_ENTRY)
-        modules_changed = sorted({file for file, fingerprint in modules if fingerprint not in current(file)})
-        imports_cache: str | None = None
-        wide: str | None = None
-        reached: set[str] = set()
-        if modules_changed:
-            reached, opaque, imports_cache = import_reach(root, test_map.meta(IMPORTS_KEY), modules_changed)
-            if opaque:
-                import_changed |= frozenset(modules_changed)
-                wide = (
-                    f"module-level code changed in {', '.join(modules_changed)} and the import graph cannot tell "
-                    f"who imports it ({opaque[0]}{f' and {len(opaque) - 1} more' if len(opaque) > 1 else ''}): "
-                    "every test depends on it"
-                )
-                reached = set()
-        through = {i for i, (file, _) in blocks.items() if file in reached}
-        recorded = test_map.tests(gone | through)
-        before: dict[str, str] = orjson.loads(test_map.meta(CONFIG_PARTS_KEY) or "{}")
-        last_collection = orjson.loads(test_map.meta(COLLECTION_KEY) or "null")
-    if through:  # a test that ran an importer's code: the changed module is what changed for it
-        importers_only = reached - {blocks[i][0] for i in gone}
-        for node_id, entry in recorded.items():
-            if entry.changed & importers_only:
-                changed = (entry.changed - importers_only) | frozenset(modules_changed)
-                recorded[node_id] = dataclasses.replace(entry, changed=changed)
-    changed_files: dict[str, set[str]] = {blocks[i][0]: set() for i in gone}
-    for file, fingerprint in blocks.values():
-        if file in changed_files:
-            changed_files[file].add(fingerprint)
-    state = MapState(
-        recorded,
-        before,
-        notice,
-        config_file_parts(root),
-        [],
-        read,
-        import_changed,
-        changed_files,
-        imports_cache,
-        wide,
-        stats,
-        last_collection,
-    )
-    if recorded and len(state.environment) == len(ENVIRONMENT_PARTS):
-        expected = config_fingerprint({**state.now, **state.environment})
-        selected, _ = select_affected(list(recorded), recorded, expected, import_changed=import_changed)
-        chosen = {test.node_id for test in selected}
-        state.skip = [node_id for node_id in recorded if node_id not in chosen]
-    return state
-
-
-def import_reach(root: Path, cached: str | None, changed: list[str]) -> tuple[set[str], list[str], str]:
-    """The project's files that import one of ``changed`` (paths relative to ``root``),
-    directly or through other files, ``changed`` included (``domain.imports``); the
-    reasons the graph cannot tell what some file imports (``opaque_files``; every test
-    then depends on ``changed``); and the graph as read now, as JSON for the map's meta.
-
-    ``cached`` is that JSON from the last call: a file's imports are read again only
-    when its stat key changed, and all of them when the set of files changed (a new
-    file can change what a name resolves to)."""
-    files = python_files(root)
-    listing = short_hash(*sorted(files))
-    known: dict[str, list[Any]] = {}
-    if cached:
-        given = orjson.loads(cached)
-        if given.get("listing") == listing:
-            known = given["files"]
-    project = ProjectFiles(files)
-    graph: dict[str, FileImports] = {}
-    for path, stat in files.items():
-        entry = known.get(path)
-        if entry is not None and entry[0] == stat:
-            graph[path] = FileImports(frozenset(entry[1]), entry[2], entry[3])
-            continue
-        try:
-            graph[path] = file_imports(path, (root / path).read_bytes(), project)
-        except OSError as exc:
-            graph[path] = FileImports(frozenset(), f"{path} could not be read ({exc.strerror})")
-    written = {path: [files[path], sorted(i.targets), i.opaque, i.parsed] for path, i in graph.items()}
-    cache = orjson.dumps({"listing": listing, "files": written}).decode()
-    # a changed file that does not parse imports nothing: it fails wherever it is imported
-    # (its importers are found through their own edges)
-    blind = {path: i for path, i in graph.items() if i.parsed or path not in changed}
-    return importers(graph, changed, opaque_imports_all=False), opaque_files(blind), cache
-
-
-def changed_code(root: Path, changed_files: dict[str, set[str]]) -> ChangedLines:
-    """The functions of ``changed_files`` (``MapState.changed_files``) whose fingerprints
-    the map does not hold (``domain.blocks.changed_functions``: edited or added), as
-    ``ChangedLines``: what stands for a git diff outside git."""
-    ranges: dict[str, list[tuple[int, int]]] = {}
-    for path, recorded in sorted(changed_files.items()):
-        now = read_blocks(root, path)
-        if now is not None and (found := changed_functions(now, recorded)):
-            ranges[path] = found
-    return ChangedLines(ranges=ranges)
 
 
 def select_from_run(state: MapState, directory: Path, ran: list[str], narrowed: Sequence[str] = ()) -> AffectedPlan:
@@ -288,7 +117,7 @@ def select_from_run(state: MapState, directory: Path, ran: list[str], narrowed: 
     selection = selection_of(tests, len(among), files, notice)
     collection = found.collection if found is not None else None
     if narrowed and collection is not None:
-        collection = _merged_collection(state.last_collection, collection)
+        collection = merged_collection(state.last_collection, collection)
     return AffectedPlan(
         tests,
         selection,
@@ -301,27 +130,6 @@ def select_from_run(state: MapState, directory: Path, ran: list[str], narrowed: 
         environment,
         bool(narrowed),
     )
-
-
-def _merged_collection(last: dict[str, Any] | None, narrowed: dict[str, Any]) -> dict[str, Any] | None:
-    """The last full collection brought up to date by a collection of a few test files
-    (``narrowed``): their modules' stat keys replace the recorded ones, a new module's
-    name joins its directory's listing, and its collection errors are the files' own."""
-    if last is None:
-        return None
-    merged = dict(last["collection"])
-    modules = dict(merged.get("modules") or {})
-    dirs = {d: list(names) for d, names in (merged.get("dirs") or {}).items()}
-    for path, key in (narrowed.get("modules") or {}).items():
-        modules[path] = key
-        directory, name = os.path.split(path)
-        if directory in dirs and name not in dirs[directory]:
-            dirs[directory] = sorted([*dirs[directory], name])
-    merged["modules"] = modules
-    merged["dirs"] = dirs
-    errors = set(merged.get("errors") or ()) - set(narrowed.get("modules") or ())
-    merged["errors"] = sorted(errors | set(narrowed.get("errors") or ()))
-    return merged
 
 
 async def interpreter_with_coverage(runner: Runner) -> Interpreter:
@@ -397,122 +205,6 @@ async def execute_affected(
             if suspects:
                 update["summary"] = group_by_suspect(result.summary, suspects[0], params.budgets().max_examples)
     return result.model_copy(update=update)
-
-
-def selection_before_run(state: MapState) -> Selection:
-    """The selection the map made before pytest started (for an answer without a run's
-    collection: a timeout, a crash): the recorded tests it selected, with their reasons,
-    of the suite as last collected in full (else as recorded); new tests are not known."""
-    fingerprint = config_fingerprint({**state.now, **state.environment})
-    differ = changed_parts(state.before, {**state.now, **state.environment})
-    tests, files = select_affected(list(state.recorded), state.recorded, fingerprint, differ, state.import_changed)
-    total = (state.last_collection or {}).get("total") or len(state.recorded)
-    notice = "; ".join(filter(None, [state.notice, state.wide])) or None
-    return selection_of(tests, total, files, notice)
-
-
-def last_full_collection(state: MapState, params: ExecuteParams) -> tuple[dict[str, Any], CollectionDelta] | str:
-    """The last full collection the map recorded and how a collection now could differ
-    from it (``run.affected.collection_delta``), for a call that narrows nothing (no
-    ``node_ids``, ``markers``, ``keywords``, ``last_failed``) on a map that was trusted
-    and holds the suite as last collected in full; else why not. Blocking."""
-    if params.node_ids or params.markers or params.keywords or params.last_failed:
-        return "the call narrows the selection (node_ids, markers, keywords or last_failed)"
-    last = state.last_collection
-    if state.notice or last is None:
-        return "no full collection recorded yet"
-    if len(state.recorded) != last.get("total"):
-        return "the map does not hold the suite as last collected in full"
-    collection = last["collection"]
-    if collection.get("errors"):
-        return f"a test module could not be collected last time: {collection['errors'][0]}"
-    return last, collection_delta(collection, last.get("environment") or {})
-
-
-def nothing_can_fail(root: Path, state: MapState, found: tuple[dict[str, Any], CollectionDelta] | str) -> str | None:
-    """Why an affected call must start pytest although it may select nothing; None when
-    the map, the files' fingerprints and the configuration prove that no test can fail:
-    the last full collection is known (``found``: ``last_full_collection``'s), no
-    recorded test is selected (none ran changed code, none failed last time, the
-    configuration files as they were), and a collection now would find the same tests
-    (no new or changed test module, nothing blocking: ``CollectionDelta``); then every
-    file whose fingerprints were used is stat'ed again (a write during the check is
-    seen). Blocking."""
-    if isinstance(found, str):
-        return found
-    delta = found[1]
-    if not state.recorded or len(state.skip) != len(state.recorded) or state.import_changed or state.wide:
-        return "tests are affected"
-    if delta.blocked is not None:
-        return delta.blocked
-    if delta.modules:
-        return f"a test module is new or changed: {delta.modules[0]}"
-    for file, key in state.stats.items():
-        if stat_key(root / file) != key:
-            return f"{file} changed during the check"
-    if config_file_parts(root) != state.now:
-        return "a configuration file changed during the check"
-    return None
-
-
-def narrowed_files(root: Path, state: MapState, found: tuple[dict[str, Any], CollectionDelta] | str) -> list[str]:
-    """The test files an affected run needs to collect (relative to ``root``): those
-    holding the selected recorded tests, the new and changed test modules; empty when
-    only a full collection will do (``found`` is a reason, the delta is blocked, every
-    test depends on the change, pytest's rootdir is not the root, or nothing is left to
-    collect). The tests of the other files are unchanged since they last passed:
-    collecting them would only deselect them."""
-    if isinstance(found, str):
-        return []
-    last, delta = found
-    if delta.blocked is not None or state.import_changed or state.wide or not state.recorded:
-        return []
-    if last["collection"].get("rootdir") != str(root) or len(state.skip) == 0:
-        return []  # node ids are relative to pytest's rootdir; with no test skipped every file is needed
-    skipped = set(state.skip)
-    files = {node_id.split("::", 1)[0] for node_id in state.recorded if node_id not in skipped}
-    prefix = os.path.join(str(root), "")
-    for path in delta.modules:
-        if not path.startswith(prefix):
-            return []
-        files.add(path[len(prefix) :].replace(os.sep, "/"))
-    return sorted(files)
-
-
-async def answer_without_pytest(
-    runner: Runner, params: ExecuteParams, interp: Interpreter, state: MapState, run_dir: Path, options: list[str]
-) -> ExecuteResult:
-    """The answer of an affected call that ``nothing_can_fail`` proved: status
-    ``no_tests``, exit code 5, every test of the suite deselected, as a pytest run that
-    deselected everything would answer; its record file (``RECORDS_FILE`` in ``run_dir``,
-    for ``summarize_report``) says so in the plugin's dialect. ``command`` is the argv
-    that pytest would have run; ``duration_s`` 0 (no session)."""
-    total = len(state.recorded)
-    records = run_dir / RECORDS_FILE
-    lines = [
-        {
-            "$report_type": "SessionStart",
-            "pytest_version": ".".join(map(str, interp.pytest_version)),
-            "root": str(runner.root),
-        },
-        {"$report_type": "CollectionFinish", "collected": total},
-        {"$report_type": "Deselected", "count": total},
-        {"$report_type": "SessionFinish", "exitstatus": 5, "duration": 0.0},
-    ]
-    await anyio.Path(records).write_bytes(b"".join(orjson.dumps(line) + b"\n" for line in lines))
-    argv = execute_argv(params, interp, run_dir, options)
-    summary = await runner.summarize_records(records, params.budgets(), ProcessOutcome(5, False, 0.0, "", ""), argv)
-    selection = selection_of([], total, {}, None)
-    return ExecuteResult(
-        status="no_tests",
-        exit_code=5,
-        duration_s=0.0,
-        command=argv,
-        report_path=str(records),
-        summary=summary,
-        deselected=total,
-        selection=selection,
-    )
 
 
 async def refresh_map(

@@ -70,7 +70,7 @@ class Selection(_Frozen):
     ``tests``: ``discover_tests``' page of the selected tests with their reasons; None
     in ``execute_tests``' answer. ``pytest_started``: when no test was selected but the
     call still started pytest, why the server could not prove without it that nothing
-    can fail (``app.affected.nothing_can_fail``); None otherwise."""
+    can fail (``app.affected_collection.nothing_can_fail``); None otherwise."""
 
     mode: Literal["affected"] = "affected"
     selected: int
