@@ -574,3 +574,38 @@ def test_a_run_collects_only_the_test_files_a_change_reaches_and_counts_the_whol
         assert broken.status == "interrupted", text
         assert [e.path for e in broken.summary.collection_errors] == ["tests/test_add.py"], text
         assert "ModuleNotFoundError" in text and "no_such_module" in text
+
+
+def test_lf_in_the_projects_addopts_keeps_its_meaning_and_the_map_keeps_every_test(tmp_path):
+    """A project whose ``addopts`` hold ``--lf`` collects only its last failures; an
+    affected call there neither drops the other tests from the map nor answers without
+    pytest (the map cannot know what ``--lf`` will pick), and says why."""
+    root = make_project(tmp_path)
+    (root / "pytest.ini").write_text("[pytest]\naddopts = --lf\n")
+    artifacts = tmp_path / "artifacts"
+    calc = root / "pkg" / "calc.py"
+
+    async def body():
+        steps = {}
+        async with connect(server(root, artifacts), "auto") as client:
+            steps["first"] = await affected_run(client)
+            edit(calc, "return a * b", "return a * b + 1")
+            steps["broken"] = await affected_run(client)
+            steps["rows_after_broken"] = map_rows(artifacts)
+            edit(calc, "return a * b + 1", "return a * b")
+            steps["fixed"] = await affected_run(client)
+            steps["unchanged"] = await affected_run(client)
+        return steps
+
+    steps = run(body)
+    assert ran(steps["first"][0]) == (3, 0)
+    broken, text = steps["broken"]
+    assert ran(broken) == (0, 1), text
+    # --lf collected only the failing test; the two others keep their entries
+    tests_in_map = {row[0] for row in steps["rows_after_broken"]} - RESERVED_ENTRIES
+    assert len(tests_in_map) == 3
+    fixed, text = steps["fixed"]
+    assert ran(fixed) == (1, 0), text  # pytest's --lf: the last failure, which the map selects too
+    unchanged, text = steps["unchanged"]
+    assert unchanged.status == "no_tests", text
+    assert unchanged.selection.pytest_started == "--lf in the options collects only some tests"

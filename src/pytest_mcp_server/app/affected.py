@@ -234,7 +234,9 @@ async def refresh_map(
         test_map, _ = open_map(path)
         with test_map:
             filtered = params.markers or params.keywords or getattr(params, "last_failed", False)
-            if plan.collected is not None and not filtered:
+            # a collection of only some tests (--lf in the project's options): those it did not find are not gone
+            options = (plan.collection or {}).get("narrowing")
+            if plan.collected is not None and not filtered and not options:
                 collected = set(plan.collected)
                 gone += [t for t in test_map.node_ids() if t not in collected and _in_scope(t, params.node_ids)]
             meta = {CONFIG_PARTS_KEY: orjson.dumps(plan.parts).decode()}

@@ -40,6 +40,8 @@ def last_full_collection(state: MapState, params: ExecuteParams) -> tuple[dict[s
     last = state.last_collection
     if state.notice or last is None:
         return "no full collection recorded yet"
+    if last["collection"].get("narrowing"):
+        return f"{last['collection']['narrowing'][0]} in the options collects only some tests"
     if len(state.recorded) != last.get("total"):
         return "the map does not hold the suite as last collected in full"
     collection = last["collection"]

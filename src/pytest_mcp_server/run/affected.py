@@ -89,12 +89,13 @@ class Collected:
     """What the plugin wrote at collection (``read_collected_file``): the interpreter's
     ``environment`` hashes (``ENVIRONMENT_PARTS``), every ``collected`` node id (after
     -m/-k, before the skip) and ``collection``: what the collection looked at, for
-    ``collection_unchanged`` (``dirs``: absolute path -> the names in it then;
-    ``modules``: absolute path -> stat key then; ``python_files``, ``norecursedirs``,
-    ``doctest_glob``: pytest's patterns;
-    ``hooks``: the plugins' and conftests' collection hooks; ``doctest_modules``,
-    ``pyargs``; ``interpreter``: the executable's real path and stat key;
-    ``site_dirs``: the ``sys.path`` entries listed for distributions)."""
+    ``collection_delta`` (``dirs``: absolute path -> the names in it then; ``modules``:
+    absolute path -> stat key then; ``errors``: the modules that failed to collect;
+    ``rootdir``; ``python_files``, ``norecursedirs``, ``doctest_glob``: pytest's
+    patterns; ``hooks``: the plugins' and conftests' collection hooks;
+    ``doctest_modules``, ``pyargs``, ``narrowing`` (``--lf``, ``--sw`` among the
+    options); ``interpreter``: the executable's real path and stat key; ``site_dirs``:
+    the ``sys.path`` entries listed for distributions)."""
 
     environment: dict[str, str]
     collected: list[str]
@@ -171,6 +172,8 @@ def collection_delta(collection: Mapping[str, Any], environment: Mapping[str, st
         return CollectionDelta("--doctest-modules collects doctests from every module", [])
     if collection.get("pyargs"):
         return CollectionDelta("--pyargs collects from installed packages", [])
+    if collection.get("narrowing"):
+        return CollectionDelta(f"{collection['narrowing'][0]} in the options collects only some tests", [])
     interpreter = collection.get("interpreter") or {}
     if not interpreter or stat_key(Path(interpreter["executable"])) != interpreter["stat"]:
         return CollectionDelta("the interpreter's executable changed", [])

@@ -320,6 +320,12 @@ class _AffectedRun:
             "hooks": _collection_hooks(config),
             "doctest_modules": bool(config.getoption("doctestmodules", False)),
             "pyargs": bool(config.getoption("pyargs", False)),
+            # options (the project's addopts, say) that collect or keep only some tests
+            "narrowing": [
+                name
+                for name, dest in (("--lf", "lf"), ("--sw", "stepwise"), ("--sw-skip", "stepwise_skip"))
+                if config.getoption(dest, False)
+            ],
             "interpreter": {"executable": executable, "stat": _stat_key(executable)},
             "site_dirs": self.site_dirs,
         }
