@@ -609,3 +609,47 @@ def test_lf_in_the_projects_addopts_keeps_its_meaning_and_the_map_keeps_every_te
     unchanged, text = steps["unchanged"]
     assert unchanged.status == "no_tests", text
     assert unchanged.selection.pytest_started == "--lf in the options collects only some tests"
+
+
+PYPROJECT = """\
+[project]
+name = "proj"
+version = "1.0"
+
+[tool.ruff]
+line-length = 100
+
+[tool.pytest.ini_options]
+addopts = "-q"
+"""
+
+
+def test_only_what_pytest_and_the_recorder_read_of_pyproject_is_configuration(tmp_path):
+    """An edit to ``[project]`` or another tool's table of ``pyproject.toml`` changes no
+    test's selection (and starts no pytest); an edit to ``[tool.pytest.ini_options]``
+    runs every test as ``config_changed``."""
+    root = make_project(tmp_path, COUNTING_CONFTEST)
+    (root / "pyproject.toml").write_text(PYPROJECT)
+    artifacts = tmp_path / "artifacts"
+    starts = tmp_path / "pytest-starts.log"
+    pyproject = root / "pyproject.toml"
+
+    async def body():
+        steps = {}
+        async with connect(server(root, artifacts), "auto") as client:
+            steps["first"] = await affected_run(client)
+            edit(pyproject, 'version = "1.0"', 'version = "1.1"')
+            edit(pyproject, "line-length = 100", "line-length = 120")
+            before = starts.read_text().count("start")
+            steps["packaging"] = await affected_run(client)
+            steps["packaging_starts"] = starts.read_text().count("start") - before
+            edit(pyproject, 'addopts = "-q"', 'addopts = "-q -rA"')
+            steps["pytest_table"] = await affected_run(client)
+        return steps
+
+    steps = run(body)
+    packaging, text = steps["packaging"]
+    assert packaging.status == "no_tests" and steps["packaging_starts"] == 0, text
+    pytest_table, text = steps["pytest_table"]
+    assert ran(pytest_table) == (3, 0) and reasons(pytest_table) == {"config_changed": 3}, text
+    assert pytest_table.selection.changed_files == ["pyproject.toml"]

@@ -17,9 +17,11 @@ What else the map cannot see is fingerprinted here (``config_file_parts``): the
 
 from __future__ import annotations
 
+import configparser
 import fnmatch
 import hashlib
 import os
+import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,8 +48,10 @@ COLLECTED_GLOB = "collected.*.json"
 """The files the plugin writes next to ``SKIP_FILE``, one per collecting process."""
 ENVIRONMENT_PARTS = ("<interpreter>", "<distributions>")
 """The configuration parts the plugin hashes in the project's interpreter."""
-CONFIG_FILES = ("pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
-"""pytest's configuration files at the root (pytest's docs, *Configuration file formats*)."""
+CONFIG_FILES = ("pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg", ".coveragerc")
+"""pytest's configuration files at the root (pytest's docs, *Configuration file formats*),
+and coverage.py's own (its ``source`` and ``omit`` decide what the recorder measures
+before Python 3.12)."""
 SKIPPED_DIRS = frozenset({".git", ".hg", ".svn", "__pycache__", "node_modules", ".tox", ".nox", ".venv", "venv"})
 """Directories never searched for ``conftest.py`` (besides hidden ones and virtualenvs)."""
 
@@ -402,14 +406,44 @@ def python_files(root: Path) -> dict[str, str]:
     return found
 
 
+def config_read(name: str, content: bytes) -> bytes:
+    """What pytest and the recorder read of the configuration file ``name`` (a path
+    relative to the root) whose bytes are ``content``: of ``pyproject.toml`` its
+    ``[tool.pytest]`` (``ini_options`` included) and ``[tool.coverage]`` tables, of
+    ``tox.ini`` its ``[pytest]`` and ``[coverage:*]`` sections, of ``setup.cfg`` its
+    ``[tool:pytest]`` and ``[coverage:*]`` sections (pytest's docs, *Configuration file
+    formats*; coverage.py's, *Configuration reference*), as canonical JSON; the whole
+    content of any other file, and of one that does not parse. An edit to ``[project]``,
+    ``[build-system]`` or another tool's table then changes no test's selection."""
+    base = name.rsplit("/", 1)[-1]
+    try:
+        if name == "pyproject.toml":
+            tool = tomllib.loads(content.decode("utf-8")).get("tool", {})
+            read: object = {key: tool[key] for key in ("pytest", "coverage") if key in tool}
+        elif name in ("tox.ini", "setup.cfg"):
+            parser = configparser.RawConfigParser(strict=False)
+            parser.read_string(content.decode("utf-8"))
+            wanted = "pytest" if base == "tox.ini" else "tool:pytest"
+            read = {
+                section: dict(parser.items(section))
+                for section in parser.sections()
+                if section == wanted or section.startswith("coverage:")
+            }
+        else:
+            return content
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError, configparser.Error):
+        return content
+    return orjson.dumps(read, option=orjson.OPT_SORT_KEYS)
+
+
 def config_file_parts(root: Path) -> dict[str, str]:
     """The configuration parts the server fingerprints itself: each of ``config_files``
-    -> the hash of its content (``unreadable`` when it cannot be read). The plugin adds
-    ``ENVIRONMENT_PARTS``."""
+    -> the hash of what pytest and the recorder read of it (``config_read``;
+    ``unreadable`` when it cannot be read). The plugin adds ``ENVIRONMENT_PARTS``."""
     out: dict[str, str] = {}
     for name in config_files(root):
         try:
-            out[name] = hashlib.sha256((root / name).read_bytes()).hexdigest()[:16]
+            out[name] = hashlib.sha256(config_read(name, (root / name).read_bytes())).hexdigest()[:16]
         except OSError:
             out[name] = "unreadable"
     return out
