@@ -263,15 +263,26 @@ def load_catalogue(path: Path) -> tuple[list[BugProject], list[Bug]]:
 # -- setting up ---------------------------------------------------------------------
 
 
-def prepare(spec: BugProject, mode: str, work: Path) -> Setup:
+def prepare(
+    spec: BugProject, mode: str, work: Path, base_python: Path | None = None, requirements: tuple[str, ...] = ()
+) -> Setup:
     """The project's tree, its venv for ``mode`` (created once) and where the tests run.
 
-    Raises SystemExit when the package does not resolve where ``mode`` needs it.
+    By default the venv is this interpreter's (it sees its packages). With ``base_python``
+    it is that interpreter's, named ``<name>-<mode>-py<X.Y>``, with ``requirements``
+    (pytest) and the project's ``deps`` installed with their dependencies, then the
+    project (``real_projects.make_venv``). Raises SystemExit when the package does not
+    resolve where ``mode`` needs it.
     """
     tree = real_projects.unpack_sdist(spec.project, work)
-    env_dir = work / "venvs" / f"{spec.project.name}-{mode}"
     install = ["-e", str(tree)] if mode == "editable" else [str(tree)]
-    python = real_projects.make_venv(env_dir, [install, list(spec.project.deps)], f"{spec.project.name} ({mode})")
+    label = f"{spec.project.name} ({mode})"
+    if base_python is None:
+        env_dir = work / "venvs" / f"{spec.project.name}-{mode}"
+        python = real_projects.make_venv(env_dir, [install, list(spec.project.deps)], label)
+    else:
+        env_dir = work / "venvs" / f"{spec.project.name}-{mode}-py{python_version(base_python)}"
+        python = real_projects.make_venv(env_dir, [install], label, base_python, [*requirements, *spec.project.deps])
     if mode == "editable":
         root = tree
     else:
@@ -301,6 +312,12 @@ def prepare(spec: BugProject, mode: str, work: Path) -> Setup:
         )
     package_dir = module_file.parent if module_file.name == "__init__.py" else module_file
     return Setup(spec, mode, python, root, package_dir.parent)
+
+
+def python_version(python: Path) -> str:
+    """``X.Y`` of the interpreter ``python``."""
+    proc = real_projects.sh(str(python), "-c", "import sys; print('%d.%d' % sys.version_info[:2])")
+    return proc.stdout.strip()
 
 
 class Injected:

@@ -27,7 +27,9 @@ Exit status: 0 when every project matches (exactly, or explained), 1 otherwise.
 from __future__ import annotations
 
 import argparse
+import glob
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -109,24 +111,61 @@ def unpack_sdist(project: Project, work: Path) -> Path:
     return tree
 
 
-def make_venv(env_dir: Path, installs: list[list[str]], label: str) -> Path:
-    """Create ``env_dir`` (once) as a virtualenv that also sees this interpreter's packages.
+def make_venv(
+    env_dir: Path,
+    installs: list[list[str]],
+    label: str,
+    base_python: Path | None = None,
+    requirements: tuple[str, ...] | list[str] = (),
+) -> Path:
+    """Create ``env_dir`` (once) as a virtualenv; returns its python.
 
-    Each non-empty entry of ``installs`` is one ``pip install -q --no-deps`` argument list
-    (``[tree]``, ``["-e", tree]``, requirement strings). Returns the venv's python. On a
-    failed install the half-made venv is removed and SystemExit names ``label`` and pip's
-    error, so the next run starts clean.
+    Without ``base_python``: a venv of this interpreter that also sees its packages
+    (pytest, pytest-json-report, coverage); each non-empty entry of ``installs`` is one
+    ``pip install -q --no-deps`` argument list (``[tree]``, ``["-e", tree]``, requirement
+    strings). ``requirements`` are then unused.
+
+    With ``base_python`` (another CPython, ``find_base_python``): a venv of that
+    interpreter that sees none of this one's packages; ``requirements`` (pytest, the
+    project's test dependencies, ...) are installed first *with* their dependencies, then
+    ``installs`` with ``--no-deps`` (so that the tree's editable install replaces a copy
+    of the project a requirement pulled in).
+
+    On a failed install the half-made venv is removed and SystemExit names ``label`` and
+    pip's error, so the next run starts clean.
     """
     python = env_dir / "bin" / "python"
     if not python.exists():
-        venv.EnvBuilder(system_site_packages=True, with_pip=True).create(env_dir)
-        for args in installs:
-            if args:
-                proc = sh(str(python), "-m", "pip", "install", "-q", "--no-deps", *args)
-                if proc.returncode != 0:
-                    shutil.rmtree(env_dir)
-                    raise SystemExit(f"installing {args} for {label} failed:\n{proc.stderr[-2000:]}")
+        if base_python is None:
+            venv.EnvBuilder(system_site_packages=True, with_pip=True).create(env_dir)
+            steps = [["--no-deps", *args] for args in installs if args]
+        else:
+            proc = sh(str(base_python), "-m", "venv", str(env_dir))
+            if proc.returncode != 0:
+                raise SystemExit(f"{base_python} -m venv {env_dir} failed for {label}:\n{proc.stderr[-2000:]}")
+            steps = [list(requirements)] if requirements else []
+            steps += [["--no-deps", *args] for args in installs if args]
+        for args in steps:
+            proc = sh(str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", *args)
+            if proc.returncode != 0:
+                shutil.rmtree(env_dir)
+                raise SystemExit(f"installing {args} for {label} failed:\n{proc.stderr[-2000:]}")
     return python
+
+
+def find_base_python(version: str) -> Path:
+    """The base ``python<version>`` executable, found as tests/interpreters.py's ``find_python``
+    does: on PATH (not a pyenv shim), else ``$PYENV_ROOT/versions/<version>.*``. Raises
+    SystemExit naming where it looked."""
+    root = os.environ.get("PYENV_ROOT", os.path.expanduser("~/.pyenv"))
+    candidates = sorted(glob.glob(os.path.join(root, "versions", f"{version}.*", "bin", f"python{version}")))
+    on_path = shutil.which(f"python{version}")
+    if on_path and "shims" not in on_path:
+        candidates.insert(0, on_path)
+    for candidate in candidates:
+        if sh(candidate, "-c", "import sys").returncode == 0:
+            return Path(candidate)
+    raise SystemExit(f"no working python{version} on PATH or under {root}/versions; install CPython {version}")
 
 
 def _sdist_matches(filename: str, project: Project) -> bool:
