@@ -825,16 +825,24 @@ def main(argv: list[str] | None = None) -> int:
             for n, info in project_info.items()
         },
     }
-    table = markdown(summary, all_rows, meta)
+    write_report(args, markdown(summary, all_rows, meta), meta, summary, TARGETS, all_rows)
+    print(f"{len(all_rows)} mutants in {meta['seconds']:.0f}s")
+    return 0
+
+
+def write_report(
+    args: argparse.Namespace, table: str, meta: dict[str, Any], summary: Any, targets: Any, rows: list[Any]
+) -> None:
+    """Print ``table`` and write it to ``--markdown``, and ``{meta, summary, targets,
+    rows}`` (each row a dataclass, as a dict) to ``--json``, when given (this benchmark's
+    and ``benches/history.py``'s report)."""
     print()
     print(table)
-    print(f"{len(all_rows)} mutants in {meta['seconds']:.0f}s")
     if args.markdown:
         args.markdown.write_text(table)
     if args.json:
-        payload = {"meta": meta, "summary": summary, "targets": TARGETS, "rows": [asdict(r) for r in all_rows]}
+        payload = {"meta": meta, "summary": summary, "targets": targets, "rows": [asdict(r) for r in rows]}
         args.json.write_text(json.dumps(payload, indent=1))
-    return 0
 
 
 if __name__ == "__main__":

@@ -733,14 +733,7 @@ def main(argv: list[str] | None = None) -> int:
         "seconds": round(time.monotonic() - start, 1),
         "facts": facts,
     }
-    table = markdown(summary, rows, meta)
-    print()
-    print(table)
-    if args.markdown:
-        args.markdown.write_text(table)
-    if args.json:
-        payload = {"meta": meta, "summary": summary, "targets": TARGETS, "rows": [asdict(r) for r in rows]}
-        args.json.write_text(json.dumps(payload, indent=1))
+    mutation.write_report(args, markdown(summary, rows, meta), meta, summary, TARGETS, rows)
     return 0
 
 
