@@ -10,6 +10,7 @@ bytes that are not SQLite) by rebuilding, and keep a transaction all-or-nothing.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import sqlite3
 from pathlib import Path
@@ -18,7 +19,16 @@ import pytest
 
 from pytest_mcp_server.domain.affected import RecordedTest, changed_blocks, select_affected
 from pytest_mcp_server.domain.blocks import MODULE_BLOCK, WHOLE_FILE, file_blocks, node_id_function
-from pytest_mcp_server.run.affected import MAP_DATA_DIR, read_map_data
+from pytest_mcp_server.run.affected import (
+    IMPORTING_CONTEXT,
+    MAP_DATA_DIR,
+    RECORDER_FORMAT,
+    read_map_data,
+)
+from pytest_mcp_server.run.affected import (
+    tests_blocks as run_blocks,
+)
+from pytest_mcp_server.run.events import PLUGIN_DIR
 from pytest_mcp_server.run.testmap import SCHEMA_VERSION, open_map
 
 SOURCE = b"""\
@@ -222,7 +232,7 @@ def test_recorder_files_merge_across_processes_and_any_damage_is_a_problem_not_a
     def write(name: str, *records: dict) -> None:
         (data_dir / name).write_text("".join(json.dumps(r) + "\n" for r in records))
 
-    head = {"format": 1, "recorder": "sys.monitoring", "pid": 1}
+    head = {"format": RECORDER_FORMAT, "recorder": "sys.monitoring", "pid": 1}
     write(
         "map.1.jsonl",
         head,
@@ -247,11 +257,51 @@ def test_recorder_files_merge_across_processes_and_any_damage_is_a_problem_not_a
 
     write("map.3.jsonl", {**head, "pid": 3}, {"file": 0, "path": "/p/c.py"})  # killed: no end line
     write("map.4.jsonl", {"format": 99, "recorder": "x", "pid": 4}, {"end": True})
-    (data_dir / "map.5.jsonl").write_text('{"format": 1, "recorder": "coverage.py", "pid": 5}\n{"context": ')
+    (data_dir / "map.5.jsonl").write_text(
+        f'{{"format": {RECORDER_FORMAT}, "recorder": "coverage.py", "pid": 5}}\n{{"context": '
+    )
     write("map.6.jsonl", {**head, "pid": 6}, {"problem": "its sys.monitoring tool id 3 was freed"}, {"end": True})
     damaged = read_map_data(tmp_path)
     assert damaged.problems[0] == "the recorder of pytest process 3 did not finish its file"
-    assert damaged.problems[1] == "the recorder's file map.4.jsonl is not of format 1"
+    assert damaged.problems[1] == f"the recorder's file map.4.jsonl is not of format {RECORDER_FORMAT}"
     assert damaged.problems[2].startswith("the recorder's file map.5.jsonl could not be read")
     assert damaged.problems[3] == "its sys.monitoring tool id 3 was freed"
     assert len(damaged.problems) == 4
+
+
+def test_the_server_reads_the_recorders_format_and_import_contexts_as_the_plugin_writes_them():
+    """The plugin's recorder is a file pytest imports by name, not a module of the
+    package: its format number and import-context prefix are written twice, and must
+    agree."""
+    spec = importlib.util.spec_from_file_location("recorder_under_test", PLUGIN_DIR / "pytest_mcp_server_recorder.py")
+    assert spec is not None and spec.loader is not None
+    recorder = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(recorder)
+    assert (recorder.FORMAT, recorder.IMPORTING) == (RECORDER_FORMAT, IMPORTING_CONTEXT)
+
+
+def test_code_run_while_a_module_was_imported_is_that_modules_and_a_conftests_is_every_tests(tmp_path):
+    """Function blocks run outside tests split by what was being imported: a test module's
+    or a helper's import keeps them under that module; a ``conftest.py``'s import and code
+    run with no module being imported (collection hooks) are every test's; each file run
+    outside tests gives its module-level block."""
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "pkg" / "cases.py").write_text("def make(n):\n    return n\n\n\ndef size():\n    return 2\n")
+    (tmp_path / "tests" / "test_a.py").write_text("from pkg.cases import make\n\nA = make(1)\n")
+    (tmp_path / "conftest.py").write_text("from pkg.cases import size\n")
+    cases = str(tmp_path / "pkg" / "cases.py")
+    data = {
+        cases: {
+            IMPORTING_CONTEXT + str(tmp_path / "tests" / "test_a.py"): [2],
+            IMPORTING_CONTEXT + str(tmp_path / "conftest.py"): [6],
+            IMPORTING_CONTEXT + cases: [1, 5],
+        },
+        str(tmp_path / "tests" / "test_a.py"): {IMPORTING_CONTEXT + str(tmp_path / "tests" / "test_a.py"): [1, 3]},
+    }
+    blocks = run_blocks(data, tmp_path, [])
+    now = file_blocks((tmp_path / "pkg" / "cases.py").read_bytes())
+    make, size = (("pkg/cases.py", now.named(name).fingerprint) for name in ("make", "size"))
+    assert blocks.importing == {"tests/test_a.py": {make}, "pkg/cases.py": set()}
+    assert blocks.at_import == {"pkg/cases.py": {size}, "tests/test_a.py": set()}
+    assert set(blocks.imported_modules) == {"pkg/cases.py", "tests/test_a.py"}

@@ -268,3 +268,91 @@ def test_a_constant_read_through_an_import_selects_the_tests_that_ran_its_import
     assert blind.selection.notice is not None
     assert "pkg/loader.py:5 calls importlib.import_module with a computed name" in blind.selection.notice
     assert "every test depends on it" in text
+
+
+CASES = """\
+def make_cases(n):
+    return [i * 2 for i in range(n)]
+
+
+def size():
+    return 2
+"""
+CASES_CONFTEST = """\
+from pkg.cases import size
+
+
+def pytest_generate_tests(metafunc):
+    if "n" in metafunc.fixturenames:
+        metafunc.parametrize("n", range(size()))
+"""
+IMPORTING_FILES = {
+    "pkg/__init__.py": "",
+    "pkg/cases.py": CASES,
+    "pkg/calc.py": "def double(x):\n    return 2 * x\n",
+    "conftest.py": CASES_CONFTEST,
+    # imports pkg.cases too, but its import runs none of it
+    "tests/test_calc.py": (
+        "from pkg import cases\nfrom pkg.calc import double\n\n\n"
+        "def test_double():\n    assert double(2) == 4\n\n\ndef test_n(n):\n    assert n >= 0\n"
+    ),
+    "tests/test_cases.py": (
+        "from pkg.cases import make_cases\n\nCASES = make_cases(3)\n\n\n"
+        "def test_cases():\n    assert CASES == [0, 2, 4]\n"
+    ),
+    # runs make_cases at import too, after test_cases.py did: recorded again for this import
+    "tests/test_shared.py": (
+        "from pkg.cases import make_cases\n\nN = make_cases(2)[-1]\n\n\ndef test_shared():\n    assert N == 2\n"
+    ),
+    # make_cases runs in a helper module's import, nested in this test module's
+    "tests/helpers.py": "from pkg.cases import make_cases\n\nTABLE = make_cases(2)\n",
+    "tests/test_helped.py": "from helpers import TABLE\n\n\ndef test_helped():\n    assert TABLE == [0, 2]\n",
+}
+
+
+def test_code_run_while_test_modules_import_selects_the_tests_of_those_modules(tmp_path, project_python):
+    """A function that test modules call at their top level (a table of cases, a class
+    decorator) changes what those modules hold, so their tests depend on it; tests of a
+    module whose import ran none of it do not, even when that module imports the same
+    file. Each module's import is recorded on its own (the second to call the function
+    is not hidden behind the first), and so is a helper module imported by a test
+    module. Code run by a collection hook, with no module being imported, still
+    reaches every test. The C tracer (3.11) cannot tell imports apart: there every
+    test depends on code run at import, as before."""
+    root = committed_project(tmp_path / "importing", IMPORTING_FILES)
+    artifacts = tmp_path / "artifacts"
+    cases = root / "pkg" / "cases.py"
+
+    async def body():
+        steps = {}
+        async with connect(server(root, artifacts, *project_python), "auto") as client:
+            steps["first"] = await affected_run(client)
+            edit(cases, "i * 2 for", "i * 3 for")
+            steps["make_cases"] = await affected_run(client)
+            edit(cases, "i * 3 for", "i * 2 for")
+            steps["reverted"] = await affected_run(client)
+            steps["again"] = await affected_run(client)
+            edit(cases, "return 2\n", "return 1\n")
+            steps["size"] = await affected_run(client)
+        return steps
+
+    steps = run(body)
+    first, text = steps["first"]
+    assert ran(first) == (6, 0), text
+    changed, text = steps["make_cases"]
+    for node_id in (
+        "tests/test_cases.py::test_cases",
+        "tests/test_helped.py::test_helped",
+        "test_shared.py::test_shared",
+    ):
+        assert node_id in text, text  # the three fail, as one group
+    assert changed.selection.changed_files == ["pkg/cases.py"]
+    # sys.monitoring: the three modules whose import ran make_cases; the C tracer: all six
+    assert ran(changed) == ((0, 3) if project_python else (3, 3)), text
+    assert changed.selection.reasons.changed == (3 if project_python else 6), text
+    reverted, text = steps["reverted"]
+    assert ran(reverted) == (3 if project_python else 6, 0), text
+    again, text = steps["again"]
+    assert again.selection.selected == 0, text
+    size, text = steps["size"]  # run by a collection hook: every test (test_n[1] is gone)
+    assert ran(size) == (5, 0) and size.selection.reasons.changed == 5, text

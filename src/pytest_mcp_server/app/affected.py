@@ -69,7 +69,7 @@ from pytest_mcp_server.run.coverage import rank_in_root
 from pytest_mcp_server.run.events import ProgressFn, read_outcomes, read_run_events
 from pytest_mcp_server.run.git import changed_lines
 from pytest_mcp_server.run.interpreter import Interpreter
-from pytest_mcp_server.run.testmap import map_path, open_map
+from pytest_mcp_server.run.testmap import IMPORTING_ENTRY, map_path, open_map
 
 
 @dataclass
@@ -227,12 +227,14 @@ async def refresh_map(
         if data.problems:
             return
         recorded = {node_id: outcome for node_id, outcome in outcomes.items() if node_id not in data.unrecorded}
-        blocks, at_import, imported_modules = tests_blocks(data.lines, runner.root, recorded)
-        ran = {node_id: (outcome, blocks[node_id]) for node_id, outcome in recorded.items()}
+        blocks = tests_blocks(data.lines, runner.root, recorded)
+        ran = {node_id: (outcome, blocks.tests[node_id]) for node_id, outcome in recorded.items()}
         gone: list[str] = list(data.unrecorded)
         path = map_path(runner.artifacts_base, runner.root, interp.python)
         test_map, _ = open_map(path)
         with test_map:
+            # a module no longer there is imported by no one: its row would stay changed for good
+            gone += [IMPORTING_ENTRY + m for m in test_map.importing() if not (runner.root / m).is_file()]
             filtered = params.markers or params.keywords or getattr(params, "last_failed", False)
             # a collection of only some tests (--lf in the project's options): those it did not find are not gone
             options = (plan.collection or {}).get("narrowing")
@@ -247,7 +249,17 @@ async def refresh_map(
                 total = plan.selection.total
                 last = {"collection": plan.collection, "environment": plan.environment, "total": total}
                 meta[COLLECTION_KEY] = orjson.dumps(last).decode()
-            test_map.refresh(ran, plan.fingerprint, gone, meta, plan.files, at_import, imported_modules)
+            test_map.refresh(
+                ran,
+                plan.fingerprint,
+                gone,
+                meta,
+                plan.files,
+                blocks.at_import,
+                blocks.imported_modules,
+                blocks.importing,
+                whole_collection=not params.node_ids and not plan.narrowed,
+            )
         # the map holds what mattered of them
         shutil.rmtree(run_dir / MAP_DATA_DIR, ignore_errors=True)
 

@@ -16,7 +16,7 @@ from typing import Any
 import orjson
 
 from pytest_mcp_server.domain.affected import RecordedTest, Selection, changed_blocks, select_affected, selection_of
-from pytest_mcp_server.domain.blocks import changed_functions
+from pytest_mcp_server.domain.blocks import changed_functions, node_id_function
 from pytest_mcp_server.domain.coverage import ChangedLines
 from pytest_mcp_server.domain.imports import FileImports, ProjectFiles, file_imports, importers, opaque_files
 from pytest_mcp_server.run.affected import (
@@ -49,8 +49,9 @@ class MapState:
     they passed, under the last run's environment, ``read``: the files whose block
     fingerprints were read this call (the map's are used while a file's stat key is
     unchanged), path -> (stat key, fingerprints), for the map to keep, and
-    ``import_changed``: the files of the function blocks run at import that changed
-    (every test depends on those), and ``changed_files``: each file with a block no
+    ``import_changed``: the files of the function blocks run at import, with no module
+    being imported, that changed (every test depends on those; those run while a module
+    was imported reach its importers' tests through ``recorded``), and ``changed_files``: each file with a block no
     longer as the map holds it -> the fingerprints the map holds for it (``changed_code``
     names what changed there when there is no git diff), ``imports_cache``: the import
     graph as read this call (``import_reach``; JSON for the map's meta), and ``wide``:
@@ -109,15 +110,23 @@ def read_map_state(root: Path, path: Path) -> MapState:
         import_changed = frozenset(file for file, fingerprint in at_import if fingerprint not in current(file))
         modules = test_map.at_import(IMPORTED_MODULES_ENTRY)
         modules_changed = sorted({file for file, fingerprint in modules if fingerprint not in current(file)})
+        # code run while a module was being imported: what changed reaches what imports that module
+        ran_at_import = {
+            module: {file for file, fingerprint in functions if fingerprint not in current(file)}
+            for module, functions in test_map.importing().items()
+        }
+        importing_changed = {module: files for module, files in ran_at_import.items() if files}
+        named = frozenset(modules_changed).union(*importing_changed.values())
         imports_cache: str | None = None
         wide: str | None = None
         reached: set[str] = set()
-        if modules_changed:
-            reached, opaque, imports_cache = import_reach(root, test_map.meta(IMPORTS_KEY), modules_changed)
+        if named:
+            sources = sorted(set(modules_changed) | set(importing_changed))
+            reached, opaque, imports_cache = import_reach(root, test_map.meta(IMPORTS_KEY), sources)
             if opaque:
-                import_changed |= frozenset(modules_changed)
+                import_changed |= named
                 wide = (
-                    f"module-level code changed in {', '.join(modules_changed)} and the import graph cannot tell "
+                    f"code run at import changed in {', '.join(sorted(named))} and the import graph cannot tell "
                     f"who imports it ({opaque[0]}{f' and {len(opaque) - 1} more' if len(opaque) > 1 else ''}): "
                     "every test depends on it"
                 )
@@ -126,11 +135,13 @@ def read_map_state(root: Path, path: Path) -> MapState:
         recorded = test_map.tests(gone | through)
         before: dict[str, str] = orjson.loads(test_map.meta(CONFIG_PARTS_KEY) or "{}")
         last_collection = orjson.loads(test_map.meta(COLLECTION_KEY) or "null")
-    if through:  # a test that ran an importer's code: the changed module is what changed for it
+    if reached:
+        # a test that ran an importer's code, or whose own file imports what changed: the
+        # changed files are what changed for it
         importers_only = reached - {blocks[i][0] for i in gone}
         for node_id, entry in recorded.items():
-            if entry.changed & importers_only:
-                changed = (entry.changed - importers_only) | frozenset(modules_changed)
+            if entry.changed & importers_only or node_id_function(node_id)[0] in reached:
+                changed = (entry.changed - importers_only) | named
                 recorded[node_id] = dataclasses.replace(entry, changed=changed)
     changed_files: dict[str, set[str]] = {blocks[i][0]: set() for i in gone}
     for file, fingerprint in blocks.values():

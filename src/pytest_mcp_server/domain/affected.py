@@ -12,9 +12,12 @@ of ``REASONS``):
   distributions (the test's recorded configuration fingerprint differs);
 * ``new``: the map has no entry for the test;
 * ``changed``: a block the test ran last time (a function body, a module's top-level
-  code, its own test function), or a function body run at import (outside any test:
-  every test depends on those), has a fingerprint no longer present in its file now
-  (edited, moved with an edit, deleted, or its file gone);
+  code, its own test function), or a function body run at import outside any module's
+  import (collection hooks, a conftest's import: every test depends on those; the
+  caller passes their files as ``import_changed``), has a fingerprint no longer present
+  in its file now (edited, moved with an edit, deleted, or its file gone); code run
+  while a module was imported reaches the tests of its importers through the caller
+  (``app.affected_state``), as each test's changed files;
 * ``failed_last``: the test failed or errored when it last ran.
 
 Any other test is left out. No I/O: the caller gives the current fingerprints

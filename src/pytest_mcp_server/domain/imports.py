@@ -1,9 +1,11 @@
 """The project's static import graph: which project files each file may import.
 
 Why: a module-level block (a constant, a table) runs when its file is imported, before
-any test, so no test is recorded as running it. The rule its callers apply: a changed
-module-level block of file F selects every test that ran code in a file importing F,
-directly or through other imports (``importers``).
+any test, so no test is recorded as running it; so does a function called while a
+module is imported. The rule its callers apply: a changed module-level block of file
+F, or a changed function run while F was being imported, selects every test that ran
+code in a file importing F, directly or through other imports, and the tests of those
+files (``importers``).
 
 Rule (Python's import system, the language reference, "The import system" and "The
 import statement"): ``import a.b.c`` imports ``a``, then ``a.b``, then ``a.b.c``, each

@@ -39,8 +39,12 @@ from pytest_mcp_server.run.interpreter import Interpreter
 
 MAP_DATA_DIR = "map"
 """The run directory's subdirectory where each pytest process's recorder writes its file."""
-RECORDER_FORMAT = 1
+RECORDER_FORMAT = 2
 """The format number of the recorder's files (``pytest_mcp_server_recorder.FORMAT``)."""
+IMPORTING_CONTEXT = "<import> "
+"""The prefix of the recorder's context of lines run while a project module was being
+imported, outside tests (``pytest_mcp_server_recorder.IMPORTING``), before the module's
+absolute path."""
 SKIP_FILE = "skip.json"
 """The run directory's file naming the tests to deselect and the environment hashes they
 hold for (the plugin's ``--mcp-skip``)."""
@@ -273,8 +277,10 @@ def changed_contexts(
             continue
         contexts: dict[int, list[str]] = {}
         for context, lines in per_context.items():
+            outside = "" if context.startswith(IMPORTING_CONTEXT) else context  # an import is outside tests
             for line in lines:
-                contexts.setdefault(line, []).append(context)
+                if outside not in contexts.setdefault(line, []):
+                    contexts[line].append(outside)
         out[relative] = LineContexts(
             executable=frozenset(contexts), contexts={k: tuple(v) for k, v in contexts.items()}, complete=False
         )
@@ -302,21 +308,54 @@ def read_blocks(root: Path, path: str) -> FileBlocks | None:
     return file_blocks(content, python=path.endswith(".py"))
 
 
-def tests_blocks(
-    data: dict[str, dict[str, list[int]]], root: Path, ran: Iterable[str]
-) -> tuple[dict[str, set[tuple[str, str]]], dict[str, set[tuple[str, str]]], dict[str, set[tuple[str, str]]]]:
+Blocks = set[tuple[str, str]]
+"""Blocks as ``(path relative to the root, fingerprint)``."""
+
+
+@dataclass
+class RunBlocks:
+    """The blocks of one run's map data (``tests_blocks``): ``tests``, node id -> the
+    blocks it ran; ``at_import``, per file, its function blocks run outside tests with
+    no project module being imported; ``importing``, per project module (relative path),
+    the function blocks run while it was being imported; ``imported_modules``, per file
+    run outside tests, its module-level block."""
+
+    tests: dict[str, Blocks]
+    at_import: dict[str, Blocks]
+    importing: dict[str, Blocks]
+    imported_modules: dict[str, Blocks]
+
+
+def _importing_module(context: str, root_prefix: str) -> str | None:
+    """The module (relative path) whose import context ``context`` is, or None for the
+    empty context, a module outside the root, or a ``conftest.py`` (its import shapes
+    every test below it: counted as every test's)."""
+    if not context.startswith(IMPORTING_CONTEXT):
+        return None
+    absolute = context[len(IMPORTING_CONTEXT) :]
+    if not absolute.startswith(root_prefix) or os.path.basename(absolute) == "conftest.py":
+        return None
+    return absolute[len(root_prefix) :].replace(os.sep, "/")
+
+
+def tests_blocks(data: dict[str, dict[str, list[int]]], root: Path, ran: Iterable[str]) -> RunBlocks:
     """The blocks each test of ``ran`` (node ids) depends on, as ``(path, fingerprint)``
-    (paths relative to ``root``), from ``read_map_data``'s ``data``, and the function
-    blocks run at import, per file:
+    (paths relative to ``root``), from ``read_map_data``'s ``data``, and the blocks run
+    outside tests (``RunBlocks``):
 
     * per test: for each file inside the root where the test's context ran lines, the
       blocks owning those lines and the file's module-level block; its own test
       function's block and its file's module-level block (a test file the project's
       coverage configuration leaves out: all of its blocks, since its fixtures and
       helpers ran unmeasured);
-    * at import: per file that ran lines outside any test (imports: decorators,
-      helpers called at module level), the function blocks owning them. They may shape
-      any test, so every test depends on them; the map keeps them once
+    * importing: per project module whose import ran lines outside any test (helpers
+      called at its module level, decorators), the function blocks owning them. A
+      change there reaches the tests of the files importing that module and the tests
+      that ran code in them (``domain.imports``), not every test;
+    * at import: per file that ran lines outside any test with no project module being
+      imported (collection hooks, a ``conftest.py``'s import, Python before 3.12, whose
+      recorder cannot tell imports apart), the function blocks owning them. They may
+      shape any test, so every test depends on them; the map keeps them once
       (``run.testmap.TestMap.at_import``), not in every test's entry;
     * imported modules: per file that ran lines outside any test, its module-level
       block (a changed constant there reaches the tests that ran code in the files
@@ -339,14 +378,22 @@ def tests_blocks(
         for context, lines in contexts.items():
             by_context.setdefault(context, {})[relative] = lines
     measured = {path for files in by_context.values() for path in files}
-    at_import: dict[str, set[tuple[str, str]]] = {}
-    imported_modules: dict[str, set[tuple[str, str]]] = {}
-    for path, lines in by_context.get("", {}).items():
-        blocks = blocks_of(path)
-        if blocks is not None:
-            at_import[path] = {(path, b.fingerprint) for b in {blocks.owner(line) for line in lines} if b.first}
+    at_import: dict[str, Blocks] = {}
+    importing: dict[str, Blocks] = {}
+    imported_modules: dict[str, Blocks] = {}
+    for context, files in by_context.items():
+        if context and not context.startswith(IMPORTING_CONTEXT):
+            continue
+        module = _importing_module(context, root_prefix)
+        for path, lines in files.items():
+            blocks = blocks_of(path)
+            if blocks is None:
+                continue
+            functions = {(path, b.fingerprint) for b in {blocks.owner(line) for line in lines} if b.first}
+            at_import.setdefault(path, set())
             imported_modules[path] = {(path, blocks.module.fingerprint)}
-    out: dict[str, set[tuple[str, str]]] = {}
+            (at_import[path] if module is None else importing.setdefault(module, set())).update(functions)
+    out: dict[str, Blocks] = {}
     for node_id in ran:
         found: set[tuple[str, str]] = set()
         for path, lines in by_context.get(node_id, {}).items():
@@ -364,7 +411,7 @@ def tests_blocks(
             else:
                 found.add((path, block.fingerprint))
         out[node_id] = found
-    return out, at_import, imported_modules
+    return RunBlocks(out, at_import, importing, imported_modules)
 
 
 def _project_dirs(root: Path) -> Iterable[tuple[str, list[str]]]:

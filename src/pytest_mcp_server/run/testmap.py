@@ -29,7 +29,7 @@ from pathlib import Path
 from pytest_mcp_server.domain.affected import RecordedTest
 from pytest_mcp_server.domain.policy import MAP_BUSY_TIMEOUT_S
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 """The map's schema version, in its ``schema_version`` table; a map of another version is rebuilt."""
 FORMAT_NAME = "pytest-mcp-server test map"
 """The ``format`` row of the ``meta`` table: what makes a SQLite file one of these maps."""
@@ -42,7 +42,17 @@ IMPORTED_MODULES_ENTRY = "<imported modules>"
 """The reserved ``tests`` row holding the module-level blocks of the files run at import:
 a change there reaches the tests that ran code in a file importing it
 (``domain.imports``), not every test."""
-RESERVED_ENTRIES = frozenset({IMPORT_ENTRY, IMPORTED_MODULES_ENTRY})
+IMPORTING_ENTRY = "<import> "
+"""The prefix of the reserved ``tests`` rows holding, per project module (``IMPORTING_ENTRY``
++ its relative path), the function blocks run while it was being imported: a change
+there reaches the tests of the files importing that module (``domain.imports``)."""
+
+
+def is_reserved(node_id: str) -> bool:
+    """True for the map's own entries (``IMPORT_ENTRY``, ``IMPORTED_MODULES_ENTRY``,
+    ``IMPORTING_ENTRY`` rows): no pytest node id starts with ``<``."""
+    return node_id.startswith("<")
+
 
 _SCHEMA = """
 CREATE TABLE schema_version (version INTEGER NOT NULL);
@@ -121,7 +131,7 @@ class TestMap:
         for node_id, outcome, config, packed in self.connection.execute(
             "SELECT node_id, outcome, config, blocks FROM tests"
         ):
-            if node_id in RESERVED_ENTRIES:
+            if is_reserved(node_id):
                 continue
             hit = wanted.intersection(_unpack(packed)) if wanted else ()
             out[node_id] = RecordedTest(outcome=outcome, config=config, changed=frozenset(paths[i] for i in hit))
@@ -136,7 +146,19 @@ class TestMap:
 
     def node_ids(self) -> set[str]:
         """The node ids of the tests in the map."""
-        return {row[0] for row in self.connection.execute("SELECT node_id FROM tests")} - RESERVED_ENTRIES
+        return {row[0] for row in self.connection.execute("SELECT node_id FROM tests") if not is_reserved(row[0])}
+
+    def importing(self) -> dict[str, frozenset[tuple[str, str]]]:
+        """Per project module (relative path), the function blocks run while it was being
+        imported (``IMPORTING_ENTRY`` rows), as ``(path, fingerprint)``."""
+        blocks = self.blocks()
+        rows = self.connection.execute(
+            "SELECT node_id, blocks FROM tests WHERE substr(node_id, 1, ?) = ?",
+            (len(IMPORTING_ENTRY), IMPORTING_ENTRY),
+        )
+        return {
+            node_id[len(IMPORTING_ENTRY) :]: frozenset(blocks[i] for i in _unpack(packed)) for node_id, packed in rows
+        }
 
     def at_import(self, entry: str = IMPORT_ENTRY) -> frozenset[tuple[str, str]]:
         """The function blocks run at import (``entry`` ``IMPORTED_MODULES_ENTRY``: the
@@ -168,6 +190,8 @@ class TestMap:
         files: Mapping[str, tuple[str, Iterable[str]]] | None = None,
         at_import: Mapping[str, Iterable[tuple[str, str]]] | None = None,
         imported_modules: Mapping[str, Iterable[tuple[str, str]]] | None = None,
+        importing: Mapping[str, Iterable[tuple[str, str]]] | None = None,
+        whole_collection: bool = True,
     ) -> None:
         """In one transaction: each test of ``ran`` (node id -> (outcome, its blocks as
         ``(path, fingerprint)``)) gets exactly that entry, with ``config``; the tests
@@ -177,12 +201,20 @@ class TestMap:
         those files' blocks of the import entry, the other files' stay (a run that
         imported less does not forget them); blocks no test refers to any more are
         removed, and the files without blocks. ``imported_modules`` (path -> its module
-        block, for the files run at import) is kept in the same way."""
+        block, for the files run at import) is kept in the same way. ``importing``
+        (module -> the function blocks run while it was being imported in this run)
+        replaces those modules' ``IMPORTING_ENTRY`` rows; to drop a module's row, name
+        the row in ``gone``. A run that collected only some files (``whole_collection``
+        False) adds to the import entry and replaces nothing there: the collection hooks
+        it did not run for the other files ran what they ran before."""
         entries = {node_id: (outcome, set(blocks)) for node_id, (outcome, blocks) in ran.items()}
+        for module, blocks in (importing or {}).items():
+            entries[IMPORTING_ENTRY + module] = ("passed", set(blocks))
         with self._transaction() as con:
             for entry, given in ((IMPORT_ENTRY, at_import), (IMPORTED_MODULES_ENTRY, imported_modules)):
                 if given:
-                    kept = {block for block in self.at_import(entry) if block[0] not in given}
+                    replace = whole_collection or entry != IMPORT_ENTRY
+                    kept = {block for block in self.at_import(entry) if not replace or block[0] not in given}
                     entries[entry] = ("passed", kept.union(*given.values()))
             all_blocks = {block for _, blocks in entries.values() for block in blocks}
             con.executemany("INSERT OR IGNORE INTO blocks (path, fingerprint) VALUES (?, ?)", all_blocks)

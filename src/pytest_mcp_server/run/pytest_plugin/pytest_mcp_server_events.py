@@ -301,6 +301,8 @@ class _AffectedRun:
             self.seen[path] = _stat_key(path)
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if self.recording is not None:
+            self.recording.boundary(report.nodeid)
         path = report.nodeid
         if self.skip_file and "::" not in path and path.endswith(".py"):
             self.modules.add(os.path.join(self.rootpath, path))

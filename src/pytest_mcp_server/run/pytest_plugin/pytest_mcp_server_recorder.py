@@ -19,7 +19,12 @@ Two recorders, one output:
   their callbacks disabled. ``sys.monitoring.restart_events()`` is not used: it would
   re-arm every tool's disabled events in every code object (pytest's own functions'
   ``PY_START`` each test, a coverage.py on sys.monitoring beside it). Code run in
-  another thread during a test is that test's.
+  another thread during a test is that test's. Outside tests, the lines run while a
+  project module is being imported are that import's (``IMPORTING``: the innermost
+  project ``<module>`` frame on the stack, found at each project module's start and
+  return, where the lines are re-armed as at a test's end); lines run with no project
+  module on the stack (collection hooks, ``pytest_generate_tests``) are the empty
+  context's.
 * ``CoverageRecorder``, before 3.12: coverage.py's C tracer through its API, one dynamic
   context per test, no data file; configured so that the project's settings cannot break
   the run (``COVERAGE_CORE=ctrace``, every coverage.py warning disabled and none raised
@@ -31,7 +36,9 @@ Each process writes ``DIR/map.<pid>.jsonl``, JSON lines (``MapFile``):
 * first ``{"format": 1, "recorder": "sys.monitoring" | "coverage.py", "pid": N}``;
 * ``{"file": I, "path": P}`` before the first use of file number ``I`` (``P`` absolute);
 * ``{"context": C, "lines": [[I, [line, ...]], ...]}``: the lines of context ``C`` (a
-  test's node id, written when the test ends; ``""``: outside any test, written last);
+  test's node id, written when the test ends; ``IMPORTING`` + a module's absolute
+  path: outside tests, while that module was being imported (sys.monitoring only),
+  and ``""``: outside any test otherwise, written last);
 * ``{"unrecorded": C, "why": TEXT}`` when test ``C``'s lines are incomplete (before
   3.12, a test that replaced the trace function): its entry leaves the map;
 * ``{"problem": TEXT}`` when the recording cannot be trusted (a test freed the
@@ -52,7 +59,7 @@ import warnings
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-FORMAT = 1
+FORMAT = 2
 """The map file's format number (its first line)."""
 TOOL_NAME = "pytest-mcp-server"
 """The name the recorder registers its sys.monitoring tool id under."""
@@ -73,7 +80,11 @@ COVERAGE_WARNINGS = (
 )
 """coverage.py's warning slugs (its docs, *Messages*), all disabled for the recorder."""
 IMPORT_CONTEXT = ""
-"""The context of lines run outside any test."""
+"""The context of lines run outside any test (and outside any project module's import,
+where the recorder can tell)."""
+IMPORTING = "<import> "
+"""The prefix of the context of lines run outside tests while a project module was
+being imported: ``IMPORTING`` + the module's absolute path (no node id starts with ``<``)."""
 
 
 class MapFile:
@@ -173,9 +184,13 @@ class MonitoringRecorder:
         # (id of a code object, line): code objects are keyed by id, never by value (two
         # equal code objects of two files would be one), and kept alive in ``seen``
         self.hits: set[tuple[int, int]] = set()
-        self.outside: dict[str, set[int]] = {}  # the import context, written once at the end
-        self.seen: dict[int, tuple[Any, str | None]] = {}  # id -> (code object, its project path or None)
+        # outside tests, per importing module (IMPORT_CONTEXT: none), written once at the end
+        self.outside: dict[str, dict[str, set[int]]] = {}
+        self.importing = IMPORT_CONTEXT  # the context of the lines run outside tests now
+        # id -> (code object, its project path or None, its local events)
+        self.seen: dict[int, tuple[Any, str | None, int]] = {}
         self.failed = False
+        self.pending: str | None = None  # a problem met inside a callback, for the next switch
 
     def start(self) -> None:
         mon = sys.monitoring  # type: ignore[attr-defined]
@@ -192,16 +207,29 @@ class MonitoringRecorder:
         absolute = self.files.absolute
         add = self.hits.add
 
+        module_events = line_event | events.PY_RETURN
+        boundary = self._import_boundary
+
         def py_start(code: Any, offset: int) -> Any:
             key = id(code)
             if key not in seen:
                 path = absolute(code.co_filename)
-                seen[key] = (code, path)
+                module = code.co_name == "<module>"
+                wanted = module_events if module else line_event
+                seen[key] = (code, path, wanted)
                 if path is not None:
                     try:
-                        set_local_events(tool, code, line_event)
+                        set_local_events(tool, code, wanted)
                     except ValueError:  # the tool id was freed under it (3.12 keeps calling back)
-                        seen[key] = (code, None)
+                        seen[key] = (code, None, 0)
+                        return disable
+                    if module and self.context == IMPORT_CONTEXT:
+                        boundary(IMPORTING + path)
+            return disable
+
+        def py_return(code: Any, offset: int, value: Any) -> Any:
+            if self.context == IMPORT_CONTEXT:
+                boundary(self._importing_from(sys._getframe(1).f_back))
             return disable
 
         def line(code: Any, number: int) -> Any:
@@ -209,8 +237,44 @@ class MonitoringRecorder:
             return disable
 
         mon.register_callback(tool, events.PY_START, py_start)
+        mon.register_callback(tool, events.PY_RETURN, py_return)
         mon.register_callback(tool, events.LINE, line)
         mon.set_events(tool, events.PY_START)
+
+    def _importing_from(self, frame: Any) -> str:
+        """The context of the innermost project module being imported at ``frame`` and
+        above (``IMPORTING`` + its path), else ``IMPORT_CONTEXT``."""
+        absolute = self.files.absolute
+        while frame is not None:
+            code = frame.f_code
+            if code.co_name == "<module>":
+                path = absolute(code.co_filename)
+                if path is not None:
+                    return IMPORTING + path
+            frame = frame.f_back
+        return IMPORT_CONTEXT
+
+    def _import_boundary(self, importing: str) -> None:
+        """Outside tests, a project module starts or ends its import: the lines run so far
+        are the current import's, re-armed so that what runs next is recorded again for
+        ``importing``."""
+        if self.failed:
+            return
+        try:  # inside a callback: an error here would be raised in the project's import
+            into = self.outside.setdefault(self.importing, {})
+            for path, numbers in self._lines().items():
+                into.setdefault(path, set()).update(numbers)
+            self.importing = importing
+        except Exception as exc:  # noqa: BLE001 - reported at the next switch, never raised
+            self.failed = True
+            self.hits.clear()
+            self.pending = f"{type(exc).__name__} while recording an import: {exc}"
+
+    def boundary(self) -> None:
+        """Called by the plugin after each collector: a module whose import raised never
+        returned, so which import runs now is found again from the stack."""
+        if self.context == IMPORT_CONTEXT:
+            self._import_boundary(self._importing_from(sys._getframe(1)))
 
     def _lines(self) -> dict[str, set[int]]:
         # a copy first: another thread may add while this one reads. Each code object that
@@ -222,7 +286,6 @@ class MonitoringRecorder:
         self.hits.clear()
         seen = self.seen
         mon = sys.monitoring  # type: ignore[attr-defined]
-        line_event = mon.events.LINE
         out: dict[str, set[int]] = {}
         rearm: set[int] = set()
         for key, number in hits:
@@ -231,9 +294,9 @@ class MonitoringRecorder:
                 out.setdefault(path, set()).add(number)
                 rearm.add(key)
         for key in rearm:
-            code = seen[key][0]
+            code, _, wanted = seen[key]
             mon.set_local_events(self.tool, code, 0)
-            mon.set_local_events(self.tool, code, line_event)
+            mon.set_local_events(self.tool, code, wanted)
         return out
 
     def _still_ours(self) -> str | None:
@@ -249,7 +312,8 @@ class MonitoringRecorder:
         and start ``context`` (a node id, or ``IMPORT_CONTEXT`` after a test). Returns a
         problem when the recorder was disturbed (it then stops), else None."""
         if self.failed:
-            return None
+            problem, self.pending = self.pending, None
+            return problem
         problem = self._still_ours()
         if problem is not None:
             self.failed = True
@@ -257,11 +321,13 @@ class MonitoringRecorder:
             return problem
         lines = self._lines()
         if self.context == IMPORT_CONTEXT:
+            into = self.outside.setdefault(self.importing, {})
             for path, numbers in lines.items():
-                self.outside.setdefault(path, set()).update(numbers)
+                into.setdefault(path, set()).update(numbers)
         else:
             self.out.context(self.context, lines)
         self.context = context
+        self.importing = self._importing_from(sys._getframe(1)) if context == IMPORT_CONTEXT else IMPORT_CONTEXT
         return None
 
     def finish(self) -> str | None:
@@ -271,11 +337,14 @@ class MonitoringRecorder:
             mon = sys.monitoring  # type: ignore[attr-defined]
             if mon.get_tool(self.tool) == TOOL_NAME:
                 mon.set_events(self.tool, 0)
-                mon.register_callback(self.tool, mon.events.PY_START, None)
-                mon.register_callback(self.tool, mon.events.LINE, None)
+                for event in (mon.events.PY_START, mon.events.PY_RETURN, mon.events.LINE):
+                    mon.register_callback(self.tool, event, None)
                 mon.free_tool_id(self.tool)
         if not self.failed:
-            self.out.context(IMPORT_CONTEXT, self.outside)
+            for importing, lines in self.outside.items():
+                if importing != IMPORT_CONTEXT:
+                    self.out.context(importing, lines)
+            self.out.context(IMPORT_CONTEXT, self.outside.get(IMPORT_CONTEXT, {}))
         return problem
 
 
@@ -400,6 +469,15 @@ class Recording:
             problem = f"{type(exc).__name__}: {exc}"
         if problem is not None:
             self._fail(f"the {self.recorder.name} recorder stopped at {where}: {problem}")
+
+    def boundary(self, where: str) -> None:
+        """A collector has finished (``where``: its node id, for a problem's text): the
+        recorder finds again which import runs (sys.monitoring only)."""
+        if isinstance(self.recorder, MonitoringRecorder):
+            try:
+                self.recorder.boundary()
+            except Exception as exc:  # noqa: BLE001
+                self._fail(f"the {self.recorder.name} recorder stopped after collecting {where}: {exc}")
 
     def finish(self) -> None:
         """Write what is left and close the file."""
