@@ -108,6 +108,7 @@ def test_frames_are_classified_by_the_project_not_by_where_it_is_installed(path,
 
 _PATH_PARTS = ["site-packages", "dist-packages", "pkg", "single.py", "work", "app", "..", ".", "", "tests", "x.py"]
 _PATH_PARTS += ["test_a.py", "a_test.py", "conftest.py", "lib", "python3.11", "_pytest", "<frozen x>", "C:", "é"]
+_PATH_PARTS += ["Lib", "lib64", "python3.13t", "python3.", "python311"]
 paths = st.builds(
     lambda lead, parts, sep: lead + sep.join(parts),
     st.sampled_from(["", "/", "C:\\", "../", "<"]),
@@ -124,6 +125,36 @@ roots = st.sampled_from(["/work/app", "/work/app/", "/", "C:\\work\\app", "/w/..
 def test_classification_parity(path, root, packages):
     summaries_agree(frame_at(path), "ValueError: x", (root, packages))
     summaries_agree(frame_at(path), "ValueError: x", None)
+
+
+@needs_native
+@pytest.mark.parametrize(
+    "path, shown",
+    [
+        ("/root/.pyenv/versions/3.11.7/lib/python3.11/re/_parser.py", "<stdlib>/re/_parser.py"),
+        ("/opt/py/lib64/python3.13t/json/decoder.py", "<stdlib>/json/decoder.py"),
+        ("C:\\Python311\\Lib\\re\\_parser.py", "<stdlib>/re\\_parser.py"),
+        ("/home/ada/src/vendored/lib/tool.py", ".../vendored/lib/tool.py"),
+        ("/work/app/src/pkg/core.py", "src/pkg/core.py"),
+        ("/venv/lib/python3.11/site-packages/requests/api.py", "<site-packages>/requests/api.py"),
+    ],
+)
+def test_an_answer_spells_out_no_directory_of_the_machine(path, shown):
+    """The frame where the exception was raised stays in the cut traceback whatever code
+    it is; its path is shown without the interpreter's install prefix or the user's
+    directories (the standard library as ``<stdlib>/``, elsewhere the last three
+    components), the same in both backends."""
+    separator = "_ " * 20
+    longrepr = (
+        f"    def test_x():\n>       h()\n\ntests/test_probe.py:9: \n{separator}\n\n"
+        f"    def f():\n>       g()\nE       ValueError: x\n\n{path}:7: ValueError"
+    )
+    failure = orjson.loads(summaries_agree(longrepr, "ValueError: x", PAIR))["failures"][0]
+    text = failure["traceback"]
+    # a library frame's crash line stays in the text; the project's is the location
+    assert f"{shown}:7: ValueError" in text or failure["location"] == {"path": shown, "line": 7}, text
+    directory = path.replace("\\", "/").rsplit("/", 3)[0]
+    assert directory not in text.replace("\\", "/"), text
 
 
 # --------------------------------------------------------------------------------------
@@ -190,7 +221,7 @@ def test_cut_keeps_the_installed_project_frame_with_its_header(cut_impl):
         ">       r = getrandbits(k)",
         "E       ValueError: number of bits must be non-negative",
         "",
-        "/usr/lib/python3.11/random.py:239: ValueError",
+        "<stdlib>/random.py:239: ValueError",  # the interpreter's install prefix left out
     ]
     assert omitted == 4
     # Without a project the installed package is library code: its frame is dropped.

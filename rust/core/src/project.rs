@@ -92,6 +92,74 @@ fn package_dir_rest(p: &str) -> Option<(usize, &'static str)> {
     best
 }
 
+/// For a `/`-separated path: the index in `p` where the part after the standard
+/// library's directory starts, after the last `/lib/pythonX.Y/` (or `lib64`; `X.Yt` for a
+/// free-threaded build) or `/Lib/` (Windows) of `"/" + p`; None when there is none.
+fn stdlib_rest(p: &str) -> Option<usize> {
+    let slashed = format!("/{p}");
+    slashed
+        .match_indices('/')
+        .rev()
+        .find_map(|(at, _)| stdlib_dir_end(&slashed, at))
+        .map(|end| end - 1)
+}
+
+/// The index after the ASCII digits of `s` from `start`.
+fn digits_end(s: &[u8], mut start: usize) -> usize {
+    while start < s.len() && s[start].is_ascii_digit() {
+        start += 1;
+    }
+    start
+}
+
+/// When a standard library directory ([`stdlib_rest`]) starts at `s[at]` (a `/`), the
+/// index after its closing `/`; else None.
+fn stdlib_dir_end(s: &str, at: usize) -> Option<usize> {
+    let rest = &s[at..];
+    if rest.starts_with("/Lib/") {
+        return Some(at + 5);
+    }
+    let head = ["/lib/python", "/lib64/python"]
+        .into_iter()
+        .find(|head| rest.starts_with(head))?;
+    let b = s.as_bytes();
+    let major = at + head.len();
+    let dot = digits_end(b, major);
+    if dot == major || b.get(dot) != Some(&b'.') {
+        return None;
+    }
+    let mut minor_end = digits_end(b, dot + 1);
+    if minor_end == dot + 1 {
+        return None;
+    }
+    if b.get(minor_end) == Some(&b't') {
+        minor_end += 1;
+    }
+    (b.get(minor_end) == Some(&b'/')).then_some(minor_end + 1)
+}
+
+/// For an absolute `/`-separated path with more than its last three components (a
+/// drive alone does not count): the index where those three start; else None.
+fn last_three_start(p: &str) -> Option<usize> {
+    let b = p.as_bytes();
+    let drive = b.len() >= 3 && b[0].is_ascii_alphabetic() && b[1] == b':' && b[2] == b'/';
+    if !(p.starts_with('/') || drive) {
+        return None;
+    }
+    let mut cut = p.len();
+    for _ in 0..3 {
+        cut = p[..cut].rfind('/')?;
+        if cut == 0 {
+            return None;
+        }
+    }
+    let before = &p[..cut];
+    if before.len() == 2 && before.as_bytes()[1] == b':' {
+        return None;
+    }
+    Some(cut + 1)
+}
+
 /// Test code: a basename `test_*.py`, `*_test.py` or `conftest.py`, or a directory part
 /// `tests`/`test`.
 fn is_test_file(relative: &str) -> bool {
@@ -179,12 +247,15 @@ pub fn classify(path: &str, project: Option<&ProjectCode>) -> CodeKind {
     }
 }
 
-/// How a frame path is shown: with a project, a path inside an install directory becomes
-/// `<site-packages>/` (or `<dist-packages>/`) + the part after it, and a path below the
-/// root (`root/` starting it; a root of `/` alone excepted) the part after `root/`, as
-/// pytest writes the project's files; other paths (and every path without a project)
-/// are unchanged. Owned exactly when the path is shown otherwise (callers rewrite a line
-/// only then).
+/// How a frame path is shown (docs/ENGINE.md, *Project code*, shown paths): with a
+/// project, a path inside an install directory becomes `<site-packages>/` (or
+/// `<dist-packages>/`) + the part after it; a path below the root (`root/` starting it; a
+/// root of `/` alone excepted) the part after `root/`, as pytest writes the project's
+/// files; a path in the standard library's directory `<stdlib>/` + the part after it;
+/// any other absolute path `.../` + its last three components, so that no answer spells
+/// out the machine's directories. Relative paths, pseudo-paths (`<frozen os>`) and every
+/// path without a project are unchanged. Owned exactly when the path is shown otherwise
+/// (callers rewrite a line only then).
 pub fn display_path<'a>(path: &'a str, project: Option<&ProjectCode>) -> std::borrow::Cow<'a, str> {
     let Some(project) = project else {
         return path.into();
@@ -201,6 +272,12 @@ pub fn display_path<'a>(path: &'a str, project: Option<&ProjectCode>) -> std::bo
         && p.as_bytes()[root.len()] == b'/'
     {
         return path[root.len() + 1..].to_owned().into();
+    }
+    if let Some(start) = stdlib_rest(&p).filter(|&start| start < p.len()) {
+        return format!("<stdlib>/{}", &path[start..]).into();
+    }
+    if let Some(start) = last_three_start(&p) {
+        return format!(".../{}", &path[start..]).into();
     }
     path.into()
 }
@@ -223,10 +300,18 @@ mod tests {
         assert_eq!(shown("/work/appx/a.py"), "/work/appx/a.py");
         assert_eq!(shown("/work/app"), "/work/app");
         assert_eq!(shown("/work/app/"), "/work/app/");
+        assert_eq!(shown("/usr/lib/python3.11/ast.py"), "<stdlib>/ast.py");
         assert_eq!(
-            shown("/usr/lib/python3.11/ast.py"),
-            "/usr/lib/python3.11/ast.py"
+            shown("/opt/py/lib64/python3.13t/re/_parser.py"),
+            "<stdlib>/re/_parser.py"
         );
+        assert_eq!(shown("C:\\Py\\Lib\\re\\x.py"), "<stdlib>/re\\x.py");
+        // elsewhere: the last three components, the machine's directories left out
+        assert_eq!(shown("/home/u/other/proj/x/y.py"), ".../proj/x/y.py");
+        assert_eq!(shown("/a/b/c.py"), "/a/b/c.py");
+        assert_eq!(shown("C:/a/b/c.py"), "C:/a/b/c.py");
+        assert_eq!(shown("<frozen os>"), "<frozen os>");
+        assert_eq!(shown("rel/a/b/c/d.py"), "rel/a/b/c/d.py");
         assert_eq!(
             shown("/work/app/.venv/lib/python3.11/site-packages/mypkg/core.py"),
             "<site-packages>/mypkg/core.py"

@@ -233,7 +233,8 @@ class WarningGroup(_Frozen):
     ``message`` (its first line, capped). ``count``: how many were recorded.
     ``locations``: the first few distinct ``path:line`` where they were raised (paths as
     the summaries show frames: relative below the root, ``<site-packages>/pkg/mod.py``
-    for an installed file: ``engine.shown_path``). ``traceback``: for an exception in a
+    for an installed file, ``<stdlib>/re/_parser.py``, else ``.../`` and the last three
+    components: ``engine.shown_path``). ``traceback``: for an exception in a
     thread or in ``__del__`` (``PytestUnhandledThreadExceptionWarning``,
     ``PytestUnraisableExceptionWarning``), the end of its traceback (the last frames,
     preferring the project's, and the exception line); else None."""

@@ -139,7 +139,8 @@ def summarize(
 def shown_path(path: str, project: ProjectCode) -> str:
     """``path`` (a frame's, as a traceback or warning gives it) as answers show it
     (docs/ENGINE.md, *Project code*, shown paths): ``<site-packages>/pkg/mod.py`` for an
-    installed file, ``tests/test_x.py`` below the root, else unchanged. The rule of the
+    installed file, ``tests/test_x.py`` below the root, ``<stdlib>/re/_parser.py`` in the
+    standard library, ``.../`` + the last three components elsewhere. The rule of the
     summaries' frames and locations, for what the server reads besides reports
     (warnings)."""
     from pytest_mcp_server.engine.pure.project import display_path

@@ -17,6 +17,7 @@ PROJECT = 1
 TEST = 2
 
 _LETTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
+_DIGITS = frozenset("0123456789")
 # Install directories, and the placeholder a path inside one is shown with.
 _PACKAGE_DIRS = (("/site-packages/", "<site-packages>/"), ("/dist-packages/", "<dist-packages>/"))
 
@@ -85,6 +86,65 @@ def _package_dir_rest(p: str) -> tuple[int, str] | None:
     return best
 
 
+def _stdlib_rest(p: str) -> int | None:
+    """For a ``/``-separated path: the index in ``p`` where the part after the standard
+    library's directory starts, after the last ``/lib/pythonX.Y/`` (or ``lib64``; ``X.Yt``
+    for a free-threaded build) or ``/Lib/`` (Windows) of ``"/" + p``; None when there is
+    none."""
+    slashed = "/" + p
+    best: int | None = None
+    at = 0
+    while at != -1:
+        end = _stdlib_dir_end(slashed, at)
+        if end is not None:
+            best = end - 1
+        at = slashed.find("/", at + 1)
+    return best
+
+
+def _digits_end(s: str, start: int) -> int:
+    """The index after the ASCII digits of ``s`` from ``start``."""
+    while start < len(s) and s[start] in _DIGITS:
+        start += 1
+    return start
+
+
+def _stdlib_dir_end(s: str, at: int) -> int | None:
+    """When a standard library directory (``_stdlib_rest``) starts at ``s[at]`` (a
+    ``/``), the index after its closing ``/``; else None."""
+    if s.startswith("/Lib/", at):
+        return at + 5
+    for head in ("/lib/python", "/lib64/python"):
+        if s.startswith(head, at):
+            major = at + len(head)
+            dot = _digits_end(s, major)
+            if dot == major or not s.startswith(".", dot):
+                return None
+            minor_end = _digits_end(s, dot + 1)
+            if minor_end == dot + 1:
+                return None
+            if s.startswith("t", minor_end):
+                minor_end += 1
+            return minor_end + 1 if s.startswith("/", minor_end) else None
+    return None
+
+
+def _last_three_start(p: str) -> int | None:
+    """For an absolute ``/``-separated path with more than its last three components
+    (a drive alone does not count): the index where those three start; else None."""
+    if not (p.startswith("/") or (len(p) >= 3 and p[0] in _LETTERS and p[1:3] == ":/")):
+        return None
+    cut = len(p)
+    for _ in range(3):
+        cut = p.rfind("/", 0, cut)
+        if cut <= 0:
+            return None
+    before = p[:cut]
+    if before == "" or (len(before) == 2 and before[1] == ":"):
+        return None
+    return cut + 1
+
+
 def _under_root(absolute: str, root: str) -> str | None:
     """The part of ``absolute`` below ``root`` (``""`` for the root itself), else None."""
     if not root:
@@ -125,11 +185,14 @@ def classify(path: str, project: ProjectCode | None) -> int:
 
 
 def display_path(path: str, project: ProjectCode | None) -> str:
-    """How a frame path is shown: with a project, a path inside an install directory
-    becomes ``<site-packages>/`` (or ``<dist-packages>/``) + the part after it, and a
-    path below the root (``root/`` starting it; a root of ``/`` alone excepted) the part
-    after ``root/``, as pytest writes the project's files; others (and every path
-    without a project) are unchanged."""
+    """How a frame path is shown (docs/ENGINE.md, *Project code*, shown paths): with a
+    project, a path inside an install directory becomes ``<site-packages>/`` (or
+    ``<dist-packages>/``) + the part after it; a path below the root (``root/`` starting
+    it; a root of ``/`` alone excepted) the part after ``root/``, as pytest writes the
+    project's files; a path in the standard library's directory ``<stdlib>/`` + the part
+    after it; any other absolute path ``.../`` + its last three components, so that no
+    answer spells out the machine's directories. Relative paths, pseudo-paths
+    (``<frozen os>``) and every path without a project are unchanged."""
     if project is None:
         return path
     p = path.replace("\\", "/")
@@ -139,4 +202,10 @@ def display_path(path: str, project: ProjectCode | None) -> str:
     root = project.root
     if root and not root.endswith("/") and p.startswith(root + "/") and len(p) > len(root) + 1:
         return path[len(root) + 1 :]
+    stdlib = _stdlib_rest(p)
+    if stdlib is not None and stdlib < len(p):
+        return "<stdlib>/" + path[stdlib:]
+    last = _last_three_start(p)
+    if last is not None:
+        return ".../" + path[last:]
     return path
