@@ -546,3 +546,58 @@ def test_a_chained_cut_at_the_smallest_budgets_stays_within_them(tmp_path):
         lines = s["failures"][0]["traceback"].split("\n")
         assert len(lines) <= max_lines, (max_lines, lines)
         assert lines[-1] == "tests/test_store.py:12: RuntimeError", (max_lines, lines)
+
+
+def _handled_at_length(handler_frames: int, marker: str, root: str = "src/pkg/store.py") -> str:
+    """``_chained``'s failure with a chain line ``marker`` and a handling exception whose
+    traceback runs through ``handler_frames`` frames of the project's code: what pytest
+    writes when a regex typo raises ``re.error`` and the code handling it raises
+    ``NotImplementedError`` several calls down."""
+    root_part = _chained(21, "RuntimeError").split("\nDuring handling")[0].replace("src/pkg/store.py", root)
+    frames = []
+    for i in range(handler_frames):
+        frames += [
+            "",
+            f"    def handle_{i}(self):",
+            f">       return self.handle_{i + 1}()",
+            "",
+            f"src/pkg/handlers.py:{10 + i}: ",
+            "_ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ ",
+        ]
+    final = [
+        "",
+        "    def handle_last(self):",
+        ">       raise NotImplementedError('no handler')",
+        "E       NotImplementedError: no handler",
+        "",
+        "src/pkg/handlers.py:99: NotImplementedError",
+    ]
+    return "\n".join([root_part, "", marker, "", "    def test_lookup():", ">       store.handle_0()", *frames, *final])
+
+
+@pytest.mark.parametrize(
+    "marker",
+    [
+        "During handling of the above exception, another exception occurred:",
+        "The above exception was the direct cause of the following exception:",
+    ],
+)
+@pytest.mark.parametrize("root", ["src/pkg/store.py", "/usr/lib/python3.11/re/_parser.py"])
+@pytest.mark.parametrize("max_lines", [8, 12, 20, 40])
+def test_a_chain_line_in_the_omitted_middle_stays_between_the_exceptions_it_joins(tmp_path, marker, root, max_lines):
+    """When the cut leaves out the middle of a chained traceback, the line that says how
+    the two exceptions are joined stays in its place, between a marker for what comes
+    before and one for what comes after, within the budget and with the final
+    exception's line last, in both backends alike: for a root cause in the project's code
+    (the chained cut) and in the standard library (the plain head and tail)."""
+    text = _handled_at_length(max_lines, marker, root)
+    assert len(text.split("\n")) > 3 * max_lines  # the marker would sit in the omitted middle
+    case = _case("test_lookup", "NotImplementedError: no handler", text, "tests/test_store.py")
+    s = summary_in_both(_junit(tmp_path / "r.xml", [case]), PROJECT, max_traceback_lines=max_lines)
+    lines = s["failures"][0]["traceback"].split("\n")
+    assert len(lines) <= max_lines, lines
+    assert lines[-1] == "src/pkg/handlers.py:99: NotImplementedError", lines
+    assert marker in lines, lines
+    at = lines.index(marker)
+    assert lines[at - 1].startswith("... [") or "KeyError" in lines[at - 1] or not lines[at - 1].strip(), lines
+    assert any(line.startswith("... [") for line in lines[at + 1 :]), lines

@@ -8,7 +8,10 @@ the bug's line as ``<site-packages>/cachelike/core.py:LINE`` (location and trace
 never a standard-library or pytest frame; one bug hit with many different values is one
 group; one message at two assertion sites is two groups; a boolean parametrisation that
 fails the same way is one group, and so is one assertion site whose compared values come in
-different reprs (dict, defaultdict, an object without a repr).
+different reprs (dict, defaultdict, an object without a repr). And, on a project of the
+source tree: a chained exception whose chain line falls in the cut's omitted middle
+keeps that line between the two exceptions, and a standard-library frame is shown as
+``<stdlib>/...``, with no directory of the machine anywhere in the answer.
 """
 
 from __future__ import annotations
@@ -20,7 +23,8 @@ from pathlib import Path
 import pytest
 from installed_project import InstalledProject, install_project
 from mcp import StdioServerParameters
-from server_support import connect, run, text_of
+from server_support import committed_project, connect, run, text_of
+from server_support import stdio_server as server
 
 from pytest_mcp_server.domain.tools import ExecuteResult
 from pytest_mcp_server.engine import BACKEND_ENV
@@ -189,3 +193,64 @@ def test_the_answer_points_at_the_bug_in_the_installed_package(installed, backen
     for failure in summary.failures:
         assert failure.location is not None
         assert "python3." not in failure.location.path and "_pytest" not in failure.location.path
+
+
+PARSE = """\
+import re
+
+
+def compile_pattern(pattern):
+    return re.compile(pattern)
+
+
+def parse(text, pattern):
+    try:
+        return compile_pattern(pattern).match(text)
+    except re.error:
+        return fallback(text, 0)
+
+
+def fallback(text, depth):
+    if depth < 12:
+        return fallback(text, depth + 1)
+    raise NotImplementedError("no fallback for " + text)
+"""
+
+
+@pytest.mark.parametrize("backend", ["native", "pure"])
+def test_a_chain_line_in_the_cut_middle_stays_and_the_standard_library_is_shown_as_stdlib(tmp_path, backend):
+    """A regex typo raises ``re.error`` in the standard library; the code handling it
+    raises ``NotImplementedError`` thirteen calls down. The cut leaves out the middle of
+    that long chained traceback, but not the line saying the second exception happened
+    while handling the first; the ``re`` frame is ``<stdlib>/re/...``."""
+    root = committed_project(
+        tmp_path / "parsing",
+        {
+            "pkg/__init__.py": "",
+            "pkg/parse.py": PARSE,
+            "tests/test_parse.py": "from pkg.parse import parse\n\n\ndef test_parse():\n    assert parse('a', '(a')\n",
+        },
+    )
+
+    async def body():
+        params = server(root, tmp_path / "artifacts")
+        assert params.env is not None
+        params.env[BACKEND_ENV] = backend
+        async with connect(params, "auto") as client:
+            answer = await client.call_tool("execute_tests", {"traceback_lines": 20})
+            return ExecuteResult.model_validate(answer.structured_content), text_of(answer), answer.structured_content
+
+    result, text, structured = run(body)
+    assert result.summary.counts.failed == 1, text
+    lines = text.split("\n")
+    marker = "During handling of the above exception, another exception occurred:"
+    (at,) = [i for i, line in enumerate(lines) if line.strip() == marker]
+    assert lines[at + 1].strip().startswith("... ["), text  # the middle of the handling is cut
+    assert "re.error: missing )" in lines[at - 1], text  # right after the first exception
+    assert lines[at + 2].strip() == "pkg/parse.py:18: NotImplementedError", text
+    assert "<stdlib>/re/_parser.py:" in text, text
+    # the failures and groups spell out no directory (``command`` and ``report_path`` are
+    # the run's own facts, for the agent to use, and keep theirs)
+    shown = str([structured["summary"].get(key) for key in ("failures", "groups")])
+    for prefix in {sys.prefix, sys.base_prefix, os.path.dirname(sys.executable), str(tmp_path)}:
+        assert prefix not in text and prefix not in shown, prefix

@@ -808,25 +808,13 @@ fn cut_lines(
     }
     if pieces.len() > max_lines && chain.is_some() {
         let (root, chain) = chain_pieces;
-        pieces = cut_chained(&pieces, max_lines, first_location, root, chain);
+        pieces = cut_chained(&pieces, lines, max_lines, first_location, root, chain);
     } else if pieces.len() > max_lines {
         let head = max_lines / 3;
-        let tail = max_lines - head - 1;
-        let middle: u64 = pieces[head..pieces.len() - tail]
-            .iter()
-            .map(|p| match p {
-                Piece::Line(_) => 1,
-                Piece::Gap(g) => *g,
-            })
-            .sum();
         let mut cut: Vec<Piece> = Vec::with_capacity(max_lines);
         cut.extend_from_slice(&pieces[..head]);
-        add_gap(&mut cut, middle);
-        for p in &pieces[pieces.len() - tail..] {
-            match p {
-                Piece::Gap(g) => add_gap(&mut cut, *g),
-                line => cut.push(*line),
-            }
+        for p in omitted_then_tail(&pieces[head..], max_lines - head, lines) {
+            push_piece(&mut cut, p);
         }
         pieces = cut;
     }
@@ -902,11 +890,12 @@ fn push_piece(pieces: &mut Vec<Piece>, piece: Piece) {
 /// *Chained exceptions*): the text's head up to its first location line (the test's own
 /// frame) when that is within `max_lines / 3` lines and before the root's frame; then
 /// the root's end from its innermost project frame on (at least half of what is left,
-/// less one, at most all of it less three), a marker for what precedes it; then the rest
+/// less one, at most all of it less four), a marker for what precedes it; then the rest
 /// from the first chain line (`chain`) on, its tail when it does not fit (a marker
 /// first). `root`: the piece holding that frame's first line.
 fn cut_chained(
     pieces: &[Piece],
+    lines: &[&str],
     max_lines: usize,
     first_location: Option<usize>,
     root: usize,
@@ -918,10 +907,12 @@ fn cut_chained(
         _ => 0,
     };
     let budget = max_lines - head;
+    // all but four at most: the marker before it, then the first chain line and the final
+    // exception's line with a marker between (the tail rule)
     let keep_root = (budget / 2)
         .saturating_sub(1)
         .max(chain - root)
-        .min(budget - 3);
+        .min(budget.saturating_sub(4));
     let start = chain.saturating_sub(keep_root).max(head);
     let mut cut: Vec<Piece> = Vec::with_capacity(max_lines);
     for p in &pieces[..head] {
@@ -934,18 +925,67 @@ fn cut_chained(
         push_piece(&mut cut, *p);
     }
     let room = max_lines - cut.len();
-    let rest = &pieces[chain..];
-    let from = if rest.len() <= room {
-        0
-    } else {
-        let from = rest.len() - (room - 1);
-        add_gap(&mut cut, lines_in(&rest[..from]));
-        from
-    };
-    for p in &rest[from..] {
-        push_piece(&mut cut, *p);
+    for p in omitted_then_tail(&pieces[chain..], room, lines) {
+        push_piece(&mut cut, p);
     }
     cut
+}
+
+/// An omitted run of pieces as written (docs/ENGINE.md, *Traceback cutting*, step 6):
+/// one marker, except that its first and last chain lines stay in place, with a marker
+/// for the lines before, between and after them that are not empty.
+fn omitted_keeping_chains(segment: &[Piece], lines: &[&str]) -> Vec<Piece> {
+    let is_chain = |p: &Piece| matches!(p, Piece::Line(j) if is_chain_line(lines[*j]));
+    let mut out = Vec::new();
+    let mut at = 0;
+    if let (Some(first), Some(last)) = (
+        segment.iter().position(is_chain),
+        segment.iter().rposition(is_chain),
+    ) {
+        let kept: &[usize] = if first == last {
+            &[first][..]
+        } else {
+            &[first, last][..]
+        };
+        for &k in kept {
+            if k > at {
+                add_gap(&mut out, lines_in(&segment[at..k]));
+            }
+            out.push(segment[k]);
+            at = k + 1;
+        }
+    }
+    if at < segment.len() {
+        add_gap(&mut out, lines_in(&segment[at..]));
+    }
+    out
+}
+
+/// `pieces` in at most `room` pieces (step 6): all of them when they fit; else the
+/// longest tail that fits after the rest written by [`omitted_keeping_chains`], of at
+/// least one piece; when none does (more chain lines than room), one marker and a tail
+/// of `room - 1`.
+fn omitted_then_tail(pieces: &[Piece], room: usize, lines: &[&str]) -> Vec<Piece> {
+    if pieces.len() <= room {
+        return pieces.to_vec();
+    }
+    // the last piece (the final exception's line) stays
+    for tail in (1..room).rev() {
+        let split = pieces.len() - tail;
+        let mut out = omitted_keeping_chains(&pieces[..split], lines);
+        for p in &pieces[split..] {
+            push_piece(&mut out, *p);
+        }
+        if out.len() <= room {
+            return out;
+        }
+    }
+    let split = (pieces.len() + 1).saturating_sub(room).min(pieces.len());
+    let mut out = vec![Piece::Gap(lines_in(&pieces[..split]))];
+    for p in &pieces[split..] {
+        push_piece(&mut out, *p);
+    }
+    out
 }
 
 fn add_gap(pieces: &mut Vec<Piece>, n: u64) {

@@ -342,15 +342,9 @@ def _cut_lines(
         pieces = _cut_chained(pieces, max_lines, first_location, chain_pieces[0], chain_pieces[1])
     elif len(pieces) > max_lines:
         head = max_lines // 3
-        tail = max_lines - head - 1
-        middle = sum(p if isinstance(p, int) else 1 for p in pieces[head : len(pieces) - tail])
-        cut: list[str | int] = pieces[:head]
-        _add_gap(cut, middle)
-        for p in pieces[len(pieces) - tail :]:
-            if isinstance(p, int):
-                _add_gap(cut, p)
-            else:
-                cut.append(p)
+        cut = pieces[:head]
+        for p in _omitted_then_tail(pieces[head:], max_lines - head):
+            _push_piece(cut, p)
         pieces = cut
 
     # Steps 8-9.
@@ -383,7 +377,7 @@ def _cut_chained(
     *Chained exceptions*): the text's head up to its first location line (the test's own
     frame) when that is within ``max_lines // 3`` lines and before the root's frame; then
     the root's end from its innermost project frame on (at least half of what is left,
-    less one, at most all of it less three), a marker for what precedes it; then the rest
+    less one, at most all of it less four), a marker for what precedes it; then the rest
     from the first chain line (piece ``chain``) on, its tail when it does not fit (a marker
     first). ``root``: the piece holding that frame's first line. The twin of
     ``cut_chained`` in ``rust/core/src/cut.rs``."""
@@ -392,7 +386,9 @@ def _cut_chained(
     if first_location is not None and first_location < min(max_lines // 3, root, max_lines - 3):
         head = first_location + 1
     budget = max_lines - head
-    keep_root = min(max(budget // 2 - 1, chain - root), budget - 3)
+    # all but four at most: the marker before it, then the first chain line and the final
+    # exception's line with a marker between (the tail rule)
+    keep_root = max(0, min(max(budget // 2 - 1, chain - root), budget - 4))
     start = max(chain - keep_root, head)
     cut: list[str | int] = []
     for p in pieces[:head]:
@@ -401,15 +397,49 @@ def _cut_chained(
         _add_gap(cut, _lines_in(pieces[head:start]))
     for p in pieces[start:chain]:
         _push_piece(cut, p)
-    room = max_lines - len(cut)
-    rest = pieces[chain:]
-    skip = 0
-    if len(rest) > room:
-        skip = len(rest) - (room - 1)
-        _add_gap(cut, _lines_in(rest[:skip]))
-    for p in rest[skip:]:
+    for p in _omitted_then_tail(pieces[chain:], max_lines - len(cut)):
         _push_piece(cut, p)
     return cut
+
+
+def _omitted_keeping_chains(segment: list[str | int]) -> list[str | int]:
+    """An omitted run of pieces as written (docs/ENGINE.md, *Traceback cutting*, step
+    6): one marker, except that its first and last chain lines stay in place, with a
+    marker for the lines before, between and after them that are not empty. The twin of
+    ``omitted_keeping_chains`` in ``rust/core/src/cut.rs``."""
+    chains = [i for i, p in enumerate(segment) if isinstance(p, str) and _is_chain_line(p)]
+    out: list[str | int] = []
+    at = 0
+    for k in sorted({chains[0], chains[-1]}) if chains else []:
+        if k > at:
+            _add_gap(out, _lines_in(segment[at:k]))
+        out.append(segment[k])
+        at = k + 1
+    if at < len(segment):
+        _add_gap(out, _lines_in(segment[at:]))
+    return out
+
+
+def _omitted_then_tail(pieces: list[str | int], room: int) -> list[str | int]:
+    """``pieces`` in at most ``room`` pieces (step 6): all of them when they fit; else
+    the longest tail that fits after the rest written by ``_omitted_keeping_chains``,
+    of at least one piece; when none does (more chain lines than room), one marker and a
+    tail of ``room - 1``.
+    The twin of ``omitted_then_tail`` in ``rust/core/src/cut.rs``."""
+    if len(pieces) <= room:
+        return list(pieces)
+    for tail in range(room - 1, 0, -1):  # the last piece (the final exception's line) stays
+        out: list[str | int] = []
+        for p in _omitted_keeping_chains(pieces[: len(pieces) - tail]):
+            _push_piece(out, p)
+        for p in pieces[len(pieces) - tail :]:
+            _push_piece(out, p)
+        if len(out) <= room:
+            return out
+    out = [_lines_in(pieces[: len(pieces) - (room - 1)])]
+    for p in pieces[len(pieces) - (room - 1) :]:
+        _push_piece(out, p)
+    return out
 
 
 def _joined(shown: list[str | int]) -> str:
