@@ -601,3 +601,43 @@ def test_a_chain_line_in_the_omitted_middle_stays_between_the_exceptions_it_join
     at = lines.index(marker)
     assert lines[at - 1].startswith("... [") or "KeyError" in lines[at - 1] or not lines[at - 1].strip(), lines
     assert any(line.startswith("... [") for line in lines[at + 1 :]), lines
+
+
+_DOCTEST_LINES = [
+    "Expected:",
+    "Got:",
+    "Expected nothing",
+    "Got nothing",
+    "UNEXPECTED EXCEPTION: ValueError('x')",
+    "Traceback (most recent call last):",
+    '  File "src/pkg/store.py", line 3, in f',
+    '  File "<doctest pkg.store.f[0]>", line 1, in <module>',
+    "    return g()",
+    "ValueError: x",
+    "KeyError",
+    "pkg.Error: a: b",
+    "002 >>> f()",
+    "1234     >>> g(1)",
+    "??? >>> h()",
+    "003 ... more",
+    "    'a'",
+    "",
+    " ",
+    "src/pkg/store.py:3: DocTestFailure",
+    "src/pkg/store.py:3: UnexpectedException",
+    "E       x",
+]
+
+
+@needs_native
+@settings(max_examples=1500, deadline=None)
+@given(
+    lines=st.lists(st.one_of(st.sampled_from(_DOCTEST_LINES), st.text(max_size=8)), max_size=14),
+    ending=st.sampled_from(["src/pkg/store.py:3: DocTestFailure", "src/pkg/store.py:3: UnexpectedException", ""]),
+    newline=st.sampled_from(["\n", "\r\n"]),
+)
+def test_doctest_reading_parity(lines, ending, newline):
+    """Any text ending the way pytest ends a doctest's failure (or not) is read alike by
+    both backends: the view (example, Expected/Got message, raised exception) or none."""
+    summaries_agree(newline.join([*lines, ending]), None, PAIR)
+    summaries_agree(newline.join([*lines, ending]), "DocTestFailure", PAIR)

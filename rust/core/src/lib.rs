@@ -15,6 +15,7 @@
 
 mod budgets;
 mod cut;
+mod doctest;
 mod error;
 mod group;
 mod junit;

@@ -23,6 +23,7 @@ use crate::cut::{
     capped, chomp, cut_traceback_for, is_ws, parse_location, says_message, shown_traceback_for,
     strip, syntax_position, DeepestFrames, FailureContext, FailureFrames, FrameLine, PathKinds,
 };
+use crate::doctest::read_doctest;
 use crate::group::{fold_values, group_id, key_hash, normalize_capped, OTHER_GROUP_ID};
 use crate::project::{display_path, ProjectCode};
 use crate::record::{CollectionErrorRecord, Item, Outcome, Phase, SourceSpan, TestRecord};
@@ -806,6 +807,7 @@ impl SummaryBuilder {
         self.output_bytes_omitted = self
             .output_bytes_omitted
             .saturating_add(record.output_bytes_omitted);
+        read_doctest(&mut record);
         let text = record.text.take().unwrap_or_default();
         let project = self.project.clone();
         let failure = Described::of(&record, &text, project.as_deref(), &mut self.kinds);
@@ -1366,7 +1368,11 @@ impl SummaryBuilder {
             else {
                 unreachable!("checked just above")
             };
-            if let Some(record) = read(&located.span).and_then(|again| located.take(again)) {
+            let again = read(&located.span).map(|mut again| {
+                read_doctest(&mut again);
+                again
+            });
+            if let Some(record) = again.and_then(|again| located.take(again)) {
                 *self.representative_mut(group) = Representative::Pending(Box::new(record));
             }
         }
@@ -1409,6 +1415,7 @@ impl SummaryBuilder {
         } else {
             GroupRef::Tracked(index)
         };
+        read_doctest(&mut record);
         record.text.get_or_insert_with(String::new);
         let listed = self.listed_from(&record, seq, group, true);
         *self.representative_mut(group) = Representative::Listed(Box::new(listed));

@@ -261,13 +261,20 @@ def _tests_of(
     return failing, passing
 
 
+DOCTEST_FAILURE = "DocTestFailure"
+"""The exception of a doctest's wrong value (pytest's ``doctest`` plugin; docs/ENGINE.md,
+*Doctests*)."""
+
+
 def group_by_suspect(summary: ReportSummary, suspect: Suspect, max_examples: int) -> ReportSummary:
     """``summary`` with the listed groups of failures that have no cause frame and all
     ran ``suspect`` made one: one wrong value caught at several assertion sites is one
     cause.
 
     A group qualifies when its location is test code (``engine.models.is_test_path``; or
-    it has none: no frame of the project's code under test) and every failure the summary
+    it has none: no frame of the project's code under test; or it is a doctest's wrong
+    value, ``DocTestFailure``, located at its example: an assertion site in a
+    docstring) and every failure the summary
     names in it (its examples and its listed failures) is one of ``suspect``'s failing
     tests. With two or more, the largest (listed first) takes the others' counts and
     examples (in order, at most ``max_examples``); their failures leave the failure list
@@ -276,7 +283,8 @@ def group_by_suspect(summary: ReportSummary, suspect: Suspect, max_examples: int
     failure ahead of the others, as the engine orders them. Otherwise ``summary`` as it is."""
 
     def qualifies(group: Group) -> bool:
-        if group.location is not None and not is_test_path(group.location.path):
+        at_assertion = group.location is None or is_test_path(group.location.path)
+        if not at_assertion and group.exception != DOCTEST_FAILURE:
             return False
         named = set(group.examples) | {f.node_id for f in summary.failures if f.group == group.id}
         return bool(named) and named <= suspect.failing_tests
