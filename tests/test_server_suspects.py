@@ -188,6 +188,37 @@ def test_deleted_lines_point_at_the_code_where_they_were(tmp_path):
     assert "changed lines not run" not in text
 
 
+@pytest.mark.parametrize("mode", ["coverage", "affected"])
+def test_an_unused_new_function_beside_the_bug_is_listed_once_as_not_run(tmp_path, mode):
+    """The edit that breaks ``intcomma`` also adds a function no test calls: only its
+    ``def`` line ran, at import. The answer names the broken line as the suspect and the
+    new function's body once, under the changed lines not run (a measured run; an
+    affected run, which names only what its tests ran, leaves it out); never as code run
+    at import."""
+    root = make_project(tmp_path)
+
+    async def body():
+        async with connect(server(root, tmp_path / "artifacts"), "auto") as client:
+            if mode == "affected":
+                await client.call_tool("execute_tests", {"affected": True})  # builds the map
+            change(root, 'out = "," + text[-3:] + out', 'out = "." + text[-3:] + out')
+            path = root / "pkg" / "numbers.py"
+            path.write_text(path.read_text() + '\n\ndef percent(x):\n    value = x * 100\n    return f"{value}%"\n')
+            answer = await client.call_tool("execute_tests", {mode: True})
+            return ExecuteResult.model_validate(answer.structured_content), text_of(answer)
+
+    result, text = run(body)
+    assert result.summary.counts.failed == 4, text
+    first = len(NUMBERS.splitlines()) + 3  # the new def line
+    assert [(s.path, s.lines) for s in result.suspects] == [("pkg/numbers.py", "7")], text
+    assert "run at import" not in text, text
+    if mode == "coverage":  # the measured run lists what it did not run, its body once
+        assert f"changed lines not run: pkg/numbers.py {first + 1}-{first + 2}" in text, text
+        assert text.count("changed lines not run") == 1, text
+    else:  # an affected run names only what its tests ran
+        assert f"{first + 1}" not in text, text
+
+
 def test_an_affected_run_names_the_change_its_failing_tests_ran(tmp_path):
     root = make_project(tmp_path)
 
