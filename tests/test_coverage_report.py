@@ -11,7 +11,7 @@ from pathlib import Path
 from pytest_mcp_server.adapters.text import coverage_lines
 from pytest_mcp_server.domain.coverage import summarize_coverage
 from pytest_mcp_server.domain.policy import COVERAGE_FILES_LISTED, RANGE_CHARS
-from pytest_mcp_server.engine.coverage import read_coverage_reports, sniff_coverage
+from pytest_mcp_server.engine.coverage import LineSets, read_coverage_reports, sniff_coverage
 
 
 def coverage_json(path: Path, files: dict[str, tuple[list[int], list[int]]], *, pretty: bool = False) -> str:
@@ -92,3 +92,18 @@ def test_the_budgets_cut_files_and_ranges_and_count_what_they_cut(tmp_path):
     headline, section = coverage_lines(summary)
     assert headline == []  # no git part for reports
     assert section[-1] == f"  ... 5 more files with missed lines; {summary.omitted.lines} more missed line numbers"
+
+
+def test_test_files_count_in_the_totals_but_their_missed_lines_are_not_listed():
+    """A test file's missed lines are its helpers and skipped branches: they say nothing
+    of the code under test, so only the project's source files are listed, while the
+    totals stay those coverage.py measured."""
+    lines = LineSets()
+    for line, hit in ((1, True), (2, False), (3, False)):
+        lines.add("/r/pkg/calc.py", line, hit)
+    for line in range(1, 9):
+        lines.add("/r/tests/test_calc.py", line, line < 3)
+    summary = summarize_coverage(lines, root="/r")
+    assert [(f.path, f.missing) for f in summary.files] == [("pkg/calc.py", "2-3")]
+    assert (summary.statements, summary.missed, summary.files_measured) == (11, 8, 2)
+    assert summary.omitted.files == 0

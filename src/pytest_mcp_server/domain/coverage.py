@@ -99,8 +99,8 @@ class CoverageSummary(_Frozen):
     ``percent``: executable lines that ran, of all measured (0-100, 2 decimals; 100
     when none is executable), None when nothing was measured (``problem`` says why).
     ``statements``/``missed``: executable lines measured, and those that did not run.
-    ``files_measured``: files in the data. ``files``: those with missed lines, most
-    missed first (``COVERAGE_FILES_LISTED``). ``changed_not_run``: per file, changed
+    ``files_measured``: files in the data. ``files``: the project's source files (not
+    test code) with missed lines, most missed first (``COVERAGE_FILES_LISTED``). ``changed_not_run``: per file, changed
     lines (``git diff HEAD`` and untracked files) that are executable and did not run;
     None when the root is not in a git repository (or for reports), and when no test
     ran (``ran_a_test``: with nothing run, "not run" says nothing of the change).
@@ -164,7 +164,8 @@ def summarize_coverage(
     tests_ran: bool = True,
 ) -> CoverageSummary:
     """The answer's summary of ``lines``: totals, the files with missed lines (most
-    first, then by path; ``COVERAGE_FILES_LISTED``, ranges cut at ``RANGE_CHARS``) and,
+    first, then by path; ``COVERAGE_FILES_LISTED``, ranges cut at ``RANGE_CHARS``; test
+    code, ``engine.models.is_test_path``, counted in the totals but not listed) and,
     with ``changed``, the changed executable lines that did not run per file (by path)
     and the changed files not measured. Paths are written relative to ``root`` when
     they are absolute and inside it.
@@ -182,7 +183,8 @@ def summarize_coverage(
         statements += executable
         missed_total += len(missed)
         per_file.append((shown_path, executable, missed))
-    with_missed = sorted((f for f in per_file if f[2]), key=lambda f: (-len(f[2]), f[0]))
+    # test code's missed lines (helpers, skipped branches) say nothing of the code under test
+    with_missed = sorted((f for f in per_file if f[2] and not is_test_path(f[0])), key=lambda f: (-len(f[2]), f[0]))
     files: list[FileCoverage] = []
     cut_lines = 0
     for path, executable, missed in with_missed[:COVERAGE_FILES_LISTED]:
