@@ -247,3 +247,19 @@ def test_version_names_the_distribution_and_its_version():
         [sys.executable, "-m", "pytest_mcp_server", "--version"], capture_output=True, text=True, timeout=60
     )
     assert proc.returncode == 0 and proc.stdout.startswith(f"{SERVER_NAME} "), proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("where", ["a file", "below a file"])
+def test_an_artifacts_dir_that_cannot_be_created_is_refused_at_start(tmp_path, where):
+    """The server writes every run's reports into ``--artifacts-dir``: one it cannot
+    create or write is refused before it serves, with exit status 2, naming the option
+    and the path, as a bad ``--root`` is (not answered later as an internal error)."""
+    (tmp_path / "proj").mkdir()
+    blocker = tmp_path / "taken"
+    blocker.write_text("a file, not a directory\n")
+    artifacts = blocker if where == "a file" else blocker / "artifacts"
+    proc = run_cli("--root", str(tmp_path / "proj"), "--artifacts-dir", str(artifacts))
+    assert proc.returncode == 2, proc
+    assert proc.stdout == ""
+    assert "--artifacts-dir" in proc.stderr and str(artifacts) in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr

@@ -326,11 +326,21 @@ def test_execution_failures_are_tool_errors_with_kind_exit_and_tails(every_outco
         "def pytest_collection_finish(session):\n    raise RuntimeError('hook exploded')\n"
     )
     (root / "tests" / "internal" / "test_x.py").write_text("def test_x():\n    pass\n")
+    (root / "tests" / "internal_mid").mkdir()
+    (root / "tests" / "internal_mid" / "conftest.py").write_text(
+        "def pytest_runtest_makereport(item, call):\n"
+        "    if item.name == 'test_b' and call.when == 'call':\n"
+        "        raise MemoryError('hook ran out')\n"
+    )
+    (root / "tests" / "internal_mid" / "test_ab.py").write_text(
+        "def test_a():\n    pass\n\n\ndef test_b():\n    pass\n"
+    )
     calls = {
         "killed": {"node_ids": ["tests/crash/test_kill.py"]},
         "exited": {"node_ids": ["tests/crash/test_exit.py"]},
         "usage": {"node_ids": ["tests/test_skips.py::test_not_there"]},
         "internal": {"node_ids": ["tests/internal"]},
+        "internal_mid": {"node_ids": ["tests/internal_mid"]},
     }
 
     async def body():
@@ -355,6 +365,13 @@ def test_execution_failures_are_tool_errors_with_kind_exit_and_tails(every_outco
     internal = details["internal"]
     assert internal.kind == "internal_error" and internal.exit_code == 3
     assert "hook exploded" in (internal.stdout_tail or "") + (internal.stderr_tail or "")
+    assert "RuntimeError: hook exploded" in internal.message
+    # an internal error amid the tests is a crash with what finished, never a run with no tests
+    mid = details["internal_mid"]
+    assert mid.kind == "internal_error" and "MemoryError: hook ran out" in mid.message, mid.message
+    assert mid.running_test == "tests/internal_mid/test_ab.py::test_b", mid
+    assert "The test running was tests/internal_mid/test_ab.py::test_b" in mid.message
+    assert mid.summary is not None and mid.summary.counts.passed == 1, mid.summary
     for name, result in results.items():
         text = text_of(result)
         assert text.startswith(f"ERROR {details[name].kind}: ") and "Command: " in text

@@ -131,7 +131,7 @@ async def run_in_dir(
         try:
             status = run_status(outcome, argv, run_events, timeout, runner.config.max_timeout_s)
         except ToolFailure as failure:
-            if failure.kind in ("timeout", "crashed"):
+            if failure.kind in ("timeout", "crashed", "internal_error"):
                 await _explain_stop(runner, failure, run_dir, run_events, ended_at, outcome, params.budgets())
             raise
         summary = await runner.summarize_records(records, params.budgets(), outcome, argv, project)
@@ -179,7 +179,7 @@ async def _explain_stop(
     outcome: ProcessOutcome,
     budgets: Budgets,
 ) -> None:
-    """Add to a ``timeout`` or ``crashed`` failure what the record file says: the test
+    """Add to a ``timeout``, ``crashed`` or ``internal_error`` failure what the record file says: the test
     that was running and for how long, its stack (the timeout's dump, or faulthandler's
     fatal-error report in stderr), and the summary of the tests that finished (the file's
     complete lines through the report engine). The message names the running test and

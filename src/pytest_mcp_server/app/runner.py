@@ -157,7 +157,8 @@ def run_status(
     """Map pytest's exit to a run status (``PYTEST_STATUSES``), or raise ``ToolFailure``
     for execution failures: ``timeout``, ``crashed`` (a signal, an exit status pytest never
     uses, or a session that never finished: ``run_events``, the run's record file, has no
-    SessionFinish), ``usage_error`` (exit 4) and ``internal_error`` (exit 3). ``timeout``:
+    SessionFinish), ``usage_error`` (exit 4) and ``internal_error`` (exit 3, or a session
+    whose recorded end says 3 though the process ended otherwise). ``timeout``:
     the run's, ``max_timeout_s``: the server's ceiling (seconds), named in the message."""
     code = outcome.exit_code
     if outcome.timed_out:
@@ -186,11 +187,12 @@ def run_status(
             outcome,
             argv,
         )
-    if code == ExitCode.INTERNAL_ERROR:
+    # the session's own end says 3 when an error after it (a hook, a MemoryError) left another status
+    if code == ExitCode.INTERNAL_ERROR or run_events.exit_status == ExitCode.INTERNAL_ERROR:
         raise process_failure(
             "internal_error",
             "pytest hit an internal error (exit 3), often a plugin or conftest hook raising: "
-            + _last_line(outcome.stdout_tail or outcome.stderr_tail),
+            + _internal_error_line(outcome.stdout_tail + "\n" + outcome.stderr_tail),
             outcome,
             argv,
         )
@@ -212,6 +214,14 @@ def run_status(
             argv,
         )
     return PYTEST_STATUSES[code]
+
+
+def _internal_error_line(text: str) -> str:
+    """The exception of pytest's ``INTERNALERROR>`` traceback (its last such line, prefix
+    removed), else the last line of ``text``."""
+    found = [ln.split(">", 1)[1].strip() for ln in text.splitlines() if ln.startswith("INTERNALERROR>")]
+    found = [ln for ln in found if ln]
+    return found[-1][:ERROR_LINE_CHARS] if found else _last_line(text)
 
 
 def _error_line(text: str) -> str:

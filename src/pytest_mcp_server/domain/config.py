@@ -41,6 +41,22 @@ def default_artifacts_base() -> Path:
     return Path(platformdirs.user_cache_dir(SERVER_NAME, appauthor=False))
 
 
+def _unusable_directory(path: Path) -> str | None:
+    """Why the directory ``path`` (absolute) could not hold the server's files, else
+    None: it exists and is not a writable directory, or the nearest existing directory
+    above it is one this user cannot create directories in. Creates nothing."""
+    if path.exists():
+        if not path.is_dir():
+            return "exists and is not a directory"
+        return None if os.access(path, os.W_OK | os.X_OK) else "is not writable"
+    for parent in path.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                return f"cannot be created: {parent} is not a directory"
+            return None if os.access(parent, os.W_OK | os.X_OK) else f"cannot be created: {parent} is not writable"
+    return "cannot be created"
+
+
 class ServerConfig(_Frozen):
     """The server's own options (from the command line, never from an agent).
 
@@ -52,7 +68,8 @@ class ServerConfig(_Frozen):
     are kept (None: ``default_artifacts_base()``); it must not be inside ``root``.
 
     Raises ``pydantic.ValidationError`` when ``root`` is not a directory, ``python`` does
-    not exist, or ``artifacts_dir`` is inside ``root``.
+    not exist, or ``artifacts_dir`` is inside ``root`` or cannot be created and written
+    (``_unusable_directory``).
     """
 
     root: Path
@@ -93,6 +110,9 @@ class ServerConfig(_Frozen):
                 f"{resolved} is inside the project {root}; choose a directory outside it "
                 "(reports must not land in the project)"
             )
+        problem = _unusable_directory(resolved)
+        if problem is not None:
+            raise ValueError(f"{resolved} {problem}; choose a directory this user can create and write")
         return resolved
 
     @property
