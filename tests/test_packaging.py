@@ -19,8 +19,10 @@ The wheel itself (manylinux tag, installs without Rust on 3.11-3.13) is checked 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import backends
@@ -145,6 +147,25 @@ def test_bench_without_the_extra_exits_2_naming_the_missing_package_and_the_inst
     assert "the benchmarks need rich, which is not installed" in err
     assert INSTALL_HINT == "pip install rich"
     assert err.rstrip().endswith(INSTALL_HINT)
+
+
+@pytest.mark.parametrize("args", [["bench", "--help"], ["bench", "suite", "--help"]])
+def test_bench_help_works_without_the_extra(args: list[str]) -> None:
+    """``bench --help`` tells a user of the base install what the command does before
+    they install anything."""
+    proc = _run(args, block=("rich",))
+    assert proc.returncode == 0, proc.stderr
+    assert b"usage: pytest-mcp-server bench" in proc.stdout and b"Traceback" not in proc.stderr
+
+
+def test_the_user_bench_extra_holds_what_the_bench_command_needs_and_no_benchmark_script_tool() -> None:
+    """cosmic-ray (and through it sqlalchemy, aiohttp, gitpython) and the token counter
+    are the benchmark scripts' needs (benches/requirements.txt), not a user's."""
+    extra = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]["bench"]
+    names = {re.split(r"[<>=!~\[ ]", spec, 1)[0] for spec in extra}
+    assert names == {"rich", "matplotlib", "lxml", "junitparser"}
+    scripts = (REPO / "benches" / "requirements.txt").read_text()
+    assert "cosmic-ray" in scripts and "bpe-openai" in scripts
 
 
 def test_base_package_never_imports_bench_dependencies() -> None:

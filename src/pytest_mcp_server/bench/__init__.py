@@ -36,9 +36,9 @@ def missing_modules() -> list[str]:
 def main(argv: list[str]) -> int:
     """Run ``pytest-mcp-server bench <mode> ...``; returns the exit status (2, with a
     message on stderr naming the missing packages and the install command, when the
-    ``bench`` extra is not installed)."""
+    ``bench`` extra is not installed and the call is not for ``--help``)."""
     missing = missing_modules()
-    if missing:
+    if missing and not {"-h", "--help"} & set(argv):  # the help needs none of them
         print(
             f"pytest-mcp-server bench: the benchmarks need {', '.join(missing)}, which "
             f"{'is' if len(missing) == 1 else 'are'} not installed; install the bench extra: {INSTALL_HINT}",
