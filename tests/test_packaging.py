@@ -162,7 +162,7 @@ def test_the_user_bench_extra_holds_what_the_bench_command_needs_and_no_benchmar
     """cosmic-ray (and through it sqlalchemy, aiohttp, gitpython) and the token counter
     are the benchmark scripts' needs (benches/requirements.txt), not a user's."""
     extra = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]["bench"]
-    names = {re.split(r"[<>=!~\[ ]", spec, 1)[0] for spec in extra}
+    names = {re.split(r"[<>=!~\[ ]", spec, maxsplit=1)[0] for spec in extra}
     assert names == {"rich", "matplotlib", "lxml", "junitparser"}
     scripts = (REPO / "benches" / "requirements.txt").read_text()
     assert "cosmic-ray" in scripts and "bpe-openai" in scripts
