@@ -110,7 +110,6 @@ fn version() -> &'static str {
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     // The formats summarize_files reads (the facade gives others to the pure backend).
-    m.add("FORMATS", report_core::FORMATS.to_vec())?;
     m.add_function(wrap_pyfunction!(summarize_files, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
     Ok(())

@@ -1,5 +1,5 @@
 //! Budgets: how much of a report a summary keeps (docs/ENGINE.md, *Budgets*). The
-//! defaults and the order of [`Budgets::NAMES`] equal `models.Budgets` in Python: both
+//! defaults and the order of the fields equal `models.Budgets` in Python: both
 //! are checked against docs/ENGINE.md's list, here (`cargo test`) and by
 //! `tests/test_budget_defaults.py`.
 
@@ -40,6 +40,9 @@ impl Default for Budgets {
     }
 }
 
+/// By-name access, for the tests that keep the fields, their order and their defaults
+/// equal to the Python model's and to docs/ENGINE.md (no production code needs names).
+#[cfg(test)]
 impl Budgets {
     /// The budget names, in the order the Python model declares them.
     pub const NAMES: [&'static str; 11] = [

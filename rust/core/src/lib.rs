@@ -60,10 +60,6 @@ pub enum Format {
     Reportlog,
 }
 
-/// The format names `Format::parse_choice` accepts besides `auto` (the binding exports
-/// them, so the facade knows this extension reads report logs).
-pub const FORMATS: [&str; 3] = ["junit", "pytest-json", "reportlog"];
-
 impl Format {
     pub fn as_str(self) -> &'static str {
         match self {

@@ -11,16 +11,17 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, get_args
 
-from pytest_mcp_server.engine.models import Budgets, ProjectCode, ReportError, ReportSummary
+from pytest_mcp_server.engine.models import Budgets, ProjectCode, ReportSummary
 
 if TYPE_CHECKING:
     from pytest_mcp_server.engine.pure.project import ProjectCode as PureProjectCode
 
 Backend = Literal["auto", "native", "pure"]
 FormatChoice = Literal["auto", "junit", "pytest-json", "reportlog"]
-FORMATS = ("auto", "junit", "pytest-json", "reportlog")
+FORMATS: tuple[str, ...] = get_args(FormatChoice)
+"""The ``format`` values ``summarize`` takes."""
 
 BACKEND_ENV = "PYTEST_MCP_SERVER_BACKEND"
 """Environment variable naming the backend ``auto`` means (``native`` or ``pure``):
@@ -88,8 +89,6 @@ def summarize_bytes(
     select_list = _as_select_list(select)
     project_pair = (project.root, list(project.packages)) if project is not None else None
     chosen = resolve_backend(backend)
-    if chosen == "native" and backend == "auto" and not _native_reads(path_list, format):
-        chosen = "pure"
     if chosen == "native":
         # raises models.ReportError itself (rust/binding/lib.rs)
         return _native.summarize_files(path_list, format, budgets, select_list, project_pair)
@@ -162,26 +161,6 @@ def _pure_project(project: ProjectCode) -> PureProjectCode:
     from pytest_mcp_server.engine.pure.project import ProjectCode as PureProject
 
     return PureProject(project.root, project.packages)
-
-
-def _native_reads(paths: list[str], format: str) -> bool:
-    """Whether the native extension reads these files: it lists the formats it reads in
-    ``FORMATS`` (an extension built before report logs has no such list and reads no
-    report log, so ``auto`` gives those files to the pure backend)."""
-    if "reportlog" in getattr(_native, "FORMATS", ()):
-        return True
-    if format != "auto":
-        return format != "reportlog"
-    from pytest_mcp_server.engine.pure import SNIFF_BYTES, sniff
-
-    for path in paths:
-        try:
-            with open(path, "rb") as f:
-                if sniff(path, f.read(SNIFF_BYTES)) == "reportlog":
-                    return False
-        except (OSError, ReportError):
-            continue  # the native backend reports it
-    return True
 
 
 def _as_select_list(select: Sequence[str] | None) -> list[str] | None:

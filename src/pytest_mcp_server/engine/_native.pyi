@@ -5,10 +5,6 @@ Kept in step with the extension by ``tests/test_native_stub.py``.
 
 from .models import Budgets
 
-FORMATS: list[str]
-"""The formats ``summarize_files`` reads besides ``auto``: junit, pytest-json, reportlog
-(the facade gives a report log to the pure backend when an older extension lacks it)."""
-
 def summarize_files(
     paths: list[str],
     format: str,

@@ -21,7 +21,7 @@ from xml.parsers import expat
 
 import ijson
 
-from pytest_mcp_server.engine.models import ReportError
+from pytest_mcp_server.engine.models import SNIFF_BYTES, ReportError
 
 try:  # the C backend when built (the engine's pure JSON reader uses it too)
     _ijson: Any = ijson.get_backend("yajl2_c")
@@ -31,7 +31,6 @@ except ImportError:  # pragma: no cover - wheels without the C extension
 
 CoverageFormat = Literal["coverage-json", "cobertura"]
 
-SNIFF_BYTES = 4096
 _READ_SIZE = 1024 * 1024
 _JSON_HEAD = re.compile(rb'^\s*\{\s*"meta"\s*:')
 # An XML prolog (declaration, comments, processing instructions, a DOCTYPE up to its

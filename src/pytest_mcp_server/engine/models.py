@@ -153,6 +153,11 @@ TEST_DIRS = frozenset(("tests", "test"))
 """Directory names whose files are test code (``is_test_path``)."""
 
 
+SNIFF_BYTES = 4096
+"""The leading bytes of a file that format sniffing reads (docs/ENGINE.md, *Sniffing*), for
+test reports and coverage reports alike (``SNIFF_BYTES`` in ``rust/core/src/lib.rs``)."""
+
+
 def is_test_path(relative: str) -> bool:
     """Whether a ``/``-separated path (relative to the project root) is the project's
     test code: a basename ``test_*.py``, ``*_test.py`` or ``conftest.py``, or a directory

@@ -14,14 +14,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import IO
 
-from pytest_mcp_server.engine.models import ReportError
+from pytest_mcp_server.engine.models import SNIFF_BYTES, ReportError
 
 from .project import ProjectCode
 from .select import Selection
 from .summary import SummaryBuilder
-
-SNIFF_BYTES = 4096
-
 
 # The key every line of a pytest report log has (docs/ENGINE.md, *Sniffing*).
 REPORT_TYPE_KEY = b'"$report_type"'
