@@ -641,3 +641,16 @@ def test_doctest_reading_parity(lines, ending, newline):
     both backends: the view (example, Expected/Got message, raised exception) or none."""
     summaries_agree(newline.join([*lines, ending]), None, PAIR)
     summaries_agree(newline.join([*lines, ending]), "DocTestFailure", PAIR)
+
+
+@needs_native
+@settings(max_examples=2000, deadline=None)
+@given(path=paths, root=roots, packages=st.lists(st.sampled_from(["pkg", "single", "x"]), max_size=3))
+def test_the_bindings_project_rules_are_the_twins(path, root, packages):
+    """What the server reads besides reports (warnings' frames) is shown and classified
+    through the binding: the same answers as the pure twin's rules."""
+    from pytest_mcp_server.engine import _native
+
+    pure = pure_project.ProjectCode(root, packages)
+    assert _native.shown_path(path, root, packages) == pure_project.display_path(path, pure)
+    assert _native.is_project_code(path, root, packages) == (pure_project.classify(path, pure) != pure_project.LIBRARY)

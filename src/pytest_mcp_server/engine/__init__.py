@@ -141,7 +141,9 @@ def shown_path(path: str, project: ProjectCode) -> str:
     installed file, ``tests/test_x.py`` below the root, ``<stdlib>/re/_parser.py`` in the
     standard library, ``.../`` + the last three components elsewhere. The rule of the
     summaries' frames and locations, for what the server reads besides reports
-    (warnings)."""
+    (warnings). The native rule when the extension is the backend, else the twin's."""
+    if resolve_backend("auto") == "native":
+        return _native.shown_path(path, project.root, list(project.packages))
     from pytest_mcp_server.engine.pure.project import display_path
 
     return display_path(path, _pure_project(project))
@@ -150,7 +152,10 @@ def shown_path(path: str, project: ProjectCode) -> str:
 def is_project_code(path: str, project: ProjectCode) -> bool:
     """Whether a frame at ``path`` is the project's own code (docs/ENGINE.md, *Project
     code*: under the root outside any install directory, or an installed package of
-    ``project.packages``), as the summaries classify frames."""
+    ``project.packages``), as the summaries classify frames. The native rule when the
+    extension is the backend, else the twin's."""
+    if resolve_backend("auto") == "native":
+        return _native.is_project_code(path, project.root, list(project.packages))
     from pytest_mcp_server.engine.pure.project import LIBRARY, classify
 
     return classify(path, _pure_project(project)) != LIBRARY
