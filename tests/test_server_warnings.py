@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from server_support import Project, connect, line_of, run, text_of
 
+from pytest_mcp_server.domain.policy import WARNING_GROUPS_LISTED
 from pytest_mcp_server.domain.tools import ExecuteResult
-from pytest_mcp_server.run.events import WARNING_GROUPS_LISTED
 
 
 def test_warnings_are_grouped_with_the_thread_traceback_and_deselected_counted(tmp_path):

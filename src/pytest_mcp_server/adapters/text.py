@@ -33,7 +33,13 @@ from typing import TYPE_CHECKING
 
 from pytest_mcp_server.adapters.answer import cap_line, cap_lines, failure_entries
 from pytest_mcp_server.domain.flaky import legend
-from pytest_mcp_server.domain.policy import ALSO_IN_IDS, FLAKY_LISTED_IN_ERRORS, LINE_CHARS, SLOW_S
+from pytest_mcp_server.domain.policy import (
+    ALSO_IN_IDS,
+    DISCOVER_FILES_SHOWN,
+    FLAKY_LISTED_IN_ERRORS,
+    LINE_CHARS,
+    SLOW_S,
+)
 from pytest_mcp_server.engine.models import CollectionError, Failure, Group, Location, ReportSummary
 
 if TYPE_CHECKING:  # only for annotations: the CLI's summarize does not load the tools' models
@@ -531,7 +537,7 @@ def _locations(locations: list[str]) -> str:
     return ", ".join(out)
 
 
-def render_discover(result: DiscoverResult, *, files_shown: int = 30) -> str:
+def render_discover(result: DiscoverResult, *, files_shown: int = DISCOVER_FILES_SHOWN) -> str:
     """The text block of ``discover_tests``: a verdict line, collection errors, tests
     per file (the largest ``files_shown``), and the page of node ids."""
     n_files = len(result.files) + result.files_omitted

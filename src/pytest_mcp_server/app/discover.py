@@ -11,11 +11,12 @@ import anyio
 
 from pytest_mcp_server.app.affected import discover_affected
 from pytest_mcp_server.app.runner import Runner, run_status
+from pytest_mcp_server.domain.policy import MAX_FILES_LISTED
 from pytest_mcp_server.domain.tools import DiscoverParams, DiscoverResult
 from pytest_mcp_server.domain.validation import check_node_ids_exist
 from pytest_mcp_server.engine.models import Budgets
 from pytest_mcp_server.run.argv import RECORDS_FILE, discover_argv
-from pytest_mcp_server.run.events import MAX_FILES_LISTED, read_collected, read_run_events
+from pytest_mcp_server.run.events import read_collected, read_run_events
 
 
 async def discover_tests(runner: Runner, params: DiscoverParams) -> DiscoverResult:

@@ -203,3 +203,16 @@ SHUTDOWN_GRACE_S = 5
 """On SIGTERM/SIGINT/SIGHUP, how long the stopped calls may take to kill their pytest
 process groups (SIGTERM, then SIGKILL after ``KILL_GRACE_S``) and answer, and then
 how long open connections may take to close before uvicorn cancels them, seconds."""
+
+MAX_FILES_LISTED = 500
+"""Files listed with their test counts by ``run.events.read_collected`` (the others are counted)."""
+WARNING_GROUPS_LISTED = 5
+"""Distinct warnings listed in an answer (the others are counted in ``omitted``)."""
+WARNING_LOCATIONS = 3
+"""Distinct ``path:line`` kept per listed warning."""
+WARNING_MESSAGE_CHARS = 200
+"""Characters kept of a warning's message (its first line)."""
+WARNING_TRACEBACK_FRAMES = 3
+"""Frames kept of the traceback an exception warning (thread, ``__del__``) carries."""
+DISCOVER_FILES_SHOWN = 30
+"""Files shown with their test counts in ``discover_tests``' text (the largest first)."""

@@ -250,7 +250,7 @@ class WarningsSummary(_Frozen):
     """The warnings pytest recorded during a run (``pytest_warning_recorded``).
 
     ``total``: warnings recorded. ``groups``: the first few distinct ones (in the order
-    first seen), at most ``events.WARNING_GROUPS_LISTED``; ``omitted``: distinct ones
+    first seen), at most ``policy.WARNING_GROUPS_LISTED``; ``omitted``: distinct ones
     not listed."""
 
     total: int = 0
@@ -311,7 +311,7 @@ class DiscoverResult(_Frozen):
     """The answer of ``discover_tests`` (collection only, nothing runs).
 
     ``total``: tests collected (after ``-m``/``-k``). ``files``: tests per file, in
-    collection order (at most ``events.MAX_FILES_LISTED`` files; ``files_omitted``
+    collection order (at most ``policy.MAX_FILES_LISTED`` files; ``files_omitted``
     counts the rest). ``node_ids``: the page ``[offset, offset+limit)``;
     ``next_offset``: where the next page starts, or None at the end.
     ``collection_errors``: files that failed to import. ``duration_s``: pytest's session

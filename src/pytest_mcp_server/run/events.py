@@ -28,6 +28,13 @@ from pathlib import Path
 
 import anyio
 
+from pytest_mcp_server.domain.policy import (
+    MAX_FILES_LISTED,
+    WARNING_GROUPS_LISTED,
+    WARNING_LOCATIONS,
+    WARNING_MESSAGE_CHARS,
+    WARNING_TRACEBACK_FRAMES,
+)
 from pytest_mcp_server.domain.tools import WarningGroup, WarningsSummary
 from pytest_mcp_server.engine import is_project_code, shown_path
 from pytest_mcp_server.engine.models import ProjectCode
@@ -39,16 +46,6 @@ PLUGIN_NAME = "pytest_mcp_server_events"
 """The plugin's module name, loaded with ``-p``."""
 PROGRESS_INTERVAL_S = 0.25
 """Shortest time between two progress notifications, seconds."""
-MAX_FILES_LISTED = 500
-"""Files listed with their test counts by ``read_collected`` (the others are counted)."""
-WARNING_GROUPS_LISTED = 5
-"""Distinct warnings listed in an answer (the others are counted in ``omitted``)."""
-WARNING_LOCATIONS = 3
-"""Distinct ``path:line`` kept per listed warning."""
-WARNING_MESSAGE_CHARS = 200
-"""Characters kept of a warning's message (its first line)."""
-WARNING_TRACEBACK_FRAMES = 3
-"""Frames kept of the traceback an exception warning (thread, ``__del__``) carries."""
 LINE_HEAD_BYTES = 1 << 20
 """Bytes of a record line the readers look at: every line they decode whole (a warning,
 whose message the plugin caps; a chunk of collected node ids) is shorter; of a longer
