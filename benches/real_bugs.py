@@ -27,7 +27,8 @@ names what the agent needs, and at what size:
 * each bug is marked in the catalogue: ``raises`` (the failing tests end in an exception
   raised in the library's code) or not (a wrong value a test's check catches), and
   ``chained`` (that exception is raised while another is handled; the bug's line is the
-  first exception's, the root cause's);
+  first exception's, the root cause's) and ``doctest`` (the failing tests include a
+  doctest, ``--doctest-modules``: its section in ``--tb=short`` is ``[doctest] name``);
 * per bug and mode, the bug is written into the file the tests import (the tree in
   ``editable`` mode, the installed file in site-packages in ``install`` mode: the
   installed copy is patched in place, not re-installed, so that a bug costs no build),
@@ -44,6 +45,10 @@ Measured per bug and mode (the answer is the tool result's text block):
 * ``test_loc``: the answer contains the ``file:line`` of the first failing test's own
   frame: the last frame in a ``test_*.py``/``*_test.py``/``conftest.py`` file or under a
   ``tests``/``test`` directory, in the first failure section of pytest's ``--tb=short`` output (+-2);
+  a doctest's section has no such frame: its failing example's line (the section's last
+  line, ``path:N: DocTestFailure`` or ``UnexpectedException``) stands for it, and its frames
+  are those of the example's traceback, which pytest prints in Python's format
+  (``File "path", line N, in f``; ``names`` reads that format too);
 * ``groups``: groups in the answer holding failures of this bug (the listed groups whose
   members, its ``examples`` and the listed failures naming the group, are not all
   failures of the unpatched suite, plus the groups the answer counts as omitted),
@@ -54,7 +59,8 @@ Measured per bug and mode (the answer is the tool result's text block):
   package, vocabulary bundled), and the answer's tokens over ``--tb=short``'s. The
   summary gives that ratio's median and maximum over all runs and over the runs where
   pytest reports one failure, against the targets (median <= 0.35, one failure <= 0.6,
-  never above 0.8), and lists every run above 0.8;
+  never above 0.8), and lists every run above 0.8; the same ratio per kind of failure the
+  catalogue marks (``KINDS``: doctest, chained, ...);
 * per run that misses a target (a token target; one group for a bug that raises; the
   bug's line where ``--tb=short`` names it; the failing test's line), why: where the
   answer's tokens go against pytest's (``token_parts``: ``E`` lines, frames, the rest,
@@ -79,8 +85,8 @@ Usage::
 ``--from-json FILE ...`` runs nothing and reports earlier runs' rows (the per-run
 reasons read the outputs kept in ``--work``'s ``outputs`` for rows written before they
 were measured). ``--verify`` only checks the catalogue: every bug applies, makes at least one test
-fail, and behaves as marked (``raises``, ``chained``, and a chained bug's line in
-``--tb=short``; plain pytest, editable mode). ``--bugs`` runs only the named bugs.
+fail, and behaves as marked (``raises``, ``chained``, a chained bug's line in
+``--tb=short``, ``doctest``; plain pytest, editable mode). ``--bugs`` runs only the named bugs.
 ``--coverage`` (editable mode only) makes each unpacked tree a git work tree of the
 unpatched project and calls ``execute_tests`` with ``coverage: true``: the injected bug
 is then the change the answer can name (``changed code run by failing tests: ...``), and
@@ -124,6 +130,11 @@ PYTEST_FLAGS = ("-p", "no:cacheprovider", "-q")
 TEST_FILE = re.compile(r"(^|/)(tests?/.*|test_[^/]*|[^/]*_test|conftest)\.py$")
 FILE_LINE = re.compile(r"([\w./\\~+-]+\.py):(\d+)")
 SHORT_FRAME = re.compile(r"^(\S+\.py):(\d+): ")
+# a doctest's failure section ends in the failing example's ``path:N: DocTestFailure`` (a wrong
+# value) or, after the example's traceback in Python's format, ``path:N: UnexpectedException``
+DOCTEST_END = re.compile(r"^(\S+\.py):(\d+): (DocTestFailure|UnexpectedException)$")
+PY_FRAME = re.compile(r'^  File "([^"]+\.py)", line (\d+), in ')
+PY_FILE_LINE = re.compile(r'File "([^"]+\.py)", line (\d+)')
 # pytest centres a failure's title in underscores, one on each side at least when the title is long
 SECTION = re.compile(r"^_+ \S.* _+$")
 BANNER = re.compile(r"^={3,} .+ ={3,}$")
@@ -167,6 +178,8 @@ class Bug:
     # pytest prints a chain whose first exception is an expected one the library handles (EAFP: a
     # ``try``/``except`` fallback); the bug is in a later exception of the chain, not the root
     handled_chain: bool = False
+    # the failing tests include a doctest (``--doctest-modules``): a failing ``[doctest] name`` section
+    doctest: bool = False
 
 
 @dataclass
@@ -191,6 +204,7 @@ class Row:
     raises: bool = False  # from the catalogue
     chained: bool = False  # from the catalogue
     handled_chain: bool = False  # from the catalogue
+    doctest: bool = False  # from the catalogue
     raises_observed: bool = False  # the first failure's innermost frame in --tb=short is the library's
     failures: int = 0  # failed + errors in pytest's summary, baseline failures excluded
     answer_failures: int = 0  # the same counted by execute_tests
@@ -430,9 +444,12 @@ def first_section_frames(short_output: str) -> list[tuple[str, int]]:
 
     In order of printing: outermost first, and a chain's exceptions one after the other
     (the last frame is the innermost one of the exception the test ended with). Empty when
-    the output has no failure section.
+    the output has no failure section. A doctest's section: the frames of its example's
+    traceback (Python's format), none for a wrong value.
     """
-    matches = (SHORT_FRAME.match(line) for line in first_section(short_output))
+    section = first_section(short_output)
+    frame = PY_FRAME if any(DOCTEST_END.match(line) for line in section) else SHORT_FRAME
+    matches = (frame.match(line) for line in section)
     return [(m.group(1), int(m.group(2))) for m in matches if m]
 
 
@@ -440,16 +457,21 @@ def first_test_frame(short_output: str) -> tuple[str, int] | None:
     """``(path, line)`` of the first failure's own test frame in ``--tb=short`` output.
 
     The last frame of the first failure section whose file is a test file; None when the
-    output has no section or the section no test frame.
+    output has no section or the section no test frame. A doctest's section: its failing
+    example's line (``DOCTEST_END``; pytest prints that path absolute).
     """
+    ends = [m for m in map(DOCTEST_END.match, first_section(short_output)) if m]
+    if ends:
+        return ends[-1].group(1), int(ends[-1].group(2))
     tests = [frame for frame in first_section_frames(short_output) if TEST_FILE.search(frame[0])]
     return tests[-1] if tests else None
 
 
 def names(text: str, path_suffix: str, line: int) -> bool:
-    """Whether ``text`` contains ``<...path_suffix>:<line within LINE_SLACK>``."""
+    """Whether ``text`` contains ``<...path_suffix>:<line within LINE_SLACK>`` (or Python's
+    ``File "<...path_suffix>", line <line>``, as a doctest's traceback prints it)."""
     suffix = path_suffix.replace("\\", "/")
-    for m in FILE_LINE.finditer(text):
+    for m in (*FILE_LINE.finditer(text), *PY_FILE_LINE.finditer(text)):
         path = m.group(1).replace("\\", "/")
         if (path == suffix or path.endswith("/" + suffix)) and abs(int(m.group(2)) - line) <= LINE_SLACK:
             return True
@@ -502,6 +524,7 @@ async def measure_project(spec: BugProject, mode: str, bugs: list[Bug], args: ar
                 raises=bug.raises,
                 chained=bug.chained,
                 handled_chain=bug.handled_chain,
+                doctest=bug.doctest,
             )
             with Injected(bug, setup.library):
                 short = await run_pytest(setup, "--tb=short")
@@ -659,6 +682,7 @@ def measure(
     row.short_tokens, row.line_tokens = count_tokens(short), count_tokens(line)
     row.token_parts = token_parts(text, short)
     row.raises, row.chained, row.handled_chain = bug.raises, bug.chained, bug.handled_chain
+    row.doctest = bug.doctest
     frames = first_section_frames(short)
     row.raises_observed = bool(frames) and classify(frames[-1][0], setup) == "library"
     if row.raises_observed != bug.raises:
@@ -669,6 +693,8 @@ def measure(
     row.frame_in_short = names(short, bug.file, bug.line)
     row.frame_in_line = names(line, bug.file, bug.line)
     test_frame = first_test_frame(short)
+    if test_frame and Path(test_frame[0]).is_absolute() and Path(test_frame[0]).is_relative_to(setup.root):
+        test_frame = (Path(test_frame[0]).relative_to(setup.root).as_posix(), test_frame[1])  # a doctest's
     row.test_loc = bool(test_frame) and names(text, *test_frame)
     if test_frame is None:
         row.notes.append("no test frame in --tb=short")
@@ -757,6 +783,11 @@ def summarize(rows: list[Row]) -> dict[str, dict]:
             "handled_chain_one_group": pct(
                 sum(r.groups == 1 for r in rs if r.handled_chain), sum(r.handled_chain for r in rs)
             ),
+            "doctest_frame_named": pct(sum(r.frame for r in rs if r.doctest), sum(r.doctest for r in rs)),
+            "doctest_frame_named_tb_short": pct(
+                sum(r.frame_in_short for r in rs if r.doctest), sum(r.doctest for r in rs)
+            ),
+            "doctest_example_named": pct(sum(r.test_loc for r in rs if r.doctest), sum(r.doctest for r in rs)),
             "raises_mark_disagrees_with_tb_short": sum(r.raises != r.raises_observed for r in rs),
             # with --coverage: the wrong-value bugs, which no traceback passes through
             "wrong_value_frame_named": pct(sum(r.frame for r in rs if not r.raises), sum(not r.raises for r in rs)),
@@ -804,6 +835,38 @@ def token_figures(rows: list[Row]) -> dict[str, float | int | str | None]:
     }
 
 
+KINDS = {
+    "doctest": lambda r: r.doctest,
+    "chained": lambda r: r.chained,
+    "handled chain": lambda r: r.handled_chain,
+    "other, raises": lambda r: r.raises and not (r.doctest or r.chained or r.handled_chain),
+    "other, wrong value": lambda r: not (r.raises or r.doctest or r.chained or r.handled_chain),
+}
+"""The kinds of failure the catalogue marks, for the per-kind token figures: a bug of a
+doctest that also chains counts in both kinds; the last two take the rest."""
+
+
+def kind_figures(rows: list[Row]) -> dict[str, dict]:
+    """Per kind of ``KINDS`` that has runs: how many, the answer's tokens over ``--tb=short``'s
+    (median, worst), and the bug's line named by the answer and by ``--tb=short``."""
+    out = {}
+    for kind, test in KINDS.items():
+        rs = [r for r in rows if test(r)]
+        if not rs:
+            continue
+        ratios = [r.token_ratio for r in rs]
+        out[kind] = {
+            "runs": len(rs),
+            "median_token_ratio_tb_short": median_or_none(ratios),
+            "max_token_ratio_tb_short": round(max(ratios), 3),
+            "median_text_tokens": statistics.median(r.text_tokens for r in rs),
+            "median_tb_short_tokens": statistics.median(r.short_tokens for r in rs),
+            "frame_named": pct(sum(r.frame for r in rs), len(rs)),
+            "frame_named_tb_short": pct(sum(r.frame_in_short for r in rs), len(rs)),
+        }
+    return out
+
+
 def token_report(rows: list[Row]) -> str:
     """The token summary over all runs (both modes together) with the targets, as Markdown lines."""
     rs = [r for r in rows if r.status != "tool error"]
@@ -816,6 +879,21 @@ def token_report(rows: list[Row]) -> str:
         value = figures[key]
         verdict = "met" if value is not None and value <= bound else "not met"
         lines.append(f"* target {key} <= {bound}: **{verdict}** ({value})")
+    kinds = kind_figures(rs)
+    lines += [
+        "",
+        "Per kind (`KINDS`; a doctest bug that chains counts in both):",
+        "",
+        "| kind | runs | median tokens text/short | worst | median text tok | median tb=short tok "
+        "| bug line named | by tb=short |",
+        "|---|---:|---:|---:|---:|---:|---|---|",
+    ]
+    for kind, f in kinds.items():
+        lines.append(
+            f"| {kind} | {f['runs']} | {f['median_token_ratio_tb_short']} | {f['max_token_ratio_tb_short']} "
+            f"| {f['median_text_tokens']} | {f['median_tb_short_tokens']} | {f['frame_named']} "
+            f"| {f['frame_named_tb_short']} |"
+        )
     above = sorted((r for r in rs if r.token_ratio > NEVER_ABOVE_TOKENS), key=lambda r: -r.token_ratio)
     lines += ["", f"Runs above {NEVER_ABOVE_TOKENS}x in tokens: {len(above)}", ""]
     for r in above:
@@ -831,7 +909,8 @@ def markdown(rows: list[Row], summary: dict[str, dict]) -> str:
     yn = "ny"
     lines = [
         "`how`: R = the bug raises in the library's code, C = chained (the bug's line is the chain's root), "
-        "H = a chain whose root is a handled, expected exception, - = a wrong value caught by a test. "
+        "H = a chain whose root is a handled, expected exception, D = a doctest fails, "
+        "- = a wrong value caught by a test. "
         "B = bytes, tok = o200k tokens.",
         "",
         "| project | bug | kind | how | mode | failures | groups | bug frame | test loc | location | text B "
@@ -841,6 +920,7 @@ def markdown(rows: list[Row], summary: dict[str, dict]) -> str:
     ]
     for r in rows:
         how = ("R" if r.raises else "-") + ("C" if r.chained else "") + ("H" if r.handled_chain else "")
+        how += "D" if r.doctest else ""
         lines.append(
             f"| {r.project} | {r.bug} | {r.kind} | {how} | {r.mode} | {r.failures} | {r.groups} | {yn[r.frame]} "
             f"| {yn[r.test_loc]} | {r.location} | {r.text_bytes} | {r.text_tokens} | {r.wire_bytes} "
@@ -907,7 +987,8 @@ async def verify(spec: BugProject, bugs: list[Bug], work: Path) -> bool:
 
     ``raises`` must match the first failure's innermost frame in ``--tb=short`` (the
     library's or not), ``chained`` or ``handled_chain`` whether that failure's output has
-    one of CHAIN_LINES, and a chained bug's line must be named in it (the root cause's frame).
+    one of CHAIN_LINES, and a chained bug's line must be named in it (the root cause's frame);
+    ``doctest`` whether a ``[doctest] name`` section fails.
     """
     setup = prepare(spec, "editable", work)
     baseline_n = failure_count(await run_pytest(setup, "--tb=no"))
@@ -919,11 +1000,14 @@ async def verify(spec: BugProject, bugs: list[Bug], work: Path) -> bool:
         frames = first_section_frames(out)
         raises = bool(frames) and classify(frames[-1][0], setup) == "library"
         chained = any(line in CHAIN_LINES for line in first_section(out))
+        doctest = any(SECTION.match(line) and " [doctest] " in line for line in out.splitlines())
         problems = [] if n > 0 else ["NO FAILURE"]
         if raises != bug.raises:
             problems.append(f"raises is {raises}, marked {bug.raises}")
         if chained != (bug.chained or bug.handled_chain):
             problems.append(f"a chain is printed: {chained}; marked chained {bug.chained}, handled {bug.handled_chain}")
+        if doctest != bug.doctest:
+            problems.append(f"a doctest fails: {doctest}, marked {bug.doctest}")
         if bug.chained and not names(out, bug.file, bug.line):
             problems.append(f"{bug.file}:{bug.line} not in --tb=short")
         ok &= not problems
@@ -1014,6 +1098,7 @@ def rows_from_json(paths: list[Path], bugs: list[Bug], outputs: Path) -> tuple[l
             bug = marks.get((row.project, row.bug))
             if bug:
                 row.raises, row.chained, row.handled_chain = bug.raises, bug.chained, bug.handled_chain
+                row.doctest = bug.doctest
                 row.notes = [n for n in row.notes if not n.startswith(RAISES_NOTE)]
                 if row.raises_observed != row.raises:
                     row.notes.append(raises_note(row))
@@ -1051,6 +1136,7 @@ def report(rows: list[Row], took: float, args: argparse.Namespace) -> int:
             ],
             "summary": summary,
             "tokens_all_runs": token_figures([r for r in rows if r.status != "tool error"]),
+            "tokens_per_kind": kind_figures([r for r in rows if r.status != "tool error"]),
             "seconds": round(took, 1),
         }
         args.json.write_text(json.dumps(payload, indent=1))

@@ -25,7 +25,7 @@ import orjson
 import pytest
 
 from pytest_mcp_server.engine import native_available, summarize_bytes
-from pytest_mcp_server.engine.models import Budgets, ReportError, ReportSummary
+from pytest_mcp_server.engine.models import Budgets, ProjectCode, ReportError, ReportSummary
 
 BACKENDS = ("native", "pure")
 
@@ -51,14 +51,23 @@ def _path_list(paths: Paths) -> list[str]:
     return [str(paths)] if isinstance(paths, str | Path) else [str(p) for p in paths]
 
 
-def run_backend(paths: Paths, backend: str, budgets: dict[str, int] | None = None, fmt: str = "auto") -> tuple:
-    """One backend on ``paths``: ``("ok", summary bytes)``, ``("error", kind, message)`` for
-    a ``ReportError`` (asserted to name one of ``paths`` and to carry a message), or
-    ``("crash", description)`` for anything else (a pyo3 ``PanicException`` included: it is
-    a ``BaseException``)."""
+def run_backend(
+    paths: Paths,
+    backend: str,
+    budgets: dict[str, int] | None = None,
+    fmt: str = "auto",
+    project: ProjectCode | None = None,
+    select: Sequence[str] | None = None,
+) -> tuple:
+    """One backend on ``paths`` (with ``project``'s code and the node-id ``select``, when
+    given): ``("ok", summary bytes)``, ``("error", kind, message)`` for a ``ReportError``
+    (asserted to name one of ``paths`` and to carry a message), or ``("crash",
+    description)`` for anything else (a pyo3 ``PanicException`` included: it is a
+    ``BaseException``)."""
     names = _path_list(paths)
     try:
-        return ("ok", summarize_bytes(names, format=fmt, backend=backend, budgets=Budgets(**(budgets or {}))))
+        b = Budgets(**(budgets or {}))
+        return ("ok", summarize_bytes(names, format=fmt, backend=backend, budgets=b, project=project, select=select))
     except ReportError as exc:
         # Every refusal names the file at fault and says what happened (models.ReportError).
         assert exc.path in names and exc.message, f"{backend}: {exc.kind} error without its file or message: {exc!r}"
@@ -100,27 +109,43 @@ def assert_same_result(native: tuple, pure: tuple, where: str = "") -> None:
         raise AssertionError(f"{where}one backend refused the input: native {show(native)} / pure {show(pure)}")
 
 
-def result_in_both(paths: Paths, budgets: dict[str, int] | None = None, fmt: str = "auto") -> tuple:
-    """Both backends on ``paths`` (native first); asserts that they agree
-    (``assert_same_result``) and returns the native result. A call stuck for
-    ``HANG_SECONDS`` ends the process with a stack dump."""
+def result_in_both(
+    paths: Paths,
+    budgets: dict[str, int] | None = None,
+    fmt: str = "auto",
+    project: ProjectCode | None = None,
+    select: Sequence[str] | None = None,
+) -> tuple:
+    """Both backends on ``paths`` (native first; ``project`` and ``select`` as
+    ``run_backend``'s); asserts that they agree (``assert_same_result``) and returns the
+    native result (the pure one when the extension is missing: then only tests without
+    ``needs_native`` get here). A call stuck for ``HANG_SECONDS`` ends the process with a
+    stack dump."""
     key = os.environ.get("PYTEST_CURRENT_TEST", "?").rsplit(" ", 1)[0]
     EXAMPLES_CHECKED[key] = EXAMPLES_CHECKED.get(key, 0) + 1
     faulthandler.dump_traceback_later(HANG_SECONDS, exit=True)
     try:
-        native = run_backend(paths, "native", budgets, fmt)
-        pure = run_backend(paths, "pure", budgets, fmt)
+        pure = run_backend(paths, "pure", budgets, fmt, project, select)
+        native = pure if NATIVE_MISSING else run_backend(paths, "native", budgets, fmt, project, select)
     finally:
         faulthandler.cancel_dump_traceback_later()
     assert_same_result(native, pure, where=f"{_path_list(paths)}: ")
     return native
 
 
-def summary_in_both(paths: Paths, fmt: str = "auto", **budgets: int) -> dict[str, Any]:
-    """Both backends must summarise ``paths`` with the same bytes, which ``ReportSummary``
-    accepts; returns the summary parsed (a dict shaped like ``ReportSummary``). ``budgets``
-    are ``Budgets`` fields."""
-    result = result_in_both(paths, budgets, fmt)
+def summary_in_both(
+    paths: Paths,
+    fmt: str = "auto",
+    *,
+    project: ProjectCode | None = None,
+    select: Sequence[str] | None = None,
+    **budgets: int,
+) -> dict[str, Any]:
+    """Both backends must summarise ``paths`` (with ``project``'s code and the node-id
+    ``select``, when given) with the same bytes, which ``ReportSummary`` accepts; returns
+    the summary parsed (a dict shaped like ``ReportSummary``). ``budgets`` are ``Budgets``
+    fields."""
+    result = result_in_both(paths, budgets, fmt, project, select)
     assert result[0] == "ok", f"both backends refused {_path_list(paths)}: {result[1]!r} ({result[2]})"
     ReportSummary.model_validate_json(result[1])  # the public model accepts it
     return orjson.loads(result[1])

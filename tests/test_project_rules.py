@@ -15,7 +15,7 @@ from xml.sax.saxutils import escape, quoteattr
 
 import orjson
 import pytest
-from backends import needs_native
+from backends import needs_native, summary_in_both
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from rule_probes import native_cut, summaries_agree
@@ -268,15 +268,6 @@ def _junit(path: Path, cases: list[str], passing: int = 0) -> Path:
     return path
 
 
-def summary_in_both(path: Path, project: ProjectCode | None, **budgets: int) -> dict:
-    """Both backends on one report with ``project``: the same bytes; parsed."""
-    b = Budgets(**budgets)
-    pure = summarize_bytes([path], backend="pure", budgets=b, project=project)
-    if native_available():
-        assert summarize_bytes([path], backend="native", budgets=b, project=project) == pure
-    return orjson.loads(pure)
-
-
 def _installed_bug(value: str) -> str:
     return INSTALLED_BUG.replace("number of bits must be non-negative", f"bad value {value}")
 
@@ -284,14 +275,14 @@ def _installed_bug(value: str) -> str:
 def test_one_bug_in_the_installed_project_is_one_group_located_at_the_bug(tmp_path):
     reprs = ["Point(x=1)", "<pkg.Node object at 0x7f01>", "'abc def'", "42", "True", "[1, 2]"]
     cases = [_case(f"test_{i}", f"ValueError: bad value {v}", _installed_bug(v)) for i, v in enumerate(reprs)]
-    s = summary_in_both(_junit(tmp_path / "r.xml", cases), PROJECT)
+    s = summary_in_both(_junit(tmp_path / "r.xml", cases), project=PROJECT)
     (group,) = s["groups"]
     assert (group["count"], group["exception"]) == (6, "ValueError")
     assert group["location"] == {"path": "<site-packages>/pkg/__init__.py", "line": 426}
     assert all(f["location"] == group["location"] for f in s["failures"])
     # Without the project (a report from elsewhere) the same failures are located and
     # grouped at the test's own line (one fingerprint there too, whatever the values).
-    plain = summary_in_both(tmp_path / "r.xml", None)
+    plain = summary_in_both(tmp_path / "r.xml")
     assert plain["failures"][0]["location"] == {"path": "tests/test_cache.py", "line": 12}
     assert [(g["count"], g["location"]) for g in plain["groups"]] == [(6, {"path": "tests/test_cache.py", "line": 12})]
 
@@ -305,7 +296,7 @@ def test_the_same_message_at_two_assertion_sites_is_two_groups(tmp_path):
         _case("test_b", "AssertionError: assert False", assertion("tests/test_b.py:9"), "tests/test_b.py"),
         _case("test_a2", "AssertionError: assert False", assertion("tests/test_a.py:5"), "tests/test_a.py"),
     ]
-    s = summary_in_both(_junit(tmp_path / "r.xml", cases), PROJECT)
+    s = summary_in_both(_junit(tmp_path / "r.xml", cases), project=PROJECT)
     assert [(g["count"], g["location"]) for g in s["groups"]] == [
         (2, {"path": "tests/test_a.py", "line": 5}),
         (1, {"path": "tests/test_b.py", "line": 9}),
@@ -335,7 +326,7 @@ def test_one_site_is_one_group_per_exception_whatever_the_values_or_wording(tmp_
                 "tests/test_flags.py",
             )
         )
-    s = summary_in_both(_junit(tmp_path / "r.xml", cases), PROJECT)
+    s = summary_in_both(_junit(tmp_path / "r.xml", cases), project=PROJECT)
     assert [(g["count"], g["exception"], g["message"]) for g in s["groups"]] == [
         (2, "AssertionError", "assert <bool> == <bool>"),
         (2, "AttributeError", "'NoneType' object has no attribute 'a'"),
@@ -348,7 +339,9 @@ def test_the_largest_group_is_listed_first_then_the_rest_in_report_order(tmp_pat
         for i in range(3)
     ]
     big = [_case(f"test_big_{i}", f"ValueError: bad value {i}", _installed_bug(str(i))) for i in range(4)]
-    s = summary_in_both(_junit(tmp_path / "r.xml", small + big, passing=2), PROJECT, max_failures=4, max_groups=2)
+    s = summary_in_both(
+        _junit(tmp_path / "r.xml", small + big, passing=2), project=PROJECT, max_failures=4, max_groups=2
+    )
     assert [g["count"] for g in s["groups"]] == [4, 1]
     # One representative per listed group (largest first), then report order.
     assert [f["node_id"].rsplit("::", 1)[1] for f in s["failures"]] == [
@@ -448,7 +441,7 @@ def test_a_chained_failure_is_located_named_and_grouped_by_its_root_cause(tmp_pa
         _case("test_b", "ValueError: lookup failed", _chained(21, "ValueError"), "tests/test_store.py"),
         _case("test_c", "RuntimeError: lookup failed", _chained(40, "RuntimeError"), "tests/test_store.py"),
     ]
-    s = summary_in_both(_junit(tmp_path / "r.xml", cases), PROJECT, max_traceback_lines=8)
+    s = summary_in_both(_junit(tmp_path / "r.xml", cases), project=PROJECT, max_traceback_lines=8)
     # one root cause (KeyError at line 21), whatever the final exception: one group
     assert [(g["count"], g["exception"], g["location"]) for g in s["groups"]] == [
         (2, "KeyError", {"path": "src/pkg/store.py", "line": 21}),
@@ -465,14 +458,18 @@ def test_a_chained_failure_is_located_named_and_grouped_by_its_root_cause(tmp_pa
     assert lines[-1] == "tests/test_store.py:12: RuntimeError"
     # a root raised in library code is located at its innermost project frame (the test's)
     in_library = _chained(21, "RuntimeError").replace("src/pkg/store.py", "/usr/lib/python3.11/json/x.py")
-    s = summary_in_both(_junit(tmp_path / "p.xml", [_case("t", "RuntimeError: lookup failed", in_library)]), PROJECT)
+    s = summary_in_both(
+        _junit(tmp_path / "p.xml", [_case("t", "RuntimeError: lookup failed", in_library)]), project=PROJECT
+    )
     assert (s["failures"][0]["exception"], s["failures"][0]["location"]) == (
         "KeyError",
         {"path": "tests/test_store.py", "line": 8},
     )
     # with no project frame before the chain line, the final exception names the failure
     no_root_frame = in_library.replace("tests/test_store.py:8: ", "/usr/lib/python3.11/json/y.py:3: in get")
-    s = summary_in_both(_junit(tmp_path / "q.xml", [_case("t", "RuntimeError: lookup failed", no_root_frame)]), PROJECT)
+    s = summary_in_both(
+        _junit(tmp_path / "q.xml", [_case("t", "RuntimeError: lookup failed", no_root_frame)]), project=PROJECT
+    )
     assert (s["failures"][0]["exception"], s["failures"][0]["location"]["line"]) == ("RuntimeError", 12)
 
 
@@ -507,7 +504,7 @@ def test_a_listed_group_born_long_before_it_grows_gets_its_first_failure(tmp_pat
         f"{''.join(cases)}</testsuite></testsuites>",
         encoding=encoding,
     )
-    s = summary_in_both(report, PROJECT, max_failures=3, max_groups=2)
+    s = summary_in_both(report, project=PROJECT, max_failures=3, max_groups=2)
     assert s["groups"][0]["count"] == 3
     assert s["groups"][0]["location"] == {"path": "src/pkg/mod_5000.py", "line": 5000}
     assert s["failures"][0]["node_id"].endswith("test_big_0")
@@ -526,7 +523,7 @@ def test_a_chain_of_a_thousand_exceptions_is_cut_within_budget(tmp_path):
             f"tests/test_store.py:{100 + i}: RuntimeError"
         )
     case = _case("test_long", "RuntimeError: step 999", "\n".join(links), "tests/test_store.py")
-    s = summary_in_both(_junit(tmp_path / "r.xml", [case]), PROJECT)
+    s = summary_in_both(_junit(tmp_path / "r.xml", [case]), project=PROJECT)
     (failure,) = s["failures"]
     assert (failure["exception"], failure["location"]) == ("KeyError", {"path": "src/pkg/store.py", "line": 21})
     lines = failure["traceback"].split("\n")
@@ -542,7 +539,9 @@ def test_a_chained_cut_at_the_smallest_budgets_stays_within_them(tmp_path):
     exception share what there is, in both backends alike."""
     for max_lines in range(3, 9):
         case = _case("test_a", "RuntimeError: lookup failed", _chained(21, "RuntimeError"), "tests/test_store.py")
-        s = summary_in_both(_junit(tmp_path / f"r{max_lines}.xml", [case]), PROJECT, max_traceback_lines=max_lines)
+        s = summary_in_both(
+            _junit(tmp_path / f"r{max_lines}.xml", [case]), project=PROJECT, max_traceback_lines=max_lines
+        )
         lines = s["failures"][0]["traceback"].split("\n")
         assert len(lines) <= max_lines, (max_lines, lines)
         assert lines[-1] == "tests/test_store.py:12: RuntimeError", (max_lines, lines)
@@ -593,7 +592,7 @@ def test_a_chain_line_in_the_omitted_middle_stays_between_the_exceptions_it_join
     text = _handled_at_length(max_lines, marker, root)
     assert len(text.split("\n")) > 3 * max_lines  # the marker would sit in the omitted middle
     case = _case("test_lookup", "NotImplementedError: no handler", text, "tests/test_store.py")
-    s = summary_in_both(_junit(tmp_path / "r.xml", [case]), PROJECT, max_traceback_lines=max_lines)
+    s = summary_in_both(_junit(tmp_path / "r.xml", [case]), project=PROJECT, max_traceback_lines=max_lines)
     lines = s["failures"][0]["traceback"].split("\n")
     assert len(lines) <= max_lines, lines
     assert lines[-1] == "src/pkg/handlers.py:99: NotImplementedError", lines

@@ -22,8 +22,8 @@ import corpus
 import orjson
 import pytest
 
-from pytest_mcp_server.engine import summarize, summarize_bytes
-from pytest_mcp_server.engine.models import Budgets, ReportError, ReportSummary
+from pytest_mcp_server.engine import summarize
+from pytest_mcp_server.engine.models import Budgets
 
 # Large enough that nothing is cut: the oracle can filter the unselected summary.
 EVERYTHING = Budgets(
@@ -40,15 +40,10 @@ def selected_by(entries: Sequence[str], node_id: str) -> bool:
     return False
 
 
-def summary_in_both(paths: Sequence[Path], select: Sequence[str] | None, budgets: Budgets = EVERYTHING) -> dict:
-    """Both backends with ``select``: the same bytes; returns the parsed summary."""
-    names = [str(p) for p in paths]
-    pure = summarize_bytes(names, backend="pure", budgets=budgets, select=select)
-    if not backends.NATIVE_MISSING:
-        native = summarize_bytes(names, backend="native", budgets=budgets, select=select)
-        assert native == pure, f"select={select!r}: the backends differ\nnative: {native!r}\npure:   {pure!r}"
-    ReportSummary.model_validate_json(pure)  # the public model accepts it
-    return dict(orjson.loads(pure))
+def selected_in_both(paths: Sequence[Path], select: Sequence[str] | None, budgets: Budgets = EVERYTHING) -> dict:
+    """Both backends with ``select`` and every failure listed (``EVERYTHING``): the same
+    bytes (``backends.summary_in_both``); the parsed summary."""
+    return backends.summary_in_both(paths, select=select, **budgets.model_dump())
 
 
 # --------------------------------------------------------------------------------------
@@ -141,7 +136,7 @@ def run_report(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
 
 
 def test_the_made_up_run_has_the_node_ids_the_cases_rely_on(run_report: Path) -> None:
-    whole = summary_in_both([run_report], None)
+    whole = selected_in_both([run_report], None)
     assert listed_in_report_order(whole) == [i for i, t in zip(ALL_IDS, TESTS, strict=True) if t[3] != "passed"]
     assert [e["path"] for e in whole["collection_errors"]] == [BROKEN_MODULE]
     assert whole["unmatched"] == []
@@ -154,8 +149,8 @@ def test_a_class_and_a_parametrised_test_select_what_is_below_them_only(run_repo
         "tests/nowhere",
         "tests/unit/test_a.py::TestX::test_2",  # passes: selects, but is unmatched
     ]
-    whole = summary_in_both([run_report], None)
-    s = summary_in_both([run_report], select)
+    whole = selected_in_both([run_report], None)
+    s = selected_in_both([run_report], select)
     assert s["counts"] == whole["counts"] and s["duration_s"] == whole["duration_s"] and s["files"] == whole["files"]
     assert listed_in_report_order(s) == [
         "tests/unit/test_a.py::TestX::test_1",
@@ -176,7 +171,7 @@ def test_a_class_and_a_parametrised_test_select_what_is_below_them_only(run_repo
 
 
 def test_a_directory_selects_its_tests_and_collection_errors_but_not_a_sibling_prefix(run_report: Path) -> None:
-    s = summary_in_both([run_report], ["tests/unit/"])
+    s = selected_in_both([run_report], ["tests/unit/"])
     assert listed_in_report_order(s) == [
         "tests/unit/test_a.py::TestX::test_1",
         "tests/unit/test_a.py::TestXY::test_3",
@@ -186,11 +181,11 @@ def test_a_directory_selects_its_tests_and_collection_errors_but_not_a_sibling_p
     assert [e["path"] for e in s["collection_errors"]] == [BROKEN_MODULE]
     assert s["unmatched"] == []
     # Without the trailing slash the rule is the same.
-    assert summary_in_both([run_report], ["tests/unit"]) == s
+    assert selected_in_both([run_report], ["tests/unit"]) == s
 
 
 def test_a_file_selects_an_erroring_test_with_its_phase(run_report: Path) -> None:
-    s = summary_in_both([run_report], ["tests/api/test_b.py", BROKEN_MODULE])
+    s = selected_in_both([run_report], ["tests/api/test_b.py", BROKEN_MODULE])
     assert sorted((f["node_id"], f["outcome"], f["phase"]) for f in s["failures"]) == [
         ("tests/api/test_b.py::test_c", "error", "setup")
     ]
@@ -200,25 +195,25 @@ def test_a_file_selects_an_erroring_test_with_its_phase(run_report: Path) -> Non
 
 def test_omitted_counts_only_the_selected_items(run_report: Path) -> None:
     budgets = Budgets(max_failures=1, max_groups=1, max_collection_errors=0)
-    s = summary_in_both([run_report], ["tests/unit"], budgets)
+    s = selected_in_both([run_report], ["tests/unit"], budgets)
     assert listed_in_report_order(s) == ["tests/unit/test_a.py::TestX::test_1"]
     o = s["omitted"]
     # 4 selected failures (1 listed), 2 selected groups (1 listed), 1 selected collection error.
     assert (o["failures"], o["groups"], o["collection_errors"]) == (3, 1, 1)
-    whole = summary_in_both([run_report], None, budgets)
+    whole = selected_in_both([run_report], None, budgets)
     assert (whole["omitted"]["failures"], whole["omitted"]["collection_errors"]) == (5, 1)  # 6 failures in all
 
 
 def test_an_empty_selection_lists_nothing_and_entries_matching_nothing_are_unmatched(run_report: Path) -> None:
-    whole = summary_in_both([run_report], None)
-    empty = summary_in_both([run_report], [])
+    whole = selected_in_both([run_report], None)
+    empty = selected_in_both([run_report], [])
     assert empty["counts"] == whole["counts"]
     assert (empty["failures"], empty["groups"], empty["collection_errors"], empty["slowest"]) == ([], [], [], [])
     assert empty["omitted"] == dict.fromkeys(whole["omitted"], 0)
     assert empty["unmatched"] == []
     # Near misses: a partial name, a trailing `::`, a longer id; duplicates are kept in order.
     entries = ["tests/unit/test_a.py::Test", "tests/unit/test_a.py::", "tests/api/test_b.py::test_c[1]", "x", "x"]
-    none = summary_in_both([run_report], entries)
+    none = selected_in_both([run_report], entries)
     assert none["failures"] == [] and none["collection_errors"] == []
     assert none["unmatched"] == entries
 
@@ -229,7 +224,7 @@ def test_shards_merge_the_matched_entries(tmp_path: Path) -> None:
     first = write_junit(tmp_path / "a.xml", TESTS[:3], None)
     second = write_junit(tmp_path / "b.xml", TESTS[3:], BROKEN_MODULE)
     select = ["tests/unit/test_a.py::TestX", "tests/api", BROKEN_MODULE, "tests/unitx/test_d.py::test_f"]
-    s = summary_in_both([first, second], select)
+    s = selected_in_both([first, second], select)
     assert listed_in_report_order(s) == [
         "tests/unit/test_a.py::TestX::test_1",
         "tests/api/test_b.py::test_c",
@@ -274,17 +269,16 @@ def selections_for(ids: list[str], rng: random.Random) -> list[list[str]]:
 
 @pytest.mark.parametrize("path", corpus.params(CORPUS_FILES))
 def test_corpus_selections_list_exactly_what_the_rule_selects(path: Path) -> None:
-    try:
-        whole = summary_in_both([path], None)
-    except ReportError:
+    if backends.kind_in_both([path]) != "ok":
         return  # refusals are compared by tests/test_junit_corpus.py; a selection changes nothing there
+    whole = selected_in_both([path], None)
     ids = [f["node_id"] for f in whole["failures"]] + [t["node_id"] for t in whole["slowest"]]
     ids += [e["path"] for e in whole["collection_errors"]]
     if not ids:
         ids = ["tests/test_x.py::test_y"]
     rng = random.Random(corpus.relative(path))
     for select in selections_for(ids, rng):
-        s = summary_in_both([path], select)
+        s = selected_in_both([path], select)
         assert (s["counts"], s["duration_s"], s["files"]) == (whole["counts"], whole["duration_s"], whole["files"])
         failures = [f for f in whole["failures"] if selected_by(select, f["node_id"])]
         errors = [e for e in whole["collection_errors"] if selected_by(select, e["path"])]
@@ -302,4 +296,4 @@ def test_corpus_selections_list_exactly_what_the_rule_selects(path: Path) -> Non
         listed = [f["node_id"] for f in failures] + [e["path"] for e in errors]
         assert s["unmatched"] == [e for e in select if not any(selected_by([e], i) for i in listed)]
         # The default budgets cut the lists: the bytes must still agree.
-        summary_in_both([path], select, Budgets())
+        selected_in_both([path], select, Budgets())
