@@ -138,11 +138,11 @@ def line_of(path: Path, needle: str) -> int:
     raise AssertionError(f"{needle!r} not in {path}")
 
 
-def git(root: Path, *args: str) -> None:
+def git(root: Path, *args: str) -> str:
     """``git ARGS`` in ``root`` with a fixed identity and default branch (a commit needs
-    no global git configuration); raises ``CalledProcessError`` on failure."""
+    no global git configuration); its stdout. Raises ``CalledProcessError`` on failure."""
     argv = ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", "-c", "init.defaultBranch=main", *args]
-    subprocess.run(argv, cwd=root, check=True, capture_output=True)
+    return subprocess.run(argv, cwd=root, check=True, capture_output=True, text=True).stdout
 
 
 def committed_project(root: Path, files: dict[str, str], *, use_git: bool = True) -> Path:

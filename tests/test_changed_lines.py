@@ -5,20 +5,14 @@ header or a misread path would name the wrong changed lines as "not run"."""
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import anyio
 import pytest
+from server_support import git
 
 from pytest_mcp_server.domain.coverage import line_ranges, ranges_text
 from pytest_mcp_server.run.git import changed_lines, parse_unified_diff, parse_unified_diff_deletions
-
-
-def git(root: Path, *args: str) -> str:
-    """Run git in ``root`` with a fixed identity; its stdout."""
-    argv = ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", "-c", "init.defaultBranch=main", *args]
-    return subprocess.run(argv, cwd=root, check=True, capture_output=True, text=True).stdout
 
 
 def write_lines(path: Path, lines: list[str]) -> None:
