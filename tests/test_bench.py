@@ -338,7 +338,6 @@ def test_bench_shards_tiny(tmp_path, capsys):
     assert [t["target"] for t in doc["targets"]] == ["parallel merge >= 1.7x one-by-one"] * 2
 
 
-@pytest.mark.slow
 def test_bench_suite_tiny(tmp_path, capsys):
     code, doc = _bench(
         capsys,

@@ -11,10 +11,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-BENCHES = Path(__file__).resolve().parents[1] / "benches"
-sys.path.insert(0, str(BENCHES))
-
-import affected  # noqa: E402  (benches/ is not a package)
+import affected  # benches/, on pytest's pythonpath
 
 
 def _mutants(count: int) -> list[affected.Mutant]:

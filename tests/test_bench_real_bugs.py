@@ -15,12 +15,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
-BENCHES = Path(__file__).resolve().parents[1] / "benches"
-sys.path.insert(0, str(BENCHES))
-
-import real_bugs  # noqa: E402  (benches/ is not a package)
-import tokens  # noqa: E402
+import real_bugs  # benches/, on pytest's pythonpath
+import tokens
 
 
 def test_token_counts_are_o200k_counts() -> None:

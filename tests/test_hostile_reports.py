@@ -327,7 +327,6 @@ def _check_huge(s: dict, case: str, size: int) -> None:
 HUGE = {"attribute": _huge_attribute, "text": _huge_text, "output": _huge_output, "json-string": _huge_json_string}
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("case", list(HUGE))
 def test_a_huge_value_is_capped_in_bounded_memory(tmp_path, case, backend):
     """A 20 MB and a 100 MB value (attribute, failure text, system-out, JSON string):
@@ -486,7 +485,6 @@ def test_an_over_long_attribute_value_is_checked_as_expat_would(tmp_path, parts,
     assert kind(r) == expected
 
 
-@pytest.mark.slow
 def test_200000_distinct_failures_stay_bounded(tmp_path):
     """Past 2,000 distinct groups, failures join ``gother``, whose message says how many
     causes it folded (counted up to 10,000); memory stays flat."""

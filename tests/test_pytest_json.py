@@ -674,7 +674,6 @@ def test_pure_reader_gives_the_same_records_whatever_the_read_size(chunk):
 
 
 @needs_native
-@pytest.mark.slow
 def test_native_memory_stays_flat_on_a_large_report(tmp_path):
     """~200 MB with one 64 MB longrepr: the native parser's peak RSS grows by far less."""
     path = tmp_path / "large.json"
@@ -794,7 +793,6 @@ def _records_as_tuples(records) -> list[tuple]:
 
 
 @needs_native
-@pytest.mark.slow
 @pytest.mark.parametrize("unit", list(CUT_UNITS), ids=list(CUT_UNITS))
 def test_cut_strings_keep_exact_heads_tails_and_counts(tmp_path, unit):
     """Every alignment of the cuts against the unit (one pad per byte of it): the pure
@@ -808,7 +806,6 @@ def test_cut_strings_keep_exact_heads_tails_and_counts(tmp_path, unit):
 
 
 @needs_native
-@pytest.mark.slow
 @pytest.mark.parametrize(
     "raw",
     [

@@ -733,7 +733,6 @@ def _junit(cases: list[tuple[str, str]]) -> str:
 
 
 @needs_native
-@pytest.mark.slow
 def test_merge_stays_exact_when_a_later_file_overflows_the_group_table(tmp_path):
     shared = "RuntimeError: shared cause"
     first = tmp_path / "a.xml"

@@ -205,7 +205,6 @@ def peak_rss_kb(pid: int) -> int:
 # Load
 
 
-@pytest.mark.slow
 def test_eight_clients_at_once_while_one_disconnects_mid_run(tmp_path):
     """8 stdio clients (8 servers) run suites at once on the same project; one of them
     drops its connection while its run has stubborn grandchildren: that server and all
@@ -269,7 +268,6 @@ def test_eight_clients_at_once_while_one_disconnects_mid_run(tmp_path):
         _reap_leftovers(all_pids + [p for m in marks for p in project.child_pids(m)])
 
 
-@pytest.mark.slow
 def test_one_server_keeps_serving_when_one_of_two_runs_is_cancelled(tmp_path):
     project = Project(tmp_path)
 
@@ -309,7 +307,6 @@ def test_one_server_keeps_serving_when_one_of_two_runs_is_cancelled(tmp_path):
 # Faults
 
 
-@pytest.mark.slow
 def test_sigterm_to_the_server_mid_run_leaves_no_process(tmp_path):
     """Two runs at once, each with a grandchild that ignores SIGTERM; SIGTERM to the
     server: the server exits and every process of both runs is gone."""
@@ -349,7 +346,6 @@ def test_sigterm_to_the_server_mid_run_leaves_no_process(tmp_path):
         _reap_leftovers(project.child_pids())
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize(
     ("node_id", "status"),
     [
@@ -464,7 +460,6 @@ def test_a_hanging_interpreter_is_a_clear_error(tmp_path):
     assert len(tools.tools) == 3
 
 
-@pytest.mark.slow
 def test_the_interpreter_removed_mid_session_is_a_clear_error_and_comes_back(tmp_path):
     """A venv deleted between two runs: the second call is a clear error (not a crash or
     a hang); restored, the third call runs again."""
