@@ -29,6 +29,7 @@ from test_server_coverage import _python_with, link_distribution
 
 from pytest_mcp_server.domain.failures import ToolFailureDetail
 from pytest_mcp_server.domain.tools import DiscoverResult, ExecuteResult
+from pytest_mcp_server.run.affected import stat_key
 from pytest_mcp_server.run.testmap import is_reserved, open_map
 
 CALC = """\
@@ -135,6 +136,7 @@ def test_an_edit_runs_only_the_tests_that_ran_the_edited_function(tmp_path):
         steps = {}
         async with connect(server(root, artifacts), "auto") as client:
             steps["first"] = await affected_run(client)
+            steps["kept_after_build"] = (kept_stats(artifacts), stat_key(calc))
             steps["unchanged"] = await affected_run(client)
             edit(calc, "return a * b", "product = a * b\n    return product")
             steps["mul_edited"] = await affected_run(client)
@@ -142,6 +144,7 @@ def test_an_edit_runs_only_the_tests_that_ran_the_edited_function(tmp_path):
             steps["unused_edited"] = await affected_run(client)
             calc.write_text(calc.read_text())  # new stat, same blocks
             steps["rewritten_unchanged"] = await affected_run(client)
+            steps["kept_after_rewrite"] = (kept_stats(artifacts), stat_key(calc))
             (root / "tests" / "test_add.py").write_text(TEST_ADD + NEW_TEST)
             steps["new_test"] = await affected_run(client)
             before = calc.stat()
@@ -195,6 +198,10 @@ def test_an_edit_runs_only_the_tests_that_ran_the_edited_function(tmp_path):
     unused_edited, _ = steps["unused_edited"]  # a function no test runs: nothing to run
     assert unused_edited.status == "no_tests" and unused_edited.selection.total == 3
     assert steps["rewritten_unchanged"][0].status == "no_tests"
+    # the files read are kept with their stat, from the build on: the next call reads none
+    # of them again; one the map proves unchanged without a run keeps its new stat too
+    for kept, stat in (steps["kept_after_build"], steps["kept_after_rewrite"]):
+        assert kept["pkg/calc.py"] == stat and "tests/test_add.py" in kept
 
     new_test, text = steps["new_test"]  # the other tests of the edited test file are not affected
     assert ran(new_test) == (1, 0) and reasons(new_test) == {"new": 1}
@@ -312,6 +319,14 @@ def test_a_corrupt_map_is_rebuilt_with_a_notice_affected_needs_coverage_py_and_a
     new_distribution, text = new_distribution
     assert ran(new_distribution) == (3, 0) and reasons(new_distribution) == {"config_changed": 3}
     assert text.splitlines()[0] == "Affected: 3 of 3 tests (3 config changed), by changes in installed distributions"
+
+
+def kept_stats(artifacts: Path) -> dict[str, str]:
+    """Each file the one map under ``artifacts`` holds fingerprints of -> its stat key then."""
+    (map_file,) = (artifacts / "maps").glob("*.sqlite")
+    test_map, _ = open_map(map_file)
+    with test_map:
+        return {path: stat for path, (stat, _) in test_map.files().items()}
 
 
 def map_rows(artifacts: Path) -> list[tuple[str, str, str, str]]:

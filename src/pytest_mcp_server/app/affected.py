@@ -38,6 +38,7 @@ from pytest_mcp_server.app.affected_state import (
     IMPORTS_KEY,
     MapState,
     changed_code,
+    keep_reads,
     read_map_state,
     selection_before_run,
 )
@@ -171,6 +172,8 @@ async def execute_affected(
         found = await anyio.to_thread.run_sync(last_full_collection, state, params)
         unproven = await anyio.to_thread.run_sync(nothing_can_fail, runner.root, state, found)
         if unproven is None:
+            # what this call read stays in the map: the next call need not read it again
+            await anyio.to_thread.run_sync(keep_reads, path, state)
             return await answer_without_pytest(runner, params, interp, state, run_dir, options)
         narrowed = narrowed_files(runner.root, state, found)
         run_params = params.model_copy(update={"node_ids": narrowed}) if narrowed else params
@@ -254,7 +257,7 @@ async def refresh_map(
                 plan.fingerprint,
                 gone,
                 meta,
-                plan.files,
+                {**blocks.read, **plan.files},
                 blocks.at_import,
                 blocks.imported_modules,
                 blocks.importing,

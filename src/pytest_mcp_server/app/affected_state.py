@@ -226,3 +226,15 @@ def selection_before_run(state: MapState) -> Selection:
     total = (state.last_collection or {}).get("total") or len(state.recorded)
     notice = "; ".join(filter(None, [state.notice, state.wide])) or None
     return selection_of(tests, total, files, notice)
+
+
+def keep_reads(path: Path, state: MapState) -> None:
+    """Keep in the map at ``path`` what ``read_map_state`` read that it did not hold: the
+    block fingerprints of the files read this call (with their stat keys) and the import
+    graph, when there is any; one transaction. For a call that runs no pytest (a run's
+    refresh keeps them itself)."""
+    if not state.read and state.imports_cache is None:
+        return
+    test_map, _ = open_map(path)
+    with test_map:
+        test_map.keep(state.read, {IMPORTS_KEY: state.imports_cache} if state.imports_cache is not None else {})

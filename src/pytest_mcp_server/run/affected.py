@@ -318,12 +318,15 @@ class RunBlocks:
     blocks it ran; ``at_import``, per file, its function blocks run outside tests with
     no project module being imported; ``importing``, per project module (relative path),
     the function blocks run while it was being imported; ``imported_modules``, per file
-    run outside tests, its module-level block."""
+    run outside tests, its module-level block; ``read``, the files read for this, path ->
+    (stat key before the read, block fingerprints), for the map to keep (the next call
+    reads none of them again while its stat is unchanged)."""
 
     tests: dict[str, Blocks]
     at_import: dict[str, Blocks]
     importing: dict[str, Blocks]
     imported_modules: dict[str, Blocks]
+    read: dict[str, tuple[str, set[str]]] = field(default_factory=dict)
 
 
 def _importing_module(context: str, root_prefix: str) -> str | None:
@@ -364,10 +367,14 @@ def tests_blocks(data: dict[str, dict[str, list[int]]], root: Path, ran: Iterabl
     root_prefix = os.path.join(str(root), "")
     plugin_prefix = os.path.join(str(PLUGIN_DIR), "")
     cache: dict[str, FileBlocks | None] = {}
+    read: dict[str, tuple[str, set[str]]] = {}
 
     def blocks_of(path: str) -> FileBlocks | None:
         if path not in cache:
-            cache[path] = read_blocks(root, path)
+            stat = stat_key(root / path)  # before reading: a write in between changes it again
+            cache[path] = found = read_blocks(root, path)
+            if stat is not None and found is not None:
+                read[path] = (stat, found.fingerprints())
         return cache[path]
 
     by_context: dict[str, dict[str, list[int]]] = {}
@@ -411,7 +418,7 @@ def tests_blocks(data: dict[str, dict[str, list[int]]], root: Path, ran: Iterabl
             else:
                 found.add((path, block.fingerprint))
         out[node_id] = found
-    return RunBlocks(out, at_import, importing, imported_modules)
+    return RunBlocks(out, at_import, importing, imported_modules, read)
 
 
 def _project_dirs(root: Path) -> Iterable[tuple[str, list[str]]]:

@@ -241,12 +241,28 @@ class TestMap:
                 ((path, stat, " ".join(sorted(fps))) for path, (stat, fps) in (files or {}).items()),
             )
             con.execute("DELETE FROM files WHERE path NOT IN (SELECT path FROM blocks)")
-            for key, value in (meta or {}).items():
-                con.execute(
-                    "INSERT INTO meta (key, value) VALUES (?, ?) "
-                    "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                    (key, value),
-                )
+            _set_meta(con, meta or {})
+
+    def keep(self, files: Mapping[str, tuple[str, Iterable[str]]], meta: Mapping[str, str]) -> None:
+        """In one transaction: the files of ``files`` (path -> (stat key, block
+        fingerprints) as read) that the map has blocks of get those as their last read,
+        and the ``meta`` rows are set; no test's entry changes."""
+        with self._transaction() as con:
+            con.executemany(
+                "INSERT INTO files (path, stat, fingerprints) SELECT ?, ?, ? "
+                "WHERE EXISTS (SELECT 1 FROM blocks WHERE blocks.path = ?) "
+                "ON CONFLICT (path) DO UPDATE SET stat = excluded.stat, fingerprints = excluded.fingerprints",
+                ((path, stat, " ".join(sorted(fps)), path) for path, (stat, fps) in files.items()),
+            )
+            _set_meta(con, meta)
+
+
+def _set_meta(con: sqlite3.Connection, meta: Mapping[str, str]) -> None:
+    """Set the ``meta`` rows of ``meta`` (key -> value), inside the caller's transaction."""
+    con.executemany(
+        "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        meta.items(),
+    )
 
 
 def _pack(block_ids: Iterable[int]) -> bytes:
