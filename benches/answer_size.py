@@ -15,7 +15,7 @@ Usage::
     python benches/answer_size.py [--show PROJECT] [PROJECT ...]
 
 ``--show`` prints that project's text block too. Exit status 0; nothing is asserted
-(``tests/test_server_answer_size.py`` holds the bounds).
+(``tests/server/test_server_answer_size.py`` holds the bounds).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Native vs pure at scale: generated reports until N test records were compared.
 
-The hypothesis parity tests (tests/test_property_parity.py) explore odd inputs a few
+The hypothesis parity tests (tests/engine/test_property_parity.py) explore odd inputs a few
 thousand at a time; this run checks volume: the bench generator's reports (pytest's long
 tracebacks, site-packages frames, captured output, parametrized ids, collection errors;
 JUnit XML and pytest-json-report alternately, each from its own seed) summarised by both

@@ -154,7 +154,7 @@ def make_venv(
 
 
 def find_base_python(version: str) -> Path:
-    """The base ``python<version>`` executable, found as tests/interpreters.py's ``find_python``
+    """The base ``python<version>`` executable, found as tests/helpers/interpreters.py's ``find_python``
     does: on PATH (not a pyenv shim), else ``$PYENV_ROOT/versions/<version>.*``. Raises
     SystemExit naming where it looked."""
     root = os.environ.get("PYENV_ROOT", os.path.expanduser("~/.pyenv"))

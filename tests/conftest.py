@@ -23,7 +23,7 @@ hypothesis examples each (``strategies.fuzz_settings``). With ``--soak=MINUTES``
 * a table of runs, examples and seconds per test is printed at the end, and written as
   JSON to ``--soak-report=PATH`` when given.
 
-Example: ``python -m pytest tests/test_property_parity.py tests/test_corpus_truncation.py
+Example: ``python -m pytest tests/engine/test_property_parity.py tests/engine/test_corpus_truncation.py
 --soak=30 --soak-report=soak.json -p no:cacheprovider`` (see docs/RELIABILITY.md).
 """
 
@@ -33,12 +33,8 @@ import json
 import time
 import traceback
 
-import backends
-import corpus
-import interpreters
-import peak_memory
 import pytest
-import strategies
+from helpers import backends, corpus, interpreters, peak_memory, strategies
 
 
 @pytest.fixture(params=[pytest.param("native", marks=backends.needs_native), "pure"])

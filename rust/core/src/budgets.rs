@@ -1,7 +1,7 @@
 //! Budgets: how much of a report a summary keeps (docs/ENGINE.md, *Budgets*). The
 //! defaults and the order of the fields equal `models.Budgets` in Python: both
 //! are checked against docs/ENGINE.md's list, here (`cargo test`) and by
-//! `tests/test_budget_defaults.py`.
+//! `tests/engine/test_budget_defaults.py`.
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Budgets {
@@ -113,7 +113,7 @@ mod tests {
     }
 
     /// docs/ENGINE.md's `name=value` list under *Budgets (defaults)*, in order (the
-    /// Python model is checked against the same list by tests/test_budget_defaults.py).
+    /// Python model is checked against the same list by tests/engine/test_budget_defaults.py).
     fn documented_defaults() -> Vec<(String, usize)> {
         let doc = include_str!("../../../docs/ENGINE.md");
         let section = doc

@@ -1,6 +1,6 @@
 //! Traceback cutting (docs/ENGINE.md, *Traceback cutting*), and the line rules it shares
 //! with the builder (location lines, whitespace). Mirrored by `cut_traceback` in
-//! `pure/cut.py`; `tests/test_rules_parity.py` checks both give the same output.
+//! `pure/cut.py`; `tests/engine/test_rules_parity.py` checks both give the same output.
 //!
 //! Exact rules (all classes ASCII; "stripped" = without leading/trailing
 //! space, tab, LF, CR, VT, FF):
@@ -1839,7 +1839,7 @@ java.lang.AssertionError: expected
 
     // ---- The shown traceback (docs/ENGINE.md, "The shown traceback").
 
-    /// One case per rule, shared with tests/test_shown_traceback.py (which checks the
+    /// One case per rule, shared with tests/engine/test_shown_traceback.py (which checks the
     /// location and exception given here are what the builder derives).
     const SHOWN_CASES: &str = include_str!("../../../tests/fixtures/tracebacks/shown_cases.json");
 

@@ -1,6 +1,6 @@
 //! Project code (docs/ENGINE.md, *Project code*): which frame paths are the project's
 //! own code (and which of them test code), and how a path is shown. Mirrored by
-//! `pure/project.py`; `tests/test_rules_parity.py` checks both classify alike.
+//! `pure/project.py`; `tests/engine/test_rules_parity.py` checks both classify alike.
 
 use std::collections::HashSet;
 

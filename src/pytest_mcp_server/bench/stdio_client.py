@@ -2,7 +2,7 @@
 line, on the server's stdin and stdout (the MCP specification's stdio transport).
 
 The benchmark drives the real server as any client would, without the SDK (the
-``bench`` package imports only the engine, ``tests/test_layers.py``). It sends
+``bench`` package imports only the engine, ``tests/server/test_layers.py``). It sends
 ``initialize``, ``notifications/initialized`` and ``tools/call`` requests and waits for
 the response with the request's id; notifications from the server (progress, logs) are
 skipped.

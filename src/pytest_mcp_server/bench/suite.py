@@ -240,7 +240,7 @@ def _record_counts(argv: list[str], root: Path, run_dir: Path, timeout: float) -
 
     records = run_dir / "records.jsonl"
     env = _env()
-    # run.events' PLUGIN_DIR and PLUGIN_NAME, spelled out: bench imports only the engine (tests/test_layers.py)
+    # run.events' PLUGIN_DIR and PLUGIN_NAME, spelled out: bench imports only the engine (tests/server/test_layers.py)
     plugin_dir = Path(__file__).resolve().parents[1] / "run" / "pytest_plugin"
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(plugin_dir), env.get("PYTHONPATH", "")) if p)
     counted = [*argv[:3], "-p", "pytest_mcp_server_events", f"--mcp-records={records}", *argv[3:]]

@@ -11,7 +11,7 @@ The grammar is pytest's own (``_pytest/mark/expression.py``, pytest 8.3-9.x)::
     kwargs:     ('(' name '=' value ( ', ' name '=' value )*  ')')
     value:      (unescaped) string literal | (-)?[0-9]+ | 'False' | 'True' | 'None'
 
-A property test (``tests/test_server_units.py``) checks that ``-m`` expressions are
+A property test (``tests/server/test_server_units.py``) checks that ``-m`` expressions are
 accepted exactly when pytest's own parser accepts them.
 """
 

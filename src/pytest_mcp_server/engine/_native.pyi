@@ -1,6 +1,6 @@
 """Type stub for the Rust extension (``rust/binding/lib.rs``).
 
-Kept in step with the extension by ``tests/test_native_stub.py``.
+Kept in step with the extension by ``tests/engine/test_native_stub.py``.
 """
 
 from .models import Budgets

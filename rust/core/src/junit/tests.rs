@@ -1,5 +1,5 @@
 //! Record-level tests of the native JUnit parser (the end-to-end parity tests are in
-//! `tests/test_junit_corpus.py`).
+//! `tests/engine/test_junit_corpus.py`).
 
 use super::*;
 use crate::error::ErrorKind;

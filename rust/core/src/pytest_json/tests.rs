@@ -1,5 +1,5 @@
 //! Record-level tests of the pytest-json-report parser. The parity with the pure twin is
-//! checked from Python (tests/test_pytest_json.py) on the same inputs.
+//! checked from Python (tests/engine/test_pytest_json.py) on the same inputs.
 
 use super::*;
 use crate::error::ErrorKind;

@@ -2,7 +2,7 @@
 whitespace, capping): the twin of ``rust/core/src/cut.rs``, rule for rule.
 
 The rules are in docs/ENGINE.md, *Traceback cutting* (exact edge cases: the module docs
-of ``cut.rs``); ``tests/test_rules_parity.py`` checks both backends give the same output.
+of ``cut.rs``); ``tests/engine/test_rules_parity.py`` checks both backends give the same output.
 Character counts are code points (``len``), which equal Rust's Unicode scalar values for
 every string a parser yields.
 """

@@ -2,7 +2,7 @@
 ``rust/core/src/group.rs``, rule for rule.
 
 The normaliser grammar is written once, in docs/ENGINE.md, *Groups* (the numbered rules
-``<str>`` ... ``<n>``); both scanners implement it and ``tests/test_rules_parity.py``
+``<str>`` ... ``<n>``); both scanners implement it and ``tests/engine/test_rules_parity.py``
 runs them against each other.
 """
 

@@ -1,7 +1,7 @@
 """Project code: which frame paths are the project's own code (and which of them test
 code) and how a path is shown; the twin of ``rust/core/src/project.rs``, rule for rule.
 
-The rules are in docs/ENGINE.md, *Project code*; ``tests/test_rules_parity.py`` checks
+The rules are in docs/ENGINE.md, *Project code*; ``tests/engine/test_rules_parity.py`` checks
 both backends classify the same paths the same way.
 """
 

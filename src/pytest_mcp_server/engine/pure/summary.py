@@ -1,7 +1,7 @@
 """The summary builder: the twin of ``rust/core/src/summary.rs``, rule for rule.
 
 It must write the same bytes as the native builder (docs/ENGINE.md, *The builder*,
-*Summary JSON*); ``tests/test_rules_parity.py`` runs both.
+*Summary JSON*); ``tests/engine/test_rules_parity.py`` runs both.
 """
 
 from __future__ import annotations

@@ -1,0 +1,269 @@
+"""Differential fuzzing of the two report-log readers (``reportlog.rs``, ``pure/reportlog.py``).
+
+Hypothesis builds report logs line by line in the shapes pytest serialises (TestReport,
+SubTestReport, CollectReport, SessionStart/Finish, the server dialect's extra lines,
+unknown types), with structured ``longrepr`` values of every part pytest renders (entries
+long/short/native/value, function arguments wider than a line, locals, file locations
+with multi-line messages, chains with their descriptions, sections with odd separators),
+Python whitespace and line boundaries in the texts, wrong types on the fields read, and
+files cut anywhere or damaged by flipped bytes. Both backends must write the same bytes,
+or refuse with the same error kind, and never crash. Budgets are drawn at random.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from helpers.backends import needs_native, result_in_both
+from helpers.strategies import budgets_dicts, fuzz_settings
+from hypothesis import given
+from hypothesis import strategies as st
+
+pytestmark = needs_native
+
+# Texts with what the rendering must treat as Python does: its whitespace (stripped at
+# both ends), its line boundaries (form feed, \x1c, \u2028 split source lines), the fail
+# marker, non-ASCII (column counts are characters).
+_TEXT_ALPHABET = st.sampled_from(
+    list("ab x_:.()'\"/E>")
+    + ["\n", "\r", "\t", "\x0b", "\x0c", "\x1c", "\x1f", "\x85", "\xa0", "\u2028", "é", "日", "😀"]
+)
+TEXT = st.text(_TEXT_ALPHABET, max_size=30)
+LONG_TEXT = st.text(_TEXT_ALPHABET, max_size=200)
+NODE_IDS = st.sampled_from(["t.py::a", "t.py::b", "t.py::C::d[1]", "/r/t.py::e", "é.py::f"])
+WHEN = st.sampled_from(["setup", "call", "teardown"])
+SOURCE_LINE = st.one_of(
+    TEXT.map(lambda s: "    " + s),
+    TEXT.map(lambda s: ">   " + s),
+    TEXT.map(lambda s: "E   " + s),
+    TEXT,
+)
+INT = st.one_of(st.integers(-5, 500), st.just(2**63), st.just(-(2**63)))
+
+
+# Whether the document being drawn may have wrong types (a third of the documents do).
+_BAD = st.shared(st.integers(0, 2).map(lambda n: n == 0), key="reportlog-bad")
+
+
+def _maybe_bad(good: st.SearchStrategy, bad: st.SearchStrategy | None = None) -> st.SearchStrategy:
+    """``good``; in a document drawn with wrong types, sometimes a value of another JSON
+    type (a structural error)."""
+    wrong = bad if bad is not None else st.sampled_from([None, 1, 1.5, "x", [], {}, True])
+    mixed = st.one_of(*([good] * 15), wrong)
+    return _BAD.flatmap(lambda allowed: mixed if allowed else good)
+
+
+@st.composite
+def filelocs(draw) -> dict:
+    return {
+        "path": draw(_maybe_bad(st.sampled_from(["/r/t.py", "t.py", "/usr/lib/python3.11/x.py", "<frozen a>"]))),
+        "lineno": draw(_maybe_bad(INT, st.sampled_from([1.0, "3", None]))),
+        "message": draw(_maybe_bad(LONG_TEXT)),
+    }
+
+
+@st.composite
+def repr_entries(draw) -> dict:
+    kind = draw(st.sampled_from(["ReprEntry", "ReprEntry", "ReprEntry", "ReprEntryNative", "Other"]))
+    if kind == "ReprEntryNative":
+        return {"type": kind, "data": {"lines": draw(st.lists(LONG_TEXT, max_size=4))}}
+    if kind == "Other":
+        return {"type": kind, "data": {}}
+    args = draw(st.lists(st.tuples(TEXT, st.one_of(TEXT, LONG_TEXT)).map(list), max_size=5))
+    data = {
+        "lines": draw(_maybe_bad(st.lists(SOURCE_LINE, max_size=6), st.sampled_from([["a", 1], "x"]))),
+        "reprfuncargs": draw(st.one_of(st.none(), st.just({}), st.just({"args": args}), _maybe_bad(st.none()))),
+        "reprlocals": draw(st.one_of(st.none(), st.lists(TEXT, max_size=3).map(lambda x: {"lines": x}))),
+        "reprfileloc": draw(st.one_of(st.none(), filelocs())),
+        "style": draw(_maybe_bad(st.sampled_from(["long", "short", "native", "value", "line"]))),
+    }
+    return {"type": kind, "data": data}
+
+
+@st.composite
+def repr_tracebacks(draw) -> dict:
+    return {
+        "reprentries": draw(st.lists(repr_entries(), max_size=4)),
+        "extraline": draw(st.one_of(st.none(), TEXT, _maybe_bad(st.none()))),
+        "style": "long",
+    }
+
+
+@st.composite
+def longreprs(draw) -> object:
+    form = draw(st.sampled_from(["none", "string", "skip", "structured", "structured", "structured", "odd"]))
+    if form == "none":
+        return None
+    if form == "string":
+        return draw(LONG_TEXT)
+    if form == "skip":
+        return ["t.py", 3, draw(TEXT)]
+    if form == "odd":
+        return draw(st.sampled_from([1, True, {}, {"reprcrash": None}, ["a"]]))
+    chain = draw(
+        st.one_of(
+            st.none(),
+            st.just([]),
+            st.lists(
+                st.tuples(
+                    repr_tracebacks(),
+                    st.one_of(st.none(), filelocs()),
+                    st.one_of(
+                        st.none(),
+                        st.just("The above exception was the direct cause of the following exception:"),
+                        TEXT,
+                    ),
+                ).map(list),
+                min_size=1,
+                max_size=3,
+            ),
+            _maybe_bad(st.none(), st.sampled_from([1, "x", {"a": 1}])),
+        )
+    )
+    sections = draw(
+        st.one_of(
+            st.just([]),
+            st.lists(
+                st.tuples(TEXT, LONG_TEXT, st.sampled_from(["-", "=", "_ ", "", " ", "ab"])).map(list), max_size=2
+            ),
+            _maybe_bad(st.just([]), st.sampled_from([[["a", "b"]], "x"])),
+        )
+    )
+    return {
+        "reprcrash": draw(st.one_of(st.none(), filelocs())),
+        "reprtraceback": draw(repr_tracebacks()),
+        "sections": sections,
+        "chain": chain,
+    }
+
+
+@st.composite
+def report_sections(draw) -> list:
+    names = st.sampled_from(
+        [f"Captured {k} {w}" for k in ("stdout", "stderr", "log") for w in ("setup", "call", "teardown")]
+        + ["Captured stdout", "Other", "Captured  stdout call"]
+    )
+    return draw(_maybe_bad(st.lists(st.tuples(names, LONG_TEXT).map(list), max_size=4), st.just([["x"]])))
+
+
+@st.composite
+def lines(draw) -> dict:
+    kind = draw(
+        st.sampled_from(
+            ["TestReport"] * 8
+            + ["SubTestReport"] * 2
+            + ["CollectReport", "SessionStart", "SessionFinish", "TestStart", "WarningMessage", "Other", "none"]
+        )
+    )
+    if kind == "none":
+        return {"a": 1}
+    key = "_report_type" if kind == "SubTestReport" and draw(st.booleans()) else "$report_type"
+    line: dict = {key: draw(_maybe_bad(st.just(kind), st.just(7)))}
+    if kind in ("TestReport", "SubTestReport"):
+        line["nodeid"] = draw(_maybe_bad(NODE_IDS))
+        line["when"] = draw(_maybe_bad(WHEN, st.just("lunch"))) if kind == "TestReport" else "call"
+        line["outcome"] = draw(_maybe_bad(st.sampled_from(["passed", "failed", "skipped", "rerun"]), st.just("x")))
+        if draw(st.booleans()):
+            line["duration"] = draw(
+                _maybe_bad(st.one_of(st.floats(allow_nan=False, allow_infinity=False), INT), st.just("1"))
+            )
+        if draw(st.integers(0, 3)) == 0:
+            line["wasxfail"] = "reason"
+        if draw(st.booleans()):
+            line["longrepr"] = draw(longreprs())
+        if draw(st.booleans()):
+            line["sections"] = draw(report_sections())
+        if draw(st.booleans()):
+            line["start"] = draw(_maybe_bad(st.floats(0, 2e9)))
+            line["stop"] = draw(_maybe_bad(st.floats(0, 2e9)))
+        if kind == "SubTestReport" and draw(st.integers(0, 4)):
+            line["_subtest.context"] = draw(
+                _maybe_bad(
+                    st.fixed_dictionaries(
+                        {
+                            "msg": _maybe_bad(st.one_of(st.none(), TEXT)),
+                            "kwargs": _maybe_bad(st.dictionaries(TEXT, TEXT, max_size=3), st.just({"a": 1})),
+                        }
+                    )
+                )
+            )
+    elif kind == "CollectReport":
+        line["nodeid"] = draw(_maybe_bad(st.sampled_from(["t.py", "", "pkg/"])))
+        line["outcome"] = draw(_maybe_bad(st.sampled_from(["failed", "passed", "skipped"])))
+        line["longrepr"] = draw(longreprs())
+    elif kind == "SessionStart":
+        if draw(st.booleans()):
+            line["root"] = draw(_maybe_bad(st.sampled_from(["/r", "/r/", "", "/other"])))
+    elif kind == "SessionFinish":
+        if draw(st.booleans()):
+            line["duration"] = draw(_maybe_bad(st.floats(allow_nan=False, allow_infinity=False)))
+    return line
+
+
+@st.composite
+def report_logs(draw) -> bytes:
+    """A report log: a SessionStart, generated lines (with each test's teardown usually
+    after its other reports), then maybe a SessionFinish; written as pytest-reportlog
+    does (json.dumps per line), with blank lines, CRLF or a missing last newline."""
+    body = [{"$report_type": "SessionStart", "pytest_version": "9.2.0", "root": draw(st.sampled_from(["/r", "/r/"]))}]
+    body += draw(st.lists(lines(), max_size=25))
+    # close most tests with a teardown, as pytest does
+    for node_id in draw(st.lists(NODE_IDS, max_size=5)):
+        body.append({"$report_type": "TestReport", "nodeid": node_id, "when": "teardown", "outcome": "passed"})
+    if draw(st.booleans()):
+        body.append({"$report_type": "SessionFinish", "exitstatus": 1, "duration": 2.5})
+    ensure_ascii = draw(st.booleans())
+    newline = draw(st.sampled_from(["\n", "\r\n"]))
+    text = newline.join(json.dumps(line, ensure_ascii=ensure_ascii) for line in body)
+    if draw(st.booleans()):
+        text += newline
+    data = text.encode("utf-8", "surrogatepass")
+    if draw(st.integers(0, 4)) == 0:
+        data = data[: draw(st.integers(len(data) // 3, len(data)))]
+    return data
+
+
+class _Scratch:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def write(self, data: bytes) -> str:
+        path = self.root / "r.jsonl"
+        path.write_bytes(data)
+        return str(path)
+
+
+@pytest.fixture(scope="module")
+def scratch(tmp_path_factory: pytest.TempPathFactory) -> _Scratch:
+    return _Scratch(tmp_path_factory.mktemp("reportlog-fuzz"))
+
+
+@pytest.mark.fuzz
+@fuzz_settings(150)
+@given(data=report_logs(), budgets=budgets_dicts(), fmt=st.sampled_from(["auto", "reportlog"]))
+def test_generated_report_logs_give_identical_bytes_or_the_same_error_kind(scratch, data, budgets, fmt):
+    result_in_both(scratch.write(data), budgets, fmt)
+
+
+@pytest.mark.fuzz
+@fuzz_settings(100)
+@given(
+    data=report_logs(), flips=st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 255)), min_size=1, max_size=4)
+)
+def test_damaged_report_logs_give_the_same_answer(scratch, data, flips):
+    damaged = bytearray(data)
+    for at, byte in flips:
+        if damaged:
+            damaged[at % len(damaged)] = byte
+    result_in_both(scratch.write(bytes(damaged)))
+
+
+@pytest.mark.fuzz
+@fuzz_settings(30)
+@given(depth=st.integers(120, 135), newline=st.booleans())
+def test_the_nesting_limit_is_the_same(scratch, depth, newline):
+    line = '{"$report_type": "Other", "x": ' + "[" * (depth - 1) + "]" * (depth - 1) + "}"
+    data = '{"$report_type": "SessionStart"}\n' + line + ("\n" if newline else "")
+    result_in_both(scratch.write(data.encode()))

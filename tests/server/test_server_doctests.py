@@ -1,0 +1,195 @@
+"""Doctest failures in an answer read like any other failure: located relative to the
+root, the failing example shown once, and what went wrong as the message.
+
+The real server over stdio runs the real pytest with ``--doctest-modules`` (the
+project's ``pytest.ini``) on a package whose docstrings hold a wrong expected value
+(``DocTestFailure``: the failing example is the docstring's first line) and an example
+that raises (``UnexpectedException``); once in one process and once with two xdist
+workers (the controller then gets each report as a string). A wrong value's message is
+``Expected: <want> Got: <got>`` and its location the example's line (pytest writes it
+with the absolute path, ``/root/pkg/calc.py:2: DocTestFailure``; the server's plugin
+writes it relative); an example that raises gives the exception it raised, its message
+and its traceback, located at the raising frame as any test's, and the docstring's
+listing before the example is not shown. ``summarize_report`` on the run's report gives
+the same locations.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+from helpers.server_support import committed_project, connect, run, text_of
+from helpers.server_support import stdio_server as server
+from mcp import StdioServerParameters
+
+from pytest_mcp_server.domain.tools import ExecuteResult, SummarizeResult
+from pytest_mcp_server.engine import ProjectCode, summarize_bytes
+
+CALC = '''\
+def add(a, b):
+    """>>> add(1, 2)
+    4
+    """
+    return a + b
+'''
+
+BOOM = '''\
+"""Explodes.
+
+>>> explode()
+3
+"""
+
+
+def explode():
+    raise ValueError("boom")
+'''
+
+
+@pytest.mark.parametrize("workers", [None, 2])
+def test_doctest_failures_are_located_in_the_root_and_shown_once(tmp_path: Path, workers: int | None):
+    root = tmp_path / "proj"
+    (root / "pkg").mkdir(parents=True)
+    (root / "pkg" / "__init__.py").write_text("")
+    (root / "pkg" / "calc.py").write_text(CALC)
+    (root / "pkg" / "boom.py").write_text(BOOM)
+    (root / "pytest.ini").write_text("[pytest]\naddopts = --doctest-modules\n")
+    args = ["-m", "pytest_mcp_server", "--root", str(root), "--artifacts-dir", str(tmp_path / "artifacts")]
+    params = StdioServerParameters(command=sys.executable, args=args)
+
+    async def body():
+        async with connect(params, "auto") as client:
+            executed = await client.call_tool("execute_tests", {"workers": workers} if workers else {})
+            report = executed.structured_content["report_path"]
+            summarized = await client.call_tool("summarize_report", {"paths": [report]})
+            return executed, summarized
+
+    executed, summarized = run(body)
+    text = text_of(executed)
+    result = ExecuteResult.model_validate(executed.structured_content)
+    assert result.summary.counts.failed == 2, text
+    locations = {f.node_id: (f.exception, f.location.path, f.location.line) for f in result.summary.failures}
+    assert locations == {
+        "pkg/calc.py::pkg.calc.add": ("DocTestFailure", "pkg/calc.py", 2),
+        "pkg/boom.py::pkg.boom": ("ValueError", "pkg/boom.py", 9),
+    }, text
+    assert "at pkg/calc.py:2" in text and "at pkg/boom.py:9" in text, text
+    messages = {f.node_id: f.message for f in result.summary.failures}
+    assert messages == {"pkg/calc.py::pkg.calc.add": "Expected: 4 Got: 3", "pkg/boom.py::pkg.boom": "boom"}, text
+    # the location lines are written relative too; the root appears only in Python's own
+    # traceback of the unexpected exception (``File "/root/pkg/boom.py"``), as pytest prints it
+    assert str(root) + "/pkg/calc.py" not in text, text
+    # each example's line once, and not the docstring's listing before it
+    assert text.count(">>> add(1, 2)") == 1 and text.count(">>> explode()") == 1, text
+    assert "Explodes." not in text and "UNEXPECTED EXCEPTION" not in text, text
+    assert "DocTestFailure: Expected: 4 Got: 3" in text, text
+    assert "Got:\n        3" in text, text
+
+    summary = SummarizeResult.model_validate(summarized.structured_content).summary
+    assert summary is not None
+    assert {f.node_id: (f.exception, f.location.path, f.location.line) for f in summary.failures} == locations
+    assert text_of(summarized).count(">>> add(1, 2)") == 1
+
+
+LISTS = '''\
+def natural_list(items):
+    """Natural list.
+
+    >>> natural_list(["one", "two"])
+    'one and two'
+    """
+    if len(items) == 1:
+        return str(items[0])
+    head = ", ".join(str(i) for i in items[:-1])
+    return head + " and " + str(items[-1])
+'''
+LISTS_TESTS = """\
+from pkg.lists import natural_list
+
+
+def test_two():
+    assert natural_list(["a", "b"]) == "a and b"
+
+
+def test_three():
+    assert natural_list(["a", "b", "c"]) == "a, b and c"
+
+
+def test_one():
+    assert natural_list(["a"]) == "a"
+"""
+
+
+@pytest.mark.parametrize("mode", ["affected", "coverage"])
+def test_a_doctest_failing_beside_unit_tests_for_one_changed_line_is_one_group_counted_in_the_suspect(tmp_path, mode):
+    """One edited line breaks two unit tests (two assertion sites) and the docstring's
+    example: the answer counts all three under the changed line and lists them as one
+    group, the doctest with its Expected/Got."""
+    root = committed_project(
+        tmp_path / "lists",
+        {
+            "pkg/__init__.py": "",
+            "pkg/lists.py": LISTS,
+            "tests/test_lists.py": LISTS_TESTS,
+            "pytest.ini": "[pytest]\naddopts = --doctest-modules\n",
+        },
+    )
+
+    async def body():
+        async with connect(server(root, tmp_path / "artifacts"), "auto") as client:
+            if mode == "affected":
+                await client.call_tool("execute_tests", {"affected": True})
+            lists = root / "pkg" / "lists.py"
+            lists.write_text(lists.read_text().replace('" and " + str', '" & " + str'))
+            answer = await client.call_tool("execute_tests", {mode: True})
+            return ExecuteResult.model_validate(answer.structured_content), text_of(answer)
+
+    result, text = run(body)
+    assert result.summary.counts.failed == 3, text
+    assert "pkg/lists.py:10 (3 of 3 failing" in text, text
+    (group,) = result.summary.groups
+    assert group.count == 3, text
+    doctest = "pkg/lists.py::pkg.lists.natural_list"
+    assert doctest in {group.examples[0], *(f.node_id for f in result.summary.failures)}, text
+    assert "DocTestFailure: Expected: 'one and two' Got: 'one & two'" in text, text
+
+
+def test_doctest_failures_read_alike_from_every_report_format_in_both_backends(tmp_path):
+    """Real pytest writes the same two doctest failures and a chained unit-test failure
+    as JUnit XML, pytest-json-report and a report log (pytest-reportlog); each report
+    gives both backends the same bytes, and all three the same failures: the wrong
+    value as ``Expected: ... Got: ...`` at its example's line, the example that raises
+    as the exception it raised at its raising frame, the chain line kept."""
+    root = tmp_path / "proj"
+    (root / "pkg").mkdir(parents=True)
+    (root / "pkg" / "__init__.py").write_text("")
+    (root / "pkg" / "calc.py").write_text(CALC)
+    (root / "pkg" / "boom.py").write_text(BOOM)
+    (root / "test_chain.py").write_text(
+        "def test_chain():\n    try:\n        {}['k']\n    except KeyError:\n        raise RuntimeError('lookup')\n"
+    )
+    reports = {"junit": root / "r.xml", "json": root / "r.json", "log": root / "r.jsonl"}
+    argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--doctest-modules"]
+    argv += [f"--junitxml={reports['junit']}", "--json-report", f"--json-report-file={reports['json']}"]
+    argv += [f"--report-log={reports['log']}"]
+    subprocess.run(argv, cwd=root, capture_output=True, check=False, timeout=120)
+    project = ProjectCode(root=str(root), packages=["pkg"])
+    seen = []
+    for path in reports.values():
+        native, pure = (summarize_bytes([path], backend=b, project=project) for b in ("native", "pure"))
+        assert native == pure, path
+        summary = orjson.loads(native)
+        seen.append({f["node_id"]: (f["exception"], f["message"], f["location"]) for f in summary["failures"]})
+        chained = next(f for f in summary["failures"] if f["node_id"] == "test_chain.py::test_chain")
+        assert "During handling of the above exception, another exception occurred:" in chained["traceback"]
+    assert seen[0] == seen[1] == seen[2]
+    assert seen[0]["pkg/calc.py::pkg.calc.add"] == (
+        "DocTestFailure",
+        "Expected: 4 Got: 3",
+        {"path": "pkg/calc.py", "line": 2},
+    )
+    assert seen[0]["pkg/boom.py::pkg.boom"] == ("ValueError", "boom", {"path": "pkg/boom.py", "line": 9})
