@@ -24,7 +24,7 @@ from mcp.shared.exceptions import MCPError
 from pytest_mcp_server.domain.tools import ExecuteResult
 
 HANG = "hang/test_hang.py::test_hangs_with_children"
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parents[1]  # the helpers package is below it
 
 # A client in its own process, so that it can be killed without closing anything.
 CLIENT = f"""
