@@ -1499,22 +1499,38 @@ fn fold_repeats(lines: &[Shown]) -> Vec<Shown> {
     out
 }
 
-/// True when an `E ` line of the shown traceback `shown` says the failure's
-/// `exception: message` (its message alone without an exception), whole or as far as
-/// the shorter of the two was kept (traceback lines and messages are cut at different
-/// lengths, each ending with `…`): the entry then needs no message line of its own.
-/// `AssertionError: assert …` is said by `E  assert …` (pytest's rewritten assertion
-/// does not name its exception). docs/ENGINE.md, *The shown traceback*.
+/// True when an `E ` line of the shown traceback `shown`, or its last non-blank line when
+/// that starts with neither whitespace nor `E ` (a native traceback's exception line),
+/// says the failure's `exception: message` (its message alone without an exception),
+/// whole or as far as the shorter of the two was kept (traceback lines and messages are
+/// cut at different lengths, each ending with `…`): the entry then needs no message line
+/// of its own. `AssertionError: assert …` is said by `E  assert …` (pytest's rewritten
+/// assertion does not name its exception). A `DocTestFailure` is said by doctest's
+/// `Expected`/`Got` lines. docs/ENGINE.md, *The shown traceback*.
 pub(crate) fn says_message(shown: &str, exception: Option<&str>, message: &str) -> bool {
+    let has = |wanted: [&str; 2]| shown.split('\n').any(|l| wanted.contains(&l));
+    if exception == Some("DocTestFailure")
+        && has(["Expected:", "Expected nothing"])
+        && has(["Got:", "Got nothing"])
+    {
+        return true; // doctest's own Expected/Got blocks (docs/ENGINE.md, *Doctests*)
+    }
+    // a native traceback's closing exception line says it too
+    let last = shown
+        .split('\n')
+        .rev()
+        .find(|l| !strip(l).is_empty())
+        .filter(|l| l.chars().next().is_some_and(|c| !is_ws(c)) && !l.starts_with("E "));
     let what = match exception.filter(|e| !e.is_empty()) {
         Some(exception) => format!("{exception}: {message}"),
         None => message.to_owned(),
     };
     let what = what.strip_suffix('…').unwrap_or(&what);
-    shown.split('\n').any(|line| {
-        let Some(after) = line.strip_prefix("E ") else {
-            return false;
-        };
+    let said_lines = shown
+        .split('\n')
+        .filter_map(|line| line.strip_prefix("E "))
+        .chain(last);
+    said_lines.into_iter().any(|after| {
         let said = strip(after);
         let mut said = said.strip_suffix('…').unwrap_or(said);
         let mut what = what;

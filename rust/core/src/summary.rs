@@ -1106,19 +1106,25 @@ impl SummaryBuilder {
             .text_bytes_omitted
             .saturating_add(record.text_bytes_omitted);
         if self.collection_errors.len() < self.budgets.max_collection_errors {
-            let (exception, line) = describe(
-                record.exception.as_deref(),
-                record.message.as_deref(),
-                record.text.as_deref(),
-            );
+            // described, located and cut like a failure (its text is pytest's short-style
+            // traceback): a chained one by its root cause (docs/ENGINE.md, *Chained exceptions*)
+            let text = record.text.unwrap_or_default();
+            let project = self.project.clone();
+            let FailureFrames { frames, root } =
+                FailureFrames::of(&text, project.as_deref(), &mut self.kinds);
+            let (exception, line) = match root.map(|root| describe(None, None, Some(root))) {
+                Some((Some(exception), line)) => (Some(exception), line),
+                _ => describe(
+                    record.exception.as_deref(),
+                    record.message.as_deref(),
+                    Some(&text),
+                ),
+            };
             let (exception, message) = (
                 exception.map(str::to_owned),
                 capped(line, self.budgets.max_message_chars),
             );
-            // located and cut like a failure (its text is pytest's short-style traceback)
-            let text = record.text.unwrap_or_default();
-            let project = self.project.clone();
-            let code = DeepestFrames::of(&text, project.as_deref(), &mut self.kinds).code;
+            let code = frames.code;
             let (location, traceback, traceback_omitted) =
                 self.located_and_cut(&text, code, None, None);
             self.collection_errors.push(ListedCollectionError {

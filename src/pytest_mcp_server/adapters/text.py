@@ -219,7 +219,8 @@ def _collection_error_lines(errors: list[CollectionError]) -> list[str]:
         return []
     lines = ["", "Collection errors:"]
     for ce in errors:
-        lines.append(f"- {ce.path}: {exception_line(ce.exception, ce.message)}{_where(ce.location)}")
+        where = "" if _names_location(ce.location, ce.traceback) else _where(ce.location)
+        lines.append(f"- {ce.path}: {exception_line(ce.exception, ce.message)}{where}")
         if ce.traceback:
             lines.extend(("    " + line).rstrip() for line in ce.traceback.split("\n"))
     return lines
@@ -285,14 +286,18 @@ def _failure_lines(failure: Failure, *, full: bool) -> list[str]:
 
 
 def _traceback_names_location(failure: Failure) -> bool:
-    """Whether a line of the failure's traceback starts with its location's
-    ``path:line:`` (a frame line, pytest's or the engine's compact one): the entry's
-    header then leaves out its ``at path:line``, which would say it twice."""
-    loc = failure.location
-    if loc is None or loc.line is None or not failure.traceback:
+    """``_names_location`` of a failure."""
+    return _names_location(failure.location, failure.traceback)
+
+
+def _names_location(loc: Location | None, traceback: str) -> bool:
+    """Whether a line of ``traceback`` starts with the location's ``path:line:`` (a frame
+    line, pytest's or the engine's compact one): the entry's header then leaves out its
+    ``at path:line``, which would say it twice."""
+    if loc is None or loc.line is None or not traceback:
         return False
     start = f"{loc.path}:{loc.line}:"
-    return any(line.startswith(start) for line in failure.traceback.split("\n"))
+    return any(line.startswith(start) for line in traceback.split("\n"))
 
 
 def shown_in_full(summary: ReportSummary, every_failure: bool = False) -> list[Failure]:
@@ -463,7 +468,11 @@ def render_execute(result: ExecuteResult) -> str:
             "keywords; discover_tests shows what is collected."
         )
     elif result.status == "interrupted":
-        tail.append(f"pytest stopped early (exit {result.exit_code}); fix the collection errors above and run again.")
+        tail.append(
+            "pytest stopped at the collection errors: fix them and run again."
+            if result.summary.collection_errors
+            else f"pytest stopped early (exit {result.exit_code}); run again."
+        )
     return text + ("\n" + "\n".join(tail) + "\n" if tail else "")
 
 

@@ -882,18 +882,30 @@ def _fold_repeats(lines: Shown) -> Shown:
     return out
 
 
+_EXPECTED_LINES = frozenset({"Expected:", "Expected nothing"})
+_GOT_LINES = frozenset({"Got:", "Got nothing"})
+
+
 def says_message(shown: str, exception: str | None, message: str) -> bool:
-    """True when an ``E `` line of the shown traceback ``shown`` says the failure's
+    """True when an ``E `` line of the shown traceback ``shown``, or its last non-blank
+    line when that starts with neither whitespace nor ``E `` (a native traceback's
+    exception line), says the failure's
     ``exception: message`` (its message alone without an exception), whole or as far as
     the shorter of the two was kept (traceback lines and messages are cut at different
     lengths, each ending with ``…``): the entry then needs no message line of its own.
     ``AssertionError: assert …`` is said by ``E  assert …`` (pytest's rewritten
-    assertion does not name its exception). docs/ENGINE.md, *The shown traceback*."""
+    assertion does not name its exception). A ``DocTestFailure`` is said by doctest's
+    ``Expected``/``Got`` lines. docs/ENGINE.md, *The shown traceback*."""
+    lines = shown.split("\n")
+    if exception == "DocTestFailure" and _EXPECTED_LINES & set(lines) and _GOT_LINES & set(lines):
+        return True  # doctest's own Expected/Got blocks (docs/ENGINE.md, *Doctests*)
     what = (f"{exception}: {message}" if exception else message).removesuffix("…")
-    for line in shown.split("\n"):
-        if not line.startswith("E "):
-            continue
-        said = strip(line[2:]).removesuffix("…")
+    last = next((line for line in reversed(lines) if strip(line)), "")
+    said_lines = [line[2:] for line in lines if line.startswith("E ")]
+    if last and last[0] not in WHITESPACE and not last.startswith("E "):
+        said_lines.append(last)  # a native traceback's closing exception line
+    for said_line in said_lines:
+        said = strip(said_line).removesuffix("…")
         wanted = what
         if wanted.startswith("AssertionError: assert "):
             said = said.removeprefix("AssertionError: ")

@@ -500,11 +500,16 @@ class SummaryBuilder:
         self._collection_total += 1
         self._text_bytes_omitted += record.text_bytes_omitted
         if len(self._collection_errors) < self._max_collection_errors:
-            exception, line = describe(record.exception, record.message, record.text)
-            message = capped(line, self._max_message_chars)
-            # located and cut like a failure (its text is pytest's short-style traceback)
+            # described, located and cut like a failure (its text is pytest's short-style
+            # traceback): a chained one by its root cause (docs/ENGINE.md, *Chained exceptions*)
             text = record.text or ""
-            code = DeepestFrames(text, self._project).code
+            frames, root = failure_frames(text, self._project)
+            described = describe(None, None, root) if root is not None else (None, "")
+            if described[0] is None:
+                described = describe(record.exception, record.message, text)
+            exception, line = described
+            message = capped(line, self._max_message_chars)
+            code = frames.code
             location, traceback, omitted = self._located_and_cut(text, code, None, None)
             self._collection_traceback_omitted += omitted
             self._collection_errors.append(
