@@ -3,7 +3,8 @@
 cargo-fuzz only sees the Rust core; this feeds every input it found interesting (byte 0
 is the budgets selector of the ``summarize`` target and is dropped) to the native and
 the pure backend and checks they agree (same bytes or same error kind, as
-``tests/helpers/backends.py`` compares them), with the invariants of ``tests/helpers/strategies.py``. Usage, from the repository root:
+``tests/helpers/backends.py`` compares them), with the invariants of
+``tests/helpers/strategies.py``. Usage, from the repository root:
 
     python fuzz/replay_parity.py [fuzz/corpus/summarize fuzz/artifacts/summarize ...]
 
