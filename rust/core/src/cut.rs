@@ -1500,7 +1500,7 @@ fn fold_repeats(lines: &[Shown]) -> Vec<Shown> {
 }
 
 /// True when an `E ` line of the shown traceback `shown`, or its last non-blank line when
-/// that starts with neither whitespace nor `E ` (a native traceback's exception line),
+/// that starts with neither whitespace, `>` nor `E ` (a native traceback's exception line),
 /// says the failure's `exception: message` (its message alone without an exception),
 /// whole or as far as the shorter of the two was kept (traceback lines and messages are
 /// cut at different lengths, each ending with `…`): the entry then needs no message line
@@ -1520,7 +1520,9 @@ pub(crate) fn says_message(shown: &str, exception: Option<&str>, message: &str) 
         .split('\n')
         .rev()
         .find(|l| !strip(l).is_empty())
-        .filter(|l| l.chars().next().is_some_and(|c| !is_ws(c)) && !l.starts_with("E "));
+        .filter(|l| {
+            l.chars().next().is_some_and(|c| !is_ws(c) && c != '>') && !l.starts_with("E ")
+        });
     let what = match exception.filter(|e| !e.is_empty()) {
         Some(exception) => format!("{exception}: {message}"),
         None => message.to_owned(),
@@ -2042,6 +2044,12 @@ java.lang.AssertionError: expected
         assert!(!says_message(tb, Some("ValueError"), "'pear'"));
         assert!(!says_message(
             ">   KeyError: 'pear'",
+            Some("KeyError"),
+            "'pear'"
+        ));
+        // a native traceback's closing exception line says it; a source line does not
+        assert!(says_message(
+            "  File \"m.py\", line 3, in f\n    g()\nKeyError: 'pear'",
             Some("KeyError"),
             "'pear'"
         ));

@@ -888,8 +888,8 @@ _GOT_LINES = frozenset({"Got:", "Got nothing"})
 
 def says_message(shown: str, exception: str | None, message: str) -> bool:
     """True when an ``E `` line of the shown traceback ``shown``, or its last non-blank
-    line when that starts with neither whitespace nor ``E `` (a native traceback's
-    exception line), says the failure's
+    line when that starts with neither whitespace, ``>`` nor ``E `` (a native
+    traceback's exception line), says the failure's
     ``exception: message`` (its message alone without an exception), whole or as far as
     the shorter of the two was kept (traceback lines and messages are cut at different
     lengths, each ending with ``…``): the entry then needs no message line of its own.
@@ -902,7 +902,7 @@ def says_message(shown: str, exception: str | None, message: str) -> bool:
     what = (f"{exception}: {message}" if exception else message).removesuffix("…")
     last = next((line for line in reversed(lines) if strip(line)), "")
     said_lines = [line[2:] for line in lines if line.startswith("E ")]
-    if last and last[0] not in WHITESPACE and not last.startswith("E "):
+    if last and last[0] not in WHITESPACE and last[0] != ">" and not last.startswith("E "):
         said_lines.append(last)  # a native traceback's closing exception line
     for said_line in said_lines:
         said = strip(said_line).removesuffix("…")
