@@ -203,6 +203,10 @@ SHUTDOWN_GRACE_S = 5
 """On SIGTERM/SIGINT/SIGHUP, how long the stopped calls may take to kill their pytest
 process groups (SIGTERM, then SIGKILL after ``KILL_GRACE_S``) and answer, and then
 how long open connections may take to close before uvicorn cancels them, seconds."""
+ANSWER_FLUSH_S = 0.5
+"""Seconds a shutting-down HTTP server gives the answers of the calls it stopped to leave
+over their streams (a legacy-era SSE stream is written by the session's own task) before
+it closes the streams: under load, closing at once cut an answer off."""
 
 MAX_FILES_LISTED = 500
 """Files listed with their test counts by ``run.events.read_collected`` (the others are counted)."""

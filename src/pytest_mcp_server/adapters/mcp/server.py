@@ -58,6 +58,7 @@ from pytest_mcp_server.app.runner import Runner
 from pytest_mcp_server.domain.config import ServerConfig, package_version
 from pytest_mcp_server.domain.failures import ToolFailure
 from pytest_mcp_server.domain.policy import (
+    ANSWER_FLUSH_S,
     MAX_CONNECTIONS,
     MAX_REQUEST_BODY_BYTES,
     MAX_SESSIONS,
@@ -145,6 +146,11 @@ class InFlightCalls:
                 yield
             finally:
                 self._scopes.discard(scope)
+
+    @property
+    def busy(self) -> bool:
+        """Whether a call is in flight."""
+        return bool(self._scopes)
 
     def stop_all(self) -> None:
         """Cancel every call in flight and every later one."""
@@ -413,8 +419,11 @@ async def serve_http(config: ServerConfig, http: HttpSettings, sock: socket.sock
             signum = await first_stop_signal()
             stopped_by.append(signum)
             # the calls first: each kills its run and answers, so no stream is cut
+            had_calls = in_flight.busy
             in_flight.stop_all()
             await in_flight.wait_stopped(SHUTDOWN_GRACE_S)
+            if had_calls:
+                await anyio.sleep(ANSWER_FLUSH_S)  # their answers leave before the streams close
             # uvicorn's own exit path: sse-starlette hooks it to end its streams
             uv.handle_exit(signum, None)
 
