@@ -78,9 +78,14 @@ fn exception_line(line: &str) -> Option<(&str, &str)> {
 /// exception line (the first line after its last frame that does not start with
 /// whitespace, `Name: message` or `Name`); None when there is none.
 pub(crate) fn doctest_view(text: &str) -> Option<DoctestView> {
+    // the last line decides, before the text is split: most failures are no doctest's
+    let tail = text.trim_end_matches(|c: char| is_ws(c));
+    let kind = parse_location(chomp(&tail[tail.rfind('\n').map_or(0, |i| i + 1)..]))?.rest;
+    if kind != "DocTestFailure" && kind != "UnexpectedException" {
+        return None;
+    }
     let lines: Vec<&str> = text.split('\n').map(chomp).collect();
     let last = lines.iter().rposition(|l| !strip(l).is_empty())?;
-    let kind = parse_location(lines[last])?.rest;
     if kind == "DocTestFailure" {
         let got = (0..last)
             .rev()

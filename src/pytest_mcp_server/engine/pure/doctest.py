@@ -73,15 +73,15 @@ def doctest_view(text: str) -> DoctestView | None:
     ``UNEXPECTED EXCEPTION`` line and the location line dropped); the exception and
     message those of its exception line (the first line after its last frame that does
     not start with whitespace, ``Name: message`` or ``Name``); None when there is none."""
-    lines = [chomp(line) for line in text.split("\n")]
-    last = len(lines) - 1
-    while last >= 0 and not strip(lines[last]):
-        last -= 1
-    if last < 0:
-        return None
-    location = parse_location(lines[last])
+    # the last line decides, before the text is split: most failures are no doctest's
+    tail = text.rstrip(WHITESPACE)
+    location = parse_location(chomp(tail[tail.rfind("\n") + 1 :]))
     if location is None or location[2] not in _KINDS:
         return None
+    lines = [chomp(line) for line in text.split("\n")]
+    last = len(lines) - 1
+    while not strip(lines[last]):
+        last -= 1
     if location[2] == "DocTestFailure":
         got = next((i for i in range(last - 1, -1, -1) if lines[i] in ("Got:", "Got nothing")), None)
         if got is None:
