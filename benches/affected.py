@@ -13,7 +13,7 @@ whether that is safe, what it costs and whether the answer names the change:
   pytest-testmon 2.2.0 (its data file outside the tree, ``TESTMON_DATAFILE``). By
   default both venvs are this interpreter's and see its packages (pytest, coverage.py);
   with ``--python-version X.Y`` they are made from that CPython's base interpreter
-  (``real_projects.find_base_python``: PATH, else ``~/.pyenv/versions/X.Y.*``) and see
+  (``pythons.find_python``: PATH, else ``~/.pyenv/versions/X.Y.*``) and see
   none of this one's: pytest at this interpreter's version and the catalogue's ``deps``
   in both, coverage.py (this interpreter's version) only beside testmon. The server
   always runs in this interpreter (``--python VENV_PYTHON``); ``--server-src`` pins its
@@ -90,6 +90,7 @@ from mcp import Client
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "scripts"))
 sys.path.insert(0, str(REPO / "benches"))
+import pythons  # noqa: E402  (benches/pythons.py: another CPython's base interpreter)
 import real_bugs  # noqa: E402  (benches/real_bugs.py: catalogue, venvs, git tree, stdio server)
 import real_projects  # noqa: E402  (scripts/real_projects.py: pytest summary parsing, venvs)
 
@@ -754,7 +755,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     args.mutants_for = {k: int(v) for k, _, v in (item.partition("=") for item in args.mutants_for)}
-    args.base_python = real_projects.find_base_python(args.python_version) if args.python_version else None
+    try:
+        args.base_python = pythons.find_python(args.python_version) if args.python_version else None
+    except LookupError as exc:
+        raise SystemExit(str(exc)) from None
     args.tag = f"-py{args.python_version}" if args.python_version else ""
     if args.hash_seed != "random":
         os.environ["PYTHONHASHSEED"] = args.hash_seed

@@ -17,7 +17,7 @@ pytest-testmon:
   interpreter's version; the second also with pytest-testmon 2.2.0 and coverage.py
   (this interpreter's version), its data file outside the tree (``TESTMON_DATAFILE``).
   With ``--python-version X.Y`` both are made from that CPython's base interpreter
-  (``real_projects.find_base_python``), else from this one (seeing its packages);
+  (``pythons.find_python``), else from this one (seeing its packages);
 * one server per project for the whole replay (the agent's session): ``pytest-mcp-server
   --root TREE --python VENV_PYTHON --artifacts-dir WORK/artifacts`` over the MCP SDK's
   stdio client (``real_bugs.server_params``; ``--server-src`` pins its source). The map
@@ -85,6 +85,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "scripts"))
 sys.path.insert(0, str(REPO / "benches"))
 import affected as mutation  # noqa: E402  (benches/affected.py: timed runs, tool calls, testmon's argv, pins)
+import pythons  # noqa: E402  (benches/pythons.py: another CPython's base interpreter)
 import real_bugs  # noqa: E402  (benches/real_bugs.py: stdio server parameters, failing ids)
 import real_projects  # noqa: E402  (scripts/real_projects.py: venvs, pytest summary parsing)
 
@@ -684,7 +685,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--report-only", action="store_true", help="rebuild from --json's progress files")
     args = parser.parse_args(argv)
     args.commits_for = {k: int(v) for k, _, v in (item.partition("=") for item in args.commits_for)}
-    args.base_python = real_projects.find_base_python(args.python_version) if args.python_version else None
+    try:
+        args.base_python = pythons.find_python(args.python_version) if args.python_version else None
+    except LookupError as exc:
+        raise SystemExit(str(exc)) from None
     args.tag = f"-py{args.python_version}" if args.python_version else ""
     args.work = args.work.resolve()
     if args.hash_seed != "random":

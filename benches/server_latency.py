@@ -2,7 +2,8 @@
 """The server's latency targets (start-up and per-call overhead), measured, not asserted.
 
 1. Start-up: from spawning ``python -m pytest_mcp_server`` to its answer to
-   ``initialize`` (raw JSON-RPC over the pipes, one line each way). Target < 0.5 s.
+   ``initialize``, by the MCP SDK's stdio client (``mcp.client.stdio.stdio_client`` +
+   ``ClientSession``). Target < 0.5 s.
    For reference: ``python -c pass``, and importing the MCP SDK's server alone.
 2. Overhead on a small suite: ``execute_tests`` measured at the SDK client (one server
    started once, warm) against the very same pytest argv run directly with the same
@@ -27,7 +28,7 @@ from pathlib import Path
 
 import anyio
 
-PLUGIN_DIR = Path(__file__).resolve().parents[1] / "src" / "pytest_mcp_server" / "_pytest_plugin"
+PLUGIN_DIR = Path(__file__).resolve().parents[1] / "src" / "pytest_mcp_server" / "run" / "pytest_plugin"
 
 
 def timed(argv: list[str], **kw) -> float:
@@ -36,33 +37,28 @@ def timed(argv: list[str], **kw) -> float:
     return time.perf_counter() - start
 
 
-def startup(root: Path, reps: int) -> dict[str, float]:
-    init = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {},
-            "clientInfo": {"name": "bench", "version": "0"},
-        },
-    }
-    answers = []
-    for _ in range(reps):
+async def initialize_s(root: Path) -> float:
+    """Seconds from spawning the server for ``root`` (its stderr discarded) to its answer
+    to ``initialize``, over the SDK's stdio client; the server is stopped after. Raises
+    what the SDK raises when the server does not start or answer (``OSError``,
+    ``mcp.MCPError``)."""
+    from mcp import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "pytest_mcp_server", "--root", str(root)], env=dict(os.environ)
+    )
+    with open(os.devnull, "w") as errlog:
         start = time.perf_counter()
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "pytest_mcp_server", "--root", str(root)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-        )
-        proc.stdin.write((json.dumps(init) + "\n").encode())
-        proc.stdin.flush()
-        line = proc.stdout.readline()
-        answers.append(time.perf_counter() - start)
-        assert b'"result"' in line, line
-        proc.stdin.close()
-        proc.wait()
+        async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            return time.perf_counter() - start
+
+
+def startup(root: Path, reps: int) -> dict[str, float]:
+    """Medians over ``reps`` of: a server's start-up to its ``initialize`` answer
+    (``initialize_s``), a bare ``python -c pass``, and importing the MCP SDK's server; seconds."""
+    answers = [anyio.run(initialize_s, root) for _ in range(reps)]
     python = [timed([sys.executable, "-c", "pass"]) for _ in range(reps)]
     sdk = [timed([sys.executable, "-c", "import mcp.server.lowlevel, mcp.server.stdio"]) for _ in range(reps)]
     return {

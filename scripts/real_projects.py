@@ -27,9 +27,7 @@ Exit status: 0 when every project matches (exactly, or explained), 1 otherwise.
 from __future__ import annotations
 
 import argparse
-import glob
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -125,7 +123,7 @@ def make_venv(
     ``pip install -q --no-deps`` argument list (``[tree]``, ``["-e", tree]``, requirement
     strings). ``requirements`` are then unused.
 
-    With ``base_python`` (another CPython, ``find_base_python``): a venv of that
+    With ``base_python`` (another CPython, ``benches/pythons.py``'s ``find_python``): a venv of that
     interpreter that sees none of this one's packages; ``requirements`` (pytest, the
     project's test dependencies, ...) are installed first *with* their dependencies, then
     ``installs`` with ``--no-deps`` (so that the tree's editable install replaces a copy
@@ -151,21 +149,6 @@ def make_venv(
                 shutil.rmtree(env_dir)
                 raise SystemExit(f"installing {args} for {label} failed:\n{proc.stderr[-2000:]}")
     return python
-
-
-def find_base_python(version: str) -> Path:
-    """The base ``python<version>`` executable, found as tests/helpers/interpreters.py's ``find_python``
-    does: on PATH (not a pyenv shim), else ``$PYENV_ROOT/versions/<version>.*``. Raises
-    SystemExit naming where it looked."""
-    root = os.environ.get("PYENV_ROOT", os.path.expanduser("~/.pyenv"))
-    candidates = sorted(glob.glob(os.path.join(root, "versions", f"{version}.*", "bin", f"python{version}")))
-    on_path = shutil.which(f"python{version}")
-    if on_path and "shims" not in on_path:
-        candidates.insert(0, on_path)
-    for candidate in candidates:
-        if sh(candidate, "-c", "import sys").returncode == 0:
-            return Path(candidate)
-    raise SystemExit(f"no working python{version} on PATH or under {root}/versions; install CPython {version}")
 
 
 def _sdist_matches(filename: str, project: Project) -> bool:

@@ -364,3 +364,35 @@ def test_bench_suite_tiny(tmp_path, capsys):
     assert rows["mcp"]["startup_s"] > 0 and rows["mcp"]["structured_bytes"] > 0
     assert "added_pct" in rows["mcp"]
     assert code == 0
+
+
+def test_bench_suite_says_why_the_server_did_not_answer(tmp_path, capsys, monkeypatch):
+    # a package of the same name first on the server's PYTHONPATH: `python -m pytest_mcp_server`
+    # exits before answering initialize; the SDK's client reports the lost connection in the
+    # mcp row, and plain pytest (which never imports the server) is still measured
+    shadow = tmp_path / "shadow" / "pytest_mcp_server"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text("")
+    (shadow / "__main__.py").write_text("import sys\nsys.exit('not the server')\n")
+    monkeypatch.setenv("PYTHONPATH", str(shadow.parent))
+    code, doc = _bench(
+        capsys,
+        "suite",
+        "--tests",
+        "120",
+        "--ways",
+        "pytest,mcp",
+        "--reps",
+        "1",
+        "--warmup",
+        "0",
+        "--cache-dir",
+        str(tmp_path),
+        "--timeout",
+        "300",
+    )
+    rows = {r["way"]: r for r in doc["rows"]}
+    assert not rows["mcp"]["ok"] and rows["mcp"]["times_s"] == []
+    assert rows["mcp"]["error"].startswith("MCPError: "), rows["mcp"]["error"]
+    assert rows["pytest"]["ok"] and rows["pytest"]["truth_ok"] and len(rows["pytest"]["times_s"]) == 1
+    assert code == 1  # a way that did not run fails the command

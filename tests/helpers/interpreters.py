@@ -10,15 +10,13 @@ than skipping them.
 
 from __future__ import annotations
 
-import glob
-import os
-import shutil
 import subprocess
 import sys
 import venv
 from importlib import metadata
 from pathlib import Path
 
+import pythons  # benches/pythons.py (on pytest's pythonpath): shared with the benchmarks
 from packaging.requirements import Requirement
 
 PACKAGES = ("pytest", "coverage", "pytest-cov")
@@ -26,27 +24,12 @@ PACKAGES = ("pytest", "coverage", "pytest-cov")
 versions run the same pytest)."""
 
 
-def find_python(version: str) -> Path:
-    """The ``python<version>`` executable: on PATH (not a pyenv shim that refuses it),
-    else pyenv's ``$PYENV_ROOT/versions/<version>.*``. Raises ``LookupError`` naming
-    where it looked."""
-    root = os.environ.get("PYENV_ROOT", os.path.expanduser("~/.pyenv"))
-    candidates = sorted(glob.glob(os.path.join(root, "versions", f"{version}.*", "bin", f"python{version}")))
-    on_path = shutil.which(f"python{version}")
-    if on_path and "shims" not in on_path:
-        candidates.insert(0, on_path)
-    for candidate in candidates:
-        done = subprocess.run([candidate, "-c", "import sys"], capture_output=True)
-        if done.returncode == 0:
-            return Path(candidate)
-    raise LookupError(f"no working python{version} on PATH or under {root}/versions; install CPython {version}")
-
-
 def make_venv(version: str, home: Path) -> Path:
     """A virtualenv of CPython ``version`` at ``home`` with ``PACKAGES`` installed at this
-    interpreter's versions; its python. Raises ``subprocess.CalledProcessError`` when
+    interpreter's versions; its python. Raises ``LookupError`` when no CPython
+    ``version`` is found (``pythons.find_python``), ``subprocess.CalledProcessError`` when
     the install fails (the message names pip's output)."""
-    base = find_python(version)
+    base = pythons.find_python(version)
     subprocess.run([str(base), "-m", "venv", str(home)], check=True)
     python = home / "bin" / "python"
     pins = [f"{name}=={metadata.version(name)}" for name in PACKAGES]

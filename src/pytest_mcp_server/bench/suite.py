@@ -15,11 +15,15 @@ Ways (each run ``warmup`` times, then ``reps`` times, interleaved so drift hits 
   pytest's terminal output (its bytes are ``agent_bytes``). Its counts come from one more,
   untimed run with the record plugin, read by the report engine (pytest's terminal line
   counts a test with a teardown error twice).
-* ``mcp``: ``execute_tests`` (only ``timeout_s`` given) over MCP's stdio transport
-  (``stdio_client.StdioClient``: JSON-RPC lines, no SDK) talking to the real
-  ``python -m pytest_mcp_server --root DIR`` process, started once (its start-up and
-  ``initialize`` are reported apart as ``startup_s``); ``agent_bytes`` is the text
-  content of the tool result, ``structured_bytes`` its structured content as JSON.
+* ``mcp``: ``execute_tests`` (only ``timeout_s`` given) over MCP's stdio transport, by
+  the MCP SDK's own client (``mcp.client.stdio.stdio_client`` + ``ClientSession``, run
+  with ``anyio.run``) talking to the real ``python -m pytest_mcp_server --root DIR``
+  process, started once (its start-up and ``initialize`` are reported apart as
+  ``startup_s``; the tool list, which the client checks each result's structured content
+  against, is fetched once after that, untimed). The time is the tool call's round trip
+  as the client sees it: from ``ClientSession.call_tool`` sending the request to its
+  return of the parsed, checked result. ``agent_bytes`` is the text content of the tool
+  result, ``structured_bytes`` its structured content as JSON.
 * ``cli``: the human path: ``python -m pytest --junitxml=...`` then
   ``pytest-mcp-server summarize`` of the report; ``agent_bytes`` is the summary text.
 
@@ -39,16 +43,19 @@ import subprocess
 import sys
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
+
+import anyio
+import anyio.to_thread
 
 from . import common
 from .generate import DEFAULT_MIX, Mix
 
 if TYPE_CHECKING:
+    from mcp import ClientSession
     from rich.progress import Progress, TaskID
-
-    from .stdio_client import StdioClient
 
 # One row per way, keyed by way: the measured times, counts and errors (see run_suite).
 Rows = dict[str, dict[str, Any]]
@@ -347,34 +354,74 @@ def _mcp_and_others(
     progress: Progress,
     task: TaskID,
 ) -> None:
-    """Start the server once (``stdio_client.StdioClient``: MCP over its stdin/stdout),
-    then measure every way; the server's stderr goes to ``<work>/server.log``."""
-    from .stdio_client import StdioClient
-
-    artifacts = work / "artifacts"
-    argv = [sys.executable, "-m", "pytest_mcp_server", "--root", str(root), "--artifacts-dir", str(artifacts)]
+    """Start the server once (the MCP SDK's stdio client, on ``anyio.run``), then measure
+    every way; the server's stderr goes to ``<work>/server.log``. A failure of the
+    session (the server not starting, no answer in time, the connection lost) ends the
+    ``mcp`` row with its error; the other ways are then measured without the server if
+    they were not yet."""
+    argv = [sys.executable, "-m", "pytest_mcp_server", "--root", str(root), "--artifacts-dir", str(work / "artifacts")]
     argv += ["--max-timeout", str(int(timeout))]
-    t0 = time.perf_counter()
     try:
-        with open(work / "server.log", "w", encoding="utf-8") as errlog, StdioClient(argv, _env(), errlog) as client:
-            client.initialize(timeout_s=120)
-            rows["mcp"]["startup_s"] = time.perf_counter() - t0
-            order = sorted(ways, key=lambda w: w != "mcp")  # mcp first: the plain run reuses its argv
-            for i in range(warmup + reps):
-                for w in order:
-                    if w == "mcp":
-                        if rows["mcp"]["ok"]:
-                            _one_mcp(client, truth, rows["mcp"], timed=i >= warmup, timeout=timeout)
-                    else:
-                        _one_plain(w, root, truth, work, rows, i >= warmup, timeout)
-                    progress.advance(task)
+        with open(work / "server.log", "w", encoding="utf-8") as errlog:
+            anyio.run(_mcp_session, argv, errlog, root, truth, work, ways, rows, reps, warmup, timeout, progress, task)
     except Exception as exc:  # noqa: BLE001 - the row says what went wrong
         if rows["mcp"]["ok"]:
-            rows["mcp"].update(ok=False, error=f"{type(exc).__name__}: {exc}"[:300])
+            rows["mcp"].update(ok=False, error=_describe(exc))
         if not any(rows[w]["times_s"] for w in ways if w != "mcp"):
             _measure_loop(
                 root, truth, work, [w for w in ways if w != "mcp"], rows, reps, warmup, timeout, progress, task
             )
+
+
+async def _mcp_session(
+    argv: list[str],
+    errlog: TextIO,
+    root: Path,
+    truth: dict[str, Any],
+    work: Path,
+    ways: list[str],
+    rows: Rows,
+    reps: int,
+    warmup: int,
+    timeout: float,
+    progress: Progress,
+    task: TaskID,
+) -> None:
+    """One server (``argv``, its stderr to ``errlog``) and one SDK session with it for the
+    whole measurement: ``startup_s`` is the spawn to ``initialize``'s answer (at most
+    120 s, else ``TimeoutError``); then ``warmup + reps`` rounds of every way, the ``mcp``
+    way first (the plain run reuses its argv), the others in a worker thread so that the
+    client keeps reading the server's stdout. Raises what the SDK raises when the
+    session fails (``mcp.MCPError`` on a timeout or a lost connection, ``OSError`` when
+    the server cannot start)."""
+    from mcp import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    params = StdioServerParameters(command=argv[0], args=argv[1:], env=_env())
+    t0 = time.perf_counter()
+    async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
+        with anyio.fail_after(120):
+            await session.initialize()
+            rows["mcp"]["startup_s"] = time.perf_counter() - t0
+            await session.list_tools()  # the output schemas call_tool checks results against, cached untimed
+        order = sorted(ways, key=lambda w: w != "mcp")
+        for i in range(warmup + reps):
+            for w in order:
+                if w == "mcp":
+                    if rows["mcp"]["ok"]:
+                        await _one_mcp(session, truth, rows["mcp"], timed=i >= warmup, timeout=timeout)
+                else:
+                    plain = partial(_one_plain, w, root, truth, work, rows, i >= warmup, timeout)
+                    await anyio.to_thread.run_sync(plain)
+                progress.advance(task)
+
+
+def _describe(exc: BaseException) -> str:
+    """``Type: message`` of ``exc`` (of the one exception inside an exception group, as
+    anyio's task groups raise them), cut to 300 characters."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return f"{type(exc).__name__}: {exc}"[:300]
 
 
 def _measure_loop(
@@ -395,13 +442,23 @@ def _measure_loop(
             progress.advance(task)
 
 
-def _one_mcp(client: StdioClient, truth: dict[str, Any], row: dict[str, Any], *, timed: bool, timeout: float) -> None:
+async def _one_mcp(
+    session: ClientSession, truth: dict[str, Any], row: dict[str, Any], *, timed: bool, timeout: float
+) -> None:
+    """One ``execute_tests`` call on ``session`` into ``row``: its round trip (appended to
+    ``times_s`` when ``timed``), the answer's bytes and counts checked against ``truth``;
+    a tool error ends the row (``ok`` false, ``error``). Raises ``mcp.MCPError`` when no
+    answer comes within ``timeout + 30`` seconds or the connection is lost, and
+    ``RuntimeError`` when the SDK finds the structured content off the tool's output
+    schema."""
+    from mcp.types import TextContent
+
     t0 = time.perf_counter()
-    result = client.call_tool("execute_tests", {"timeout_s": timeout}, timeout_s=timeout + 30)
+    result = await session.call_tool("execute_tests", {"timeout_s": timeout}, read_timeout_seconds=timeout + 30)
     dt = time.perf_counter() - t0
-    texts = [c["text"] for c in result.get("content", []) if c.get("type") == "text"]
-    structured = result.get("structuredContent")
-    if result.get("isError") or not structured:
+    texts = [c.text for c in result.content if isinstance(c, TextContent)]
+    structured = result.structured_content
+    if result.is_error or not structured:
         row.update(ok=False, error=("tool error: " + " ".join(texts))[:300])
         return
     row["agent_bytes"] = sum(len(t.encode("utf-8")) for t in texts)
