@@ -35,8 +35,13 @@ WIRE_TO_TEXT = 4
 
 
 def wire_bytes(result) -> int:
-    """Bytes of the CallToolResult as the SDK's client received it, in JSON."""
-    return len(result.model_dump_json(by_alias=True, exclude_none=True).encode())
+    """Bytes of the CallToolResult as the SDK's client received it, in JSON, without the
+    structured content's ``command`` and ``report_path``: their paths are as long as the
+    machine's directories (a temporary directory here), whatever the answer says."""
+    data = result.model_dump(by_alias=True, exclude_none=True, mode="json")
+    for key in ("command", "report_path"):
+        (data.get("structuredContent") or {}).pop(key, None)
+    return len(json.dumps(data, separators=(",", ":")).encode())
 
 
 def call_execute(project: Project, arguments: dict | None = None):

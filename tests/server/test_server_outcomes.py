@@ -211,8 +211,8 @@ def test_selection_markers_keywords_maxfail_and_last_failed(every_outcome):
     assert by_m.status == "passed"
     assert first.summary.counts.failed + first.summary.counts.errors == 1 and "-x" in first.command
     assert two.summary.counts.failed + two.summary.counts.errors == 2 and "--maxfail=2" in two.command
-    assert "--lf" in again.command
-    # --lf reruns exactly the 8 failures and errors of the previous full run
+    assert "--mcp-last-failed" in again.command
+    # last_failed reruns exactly the 8 failures and errors of the previous full run
     assert again.summary.counts.failed + again.summary.counts.errors == 8
     assert again.summary.counts.total == 8
     assert full.summary.counts.total == 30

@@ -140,7 +140,7 @@ class ExecuteParams(SelectionParams):
     def _repeat(cls, value: int, info: ValidationInfo) -> int:
         if value > 1 and info.data.get("last_failed"):
             raise ValueError(
-                "last_failed would change the selection between runs (each run rewrites pytest's cache of failures); "
+                "last_failed would change the selection between runs (each run rewrites the record of failures); "
                 "give the failing tests as node_ids to repeat them, or use repeat 1"
             )
         return value

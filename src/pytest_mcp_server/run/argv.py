@@ -77,14 +77,20 @@ def selection_argv(params: SelectionParams) -> list[str]:
 
 
 def execute_argv(
-    params: ExecuteParams, interp: Interpreter, run_dir: Path, plugin_options: Sequence[str] = ()
+    params: ExecuteParams,
+    interp: Interpreter,
+    run_dir: Path,
+    plugin_options: Sequence[str] = (),
 ) -> list[str]:
     """The exact argv of an ``execute_tests`` run: the record plugin writing ``run_dir``'s
-    ``RECORDS_FILE`` (and its stack dump into ``STACKS_FILE``) with the server's further
+    ``RECORDS_FILE`` (and its stack dump into ``STACKS_FILE``) and keeping the project's
+    record of failures (``--mcp-failures``: ``run.rundirs.FAILURES_FILE`` beside
+    ``run_dir``, in place of pytest's cache plugins), with the server's further
     ``plugin_options`` (``run.affected.affected_argv``), then the agent's validated
-    options and selection."""
+    options and selection (``last_failed`` selects from that record)."""
     argv = [interp.python, "-m", "pytest", "-p", PLUGIN_NAME, f"--mcp-records={run_dir / RECORDS_FILE}"]
     argv.append(f"--mcp-stacks={run_dir / STACKS_FILE}")
+    argv.append("--mcp-failures")
     argv += plugin_options
     if interp.pytest_version >= FULL_ASSERTION_DETAIL_SINCE:
         # the whole differing values: pytest's default cuts them ("{'name': 'ali...", "use -vv to show")
@@ -96,7 +102,7 @@ def execute_argv(
     if params.failfast:
         argv.append("-x")
     if params.last_failed:
-        argv.append("--lf")
+        argv.append("--mcp-last-failed")
     if params.workers is not None:
         argv += ["-n", str(params.workers)]
     if params.coverage:

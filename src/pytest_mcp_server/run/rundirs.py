@@ -2,7 +2,8 @@
 ``<artifacts>/runs/<project>-<hash>/<run id>/`` (never inside the project), holding the
 run's record file, stack dumps, coverage data and the project code its answer used
 (``PROJECT_FILE``); only the newest ``KEEP_RUNS`` of a project are kept, and a run in
-progress is never removed.
+progress is never removed. Beside them, the project's record of its last failures
+(``FAILURES_FILE``), which every run updates and ``last_failed`` reads.
 """
 
 from __future__ import annotations
@@ -26,6 +27,12 @@ RUNNING_MARKER = "running"
 PROJECT_FILE = "project.json"
 """A file in a run directory: the ``ProjectCode`` (JSON) the run's answer was summarised
 with, so that ``summarize_report`` on the run's report uses the same project code."""
+
+
+FAILURES_FILE = "last_failures.json"
+"""In a project's runs directory, beside its run directories: the server's record of the
+tests that failed when they last ran, ``{"failed": [node ids]}``, kept by the record plugin
+(``--mcp-failures``, which names it so too) in place of pytest's ``.pytest_cache``."""
 
 
 def write_project(run_dir: Path, project: ProjectCode) -> None:

@@ -47,6 +47,21 @@ Every line is written with one unbuffered write(2) (a test's reports together, i
 compact, whole and on disk before the next test starts: the server follows the file
 while the run goes on, and a killed pytest loses no line it wrote.
 
+With ``--mcp-failures`` (every ``execute_tests`` run), the server's own record of the
+last failures, FILE (``FAILURES_FILE`` in the directory above the record file's: the
+project's runs directory), replaces pytest's cache provider's (``--lf``'s ``cache/lastfailed`` and
+``--nf``'s ``cache/nodeids``, which pytest rewrites into the project's ``.pytest_cache``
+after every run): ``{"failed": [node ids]}``, updated as pytest's ``LFPlugin`` updates its
+own (a test that fails or errors in any phase, or a module that fails to collect, is added;
+one whose call passes or that is skipped is removed, a module that collects again gives
+way to its tests; the tests that did not run keep their entries) and rewritten at the session's end when it changed.
+pytest's ``lfplugin`` and ``nfplugin`` are then unregistered, unless the run's options (the
+project's ``addopts``, say) use ``--lf``, ``--ff``, ``--nf`` or ``--sw``: those keep theirs.
+The ``cache`` fixture and ``config.cache`` stay. With ``--mcp-last-failed`` too, the
+collected tests that are not in FILE are deselected (``pytest_deselected``, after -m/-k),
+in each process that collects (xdist workers); when none of the collected tests is in it,
+all run, as pytest's ``--lf`` does by default (``--lfnf=all``).
+
 With ``--mcp-stacks=FILE``, ``faulthandler`` dumps every thread's stack into FILE on
 ``SIGUSR1`` (the server sends it when the run times out). In xdist workers the plugin
 only arms that dump, into ``FILE.<worker pid>`` (the tests run there); the controller
@@ -158,6 +173,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--mcp-stacks", dest="mcp_stacks", default=None, help="(pytest-mcp-server internal)")
     parser.addoption("--mcp-map-data", dest="mcp_map_data", default=None, help="(pytest-mcp-server internal)")
     parser.addoption("--mcp-skip", dest="mcp_skip", default=None, help="(pytest-mcp-server internal)")
+    parser.addoption("--mcp-failures", dest="mcp_failures", action="store_true", help="(pytest-mcp-server internal)")
+    parser.addoption(
+        "--mcp-last-failed", dest="mcp_last_failed", action="store_true", help="(pytest-mcp-server internal)"
+    )
 
 
 _recording: Any = None  # the recorder's Recording of this process (--mcp-map-data)
@@ -360,6 +379,96 @@ class _AffectedRun:
         if len(kept) != len(items):
             config.hook.pytest_deselected(items=[item for item in items if item.nodeid in skip])
             items[:] = kept
+
+
+FAILURES_FILE = "last_failures.json"
+"""The server's record of the last failures (the server's ``run.rundirs.FAILURES_FILE``),
+in the directory above the run's record file."""
+_CACHE_PLUGINS = ("lfplugin", "nfplugin")
+"""The plugins pytest's cache provider registers for ``--lf``/``--ff`` and ``--nf``; each
+reads and rewrites its file in ``.pytest_cache`` on every run (``cache/nodeids`` holds
+every node id of the suite)."""
+_CACHE_OPTIONS = ("lf", "failedfirst", "newfirst", "stepwise", "stepwise_skip")
+"""The destinations of ``--lf``, ``--ff``, ``--nf``, ``--sw`` and ``--sw-skip``: a run whose
+options use one keeps pytest's own cache plugins."""
+
+
+def _read_failures(path: str) -> dict[str, None]:
+    # the server's record of the last failures; a missing or unreadable file is no failure
+    try:
+        with open(path, encoding="utf-8") as f:
+            failed = json.load(f).get("failed", [])
+    except (OSError, ValueError, AttributeError):
+        return {}
+    return dict.fromkeys(n for n in failed if isinstance(n, str)) if isinstance(failed, list) else {}
+
+
+class _LastFailures:
+    # The server's record of the last failures (--mcp-failures), kept by the process that
+    # sees every report (the controller under xdist), written when the session ends.
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.failed = _read_failures(path)
+        self.before = list(self.failed)
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if report.failed:
+            self.failed[report.nodeid] = None
+        elif report.nodeid in self.failed:
+            # a module that failed to collect and now collects: its tests take its place
+            # (xdist sends no ``result`` over)
+            del self.failed[report.nodeid]
+            self.failed.update((node.nodeid, None) for node in getattr(report, "result", None) or ())
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.failed:
+            self.failed[report.nodeid] = None
+        elif (report.when == "call" and report.passed) or report.skipped:
+            if self.failed:
+                self.failed.pop(report.nodeid, None)
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if session.config.getoption("collectonly", False) or list(self.failed) == self.before:
+            return
+        partial = f"{self.path}.{os.getpid()}.tmp"
+        try:
+            with open(partial, "w", encoding="utf-8") as f:
+                json.dump({"failed": list(self.failed)}, f)
+            os.replace(partial, self.path)  # whole or not at all: a run killed here keeps the old record
+        except OSError:
+            pass
+
+
+class _LastFailedOnly:
+    # --mcp-last-failed: keep the collected tests the record names (in every process that
+    # collects: xdist's workers collect, its controller does not)
+    def __init__(self, path: str) -> None:
+        self.failed = _read_failures(path)
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        # a module that failed to collect last time runs all its tests now that it collects
+        if report.passed and report.nodeid in self.failed:
+            self.failed.update((node.nodeid, None) for node in report.result)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
+        kept = [item for item in items if item.nodeid in self.failed]
+        if kept and len(kept) != len(items):
+            config.hook.pytest_deselected(items=[item for item in items if item.nodeid not in self.failed])
+            items[:] = kept
+
+
+def _configure_failures(config: pytest.Config, path: str) -> None:
+    """The server's record of failures instead of pytest's cache plugins (when the run's
+    options do not use them), and, with --mcp-last-failed, only the tests it names."""
+    if not any(config.getoption(dest, False) for dest in _CACHE_OPTIONS):
+        for name in _CACHE_PLUGINS:
+            if config.pluginmanager.get_plugin(name) is not None:
+                config.pluginmanager.unregister(name=name)
+    if config.getoption("mcp_last_failed", False):
+        config.pluginmanager.register(_LastFailedOnly(path), "pytest-mcp-last-failed")
+    if not hasattr(config, "workerinput"):
+        config.pluginmanager.register(_LastFailures(path), "pytest-mcp-failures")
 
 
 def _stop_recording() -> None:
@@ -673,6 +782,10 @@ def pytest_configure(config: pytest.Config) -> None:
     if _recording is not None or skip:
         config.pluginmanager.register(_AffectedRun(config, _recording, skip), "pytest-mcp-affected")
     path = config.getoption("mcp_records", None)
+    if path and config.getoption("mcp_failures", False):
+        _configure_failures(
+            config, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(path))), FAILURES_FILE)
+        )
     if not path:
         return
     if hasattr(config, "workerinput"):
