@@ -190,7 +190,7 @@ fn parsers(c: &mut Criterion) {
                         report_core::parse_pytest_json(&bytes[..], "bench", &budgets, &mut sink)
                     }
                     Format::Reportlog => {
-                        report_core::parse_reportlog(&bytes[..], "bench", &budgets, &mut sink)
+                        report_core::parse_reportlog(&bytes[..], "bench", &budgets, None, &mut sink)
                             .map(|_| ())
                     }
                 };

@@ -31,7 +31,7 @@ from pytest_mcp_server.engine import summarize_bytes
 from pytest_mcp_server.engine.models import Budgets, ProjectCode
 
 # Wide budgets: the rules of many failures are compared, not only the first twenty's.
-WIDE = Budgets(max_failures=500, max_groups=200, max_examples=5, max_slowest=50, max_collection_errors=50)
+WIDE = Budgets(failures_listed=500, max_groups=200, max_examples=5, max_slowest=50, max_collection_errors=50)
 # The same with execute_tests' one line per frame (docs/ENGINE.md, *The shown traceback*, rule 8).
 WIDE_COMPACT = WIDE.model_copy(update={"max_frame_context_lines": 0})
 # The generator's project code lives under app/ (tests under tests/).

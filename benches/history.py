@@ -286,8 +286,14 @@ async def testmon(project: Project, timeout: float) -> tuple[set[str], set[str],
 
 def record_outcomes(structured: dict[str, Any]) -> dict[str, str] | None:
     """The tests the call's run finished (node id -> outcome), from the run directory's
-    ``records.jsonl``; None when the answer names no run directory with one."""
-    from pytest_mcp_server.run.events import read_outcomes
+    ``records.jsonl`` as the engine reads it; None when the answer names no run
+    directory with one."""
+    from pytest_mcp_server.domain.policy import EVERY_OUTCOME
+    from pytest_mcp_server.engine import read_report
+    from pytest_mcp_server.engine.models import Budgets
+
+    def outcomes(records: Path) -> dict[str, str]:
+        return dict(read_report([str(records)], budgets=Budgets(max_outcomes=EVERY_OUTCOME)).outcomes or {})
 
     for key in ("report_path",):
         value = structured.get(key)
@@ -295,12 +301,12 @@ def record_outcomes(structured: dict[str, Any]) -> dict[str, str] | None:
             path = Path(value)
             records = (path if path.is_dir() else path.parent) / "records.jsonl"
             if records.exists():
-                return read_outcomes(records)
+                return outcomes(records)
     for arg in structured.get("command") or []:  # the answer's argv names its run directory
         if isinstance(arg, str) and "records.jsonl" in arg:
             records = Path(arg.split("=", 1)[-1])
             if records.exists():
-                return read_outcomes(records)
+                return outcomes(records)
     return None
 
 

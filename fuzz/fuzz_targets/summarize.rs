@@ -27,7 +27,7 @@ fn budgets(selector: u8) -> (Budgets, usize) {
     }
     let s = selector as usize;
     let b = Budgets {
-        max_failures: s % 4,
+        failures_listed: s % 4,
         max_traceback_lines: 3 + s % 7,
         max_line_chars: 8 + s % 13,
         max_message_chars: 8 + s % 11,
@@ -116,7 +116,7 @@ fn run(format: Format, doc: &[u8], b: &Budgets, limit: usize) {
         match format {
             Format::Junit => parse_junit(doc, "fuzz", b, &mut sink),
             Format::PytestJson => parse_pytest_json(doc, "fuzz", b, &mut sink),
-            Format::Reportlog => parse_reportlog(doc, "fuzz", b, &mut sink).map(|_| ()),
+            Format::Reportlog => parse_reportlog(doc, "fuzz", b, None, &mut sink).map(|_| ()),
         }
     };
     if let Err(e) = &result {

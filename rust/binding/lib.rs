@@ -35,10 +35,10 @@ impl From<ReportError> for PyErr {
 /// The budgets of a summary, read from the attributes of the Python `models.Budgets`
 /// model (which has validated them). Every field is required: a missing one is an
 /// `AttributeError` naming it, one that is not a non-negative integer a `TypeError`
-/// ("failed to extract field Budgets.max_failures", the cause chained).
+/// ("failed to extract field Budgets.failures_listed", the cause chained).
 #[derive(FromPyObject)]
 struct Budgets {
-    max_failures: usize,
+    failures_listed: usize,
     max_traceback_lines: usize,
     max_line_chars: usize,
     max_message_chars: usize,
@@ -49,6 +49,11 @@ struct Budgets {
     max_collection_errors: usize,
     max_log_bytes: usize,
     max_frame_context_lines: usize,
+    max_warning_groups: usize,
+    max_warning_locations: usize,
+    max_warning_chars: usize,
+    max_warning_frames: usize,
+    max_outcomes: usize,
 }
 
 impl From<Budgets> for report_core::Budgets {
@@ -56,7 +61,7 @@ impl From<Budgets> for report_core::Budgets {
         // Every field named, no `..`: a budget added to report-core does not build here
         // until this binding reads it too.
         report_core::Budgets {
-            max_failures: b.max_failures,
+            failures_listed: b.failures_listed,
             max_traceback_lines: b.max_traceback_lines,
             max_line_chars: b.max_line_chars,
             max_message_chars: b.max_message_chars,
@@ -67,6 +72,11 @@ impl From<Budgets> for report_core::Budgets {
             max_collection_errors: b.max_collection_errors,
             max_log_bytes: b.max_log_bytes,
             max_frame_context_lines: b.max_frame_context_lines,
+            max_warning_groups: b.max_warning_groups,
+            max_warning_locations: b.max_warning_locations,
+            max_warning_chars: b.max_warning_chars,
+            max_warning_frames: b.max_warning_frames,
+            max_outcomes: b.max_outcomes,
         }
     }
 }

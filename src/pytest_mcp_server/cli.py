@@ -2,7 +2,7 @@
 
 Subcommands:
 * ``serve`` (the default): the MCP server over stdio, or over Streamable HTTP with
-  ``--transport http`` (see ``mcp_adapter``, ``http_security``).
+  ``--transport http`` (see ``adapters.mcp.server``, ``adapters.mcp.http_policy``).
 * ``summarize PATH...``: summarise JUnit XML / pytest-json-report / pytest report-log files. Exit 0 when no
   test failed or errored, 1 when some did, 2 when an input cannot be read or is not a
   report (message on stderr, nothing on stdout).
@@ -43,7 +43,7 @@ def _without_openssl() -> None:
 
 
 def _budget_flags() -> dict[str, str]:
-    """Budget flags: ``--max-failures`` etc., one per ``Budgets`` field (field -> flag)."""
+    """Budget flags: ``--failures-listed`` etc., one per ``Budgets`` field (field -> flag)."""
     from pytest_mcp_server.engine.models import Budgets
 
     return {name: "--" + name.replace("_", "-") for name in Budgets.model_fields}
@@ -172,7 +172,7 @@ def _summarize(args: argparse.Namespace) -> int:
     from pytest_mcp_server.adapters.text import render_text
     from pytest_mcp_server.domain.policy import SERVER_NAME
     from pytest_mcp_server.engine import summarize_bytes
-    from pytest_mcp_server.engine.models import Budgets, ReportError, ReportSummary
+    from pytest_mcp_server.engine.models import Budgets, ReportError, RunReport
 
     flags = _budget_flags()
     given = {name: getattr(args, name) for name in flags if getattr(args, name) is not None}
@@ -188,7 +188,7 @@ def _summarize(args: argparse.Namespace) -> int:
     except (RuntimeError, OSError) as exc:
         print(f"{SERVER_NAME}: error: {exc}", file=sys.stderr)
         return 2
-    summary = ReportSummary.model_validate_json(raw)
+    summary = RunReport.model_validate_json(raw).summary()
     if args.json:
         sys.stdout.buffer.write(raw + b"\n")
     else:

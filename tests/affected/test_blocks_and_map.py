@@ -17,18 +17,18 @@ from pathlib import Path
 
 import pytest
 
-from pytest_mcp_server.domain.affected import RecordedTest, changed_blocks, select_affected
 from pytest_mcp_server.domain.blocks import MODULE_BLOCK, WHOLE_FILE, file_blocks, node_id_function
-from pytest_mcp_server.run.affected import (
+from pytest_mcp_server.domain.selection import RecordedTest, changed_blocks, select_affected
+from pytest_mcp_server.run.events import PLUGIN_DIR
+from pytest_mcp_server.run.recording import (
     IMPORTING_CONTEXT,
     MAP_DATA_DIR,
     RECORDER_FORMAT,
     read_map_data,
 )
-from pytest_mcp_server.run.affected import (
+from pytest_mcp_server.run.recording import (
     tests_blocks as run_blocks,
 )
-from pytest_mcp_server.run.events import PLUGIN_DIR
 from pytest_mcp_server.run.testmap import SCHEMA_VERSION, open_map
 
 SOURCE = b"""\

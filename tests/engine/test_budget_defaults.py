@@ -22,7 +22,7 @@ ENGINE_MD = Path(__file__).resolve().parents[2] / "docs" / "ENGINE.md"
 
 def test_the_documented_defaults_are_the_model_defaults() -> None:
     section = ENGINE_MD.read_text().split("## Budgets (defaults)", 1)[1].split("\n## ", 1)[0]
-    documented = [(name, int(value)) for name, value in re.findall(r"(max_\w+)=(\d+)", section)]
+    documented = [(name, int(value)) for name, value in re.findall(r"\b([a-z_]+)=(\d+)", section)]
     if not documented:
         pytest.fail("docs/ENGINE.md has no `name=value` list under *Budgets (defaults)*")
     # the same values, and the names in the model's order (the order the Rust test reads)

@@ -9,9 +9,9 @@ import json
 from pathlib import Path
 
 from pytest_mcp_server.adapters.text import coverage_lines
-from pytest_mcp_server.domain.coverage import summarize_coverage
+from pytest_mcp_server.domain.coverage_answer import summarize_coverage
 from pytest_mcp_server.domain.policy import COVERAGE_FILES_LISTED, RANGE_CHARS
-from pytest_mcp_server.engine.coverage import LineSets, read_coverage_reports, sniff_coverage
+from pytest_mcp_server.engine.coverage_reports import LineSets, read_coverage_reports, sniff_coverage
 
 
 def coverage_json(path: Path, files: dict[str, tuple[list[int], list[int]]], *, pretty: bool = False) -> str:

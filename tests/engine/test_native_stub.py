@@ -75,7 +75,7 @@ def test_a_missing_budget_is_an_attribute_error_naming_it(tmp_path):
     report = tmp_path / "r.xml"
     report.write_text("<testsuite/>")
     # a dict of the budgets: its keys are not attributes
-    with pytest.raises(AttributeError, match="no attribute 'max_failures'") as caught:
+    with pytest.raises(AttributeError, match="no attribute 'failures_listed'") as caught:
         _native.summarize_files([str(report)], "auto", Budgets().model_dump())
     assert "while processing 'budgets'" in caught.value.__notes__
 

@@ -340,7 +340,7 @@ def test_the_largest_group_is_listed_first_then_the_rest_in_report_order(tmp_pat
     ]
     big = [_case(f"test_big_{i}", f"ValueError: bad value {i}", _installed_bug(str(i))) for i in range(4)]
     s = summary_in_both(
-        _junit(tmp_path / "r.xml", small + big, passing=2), project=PROJECT, max_failures=4, max_groups=2
+        _junit(tmp_path / "r.xml", small + big, passing=2), project=PROJECT, failures_listed=4, max_groups=2
     )
     assert [g["count"] for g in s["groups"]] == [4, 1]
     # One representative per listed group (largest first), then report order.
@@ -504,7 +504,7 @@ def test_a_listed_group_born_long_before_it_grows_gets_its_first_failure(tmp_pat
         f"{''.join(cases)}</testsuite></testsuites>",
         encoding=encoding,
     )
-    s = summary_in_both(report, project=PROJECT, max_failures=3, max_groups=2)
+    s = summary_in_both(report, project=PROJECT, failures_listed=3, max_groups=2)
     assert s["groups"][0]["count"] == 3
     assert s["groups"][0]["location"] == {"path": "src/pkg/mod_5000.py", "line": 5000}
     assert s["failures"][0]["node_id"].endswith("test_big_0")

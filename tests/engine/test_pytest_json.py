@@ -799,7 +799,7 @@ def test_cut_strings_keep_exact_heads_tails_and_counts(tmp_path, unit):
     raw_unit = CUT_UNITS[unit]
     doc = _cut_doc([_raw_content(raw_unit, pad) for pad in range(len(raw_unit))])
     assert _records_as_tuples(pure_records(doc)) == _expected_records(doc, 2048)
-    summary = summary_in_both(write(tmp_path, doc), max_failures=100)
+    summary = summary_in_both(write(tmp_path, doc), failures_listed=100)
     assert summary["counts"]["failed"] == len(raw_unit)
     assert summary["omitted"]["text_bytes"] > len(raw_unit) * (CUT_LEN // 6 - 128 * 1024)
 

@@ -25,7 +25,7 @@ import pytest
 from helpers.backends import kind_in_both, needs_native, result_in_both, summary_in_both
 
 from pytest_mcp_server.engine import summarize_bytes
-from pytest_mcp_server.engine.models import ReportError, ReportSummary
+from pytest_mcp_server.engine.models import ReportError, RunReport
 from pytest_mcp_server.engine.pure import sniff
 from pytest_mcp_server.engine.pure.reportlog import _longrepr
 
@@ -172,7 +172,7 @@ def test_killed_run_summarises_the_complete_lines_and_says_the_last_was_cut(thre
     cut_at = next(i for i, line in enumerate(lines) if b'"when": "call"' in line and b'"outcome": "failed"' in line)
     cut = tmp_path / "cut.jsonl"
     cut.write_bytes(b"".join(lines[:cut_at]) + lines[cut_at][: len(lines[cut_at]) // 2])
-    s = ReportSummary.model_validate(summary(cut))
+    s = RunReport.model_validate(summary(cut))
     assert s.truncated == [str(cut)]
     assert 1 <= s.counts.total < summary(dialect)["counts"]["total"]
     # the same file with its last line complete is not cut
@@ -268,7 +268,7 @@ def test_committed_fixtures_give_identical_bytes(name, tmp_path):
     for end in range(0, len(data), step):
         cut.write_bytes(data[:end])
         result_in_both(cut)
-    for budgets in ({"max_output_bytes": 3, "max_log_bytes": 5}, {"max_failures": 1, "max_traceback_lines": 3}):
+    for budgets in ({"max_output_bytes": 3, "max_log_bytes": 5}, {"failures_listed": 1, "max_traceback_lines": 3}):
         result_in_both(HERE / name, budgets)
 
 
@@ -319,7 +319,8 @@ def test_duration_is_pytests_session_time_and_the_tests_sum_is_apart(three_repor
         return json.dumps({k: v for k, v in line.items() if k not in dropped}) + "\n"
 
     no_times = tmp_path / "no_times.jsonl"
-    no_times.write_text("".join(untimed(line) for line in dialect_lines))
+    # (TestStart lines go: their start is what names the running test, required)
+    no_times.write_text("".join(untimed(line) for line in dialect_lines if line["$report_type"] != "TestStart"))
     s = summary(no_times)
     assert s["duration_s"] == s["tests_duration_s"] == tests_us / 1e6
 

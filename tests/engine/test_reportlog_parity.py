@@ -21,6 +21,8 @@ from helpers.strategies import budgets_dicts, fuzz_settings
 from hypothesis import given
 from hypothesis import strategies as st
 
+from pytest_mcp_server.engine.models import ProjectCode
+
 pytestmark = needs_native
 
 # Texts with what the rendering must treat as Python does: its whitespace (stripped at
@@ -154,7 +156,8 @@ def lines(draw) -> dict:
         st.sampled_from(
             ["TestReport"] * 8
             + ["SubTestReport"] * 2
-            + ["CollectReport", "SessionStart", "SessionFinish", "TestStart", "WarningMessage", "Other", "none"]
+            + ["CollectReport", "SessionStart", "SessionFinish", "TestStart", "TestStart", "WarningMessage"]
+            + ["WarningMessage", "CollectionFinish", "Deselected", "Other", "none"]
         )
     )
     if kind == "none":
@@ -196,10 +199,55 @@ def lines(draw) -> dict:
     elif kind == "SessionStart":
         if draw(st.booleans()):
             line["root"] = draw(_maybe_bad(st.sampled_from(["/r", "/r/", "", "/other"])))
+        if draw(st.booleans()):
+            line["stack_dump_armed"] = draw(st.sampled_from([True, False, 1, "true"]))
     elif kind == "SessionFinish":
         if draw(st.booleans()):
             line["duration"] = draw(_maybe_bad(st.floats(allow_nan=False, allow_infinity=False)))
+        if draw(st.booleans()):
+            line["exitstatus"] = draw(_maybe_bad(INT, st.sampled_from([1.0, "1"])))
+    elif kind == "TestStart":
+        line["nodeid"] = draw(_maybe_bad(NODE_IDS))
+        line["start"] = draw(_maybe_bad(st.floats(0, 2e9), st.sampled_from([None, "1"])))
+    elif kind in ("CollectionFinish", "Deselected"):
+        line["collected" if kind == "CollectionFinish" else "count"] = draw(_maybe_bad(INT, st.just(2.0)))
+    elif kind == "WarningMessage":
+        line.update(draw(warning_messages()))
     return line
+
+
+# A message of pytest's unhandled-exception warnings: a traceback whose frames are the
+# project's or the library's, with source lines and odd frame lines.
+_FRAME_LINES = st.one_of(
+    st.sampled_from(["/r/pkg/w.py", "/usr/lib/python3.11/threading.py", "t.py", '/r/a", line 3, in b.py'])
+    .flatmap(lambda path: st.tuples(st.just(path), st.integers(0, 99), st.sampled_from(["run", "f", "a, in b"])))
+    .map(lambda f: f'  File "{f[0]}", line {f[1]}, in {f[2]}'),
+    st.sampled_from(['  File "x.py", line , in f', '  File "x.py", line ٣, in f', "    raise ValueError(1)"]),
+    TEXT.map(lambda s: "    " + s),
+)
+TRACEBACKS = st.lists(_FRAME_LINES, max_size=6).flatmap(
+    lambda frames: st.sampled_from(["ValueError: x", "", "  indented", "KeyError"]).map(
+        lambda last: "Exception in thread T:\nTraceback (most recent call last):\n" + "\n".join([*frames, last])
+    )
+)
+
+
+@st.composite
+def warning_messages(draw) -> dict:
+    """The fields of a WarningMessage: its category (pytest's exception warnings often),
+    message (a traceback for those, sometimes), where it was raised."""
+    category = draw(
+        st.sampled_from(
+            ["DeprecationWarning", "UserWarning", "PytestUnhandledThreadExceptionWarning", None]
+            + ["PytestUnraisableExceptionWarning"]
+        )
+    )
+    fields: dict = {"category": draw(_maybe_bad(st.just(category)))}
+    fields["message"] = draw(_maybe_bad(st.one_of(TEXT, LONG_TEXT, TRACEBACKS)))
+    if draw(st.integers(0, 3)):
+        fields["filename"] = draw(_maybe_bad(st.sampled_from(["/r/pkg/m.py", "/r/t.py", "/usr/lib/python3.11/x.py"])))
+        fields["lineno"] = draw(_maybe_bad(INT, st.sampled_from([1.0, "3"])))
+    return fields
 
 
 @st.composite
@@ -242,9 +290,14 @@ def scratch(tmp_path_factory: pytest.TempPathFactory) -> _Scratch:
 
 @pytest.mark.fuzz
 @fuzz_settings(150)
-@given(data=report_logs(), budgets=budgets_dicts(), fmt=st.sampled_from(["auto", "reportlog"]))
-def test_generated_report_logs_give_identical_bytes_or_the_same_error_kind(scratch, data, budgets, fmt):
-    result_in_both(scratch.write(data), budgets, fmt)
+@given(
+    data=report_logs(),
+    budgets=budgets_dicts(),
+    fmt=st.sampled_from(["auto", "reportlog"]),
+    project=st.sampled_from([None, ProjectCode(root="/r", packages=("pkg",))]),
+)
+def test_generated_report_logs_give_identical_bytes_or_the_same_error_kind(scratch, data, budgets, fmt, project):
+    result_in_both(scratch.write(data), budgets, fmt, project)
 
 
 @pytest.mark.fuzz

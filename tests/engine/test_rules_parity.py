@@ -23,7 +23,7 @@ from helpers.rule_probes import pure_cut as pure_summary_cut
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_mcp_server.engine.models import Budgets, Location, ReportSummary
+from pytest_mcp_server.engine.models import Budgets, Location, RunReport
 from pytest_mcp_server.engine.pure import cut as pure_cut
 from pytest_mcp_server.engine.pure import group as pure_group
 from pytest_mcp_server.engine.pure import summary as pure_summary
@@ -539,7 +539,7 @@ def test_cut_traceback_invariants(lines, max_lines, max_line_chars, context_line
 # --------------------------------------------------------------------------------------
 # The pure builder end to end on hand-made records.
 
-BUDGETS = Budgets(max_failures=2, max_groups=2, max_examples=2, max_slowest=3, max_message_chars=40)
+BUDGETS = Budgets(failures_listed=2, max_groups=2, max_examples=2, max_slowest=3, max_message_chars=40)
 
 
 def _failure(node_id, message, text="", outcome="failed", **extra):
@@ -572,7 +572,7 @@ def test_pure_builder_summary_matches_hand_derived_values():
     for record in _records():
         builder.push(record)
     raw = builder.finish("junit", ["a.xml", "b.xml"])
-    summary = ReportSummary.model_validate_json(raw)
+    summary = RunReport.model_validate_json(raw)
     assert summary.files == ["a.xml", "b.xml"]
     c = summary.counts
     assert (c.total, c.passed, c.failed, c.errors, c.skipped, c.xfailed, c.xpassed, c.flaky) == (
@@ -661,7 +661,7 @@ def test_pure_builder_counts_subtests_apart_and_lists_each_failed_one():
             'pkg/__init__.py:3: in load\n    raise ValueError("bad")\nE   ValueError: bad',
         )
     )
-    summary = ReportSummary.model_validate_json(builder.finish("junit", ["a.xml"]))
+    summary = RunReport.model_validate_json(builder.finish("junit", ["a.xml"]))
     c = summary.counts
     assert (c.total, c.passed, c.failed, c.errors) == (2, 0, 1, 1)
     assert (c.subtests_passed, c.subtests_failed, c.passed_with_failed_subtests) == (1, 1, 1)

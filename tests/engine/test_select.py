@@ -26,7 +26,7 @@ from pytest_mcp_server.engine.models import Budgets
 
 # Large enough that nothing is cut: the oracle can filter the unselected summary.
 EVERYTHING = Budgets(
-    max_failures=10_000, max_groups=10_000, max_examples=1_000, max_slowest=1_000, max_collection_errors=10_000
+    failures_listed=10_000, max_groups=10_000, max_examples=1_000, max_slowest=1_000, max_collection_errors=10_000
 )
 
 
@@ -193,7 +193,7 @@ def test_a_file_selects_an_erroring_test_with_its_phase(run_report: Path) -> Non
 
 
 def test_omitted_counts_only_the_selected_items(run_report: Path) -> None:
-    budgets = Budgets(max_failures=1, max_groups=1, max_collection_errors=0)
+    budgets = Budgets(failures_listed=1, max_groups=1, max_collection_errors=0)
     s = selected_in_both([run_report], ["tests/unit"], budgets)
     assert listed_in_report_order(s) == ["tests/unit/test_a.py::TestX::test_1"]
     o = s["omitted"]

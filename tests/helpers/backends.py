@@ -25,7 +25,7 @@ import orjson
 import pytest
 
 from pytest_mcp_server.engine import native_available, summarize_bytes
-from pytest_mcp_server.engine.models import Budgets, ProjectCode, ReportError, ReportSummary
+from pytest_mcp_server.engine.models import Budgets, ProjectCode, ReportError, RunReport
 
 BACKENDS = ("native", "pure")
 
@@ -147,7 +147,7 @@ def summary_in_both(
     fields."""
     result = result_in_both(paths, budgets, fmt, project, select)
     assert result[0] == "ok", f"both backends refused {_path_list(paths)}: {result[1]!r} ({result[2]})"
-    ReportSummary.model_validate_json(result[1])  # the public model accepts it
+    RunReport.model_validate_json(result[1])  # the public model accepts it
     return orjson.loads(result[1])
 
 

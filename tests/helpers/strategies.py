@@ -1681,7 +1681,7 @@ def prefixed_noise(draw) -> Doc:
 # Budgets
 
 BUDGET_BOUNDS = {
-    "max_failures": (0, 30),
+    "failures_listed": (0, 30),
     "max_traceback_lines": (3, 60),
     "max_line_chars": (8, 300),
     "max_message_chars": (8, 400),
@@ -1756,9 +1756,9 @@ def check_invariants(raw: bytes, budgets: dict[str, int], paths: list[str]) -> d
     model accepts it, counts add up, every budget holds, nothing is cut silently."""
     import orjson
 
-    from pytest_mcp_server.engine.models import Budgets, ReportSummary
+    from pytest_mcp_server.engine.models import Budgets, RunReport
 
-    ReportSummary.model_validate_json(raw)
+    RunReport.model_validate_json(raw)
     s = orjson.loads(raw)
     b = Budgets(**budgets)
     c = s["counts"]
@@ -1766,7 +1766,7 @@ def check_invariants(raw: bytes, budgets: dict[str, int], paths: list[str]) -> d
     assert s["files"] == paths
     assert c["total"] == sum(c[k] for k in ("passed", "failed", "errors", "skipped", "xfailed", "xpassed"))
     assert c["flaky"] <= c["total"]
-    assert len(s["failures"]) <= b.max_failures
+    assert len(s["failures"]) <= b.failures_listed
     assert len(s["collection_errors"]) <= b.max_collection_errors
     # every failing test and collection error is listed or counted as omitted
     assert (
@@ -1834,13 +1834,13 @@ def check_truth(raw: bytes, truth: Truth, budgets: dict[str, int], paths: list[s
     # report order (docs/ENGINE.md, *Failures*); a failed subtest carries its label.
     got = [(*f, s["failures"][i]["subtest"]) for i, f in enumerate(got)]
     fails = [(*f, label) for f, label in zip(fails, truth.failure_labels, strict=True)]
-    k = min(len(s["groups"]), b.max_failures)
+    k = min(len(s["groups"]), b.failures_listed)
     assert [f["group"] for f in s["failures"][:k]] == [g["id"] for g in s["groups"][:k]]
     rest = list(fails)
     for representative in got[:k]:
         rest.remove(representative)
-    assert got[k:] == rest[: b.max_failures - k]
-    assert s["omitted"]["failures"] == max(0, len(fails) - b.max_failures)
+    assert got[k:] == rest[: b.failures_listed - k]
+    assert s["omitted"]["failures"] == max(0, len(fails) - b.failures_listed)
     assert [e["path"] for e in s["collection_errors"]] == list(truth.collection_errors[: b.max_collection_errors])
     assert s["omitted"]["collection_errors"] == max(0, len(truth.collection_errors) - b.max_collection_errors)
     assert [(t["node_id"], t["duration_s"]) for t in s["slowest"]] == truth.slowest(b.max_slowest)

@@ -28,15 +28,14 @@ from typing import Any
 import anyio
 import pytest
 
-from pytest_mcp_server.engine import summarize
-from pytest_mcp_server.engine.models import ProjectCode
+from pytest_mcp_server.domain.policy import EVERY_OUTCOME
+from pytest_mcp_server.engine import read_report, summarize
+from pytest_mcp_server.engine.models import Budgets, ProjectCode, RunReport
 from pytest_mcp_server.run.events import (
     PLUGIN_DIR,
     PLUGIN_NAME,
     EventFollower,
     read_collected,
-    read_outcomes,
-    read_run_events,
     stack_dump_armed,
 )
 from pytest_mcp_server.run.pytest_plugin.pytest_mcp_server_events import COLLECTED_CHUNK_BYTES, ORJSON_AFTER_RECORDS
@@ -273,14 +272,27 @@ def test_a_failure_keeps_its_crash_output_and_log_records(both_runs, with_orjson
     assert by_test[("test_skipped", "call")]["longrepr"][2] == "Skipped: not here"
 
 
+def read_both(records: Path, root: Path) -> RunReport:
+    """The engine's one reading of a record file (every test's outcome asked for), the
+    same from both backends."""
+    budgets = Budgets(max_outcomes=EVERY_OUTCOME)
+    project = ProjectCode(root=str(root))
+    native, pure = (
+        read_report([str(records)], backend=backend, budgets=budgets, project=project) for backend in ("native", "pure")
+    )
+    assert native == pure
+    return native
+
+
 @pytest.mark.parametrize("with_orjson", [True, False], ids=["orjson", "stdlib-json"])
-def test_the_servers_readers_find_outcomes_warnings_and_counts(both_runs, project, with_orjson):
-    """``read_outcomes`` gives each test the outcome pytest-json-report gave it;
-    ``read_run_events`` finds nothing running, the warnings with their non-ASCII
-    messages and test, the deselected count and pytest's session time; the follower
-    counts every finished test."""
+def test_the_engine_reads_outcomes_warnings_and_counts_in_one_pass(both_runs, project, with_orjson):
+    """The engine's reading of a record file gives each test the outcome pytest-json-report
+    gave it, nothing running, the warnings with their non-ASCII messages, the deselected
+    and collected counts and pytest's exit status and session time; the follower counts
+    every finished test."""
     records, _ = both_runs[with_orjson]
-    outcomes = read_outcomes(records)
+    read = read_both(records, project)
+    outcomes = read.outcomes or {}
     assert len(outcomes) == ORJSON_AFTER_RECORDS + len(NAMED)
     assert {k.split("::", 1)[1]: v for k, v in outcomes.items() if "test_bulk" not in k} == {
         "test_passes": "passed",
@@ -293,15 +305,15 @@ def test_the_servers_readers_find_outcomes_warnings_and_counts(both_runs, projec
         "test_naïve": "passed",
         "test_subtests": "failed",
     }
-    read = read_run_events(records, ProjectCode(root=str(project)))
-    assert read.running == {} and read.deselected == 1 and read.collection_errors == 0
-    assert read.collected == read.finished == ORJSON_AFTER_RECORDS + len(NAMED)
-    assert read.exit_status == 1 and read.session_duration_s == lines_of(records)[-1]["duration"]
-    assert read.warnings.total == 2
-    assert sorted(g.message for g in read.warnings.groups) == ["deprecated: café", "deprecated: naïve"]
+    session = read.session
+    assert session is not None and session.running == [] and session.deselected == 1 and read.collection_errors == []
+    assert session.collected == read.counts.total == ORJSON_AFTER_RECORDS + len(NAMED)
+    assert session.exit_status == 1 and read.duration_s == pytest.approx(lines_of(records)[-1]["duration"], abs=1e-6)
+    assert session.warnings.total == 2
+    assert sorted(g.message for g in session.warnings.groups) == ["deprecated: café", "deprecated: naïve"]
     source = (project / "test_project.py").read_text(encoding="utf-8").splitlines()
     warned = [f"test_project.py:{n}" for n, text in enumerate(source, 1) if "warnings.warn(" in text]
-    assert sorted(g.locations[0] for g in read.warnings.groups) == warned
+    assert sorted(g.locations[0] for g in session.warnings.groups) == warned
     warning_lines = [line for line in lines_of(records) if line["$report_type"] == "WarningMessage"]
     assert [w["nodeid"] for w in warning_lines] == ["test_project.py::test_café", "test_project.py::test_naïve"]
     assert {w["category"] for w in warning_lines} == {"UserWarning"} and {w["when"] for w in warning_lines} == {
@@ -309,7 +321,7 @@ def test_the_servers_readers_find_outcomes_warnings_and_counts(both_runs, projec
     }
     follower = EventFollower(records)
     follower.poll()
-    assert (follower.done, follower.total) == (read.finished, read.collected)
+    assert (follower.done, follower.total) == (read.counts.total, session.collected)
 
 
 def test_a_progress_report_cancelled_while_sending_is_sent_again_after_the_run(both_runs):
@@ -374,7 +386,7 @@ def test_collect_only_writes_the_node_ids_in_chunks_and_the_collection_errors(co
     total, files, omitted, page = read_collected(records, 2498, 10)
     assert (total, files, omitted) == (2500, {"test_ok.py": 2500}, 0)
     assert page == ["test_ok.py::test_many[2498]", "test_ok.py::test_many[2499]"]
-    assert read_run_events(records, collection_project).collection_errors == 1
+    assert len(read_both(records, collection_project).collection_errors) == 1
 
 
 def test_a_killed_pytest_leaves_every_finished_test_and_the_running_one(tmp_path):
@@ -393,10 +405,10 @@ def test_a_killed_pytest_leaves_every_finished_test_and_the_running_one(tmp_path
     assert stack_dump_armed(records)
     lines = lines_of(records)
     assert lines[-1] == {"$report_type": "TestStart", "nodeid": "test_dies.py::test_dies", "start": lines[-1]["start"]}
-    assert read_outcomes(records) == {"test_dies.py::test_a": "passed", "test_dies.py::test_b": "failed"}
-    read = read_run_events(records, tmp_path)
-    assert list(read.running) == ["test_dies.py::test_dies"] and read.finished == 2
-    assert read.session_duration_s is None and read.exit_status is None and read.stack_dump_armed
+    read = read_both(records, tmp_path)
+    assert read.outcomes == {"test_dies.py::test_a": "passed", "test_dies.py::test_b": "failed"}
+    assert read.session is not None and [t.node_id for t in read.session.running] == ["test_dies.py::test_dies"]
+    assert read.counts.total == 2 and read.session.exit_status is None and read.session.stack_dump_armed
     with open(records, "ab") as f:
         f.write(b'{"$report_type":"TestReport","nodeid":"test_dies.py::test_never","wh')  # a cut write
     for backend in ("native", "pure"):
@@ -425,10 +437,11 @@ def test_with_xdist_the_controller_writes_every_test_and_the_workers_arm_their_d
     ]
     finished = [line for line in lines if line.get("when") == "teardown"]
     assert len(finished) == len({line["nodeid"] for line in finished}) == ORJSON_AFTER_RECORDS + 2
-    outcomes = read_outcomes(records)
+    read = read_both(records, project)
+    outcomes = read.outcomes or {}
     assert outcomes["test_project.py::test_teardown_errors"] == "error"
     assert outcomes["test_project.py::test_subtests"] == "failed"
-    assert read_run_events(records, project).running == {}
+    assert read.session is not None and read.session.running == []
     subtests = [line for line in lines if line["$report_type"] == "SubTestReport"]
     assert [line["outcome"] for line in subtests] == ["passed", "failed", "passed"]
     assert len(list(tmp_path.glob("stacks.txt.*"))) == 2

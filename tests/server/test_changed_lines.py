@@ -11,7 +11,7 @@ import anyio
 import pytest
 from helpers.server_support import git
 
-from pytest_mcp_server.domain.coverage import line_ranges, ranges_text
+from pytest_mcp_server.domain.coverage_answer import line_ranges, ranges_text
 from pytest_mcp_server.run.git import changed_lines, parse_unified_diff, parse_unified_diff_deletions
 
 

@@ -29,12 +29,12 @@ from helpers.interpreters import link_distribution, python_with
 from helpers.server_support import committed_project, connect, git, run, text_of
 from helpers.server_support import stdio_server as server
 
-from pytest_mcp_server.domain.coverage import CoverageSummary
+from pytest_mcp_server.domain.coverage_answer import CoverageSummary
 from pytest_mcp_server.domain.failures import ToolFailureDetail
 from pytest_mcp_server.domain.tools import ExecuteResult, SummarizeResult
-from pytest_mcp_server.engine.coverage import read_coverage_reports
+from pytest_mcp_server.engine.coverage_reports import read_coverage_reports
 from pytest_mcp_server.engine.models import ReportError
-from pytest_mcp_server.run.coverage import COVERAGE_ARGV, coverage_env, finish_coverage
+from pytest_mcp_server.run.coverage_run import COVERAGE_ARGV, coverage_env, finish_coverage
 from pytest_mcp_server.run.git import changed_lines
 from pytest_mcp_server.run.interpreter import probe_interpreter
 

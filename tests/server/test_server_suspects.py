@@ -21,7 +21,7 @@ import pytest
 from helpers.server_support import connect, git, run, text_of
 from helpers.server_support import stdio_server as server
 
-from pytest_mcp_server.domain.coverage import ChangedLines
+from pytest_mcp_server.domain.coverage_answer import ChangedLines
 from pytest_mcp_server.domain.suspects import (
     Suspect,
     group_by_suspect,
@@ -30,7 +30,7 @@ from pytest_mcp_server.domain.suspects import (
     source_shape,
 )
 from pytest_mcp_server.domain.tools import ExecuteResult
-from pytest_mcp_server.engine.coverage import LineContexts
+from pytest_mcp_server.engine.coverage_reports import LineContexts
 from pytest_mcp_server.engine.models import ReportSummary
 
 NUMBERS = """\

@@ -12,8 +12,11 @@ from __future__ import annotations
 
 from helpers.server_support import Project, connect, line_of, run, text_of
 
-from pytest_mcp_server.domain.policy import WARNING_GROUPS_LISTED
 from pytest_mcp_server.domain.tools import ExecuteResult
+from pytest_mcp_server.engine.models import Budgets
+
+WARNING_GROUPS_LISTED = Budgets().max_warning_groups
+"""Warning groups an answer lists (the engine's default budget)."""
 
 
 def test_warnings_are_grouped_with_the_thread_traceback_and_deselected_counted(tmp_path):

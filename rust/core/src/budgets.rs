@@ -5,7 +5,7 @@
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Budgets {
-    pub max_failures: usize,
+    pub failures_listed: usize,
     pub max_traceback_lines: usize,
     pub max_line_chars: usize,
     pub max_message_chars: usize,
@@ -20,12 +20,22 @@ pub struct Budgets {
     /// *Traceback cutting*, step 4); 0 also writes each frame on one line (*The shown
     /// traceback*, rule 8).
     pub max_frame_context_lines: usize,
+    /// Warning groups listed (docs/ENGINE.md, *Warnings*).
+    pub max_warning_groups: usize,
+    /// Distinct locations listed per warning group.
+    pub max_warning_locations: usize,
+    /// Characters of a warning's message line (and its exception line).
+    pub max_warning_chars: usize,
+    /// Frames kept of an exception warning's traceback.
+    pub max_warning_frames: usize,
+    /// Tests whose outcome the summary lists by node id, in report order (0: none).
+    pub max_outcomes: usize,
 }
 
 impl Default for Budgets {
     fn default() -> Self {
         Budgets {
-            max_failures: 20,
+            failures_listed: 20,
             max_traceback_lines: 40,
             max_line_chars: 200,
             max_message_chars: 300,
@@ -36,6 +46,11 @@ impl Default for Budgets {
             max_collection_errors: 20,
             max_log_bytes: 2048,
             max_frame_context_lines: 3,
+            max_warning_groups: 5,
+            max_warning_locations: 3,
+            max_warning_chars: 200,
+            max_warning_frames: 3,
+            max_outcomes: 0,
         }
     }
 }
@@ -45,8 +60,8 @@ impl Default for Budgets {
 #[cfg(test)]
 impl Budgets {
     /// The budget names, in the order the Python model declares them.
-    pub const NAMES: [&'static str; 11] = [
-        "max_failures",
+    pub const NAMES: [&'static str; 16] = [
+        "failures_listed",
         "max_traceback_lines",
         "max_line_chars",
         "max_message_chars",
@@ -57,6 +72,11 @@ impl Budgets {
         "max_collection_errors",
         "max_log_bytes",
         "max_frame_context_lines",
+        "max_warning_groups",
+        "max_warning_locations",
+        "max_warning_chars",
+        "max_warning_frames",
+        "max_outcomes",
     ];
 
     /// One budget by name; None for an unknown name.
@@ -79,7 +99,7 @@ impl Budgets {
     /// The field named `name`.
     fn slot(&mut self, name: &str) -> Option<&mut usize> {
         Some(match name {
-            "max_failures" => &mut self.max_failures,
+            "failures_listed" => &mut self.failures_listed,
             "max_traceback_lines" => &mut self.max_traceback_lines,
             "max_line_chars" => &mut self.max_line_chars,
             "max_message_chars" => &mut self.max_message_chars,
@@ -90,6 +110,11 @@ impl Budgets {
             "max_collection_errors" => &mut self.max_collection_errors,
             "max_log_bytes" => &mut self.max_log_bytes,
             "max_frame_context_lines" => &mut self.max_frame_context_lines,
+            "max_warning_groups" => &mut self.max_warning_groups,
+            "max_warning_locations" => &mut self.max_warning_locations,
+            "max_warning_chars" => &mut self.max_warning_chars,
+            "max_warning_frames" => &mut self.max_warning_frames,
+            "max_outcomes" => &mut self.max_outcomes,
             _ => return None,
         })
     }
@@ -124,7 +149,7 @@ mod tests {
         section
             .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '='))
             .filter_map(|token| token.split_once('='))
-            .filter(|(name, _)| name.starts_with("max_"))
+            .filter(|(name, value)| !name.is_empty() && !value.is_empty())
             .map(|(name, value)| (name.to_owned(), value.parse().expect("a number")))
             .collect()
     }

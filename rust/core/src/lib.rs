@@ -28,6 +28,7 @@ mod select;
 mod span_tests;
 mod summary;
 mod text;
+mod warnings;
 
 // The public surface, and the only one: what the PyO3 binding (rust/binding/lib.rs), the
 // benches (benches/core_bench.rs) and the fuzz targets (fuzz/) use, besides the items
@@ -40,7 +41,7 @@ pub use junit::parse_junit;
 pub use project::{classify, display_path, CodeKind, ProjectCode};
 pub use pytest_json::parse_pytest_json;
 pub use record::{Item, SourceSpan, TestRecord};
-pub use reportlog::{parse_reportlog, ReportlogEnd};
+pub use reportlog::{parse_reportlog, ReportlogEnd, SessionFacts};
 pub use select::Selection;
 pub use summary::SummaryBuilder;
 
@@ -208,13 +209,19 @@ fn summarize_into(
     let mut truncated = false;
     let file_start_us = builder.tests_duration_us();
     builder.reading_spans_of(index);
+    let project = builder.project().cloned();
+    let mut session = None;
     let parsed = {
         let mut sink = |item: Item| builder.push(item);
-        parse_format(found, file, path, budgets, &mut sink).map(|end| {
+        parse_format(found, file, path, budgets, project.as_ref(), &mut sink).map(|end| {
             truncated = end.cut_last_line;
+            session = end.session;
             end.session_duration_us
         })
     };
+    if let Some(facts) = session {
+        builder.add_session(facts);
+    }
     if truncated {
         builder.note_truncated(path);
     }
@@ -270,18 +277,19 @@ fn parse_format(
     file: File,
     path: &str,
     budgets: &Budgets,
+    project: Option<&ProjectCode>,
     sink: &mut dyn FnMut(Item),
 ) -> Result<ReportlogEnd, ReportError> {
     let ended = |session_duration_us| ReportlogEnd {
         session_duration_us,
-        cut_last_line: false,
+        ..ReportlogEnd::default()
     };
     match format {
         Format::Junit => junit::parse_junit(file, path, budgets, sink).map(|()| ended(None)),
         Format::PytestJson => {
             pytest_json::parse_pytest_json_session(file, path, budgets, sink).map(ended)
         }
-        Format::Reportlog => reportlog::parse_reportlog(file, path, budgets, sink),
+        Format::Reportlog => reportlog::parse_reportlog(file, path, budgets, project, sink),
     }
 }
 
@@ -336,7 +344,7 @@ pub fn summarize_files(
         merged = Some(match merged {
             None => (format, builder),
             Some((f, mut acc)) => {
-                if builder.groups_overflowed() {
+                if builder.overflowed() {
                     // Merging is exact only when the file's failures all have tracked
                     // groups (more than `MAX_TRACKED_GROUPS` distinct groups in one file
                     // is rare): feed the file again, in order, into the accumulated builder.
@@ -370,7 +378,14 @@ pub fn summarize_files(
                 builder.recover(seq, item);
                 seq += 1;
             };
-            parse_format(format, file, path, budgets, &mut sink)?;
+            parse_format(
+                format,
+                file,
+                path,
+                budgets,
+                project.map(|p| &**p),
+                &mut sink,
+            )?;
         }
     }
     Ok(builder.finish(format, paths))

@@ -16,12 +16,56 @@ use serde_json::{Map, Value};
 
 use crate::budgets::Budgets;
 use crate::error::{ErrorKind, ReportError};
+use crate::project::ProjectCode;
 use crate::pytest_json::{strip_root, Crash, Entry, EntryOutcome, PhaseData, TestEntries};
 use crate::record::{CollectionErrorRecord, Item, Outcome, Phase, TestRecord};
-use crate::text::{duration_us_from_f64, floor_char_boundary, HeadTail, ATTR_CAP};
+use crate::text::{
+    duration_us_from_f64, floor_char_boundary, is_py_whitespace, py_strip, HeadTail, ATTR_CAP,
+};
+use crate::warnings::WarningGroups;
+
+/// What a report log says about its session beyond the tests' records (docs/ENGINE.md,
+/// *Session*): the server's plugin writes it, pytest-reportlog some of it.
+#[derive(Clone, Debug, Default)]
+pub struct SessionFacts {
+    /// SessionFinish `exitstatus` (None: the session never finished, or no status).
+    pub exit_status: Option<i64>,
+    /// The first CollectionFinish `collected`.
+    pub collected: Option<u64>,
+    /// The sum of the Deselected `count`s.
+    pub deselected: u64,
+    /// Tests started (TestStart) whose teardown report never came: node id -> `start`
+    /// (unix seconds), in start order.
+    pub running: IndexMap<String, f64>,
+    /// SessionStart's `stack_dump_armed` is `true`.
+    pub stack_dump_armed: bool,
+    /// The WarningMessage records, grouped.
+    pub warnings: WarningGroups,
+}
+
+impl SessionFacts {
+    /// `other`'s facts after these (a later file of the same summary): the highest exit
+    /// status, counts added up, running tests and warnings after these.
+    pub fn merge(&mut self, other: SessionFacts, budgets: &Budgets) {
+        self.exit_status = match (self.exit_status, other.exit_status) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
+        self.collected = match (self.collected, other.collected) {
+            (Some(a), Some(b)) => Some(a.saturating_add(b)),
+            (a, b) => a.or(b),
+        };
+        self.deselected = self.deselected.saturating_add(other.deselected);
+        for (node_id, start) in other.running {
+            self.running.insert(node_id, start);
+        }
+        self.stack_dump_armed |= other.stack_dump_armed;
+        self.warnings.merge(other.warnings, budgets);
+    }
+}
 
 /// What a report log says about the whole run, beyond its records.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default)]
 pub struct ReportlogEnd {
     /// The file ended in the middle of a line (no trailing newline, not valid JSON: a
     /// killed run); the complete lines were summarised.
@@ -29,6 +73,8 @@ pub struct ReportlogEnd {
     /// pytest's session time in integer microseconds, when the log has it
     /// (SessionFinish `duration`, else the last report `stop` minus the first `start`).
     pub session_duration_us: Option<u64>,
+    /// What it says of its session (report logs only).
+    pub session: Option<SessionFacts>,
 }
 
 /// The width of pytest's terminal writer when it writes to a file (its fallback).
@@ -37,34 +83,6 @@ const WIDTH: i64 = 80;
 const FAIL_MARKER: &str = ">   ";
 const PHASE_NAMES: [&str; 3] = ["setup", "call", "teardown"];
 const OUTPUT_KINDS: [&str; 3] = ["stdout", "stderr", "log"];
-
-/// What Python's `str.strip()` / `isspace()` take for whitespace: pytest's
-/// `longreprtext` strips its text with it.
-fn is_py_whitespace(c: char) -> bool {
-    matches!(
-        c,
-        ' ' | '\t'
-            | '\n'
-            | '\r'
-            | '\u{0b}'
-            | '\u{0c}'
-            | '\u{1c}'..='\u{1f}'
-            | '\u{85}'
-            | '\u{a0}'
-            | '\u{1680}'
-            | '\u{2000}'..='\u{200a}'
-            | '\u{2028}'
-            | '\u{2029}'
-            | '\u{202f}'
-            | '\u{205f}'
-            | '\u{3000}'
-    )
-}
-
-/// Python's `str.strip()`.
-fn py_strip(s: &str) -> &str {
-    s.trim_matches(is_py_whitespace)
-}
 
 /// Python's `str.splitlines()`.
 fn py_splitlines(s: &str) -> Vec<&str> {
@@ -128,6 +146,9 @@ struct PendingTest {
 struct Reader<'a> {
     path: &'a str,
     sink: &'a mut dyn FnMut(Item),
+    budgets: &'a Budgets,
+    project: Option<&'a ProjectCode>,
+    session: SessionFacts,
     max_output_bytes: usize,
     max_log_bytes: usize,
     entries: TestEntries,
@@ -139,7 +160,8 @@ struct Reader<'a> {
 }
 
 /// Read a pytest report log from `reader` (positioned at byte 0), handing each record to
-/// `sink` in report order (a test at its teardown report).
+/// `sink` in report order (a test at its teardown report); the end says what the log
+/// says of its session (`SessionFacts`, its warnings grouped for `project`).
 ///
 /// Errors (`ReportError`): `malformed` (position `line N`) for a line that is not a JSON
 /// object or a wrong type on a field the reader uses; `not_a_report` when no line has a
@@ -148,12 +170,16 @@ pub fn parse_reportlog<R: Read>(
     reader: R,
     path: &str,
     budgets: &Budgets,
+    project: Option<&ProjectCode>,
     sink: &mut dyn FnMut(Item),
 ) -> Result<ReportlogEnd, ReportError> {
     let mut input = BufReader::with_capacity(1 << 16, reader);
     let mut r = Reader {
         path,
         sink,
+        budgets,
+        project,
+        session: SessionFacts::default(),
         max_output_bytes: budgets.max_output_bytes,
         max_log_bytes: budgets.max_log_bytes,
         entries: TestEntries::new(budgets.max_output_bytes, budgets.max_log_bytes),
@@ -212,6 +238,7 @@ pub fn parse_reportlog<R: Read>(
     }
     r.finish();
     end.session_duration_us = r.session_duration_us();
+    end.session = Some(std::mem::take(&mut r.session));
     Ok(end)
 }
 
@@ -246,6 +273,8 @@ impl Reader<'_> {
             "SubTestReport" => self.subtest_report(obj),
             "CollectReport" => self.collect_report(obj),
             "SessionStart" => {
+                self.session.stack_dump_armed =
+                    obj.get("stack_dump_armed") == Some(&Value::Bool(true));
                 match obj.get("root") {
                     None | Some(Value::Null) => {}
                     Some(Value::String(root)) => {
@@ -260,10 +289,65 @@ impl Reader<'_> {
                 if let Some(d) = number(obj, "duration", "SessionFinish")? {
                     self.finish_duration_us = Some(duration_us_from_f64(d));
                 }
+                if let Some(status) = integer(obj, "exitstatus", "SessionFinish")? {
+                    self.session.exit_status = Some(status);
+                }
                 Ok(())
             }
+            "TestStart" => {
+                let node_id = required_string(obj, "nodeid", "TestStart")?;
+                let Some(start) = number(obj, "start", "TestStart")? else {
+                    return bad("TestStart has no number \"start\"");
+                };
+                let node_id = head(node_id, ATTR_CAP).to_owned();
+                self.session.running.insert(node_id, start);
+                Ok(())
+            }
+            "Deselected" => {
+                match integer(obj, "count", "Deselected")? {
+                    Some(n) if n >= 0 => {
+                        self.session.deselected =
+                            self.session.deselected.saturating_add(n.unsigned_abs());
+                    }
+                    _ => return bad("Deselected count must be an integer >= 0"),
+                }
+                Ok(())
+            }
+            "CollectionFinish" => {
+                match integer(obj, "collected", "CollectionFinish")? {
+                    Some(n) if n >= 0 => {
+                        self.session.collected.get_or_insert(n.unsigned_abs());
+                    }
+                    _ => return bad("CollectionFinish collected must be an integer >= 0"),
+                }
+                Ok(())
+            }
+            "WarningMessage" => self.warning(obj),
             _ => Ok(()),
         }
+    }
+
+    /// A WarningMessage (pytest-reportlog's, the plugin's): `category` a string or null
+    /// (a `Warning`), `message` a string, `filename` and `lineno` a string and an
+    /// integer or null (then no location).
+    fn warning(&mut self, obj: &Map<String, Value>) -> Res<()> {
+        let category = match obj.get("category") {
+            None | Some(Value::Null) => "Warning",
+            Some(Value::String(s)) => s.as_str(),
+            Some(_) => return bad("WarningMessage category must be a string"),
+        };
+        let message = required_string(obj, "message", "WarningMessage")?;
+        let filename = match obj.get("filename") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) => Some(s.as_str()),
+            Some(_) => return bad("WarningMessage filename must be a string"),
+        };
+        let lineno = integer(obj, "lineno", "WarningMessage")?;
+        let location = filename.zip(lineno);
+        self.session
+            .warnings
+            .add(category, message, location, self.budgets, self.project);
+        Ok(())
     }
 
     fn test_report(&mut self, obj: &Map<String, Value>) -> Res<()> {
@@ -329,6 +413,7 @@ impl Reader<'_> {
             });
         }
         if index == 2 {
+            self.session.running.shift_remove(node_id);
             let test = self
                 .pending
                 .shift_remove(node_id)
@@ -525,6 +610,15 @@ fn number(obj: &Map<String, Value>, key: &str, whose: &str) -> Res<Option<f64>> 
         None | Some(Value::Null) => Ok(None),
         Some(Value::Number(n)) => Ok(Some(n.as_f64().unwrap_or(0.0))),
         Some(_) => bad(format!("{whose} {key} must be a number")),
+    }
+}
+
+/// An integer field (in i64's range); None when absent or null.
+fn integer(obj: &Map<String, Value>, key: &str, whose: &str) -> Res<Option<i64>> {
+    match obj.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) if n.is_i64() => Ok(n.as_i64()),
+        Some(_) => bad(format!("{whose} {key} must be an integer")),
     }
 }
 

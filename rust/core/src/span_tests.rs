@@ -27,7 +27,7 @@ fn report_file(name: &str, bytes: &[u8]) -> String {
 
 fn budgets() -> Budgets {
     Budgets {
-        max_failures: 3,
+        failures_listed: 3,
         max_groups: 2,
         ..Budgets::default()
     }

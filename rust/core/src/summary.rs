@@ -1,7 +1,7 @@
 //! The summary builder (docs/ENGINE.md, *The builder* and *Summary JSON*). Mirrored by
 //! `SummaryBuilder` in `pure/summary.py`, which must write the same bytes.
 //!
-//! Memory stays constant apart from the capped lists: counts, the first `max_failures`
+//! Memory stays constant apart from the capped lists: counts, the first `failures_listed`
 //! failures and each group's first failure (only those shown get their traceback cut,
 //! at the end), the group table (at most
 //! [`MAX_TRACKED_GROUPS`] keys, each with its first `max_examples` node ids), the
@@ -16,6 +16,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
+use indexmap::IndexMap;
 use serde::Serialize;
 
 use crate::budgets::Budgets;
@@ -27,8 +28,10 @@ use crate::doctest::read_doctest;
 use crate::group::{fold_values, group_id, key_hash, normalize_capped, OTHER_GROUP_ID};
 use crate::project::{display_path, ProjectCode};
 use crate::record::{CollectionErrorRecord, Item, Outcome, Phase, SourceSpan, TestRecord};
+use crate::reportlog::SessionFacts;
 use crate::select::Selection;
 use crate::text::decimal_u64;
+use crate::warnings::WarningsJson;
 use crate::Format;
 
 /// Distinct group keys tracked; a failure with a new key past this joins `gother`.
@@ -527,7 +530,7 @@ struct ListedFailure {
     group_message: Option<String>,
 }
 
-/// One of the first `max_failures` failures as pushed: its record (text included,
+/// One of the first `failures_listed` failures as pushed: its record (text included,
 /// strings exact-size), sequence number and group.
 #[derive(Debug)]
 struct EarlyFailure {
@@ -564,7 +567,7 @@ pub struct SummaryBuilder {
     counts: Counts,
     duration_us: u64,
     failures_total: u64,
-    /// The first `max_failures` failures, in report order, raw: only those shown are
+    /// The first `failures_listed` failures, in report order, raw: only those shown are
     /// cut, at the end (about half: the listed groups' first failures come first).
     failures: Vec<EarlyFailure>,
     groups: Vec<Group>,
@@ -609,6 +612,10 @@ pub struct SummaryBuilder {
     pending_order: std::collections::VecDeque<usize>,
     /// While first failures are read again: sequence number -> group index.
     recovering: HashMap<u64, usize>,
+    /// What the report logs said of their sessions (None: no report log).
+    session: Option<SessionFacts>,
+    /// Each test's outcome by node id, in report order, the first `max_outcomes` tests.
+    outcomes: IndexMap<String, &'static str>,
 }
 
 impl SummaryBuilder {
@@ -673,6 +680,47 @@ impl SummaryBuilder {
             pending_order: std::collections::VecDeque::new(),
             span_file: None,
             recovering: HashMap::new(),
+            session: None,
+            outcomes: IndexMap::new(),
+        }
+    }
+
+    /// The project this builder decides library code by (None: the path-pattern rule).
+    pub fn project(&self) -> Option<&ProjectCode> {
+        self.project.as_deref()
+    }
+
+    /// What the file just pushed (a report log) said of its session, after the earlier
+    /// files'.
+    pub fn add_session(&mut self, facts: SessionFacts) {
+        match &mut self.session {
+            Some(known) => known.merge(facts, &self.budgets),
+            None => self.session = Some(facts),
+        }
+    }
+
+    /// True when merging this builder into an earlier one would not be exact: some
+    /// failure joined `gother`, or some warning was only counted (see
+    /// [`groups_overflowed`](Self::groups_overflowed)).
+    pub fn overflowed(&self) -> bool {
+        self.groups_overflowed()
+            || self
+                .session
+                .as_ref()
+                .is_some_and(|s| s.warnings.overflowed())
+    }
+
+    /// Keep `node_id`'s outcome (the last one given wins, in the place of the first),
+    /// within `max_outcomes` tests.
+    fn note_outcome(&mut self, node_id: &str, outcome: Outcome) {
+        let max = self.budgets.max_outcomes;
+        if max == 0 {
+            return;
+        }
+        if let Some(known) = self.outcomes.get_mut(node_id) {
+            *known = outcome.as_str();
+        } else if self.outcomes.len() < max {
+            self.outcomes.insert(node_id.to_owned(), outcome.as_str());
         }
     }
 
@@ -735,6 +783,7 @@ impl SummaryBuilder {
             return;
         }
         self.counts.passed_with_failed_subtests += u64::from(record.passed_with_failed_subtests);
+        self.note_outcome(&record.node_id, outcome);
         match outcome {
             Outcome::Passed => self.counts.passed += 1,
             Outcome::Failed => self.counts.failed += 1,
@@ -837,7 +886,7 @@ impl SummaryBuilder {
             let listed = self.listed(&record, seq, &failure, &text, group);
             self.other.representative = Representative::Listed(Box::new(listed));
         }
-        let early = self.failures.len() < self.budgets.max_failures;
+        let early = self.failures.len() < self.budgets.failures_listed;
         let first_of_tracked = match group {
             GroupRef::Tracked(i) => new_group.then_some(i),
             GroupRef::Other => None,
@@ -1160,6 +1209,16 @@ impl SummaryBuilder {
         self.counts.passed_with_failed_subtests += c.passed_with_failed_subtests;
         self.duration_us = self.duration_us.saturating_add(other.duration_us);
         self.truncated.extend(other.truncated.iter().cloned());
+        if let Some(facts) = other.session {
+            self.add_session(facts);
+        }
+        for (node_id, outcome) in other.outcomes {
+            if let Some(known) = self.outcomes.get_mut(&node_id) {
+                *known = outcome;
+            } else if self.outcomes.len() < self.budgets.max_outcomes {
+                self.outcomes.insert(node_id, outcome);
+            }
+        }
         self.known_session_us = self.known_session_us.saturating_add(other.known_session_us);
         self.known_tests_us = self.known_tests_us.saturating_add(other.known_tests_us);
         self.text_bytes_omitted = self
@@ -1251,7 +1310,7 @@ impl SummaryBuilder {
         self.failures_total += other.failures_total;
         let room = self
             .budgets
-            .max_failures
+            .failures_listed
             .saturating_sub(self.failures.len());
         for mut failure in other.failures.into_iter().take(room) {
             failure.seq += offset;
@@ -1442,13 +1501,13 @@ impl SummaryBuilder {
             };
         }
         // Failures: one first failure per listed group (largest first), then the first
-        // others in report order, within max_failures; only those others are cut.
+        // others in report order, within failures_listed; only those others are cut.
         let firsts = order
             .iter()
             .filter_map(|&(_, _, group)| self.representative(group).listed())
-            .take(self.budgets.max_failures);
+            .take(self.budgets.failures_listed);
         let shown: std::collections::HashSet<u64> = firsts.map(|f| f.seq).collect();
-        let room = self.budgets.max_failures - shown.len();
+        let room = self.budgets.failures_listed - shown.len();
         let early = std::mem::take(&mut self.failures);
         let others: Vec<ListedFailure> = early
             .iter()
@@ -1505,7 +1564,7 @@ impl SummaryBuilder {
         let mut listed: Vec<&ListedFailure> = order
             .iter()
             .filter_map(|&(_, _, group)| self.representative(group).listed())
-            .take(b.max_failures)
+            .take(b.failures_listed)
             .collect();
         listed.extend(&others);
         let failures: Vec<FailureJson<'_>> = listed
@@ -1590,6 +1649,22 @@ impl SummaryBuilder {
                 .as_ref()
                 .map_or_else(Vec::new, |s| s.unmatched(&self.matched)),
             truncated: &self.truncated,
+            session: self.session.as_ref().map(|s| SessionJson {
+                exit_status: s.exit_status,
+                collected: s.collected,
+                deselected: s.deselected,
+                running: s
+                    .running
+                    .iter()
+                    .map(|(node_id, started)| RunningJson {
+                        node_id,
+                        started: *started,
+                    })
+                    .collect(),
+                stack_dump_armed: s.stack_dump_armed,
+                warnings: s.warnings.json(b),
+            }),
+            outcomes: (b.max_outcomes > 0).then_some(&self.outcomes),
         };
         serde_json::to_vec(&summary).expect("a summary always serialises")
     }
@@ -1612,6 +1687,24 @@ struct SummaryJson<'a> {
     omitted: OmittedJson,
     unmatched: Vec<&'a str>,
     truncated: &'a [String],
+    session: Option<SessionJson<'a>>,
+    outcomes: Option<&'a IndexMap<String, &'static str>>,
+}
+
+#[derive(Serialize)]
+struct SessionJson<'a> {
+    exit_status: Option<i64>,
+    collected: Option<u64>,
+    deselected: u64,
+    running: Vec<RunningJson<'a>>,
+    stack_dump_armed: bool,
+    warnings: WarningsJson<'a>,
+}
+
+#[derive(Serialize)]
+struct RunningJson<'a> {
+    node_id: &'a str,
+    started: f64,
 }
 
 #[derive(Serialize)]
@@ -1789,7 +1882,7 @@ mod tests {
     #[test]
     fn a_small_run_gives_the_expected_summary() {
         let budgets = Budgets {
-            max_failures: 2,
+            failures_listed: 2,
             max_groups: 2,
             max_examples: 2,
             max_slowest: 3,
@@ -1941,7 +2034,7 @@ mod tests {
         let out = String::from_utf8(b.finish(Format::PytestJson, &["x.json".into()])).unwrap();
         assert_eq!(
             out,
-            r#"{"format":"pytest-json","files":["x.json"],"counts":{"total":1,"passed":1,"failed":0,"errors":0,"skipped":0,"xfailed":0,"xpassed":0,"flaky":0,"subtests_passed":0,"subtests_failed":0,"passed_with_failed_subtests":0},"duration_s":3e-6,"tests_duration_s":1e-6,"failures":[],"groups":[],"collection_errors":[],"slowest":[{"node_id":"a","duration_s":1e-6}],"omitted":{"failures":0,"groups":0,"collection_errors":0,"traceback_lines":0,"output_bytes":0,"text_bytes":0},"unmatched":[],"truncated":[]}"#
+            r#"{"format":"pytest-json","files":["x.json"],"counts":{"total":1,"passed":1,"failed":0,"errors":0,"skipped":0,"xfailed":0,"xpassed":0,"flaky":0,"subtests_passed":0,"subtests_failed":0,"passed_with_failed_subtests":0},"duration_s":3e-6,"tests_duration_s":1e-6,"failures":[],"groups":[],"collection_errors":[],"slowest":[{"node_id":"a","duration_s":1e-6}],"omitted":{"failures":0,"groups":0,"collection_errors":0,"traceback_lines":0,"output_bytes":0,"text_bytes":0},"unmatched":[],"truncated":[],"session":null,"outcomes":null}"#
         );
         // Forms orjson writes for the same doubles (checked against orjson 3.x).
         for (us, text) in [
@@ -1992,7 +2085,7 @@ mod tests {
 
     fn budgets_for_merge() -> Budgets {
         Budgets {
-            max_failures: 9,
+            failures_listed: 9,
             max_groups: 4,
             max_examples: 2,
             max_slowest: 4,

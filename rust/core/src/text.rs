@@ -212,6 +212,34 @@ impl HeadTail {
     }
 }
 
+/// What Python's `str.strip()` / `isspace()` take for whitespace: pytest's
+/// `longreprtext` strips its text with it.
+pub(crate) fn is_py_whitespace(c: char) -> bool {
+    matches!(
+        c,
+        ' ' | '\t'
+            | '\n'
+            | '\r'
+            | '\u{0b}'
+            | '\u{0c}'
+            | '\u{1c}'..='\u{1f}'
+            | '\u{85}'
+            | '\u{a0}'
+            | '\u{1680}'
+            | '\u{2000}'..='\u{200a}'
+            | '\u{2028}'
+            | '\u{2029}'
+            | '\u{202f}'
+            | '\u{205f}'
+            | '\u{3000}'
+    )
+}
+
+/// Python's `str.strip()`.
+pub(crate) fn py_strip(s: &str) -> &str {
+    s.trim_matches(is_py_whitespace)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

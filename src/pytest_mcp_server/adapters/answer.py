@@ -1,9 +1,9 @@
 """What an answer of ``execute_tests`` shows of a run's summary: which failures get an
 entry in the text (``failure_entries``), how long a line may be (``LINE_CHARS``), which
-slow tests are named (``SLOW_S``), and the structured content (``answer_summary``, and
-``with_run_dir`` for the paths of the run's directory).
+slow tests are named (``SLOW_S``); the structured content is ``adapters.mcp.structured``'s
+(``answer_summary``, and ``with_run_dir`` for the paths of the run's directory).
 
-The text (``render.render_text``) gives one entry per cause: the first listed failure
+The text (``text.render_text``) gives one entry per cause: the first listed failure
 of each group in full (traceback, output tails); the group's other failures are named
 only by a count and a few of the group's example node ids (``also in 17 more: ...``).
 A later listed failure of a group the groups budget left out has no count to join, so

@@ -43,10 +43,11 @@ from pytest_mcp_server.domain.policy import (
 from pytest_mcp_server.engine.models import CollectionError, Failure, Group, Location, ReportSummary
 
 if TYPE_CHECKING:  # only for annotations: the CLI's summarize does not load the tools' models
-    from pytest_mcp_server.domain.coverage import CoverageSummary
+    from pytest_mcp_server.domain.coverage_answer import CoverageSummary
     from pytest_mcp_server.domain.failures import ToolFailureDetail
     from pytest_mcp_server.domain.suspects import Suspect
-    from pytest_mcp_server.domain.tools import DiscoverResult, ExecuteResult, SummarizeResult, WarningsSummary
+    from pytest_mcp_server.domain.tools import DiscoverResult, ExecuteResult, SummarizeResult
+    from pytest_mcp_server.engine.models import WarningsSummary
 
 _COUNT_ORDER = (
     ("failed", "failed"),
@@ -106,7 +107,7 @@ def verdict_word(summary: ReportSummary) -> str:
 def render_text(
     summary: ReportSummary,
     verdict: str | None = None,
-    failures_budget: str = "--max-failures",
+    failures_budget: str = "--failures-listed",
     deselected: int = 0,
     line_chars: int | None = None,
     every_failure: bool = False,

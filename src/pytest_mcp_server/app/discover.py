@@ -9,14 +9,14 @@ from pathlib import Path
 
 import anyio
 
-from pytest_mcp_server.app.affected import discover_affected
+from pytest_mcp_server.app.affected_call import discover_affected
 from pytest_mcp_server.app.runner import Runner, run_status
 from pytest_mcp_server.domain.policy import MAX_FILES_LISTED
 from pytest_mcp_server.domain.tools import DiscoverParams, DiscoverResult
 from pytest_mcp_server.domain.validation import check_node_ids_exist
 from pytest_mcp_server.engine.models import Budgets
 from pytest_mcp_server.run.argv import RECORDS_FILE, discover_argv
-from pytest_mcp_server.run.events import read_collected, read_run_events
+from pytest_mcp_server.run.events import read_collected
 
 
 async def discover_tests(runner: Runner, params: DiscoverParams) -> DiscoverResult:
@@ -39,16 +39,16 @@ async def discover_tests(runner: Runner, params: DiscoverParams) -> DiscoverResu
             records = tmp / RECORDS_FILE
             argv = discover_argv(params, interp, tmp)
             outcome = await runner.run_pytest(argv, max_timeout)
-            run_events = await anyio.to_thread.run_sync(read_run_events, records, runner.project())
-            run_status(outcome, argv, run_events, max_timeout, max_timeout)
+            read = await runner.read_records(records, Budgets(failures_listed=0), outcome, argv)
+            run_status(outcome, argv, read.session, max_timeout, max_timeout)
             page = await anyio.to_thread.run_sync(partial(read_collected, records, params.offset, params.limit))
-            summary = await runner.summarize_records(records, Budgets(max_failures=0), outcome, argv)
+            summary = read.summary()
         finally:
             with anyio.CancelScope(shield=True):
                 shutil.rmtree(tmp, ignore_errors=True)
     total, files, files_omitted, node_ids = page
     end = params.offset + len(node_ids)
-    session_s = run_events.session_duration_s
+    session_s = read.session_s()
     return DiscoverResult(
         total=total,
         files=files,
@@ -61,7 +61,7 @@ async def discover_tests(runner: Runner, params: DiscoverParams) -> DiscoverResu
 
 
 async def _discover_affected(runner: Runner, params: DiscoverParams) -> DiscoverResult:
-    """``discover_tests`` with ``affected``: the plan of an affected run (``app.affected``),
+    """``discover_tests`` with ``affected``: the plan of an affected run (``app.affected_call``),
     its selected tests paged with their reasons."""
     tmp = Path(await anyio.to_thread.run_sync(partial(tempfile.mkdtemp, prefix="pytest-mcp-discover-")))
     try:

@@ -2,9 +2,11 @@
 with the engine's summary of the run's record file.
 
 Each run writes one record file, ``<run directory>/records.jsonl`` (``RECORDS_FILE``: the
-server's plugin's stream in pytest-reportlog's format, ``run.events``): the report engine
-summarises it, the server follows it for progress and reads the warnings, counts and the
-running test from it. With ``repeat``, one call makes several such runs (``app.repeat``).
+server's plugin's stream in pytest-reportlog's format, ``run.events``): the server follows
+it for progress, and once the run ended the report engine reads it in one pass, its
+summary with the warnings, counts, the running test and each test's outcome
+(``Runner.read_records``). With ``repeat``, one call makes several such runs
+(``app.repeat``).
 
 When a run times out or pytest dies (a signal, ``os._exit``), the answer still says what
 happened: the record file names the test that was running and since when, and its
@@ -25,19 +27,17 @@ from typing import Any
 
 import anyio
 
-from pytest_mcp_server.app.affected import execute_affected, interpreter_with_coverage
+from pytest_mcp_server.app.affected_call import execute_affected, interpreter_with_coverage
 from pytest_mcp_server.app.repeat import execute_repeated
-from pytest_mcp_server.app.runner import Runner, run_status
-from pytest_mcp_server.domain.coverage import ran_a_test
+from pytest_mcp_server.app.runner import RunAnswer, Runner, RunRecords, run_status
+from pytest_mcp_server.domain.coverage_answer import ran_a_test
 from pytest_mcp_server.domain.failures import ToolFailure, invalid
 from pytest_mcp_server.domain.suspects import group_by_suspect
 from pytest_mcp_server.domain.tools import ExecuteParams, ExecuteResult
 from pytest_mcp_server.domain.validation import check_node_ids_exist
-from pytest_mcp_server.engine import summarize as engine_summarize
-from pytest_mcp_server.engine.models import Budgets, ReportError
 from pytest_mcp_server.run.argv import RECORDS_FILE, STACKS_FILE, child_env, execute_argv
-from pytest_mcp_server.run.coverage import coverage_env, find_suspects, finish_coverage, missing_coverage
-from pytest_mcp_server.run.events import EventFollower, ProgressFn, RunEvents, read_outcomes, read_run_events
+from pytest_mcp_server.run.coverage_run import coverage_env, find_suspects, finish_coverage, missing_coverage
+from pytest_mcp_server.run.events import EventFollower, ProgressFn
 from pytest_mcp_server.run.git import changed_lines
 from pytest_mcp_server.run.interpreter import Interpreter
 from pytest_mcp_server.run.process import ProcessOutcome, signal_name
@@ -54,9 +54,9 @@ async def execute_tests(runner: Runner, params: ExecuteParams, progress: Progres
     usage and internal errors, and ``coverage`` without coverage.py and pytest-cov
     (``coverage_missing``); failing tests, collection errors (exit 2) and an empty
     selection (exit 5) are results. With ``coverage`` the run writes its data into
-    the run directory and the result carries its ``coverage`` (``run.coverage``).
+    the run directory and the result carries its ``coverage`` (``run.coverage_run``).
     With ``repeat`` above 1 the selection runs that many times (``app.repeat``).
-    With ``affected`` only the tests a change can affect run (``app.affected``;
+    With ``affected`` only the tests a change can affect run (``app.affected_call``;
     ``coverage_missing`` without coverage.py).
     """
     check_node_ids_exist(params.node_ids, runner.root)
@@ -81,20 +81,19 @@ async def execute_tests(runner: Runner, params: ExecuteParams, progress: Progres
     if params.repeat > 1:
         run_once = partial(execute_run, runner, params, interp)
         return await execute_repeated(runner, params, interp, timeout, progress, run_once)
-    return (await execute_run(runner, params, interp, timeout, progress))[0]
+    return (await execute_run(runner, params, interp, timeout, progress)).result
 
 
 async def execute_run(
     runner: Runner, params: ExecuteParams, interp: Interpreter, timeout: float, progress: ProgressFn | None
-) -> tuple[ExecuteResult, float]:
+) -> RunAnswer:
     """One complete run of ``execute_tests``: a fresh pytest in its own run directory
     (a pytest slot held while it runs), killed after ``timeout`` seconds, its record
-    file summarised. Returns the result and the pytest process's wall time (seconds;
-    the result's ``duration_s`` is pytest's own session time). Raises ``ToolFailure``
-    as ``execute_tests`` says."""
+    file read (each test's outcome too with ``repeat``). Raises ``ToolFailure`` as
+    ``execute_tests`` says."""
     async with runner.slots:
         run_dir = await anyio.to_thread.run_sync(runner.run_dirs.new)
-        return await run_in_dir(runner, params, interp, timeout, progress, run_dir)
+        return await run_in_dir(runner, params, interp, timeout, progress, run_dir, outcomes=params.repeat > 1)
 
 
 async def run_in_dir(
@@ -105,10 +104,13 @@ async def run_in_dir(
     progress: ProgressFn | None,
     run_dir: Path,
     plugin_options: Sequence[str] = (),
-) -> tuple[ExecuteResult, float]:
+    *,
+    outcomes: bool = False,
+) -> RunAnswer:
     """``execute_run`` in ``run_dir`` (made by ``runner.run_dirs.new``; a pytest slot held
     by the caller), with the server's further ``plugin_options`` on the argv
-    (``run.argv.execute_argv``). On a failure the run directory is removed."""
+    (``run.argv.execute_argv``), each test's outcome read when ``outcomes``. On a failure
+    the run directory is removed."""
     records = run_dir / RECORDS_FILE
     running = run_dir / RUNNING_MARKER
     running.touch()
@@ -127,14 +129,16 @@ async def run_in_dir(
         if progress is not None:
             await follower.report(progress)  # the tests finished after the follower's last poll
         ended_at = stopped_at[0] if stopped_at else time.time()
-        run_events = await anyio.to_thread.run_sync(read_run_events, records, project)
+        # the engine reads the record file once: the summary, what the session says, the outcomes
+        wanted = outcomes or params.coverage
+        read = await runner.read_records(records, params.budgets(), outcome, argv, project, outcomes=wanted)
         try:
-            status = run_status(outcome, argv, run_events, timeout, runner.config.max_timeout_s)
+            status = run_status(outcome, argv, read.session, timeout, runner.config.max_timeout_s)
         except ToolFailure as failure:
             if failure.kind in ("timeout", "crashed", "internal_error"):
-                await _explain_stop(runner, failure, run_dir, run_events, ended_at, outcome, params.budgets())
+                await _explain_stop(runner, failure, run_dir, read, ended_at, outcome)
             raise
-        summary = await runner.summarize_records(records, params.budgets(), outcome, argv, project)
+        summary = read.summary()
         coverage = None
         suspects = None
         if params.coverage and params.repeat == 1:  # a repeated call combines all its runs at the end
@@ -144,8 +148,7 @@ async def run_in_dir(
                 interp.python, runner.root, child_env(), run_dir, changed=changed, tests_ran=ran
             )
             if summary.counts.failed or summary.counts.errors:
-                outcomes = await anyio.to_thread.run_sync(read_outcomes, records)
-                suspects = await find_suspects(run_dir, runner.root, changed, outcomes)
+                suspects = await find_suspects(run_dir, runner.root, changed, read.outcomes)
                 if suspects:  # failures with no cause frame that ran the top suspect: one cause
                     summary = group_by_suspect(summary, suspects[0], params.budgets().max_examples)
         keep = True
@@ -154,7 +157,7 @@ async def run_in_dir(
             running.unlink(missing_ok=True)
             if not keep:
                 shutil.rmtree(run_dir, ignore_errors=True)
-    session_s = run_events.session_duration_s
+    session_s = read.session_s()
     result = ExecuteResult(
         status=status,
         exit_code=outcome.exit_code,
@@ -162,31 +165,31 @@ async def run_in_dir(
         command=argv,
         report_path=str(records),
         summary=summary,
-        warnings=run_events.warnings,
-        deselected=run_events.deselected,
+        warnings=read.session.warnings,
+        deselected=read.session.deselected,
         coverage=coverage,
         suspects=suspects,
     )
-    return result, outcome.duration_s
+    return RunAnswer(result, outcome.duration_s, read.outcomes)
 
 
 async def _explain_stop(
     runner: Runner,
     failure: ToolFailure,
     run_dir: Path,
-    run_events: RunEvents,
+    read: RunRecords,
     ended_at: float,
     outcome: ProcessOutcome,
-    budgets: Budgets,
 ) -> None:
     """Add to a ``timeout``, ``crashed`` or ``internal_error`` failure what the record file says: the test
     that was running and for how long, its stack (the timeout's dump, or faulthandler's
-    fatal-error report in stderr), and the summary of the tests that finished (the file's
-    complete lines through the report engine). The message names the running test and
-    its innermost frame."""
+    fatal-error report in stderr), and the summary of the tests that finished (the engine
+    read the file's complete lines: a write cut by the kill is its ``truncated``). The
+    message names the running test and its innermost frame."""
     update: dict[str, Any] = {}
     message = failure.detail.message
-    running = next(iter(run_events.running), None)
+    running_tests = read.session.running
+    running = running_tests[0].node_id if running_tests else None
     if failure.kind == "timeout":
         text = await anyio.to_thread.run_sync(read_dumps, run_dir / STACKS_FILE)
         # the running test's function, to pick its thread among the xdist workers'
@@ -201,11 +204,11 @@ async def _explain_stop(
                 f"pytest was killed by {signal_name(outcome.exit_code)} after {outcome.duration_s:g}s: "
                 f"{fatal[0]} (faulthandler's report is in stderr_tail)."
             )
-    if run_events.running:
-        node_id, started = next(iter(run_events.running.items()))
+    if running_tests:
+        node_id = running_tests[0].node_id
         update["running_test"] = node_id
-        update["running_for_s"] = round(max(0.0, ended_at - started), 2)
-        others = len(run_events.running) - 1
+        update["running_for_s"] = round(max(0.0, ended_at - running_tests[0].started), 2)
+        others = len(running_tests) - 1
         also = f" (and {others} more)" if others else ""
         where = f", at {own_frame}" if own_frame else ""
         message += f" The test running was {node_id}{also}, for {update['running_for_s']:g}s{where}."
@@ -213,14 +216,7 @@ async def _explain_stop(
         message += f" No test was running (collection, or a session fixture); pytest stood at {own_frame}."
     if stack:
         update["stack"] = stack
-    records = run_dir / RECORDS_FILE
-    # the engine reads the complete lines (a write cut by the kill is left out: its ``truncated``)
-    if run_events.finished or run_events.collection_errors:
-        try:
-            update["summary"] = await anyio.to_thread.run_sync(
-                partial(engine_summarize, [str(records)], budgets=budgets, project=runner.project())
-            )
-        except ReportError:
-            pass  # the answer keeps the output tails
+    if read.tests_or_errors:
+        update["summary"] = read.summary()  # else the answer keeps the output tails
     update["message"] = message
     failure.detail = failure.detail.model_copy(update=update)

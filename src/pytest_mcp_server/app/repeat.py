@@ -1,7 +1,7 @@
 """``execute_tests`` with ``repeat`` above 1: the selection runs that many times, one
 complete run after the other (each a fresh pytest with its own run directory and record
 file), and the tests whose outcome changed between runs are the flaky ones
-(``domain.flaky.OutcomeHistory``, fed with each run's ``run.events.read_outcomes``).
+(``domain.flaky.OutcomeHistory``, fed with each run's outcomes as the engine read them).
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import anyio
 
-from pytest_mcp_server.app.runner import Runner
-from pytest_mcp_server.domain.coverage import ran_a_test
+from pytest_mcp_server.app.runner import RunAnswer, Runner
+from pytest_mcp_server.domain.coverage_answer import ran_a_test
 from pytest_mcp_server.domain.failures import ToolFailure, ToolFailureDetail
 from pytest_mcp_server.domain.flaky import FlakyTest, OutcomeHistory, last_failing_run
 from pytest_mcp_server.domain.suspects import group_by_suspect
@@ -21,15 +21,15 @@ from pytest_mcp_server.domain.tools import ExecuteParams, ExecuteResult
 from pytest_mcp_server.engine import summarize as engine_summarize
 from pytest_mcp_server.engine.models import Budgets, Failure, ReportError
 from pytest_mcp_server.run.argv import child_env
-from pytest_mcp_server.run.coverage import find_suspects, finish_coverage
-from pytest_mcp_server.run.events import ProgressFn, read_outcomes
+from pytest_mcp_server.run.coverage_run import find_suspects, finish_coverage
+from pytest_mcp_server.run.events import ProgressFn
 from pytest_mcp_server.run.git import changed_lines
 from pytest_mcp_server.run.interpreter import Interpreter
 
-RunOnce = Callable[[float, ProgressFn | None], Awaitable[tuple[ExecuteResult, float]]]
+RunOnce = Callable[[float, ProgressFn | None], Awaitable[RunAnswer]]
 """One complete run (``app.execute.execute_run`` bound to its runner, parameters and
-interpreter): given the seconds left and a progress callback, the run's result and the
-pytest process's wall time."""
+interpreter): given the seconds left and a progress callback, the run's result, the
+pytest process's wall time and each test's outcome."""
 
 
 async def execute_repeated(
@@ -76,12 +76,12 @@ async def execute_repeated(
         try:
             if timeout - spent <= 0:
                 raise ToolFailure("timeout", "pytest was not started: no time was left.")
-            result, wall_s = await run_once(timeout - spent, run_progress)
+            answer = await run_once(timeout - spent, run_progress)
         except ToolFailure as failure:
             failure.detail = _repeat_stop(failure, index, params, timeout, spent, history)
             raise
-        spent += wall_s
-        outcomes = await anyio.to_thread.run_sync(read_outcomes, Path(result.report_path))
+        result, outcomes = answer.result, answer.outcomes
+        spent += answer.wall_s
         history.add_run(outcomes)
         reports.append(result.report_path)
         run_dirs.append(Path(result.report_path).parent)

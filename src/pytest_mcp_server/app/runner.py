@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -19,12 +20,11 @@ import anyio
 
 from pytest_mcp_server.domain.config import ServerConfig
 from pytest_mcp_server.domain.failures import FailureKind, ToolFailure
-from pytest_mcp_server.domain.policy import ERROR_LINE_CHARS, KILL_GRACE_S
-from pytest_mcp_server.domain.tools import RunStatus
-from pytest_mcp_server.engine import summarize as engine_summarize
-from pytest_mcp_server.engine.models import Budgets, ProjectCode, ReportError, ReportSummary
+from pytest_mcp_server.domain.policy import ERROR_LINE_CHARS, EVERY_OUTCOME, KILL_GRACE_S
+from pytest_mcp_server.domain.tools import ExecuteResult, RunStatus
+from pytest_mcp_server.engine import read_report
+from pytest_mcp_server.engine.models import Budgets, ProjectCode, ReportError, ReportSummary, RunReport, Session
 from pytest_mcp_server.run.argv import RECORDS_FILE, ExitCode, child_env
-from pytest_mcp_server.run.events import RunEvents
 from pytest_mcp_server.run.interpreter import Interpreter, find_python, probe_interpreter
 from pytest_mcp_server.run.process import ProcessOutcome, run_process, signal_name
 from pytest_mcp_server.run.project import project_code
@@ -102,7 +102,7 @@ class Runner:
         """Run ``argv`` in the root (``process.run_process``: its own process group, bounded
         output, killed after ``timeout`` seconds with everything it started) with the
         child's environment plus ``extra_env`` (the server's own variables, e.g.
-        ``run.coverage.coverage_env``; never an agent's). Raises
+        ``run.coverage_run.coverage_env``; never an agent's). Raises
         ``ToolFailure(pytest_missing)`` when the interpreter cannot be started."""
         env = child_env(run=True) | (extra_env or {})
         try:
@@ -116,24 +116,80 @@ class Runner:
                 command=argv,
             ) from None
 
-    async def summarize_records(
+    async def read_records(
         self,
         records: Path,
         budgets: Budgets,
         outcome: ProcessOutcome,
         argv: list[str],
         project: ProjectCode | None = None,
-    ) -> ReportSummary:
-        """The engine's summary of a run's record file with ``project`` (default
-        ``project()``); a file the engine cannot read is ``ToolFailure(crashed)``."""
+        *,
+        outcomes: bool = False,
+    ) -> RunRecords:
+        """A run's record file read once by the engine (``engine.read_report``) with
+        ``project`` (default ``project()``), each test's outcome too when ``outcomes``.
+        Raises nothing: a file the engine cannot read (a pytest that died before writing
+        it) reads as a session that never finished, its summary the ``crashed`` failure
+        that ``RunRecords.summary`` raises."""
+        if outcomes:
+            budgets = budgets.model_copy(update={"max_outcomes": EVERY_OUTCOME})
+        reading = partial(read_report, [str(records)], budgets=budgets, project=project or self.project())
         try:
-            return await anyio.to_thread.run_sync(
-                partial(engine_summarize, [str(records)], budgets=budgets, project=project or self.project())
-            )
+            return RunRecords(await anyio.to_thread.run_sync(reading))
         except ReportError as exc:
-            raise process_failure(
+            failure = process_failure(
                 "crashed", f"the report pytest wrote cannot be read ({exc.kind}): {exc}", outcome, argv
-            ) from None
+            )
+            return RunRecords(None, failure)
+
+
+@dataclass(frozen=True)
+class RunAnswer:
+    """One run of ``execute_tests``: its ``result``, the pytest process's wall time
+    (``wall_s``, seconds; the result's ``duration_s`` is pytest's own session time) and,
+    when asked for, each test's outcome by node id in report order (``outcomes``)."""
+
+    result: ExecuteResult
+    wall_s: float
+    outcomes: dict[str, str]
+
+
+class RunRecords:
+    """What the engine read of a run's record file (``Runner.read_records``): ``report``
+    (None when the file could not be read, ``unreadable`` saying why)."""
+
+    def __init__(self, report: RunReport | None, unreadable: ToolFailure | None = None) -> None:
+        self.report = report
+        self.unreadable = unreadable
+
+    @property
+    def session(self) -> Session:
+        """What the file says of the session (an unread file: a session that never
+        finished, nothing running)."""
+        return self.report.session or Session() if self.report is not None else Session()
+
+    @property
+    def outcomes(self) -> dict[str, str]:
+        """Each test's outcome by node id, in report order (asked for with ``outcomes``)."""
+        return dict(self.report.outcomes or {}) if self.report is not None else {}
+
+    @property
+    def tests_or_errors(self) -> bool:
+        """Whether some test finished or some collection error was recorded."""
+        return self.report is not None and bool(self.report.counts.total or self.report.collection_errors)
+
+    def session_s(self) -> float | None:
+        """pytest's session time (seconds), None when the session never finished."""
+        finished = self.report is not None and self.session.exit_status is not None
+        return self.report.duration_s if finished and self.report is not None else None
+
+    def summary(self) -> ReportSummary:
+        """The summary alone. Raises the ``crashed`` ``ToolFailure`` of a file that could
+        not be read."""
+        if self.report is None:
+            assert self.unreadable is not None
+            raise self.unreadable
+        return self.report.summary()
 
 
 def process_failure(kind: FailureKind, message: str, outcome: ProcessOutcome, argv: list[str]) -> ToolFailure:
@@ -152,12 +208,12 @@ def process_failure(kind: FailureKind, message: str, outcome: ProcessOutcome, ar
 
 
 def run_status(
-    outcome: ProcessOutcome, argv: list[str], run_events: RunEvents, timeout: float, max_timeout_s: float
+    outcome: ProcessOutcome, argv: list[str], session: Session, timeout: float, max_timeout_s: float
 ) -> RunStatus:
     """Map pytest's exit to a run status (``PYTEST_STATUSES``), or raise ``ToolFailure``
     for execution failures: ``timeout``, ``crashed`` (a signal, an exit status pytest never
-    uses, or a session that never finished: ``run_events``, the run's record file, has no
-    SessionFinish), ``usage_error`` (exit 4) and ``internal_error`` (exit 3, or a session
+    uses, or a session that never finished: ``session``, what the run's record file says,
+    has no exit status), ``usage_error`` (exit 4) and ``internal_error`` (exit 3, or a session
     whose recorded end says 3 though the process ended otherwise). ``timeout``:
     the run's, ``max_timeout_s``: the server's ceiling (seconds), named in the message."""
     code = outcome.exit_code
@@ -188,7 +244,7 @@ def run_status(
             argv,
         )
     # the session's own end says 3 when an error after it (a hook, a MemoryError) left another status
-    if code == ExitCode.INTERNAL_ERROR or run_events.exit_status == ExitCode.INTERNAL_ERROR:
+    if code == ExitCode.INTERNAL_ERROR or session.exit_status == ExitCode.INTERNAL_ERROR:
         raise process_failure(
             "internal_error",
             "pytest hit an internal error (exit 3), often a plugin or conftest hook raising: "
@@ -204,7 +260,7 @@ def run_status(
             outcome,
             argv,
         )
-    if run_events.exit_status is None:
+    if session.exit_status is None:
         raise process_failure(
             "crashed",
             f"pytest exited with {code} but its session never finished (no SessionFinish in {RECORDS_FILE}): "

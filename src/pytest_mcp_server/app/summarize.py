@@ -1,6 +1,6 @@
 """The ``summarize_report`` workflow: summarise existing report files (a run's
 ``report_path``, or reports inside the project), test reports through the report engine
-and coverage reports through ``engine.coverage``."""
+and coverage reports through ``engine.coverage_reports``."""
 
 from __future__ import annotations
 
@@ -10,14 +10,14 @@ from pathlib import Path
 import anyio
 
 from pytest_mcp_server.app.runner import Runner
-from pytest_mcp_server.domain.coverage import summarize_coverage
+from pytest_mcp_server.domain.coverage_answer import summarize_coverage
 from pytest_mcp_server.domain.failures import ToolFailure, invalid
 from pytest_mcp_server.domain.tools import SummarizeParams, SummarizeResult
 from pytest_mcp_server.domain.validation import resolve_inside
 from pytest_mcp_server.engine import summarize as engine_summarize
-from pytest_mcp_server.engine.coverage import CoverageFormat, sniff_coverage
+from pytest_mcp_server.engine.coverage_reports import CoverageFormat, sniff_coverage
 from pytest_mcp_server.engine.models import ReportError
-from pytest_mcp_server.run.coverage import project_lines
+from pytest_mcp_server.run.coverage_run import project_lines
 
 
 async def summarize_report(runner: Runner, params: SummarizeParams) -> SummarizeResult:
@@ -65,7 +65,7 @@ async def summarize_report(runner: Runner, params: SummarizeParams) -> Summarize
 async def _summarize_coverage(
     runner: Runner, params: SummarizeParams, paths: list[str], formats: list[CoverageFormat | None]
 ) -> SummarizeResult:
-    """``summarize_report`` on coverage reports (``engine.coverage.sniff_coverage`` found
+    """``summarize_report`` on coverage reports (``engine.coverage_reports.sniff_coverage`` found
     one among ``paths``): all must be coverage reports, merged as coverage.py combines
     data; ``node_ids`` is refused (a coverage report names no tests)."""
     if params.node_ids:

@@ -10,8 +10,8 @@ from typing import Any, Literal
 
 from pydantic import field_serializer
 
-from pytest_mcp_server.domain.affected import Selection
 from pytest_mcp_server.domain.flaky import FlakyTest
+from pytest_mcp_server.domain.selection import Selection
 from pytest_mcp_server.engine.models import ReportSummary, _Frozen
 
 FailureKind = Literal[

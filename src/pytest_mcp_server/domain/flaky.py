@@ -15,7 +15,7 @@ A test is flaky when the runs that ran it gave it at least two different letters
 flaky. A test that failed in every run that ran it is a consistent failure, not flaky.
 
 No MCP import, no processes: the workflow feeds each run's outcomes (the event plugin's
-records, ``events.read_outcomes``) into an ``OutcomeHistory``.
+records, as ``engine.read_report`` reads them) into an ``OutcomeHistory``.
 """
 
 from __future__ import annotations

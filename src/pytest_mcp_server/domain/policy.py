@@ -9,7 +9,7 @@ plugin loaded into the child pytest imports nothing of the server: its own caps 
 
 from __future__ import annotations
 
-from pytest_mcp_server.engine.models import Budgets
+from pytest_mcp_server.engine.models import Budgets, budget_bounds
 
 SERVER_NAME = "pytest-mcp-server"
 """The distribution name: the MCP server name, the console script, the cache directory."""
@@ -34,6 +34,11 @@ FULL_STORY = Budgets(
 """``summarize_report``'s default budgets when ``node_ids`` is given: the full story of a
 few tests (long tracebacks, messages and output, every frame whole: its ``def`` line,
 docstring and source up to the ``>`` line), without re-running them."""
+
+
+EVERY_OUTCOME = budget_bounds("max_outcomes")[1]
+"""The ``max_outcomes`` budget of a run whose every test's outcome the server needs (a
+``repeat``, an ``affected`` run, ``coverage``'s suspects): the most the engine allows."""
 
 
 # -- What an answer shows --------------------------------------------------------
@@ -210,13 +215,5 @@ it closes the streams: under load, closing at once cut an answer off."""
 
 MAX_FILES_LISTED = 500
 """Files listed with their test counts by ``run.events.read_collected`` (the others are counted)."""
-WARNING_GROUPS_LISTED = 5
-"""Distinct warnings listed in an answer (the others are counted in ``omitted``)."""
-WARNING_LOCATIONS = 3
-"""Distinct ``path:line`` kept per listed warning."""
-WARNING_MESSAGE_CHARS = 200
-"""Characters kept of a warning's message (its first line)."""
-WARNING_TRACEBACK_FRAMES = 3
-"""Frames kept of the traceback an exception warning (thread, ``__del__``) carries."""
 DISCOVER_FILES_SHOWN = 30
 """Files shown with their test counts in ``discover_tests``' text (the largest first)."""

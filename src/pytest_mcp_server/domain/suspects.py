@@ -3,7 +3,7 @@ change behind a failure that no traceback passes through (a wrong value caught b
 assertion in the test).
 
 The unit is a *hunk*: a run of consecutive changed executable lines (``git diff HEAD``
-and untracked files, ``domain.coverage.ChangedLines``) inside one function, or at module
+and untracked files, ``domain.coverage_answer.ChangedLines``) inside one function, or at module
 level; a changed line inside a multi-line statement counts at the statement's first
 line, where coverage.py records it (``source_shape``). A test ran a hunk when its
 per-test coverage context (pytest-cov's ``--cov-context=test``: ``<node id>|run``,
@@ -21,7 +21,7 @@ Spectrum-based Fault Localization", TAICPART 2007): code that every failing test
 no passing test ran comes first. ``group_by_suspect`` then makes one group of the
 failures with no cause frame that all ran the top suspect.
 
-No I/O: the caller reads the contexts (``engine.coverage.read_line_contexts``) and the
+No I/O: the caller reads the contexts (``engine.coverage_reports.read_line_contexts``) and the
 changed files' source.
 """
 
@@ -34,12 +34,12 @@ from dataclasses import dataclass
 
 from pydantic import Field
 
-from pytest_mcp_server.domain.coverage import ChangedLines, line_ranges
-from pytest_mcp_server.engine.coverage import LineContexts
+from pytest_mcp_server.domain.coverage_answer import ChangedLines, line_ranges
+from pytest_mcp_server.engine.coverage_reports import LineContexts
 from pytest_mcp_server.engine.models import Group, ReportSummary, _Frozen, is_test_path
 
 FAILING_OUTCOMES = frozenset({"failed", "error"})
-"""Outcomes (``run.events.read_outcomes``' names) that make a test a failing one here;
+"""Outcomes (``engine.read_report``'s, pytest-json-report's names) that make a test a failing one here;
 ``xfailed`` is expected, ``skipped`` ran nothing of interest."""
 
 PASSING_OUTCOMES = frozenset({"passed", "xpassed"})

@@ -25,8 +25,7 @@ from pydantic import (
     field_validator,
 )
 
-from pytest_mcp_server.domain.affected import Selection
-from pytest_mcp_server.domain.coverage import CoverageSummary
+from pytest_mcp_server.domain.coverage_answer import CoverageSummary
 from pytest_mcp_server.domain.expressions import check_expression
 from pytest_mcp_server.domain.flaky import FlakyTest
 from pytest_mcp_server.domain.policy import (
@@ -45,12 +44,14 @@ from pytest_mcp_server.domain.policy import (
     MAX_WORKERS,
     TIMEOUT_LIMIT_S,
 )
+from pytest_mcp_server.domain.selection import Selection
 from pytest_mcp_server.domain.suspects import Suspect
 from pytest_mcp_server.domain.validation import check_filter_node_id, check_node_id_syntax, check_report_path
 from pytest_mcp_server.engine.models import (
     Budgets,
     CollectionError,
     ReportSummary,
+    WarningsSummary,
     _Frozen,
     budget_bounds,
 )
@@ -121,7 +122,7 @@ class ExecuteParams(SelectionParams):
     coverage: bool = Field(False, description="line coverage via pytest-cov")
     affected: bool = False  # described in the server's instructions (tools/list is near its 4 KB)
     failures_listed: int = Field(
-        EXECUTE_BUDGETS.max_failures, ge=budget_bounds("max_failures")[0], le=MAX_FAILURES_LISTED
+        EXECUTE_BUDGETS.failures_listed, ge=budget_bounds("failures_listed")[0], le=MAX_FAILURES_LISTED
     )
     traceback_lines: int = Field(
         EXECUTE_BUDGETS.max_traceback_lines,
@@ -165,7 +166,7 @@ class ExecuteParams(SelectionParams):
         three budgets given here."""
         return EXECUTE_BUDGETS.model_copy(
             update={
-                "max_failures": self.failures_listed,
+                "failures_listed": self.failures_listed,
                 "max_traceback_lines": self.traceback_lines,
                 "max_output_bytes": self.output_bytes,
             }
@@ -195,9 +196,9 @@ class SummarizeParams(ParamsModel):
     )
     failures_listed: int | None = Field(
         None,
-        ge=budget_bounds("max_failures")[0],
+        ge=budget_bounds("failures_listed")[0],
         le=MAX_FAILURES_LISTED,
-        description=_summarize_default("max_failures"),
+        description=_summarize_default("failures_listed"),
     )
     traceback_lines: int | None = Field(
         None,
@@ -217,7 +218,7 @@ class SummarizeParams(ParamsModel):
         ``Budgets()``, with the budgets given here."""
         base = FULL_STORY if self.node_ids else Budgets()
         changes = {
-            "max_failures": self.failures_listed,
+            "failures_listed": self.failures_listed,
             "max_traceback_lines": self.traceback_lines,
             "max_output_bytes": self.output_bytes,
         }
@@ -226,36 +227,6 @@ class SummarizeParams(ParamsModel):
 
 RunStatus = Literal["passed", "failed", "no_tests", "interrupted"]
 """How a run ended: pytest's exits 0, 1, 5 and 2 (see ``ExecuteResult``)."""
-
-
-class WarningGroup(_Frozen):
-    """Warnings of one cause: same ``category`` (e.g. ``DeprecationWarning``) and
-    ``message`` (its first line, capped). ``count``: how many were recorded.
-    ``locations``: the first few distinct ``path:line`` where they were raised (paths as
-    the summaries show frames: relative below the root, ``<site-packages>/pkg/mod.py``
-    for an installed file, ``<stdlib>/re/_parser.py``, else ``.../`` and the last three
-    components: ``engine.shown_path``). ``traceback``: for an exception in a
-    thread or in ``__del__`` (``PytestUnhandledThreadExceptionWarning``,
-    ``PytestUnraisableExceptionWarning``), the end of its traceback (the last frames,
-    preferring the project's, and the exception line); else None."""
-
-    category: str
-    message: str
-    count: int
-    locations: list[str]
-    traceback: str | None = None
-
-
-class WarningsSummary(_Frozen):
-    """The warnings pytest recorded during a run (``pytest_warning_recorded``).
-
-    ``total``: warnings recorded. ``groups``: the first few distinct ones (in the order
-    first seen), at most ``policy.WARNING_GROUPS_LISTED``; ``omitted``: distinct ones
-    not listed."""
-
-    total: int = 0
-    groups: list[WarningGroup] = Field(default_factory=list)
-    omitted: int = 0
 
 
 class ExecuteResult(_Frozen):

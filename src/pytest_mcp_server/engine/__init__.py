@@ -13,7 +13,7 @@ import os
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Literal, get_args
 
-from pytest_mcp_server.engine.models import Budgets, ProjectCode, ReportSummary
+from pytest_mcp_server.engine.models import Budgets, ProjectCode, ReportSummary, RunReport
 
 if TYPE_CHECKING:
     from pytest_mcp_server.engine.pure.project import ProjectCode as PureProjectCode
@@ -114,7 +114,7 @@ def summarize(
     ``junit``, ``pytest-json`` or ``reportlog`` (pytest's ``--report-log`` JSON lines).
     ``backend``: ``auto`` (native if importable, else pure; a native extension that does
     not read report logs leaves them to pure), ``native`` or ``pure``. ``budgets``: a
-    ``Budgets`` (None: its defaults), e.g. ``Budgets(max_failures=10)``. ``select``: None
+    ``Budgets`` (None: its defaults), e.g. ``Budgets(failures_listed=10)``. ``select``: None
     lists every test; else node ids, files, directories or classes (``tests/a.py::TestX``, ``tests/unit/``): failures,
     groups, collection errors, slowest and ``omitted`` then only cover the tests they
     select, counts and duration stay the whole report's, and ``unmatched`` names the
@@ -131,8 +131,25 @@ def summarize(
     budgets given to ``Budgets``; ``ValueError`` for an empty path list or an unknown format/backend;
     ``TypeError`` for a ``select`` that is a single string instead of a sequence of them.
     """
+    return read_report(paths, format=format, backend=backend, budgets=budgets, select=select, project=project).summary()
+
+
+def read_report(
+    paths: Iterable[str | os.PathLike[str]] | str | os.PathLike[str],
+    *,
+    format: FormatChoice = "auto",
+    backend: Backend = "auto",
+    budgets: Budgets | None = None,
+    select: Sequence[str] | None = None,
+    project: ProjectCode | None = None,
+) -> RunReport:
+    """``summarize``'s reading whole, in the same single pass: the summary with what a
+    report log says of its run (``RunReport.session``: pytest's exit status, tests
+    collected, deselected and still running, the stack dump, warnings grouped with the
+    ``max_warning_*`` budgets) and, with the budget ``max_outcomes``, each test's outcome
+    (docs/ENGINE.md, *Session*). Arguments and errors as ``summarize``."""
     raw = summarize_bytes(paths, format=format, backend=backend, budgets=budgets, select=select, project=project)
-    return ReportSummary.model_validate_json(raw)
+    return RunReport.model_validate_json(raw)
 
 
 def shown_path(path: str, project: ProjectCode) -> str:

@@ -35,7 +35,7 @@ class Budgets(_Frozen):
     stays within a few kilobytes of text (see ``docs/ENGINE.md``, *Budgets*).
     """
 
-    max_failures: int = Field(20, ge=0, le=10_000, description="failures listed")
+    failures_listed: int = Field(20, ge=0, le=10_000, description="failures listed")
     max_traceback_lines: int = Field(40, ge=3, le=10_000, description="lines per traceback")
     max_line_chars: int = Field(200, ge=8, le=100_000, description="characters per traceback line")
     max_message_chars: int = Field(300, ge=8, le=100_000, description="characters per message")
@@ -50,6 +50,13 @@ class Budgets(_Frozen):
         ge=0,
         le=10_000,
         description="non-blank source lines kept before a traceback frame's `>` line (0: each frame on one line)",
+    )
+    max_warning_groups: int = Field(5, ge=0, le=10_000, description="warning groups listed")
+    max_warning_locations: int = Field(3, ge=0, le=1_000, description="distinct locations listed per warning group")
+    max_warning_chars: int = Field(200, ge=8, le=100_000, description="characters of a warning's message line")
+    max_warning_frames: int = Field(3, ge=0, le=1_000, description="frames kept of an exception warning's traceback")
+    max_outcomes: int = Field(
+        0, ge=0, le=10_000_000, description="tests whose outcome is listed by node id, in report order (0: none)"
     )
 
 
@@ -235,6 +242,63 @@ class Omitted(_Frozen):
     text_bytes: int = 0
 
 
+class WarningGroup(_Frozen):
+    """Warnings of one cause: same ``category`` (e.g. ``DeprecationWarning``) and
+    ``message`` (its first line, capped). ``count``: how many were recorded.
+    ``locations``: the first few distinct ``path:line`` where they were raised (paths as
+    the summaries show frames: relative below the root, ``<site-packages>/pkg/mod.py``
+    for an installed file, ``<stdlib>/re/_parser.py``, else ``.../`` and the last three
+    components: docs/ENGINE.md, *Project code*). ``traceback``: for an exception in a
+    thread or in ``__del__`` (``PytestUnhandledThreadExceptionWarning``,
+    ``PytestUnraisableExceptionWarning``), the end of its traceback (the last frames,
+    preferring the project's, and the exception line); else None."""
+
+    category: str
+    message: str
+    count: int
+    locations: list[str]
+    traceback: str | None = None
+
+
+class WarningsSummary(_Frozen):
+    """The warnings pytest recorded during a run (``pytest_warning_recorded``).
+
+    ``total``: warnings recorded. ``groups``: the first few distinct ones (in the order
+    first seen), at most the budget ``max_warning_groups``; ``omitted``: distinct ones
+    not listed (docs/ENGINE.md, *Warnings*)."""
+
+    total: int = 0
+    groups: list[WarningGroup] = Field(default_factory=list)
+    omitted: int = 0
+
+
+class RunningTest(_Frozen):
+    """A test that started and whose teardown report never came: ``node_id``, and
+    ``started``, when it started (unix time, seconds)."""
+
+    node_id: str
+    started: float
+
+
+class Session(_Frozen):
+    """What a report log says of its session beyond its tests (docs/ENGINE.md,
+    *Session*; the server's plugin writes all of it, pytest-reportlog some).
+
+    ``exit_status``: pytest's exit status from SessionFinish (None: the session never
+    finished). ``collected``: tests collected (None: collection never finished).
+    ``deselected``: tests deselected. ``running``: tests started and not finished, in
+    start order (with xdist, several). ``stack_dump_armed``: the plugin armed its stack
+    dump. ``warnings``: the warnings recorded, grouped. Several files: the highest exit
+    status, counts added up, running tests and warnings in file order."""
+
+    exit_status: int | None = None
+    collected: int | None = None
+    deselected: int = 0
+    running: list[RunningTest] = Field(default_factory=list)
+    stack_dump_armed: bool = False
+    warnings: WarningsSummary = Field(default_factory=WarningsSummary)
+
+
 class ReportSummary(_Frozen):
     """A compact summary of one or more JUnit XML, pytest-json-report or pytest report-log files.
 
@@ -266,6 +330,22 @@ class ReportSummary(_Frozen):
         """True when no test failed or errored (0 tests is ok here; callers that run
         tests treat an empty run separately)."""
         return self.counts.failed == 0 and self.counts.errors == 0
+
+
+class RunReport(ReportSummary):
+    """The engine's whole reading of report files: the summary, and what a report log
+    says of its run (the record file of a server run: docs/ENGINE.md, *Session*).
+
+    ``session``: None for other formats. ``outcomes``: with the budget ``max_outcomes``
+    above 0, the first that many tests' outcomes by node id, in report order (the
+    outcome each is counted with), else None."""
+
+    session: Session | None = None
+    outcomes: dict[str, Outcome] | None = None
+
+    def summary(self) -> ReportSummary:
+        """The summary alone (what answers carry)."""
+        return ReportSummary.model_construct(**{name: getattr(self, name) for name in ReportSummary.model_fields})
 
     def to_json(self) -> bytes:
         """The canonical JSON bytes (the same bytes both backends write)."""

@@ -17,7 +17,7 @@ from enum import IntEnum
 from pathlib import Path
 
 from pytest_mcp_server.domain.tools import ExecuteParams, SelectionParams
-from pytest_mcp_server.run.coverage import COVERAGE_ARGV
+from pytest_mcp_server.run.coverage_run import COVERAGE_ARGV
 from pytest_mcp_server.run.events import PLUGIN_DIR, PLUGIN_NAME
 from pytest_mcp_server.run.interpreter import Interpreter
 from pytest_mcp_server.run.process import RUN_MARKER
@@ -86,7 +86,7 @@ def execute_argv(
     ``RECORDS_FILE`` (and its stack dump into ``STACKS_FILE``) and keeping the project's
     record of failures (``--mcp-failures``: ``run.rundirs.FAILURES_FILE`` beside
     ``run_dir``, in place of pytest's cache plugins), with the server's further
-    ``plugin_options`` (``run.affected.affected_argv``), then the agent's validated
+    ``plugin_options`` (``run.recording.skip_options``), then the agent's validated
     options and selection (``last_failed`` selects from that record)."""
     argv = [interp.python, "-m", "pytest", "-p", PLUGIN_NAME, f"--mcp-records={run_dir / RECORDS_FILE}"]
     argv.append(f"--mcp-stacks={run_dir / STACKS_FILE}")

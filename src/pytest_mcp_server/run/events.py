@@ -1,16 +1,15 @@
 """The record plugin's side in the server: where the plugin is, how pytest loads it, and
-how its record file is read while the run goes on and after it.
+how its record file is followed while the run goes on.
 
 The plugin (``pytest_plugin/pytest_mcp_server_events.py``, whose docstring gives the
 format) writes one JSON-lines file per run in pytest-reportlog's format: the session's
 start and end, collection errors, tests collected and deselected, each test's start and
-its reports, warnings, and with --collect-only the collected node ids. The report engine
-summarises that file (``engine.summarize``); this module reads what the engine does not:
-``EventFollower`` follows the file during a run for progress; ``read_collected`` reads a
-collect-only run's node ids as a page; ``read_run_events`` reads a finished (or stopped)
-run's file once (the test still running, warnings grouped, collected and deselected
-counts, the session's duration and exit status); ``read_outcomes`` gives each finished
-test's outcome (``repeat``).
+its reports, warnings, and with --collect-only the collected node ids. Once the run
+ended, the report engine reads that file in one pass (``engine.read_report``: the
+summary, the test still running, warnings, counts, the session's end, each test's
+outcome). This module only follows it: ``EventFollower`` during a run for progress,
+``stack_dump_armed`` before the stack dump is asked for, and ``read_collected`` for a
+collect-only run's page of node ids.
 
 Every reader streams the file in chunks and looks at each line's head only as far as it
 needs (``LINE_HEAD_BYTES``): a failing test's line with megabytes of captured output is
@@ -22,22 +21,11 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Awaitable, Callable, Iterator
-from dataclasses import dataclass, field
-from json.encoder import encode_basestring_ascii
 from pathlib import Path
 
 import anyio
 
-from pytest_mcp_server.domain.policy import (
-    MAX_FILES_LISTED,
-    WARNING_GROUPS_LISTED,
-    WARNING_LOCATIONS,
-    WARNING_MESSAGE_CHARS,
-    WARNING_TRACEBACK_FRAMES,
-)
-from pytest_mcp_server.domain.tools import WarningGroup, WarningsSummary
-from pytest_mcp_server.engine import is_project_code, shown_path
-from pytest_mcp_server.engine.models import ProjectCode
+from pytest_mcp_server.domain.policy import MAX_FILES_LISTED
 
 PLUGIN_DIR = Path(__file__).resolve().parent / "pytest_plugin"
 """Put first on the child's ``PYTHONPATH``; holds only the plugin, so nothing else of
@@ -53,9 +41,6 @@ line (a failure's complete report) only the head with its type, node id, stage a
 outcome is needed."""
 READ_CHUNK_BYTES = 4 << 20
 """Bytes read from the record file at once."""
-_WARNING_KEYS_TRACKED = 10_000
-# distinct warnings counted one by one; beyond, new ones are only counted (memory stays bounded)
-_EXCEPTION_WARNINGS = ("PytestUnhandledThreadExceptionWarning", "PytestUnraisableExceptionWarning")
 
 # The plugin writes every line compact, ``$report_type`` first, and a test report's
 # ``nodeid``, ``when`` and ``outcome`` next, so a line's kind and test are read from its head.
@@ -63,8 +48,6 @@ _TYPE_PREFIX = b'{"$report_type":"'
 _TEST_REPORT = re.compile(
     rb'\{"\$report_type":"(?:Sub)?TestReport","nodeid":("(?:[^"\\]|\\.)*"),"when":"([^"]*)","outcome":"([^"]*)"'
 )
-_TEST_START = re.compile(rb'\{"\$report_type":"TestStart","nodeid":("(?:[^"\\]|\\.)*"),"start":([-+.0-9eE]+)\}$')
-_LEAN_TAIL = re.compile(rb',"duration":[-+.0-9eE]+\}$')
 _ENDS_TEST = (b"teardown",)  # the report that ends its test
 
 ProgressFn = Callable[[int, int | None], Awaitable[None]]
@@ -131,14 +114,6 @@ def record_type(line: bytes) -> bytes:
         return b""
     end = line.find(b'"', len(_TYPE_PREFIX))
     return line[len(_TYPE_PREFIX) : end] if end > 0 else b""
-
-
-def _ascii_key(encoded: bytes) -> bytes:
-    """A JSON string as the plugin's own encoder writes it (ASCII, ``\\u`` escapes): orjson
-    writes a complete report's node id in UTF-8."""
-    if encoded.isascii():
-        return encoded
-    return encode_basestring_ascii(json.loads(encoded)).encode("ascii")
 
 
 def _json(line: bytes, whole: bool) -> dict[str, object] | None:
@@ -231,179 +206,6 @@ def read_collected(records: Path, offset: int, limit: int) -> tuple[int, dict[st
     return total, files, len(other_files), page
 
 
-@dataclass
-class RunEvents:
-    """What the record file of a run says once the run ended (or was stopped).
-
-    ``running``: tests started and not finished, node id -> start (unix time, seconds),
-    in start order (with xdist, several). ``deselected``: tests deselected.
-    ``warnings``: the warnings grouped (``WarningsSummary``). ``collected``: tests
-    collected (None when collection did not finish). ``finished``: tests whose reports
-    were all written. ``collection_errors``: collectors that failed.
-    ``stack_dump_armed``: the plugin armed the stack dump (its ``SessionStart`` says so).
-    ``session_duration_s`` and ``exit_status``: from pytest's
-    ``SessionFinish`` (the session's seconds as its last line gives them, and its exit
-    status), None when the session did not finish (a kill, a crash).
-    """
-
-    running: dict[str, float] = field(default_factory=dict)
-    deselected: int = 0
-    warnings: WarningsSummary = field(default_factory=WarningsSummary)
-    collected: int | None = None
-    finished: int = 0
-    collection_errors: int = 0
-    stack_dump_armed: bool = False
-    session_duration_s: float | None = None
-    exit_status: int | None = None
-
-
-def read_run_events(records: Path, project: ProjectCode) -> RunEvents:
-    """Read a run's record file once (memory stays bounded: finished tests are
-    forgotten, distinct warnings beyond an internal limit only counted, long lines read
-    to their head). ``project``: the project's code, by which warning paths are shown
-    and a warning's traceback keeps the project's frames, as the engine shows and
-    classifies frames (``engine.shown_path``, ``engine.is_project_code``). A missing file
-    reads as no events; a line cut by a killed pytest, or not the plugin's, is skipped."""
-    result = RunEvents()
-    groups: dict[tuple[str, str, str], _WarningTally] = {}
-    total = 0
-    untracked: set[tuple[str, str, str]] = set()
-    running: dict[bytes, float] = {}  # node ids stay JSON-encoded: a 100k-test run decodes only the unfinished
-    for line, whole in RecordLines(records):
-        kind = record_type(line)
-        try:
-            if kind == b"TestReport" or kind == b"SubTestReport":
-                match = _TEST_REPORT.match(line)
-                if match and match[2] in _ENDS_TEST:
-                    running.pop(_ascii_key(match[1]), None)
-                    result.finished += 1
-            elif kind == b"TestStart":
-                match = _TEST_START.match(line)
-                if match:
-                    running[_ascii_key(match[1])] = float(match[2])
-            elif kind == b"CollectReport":
-                if line.startswith(b'{"$report_type":"CollectReport","nodeid":') and b',"outcome":"failed"' in line:
-                    result.collection_errors += 1
-            elif kind == b"WarningMessage":
-                record = _json(line, whole)
-                if record is None:
-                    continue
-                total += 1
-                tally = _WarningTally.of(record, project)
-                known = groups.get(tally.key)
-                if known is not None:
-                    known.add(tally)
-                elif len(groups) < _WARNING_KEYS_TRACKED:
-                    groups[tally.key] = tally
-                elif len(untracked) < _WARNING_KEYS_TRACKED:
-                    untracked.add(tally.key)
-            elif kind in (b"Deselected", b"CollectionFinish", b"SessionStart", b"SessionFinish"):
-                record = _json(line, whole)
-                if record is None:
-                    continue
-                if kind == b"Deselected":
-                    result.deselected += int(record["count"])  # type: ignore[call-overload]
-                elif kind == b"CollectionFinish":
-                    if result.collected is None:
-                        result.collected = int(record["collected"])  # type: ignore[call-overload]
-                elif kind == b"SessionStart":
-                    result.stack_dump_armed = record.get("stack_dump_armed") is True
-                else:
-                    result.session_duration_s = float(record["duration"])  # type: ignore[arg-type]
-                    result.exit_status = int(record["exitstatus"])  # type: ignore[call-overload]
-        except (ValueError, TypeError, KeyError, AttributeError):
-            continue
-    for encoded, start in running.items():
-        try:
-            result.running[json.loads(encoded)] = start
-        except ValueError:
-            continue
-    listed = [g.model() for g in list(groups.values())[:WARNING_GROUPS_LISTED]]
-    omitted = max(0, len(groups) - WARNING_GROUPS_LISTED) + len(untracked)
-    result.warnings = WarningsSummary(total=total, groups=listed, omitted=omitted)
-    return result
-
-
-@dataclass
-class _WarningTally:
-    key: tuple[str, str, str]
-    category: str
-    message: str
-    locations: list[str]
-    traceback: str | None
-    count: int = 1
-
-    @classmethod
-    def of(cls, record: dict[str, object], project: ProjectCode) -> _WarningTally:
-        category = str(record["category"])
-        text = str(record["message"])
-        message = _first_line(text)
-        location = f"{shown_path(str(record['filename']), project)}:{record['lineno']}"
-        traceback = None
-        key = (category, message, "")
-        if category in _EXCEPTION_WARNINGS:
-            # pytest's own file is the warning's location: the traceback says where it happened
-            traceback, where, exception = _cut_traceback(text, project)
-            location = where or location
-            key = (category, exception, location)
-        return cls(key, category, message, [location], traceback)
-
-    def add(self, other: _WarningTally) -> None:
-        self.count += 1
-        if other.locations[0] not in self.locations and len(self.locations) < WARNING_LOCATIONS:
-            self.locations.append(other.locations[0])
-
-    def model(self) -> WarningGroup:
-        return WarningGroup(
-            category=self.category,
-            message=self.message,
-            count=self.count,
-            locations=self.locations,
-            traceback=self.traceback,
-        )
-
-
-def _first_line(text: str) -> str:
-    line = text.strip().split("\n", 1)[0].strip()
-    return line if len(line) <= WARNING_MESSAGE_CHARS else line[: WARNING_MESSAGE_CHARS - 3] + "..."
-
-
-_TB_FRAME = re.compile(r'^  File "(?P<path>.*)", line (?P<line>\d+), in (?P<name>.*)$')
-
-
-def _cut_traceback(text: str, project: ProjectCode) -> tuple[str | None, str | None, str]:
-    """(the end of the last Python traceback in ``text``: its last
-    ``WARNING_TRACEBACK_FRAMES`` frames, the project's preferred, and its exception line;
-    ``path:line`` of the innermost project frame (else the innermost frame); the
-    exception line). The traceback is None when ``text`` holds none."""
-    start = text.rfind("Traceback (most recent call last):")
-    if start < 0:
-        return None, None, _first_line(text)
-    frames: list[tuple[str, str, bool]] = []  # (frame line, code line, in the project)
-    exception = ""
-    lines = text[start:].split("\n")[1:]
-    for i, line in enumerate(lines):
-        frame = _TB_FRAME.match(line)
-        if frame:
-            path = frame["path"]
-            code = lines[i + 1].strip() if i + 1 < len(lines) and lines[i + 1].startswith("    ") else ""
-            shown = f"{shown_path(path, project)}:{frame['line']} in {frame['name']}"
-            frames.append((shown, code, is_project_code(path, project)))
-        elif line and not line.startswith(" "):
-            exception = _first_line(line)
-            break
-    own = [f for f in frames if f[2]]
-    kept = (own or frames)[-WARNING_TRACEBACK_FRAMES:]
-    out: list[str] = []
-    for where, code, _ in kept:
-        out.append(where)
-        if code:
-            out.append("    " + code)
-    out.append(exception)
-    innermost = kept[-1][0].rsplit(" in ", 1)[0] if kept else None
-    return "\n".join(out), innermost, exception
-
-
 def stack_dump_armed(records: Path) -> bool:
     """True when the record file's first line (the plugin's ``SessionStart``) says the
     stack dump is armed: the dump signal may then be sent (else it would kill pytest)."""
@@ -414,61 +216,3 @@ def stack_dump_armed(records: Path) -> bool:
         return False
     record = _json(first.rstrip(b"\n"), first.endswith(b"\n")) if record_type(first) == b"SessionStart" else None
     return record is not None and record.get("stack_dump_armed") is True
-
-
-# pytest-json-report's outcome of a test from one of its reports: the test's is the last that is not a pass
-def _report_outcome(kind: bytes, when: str, outcome: str, xfail: bool) -> str | None:
-    if kind == b"SubTestReport":
-        return "failed" if outcome == "failed" else None  # a failed subtest fails its test
-    if outcome == "failed":
-        return "error" if when in ("setup", "teardown") else "failed"
-    if outcome == "skipped":
-        return "xfailed" if xfail else "skipped"
-    if outcome == "passed" and xfail:
-        return "xpassed"
-    return None  # passed, or a plugin's own (pytest-rerunfailures' rerun: a later report settles it)
-
-
-def read_outcomes(records: Path) -> dict[str, str]:
-    """Each test the record file says finished: node id -> outcome (pytest-json-report's
-    names: ``passed``, ``failed``, ``error``, ``skipped``, ``xfailed``, ``xpassed``), in
-    finishing order. Streams the file (a passed report is read from its head; only the
-    others are decoded); collection errors, lines cut by a killed pytest and a missing
-    file are skipped (a missing file reads as no test). A test whose teardown report
-    never came (a stopped run, an xdist worker that crashed) is among them, after the
-    others, when it ran: a call report, or a setup that did not pass (as the report
-    engine reads it)."""
-    outcomes: dict[str, str] = {}
-    current: dict[bytes, str] = {}  # encoded node id -> the outcome so far, until its teardown
-    ran: dict[bytes, None] = {}  # ... of those (in order), the ones that ran (a call, or a setup that did not pass)
-    for line, whole in RecordLines(records):
-        kind = record_type(line)
-        if kind != b"TestReport" and kind != b"SubTestReport":
-            continue
-        match = _TEST_REPORT.match(line)
-        if match is None:
-            continue
-        key, when, outcome = _ascii_key(match[1]), match[2].decode(), match[3].decode()
-        xfail = False
-        if not (outcome == "passed" and whole and _LEAN_TAIL.match(line, match.end())):
-            record = _json(line, whole)
-            xfail = record is not None and "wasxfail" in record
-        category = _report_outcome(kind, when, outcome, xfail)
-        so_far = current.setdefault(key, "passed")
-        if category is not None:
-            current[key] = category
-        if when == "call" and kind == b"TestReport" or when == "setup" and outcome != "passed":
-            ran[key] = None
-        if when == "teardown":
-            ran.pop(key, None)
-            _add_outcome(outcomes, key, current.pop(key, so_far))
-    for key in ran:
-        _add_outcome(outcomes, key, current[key])
-    return outcomes
-
-
-def _add_outcome(outcomes: dict[str, str], encoded: bytes, outcome: str) -> None:
-    try:
-        outcomes[json.loads(encoded)] = outcome
-    except ValueError:
-        pass

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import anyio
 
-from pytest_mcp_server.domain.coverage import ChangedLines
+from pytest_mcp_server.domain.coverage_answer import ChangedLines
 from pytest_mcp_server.domain.policy import GIT_TIMEOUT_S
 
 # The same output whatever the user's git configuration says: fixed a/ b/ prefixes (not

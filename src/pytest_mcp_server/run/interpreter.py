@@ -55,7 +55,7 @@ class Interpreter:
     python: str
     has_xdist: bool
     pytest_version: tuple[int, ...] = ()
-    # Top-level import names of the project's installed distributions (``project_code.INSTALLED_PROBE``).
+    # Top-level import names of the project's installed distributions (``project.INSTALLED_PROBE``).
     project_packages: tuple[str, ...] = ()
     # coverage.py and pytest-cov, which ``execute_tests`` with ``coverage`` needs (``coverage_run``).
     has_coverage: bool = False

@@ -26,8 +26,8 @@ from array import array
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
-from pytest_mcp_server.domain.affected import RecordedTest
 from pytest_mcp_server.domain.policy import MAP_BUSY_TIMEOUT_S
+from pytest_mcp_server.domain.selection import RecordedTest
 
 SCHEMA_VERSION = 5
 """The map's schema version, in its ``schema_version`` table; a map of another version is rebuilt."""
@@ -124,7 +124,7 @@ class TestMap:
 
     def tests(self, changed: Iterable[int] = ()) -> dict[str, RecordedTest]:
         """Every test's entry: node id -> ``RecordedTest``, its ``changed`` files those of
-        the blocks of ``changed`` (block ids, ``domain.affected.changed_blocks``) it ran."""
+        the blocks of ``changed`` (block ids, ``domain.selection.changed_blocks``) it ran."""
         wanted = set(changed)
         paths = {i: path for i, (path, _) in self.blocks().items() if i in wanted} if wanted else {}
         out: dict[str, RecordedTest] = {}

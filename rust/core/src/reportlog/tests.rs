@@ -2,9 +2,13 @@ use super::*;
 
 fn records(input: &str) -> Result<(Vec<Item>, ReportlogEnd), ReportError> {
     let mut items = Vec::new();
-    let end = parse_reportlog(input.as_bytes(), "r.jsonl", &Budgets::default(), &mut |i| {
-        items.push(i)
-    })?;
+    let end = parse_reportlog(
+        input.as_bytes(),
+        "r.jsonl",
+        &Budgets::default(),
+        None,
+        &mut |i| items.push(i),
+    )?;
     Ok((items, end))
 }
 
@@ -38,7 +42,7 @@ fn a_test_is_emitted_at_its_teardown_with_the_phases_aggregated() {
         "\n",
     );
     let (items, end) = records(input).unwrap();
-    assert_eq!(end, ReportlogEnd::default());
+    assert!(!end.cut_last_line && end.session_duration_us.is_none());
     let tests = tests_of(&items);
     assert_eq!(tests.len(), 1);
     let t = tests[0];
@@ -153,4 +157,44 @@ fn python_string_rules() {
         sep_line("-", "Captured"),
         format!("{} Captured {}", "-".repeat(35), "-".repeat(35))
     );
+}
+
+#[test]
+fn the_session_facts_come_from_the_same_pass() {
+    let input = concat!(
+        r#"{"$report_type": "SessionStart", "root": "/r", "stack_dump_armed": true}"#,
+        "\n",
+        r#"{"$report_type": "CollectionFinish", "collected": 3}"#,
+        "\n",
+        r#"{"$report_type": "CollectionFinish", "collected": 9}"#,
+        "\n",
+        r#"{"$report_type": "Deselected", "count": 2}"#,
+        "\n",
+        r#"{"$report_type": "TestStart", "nodeid": "t.py::a", "start": 10.5}"#,
+        "\n",
+        r#"{"$report_type": "TestReport", "nodeid": "t.py::a", "when": "teardown", "outcome": "passed"}"#,
+        "\n",
+        r#"{"$report_type": "TestStart", "nodeid": "t.py::b", "start": 11.0}"#,
+        "\n",
+        r#"{"$report_type": "WarningMessage", "category": null, "message": " hi\nthere", "filename": "/r/m.py", "lineno": 3}"#,
+        "\n",
+    );
+    let (_, end) = records(input).unwrap();
+    let session = end.session.expect("a report log has session facts");
+    assert_eq!(session.exit_status, None);
+    assert_eq!((session.collected, session.deselected), (Some(3), 2));
+    assert!(session.stack_dump_armed);
+    assert_eq!(
+        session.running.into_iter().collect::<Vec<_>>(),
+        vec![("t.py::b".to_owned(), 11.0)]
+    );
+    let json = serde_json::to_value(session.warnings.json(&Budgets::default())).unwrap();
+    assert_eq!(json["total"], 1);
+    assert_eq!(json["groups"][0]["category"], "Warning");
+    assert_eq!(json["groups"][0]["message"], "hi");
+    assert!(records(
+        r#"{"$report_type": "TestStart", "nodeid": "t.py::a"}
+"#
+    )
+    .is_err());
 }

@@ -16,8 +16,8 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from pytest_mcp_server.adapters.affected_text import render_discover_answer, render_execute_answer
 from pytest_mcp_server.adapters.mcp.structured import discover_structured, execute_structured, plain_structured
+from pytest_mcp_server.adapters.selection_text import render_discover_answer, render_execute_answer
 from pytest_mcp_server.adapters.text import render_summarize
 from pytest_mcp_server.app.discover import discover_tests
 from pytest_mcp_server.app.execute import execute_tests

@@ -12,7 +12,7 @@ listen, who may talk to it, and how much it accepts.
 Source of the rules: the MCP specification, *Transports*, *Streamable HTTP*, *Security
 Warning* (2025-11-25 and 2026-07-28): servers MUST validate ``Origin`` (403 when it is not
 allowed), SHOULD bind only to localhost when running locally, and SHOULD authenticate every
-connection. The SDK applies them (``mcp_adapter.serve_http``); this module decides them.
+connection. The SDK applies them (``server.serve_http``); this module decides them.
 """
 
 from __future__ import annotations

@@ -1,12 +1,12 @@
 """The MCP adapter: the only module that imports the MCP SDK.
 
 It builds a low-level ``mcp.server.lowlevel.Server`` from the tool catalogue
-(``tools.TOOLS``): ``tools/list`` lists each ``ToolSpec`` with its generated schemas,
+(``catalogue.TOOLS``): ``tools/list`` lists each ``ToolSpec`` with its generated schemas,
 and ``tools/call`` looks the tool up by name, parses its arguments, awaits its workflow
 and answers with the result and its text (``to_mcp_result``) or with the
 ``ToolFailure`` as a tool error (``to_mcp_failure``). It serves stdio (``run_stdio``) and
 Streamable HTTP (``run_http``: the SDK's own app for the low-level server, served by
-uvicorn, with the policy of ``http_security``).
+uvicorn, with the policy of ``http_policy``).
 
 Both protocol eras are served by the SDK's dual-era loop: a client that opens with the
 ``initialize`` handshake (2025-11-25) and one that sends 2026-07-28 per-request
@@ -44,7 +44,6 @@ from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel
 from starlette.requests import Request as HttpRequest
 
-from pytest_mcp_server.adapters.affected_text import render_failure_answer
 from pytest_mcp_server.adapters.mcp.catalogue import (
     INSTRUCTIONS,
     TOOLS,
@@ -54,6 +53,7 @@ from pytest_mcp_server.adapters.mcp.catalogue import (
     output_schema,
 )
 from pytest_mcp_server.adapters.mcp.http_policy import MCP_PATH, HttpSettings, token_matches
+from pytest_mcp_server.adapters.selection_text import render_failure_answer
 from pytest_mcp_server.app.runner import Runner
 from pytest_mcp_server.domain.config import ServerConfig, package_version
 from pytest_mcp_server.domain.failures import ToolFailure
@@ -316,7 +316,7 @@ def run_stdio(config: ServerConfig) -> int:
 class BearerTokenVerifier:
     """The SDK's ``TokenVerifier`` for one static bearer token (``--token-file`` or
     ``$PYTEST_MCP_SERVER_TOKEN``): a request's token is accepted when it equals the
-    server's (``http_security.token_matches``, constant time), else refused with 401 by
+    server's (``http_policy.token_matches``, constant time), else refused with 401 by
     the SDK's ``RequireAuthMiddleware``. The token is never logged."""
 
     def __init__(self, token: str) -> None:

@@ -124,10 +124,12 @@ def summarize_files(
             elif found == "pytest-json":
                 session_us = parse_pytest_json(f, path, budgets, builder.push)
             else:
-                end = parse_reportlog(f, path, budgets, builder.push)
+                end = parse_reportlog(f, path, budgets, builder.push, builder.project)
                 session_us = end.session_duration_us
                 if end.cut_last_line:
                     builder.note_truncated(path)
+                if end.session is not None:
+                    builder.add_session(end.session)
             builder.end_file(session_us)
     if seen_format is None:
         raise ValueError("paths is empty: give at least one report file")

@@ -20,9 +20,11 @@ import orjson
 
 from pytest_mcp_server.engine.models import ReportError
 
+from .project import ProjectCode
 from .pytest_json import TestEntries, _capped, _capped_text, _CrashData, _head_text, _PhaseData
 from .record import CollectionErrorRecord, Emit, TestRecord
-from .text import ATTR_CAP, duration_us_from_float
+from .text import ATTR_CAP, PY_WHITESPACE, U64_MAX, duration_us_from_float, py_strip
+from .warnings import WarningGroups
 
 _PHASES = ("setup", "call", "teardown")
 _REPORT_OUTCOMES = ("passed", "failed", "skipped", "rerun")
@@ -30,12 +32,6 @@ _REPORT_OUTCOMES = ("passed", "failed", "skipped", "rerun")
 # serde_json's recursion limit (128 levels fail), which the native reader keeps.
 MAX_DEPTH = 127
 
-# What Python's str.strip() / rstrip() / isspace() take for whitespace: pytest's
-# longreprtext strips its text with it.
-PY_WHITESPACE = (
-    " \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f\x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006"
-    "\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
-)
 # The line boundaries of Python's str.splitlines() (pytest's TerminalWriter._write_source uses it).
 _SPLITLINES = re.compile("\r\n|[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 # The width of pytest's terminal writer when it writes to a file (its fallback).
@@ -51,6 +47,52 @@ _SECTION_NAMES = {
 _BRACKETS = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{}]')
 
 
+class SessionFacts:
+    """What a report log says about its session beyond the tests' records (docs/ENGINE.md,
+    *Session*); the twin of ``SessionFacts`` in ``reportlog.rs``.
+
+    ``exit_status``: SessionFinish ``exitstatus`` (None: the session never finished, or
+    no status). ``collected``: the first CollectionFinish ``collected``. ``deselected``:
+    the sum of the Deselected ``count``s. ``running``: tests started (TestStart) whose
+    teardown report never came, node id -> ``start`` (unix seconds), in start order.
+    ``stack_dump_armed``: SessionStart's ``stack_dump_armed`` is ``true``. ``warnings``:
+    the WarningMessage records, grouped (``warnings.WarningGroups``).
+    """
+
+    __slots__ = ("exit_status", "collected", "deselected", "running", "stack_dump_armed", "warnings")
+
+    def __init__(self, budgets: dict[str, int], project: ProjectCode | None) -> None:
+        self.exit_status: int | None = None
+        self.collected: int | None = None
+        self.deselected = 0
+        self.running: dict[str, float] = {}
+        self.stack_dump_armed = False
+        self.warnings = WarningGroups(budgets, project)
+
+    def merge(self, other: SessionFacts) -> None:
+        """``other``'s facts after these (a later file of the same summary): the highest
+        exit status, counts added up, running tests and warnings after these."""
+        statuses = [s for s in (self.exit_status, other.exit_status) if s is not None]
+        self.exit_status = max(statuses) if statuses else None
+        known = [n for n in (self.collected, other.collected) if n is not None]
+        self.collected = min(sum(known), U64_MAX) if known else None
+        self.deselected = min(self.deselected + other.deselected, U64_MAX)
+        self.running.update(other.running)
+        self.stack_dump_armed = self.stack_dump_armed or other.stack_dump_armed
+        self.warnings.merge(other.warnings)
+
+    def json(self) -> dict[str, Any]:
+        """The summary's ``session`` object."""
+        return {
+            "exit_status": self.exit_status,
+            "collected": self.collected,
+            "deselected": self.deselected,
+            "running": [{"node_id": n, "started": t} for n, t in self.running.items()],
+            "stack_dump_armed": self.stack_dump_armed,
+            "warnings": self.warnings.summary(),
+        }
+
+
 @dataclass(slots=True)
 class ReportlogEnd:
     """What a report log says about the whole run, beyond its records.
@@ -59,11 +101,12 @@ class ReportlogEnd:
     valid JSON: a killed run); the complete lines were summarised.
     ``session_duration_us``: pytest's session time in integer microseconds, when the log
     has it (SessionFinish ``duration``, else the last report ``stop`` minus the first
-    ``start``); None otherwise.
+    ``start``); None otherwise. ``session``: what it says of its session.
     """
 
     cut_last_line: bool = False
     session_duration_us: int | None = None
+    session: SessionFacts | None = None
 
 
 class _Malformed(Exception):
@@ -85,17 +128,20 @@ class _Test:
         self.setup_not_passed = False
 
 
-def parse_reportlog(f: IO[bytes], path: str, budgets: dict[str, int], emit: Emit) -> ReportlogEnd:
+def parse_reportlog(
+    f: IO[bytes], path: str, budgets: dict[str, int], emit: Emit, project: ProjectCode | None = None
+) -> ReportlogEnd:
     """Read a pytest report log from ``f`` (binary, at byte 0), calling ``emit`` with each
     ``TestRecord`` / ``CollectionErrorRecord`` in report order (a test at its teardown).
 
-    ``budgets`` needs ``max_output_bytes`` and ``max_log_bytes``. Returns a
-    ``ReportlogEnd``. Raises ``ReportError``: ``malformed`` (naming the line) for a line
+    ``budgets`` needs ``max_output_bytes``, ``max_log_bytes`` and the warning budgets
+    (``max_warning_*``). Returns a ``ReportlogEnd``, with what the log says of its session
+    (its warnings grouped for ``project``). Raises ``ReportError``: ``malformed`` (naming the line) for a line
     that is not a JSON object, or a wrong type on a field the reader uses;
     ``not_a_report`` when no line has a ``$report_type``. Rules: docs/ENGINE.md,
     *pytest report-log*; the native reader (``reportlog.rs``) gives the same records.
     """
-    reader = _Reader(path, budgets, emit)
+    reader = _Reader(path, budgets, emit, project)
     line_no = 0
     end = ReportlogEnd()
     for raw in f:
@@ -130,6 +176,7 @@ def parse_reportlog(f: IO[bytes], path: str, budgets: dict[str, int], emit: Emit
         )
     reader.finish()
     end.session_duration_us = reader.session_duration_us()
+    end.session = reader.session
     return end
 
 
@@ -154,8 +201,9 @@ class _Reader:
     """The state of one report log: the tests waiting for their teardown, in order of
     their first report."""
 
-    def __init__(self, path: str, budgets: dict[str, int], emit: Emit) -> None:
+    def __init__(self, path: str, budgets: dict[str, int], emit: Emit, project: ProjectCode | None) -> None:
         self.path = path
+        self.session = SessionFacts(budgets, project)
         self.emit = emit
         self.max_output_bytes = budgets["max_output_bytes"]
         self.max_log_bytes = budgets["max_log_bytes"]
@@ -194,6 +242,7 @@ class _Reader:
         elif kind == "CollectReport":
             self.collect_report(obj)
         elif kind == "SessionStart":
+            self.session.stack_dump_armed = obj.get("stack_dump_armed") is True
             root = obj.get("root")
             if root is not None:
                 if type(root) is not str:
@@ -204,6 +253,45 @@ class _Reader:
             duration = _number(obj, "duration", "SessionFinish")
             if duration is not None:
                 self.finish_duration_us = duration_us_from_float(duration)
+            status = _integer(obj, "exitstatus", "SessionFinish")
+            if status is not None:
+                self.session.exit_status = status
+        elif kind == "TestStart":
+            node_id = _string(obj, "nodeid", "TestStart", required=True)
+            start = _number(obj, "start", "TestStart")
+            if start is None:
+                raise _Malformed('TestStart has no number "start"')
+            assert node_id is not None
+            self.session.running[_head_text(node_id, ATTR_CAP)[0]] = start
+        elif kind == "Deselected":
+            count = _integer(obj, "count", "Deselected")
+            if count is None or count < 0:
+                raise _Malformed("Deselected count must be an integer >= 0")
+            self.session.deselected = min(self.session.deselected + count, U64_MAX)
+        elif kind == "CollectionFinish":
+            collected = _integer(obj, "collected", "CollectionFinish")
+            if collected is None or collected < 0:
+                raise _Malformed("CollectionFinish collected must be an integer >= 0")
+            if self.session.collected is None:
+                self.session.collected = collected
+        elif kind == "WarningMessage":
+            self.warning(obj)
+
+    def warning(self, obj: dict[str, Any]) -> None:
+        """A WarningMessage (pytest-reportlog's, the plugin's): ``category`` a string or
+        null (a ``Warning``), ``message`` a string, ``filename`` and ``lineno`` a string
+        and an integer or null (then no location)."""
+        category = obj.get("category")
+        if category is None:
+            category = "Warning"
+        elif type(category) is not str:
+            raise _Malformed("WarningMessage category must be a string")
+        message = _string(obj, "message", "WarningMessage", required=True)
+        assert message is not None
+        filename = _string(obj, "filename", "WarningMessage")
+        lineno = _integer(obj, "lineno", "WarningMessage")
+        location = (filename, lineno) if filename is not None and lineno is not None else None
+        self.session.warnings.add(category, message, location)
 
     def test_report(self, obj: dict[str, Any]) -> None:
         node_id = _string(obj, "nodeid", "TestReport", required=True)
@@ -243,6 +331,7 @@ class _Reader:
             test.setup_not_passed = True
         self.sections(obj, test)
         if when == "teardown":
+            self.session.running.pop(node_id, None)
             del self.pending[node_id]
             self.complete(node_id, test)
 
@@ -388,6 +477,16 @@ def _string(obj: dict[str, Any], key: str, whose: str, required: bool = False) -
     return value
 
 
+def _integer(obj: dict[str, Any], key: str, whose: str) -> int | None:
+    """An integer field (in i64's range); None when absent or null."""
+    value = obj.get(key)
+    if value is None:
+        return None
+    if type(value) is not int or not -(2**63) <= value < 2**63:
+        raise _Malformed(f"{whose} {key} must be an integer")
+    return value
+
+
 def _number(obj: dict[str, Any], key: str, whose: str) -> float | None:
     value = obj.get(key)
     if value is None:
@@ -466,11 +565,6 @@ def relative_locations(text: str, node_id: str) -> str:
         if end > start and line.startswith(": ", end):
             lines[n] = line[at + 1 :]
     return "\n".join(lines)
-
-
-def py_strip(s: str) -> str:
-    """Python's ``str.strip()`` (kept explicit: the native twin strips the same set)."""
-    return s.strip(PY_WHITESPACE)
 
 
 def _longrepr(value: Any, stripped: bool) -> tuple[str | None, _CrashData]:

@@ -36,6 +36,7 @@ from .group import (
 )
 from .project import ProjectCode, display_path
 from .record import CollectionErrorRecord, TestRecord
+from .reportlog import SessionFacts
 from .select import Selection
 from .text import U64_MAX
 
@@ -181,7 +182,7 @@ class SummaryBuilder:
     builder*); the twin of ``SummaryBuilder`` in ``rust/core/src/summary.rs``.
 
     ``budgets``: a dict with the nine budget names of ``models.Budgets`` (ints).
-    Memory stays bounded by the budgets: counts, the first ``max_failures`` failures
+    Memory stays bounded by the budgets: counts, the first ``failures_listed`` failures
     and the first failure of each group (only these get their traceback cut), at most ``group_limit`` groups (default
     2,000) each with ``max_examples`` node ids, the ``max_slowest`` slowest tests, the
     first ``max_collection_errors`` collection errors. There is no ``merge``: several
@@ -203,7 +204,7 @@ class SummaryBuilder:
         selection: Selection | None = None,
         project: ProjectCode | None = None,
     ) -> None:
-        self._max_failures = budgets["max_failures"]
+        self._failures_listed = budgets["failures_listed"]
         self._max_traceback_lines = budgets["max_traceback_lines"]
         self._max_line_chars = budgets["max_line_chars"]
         self._context_lines = budgets["max_frame_context_lines"]
@@ -251,6 +252,25 @@ class SummaryBuilder:
         self._truncated: list[str] = []
         # One flag per select entry: it selected a failing/erroring test or a collection error.
         self._matched = [False] * len(selection.entries) if selection is not None else []
+        self._budgets = budgets
+        # What the report logs said of their sessions (None: no report log).
+        self._session: SessionFacts | None = None
+        # Each test's outcome by node id, in report order, the first max_outcomes tests.
+        self._max_outcomes = budgets["max_outcomes"]
+        self._outcomes: dict[str, str] = {}
+
+    @property
+    def project(self) -> ProjectCode | None:
+        """The project this builder decides library code by (None: the path-pattern rule)."""
+        return self._project
+
+    def add_session(self, facts: SessionFacts) -> None:
+        """What the file just pushed (a report log) said of its session, after the
+        earlier files'."""
+        if self._session is None:
+            self._session = facts
+        else:
+            self._session.merge(facts)
 
     def begin_file(self) -> None:
         """A file's records come next (its own tests' sum is measured from here)."""
@@ -291,6 +311,8 @@ class SummaryBuilder:
             return
         if item.passed_with_failed_subtests:
             self._passed_with_failed_subtests += 1
+        if self._max_outcomes and (item.node_id in self._outcomes or len(self._outcomes) < self._max_outcomes):
+            self._outcomes[item.node_id] = outcome
         self._counts[outcome] += 1
         if item.flaky:
             self._flaky += 1
@@ -354,7 +376,7 @@ class SummaryBuilder:
         listed: _Listed | None = None
         if group.representative is None:
             listed = group.representative = self._listed(record, seq, exception, line, frames, group.id)
-        if len(self._failures) < self._max_failures:
+        if len(self._failures) < self._failures_listed:
             self._failures.append(listed or self._listed(record, seq, exception, line, frames, group.id))
 
     def _described(self, record: TestRecord) -> tuple[str | None, str, DeepestFrames]:
@@ -537,10 +559,10 @@ class SummaryBuilder:
         groups.sort(key=lambda g: (-g.count, g.first_seq))
         listed_groups = groups[: self._max_groups]
         # Failures: one representative per listed group (largest first), then the others
-        # in report order, within max_failures.
-        failures = [g.representative for g in listed_groups if g.representative is not None][: self._max_failures]
+        # in report order, within failures_listed.
+        failures = [g.representative for g in listed_groups if g.representative is not None][: self._failures_listed]
         shown = {listed[0] for listed in failures}
-        room = self._max_failures - len(failures)
+        room = self._failures_listed - len(failures)
         failures += [listed for listed in self._failures if listed[0] not in shown][:room]
         summary = {
             "format": format,
@@ -585,5 +607,7 @@ class SummaryBuilder:
             },
             "unmatched": self._selection.unmatched(self._matched) if self._selection is not None else [],
             "truncated": self._truncated,
+            "session": self._session.json() if self._session is not None else None,
+            "outcomes": self._outcomes if self._max_outcomes else None,
         }
         return orjson.dumps(summary)

@@ -110,3 +110,16 @@ class HeadTail:
             + tail.decode("utf-8", "surrogatepass"),
             omitted,
         )
+
+
+PY_WHITESPACE = (
+    " \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f\x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006"
+    "\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+)
+"""What Python's ``str.strip()`` / ``isspace()`` take for whitespace (pytest's
+``longreprtext`` strips its text with it; the native twin's ``is_py_whitespace``)."""
+
+
+def py_strip(s: str) -> str:
+    """Python's ``str.strip()`` (kept explicit: the native twin strips the same set)."""
+    return s.strip(PY_WHITESPACE)

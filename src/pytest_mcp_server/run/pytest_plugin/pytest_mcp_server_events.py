@@ -208,7 +208,7 @@ def _start_recording(early_config: pytest.Config) -> None:
 
 
 def _short_hash(*values: str) -> str:
-    # the server's run.affected.short_hash, the same on both sides of the skip file
+    # the server's run.recording.short_hash, the same on both sides of the skip file
     return hashlib.sha256("\0".join(values).encode("utf-8", "surrogateescape")).hexdigest()[:16]
 
 
@@ -236,7 +236,7 @@ def _environment() -> dict[str, str]:
 
 
 def _stat_key(path: str) -> str | None:
-    # the server's run.affected.stat_key, the same on both sides
+    # the server's run.recording.stat_key, the same on both sides
     try:
         st = os.stat(path)
     except OSError:

@@ -30,10 +30,10 @@ from typing import Any
 import orjson
 
 from pytest_mcp_server.domain.blocks import FileBlocks, file_blocks, node_id_function
-from pytest_mcp_server.domain.coverage import ChangedLines, relative_path
+from pytest_mcp_server.domain.coverage_answer import ChangedLines, relative_path
 from pytest_mcp_server.domain.failures import ToolFailure
 from pytest_mcp_server.domain.policy import MONITORING_PYTHON
-from pytest_mcp_server.engine.coverage import LineContexts
+from pytest_mcp_server.engine.coverage_reports import LineContexts
 from pytest_mcp_server.run.events import PLUGIN_DIR
 from pytest_mcp_server.run.interpreter import Interpreter
 

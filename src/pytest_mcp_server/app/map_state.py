@@ -15,11 +15,11 @@ from typing import Any
 
 import orjson
 
-from pytest_mcp_server.domain.affected import RecordedTest, Selection, changed_blocks, select_affected, selection_of
 from pytest_mcp_server.domain.blocks import changed_functions, node_id_function
-from pytest_mcp_server.domain.coverage import ChangedLines
+from pytest_mcp_server.domain.coverage_answer import ChangedLines
 from pytest_mcp_server.domain.imports import FileImports, ProjectFiles, file_imports, importers, opaque_files
-from pytest_mcp_server.run.affected import (
+from pytest_mcp_server.domain.selection import RecordedTest, Selection, changed_blocks, select_affected, selection_of
+from pytest_mcp_server.run.recording import (
     ENVIRONMENT_PARTS,
     changed_parts,
     config_file_parts,
@@ -35,7 +35,7 @@ CONFIG_PARTS_KEY = "config_parts"
 """The map's ``meta`` row holding the last run's configuration parts (JSON), to name what changed."""
 COLLECTION_KEY = "collection"
 """The map's ``meta`` row holding what the last full collection looked at (JSON:
-``{"collection": run.affected.Collected.collection, "environment": ..., "total": N}``)."""
+``{"collection": run.recording.Collected.collection, "environment": ..., "total": N}``)."""
 IMPORTS_KEY = "imports"
 """The map's ``meta`` row holding the project's import graph as last read (``import_reach``)."""
 
@@ -45,7 +45,7 @@ class MapState:
     """The map before a run: its ``recorded`` tests (with the files of theirs that
     changed), the configuration ``before`` (the last run's parts), the ``notice`` when
     it was rebuilt, the configuration files' parts ``now``
-    (``run.affected.config_file_parts``), ``skip``: the recorded tests unchanged since
+    (``run.recording.config_file_parts``), ``skip``: the recorded tests unchanged since
     they passed, under the last run's environment, ``read``: the files whose block
     fingerprints were read this call (the map's are used while a file's stat key is
     unchanged), path -> (stat key, fingerprints), for the map to keep, and
@@ -81,7 +81,7 @@ class MapState:
 
 def read_map_state(root: Path, path: Path) -> MapState:
     """``MapState`` of the map at ``path`` for the project at ``root`` (blocking: files
-    and SQLite). A test is skipped when ``domain.affected.select_affected``, given the
+    and SQLite). A test is skipped when ``domain.selection.select_affected``, given the
     last run's environment, would not select it."""
     fingerprints: dict[str, set[str]] = {}
     read: dict[str, tuple[str, set[str]]] = {}

@@ -7,7 +7,7 @@ of MB costs the line sets, not the document. Cobertura files are refused when th
 a DTD internal subset, an entity declaration or an entity reference (XXE, billion
 laughs), as the engine refuses them in JUnit XML (``forbidden``); a ``<!DOCTYPE coverage
 SYSTEM "...">`` line naming Cobertura's external DTD, which Java tools write, is allowed
-and never fetched. What an answer says of them is ``domain.coverage``.
+and never fetched. What an answer says of them is ``domain.coverage_answer``.
 """
 
 from __future__ import annotations
@@ -134,7 +134,7 @@ class LineContexts:
 def read_line_contexts(path: str) -> dict[str, LineContexts]:
     """Per file (as the report names it) of a ``coverage json --show-contexts`` report,
     its ``LineContexts``. Streams the document one file at a time (a report of the
-    changed files only, as ``run.coverage`` writes it, stays small).
+    changed files only, as ``run.coverage_run`` writes it, stays small).
 
     Raises ``ReportError``: ``not_found``/``unreadable`` for a file that cannot be read,
     ``malformed`` for invalid JSON or a value of the wrong type."""

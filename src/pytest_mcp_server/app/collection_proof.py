@@ -15,24 +15,24 @@ from typing import Any
 import anyio
 import orjson
 
-from pytest_mcp_server.app.affected_state import MapState
+from pytest_mcp_server.app.map_state import MapState
 from pytest_mcp_server.app.runner import Runner
-from pytest_mcp_server.domain.affected import selection_of
+from pytest_mcp_server.domain.selection import selection_of
 from pytest_mcp_server.domain.tools import ExecuteParams, ExecuteResult
-from pytest_mcp_server.run.affected import (
+from pytest_mcp_server.run.argv import RECORDS_FILE, execute_argv
+from pytest_mcp_server.run.interpreter import Interpreter
+from pytest_mcp_server.run.process import ProcessOutcome
+from pytest_mcp_server.run.recording import (
     CollectionDelta,
     collection_delta,
     config_file_parts,
     stat_key,
 )
-from pytest_mcp_server.run.argv import RECORDS_FILE, execute_argv
-from pytest_mcp_server.run.interpreter import Interpreter
-from pytest_mcp_server.run.process import ProcessOutcome
 
 
 def last_full_collection(state: MapState, params: ExecuteParams) -> tuple[dict[str, Any], CollectionDelta] | str:
     """The last full collection the map recorded and how a collection now could differ
-    from it (``run.affected.collection_delta``), for a call that narrows nothing (no
+    from it (``run.recording.collection_delta``), for a call that narrows nothing (no
     ``node_ids``, ``markers``, ``keywords``, ``last_failed``) on a map that was trusted
     and holds the suite as last collected in full; else why not. Blocking."""
     if params.node_ids or params.markers or params.keywords or params.last_failed:
@@ -122,7 +122,8 @@ async def answer_without_pytest(
     ]
     await anyio.Path(records).write_bytes(b"".join(orjson.dumps(line) + b"\n" for line in lines))
     argv = execute_argv(params, interp, run_dir, options)
-    summary = await runner.summarize_records(records, params.budgets(), ProcessOutcome(5, False, 0.0, "", ""), argv)
+    read = await runner.read_records(records, params.budgets(), ProcessOutcome(5, False, 0.0, "", ""), argv)
+    summary = read.summary()
     selection = selection_of([], total, {}, None)
     return ExecuteResult(
         status="no_tests",

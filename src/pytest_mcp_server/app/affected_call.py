@@ -1,7 +1,7 @@
 """``execute_tests`` and ``discover_tests`` with ``affected``, in at most one pytest
-process per call: read the per-test map (``app.affected_state.read_map_state``: which
+process per call: read the per-test map (``app.map_state.read_map_state``: which
 recorded tests are unchanged since they passed); answer without pytest when nothing can
-fail (``app.affected_collection``); else run pytest on the test files the change reaches
+fail (``app.collection_proof``); else run pytest on the test files the change reaches
 with the unchanged tests deselected after collection and every selected test recorded,
 then name each collected test's reason from what the run collected
 (``select_from_run``) and refresh the map entries of the tests that ran
@@ -25,14 +25,14 @@ from typing import Any
 import anyio
 import orjson
 
-from pytest_mcp_server.app.affected_collection import (
+from pytest_mcp_server.app.collection_proof import (
     answer_without_pytest,
     last_full_collection,
     merged_collection,
     narrowed_files,
     nothing_can_fail,
 )
-from pytest_mcp_server.app.affected_state import (
+from pytest_mcp_server.app.map_state import (
     COLLECTION_KEY,
     CONFIG_PARTS_KEY,
     IMPORTS_KEY,
@@ -42,18 +42,23 @@ from pytest_mcp_server.app.affected_state import (
     read_map_state,
     selection_before_run,
 )
-from pytest_mcp_server.app.runner import Runner, run_status
-from pytest_mcp_server.domain.affected import (
+from pytest_mcp_server.app.runner import RunAnswer, Runner, run_status
+from pytest_mcp_server.domain.failures import ToolFailure
+from pytest_mcp_server.domain.selection import (
     AffectedTest,
     Selection,
     select_affected,
     selection_of,
 )
-from pytest_mcp_server.domain.failures import ToolFailure
 from pytest_mcp_server.domain.suspects import group_by_suspect
 from pytest_mcp_server.domain.tools import ExecuteParams, ExecuteResult, SelectionParams
 from pytest_mcp_server.engine.models import Budgets, ReportSummary
-from pytest_mcp_server.run.affected import (
+from pytest_mcp_server.run.argv import RECORDS_FILE, discover_argv
+from pytest_mcp_server.run.coverage_run import rank_in_root
+from pytest_mcp_server.run.events import ProgressFn
+from pytest_mcp_server.run.git import changed_lines
+from pytest_mcp_server.run.interpreter import Interpreter
+from pytest_mcp_server.run.recording import (
     MAP_DATA_DIR,
     MapData,
     changed_contexts,
@@ -65,11 +70,6 @@ from pytest_mcp_server.run.affected import (
     skip_options,
     tests_blocks,
 )
-from pytest_mcp_server.run.argv import RECORDS_FILE, discover_argv
-from pytest_mcp_server.run.coverage import rank_in_root
-from pytest_mcp_server.run.events import ProgressFn, read_outcomes, read_run_events
-from pytest_mcp_server.run.git import changed_lines
-from pytest_mcp_server.run.interpreter import Interpreter
 from pytest_mcp_server.run.testmap import IMPORTING_ENTRY, map_path, open_map
 
 
@@ -80,7 +80,7 @@ class AffectedPlan:
     to collect), the configuration ``parts`` and ``fingerprint`` to record, and the
     files' fingerprints read for it (``MapState.read``), the import graph to keep
     (``MapState.imports_cache``), and what the collection looked at and the environment
-    it found (``run.affected.Collected``), kept after a full collection for
+    it found (``run.recording.Collected``), kept after a full collection for
     ``answer_without_pytest``."""
 
     tests: list[AffectedTest]
@@ -145,7 +145,7 @@ async def interpreter_with_coverage(runner: Runner) -> Interpreter:
     return interp
 
 
-RunInDir = Callable[..., Awaitable[tuple[ExecuteResult, float]]]
+RunInDir = Callable[..., Awaitable[RunAnswer]]
 """``app.execute.run_in_dir``: one run of ``execute_tests`` in a given run directory."""
 
 
@@ -178,12 +178,12 @@ async def execute_affected(
         narrowed = narrowed_files(runner.root, state, found)
         run_params = params.model_copy(update={"node_ids": narrowed}) if narrowed else params
         try:
-            result, _ = await run_in_dir(runner, run_params, interp, timeout, progress, run_dir, options)
+            answer = await run_in_dir(runner, run_params, interp, timeout, progress, run_dir, options, outcomes=True)
         except ToolFailure as failure:  # a timeout, a crash: the answer still says what was selected
             selection = await anyio.to_thread.run_sync(selection_before_run, state)
             failure.detail = failure.detail.model_copy(update={"selection": selection})
             raise
-        outcomes = await anyio.to_thread.run_sync(read_outcomes, run_dir / RECORDS_FILE)
+        result, outcomes = answer.result, answer.outcomes
         plan = await anyio.to_thread.run_sync(select_from_run, state, run_dir, list(outcomes), narrowed)
         data = await refresh_map(runner, run_params, interp, run_dir, plan, outcomes)
     selection = plan.selection
@@ -222,7 +222,7 @@ async def refresh_map(
     outcome, from its record file; their blocks from its recorders' files) into the map,
     in one transaction; remove the tests the plan's collection covered but no longer
     found. When the recording cannot be trusted (``MapData.problems``), the map is left
-    as it was. Returns the run's map data (``run.affected.read_map_data``; empty when no
+    as it was. Returns the run's map data (``run.recording.read_map_data``; empty when no
     test ran)."""
     data = await anyio.to_thread.run_sync(read_map_data, run_dir) if outcomes else MapData()
 
@@ -308,10 +308,10 @@ async def discover_affected(runner: Runner, params: SelectionParams, work_dir: P
         max_timeout = runner.config.max_timeout_s
         outcome = await runner.run_pytest(argv, max_timeout)
         records = work_dir / RECORDS_FILE
-        run_events = await anyio.to_thread.run_sync(read_run_events, records, runner.project())
-        run_status(outcome, argv, run_events, max_timeout, max_timeout)
-        summary = await runner.summarize_records(records, Budgets(max_failures=0), outcome, argv)
+        read = await runner.read_records(records, Budgets(failures_listed=0), outcome, argv)
+        run_status(outcome, argv, read.session, max_timeout, max_timeout)
+        summary = read.summary()
     plan = await anyio.to_thread.run_sync(partial(select_from_run, state, work_dir, []))
-    session_s = run_events.session_duration_s
+    session_s = read.session_s()
     duration = round(session_s, 3) if session_s is not None else outcome.duration_s
     return DiscoveredPlan(plan, summary, duration)

@@ -1,6 +1,6 @@
 """What an answer says of line coverage (``CoverageSummary``): the total, the files with
 missed lines as compact ranges (``7, 12-13``), and the changed lines no test ran
-(``ChangedLines``, found by ``run.git``). The reports are read by ``engine.coverage``.
+(``ChangedLines``, found by ``run.git``). The reports are read by ``engine.coverage_reports``.
 
 No MCP import, no processes.
 """
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pydantic import Field
 
 from pytest_mcp_server.domain.policy import COVERAGE_FILES_LISTED, RANGE_CHARS
-from pytest_mcp_server.engine.coverage import LineSets
+from pytest_mcp_server.engine.coverage_reports import LineSets
 from pytest_mcp_server.engine.models import Counts, _Frozen, is_test_path
 
 # -- the answer's models -------------------------------------------------------------

@@ -28,11 +28,11 @@ from pathlib import Path
 
 import anyio
 
-from pytest_mcp_server.domain.coverage import ChangedLines, CoverageSummary, relative_path, summarize_coverage
+from pytest_mcp_server.domain.coverage_answer import ChangedLines, CoverageSummary, relative_path, summarize_coverage
 from pytest_mcp_server.domain.failures import ToolFailure
 from pytest_mcp_server.domain.policy import REPORT_TIMEOUT_S, SUSPECTS_LISTED, TAIL_BYTES
 from pytest_mcp_server.domain.suspects import FAILING_OUTCOMES, Suspect, rank_suspects
-from pytest_mcp_server.engine.coverage import (
+from pytest_mcp_server.engine.coverage_reports import (
     CoverageFormat,
     LineContexts,
     LineSets,
@@ -154,7 +154,7 @@ async def finish_coverage(
     ``env``) write ``<run_dir>/coverage.json`` (and ``contexts.json`` for the changed
     Python files: ``find_suspects``), and summarise it with ``changed``, the changed
     lines of ``root`` (``run.git.changed_lines``; None outside git). ``tests_ran``
-    False (no test of the call's runs had its function called, ``domain.coverage.ran_a_test``)
+    False (no test of the call's runs had its function called, ``domain.coverage_answer.ran_a_test``)
     leaves the changed lines not run out (``summarize_coverage``).
 
     Never raises for a run that measured nothing or a report that cannot be written:
@@ -199,7 +199,7 @@ async def find_suspects(
     """The changed code the failing tests of a measured run ran (``domain.suspects``),
     from ``<run_dir>/contexts.json`` (``finish_coverage``) and the changed files'
     source; ``outcomes``: node id -> outcome of each test of the run
-    (``run.events.read_outcomes``). None when there is nothing to say: no git
+    (``engine.read_report``'s ``outcomes``). None when there is nothing to say: no git
     (``changed`` None), no failing test, or no measured changed file (then no contexts
     were written). Never raises: an unreadable contexts report gives None."""
     report = run_dir / CONTEXTS_REPORT

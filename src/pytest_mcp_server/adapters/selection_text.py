@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from pytest_mcp_server.adapters.answer import cap_line
 from pytest_mcp_server.adapters.text import render_discover, render_execute, render_failure
-from pytest_mcp_server.domain.affected import REASONS, Selection
 from pytest_mcp_server.domain.failures import ToolFailureDetail
 from pytest_mcp_server.domain.policy import AFFECTED_FILES_NAMED
+from pytest_mcp_server.domain.selection import REASONS, Selection
 from pytest_mcp_server.domain.tools import DiscoverResult, ExecuteResult
 
 

@@ -17,7 +17,7 @@ of ``REASONS``):
   caller passes their files as ``import_changed``), has a fingerprint no longer present
   in its file now (edited, moved with an edit, deleted, or its file gone); code run
   while a module was imported reaches the tests of its importers through the caller
-  (``app.affected_state``), as each test's changed files;
+  (``app.map_state``), as each test's changed files;
 * ``failed_last``: the test failed or errored when it last ran.
 
 Any other test is left out. No I/O: the caller gives the current fingerprints
@@ -41,7 +41,7 @@ Reason = Literal["no_map", "config_changed", "new", "changed", "failed_last"]
 REASONS: tuple[Reason, ...] = ("no_map", "config_changed", "new", "changed", "failed_last")
 """The reasons in the order they are tried: a test is counted under the first that holds."""
 FAILED_OUTCOMES = frozenset({"failed", "error"})
-"""Recorded outcomes (``run.events.read_outcomes``' names) that select a test again."""
+"""Recorded outcomes (``engine.read_report``'s, pytest-json-report's names) that select a test again."""
 
 
 class SelectionReasons(_Frozen):
@@ -73,7 +73,7 @@ class Selection(_Frozen):
     ``tests``: ``discover_tests``' page of the selected tests with their reasons; None
     in ``execute_tests``' answer. ``pytest_started``: when no test was selected but the
     call still started pytest, why the server could not prove without it that nothing
-    can fail (``app.affected_collection.nothing_can_fail``); None otherwise."""
+    can fail (``app.collection_proof.nothing_can_fail``); None otherwise."""
 
     mode: Literal["affected"] = "affected"
     selected: int
@@ -88,7 +88,7 @@ class Selection(_Frozen):
 @dataclass(frozen=True)
 class RecordedTest:
     """A test's entry in the map as a selection reads it: its last ``outcome``
-    (``read_outcomes``' names), the configuration fingerprint of that run (``config``)
+    (``engine.read_report``'s names), the configuration fingerprint of that run (``config``)
     and ``changed``: the files (paths relative to the root) of the blocks it ran that
     are no longer as they were (``changed_blocks``)."""
 
