@@ -21,13 +21,13 @@ from pytest_mcp_server.app.summarize import summarize_report
 from pytest_mcp_server.domain.config import ServerConfig, default_artifacts_base
 from pytest_mcp_server.domain.expressions import check_expression
 from pytest_mcp_server.domain.failures import ToolFailure
-from pytest_mcp_server.domain.policy import EXECUTE_BUDGETS, FULL_STORY, KEEP_RUNS
+from pytest_mcp_server.domain.policy import EXECUTE_BUDGETS, FULL_STORY, KEEP_RUNS, TAIL_BYTES
 from pytest_mcp_server.domain.validation import resolve_inside
 from pytest_mcp_server.engine.models import Budgets
 from pytest_mcp_server.run.argv import RECORDS_FILE, execute_argv
 from pytest_mcp_server.run.events import PLUGIN_DIR
 from pytest_mcp_server.run.interpreter import Interpreter, find_python
-from pytest_mcp_server.run.process import Tail
+from pytest_mcp_server.run.process import OutputFile, Tail
 from pytest_mcp_server.run.rundirs import RUNNING_MARKER
 
 
@@ -196,6 +196,21 @@ def test_tail_keeps_a_bounded_end_of_a_huge_stream():
     text = tail.text()
     assert text.startswith("[... ") and text.endswith("é\nthe end\n")
     assert "\ufffd" not in text  # the cut first character was dropped, not garbled
+
+
+def test_a_childs_output_file_keeps_its_tail_when_emptied_and_counts_every_byte():
+    """A child writes into an ``OutputFile`` (no pipe); once the file holds more than its
+    cap the tail is kept and the file emptied, and the child's later writes still go to
+    its end (it appends): the text is the last bytes, with the count of those not kept."""
+    out = OutputFile(cap=1000)
+    write = [sys.executable, "-c", "import sys; sys.stdout.write(sys.argv[1] * int(sys.argv[2]))"]
+    subprocess.run([*write, "x", "20000"], stdout=out.fd, check=True)
+    out.bound()
+    assert os.fstat(out.fd).st_size == 0
+    subprocess.run([*write, "the end\n", "1"], stdout=out.fd, check=True)
+    text = out.text()
+    assert TAIL_BYTES < 20000
+    assert text == f"[... {20008 - TAIL_BYTES} earlier bytes not kept]\n" + "x" * (TAIL_BYTES - 8) + "the end\n"
 
 
 def test_config_refuses_artifacts_inside_the_project_and_a_missing_root(tmp_path):

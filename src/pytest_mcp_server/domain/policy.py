@@ -121,6 +121,11 @@ first."""
 
 TAIL_BYTES = 8192
 """Bytes of a child's stdout and of its stderr kept (the end)."""
+OUTPUT_FILE_BYTES = 8 << 20
+"""Bytes a child's stdout or stderr file may hold before the server keeps its tail and
+empties it (checked every ``OUTPUT_CHECK_S``): the disk a run's output can take."""
+OUTPUT_CHECK_S = 1.0
+"""Seconds between two checks of a running child's output files against ``OUTPUT_FILE_BYTES``."""
 
 KILL_GRACE_S = 2.0
 """Seconds between SIGTERM and SIGKILL when a run is stopped."""
