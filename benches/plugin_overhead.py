@@ -4,14 +4,17 @@ fast parametrized tests or on a given project (``--project``, e.g. an unpacked s
 
 The ways, alternating in every round so that drift and other load hit them alike:
 
-* ``plain``: ``python -m pytest -q -p no:cacheprovider`` in the suite, the server's
-  environment without its plugin directory;
+* ``pytest -q``: pytest by hand, as an agent types it in a shell (``python -m pytest -q``
+  in the suite, the server's environment without its plugin directory): the baseline of
+  every ratio;
+* ``pytest -q, no cache``: the same with ``-p no:cacheprovider`` (pytest's cache provider
+  rewrites ``.pytest_cache``'s ``lastfailed`` and ``nodeids`` after every run);
 * ``server argv``: the exact argv and environment of a run of ``execute_tests``
   (``run.argv.execute_argv``, ``run.argv.child_env``: the record plugin writing its file,
   the stack dump armed), run directly;
-* ``server argv, no cache``: the same with ``-q -p no:cacheprovider`` added, as plain's:
-  what the record plugin alone costs (the server keeps pytest's cache provider, which
-  ``last_failed`` needs, and its default verbosity);
+* ``server argv, no cache``: the same with ``-p no:cacheprovider`` added: what the record
+  plugin alone costs (the server keeps the cache provider's ``cache`` fixture and leaves
+  its ``lfplugin``/``nfplugin`` out);
 * ``execute_tests``: the tool itself, called over stdio on a server started once (the
   time the client waits: pytest, then the summary, the answer and the MCP round trip);
 * ``execute_tests (before)``, with ``--before-python PATH``: the same tool of another
@@ -23,16 +26,18 @@ The ways, alternating in every round so that drift and other load hit them alike
 they only repeat what ``execute_tests`` shows).
 
 Prints the load average, each run, then a markdown table: median and range of each way
-over the rounds, and its ratio to plain pytest's median. Usage::
+over the rounds, and its ratio to ``pytest -q``'s median; ``--json FILE`` writes the same
+(and every run) as JSON. Usage::
 
     python benches/plugin_overhead.py [--tests 6006 --files 6 | --project DIR] [--rounds 7]
-                                      [--before-python PATH] [--direct]
+                                      [--before-python PATH] [--direct] [--json FILE]
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import shutil
 import statistics
@@ -48,6 +53,9 @@ from pytest_mcp_server.app.runner import Runner
 from pytest_mcp_server.domain.config import ServerConfig
 from pytest_mcp_server.domain.tools import ExecuteParams
 from pytest_mcp_server.run.argv import child_env, execute_argv
+
+BASELINE = "pytest -q"
+"""The way every ratio divides by: pytest by hand."""
 
 
 def make_suite(root: Path, tests: int, files: int) -> None:
@@ -84,8 +92,8 @@ async def measure(
     interp = await runner.interpreter()
     server_env = child_env(run=True)
     plain_env = {k: v for k, v in server_env.items() if k != "PYTHONPATH"}
-    plain = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
-    times: dict[str, list[float]] = {"plain": []}
+    by_hand = [sys.executable, "-m", "pytest", "-q"]
+    times: dict[str, list[float]] = {BASELINE: [], "pytest -q, no cache": []}
     if direct:
         times |= {"server argv": [], "server argv, no cache": []}
     times["execute_tests"] = []
@@ -101,14 +109,16 @@ async def measure(
             before = Client(server(before_python, "b"), mode="legacy")
             clients["execute_tests (before)"] = await stack.enter_async_context(before)
         for rnd in range(rounds + 1):  # round 0 warms the caches and is not counted
-            took = {"plain": await anyio.to_thread.run_sync(timed, plain, root, plain_env)}
+            took = {BASELINE: await anyio.to_thread.run_sync(timed, by_hand, root, plain_env)}
+            no_cache_by_hand = [*by_hand, "-p", "no:cacheprovider"]
+            took["pytest -q, no cache"] = await anyio.to_thread.run_sync(timed, no_cache_by_hand, root, plain_env)
             if direct:
                 run_dir = work / "direct"
                 shutil.rmtree(run_dir, ignore_errors=True)
                 run_dir.mkdir()
                 argv = execute_argv(ExecuteParams(), interp, run_dir)
                 took["server argv"] = await anyio.to_thread.run_sync(timed, argv, root, server_env)
-                no_cache = [*argv, "-q", "-p", "no:cacheprovider"]
+                no_cache = [*argv, "-p", "no:cacheprovider"]
                 took["server argv, no cache"] = await anyio.to_thread.run_sync(timed, no_cache, root, server_env)
             for way, client in clients.items():
                 start = time.perf_counter()
@@ -131,6 +141,7 @@ def main() -> None:
     parser.add_argument("--project", type=Path, help="an existing project (its tests must pass) instead of the suite")
     parser.add_argument("--before-python", help="interpreter of another install of the server to compare with")
     parser.add_argument("--direct", action="store_true", help="also run the server's argv directly")
+    parser.add_argument("--json", type=Path, help="also write the table and every run here")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="plugin-overhead-"))
     try:
@@ -141,17 +152,39 @@ def main() -> None:
             root = work / "suite"
             make_suite(root, args.tests, args.files)
             what = f"{args.tests} generated tests"
-        print(f"{what}, {args.rounds} rounds; load average at the start {os.getloadavg()}", flush=True)
+        load_start = os.getloadavg()
+        print(f"{what}, {args.rounds} rounds; load average at the start {load_start}", flush=True)
         times = anyio.run(measure, root, work, args.rounds, args.before_python, args.direct)
-        print(f"load average at the end {os.getloadavg()}\n")
+        load_end = os.getloadavg()
+        print(f"load average at the end {load_end}\n")
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    base = statistics.median(times["plain"])
-    print("| way | median (s) | range (s) | / plain |")
+    base = statistics.median(times[BASELINE])
+    ways = {
+        way: {
+            "median_s": round(statistics.median(runs), 3),
+            "min_s": round(min(runs), 3),
+            "max_s": round(max(runs), 3),
+            "ratio": round(statistics.median(runs) / base, 3),
+            "runs_s": [round(r, 3) for r in runs],
+        }
+        for way, runs in times.items()
+    }
+    print(f"| way | median (s) | range (s) | / {BASELINE} |")
     print("|---|---:|---:|---:|")
-    for way, runs in times.items():
-        median = statistics.median(runs)
-        print(f"| {way} | {median:.2f} | {min(runs):.2f}-{max(runs):.2f} | {median / base:.3f}x |")
+    for way, row in ways.items():
+        print(f"| {way} | {row['median_s']:.2f} | {row['min_s']:.2f}-{row['max_s']:.2f} | {row['ratio']:.3f}x |")
+    if args.json:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+        written = {
+            "suite": what,
+            "rounds": args.rounds,
+            "commit": commit,
+            "load_average": {"start": load_start, "end": load_end},
+            "baseline": BASELINE,
+            "ways": ways,
+        }
+        args.json.write_text(json.dumps(written, indent=2) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":
