@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_mcp_server.domain.blocks import MODULE_BLOCK, WHOLE_FILE, file_blocks, node_id_function
+from pytest_mcp_server.domain.blocks import MODULE_BLOCK, WHOLE_FILE, file_blocks
+from pytest_mcp_server.domain.nodeids import node_function, node_last_name, node_names, node_path
 from pytest_mcp_server.domain.selection import RecordedTest, changed_blocks, select_affected
 from pytest_mcp_server.run.events import PLUGIN_DIR
 from pytest_mcp_server.run.recording import (
@@ -134,11 +135,15 @@ def test_a_file_that_does_not_parse_is_one_block_of_its_whole_content():
     assert file_blocks(b"x = 1\n", python=False).module.name == WHOLE_FILE
 
 
-def test_a_node_id_names_its_file_and_test_function():
-    assert node_id_function("tests/t.py::TestA::test_b[1-x::y]") == ("tests/t.py", "TestA.test_b")
-    assert node_id_function("tests/t.py::test_c") == ("tests/t.py", "test_c")
-    assert node_id_function("pkg/mod.py::pkg.mod.func") == ("pkg/mod.py", None)  # a doctest
-    assert node_id_function("tests/t.py") == ("tests/t.py", None)
+def test_a_node_id_names_its_file_and_test_function_whatever_its_parameters_hold():
+    """Parameters may hold ``::`` and ``[``: the names end where they start."""
+    assert node_function("tests/t.py::TestA::test_b[1-x::y]") == ("tests/t.py", "TestA.test_b")
+    assert node_function("tests/t.py::test_c") == ("tests/t.py", "test_c")
+    assert node_function("pkg/mod.py::pkg.mod.func") == ("pkg/mod.py", None)  # a doctest
+    assert node_function("tests/t.py") == ("tests/t.py", None)
+    assert node_path("tests/t.py::T::test[a::b]") == "tests/t.py" and node_path("tests/") == "tests/"
+    assert node_names("tests/t.py::T::test[a::b[c]]") == ["T", "test"] and node_names("tests/t.py") == []
+    assert node_last_name("tests/t.py::test_x[a::b]") == "test_x" and node_last_name("tests/t.py") is None
 
 
 def test_the_selection_takes_the_first_reason_that_holds():

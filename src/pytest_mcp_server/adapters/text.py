@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING
 
 from pytest_mcp_server.adapters.answer import cap_line, cap_lines, failure_entries
 from pytest_mcp_server.domain.flaky import legend
+from pytest_mcp_server.domain.nodeids import node_path
 from pytest_mcp_server.domain.policy import (
     ALSO_IN_IDS,
     DISCOVER_FILES_SHOWN,
@@ -249,7 +250,7 @@ def _also_in(failure: Failure, group: Group, listed: list[Failure] | None = None
     others = [name for name in subtests if name != failure_name(failure)]
     others += [node_id for node_id in group.examples if node_id != failure.node_id and node_id not in others]
     others = others[:ALSO_IN_IDS]
-    prefix = failure.node_id.split("::", 1)[0] + "::"
+    prefix = node_path(failure.node_id) + "::"
     names = [node_id.removeprefix(prefix) for node_id in others]
     more = group.count - 1
     etc = ", ..." if more > len(names) else ""
@@ -350,7 +351,7 @@ def _folded_if_seen(failure: Failure, entry: list[str], shapes: dict[str, str]) 
     pointer to that entry; ``shapes`` maps each shape seen to its entry's node id. The
     entry keeps its own location and message, so nothing that differs is lost. Returns
     the entry's lines and True when it was folded."""
-    own_file = failure.node_id.split("::", 1)[0]
+    own_file = node_path(failure.node_id)
     shape = _DIGITS.sub("N", "\n".join(entry[1:]).replace(own_file, "<file>"))
     first = shapes.setdefault(shape, failure.node_id)
     if first == failure.node_id:

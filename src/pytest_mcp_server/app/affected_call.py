@@ -44,6 +44,7 @@ from pytest_mcp_server.app.map_state import (
 )
 from pytest_mcp_server.app.runner import RunAnswer, Runner, run_status
 from pytest_mcp_server.domain.failures import ToolFailure
+from pytest_mcp_server.domain.nodeids import node_path
 from pytest_mcp_server.domain.selection import (
     AffectedTest,
     Selection,
@@ -111,7 +112,7 @@ def select_from_run(state: MapState, directory: Path, ran: list[str], narrowed: 
     among = collected if collected is not None else ran
     if narrowed and collected is not None:
         within = set(narrowed)
-        among = collected + [t for t in state.recorded if t.split("::", 1)[0] not in within]
+        among = collected + [t for t in state.recorded if node_path(t) not in within]
     differ = changed_parts(state.before, parts)
     tests, files = select_affected(among, state.recorded, fingerprint, differ, state.import_changed)
     notice = "; ".join(filter(None, [state.notice, state.wide])) or None

@@ -17,6 +17,7 @@ import orjson
 
 from pytest_mcp_server.app.map_state import MapState
 from pytest_mcp_server.app.runner import Runner
+from pytest_mcp_server.domain.nodeids import node_path
 from pytest_mcp_server.domain.selection import selection_of
 from pytest_mcp_server.domain.tools import ExecuteParams, ExecuteResult
 from pytest_mcp_server.run.argv import RECORDS_FILE, execute_argv
@@ -91,7 +92,7 @@ def narrowed_files(root: Path, state: MapState, found: tuple[dict[str, Any], Col
     if last["collection"].get("rootdir") != str(root) or len(state.skip) == 0:
         return []  # node ids are relative to pytest's rootdir; with no test skipped every file is needed
     skipped = set(state.skip)
-    files = {node_id.split("::", 1)[0] for node_id in state.recorded if node_id not in skipped}
+    files = {node_path(node_id) for node_id in state.recorded if node_id not in skipped}
     prefix = os.path.join(str(root), "")
     for path in delta.modules:
         if not path.startswith(prefix):

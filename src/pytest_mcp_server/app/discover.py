@@ -11,6 +11,7 @@ import anyio
 
 from pytest_mcp_server.app.affected_call import discover_affected
 from pytest_mcp_server.app.runner import Runner, run_status
+from pytest_mcp_server.domain.nodeids import node_path
 from pytest_mcp_server.domain.policy import MAX_FILES_LISTED
 from pytest_mcp_server.domain.tools import DiscoverParams, DiscoverResult
 from pytest_mcp_server.domain.validation import check_node_ids_exist
@@ -73,7 +74,7 @@ async def _discover_affected(runner: Runner, params: DiscoverParams) -> Discover
     collected = plan.collected or []
     files: dict[str, int] = {}
     for node_id in collected:
-        path = node_id.split("::", 1)[0]
+        path = node_path(node_id)
         files[path] = files.get(path, 0) + 1
     listed = dict(list(files.items())[:MAX_FILES_LISTED])
     page = plan.tests[params.offset : params.offset + params.limit]

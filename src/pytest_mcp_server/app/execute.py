@@ -32,6 +32,7 @@ from pytest_mcp_server.app.repeat import execute_repeated
 from pytest_mcp_server.app.runner import RunAnswer, Runner, RunRecords, run_status
 from pytest_mcp_server.domain.coverage_answer import ran_a_test
 from pytest_mcp_server.domain.failures import ToolFailure, invalid
+from pytest_mcp_server.domain.nodeids import node_last_name
 from pytest_mcp_server.domain.suspects import group_by_suspect
 from pytest_mcp_server.domain.tools import ExecuteParams, ExecuteResult
 from pytest_mcp_server.domain.validation import check_node_ids_exist
@@ -193,7 +194,7 @@ async def _explain_stop(
     if failure.kind == "timeout":
         text = await anyio.to_thread.run_sync(read_dumps, run_dir / STACKS_FILE)
         # the running test's function, to pick its thread among the xdist workers'
-        function = running.rsplit("::", 1)[-1].split("[", 1)[0] if running else None
+        function = node_last_name(running) if running else None
         stack, own_frame = test_stack(parse_dump(text), runner.root, prefer_current=False, function=function)
     else:
         fatal = fatal_error(outcome.stderr_tail)

@@ -15,9 +15,10 @@ from typing import Any
 
 import orjson
 
-from pytest_mcp_server.domain.blocks import changed_functions, node_id_function
+from pytest_mcp_server.domain.blocks import changed_functions
 from pytest_mcp_server.domain.coverage_answer import ChangedLines
 from pytest_mcp_server.domain.imports import FileImports, ProjectFiles, file_imports, importers, opaque_files
+from pytest_mcp_server.domain.nodeids import node_path
 from pytest_mcp_server.domain.selection import RecordedTest, Selection, changed_blocks, select_affected, selection_of
 from pytest_mcp_server.run.recording import (
     ENVIRONMENT_PARTS,
@@ -140,7 +141,7 @@ def read_map_state(root: Path, path: Path) -> MapState:
         # changed files are what changed for it
         importers_only = reached - {blocks[i][0] for i in gone}
         for node_id, entry in recorded.items():
-            if entry.changed & importers_only or node_id_function(node_id)[0] in reached:
+            if entry.changed & importers_only or node_path(node_id) in reached:
                 changed = (entry.changed - importers_only) | named
                 recorded[node_id] = dataclasses.replace(entry, changed=changed)
     changed_files: dict[str, set[str]] = {blocks[i][0]: set() for i in gone}

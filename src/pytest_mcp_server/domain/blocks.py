@@ -145,16 +145,3 @@ def changed_functions(now: FileBlocks, recorded: set[str]) -> list[tuple[int, in
     changed = [b for b in now.functions if b.fingerprint not in recorded]
     innermost = [b for b in changed if not any(o is not b and b.first <= o.first and o.last <= b.last for o in changed)]
     return sorted((b.first, b.last) for b in innermost)
-
-
-def node_id_function(node_id: str) -> tuple[str, str | None]:
-    """The file of a pytest node id and the qualified name of its test function:
-    ``"tests/t.py::TestA::test_b[1]"`` -> ``("tests/t.py", "TestA.test_b")``; the name
-    is None when the id names no function (a doctest, a non-Python item, a bare file)."""
-    path, _, rest = node_id.partition("::")
-    if not rest:
-        return path, None
-    parts = rest.split("[", 1)[0].split("::")  # pytest joins classes and the function with ``::``
-    if not all(part.isidentifier() for part in parts):
-        return path, None  # a doctest (``pkg.mod.func``), a non-Python item
-    return path, ".".join(parts)

@@ -33,6 +33,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from pytest_mcp_server.domain.nodeids import node_path
 from pytest_mcp_server.domain.policy import AFFECTED_FILES_KEPT
 from pytest_mcp_server.engine.models import _Frozen
 
@@ -141,7 +142,7 @@ def select_affected(
             continue
         if entry is None:
             selected.append(AffectedTest(node_id=node_id, reason="new"))
-            files[node_id.split("::", 1)[0]] += 1
+            files[node_path(node_id)] += 1
             continue
         gone = everyone | entry.changed
         if gone:

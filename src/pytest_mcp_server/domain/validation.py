@@ -18,6 +18,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from pytest_mcp_server.domain.failures import invalid
+from pytest_mcp_server.domain.nodeids import node_path
 from pytest_mcp_server.domain.policy import (
     MAX_NODE_ID_CHARS,
     MAX_PATH_CHARS,
@@ -79,7 +80,7 @@ def check_node_id_syntax(value: str) -> str:
             + ("an option" if value[0] == "-" else "an @argument-file")
             + "; give a path relative to the project root"
         )
-    path = value.split("::", 1)[0]
+    path = node_path(value)
     if os.path.isabs(path) or path.startswith("~") or re.match(r"^[A-Za-z]:", path):
         raise ValueError("is an absolute path; give a path relative to the project root")
     if ".." in re.split(r"[\\/]", path):
@@ -145,4 +146,4 @@ def check_node_ids_exist(node_ids: tuple[str, ...] | list[str], root: Path, fiel
     """Require the path part of every node id to exist inside ``root`` (after resolving
     symlinks). Raises ``ToolFailure(invalid_argument)`` naming ``node_ids[i]``."""
     for i, node_id in enumerate(node_ids):
-        resolve_inside(node_id.split("::", 1)[0], [root], f"{field}[{i}]")
+        resolve_inside(node_path(node_id), [root], f"{field}[{i}]")

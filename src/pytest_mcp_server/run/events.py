@@ -25,6 +25,7 @@ from pathlib import Path
 
 import anyio
 
+from pytest_mcp_server.domain.nodeids import node_path
 from pytest_mcp_server.domain.policy import MAX_FILES_LISTED
 
 PLUGIN_DIR = Path(__file__).resolve().parent / "pytest_plugin"
@@ -196,7 +197,7 @@ def read_collected(records: Path, offset: int, limit: int) -> tuple[int, dict[st
             if offset <= total < offset + limit:
                 page.append(node_id)
             total += 1
-            path = node_id.split("::", 1)[0]
+            path = node_path(node_id)
             if path in files:
                 files[path] += 1
             elif len(files) < MAX_FILES_LISTED:

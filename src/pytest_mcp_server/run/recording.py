@@ -29,9 +29,10 @@ from typing import Any
 
 import orjson
 
-from pytest_mcp_server.domain.blocks import FileBlocks, file_blocks, node_id_function
+from pytest_mcp_server.domain.blocks import FileBlocks, file_blocks
 from pytest_mcp_server.domain.coverage_answer import ChangedLines, relative_path
 from pytest_mcp_server.domain.failures import ToolFailure
+from pytest_mcp_server.domain.nodeids import node_function
 from pytest_mcp_server.domain.policy import MONITORING_PYTHON
 from pytest_mcp_server.engine.coverage_reports import LineContexts
 from pytest_mcp_server.run.events import PLUGIN_DIR
@@ -408,7 +409,7 @@ def tests_blocks(data: dict[str, dict[str, list[int]]], root: Path, ran: Iterabl
             if blocks is not None:
                 found.add((path, blocks.module.fingerprint))
                 found.update((path, blocks.owner(line).fingerprint) for line in lines)
-        path, function = node_id_function(node_id)
+        path, function = node_function(node_id)
         own = blocks_of(path)
         if own is not None:
             found.add((path, own.module.fingerprint))
