@@ -137,6 +137,9 @@ PROBE_TIMEOUT_S = 60.0
 """Seconds the project's interpreter gets to answer the probe (a cold start on a slow
 disk can take long)."""
 
+STALE_RUN_GRACE_S = 60.0
+"""A run directory whose ``running`` marker is older than the longest a run may take plus
+this many seconds belongs to a run that died: rotation may remove it."""
 KEEP_RUNS = 20
 """Run directories kept per project (the newest; a run in progress is never removed)."""
 

@@ -212,7 +212,7 @@ def stack_dump_armed(records: Path) -> bool:
     stack dump is armed: the dump signal may then be sent (else it would kill pytest)."""
     try:
         with open(records, "rb") as f:
-            first = f.readline(64 * 1024)
+            first = f.readline(LINE_HEAD_BYTES)
     except OSError:
         return False
     record = _json(first.rstrip(b"\n"), first.endswith(b"\n")) if record_type(first) == b"SessionStart" else None

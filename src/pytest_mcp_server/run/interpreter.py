@@ -21,7 +21,7 @@ import anyio
 
 from pytest_mcp_server.domain.config import ServerConfig
 from pytest_mcp_server.domain.failures import ToolFailure
-from pytest_mcp_server.domain.policy import PROBE_TIMEOUT_S, TAIL_BYTES
+from pytest_mcp_server.domain.policy import ERROR_LINE_CHARS, PROBE_TIMEOUT_S, TAIL_BYTES
 from pytest_mcp_server.run.project import INSTALLED_PROBE, distribution_name
 
 _PROBE = INSTALLED_PROBE + (
@@ -116,7 +116,7 @@ async def probe_interpreter(python: str, *, cwd: Path, env: dict[str, str]) -> I
     except (ValueError, IndexError):
         pass
     if proc.returncode != 0 or not info or not info.get("pytest"):
-        why = (info or {}).get("error") or proc.stderr.decode("utf-8", "replace").strip()[-500:]
+        why = (info or {}).get("error") or proc.stderr.decode("utf-8", "replace").strip()[-ERROR_LINE_CHARS:]
         raise ToolFailure(
             "pytest_missing",
             f"pytest cannot be imported by the project's interpreter {python} ({why}); install it there "

@@ -498,16 +498,20 @@ def config_file_parts(root: Path) -> dict[str, str]:
     out: dict[str, str] = {}
     for name in config_files(root):
         try:
-            out[name] = hashlib.sha256(config_read(name, (root / name).read_bytes())).hexdigest()[:16]
+            out[name] = hashlib.sha256(config_read(name, (root / name).read_bytes())).hexdigest()[:HASH_CHARS]
         except OSError:
             out[name] = "unreadable"
     return out
 
 
+HASH_CHARS = 16
+"""Hex digits kept of a SHA-256 fingerprint (the plugin's ``_short_hash`` keeps as many)."""
+
+
 def short_hash(*values: str) -> str:
-    """The first 16 hex digits of SHA-256 over ``values`` joined by NUL (the plugin's
-    ``_short_hash`` is its twin)."""
-    return hashlib.sha256("\0".join(values).encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    """The first ``HASH_CHARS`` hex digits of SHA-256 over ``values`` joined by NUL (the
+    plugin's ``_short_hash`` is its twin)."""
+    return hashlib.sha256("\0".join(values).encode("utf-8", "surrogateescape")).hexdigest()[:HASH_CHARS]
 
 
 def config_fingerprint(parts: dict[str, str]) -> str:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from pytest_mcp_server.domain.policy import KEEP_RUNS
+from pytest_mcp_server.domain.policy import KEEP_RUNS, STALE_RUN_GRACE_S
 from pytest_mcp_server.engine.models import ProjectCode
 from pytest_mcp_server.run.argv import RECORDS_FILE
 
@@ -44,7 +44,7 @@ class RunDirectories:
     """The run directories of the project at ``root`` under ``artifacts_base``.
 
     ``max_timeout_s``: the longest a run may take (seconds); a run directory whose
-    ``RUNNING_MARKER`` is younger than that (plus a minute) is a run in progress."""
+    ``RUNNING_MARKER`` is younger than that (plus ``STALE_RUN_GRACE_S``) is a run in progress."""
 
     def __init__(self, root: Path, artifacts_base: Path, max_timeout_s: float) -> None:
         key = hashlib.sha256(str(root).encode()).hexdigest()[:10]
@@ -105,7 +105,7 @@ class RunDirectories:
         now = time.time()
         for old in runs[:-KEEP_RUNS]:
             try:
-                if now - (old / RUNNING_MARKER).stat().st_mtime < self.max_timeout_s + 60:
+                if now - (old / RUNNING_MARKER).stat().st_mtime < self.max_timeout_s + STALE_RUN_GRACE_S:
                     continue
             except FileNotFoundError:
                 pass
