@@ -167,12 +167,29 @@ def test_stdlib_and_third_party_imports_are_dropped():
     assert _targets({**PACKAGE, "user.py": text}, "user.py") == {"a/__init__.py", "a/e.py"}
 
 
-def test_star_import_of_a_module_is_an_edge_of_a_package_is_opaque():
+def test_star_import_of_a_module_is_an_edge_of_a_package_loads_what_its_all_names():
+    """``from package import *`` loads the submodules the package's ``__all__`` names
+    (none without one): read from its ``__init__.py``, which the importing file then
+    reads; an ``__all__`` built otherwise leaves the importing file opaque."""
     sources = {**PACKAGE, "mod.py": "from a.b.d import *\n", "pkg.py": "x = 1\nfrom a.b import *\n"}
     graph = _graph(sources)
     assert graph["mod.py"] == FileImports(frozenset({"a/__init__.py", "a/b/__init__.py", "a/b/d.py"}), None)
-    assert graph["pkg.py"].targets == {"a/__init__.py", "a/b/__init__.py"}
-    assert graph["pkg.py"].opaque == "pkg.py:2 imports * from the package a/b/__init__.py: its submodules are not known"
+    assert graph["pkg.py"] == FileImports(
+        frozenset({"a/__init__.py", "a/b/__init__.py"}), reads=frozenset({"a/b/__init__.py"})
+    )
+    named = _graph({**sources, "a/b/__init__.py": "__all__ = ['c', 'NAME']\n"})
+    assert (
+        named["pkg.py"].targets == {"a/__init__.py", "a/b/__init__.py", "a/b/c.py"} and named["pkg.py"].opaque is None
+    )
+    for built in (
+        "__all__ = ['c']\n__all__ += ['d']\n",
+        "__all__ = names()\n",
+        "__all__ = ['c']\n__all__.append('d')\n",
+    ):
+        opaque = _graph({**sources, "a/b/__init__.py": built})["pkg.py"]
+        assert (
+            opaque.opaque == "pkg.py:2 imports * from the package a/b/__init__.py: its __all__ is not a list of names"
+        )
 
 
 @pytest.mark.parametrize(
@@ -464,3 +481,19 @@ def test_generated_projects_the_static_closure_covers_what_python_runs(texts, pr
             assert loaded <= reached, (module, loaded - reached)
         for file in loaded:
             assert "probe.py" in importers({**graph, "probe.py": probe}, [file])
+
+
+def test_a_star_imports_edges_are_read_again_when_the_packages_all_changes(tmp_path):
+    """``import_reach`` keeps each file's edges between calls while the file is unchanged,
+    and also the package a star import read ``__all__`` from: when only that package's
+    ``__all__`` changes, the importing file's edges are read again."""
+    from pytest_mcp_server.app.map_state import import_reach
+
+    for path, text in {"a/__init__.py": "", "a/b.py": "X = 1\n", "tests/test_star.py": "from a import *\n"}.items():
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text(text)
+    reach, blind, cache = import_reach(tmp_path, None, ["a/b.py"])
+    assert "tests/test_star.py" not in reach and blind == []
+    (tmp_path / "a" / "__init__.py").write_text("__all__ = ['b']\n")
+    reach, blind, _ = import_reach(tmp_path, cache, ["a/b.py"])
+    assert "tests/test_star.py" in reach and blind == []

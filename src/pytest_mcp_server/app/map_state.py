@@ -186,18 +186,34 @@ def import_reach(root: Path, cached: str | None, changed: list[str]) -> tuple[se
         given = orjson.loads(cached)
         if given.get("listing") == listing:
             known = given["files"]
-    project = ProjectFiles(files)
+
+    def read(path: str) -> bytes | None:
+        try:
+            return (root / path).read_bytes()
+        except OSError:
+            return None
+
+    project = ProjectFiles(files, read)
     graph: dict[str, FileImports] = {}
     for path, stat in files.items():
         entry = known.get(path)
-        if entry is not None and entry[0] == stat:
-            graph[path] = FileImports(frozenset(entry[1]), entry[2], entry[3])
+        # the file's edges hold while it and the files it read (a star import's package) are as they were
+        if (
+            entry is not None
+            and len(entry) == 5
+            and entry[0] == stat
+            and all(files.get(r) == k for r, k in entry[4].items())
+        ):
+            graph[path] = FileImports(frozenset(entry[1]), entry[2], entry[3], frozenset(entry[4]))
             continue
         try:
             graph[path] = file_imports(path, (root / path).read_bytes(), project)
         except OSError as exc:
             graph[path] = FileImports(frozenset(), f"{path} could not be read ({exc.strerror})")
-    written = {path: [files[path], sorted(i.targets), i.opaque, i.parsed] for path, i in graph.items()}
+    written = {
+        path: [files[path], sorted(i.targets), i.opaque, i.parsed, {r: files.get(r) for r in sorted(i.reads)}]
+        for path, i in graph.items()
+    }
     cache = orjson.dumps({"listing": listing, "files": written}).decode()
     # a changed file that does not parse imports nothing: it fails wherever it is imported
     # (its importers are found through their own edges)

@@ -22,10 +22,15 @@ packages) are dropped.
 
 Every import statement counts, wherever it is (module level, functions,
 ``if TYPE_CHECKING:``, ``try``/``except``): an edge too many selects a test too many,
-an edge missing leaves a test that the change breaks unselected. Where the code does not
-say what it imports (a computed name, ``from package import *``, ``import_module`` or
-``__import__`` renamed or passed around, a file that does not parse) the file is
-*opaque*, with the reason, and ``importers`` counts it as importing every file. Not
+an edge missing leaves a test that the change breaks unselected. ``from package import
+*`` loads the package, then each submodule its ``__all__`` names (the language
+reference, "The import statement"; without ``__all__``, none): read from the package's
+``__init__.py`` when it assigns ``__all__`` once, at module level, a list or tuple of
+strings (the importing file then *reads* that file: its edges change with it). Where the
+code does not say what it imports (a computed name, a star import of a package whose
+``__all__`` is not such a list, ``import_module`` or ``__import__`` renamed or passed
+around, a file that does not parse) the file is *opaque*, with the reason, and
+``importers`` counts it as importing every file. Not
 seen: other loaders (``runpy``, ``spec_from_file_location``, ``exec``), import hooks,
 plugins named in configuration; the code they run is recorded where it runs.
 
@@ -36,7 +41,7 @@ from __future__ import annotations
 
 import ast
 from collections import deque
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 _EMPTY: frozenset[str] = frozenset()
@@ -56,6 +61,9 @@ class FileImports:
     parsed: bool = True
     """False when the file does not parse (then ``opaque`` says so): as the project's
     Python may read newer syntax than the server's, it may still import anything."""
+    reads: frozenset[str] = frozenset()
+    """The other project files whose content decided ``targets`` (the packages a star
+    import reads ``__all__`` from): when one of them changes, so may this file's edges."""
 
 
 class ProjectFiles:
@@ -65,7 +73,10 @@ class ProjectFiles:
     ``src/pkg/__init__.py`` under ``pkg`` and ``src.pkg`` (a suffix stops at a
     directory that is not an identifier, which no dotted name can spell)."""
 
-    def __init__(self, paths: Iterable[str]) -> None:
+    def __init__(self, paths: Iterable[str], read: Callable[[str], bytes | None] | None = None) -> None:
+        """``read``: a file's content by its path (None when it cannot be read; without
+        ``read``, none can: a star import of a package is then opaque)."""
+        self.read = read
         self.paths: frozenset[str] = frozenset(p for p in paths if p.endswith(".py"))
         index: dict[str, set[str]] = {}
         for path in self.paths:
@@ -123,13 +134,14 @@ def file_imports(path: str, content: bytes, files: ProjectFiles) -> FileImports:
             if (node.id if isinstance(node, ast.Name) else node.attr) in _CALLEES:
                 reader.renamed(node)
     opaque = min(reader.opaque)[1] if reader.opaque else None
-    return FileImports(frozenset(reader.targets - {path}), opaque)  # a file is no edge of its own
+    # a file is no edge of its own
+    return FileImports(frozenset(reader.targets - {path}), opaque, reads=frozenset(reader.reads - {path}))
 
 
 def import_graph(sources: Mapping[str, bytes]) -> dict[str, FileImports]:
     """``file_imports`` of every file of ``sources`` (root-relative path -> content),
     resolved among those paths: the whole project's graph."""
-    files = ProjectFiles(sources)
+    files = ProjectFiles(sources, sources.get)
     return {path: file_imports(path, content, files) for path, content in sources.items() if path in files.paths}
 
 
@@ -192,6 +204,7 @@ class _Reader:
     def __init__(self, path: str, files: ProjectFiles) -> None:
         self.path, self.files = path, files
         self.targets: set[str] = set()
+        self.reads: set[str] = set()
         self.opaque: list[tuple[int, str]] = []
         self.called: set[int] = set()  # ids of the ``func`` nodes of the calls read
 
@@ -215,11 +228,49 @@ class _Reader:
             self.targets |= lookup(".".join(parts[:end]))
         for name in names:
             if name == "*":
-                packages = sorted(p for p in lookup(module) if p.endswith("__init__.py"))
-                if packages:
-                    self._opaque(line, f"imports * from the package {packages[0]}: its submodules are not known")
+                for package in sorted(p for p in lookup(module) if p.endswith("__init__.py")):
+                    exported = self._exported(package)
+                    if exported is None:
+                        self._opaque(line, f"imports * from the package {package}: its __all__ is not a list of names")
+                        break
+                    self.reads.add(package)
+                    for submodule in exported:
+                        self.targets |= lookup(f"{module}.{submodule}" if module else submodule)
             else:
                 self.targets |= lookup(f"{module}.{name}" if module else name)
+
+    def _exported(self, package: str) -> list[str] | None:
+        """The names ``package`` (an ``__init__.py``) exports to a star import: its
+        ``__all__`` when assigned once at module level as a list or tuple of strings,
+        ``[]`` when it has none (a star import then loads no submodule); None when it
+        cannot be read, does not parse, or builds ``__all__`` otherwise."""
+        content = self.files.read(package) if self.files.read is not None else None
+        if content is None:
+            return None
+        try:
+            tree = ast.parse(content)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
+        found: list[str] | None = None
+        assigned = 0
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Name) and node.id == "__all__" and not isinstance(node.ctx, ast.Load):
+                assigned += 1
+            elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "__all__":
+                return None  # __all__.append(...), __all__.extend(...)
+        for node in tree.body:
+            value: ast.expr | None
+            if isinstance(node, ast.Assign):
+                targets, value = node.targets, node.value
+            elif isinstance(node, ast.AnnAssign):
+                targets, value = [node.target], node.value
+            else:
+                continue
+            if any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets):
+                found = _strings(value) if isinstance(value, ast.List | ast.Tuple) else None
+        if assigned == 0:
+            return []
+        return found if assigned == 1 else None
 
     def call(self, node: ast.Call) -> None:
         """``import_module(name, package)`` and ``__import__(name, globals, locals,
