@@ -202,8 +202,15 @@ fn parsers(c: &mut Criterion) {
             let paths = vec![path.to_string_lossy().into_owned()];
             group.bench_function("summarize_files (file, builder, JSON)", |b| {
                 b.iter(|| {
-                    report_core::summarize_files(black_box(&paths), None, &budgets, None, None)
-                        .expect("summarises")
+                    report_core::summarize_files(
+                        black_box(&paths),
+                        None,
+                        &budgets,
+                        None,
+                        None,
+                        None,
+                    )
+                    .expect("summarises")
                 })
             });
         }

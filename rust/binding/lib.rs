@@ -13,7 +13,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
-use report_core::{Format, ProjectCode};
+use report_core::{Format, ProjectCode, SuspectGroup};
 
 /// The package's own Python exception classes, raised as they are (as pyca/cryptography
 /// raises `cryptography.exceptions.*`): what a caller catches is what the binding raised.
@@ -84,11 +84,13 @@ impl From<Budgets> for report_core::Budgets {
 /// Summarise report files; returns the canonical summary JSON bytes. `budgets`: a
 /// `models.Budgets`. `select`: node-id selection entries, or None for every test.
 /// `project`: (root, top-level packages) of the project's own code, or None for the
-/// path-pattern rule. Raises `models.ReportError` for a report that cannot be summarised,
+/// path-pattern rule. `suspect`: (key, failing node ids) of a cause found outside the
+/// report, whose failures group as one (docs/ENGINE.md, *Groups*), or None. Raises
+/// `models.ReportError` for a report that cannot be summarised,
 /// `ValueError` for an unknown format or no paths, `AttributeError`/`TypeError` for a
 /// missing/bad budget (see [`Budgets`]).
 #[pyfunction]
-#[pyo3(signature = (paths, format, budgets, select=None, project=None))]
+#[pyo3(signature = (paths, format, budgets, select=None, project=None, suspect=None))]
 fn summarize_files<'py>(
     py: Python<'py>,
     paths: Vec<String>,
@@ -96,6 +98,7 @@ fn summarize_files<'py>(
     budgets: Budgets,
     select: Option<Vec<String>>,
     project: Option<(String, Vec<String>)>,
+    suspect: Option<(String, Vec<String>)>,
 ) -> PyResult<Bound<'py, PyBytes>> {
     let wanted = Format::parse_choice(format).map_err(PyValueError::new_err)?;
     if paths.is_empty() {
@@ -105,9 +108,20 @@ fn summarize_files<'py>(
     }
     let budgets = report_core::Budgets::from(budgets);
     let project = project.map(|(root, packages)| ProjectCode::new(&root, &packages));
+    let suspect = suspect.map(|(key, node_ids)| SuspectGroup {
+        key,
+        node_ids: node_ids.into_iter().collect(),
+    });
     let bytes = py
         .detach(|| {
-            report_core::summarize_files(&paths, wanted, &budgets, select.as_deref(), project)
+            report_core::summarize_files(
+                &paths,
+                wanted,
+                &budgets,
+                select.as_deref(),
+                project,
+                suspect,
+            )
         })
         .map_err(ReportError)?;
     Ok(PyBytes::new(py, &bytes))

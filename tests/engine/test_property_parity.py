@@ -17,6 +17,7 @@ divergence found lives on below as a concrete regression test.
 from __future__ import annotations
 
 import itertools
+import json
 from pathlib import Path
 
 import pytest
@@ -36,6 +37,8 @@ from helpers.strategies import (
 )
 from hypothesis import event, given
 from hypothesis import strategies as st
+
+from pytest_mcp_server.engine.models import SuspectGroup
 
 pytestmark = needs_native
 
@@ -91,6 +94,28 @@ def test_valid_pytest_json_gives_identical_bytes_and_the_truth(scratch, doc, bud
 
 def _shards(make):
     return st.integers(1, 3).flatmap(lambda n: st.tuples(*[make(f"s{i}_") for i in range(n)]))
+
+
+@pytest.mark.fuzz
+@fuzz_settings(40)
+@given(docs=st.one_of(_shards(junit_docs), _shards(json_docs)), budgets=budgets_dicts(), data=st.data())
+def test_a_suspect_groups_alike_in_both_backends_one_file_or_shards(scratch, docs, budgets, data):
+    """With a suspect (a cause found outside the report), both backends write the same
+    bytes, whether the files are read one after the other (pure) or in parallel and
+    merged (native): its failures without a cause frame in one group, each assertion
+    site's first failure first among its examples; the counts stay the report's."""
+    paths = [scratch.write(d.data, f"shard{i}") for i, d in enumerate(docs)]
+    plain = result_in_both(paths, budgets)
+    assert plain[0] == "ok", plain
+    summary = json.loads(plain[1])
+    failing = sorted(
+        {f["node_id"] for f in summary["failures"]} | {e for g in summary["groups"] for e in g["examples"]}
+    )
+    chosen = data.draw(st.lists(st.sampled_from(failing), unique=True) if failing else st.just([]))
+    suspect = SuspectGroup(key="pkg/mod.py:3", node_ids=frozenset(chosen))
+    grouped = result_in_both(paths, budgets, suspect=suspect)
+    assert grouped[0] == "ok", grouped
+    assert json.loads(grouped[1])["counts"] == summary["counts"]
 
 
 @pytest.mark.fuzz

@@ -25,7 +25,7 @@ import orjson
 import pytest
 
 from pytest_mcp_server.engine import native_available, summarize_bytes
-from pytest_mcp_server.engine.models import Budgets, ProjectCode, ReportError, RunReport
+from pytest_mcp_server.engine.models import Budgets, ProjectCode, ReportError, RunReport, SuspectGroup
 
 BACKENDS = ("native", "pure")
 
@@ -58,16 +58,20 @@ def run_backend(
     fmt: str = "auto",
     project: ProjectCode | None = None,
     select: Sequence[str] | None = None,
+    suspect: SuspectGroup | None = None,
 ) -> tuple:
-    """One backend on ``paths`` (with ``project``'s code and the node-id ``select``, when
-    given): ``("ok", summary bytes)``, ``("error", kind, message)`` for a ``ReportError``
+    """One backend on ``paths`` (with ``project``'s code, the node-id ``select`` and the
+    ``suspect`` cause, when given): ``("ok", summary bytes)``, ``("error", kind, message)`` for a ``ReportError``
     (asserted to name one of ``paths`` and to carry a message), or ``("crash",
     description)`` for anything else (a pyo3 ``PanicException`` included: it is a
     ``BaseException``)."""
     names = _path_list(paths)
     try:
         b = Budgets(**(budgets or {}))
-        return ("ok", summarize_bytes(names, format=fmt, backend=backend, budgets=b, project=project, select=select))
+        out = summarize_bytes(
+            names, format=fmt, backend=backend, budgets=b, project=project, select=select, suspect=suspect
+        )
+        return ("ok", out)
     except ReportError as exc:
         # Every refusal names the file at fault and says what happened (models.ReportError).
         assert exc.path in names and exc.message, f"{backend}: {exc.kind} error without its file or message: {exc!r}"
@@ -115,9 +119,10 @@ def result_in_both(
     fmt: str = "auto",
     project: ProjectCode | None = None,
     select: Sequence[str] | None = None,
+    suspect: SuspectGroup | None = None,
 ) -> tuple:
-    """Both backends on ``paths`` (native first; ``project`` and ``select`` as
-    ``run_backend``'s); asserts that they agree (``assert_same_result``) and returns the
+    """Both backends on ``paths`` (native first; ``project``, ``select`` and ``suspect``
+    as ``run_backend``'s); asserts that they agree (``assert_same_result``) and returns the
     native result (the pure one when the extension is missing: then only tests without
     ``needs_native`` get here). A call stuck for ``HANG_SECONDS`` ends the process with a
     stack dump."""
@@ -125,8 +130,8 @@ def result_in_both(
     EXAMPLES_CHECKED[key] = EXAMPLES_CHECKED.get(key, 0) + 1
     faulthandler.dump_traceback_later(HANG_SECONDS, exit=True)
     try:
-        pure = run_backend(paths, "pure", budgets, fmt, project, select)
-        native = pure if NATIVE_MISSING else run_backend(paths, "native", budgets, fmt, project, select)
+        pure = run_backend(paths, "pure", budgets, fmt, project, select, suspect)
+        native = pure if NATIVE_MISSING else run_backend(paths, "native", budgets, fmt, project, select, suspect)
     finally:
         faulthandler.cancel_dump_traceback_later()
     assert_same_result(native, pure, where=f"{_path_list(paths)}: ")
@@ -139,13 +144,14 @@ def summary_in_both(
     *,
     project: ProjectCode | None = None,
     select: Sequence[str] | None = None,
+    suspect: SuspectGroup | None = None,
     **budgets: int,
 ) -> dict[str, Any]:
     """Both backends must summarise ``paths`` (with ``project``'s code and the node-id
     ``select``, when given) with the same bytes, which ``ReportSummary`` accepts; returns
     the summary parsed (a dict shaped like ``ReportSummary``). ``budgets`` are ``Budgets``
     fields."""
-    result = result_in_both(paths, budgets, fmt, project, select)
+    result = result_in_both(paths, budgets, fmt, project, select, suspect)
     assert result[0] == "ok", f"both backends refused {_path_list(paths)}: {result[1]!r} ({result[2]})"
     RunReport.model_validate_json(result[1])  # the public model accepts it
     return orjson.loads(result[1])

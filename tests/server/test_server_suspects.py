@@ -15,23 +15,23 @@ the server: the ranking itself on hand-made contexts (every input is plain data)
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
+from helpers.backends import summary_in_both
 from helpers.server_support import connect, git, run, text_of
 from helpers.server_support import stdio_server as server
 
 from pytest_mcp_server.domain.coverage_answer import ChangedLines
 from pytest_mcp_server.domain.suspects import (
-    Suspect,
-    group_by_suspect,
     node_id_of_context,
     rank_suspects,
     source_shape,
 )
 from pytest_mcp_server.domain.tools import ExecuteResult
 from pytest_mcp_server.engine.coverage_reports import LineContexts
-from pytest_mcp_server.engine.models import ReportSummary
+from pytest_mcp_server.engine.models import ProjectCode, SuspectGroup
 
 NUMBERS = """\
 def intcomma(value):
@@ -134,8 +134,9 @@ def test_a_wrong_branch_only_failing_tests_take_is_named_by_its_line(tmp_path):
     # the headline comes right after the verdict line
     assert text.splitlines()[1].startswith("changed code run by failing tests: pkg/numbers.py:7")
     # two assertion sites (test_intcomma's and the sentence test's), no frame in
-    # pkg/numbers.py, one changed line they all ran: one group, one entry in full, and
-    # the other site's test named first among the group's other failures
+    # pkg/numbers.py, one changed line they all ran: one group (the engine's, keyed by the
+    # suspect), one entry in full, and the other site's test named first among the group's
+    # other failures
     (group,) = result.summary.groups
     assert group.count == 4
     assert {f.group for f in result.summary.failures} == {group.id}
@@ -444,69 +445,66 @@ def test_a_new_function_no_one_calls_is_no_suspect_though_its_def_line_ran_at_im
     assert [(s.lines, s.by) for s in suspects] == [("2", "line")]
 
 
-def test_grouping_by_suspect_takes_only_frameless_groups_whose_tests_all_ran_it():
-    def failure(node_id: str, group: str, path: str) -> dict:
-        return {
-            "node_id": node_id,
-            "outcome": "failed",
-            "phase": "call",
-            "exception": "AssertionError",
-            "message": "assert 1 == 2",
-            "location": {"path": path, "line": 3},
-            "group": group,
-        }
+def test_the_engine_groups_the_failures_a_suspect_explains_before_cutting_groups(tmp_path):
+    """With a suspect (the changed lines the failing tests ran), a failure of one of its
+    tests with no frame of the code under test joins the suspect's group whatever its
+    message or assertion site, in both backends, before ``max_groups`` cuts the list; a
+    failure with a frame in the code under test, or of a test that did not run the
+    suspect, keeps its own group."""
 
-    def group(gid: str, count: int, path: str, examples: list[str]) -> dict:
-        loc = {"path": path, "line": 3}
-        return {
-            "id": gid,
-            "count": count,
-            "exception": "AssertionError",
-            "message": "m",
-            "location": loc,
-            "examples": examples,
+    def failing(node_id: str, path: str, line: int, message: str, frames: list[tuple[str, int]]) -> list[dict]:
+        entries = [
+            {
+                "type": "ReprEntry",
+                "data": {
+                    "lines": [f"E   {message}"],
+                    "reprfuncargs": None,
+                    "reprlocals": None,
+                    "reprfileloc": {"path": p, "lineno": n, "message": "AssertionError"},
+                    "style": "short",
+                },
+            }
+            for p, n in frames
+        ]
+        longrepr = {
+            "reprcrash": {"path": f"/r/{path}", "lineno": line, "message": message},
+            "reprtraceback": {"reprentries": entries, "extraline": None, "style": "short"},
+            "sections": [],
+            "chain": None,
         }
-
-    summary = ReportSummary.model_validate(
-        {
-            "format": "reportlog",
-            "files": ["r.jsonl"],
-            "counts": {
-                **dict.fromkeys(("passed", "errors", "skipped", "xfailed", "xpassed", "flaky"), 0),
-                "total": 9,
-                "failed": 9,
+        return [
+            {
+                "$report_type": "TestReport",
+                "nodeid": node_id,
+                "when": "call",
+                "outcome": "failed",
+                "longrepr": longrepr,
+                "duration": 0.1,
             },
-            "duration_s": 1.0,
-            "tests_duration_s": 1.0,
-            "failures": [
-                failure("tests/t.py::a", "g1", "tests/t.py"),
-                failure("tests/u.py::b", "g2", "tests/u.py"),
-                failure("tests/v.py::c", "g3", "pkg/m.py"),  # a cause frame in the project's code
-                failure("tests/w.py::d", "g4", "tests/w.py"),  # one of its tests did not run the suspect
-                failure("tests/x.py::e", "g5", "tests/x.py"),
-            ],
-            "groups": [
-                group("g1", 3, "tests/t.py", ["tests/t.py::a", "tests/t.py::a2", "tests/t.py::a3"]),
-                group("g3", 2, "pkg/m.py", ["tests/v.py::c", "tests/v.py::c2"]),
-                group("g4", 2, "tests/w.py", ["tests/w.py::d", "tests/w.py::other"]),
-                group("g2", 1, "tests/u.py", ["tests/u.py::b"]),
-                group("g5", 1, "tests/x.py", ["tests/x.py::e"]),
-            ],
-        }
-    )
-    ran = {"tests/t.py::a", "tests/t.py::a2", "tests/t.py::a3", "tests/u.py::b", "tests/v.py::c", "tests/v.py::c2"}
-    ran |= {"tests/w.py::d", "tests/x.py::e"}
-    suspect = Suspect(
-        path="pkg/m.py", lines="7", failing=8, passing=0, failing_total=9, passing_total=1, failing_tests=frozenset(ran)
-    )
-    out = group_by_suspect(summary, suspect, max_examples=3)
-    assert [(g.id, g.count) for g in out.groups] == [("g1", 5), ("g3", 2), ("g4", 2)]
-    assert out.groups[0].examples == ["tests/t.py::a", "tests/u.py::b", "tests/x.py::e"]
-    assert [f.node_id for f in out.failures] == ["tests/t.py::a", "tests/v.py::c", "tests/w.py::d"]
-    assert out.omitted.failures == 2
-    assert "failing_tests" not in suspect.model_dump()
-    # nothing to merge: the summary as it is
-    assert group_by_suspect(summary, suspect.model_copy(update={"failing_tests": frozenset()}), 3) is summary
+            {"$report_type": "TestReport", "nodeid": node_id, "when": "teardown", "outcome": "passed"},
+        ]
+
+    lines = [{"$report_type": "SessionStart", "root": "/r"}]
+    for n in ("a", "a2", "a3"):
+        lines += failing(f"tests/t.py::{n}", "tests/t.py", 3, "AssertionError: assert 1 == 2", [("tests/t.py", 3)])
+    lines += failing("tests/u.py::b", "tests/u.py", 5, "AssertionError: assert 'x' == 'y'", [("tests/u.py", 5)])
+    lines += failing("tests/v.py::c", "pkg/m.py", 7, "AssertionError: wrong", [("tests/v.py", 2), ("pkg/m.py", 7)])
+    lines += failing("tests/w.py::d", "tests/w.py", 9, "AssertionError: assert 3 == 4", [("tests/w.py", 9)])
+    lines.append({"$report_type": "SessionFinish", "exitstatus": 1, "duration": 1.0})
+    log = tmp_path / "r.jsonl"
+    log.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    project = ProjectCode(root="/r", packages=("pkg",))
+    explained = frozenset({"tests/t.py::a", "tests/t.py::a2", "tests/t.py::a3", "tests/u.py::b", "tests/v.py::c"})
+    suspect = SuspectGroup(key="pkg/m.py:7", node_ids=explained)
+    plain = summary_in_both(log, project=project)
+    assert sorted(g["count"] for g in plain["groups"]) == [1, 1, 1, 3]
+    grouped = summary_in_both(log, project=project, suspect=suspect, max_groups=1)
+    [group] = grouped["groups"]
+    # each assertion site's first failure first, then the others in report order
+    assert (group["count"], group["examples"]) == (4, ["tests/t.py::a", "tests/u.py::b", "tests/t.py::a2"])
+    assert grouped["omitted"]["groups"] == 2  # tests/v.py::c (a frame in pkg) and tests/w.py::d (not explained)
+    assert grouped["failures"][0]["node_id"] == "tests/t.py::a"
+    assert {f["group"] for f in grouped["failures"][:4]} == {group["id"]}  # a, a2, a3 and b: one cause
 
 
 def test_data_of_only_the_lines_that_ran_takes_the_statements_as_executable():

@@ -413,6 +413,8 @@ fn newline_mask(bytes: &[u8]) -> u64 {
 pub(crate) struct DeepestFrames<'a> {
     pub code: Option<FrameLine<'a>>,
     pub key: Option<FrameLine<'a>>,
+    /// A frame of the project's code under test (not test code) was found.
+    pub under_test: bool,
 }
 
 impl<'a> DeepestFrames<'a> {
@@ -450,6 +452,7 @@ impl<'a> DeepestFrames<'a> {
                 CodeKind::Project => {
                     deepest.code.get_or_insert(frame);
                     deepest.key = Some(frame);
+                    deepest.under_test = true;
                     // `line` is a slice of `text`: the lines before it were not read
                     let start = line.as_ptr() as usize - text.as_ptr() as usize;
                     return (deepest, start, chain_seen);

@@ -43,7 +43,7 @@ pub use pytest_json::parse_pytest_json;
 pub use record::{Item, SourceSpan, TestRecord};
 pub use reportlog::{parse_reportlog, ReportlogEnd, SessionFacts};
 pub use select::Selection;
-pub use summary::SummaryBuilder;
+pub use summary::{SummaryBuilder, SuspectGroup};
 
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
@@ -146,8 +146,13 @@ fn summarize_one(
     budgets: &Budgets,
     selection: Option<&Arc<Selection>>,
     project: Option<&Arc<ProjectCode>>,
+    suspect: Option<&Arc<SuspectGroup>>,
 ) -> FilePart {
     let builder = SummaryBuilder::new(budgets);
+    let builder = match suspect {
+        Some(s) => builder.with_suspect(Arc::clone(s)),
+        None => builder,
+    };
     let builder = match selection {
         Some(s) => builder.selecting(Arc::clone(s)),
         None => builder,
@@ -301,27 +306,31 @@ fn parse_format(
 /// entries select, and `unmatched` names the entries that selected no failing/erroring
 /// test and no collection error (docs/ENGINE.md, *Selection*). `project`: the
 /// project's own code (docs/ENGINE.md, *Project code*), or None for the path-pattern
-/// rule.
+/// rule. `suspect`: a cause found outside the report whose failures group as one
+/// (docs/ENGINE.md, *Groups*), or None.
 pub fn summarize_files(
     paths: &[String],
     wanted: Option<Format>,
     budgets: &Budgets,
     select: Option<&[String]>,
     project: Option<ProjectCode>,
+    suspect: Option<SuspectGroup>,
 ) -> Result<Vec<u8>, ReportError> {
     let selection = select.map(|entries| Arc::new(Selection::new(entries)));
     let selection = selection.as_ref();
     let project = project.map(Arc::new);
     let project = project.as_ref();
+    let suspect = suspect.map(Arc::new);
+    let suspect = suspect.as_ref();
     let parts: Vec<FilePart> = if paths.len() == 1 {
         vec![summarize_one(
-            0, &paths[0], wanted, budgets, selection, project,
+            0, &paths[0], wanted, budgets, selection, project, suspect,
         )]
     } else {
         paths
             .par_iter()
             .enumerate()
-            .map(|(i, p)| summarize_one(i, p, wanted, budgets, selection, project))
+            .map(|(i, p)| summarize_one(i, p, wanted, budgets, selection, project, suspect))
             .collect()
     };
     let mut merged: Option<(Format, SummaryBuilder)> = None;

@@ -396,6 +396,8 @@ impl Representative {
 
 #[derive(Debug)]
 struct Group {
+    /// The suspect's group only: its assertion sites ([`Sites`]).
+    sites: Option<Box<Sites>>,
     /// The hash of its key (the key itself is in the index).
     hash: u64,
     count: u64,
@@ -405,6 +407,40 @@ struct Group {
     /// message are the group's, the message worked out only once the group is listed
     /// ([`ListedFailure::group_message`]).
     representative: Representative,
+}
+
+/// The assertion sites of the suspect's group (docs/ENGINE.md, *Groups*): the key
+/// hashes its failures had without the suspect, and each one's first failure
+/// (site, sequence number, node id), named first among the group's examples.
+#[derive(Debug, Default)]
+struct Sites {
+    seen: HashSet<u64>,
+    leads: Vec<(u64, u64, Box<str>)>,
+}
+
+/// Assertion sites of the suspect's group told apart; beyond, a new site's failure is an
+/// example like the others.
+pub const SITES_TRACKED: usize = 10_000;
+
+impl Group {
+    /// Its examples as listed: each assertion site's first failure first (the suspect's
+    /// group), then the others in report order, at most `max`.
+    fn listed_examples(&self, max: usize) -> Vec<&str> {
+        let Some(sites) = &self.sites else {
+            return self.examples.iter().map(|e| &*e.1).collect();
+        };
+        let mut out: Vec<&str> = Vec::with_capacity(max);
+        let leads = sites.leads.iter().map(|l| &*l.2);
+        for id in leads.chain(self.examples.iter().map(|e| &*e.1)) {
+            if out.len() == max {
+                break;
+            }
+            if !out.contains(&id) {
+                out.push(id);
+            }
+        }
+        out
+    }
 }
 
 /// Distinct group keys of `gother` counted, at most: its message says how many causes
@@ -557,6 +593,19 @@ struct Slow {
     node_id: String,
 }
 
+/// A cause found outside the report (docs/ENGINE.md, *Groups*, the suspect): the
+/// changed code that `node_ids`, the failing tests, all ran. A failure of one of them
+/// with no frame of the project's code under test (its location test code, or none), or
+/// a doctest's wrong value, joins one group keyed by `key`, whatever its message.
+#[derive(Debug, Clone)]
+pub struct SuspectGroup {
+    pub key: String,
+    pub node_ids: HashSet<String>,
+}
+
+/// The exception of a doctest's wrong value (pytest's `doctest` plugin; *Doctests*).
+const DOCTEST_FAILURE: &str = "DocTestFailure";
+
 /// Accumulates records (in input order) into a summary. See the module docs.
 #[derive(Debug)]
 pub struct SummaryBuilder {
@@ -591,6 +640,8 @@ pub struct SummaryBuilder {
     matched: Vec<bool>,
     /// The project's own code (docs/ENGINE.md, *Project code*); None: the path-pattern rule.
     project: Option<Arc<ProjectCode>>,
+    /// The cause found outside the report, if any ([`SuspectGroup`]).
+    suspect: Option<Arc<SuspectGroup>>,
     /// The node id and group of the last failed subtest listed (a parent that only says
     /// its subtests failed joins that group).
     last_subtest: Option<(String, GroupRef)>,
@@ -675,6 +726,7 @@ impl SummaryBuilder {
             selection: None,
             matched: Vec::new(),
             project: None,
+            suspect: None,
             kinds: PathKinds::default(),
             pending_bytes: 0,
             pending_order: std::collections::VecDeque::new(),
@@ -736,6 +788,13 @@ impl SummaryBuilder {
     /// (docs/ENGINE.md, *Project code*); call it before the first push.
     pub fn for_project(mut self, project: Arc<ProjectCode>) -> Self {
         self.project = Some(project);
+        self
+    }
+
+    /// This builder, grouping the failures `suspect` explains as one (docs/ENGINE.md,
+    /// *Groups*); call it before the first push.
+    pub fn with_suspect(mut self, suspect: Arc<SuspectGroup>) -> Self {
+        self.suspect = Some(suspect);
         self
     }
 
@@ -1059,6 +1118,20 @@ impl SummaryBuilder {
         }
     }
 
+    /// The suspect's group key for a failure of `node_id` it explains: one of its tests
+    /// with no frame of the project's code under test, or a doctest's wrong value.
+    fn suspect_key(
+        &self,
+        node_id: &str,
+        exception: Option<&str>,
+        frames: &DeepestFrames<'_>,
+    ) -> Option<String> {
+        let suspect = self.suspect.as_ref()?;
+        let explained = !frames.under_test || exception == Some(DOCTEST_FAILURE);
+        (explained && suspect.node_ids.contains(node_id))
+            .then(|| format!("\0suspect {}", suspect.key))
+    }
+
     /// Count a failure in its group (creating it, or `gother` when the table is full).
     /// The key (docs/ENGINE.md, *Groups*) is a fingerprint: the exception and the
     /// innermost frame of the project's code under test, else of its tests; without a
@@ -1091,33 +1164,61 @@ impl SummaryBuilder {
                 (None, fold_values(&line))
             }
         };
+        let group = match self.suspect_key(node_id, Some(exception), frames) {
+            // the suspect's group, whatever its message or assertion site (the key it had)
+            Some(key) => {
+                let site = key_hash(Some(exception), &folded, at.as_deref());
+                self.group_of("", Some(&key), "", seq, node_id, Some(site))
+            }
+            None => self.group_of(exception, at.as_deref(), &folded, seq, node_id, None),
+        };
+        if let Some(at) = at {
+            self.scratch_at = at;
+        }
+        group
+    }
+
+    /// Count a failure in the group of key (`exception`, `at`, `folded`), creating it
+    /// (or `gother` when the table is full); `site`: the hash of the key it had, when
+    /// the key is the suspect's (its group names each site's first failure first).
+    fn group_of(
+        &mut self,
+        exception: &str,
+        at: Option<&str>,
+        folded: &str,
+        seq: u64,
+        node_id: &str,
+        site: Option<u64>,
+    ) -> GroupRef {
         let mut key = std::mem::take(&mut self.scratch_key);
-        encode_key(&mut key, exception, at.as_deref(), &folded);
+        encode_key(&mut key, exception, at, folded);
         let max_examples = self.budgets.max_examples;
         let found = self.group_index.get(key.as_slice()).copied();
         let index = match found {
             Some(index) => index,
             None if self.groups.len() < self.group_limit => {
-                self.new_group(&key, exception, &folded, at.as_deref(), seq)
+                self.new_group(&key, exception, folded, at, seq)
             }
             None => {
-                self.other
-                    .fold_cause(key_hash(Some(exception), &folded, at.as_deref()));
+                self.other.fold_cause(key_hash(Some(exception), folded, at));
                 self.other.count_one(seq, node_id, max_examples);
                 self.scratch_key = key;
-                if let Some(at) = at {
-                    self.scratch_at = at;
-                }
                 return GroupRef::Other;
             }
         };
         self.scratch_key = key;
-        if let Some(at) = at {
-            self.scratch_at = at;
-        }
         let group = &mut self.groups[index];
         group.count += 1;
         push_example(&mut group.examples, max_examples, seq, node_id);
+        if let Some(site) = site {
+            let sites = group.sites.get_or_insert_with(Box::default);
+            if sites.seen.len() < SITES_TRACKED
+                && sites.seen.insert(site)
+                && sites.leads.len() < max_examples
+            {
+                sites.leads.push((site, seq, node_id.into()));
+            }
+        }
         GroupRef::Tracked(index)
     }
 
@@ -1135,6 +1236,7 @@ impl SummaryBuilder {
     ) -> usize {
         let hash = key_hash(Some(exception), folded, at);
         self.groups.push(Group {
+            sites: None,
             hash,
             count: 0,
             first_seq: seq,
@@ -1268,6 +1370,24 @@ impl SummaryBuilder {
                 let mine = &mut self.groups[index];
                 mine.count += group.count;
                 merge_examples(&mut mine.examples, examples, max_examples);
+                if let Some(theirs) = group.sites {
+                    // as if read after these: their sites' first failures, those new here
+                    let sites = mine.sites.get_or_insert_with(Box::default);
+                    for (site, seq, id) in theirs.leads {
+                        if sites.seen.len() < SITES_TRACKED
+                            && sites.seen.insert(site)
+                            && sites.leads.len() < max_examples
+                        {
+                            sites.leads.push((site, seq + offset, id));
+                        }
+                    }
+                    for site in theirs.seen {
+                        if sites.seen.len() >= SITES_TRACKED {
+                            break;
+                        }
+                        sites.seen.insert(site);
+                    }
+                }
                 remap.push(GroupRef::Tracked(index));
             } else if self.groups.len() < self.group_limit {
                 let index = self.groups.len();
@@ -1547,7 +1667,7 @@ impl SummaryBuilder {
                             .and_then(|f| f.group_message.clone())
                             .unwrap_or_default(),
                         location: location_json(&g.representative),
-                        examples: g.examples.iter().map(|e| &*e.1).collect(),
+                        examples: g.listed_examples(self.budgets.max_examples),
                     }
                 }
                 GroupRef::Other => GroupJson {

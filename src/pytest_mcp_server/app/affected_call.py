@@ -42,7 +42,7 @@ from pytest_mcp_server.app.map_state import (
     read_map_state,
     selection_before_run,
 )
-from pytest_mcp_server.app.runner import RunAnswer, Runner, run_status
+from pytest_mcp_server.app.runner import RunAnswer, Runner, regrouped, run_status
 from pytest_mcp_server.domain.failures import ToolFailure
 from pytest_mcp_server.domain.nodeids import node_path
 from pytest_mcp_server.domain.selection import (
@@ -51,7 +51,6 @@ from pytest_mcp_server.domain.selection import (
     select_affected,
     selection_of,
 )
-from pytest_mcp_server.domain.suspects import group_by_suspect
 from pytest_mcp_server.domain.tools import ExecuteParams, ExecuteResult, SelectionParams
 from pytest_mcp_server.engine.models import Budgets, ReportSummary
 from pytest_mcp_server.run.argv import RECORDS_FILE, discover_argv
@@ -207,7 +206,8 @@ async def execute_affected(
             suspects = await anyio.to_thread.run_sync(rank_in_root, runner.root, changed, measured, outcomes)
             update["suspects"] = suspects
             if suspects:
-                update["summary"] = group_by_suspect(result.summary, suspects[0], params.budgets().max_examples)
+                again = await regrouped(runner, Path(result.report_path), params.budgets(), suspects[0])
+                update["summary"] = again or result.summary
     return result.model_copy(update=update)
 
 

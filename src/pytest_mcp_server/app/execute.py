@@ -29,11 +29,10 @@ import anyio
 
 from pytest_mcp_server.app.affected_call import execute_affected, interpreter_with_coverage
 from pytest_mcp_server.app.repeat import execute_repeated
-from pytest_mcp_server.app.runner import RunAnswer, Runner, RunRecords, run_status
+from pytest_mcp_server.app.runner import RunAnswer, Runner, RunRecords, regrouped, run_status
 from pytest_mcp_server.domain.coverage_answer import ran_a_test
 from pytest_mcp_server.domain.failures import ToolFailure, invalid
 from pytest_mcp_server.domain.nodeids import node_last_name
-from pytest_mcp_server.domain.suspects import group_by_suspect
 from pytest_mcp_server.domain.tools import ExecuteParams, ExecuteResult
 from pytest_mcp_server.domain.validation import check_node_ids_exist
 from pytest_mcp_server.run.argv import RECORDS_FILE, STACKS_FILE, child_env, execute_argv
@@ -151,7 +150,7 @@ async def run_in_dir(
             if summary.counts.failed or summary.counts.errors:
                 suspects = await find_suspects(run_dir, runner.root, changed, read.outcomes)
                 if suspects:  # failures with no cause frame that ran the top suspect: one cause
-                    summary = group_by_suspect(summary, suspects[0], params.budgets().max_examples)
+                    summary = await regrouped(runner, records, params.budgets(), suspects[0]) or summary
         keep = True
     finally:
         with anyio.CancelScope(shield=True):

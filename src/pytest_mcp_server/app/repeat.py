@@ -12,11 +12,10 @@ from pathlib import Path
 
 import anyio
 
-from pytest_mcp_server.app.runner import RunAnswer, Runner
+from pytest_mcp_server.app.runner import RunAnswer, Runner, regrouped
 from pytest_mcp_server.domain.coverage_answer import ran_a_test
 from pytest_mcp_server.domain.failures import ToolFailure, ToolFailureDetail
 from pytest_mcp_server.domain.flaky import FlakyTest, OutcomeHistory, last_failing_run
-from pytest_mcp_server.domain.suspects import group_by_suspect
 from pytest_mcp_server.domain.tools import ExecuteParams, ExecuteResult
 from pytest_mcp_server.engine import summarize as engine_summarize
 from pytest_mcp_server.engine.models import Budgets, Failure, ReportError
@@ -107,7 +106,8 @@ async def execute_repeated(
             # the contexts of every run, the outcomes of the last (the one the summary describes)
             suspects = await find_suspects(run_dirs[-1], runner.root, changed, outcomes)
             if suspects:
-                summary = group_by_suspect(summary, suspects[0], params.budgets().max_examples)
+                again = await regrouped(runner, Path(result.report_path), params.budgets(), suspects[0])
+                summary = again.model_copy(update={"counts": counts}) if again is not None else summary
     update = {"summary": summary, "runs": params.repeat, "flaky": listed, "coverage": coverage, "suspects": suspects}
     return result.model_copy(update=update)
 

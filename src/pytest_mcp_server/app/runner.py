@@ -21,9 +21,19 @@ import anyio
 from pytest_mcp_server.domain.config import ServerConfig
 from pytest_mcp_server.domain.failures import FailureKind, ToolFailure
 from pytest_mcp_server.domain.policy import ERROR_LINE_CHARS, EVERY_OUTCOME, KILL_GRACE_S
+from pytest_mcp_server.domain.suspects import Suspect
 from pytest_mcp_server.domain.tools import ExecuteResult, RunStatus
 from pytest_mcp_server.engine import read_report
-from pytest_mcp_server.engine.models import Budgets, ProjectCode, ReportError, ReportSummary, RunReport, Session
+from pytest_mcp_server.engine import summarize as engine_summarize
+from pytest_mcp_server.engine.models import (
+    Budgets,
+    ProjectCode,
+    ReportError,
+    ReportSummary,
+    RunReport,
+    Session,
+    SuspectGroup,
+)
 from pytest_mcp_server.run.argv import RECORDS_FILE, ExitCode, child_env
 from pytest_mcp_server.run.interpreter import Interpreter, find_python, probe_interpreter
 from pytest_mcp_server.run.process import ProcessOutcome, run_process, signal_name
@@ -190,6 +200,19 @@ class RunRecords:
             assert self.unreadable is not None
             raise self.unreadable
         return self.report.summary()
+
+
+async def regrouped(runner: Runner, records: Path, budgets: Budgets, suspect: Suspect) -> ReportSummary | None:
+    """The run's summary read again with ``suspect``, the top suspect, as a cause
+    (``engine.summarize``'s ``suspect``: the failures of its failing tests that have no
+    frame of the code under test group as one, before ``max_groups`` is applied); None
+    when the file cannot be read again."""
+    group = SuspectGroup(key=f"{suspect.path}:{suspect.lines}", node_ids=suspect.failing_tests)
+    reading = partial(engine_summarize, [str(records)], budgets=budgets, project=runner.project(), suspect=group)
+    try:
+        return await anyio.to_thread.run_sync(reading)
+    except ReportError:
+        return None
 
 
 def process_failure(kind: FailureKind, message: str, outcome: ProcessOutcome, argv: list[str]) -> ToolFailure:

@@ -18,8 +18,9 @@ Hunks run by failing tests are ranked by the Ochiai coefficient,
 ``failing / sqrt(all failing × (failing + passing))``, as spectrum-based fault
 localisation ranks statements (Abreu, Zoeteweij, van Gemund, "On the Accuracy of
 Spectrum-based Fault Localization", TAICPART 2007): code that every failing test ran and
-no passing test ran comes first. ``group_by_suspect`` then makes one group of the
-failures with no cause frame that all ran the top suspect.
+no passing test ran comes first. The engine then groups the failures with no cause
+frame that all ran the top suspect as one (``engine.summarize``'s ``suspect``,
+``app.runner.regrouped``).
 
 No I/O: the caller reads the contexts (``engine.coverage_reports.read_line_contexts``) and the
 changed files' source.
@@ -36,7 +37,7 @@ from pydantic import Field
 
 from pytest_mcp_server.domain.coverage_answer import ChangedLines, line_ranges
 from pytest_mcp_server.engine.coverage_reports import LineContexts
-from pytest_mcp_server.engine.models import Group, ReportSummary, _Frozen, is_test_path
+from pytest_mcp_server.engine.models import _Frozen
 
 FAILING_OUTCOMES = frozenset({"failed", "error"})
 """Outcomes (``engine.read_report``'s, pytest-json-report's names) that make a test a failing one here;
@@ -64,7 +65,7 @@ class Suspect(_Frozen):
     passing_total: int
     by: str = "line"
     failing_tests: frozenset[str] = Field(default_factory=frozenset, exclude=True)
-    """The failing tests' node ids (not sent: ``group_by_suspect`` reads them)."""
+    """The failing tests' node ids (not sent: the engine's suspect group reads them)."""
 
 
 @dataclass(frozen=True)
@@ -259,55 +260,3 @@ def _tests_of(
             elif outcome in PASSING_OUTCOMES:
                 passing.add(node_id)
     return failing, passing
-
-
-DOCTEST_FAILURE = "DocTestFailure"
-"""The exception of a doctest's wrong value (pytest's ``doctest`` plugin; docs/ENGINE.md,
-*Doctests*)."""
-
-
-def group_by_suspect(summary: ReportSummary, suspect: Suspect, max_examples: int) -> ReportSummary:
-    """``summary`` with the listed groups of failures that have no cause frame and all
-    ran ``suspect`` made one: one wrong value caught at several assertion sites is one
-    cause.
-
-    A group qualifies when its location is test code (``engine.models.is_test_path``; or
-    it has none: no frame of the project's code under test; or it is a doctest's wrong
-    value, ``DocTestFailure``, located at its example: an assertion site in a
-    docstring) and every failure the summary
-    names in it (its examples and its listed failures) is one of ``suspect``'s failing
-    tests. With two or more, the largest (listed first) takes the others' counts and
-    examples (in order, at most ``max_examples``); their failures leave the failure list
-    (counted in ``omitted.failures``; the group's examples name them). Groups are then
-    ordered largest first again (ties keep their order), and each group's first listed
-    failure ahead of the others, as the engine orders them. Otherwise ``summary`` as it is."""
-
-    def qualifies(group: Group) -> bool:
-        at_assertion = group.location is None or is_test_path(group.location.path)
-        if not at_assertion and group.exception != DOCTEST_FAILURE:
-            return False
-        named = set(group.examples) | {f.node_id for f in summary.failures if f.group == group.id}
-        return bool(named) and named <= suspect.failing_tests
-
-    merged = [g for g in summary.groups if qualifies(g)]
-    if len(merged) < 2:
-        return summary
-    first, others = merged[0], {g.id for g in merged[1:]}
-    # one test of each assertion site first, then the others
-    site_leads = [g.examples[0] for g in merged if g.examples]
-    examples = list(dict.fromkeys([*site_leads, *(e for g in merged for e in g.examples)]))[:max_examples]
-    joined = first.model_copy(update={"count": sum(g.count for g in merged), "examples": examples})
-    groups = [joined if g.id == first.id else g for g in summary.groups if g.id not in others]
-    groups.sort(key=lambda g: -g.count)  # stable: ties keep the engine's order
-    kept = [f for f in summary.failures if f.group not in others]
-    order = {g.id: i for i, g in enumerate(groups)}
-    first_at: dict[str, int] = {}  # group id -> index in ``kept`` of its first failure
-    for i, f in enumerate(kept):
-        first_at.setdefault(f.group, i)
-    heads = sorted((i for gid, i in first_at.items() if gid in order), key=lambda i: order[kept[i].group])
-    head_set = set(heads)
-    failures = [kept[i] for i in heads] + [f for i, f in enumerate(kept) if i not in head_set]
-    omitted = summary.omitted.model_copy(
-        update={"failures": summary.omitted.failures + len(summary.failures) - len(kept)}
-    )
-    return summary.model_copy(update={"groups": groups, "failures": failures, "omitted": omitted})

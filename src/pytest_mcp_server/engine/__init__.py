@@ -13,7 +13,7 @@ import os
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Literal, get_args
 
-from pytest_mcp_server.engine.models import Budgets, ProjectCode, ReportSummary, RunReport
+from pytest_mcp_server.engine.models import Budgets, ProjectCode, ReportSummary, RunReport, SuspectGroup
 
 if TYPE_CHECKING:
     from pytest_mcp_server.engine.pure.project import ProjectCode as PureProjectCode
@@ -76,6 +76,7 @@ def summarize_bytes(
     budgets: Budgets | None = None,
     select: Sequence[str] | None = None,
     project: ProjectCode | None = None,
+    suspect: SuspectGroup | None = None,
 ) -> bytes:
     """Summarise report files and return the canonical summary JSON (UTF-8 bytes).
 
@@ -88,13 +89,14 @@ def summarize_bytes(
     budgets = budgets or Budgets()
     select_list = _as_select_list(select)
     project_pair = (project.root, list(project.packages)) if project is not None else None
+    suspect_pair = (suspect.key, sorted(suspect.node_ids)) if suspect is not None else None
     chosen = resolve_backend(backend)
     if chosen == "native":
         # raises models.ReportError itself (rust/binding/lib.rs)
-        return _native.summarize_files(path_list, format, budgets, select_list, project_pair)
+        return _native.summarize_files(path_list, format, budgets, select_list, project_pair, suspect_pair)
     from pytest_mcp_server.engine.pure import summarize_files
 
-    return summarize_files(path_list, format, budgets.model_dump(), select_list, project_pair)
+    return summarize_files(path_list, format, budgets.model_dump(), select_list, project_pair, suspect_pair)
 
 
 def summarize(
@@ -105,6 +107,7 @@ def summarize(
     budgets: Budgets | None = None,
     select: Sequence[str] | None = None,
     project: ProjectCode | None = None,
+    suspect: SuspectGroup | None = None,
 ) -> ReportSummary:
     """Summarise one or more JUnit XML / pytest-json-report / pytest report-log files into a
     ``ReportSummary``.
@@ -124,6 +127,9 @@ def summarize(
     frames are kept, where a failure is located and how failures group (docs/ENGINE.md,
     *Project code*); None (reports from elsewhere) treats paths inside site-packages,
     dist-packages, ``lib/python3.*``, ``_pytest`` and ``pluggy`` as library code.
+    ``suspect``: a cause found outside the report (``SuspectGroup``: the changed lines the
+    failing tests all ran) whose failures with no frame of the code under test group as
+    one (docs/ENGINE.md, *Groups*); None: none.
 
     Raises ``ReportError`` (``kind``: ``not_found``, ``unreadable``, ``not_a_report``,
     ``malformed``, ``forbidden``, ``unsupported_encoding``, ``mixed_formats``) naming the
@@ -131,7 +137,10 @@ def summarize(
     budgets given to ``Budgets``; ``ValueError`` for an empty path list or an unknown format/backend;
     ``TypeError`` for a ``select`` that is a single string instead of a sequence of them.
     """
-    return read_report(paths, format=format, backend=backend, budgets=budgets, select=select, project=project).summary()
+    reading = read_report(
+        paths, format=format, backend=backend, budgets=budgets, select=select, project=project, suspect=suspect
+    )
+    return reading.summary()
 
 
 def read_report(
@@ -142,13 +151,16 @@ def read_report(
     budgets: Budgets | None = None,
     select: Sequence[str] | None = None,
     project: ProjectCode | None = None,
+    suspect: SuspectGroup | None = None,
 ) -> RunReport:
     """``summarize``'s reading whole, in the same single pass: the summary with what a
     report log says of its run (``RunReport.session``: pytest's exit status, tests
     collected, deselected and still running, the stack dump, warnings grouped with the
     ``max_warning_*`` budgets) and, with the budget ``max_outcomes``, each test's outcome
     (docs/ENGINE.md, *Session*). Arguments and errors as ``summarize``."""
-    raw = summarize_bytes(paths, format=format, backend=backend, budgets=budgets, select=select, project=project)
+    raw = summarize_bytes(
+        paths, format=format, backend=backend, budgets=budgets, select=select, project=project, suspect=suspect
+    )
     return RunReport.model_validate_json(raw)
 
 

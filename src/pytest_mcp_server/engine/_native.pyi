@@ -11,13 +11,16 @@ def summarize_files(
     budgets: Budgets,
     select: list[str] | None = None,
     project: tuple[str, list[str]] | None = None,
+    suspect: tuple[str, list[str]] | None = None,
 ) -> bytes:
     """Summarise report files (GIL released, files parsed in parallel); canonical JSON bytes.
 
     ``budgets``: read from the model's attributes. ``select``: node-id selection entries,
     or None for every test (docs/ENGINE.md, *Selection*). ``project``: (root, top-level
     packages) of the project's own code, or None for the path-pattern rule
-    (docs/ENGINE.md, *Project code*). Raises ``models.ReportError`` (the class itself, not
+    (docs/ENGINE.md, *Project code*). ``suspect``: (key, failing node ids) of a cause found
+    outside the report, whose failures group as one (docs/ENGINE.md, *Groups*). Raises
+    ``models.ReportError`` (the class itself, not
     a native copy), ``ValueError`` (unknown format, no paths), ``AttributeError`` (a
     budget missing) or ``TypeError`` (a budget not a non-negative integer), naming it."""
 

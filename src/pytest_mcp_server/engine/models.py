@@ -272,6 +272,18 @@ class WarningsSummary(_Frozen):
     omitted: int = 0
 
 
+class SuspectGroup(_Frozen):
+    """A cause found outside the report (docs/ENGINE.md, *Groups*, the suspect), e.g. the
+    changed lines all the failing tests ran: a failure of one of ``node_ids`` with no
+    frame of the project's code under test (its location test code, or none) or a
+    doctest's wrong value joins one group keyed by ``key`` (``"src/pkg/mod.py:12-14"``),
+    whatever its message or assertion site: one wrong value caught at several sites is
+    one cause."""
+
+    key: str
+    node_ids: frozenset[str]
+
+
 class RunningTest(_Frozen):
     """A test that started and whose teardown report never came: ``node_id``, and
     ``started``, when it started (unix time, seconds)."""

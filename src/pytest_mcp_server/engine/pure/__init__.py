@@ -18,7 +18,7 @@ from pytest_mcp_server.engine.models import SNIFF_BYTES, ReportError
 
 from .project import ProjectCode
 from .select import Selection
-from .summary import SummaryBuilder
+from .summary import SummaryBuilder, SuspectGroup
 
 # The key every line of a pytest report log has (docs/ENGINE.md, *Sniffing*).
 REPORT_TYPE_KEY = b'"$report_type"'
@@ -81,6 +81,7 @@ def summarize_files(
     budgets: dict[str, int],
     select: Sequence[str] | None = None,
     project: tuple[str, Sequence[str]] | None = None,
+    suspect: tuple[str, Sequence[str]] | None = None,
 ) -> bytes:
     """Summarise report files into canonical summary JSON bytes (docs/ENGINE.md).
 
@@ -88,7 +89,9 @@ def summarize_files(
     test; else only the tests and collection errors its entries select
     (docs/ENGINE.md, *Selection*). ``project``: (root, top-level packages) of the
     project's own code, or None for the path-pattern rule (docs/ENGINE.md, *Project
-    code*). Raises ``ReportError``.
+    code*). ``suspect``: (key, failing node ids) of a cause found outside the report,
+    whose failures group as one (docs/ENGINE.md, *Groups*), or None. Raises
+    ``ReportError``.
     """
     from .junit import parse_junit
     from .pytest_json import parse_pytest_json
@@ -98,6 +101,7 @@ def summarize_files(
         budgets,
         selection=Selection(select) if select is not None else None,
         project=ProjectCode(*project) if project is not None else None,
+        suspect=SuspectGroup(suspect[0], frozenset(suspect[1])) if suspect is not None else None,
     )
     seen_format = None
     for path in paths:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import bisect
 import re
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -164,7 +164,7 @@ _Listed = tuple[int, dict[str, Any], int]
 
 
 class _Group:
-    __slots__ = ("id", "exception", "message", "count", "first_seq", "examples", "representative")
+    __slots__ = ("id", "exception", "message", "count", "first_seq", "examples", "representative", "sites", "leads")
 
     def __init__(self, group_id: str, exception: str | None, message: str, first_seq: int) -> None:
         self.id = group_id
@@ -175,6 +175,36 @@ class _Group:
         self.examples: list[str] = []
         # The group's first failure, listed ahead of the others (None for an empty gother).
         self.representative: _Listed | None = None
+        # The suspect's group: the key hashes of the assertion sites seen (at most
+        # SITES_TRACKED) and the first failure of each, named first among its examples.
+        self.sites: set[int] | None = None
+        self.leads: list[str] = []
+
+    def listed_examples(self, max_examples: int) -> list[str]:
+        """Its examples as listed: each assertion site's first failure first (the suspect's
+        group), then the others in report order."""
+        if not self.leads:
+            return self.examples
+        return list(dict.fromkeys([*self.leads, *self.examples]))[:max_examples]
+
+
+SITES_TRACKED = 10_000
+"""Assertion sites of the suspect's group told apart (docs/ENGINE.md, *Groups*); beyond,
+a new site's failure is an example like the others."""
+
+
+DOCTEST_FAILURE = "DocTestFailure"
+"""The exception of a doctest's wrong value (pytest's ``doctest`` plugin; *Doctests*)."""
+
+
+class SuspectGroup(NamedTuple):
+    """A cause found outside the report (docs/ENGINE.md, *Groups*, the suspect): the
+    changed code that ``node_ids``, the failing tests, all ran. A failure of one of them
+    with no frame of the project's code under test, or a doctest's wrong value, joins one
+    group keyed by ``key``, whatever its message. The twin of ``summary.rs``'s."""
+
+    key: str
+    node_ids: frozenset[str]
 
 
 class SummaryBuilder:
@@ -203,7 +233,9 @@ class SummaryBuilder:
         group_limit: int = MAX_TRACKED_GROUPS,
         selection: Selection | None = None,
         project: ProjectCode | None = None,
+        suspect: SuspectGroup | None = None,
     ) -> None:
+        self._suspect = suspect
         self._failures_listed = budgets["failures_listed"]
         self._max_traceback_lines = budgets["max_traceback_lines"]
         self._max_line_chars = budgets["max_line_chars"]
@@ -481,10 +513,21 @@ class SummaryBuilder:
                 cache.clear()
             normalized = cache[message] = normalize_capped(message, self._max_message_chars)
         frame = frames.non_test if frames.non_test is not None else frames.test
+        key: tuple[str, str | None, str]
         if frame is not None:
-            key: tuple[str, str | None, str] = (exception or "", self._where(frame), "")
+            key = (exception or "", self._where(frame), "")
         else:
             key = (exception or "", None, fold_values(normalized))
+        site: int | None = None
+        suspect = self._suspect
+        if (
+            suspect is not None
+            and (frames.non_test is None or exception == DOCTEST_FAILURE)
+            and node_id in suspect.node_ids
+        ):
+            # the suspect's group, whatever its message or assertion site (the key it had)
+            site = key_hash(key[0], key[2], key[1])
+            key = ("", "\0suspect " + suspect.key, "")
         group = self._groups.get(key)
         if group is None:
             if len(self._groups) < self._group_limit:
@@ -498,6 +541,13 @@ class SummaryBuilder:
         group.count += 1
         if len(group.examples) < self._max_examples:
             group.examples.append(node_id)
+        if site is not None and group is not self._other:
+            sites = group.sites if group.sites is not None else set()
+            group.sites = sites
+            if site not in sites and len(sites) < SITES_TRACKED:
+                sites.add(site)
+                if len(group.leads) < self._max_examples:
+                    group.leads.append(node_id)
         return group
 
     def _fold_cause(self, hash_: int) -> None:
@@ -591,7 +641,7 @@ class SummaryBuilder:
                     "exception": g.exception,
                     "message": g.message,
                     "location": g.representative[1]["location"] if g.representative is not None else None,
-                    "examples": g.examples,
+                    "examples": g.listed_examples(self._max_examples),
                 }
                 for g in listed_groups
             ],
