@@ -338,21 +338,12 @@ def test_bench_shards_tiny(tmp_path, capsys):
     assert [t["target"] for t in doc["targets"]] == ["parallel merge >= 1.7x one-by-one"] * 2
 
 
+TINY_SUITE = ("--tests", "120", "--reps", "1", "--warmup", "0", "--timeout", "300")
+"""A suite small enough for a test: 120 tests, one timed round, no warm-up."""
+
+
 def test_bench_suite_tiny(tmp_path, capsys):
-    code, doc = _bench(
-        capsys,
-        "suite",
-        "--tests",
-        "120",
-        "--reps",
-        "1",
-        "--warmup",
-        "0",
-        "--cache-dir",
-        str(tmp_path),
-        "--timeout",
-        "300",
-    )
+    code, doc = _bench(capsys, "suite", *TINY_SUITE, "--cache-dir", str(tmp_path))
     rows = {r["way"]: r for r in doc["rows"]}
     assert list(rows) == ["pytest", "mcp", "cli"]
     truth = json.loads((tmp_path / "suite-120-s20240611-v1.truth.json").read_text())
@@ -375,22 +366,7 @@ def test_bench_suite_says_why_the_server_did_not_answer(tmp_path, capsys, monkey
     (shadow / "__init__.py").write_text("")
     (shadow / "__main__.py").write_text("import sys\nsys.exit('not the server')\n")
     monkeypatch.setenv("PYTHONPATH", str(shadow.parent))
-    code, doc = _bench(
-        capsys,
-        "suite",
-        "--tests",
-        "120",
-        "--ways",
-        "pytest,mcp",
-        "--reps",
-        "1",
-        "--warmup",
-        "0",
-        "--cache-dir",
-        str(tmp_path),
-        "--timeout",
-        "300",
-    )
+    code, doc = _bench(capsys, "suite", *TINY_SUITE, "--ways", "pytest,mcp", "--cache-dir", str(tmp_path))
     rows = {r["way"]: r for r in doc["rows"]}
     assert not rows["mcp"]["ok"] and rows["mcp"]["times_s"] == []
     assert rows["mcp"]["error"].startswith("MCPError: "), rows["mcp"]["error"]

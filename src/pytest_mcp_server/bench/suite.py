@@ -43,6 +43,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -286,11 +287,12 @@ def run_suite(
         for w in ways
     }
     task = progress.add_task(f"suite of {tests} tests: {', '.join(ways)}", total=(warmup + reps) * len(ways))
+    run = _Run(root, truth, work, ways, rows, reps, warmup, timeout, progress, task)
     try:
         if "mcp" in ways:
-            _mcp_and_others(root, truth, work, ways, rows, reps, warmup, timeout, progress, task)
+            _mcp_and_others(run)
         else:
-            _measure_loop(root, truth, work, ways, rows, reps, warmup, timeout, progress, task)
+            _measure_loop(run)
     finally:
         progress.remove_task(task)
         shutil.rmtree(work, ignore_errors=True)
@@ -342,51 +344,46 @@ def run_suite(
     return out, targets
 
 
-def _mcp_and_others(
-    root: Path,
-    truth: dict[str, Any],
-    work: Path,
-    ways: list[str],
-    rows: Rows,
-    reps: int,
-    warmup: int,
-    timeout: float,
-    progress: Progress,
-    task: TaskID,
-) -> None:
+@dataclass(frozen=True)
+class _Run:
+    """One measurement of a suite: its ``root`` and ``truth``, the scratch ``work``
+    directory, the ``ways`` measured into ``rows``, ``warmup + reps`` rounds, each run's
+    ``timeout`` (seconds), and the progress bar's ``task``."""
+
+    root: Path
+    truth: dict[str, Any]
+    work: Path
+    ways: list[str]
+    rows: Rows
+    reps: int
+    warmup: int
+    timeout: float
+    progress: Progress
+    task: TaskID
+
+
+def _mcp_and_others(run: _Run) -> None:
     """Start the server once (the MCP SDK's stdio client, on ``anyio.run``), then measure
     every way; the server's stderr goes to ``<work>/server.log``. A failure of the
     session (the server not starting, no answer in time, the connection lost) ends the
     ``mcp`` row with its error; the other ways are then measured without the server if
     they were not yet."""
-    argv = [sys.executable, "-m", "pytest_mcp_server", "--root", str(root), "--artifacts-dir", str(work / "artifacts")]
-    argv += ["--max-timeout", str(int(timeout))]
+    artifacts = str(run.work / "artifacts")
+    argv = [sys.executable, "-m", "pytest_mcp_server", "--root", str(run.root), "--artifacts-dir", artifacts]
+    argv += ["--max-timeout", str(int(run.timeout))]
+    rows = run.rows
     try:
-        with open(work / "server.log", "w", encoding="utf-8") as errlog:
-            anyio.run(_mcp_session, argv, errlog, root, truth, work, ways, rows, reps, warmup, timeout, progress, task)
+        with open(run.work / "server.log", "w", encoding="utf-8") as errlog:
+            anyio.run(_mcp_session, argv, errlog, run)
     except Exception as exc:  # noqa: BLE001 - the row says what went wrong
         if rows["mcp"]["ok"]:
             rows["mcp"].update(ok=False, error=_describe(exc))
-        if not any(rows[w]["times_s"] for w in ways if w != "mcp"):
-            _measure_loop(
-                root, truth, work, [w for w in ways if w != "mcp"], rows, reps, warmup, timeout, progress, task
-            )
+        others = [w for w in run.ways if w != "mcp"]
+        if not any(rows[w]["times_s"] for w in others):
+            _measure_loop(replace(run, ways=others))
 
 
-async def _mcp_session(
-    argv: list[str],
-    errlog: TextIO,
-    root: Path,
-    truth: dict[str, Any],
-    work: Path,
-    ways: list[str],
-    rows: Rows,
-    reps: int,
-    warmup: int,
-    timeout: float,
-    progress: Progress,
-    task: TaskID,
-) -> None:
+async def _mcp_session(argv: list[str], errlog: TextIO, run: _Run) -> None:
     """One server (``argv``, its stderr to ``errlog``) and one SDK session with it for the
     whole measurement: ``startup_s`` is the spawn to ``initialize``'s answer (at most
     120 s, else ``TimeoutError``); then ``warmup + reps`` rounds of every way, the ``mcp``
@@ -397,6 +394,7 @@ async def _mcp_session(
     from mcp import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
+    rows, truth, timeout = run.rows, run.truth, run.timeout
     params = StdioServerParameters(command=argv[0], args=argv[1:], env=_env())
     t0 = time.perf_counter()
     async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
@@ -404,16 +402,17 @@ async def _mcp_session(
             await session.initialize()
             rows["mcp"]["startup_s"] = time.perf_counter() - t0
             await session.list_tools()  # the output schemas call_tool checks results against, cached untimed
-        order = sorted(ways, key=lambda w: w != "mcp")
-        for i in range(warmup + reps):
+        order = sorted(run.ways, key=lambda w: w != "mcp")
+        for i in range(run.warmup + run.reps):
+            timed = i >= run.warmup
             for w in order:
                 if w == "mcp":
                     if rows["mcp"]["ok"]:
-                        await _one_mcp(session, truth, rows["mcp"], timed=i >= warmup, timeout=timeout)
+                        await _one_mcp(session, truth, rows["mcp"], timed=timed, timeout=timeout)
                 else:
-                    plain = partial(_one_plain, w, root, truth, work, rows, i >= warmup, timeout)
+                    plain = partial(_one_plain, w, run.root, truth, run.work, rows, timed, timeout)
                     await anyio.to_thread.run_sync(plain)
-                progress.advance(task)
+                run.progress.advance(run.task)
 
 
 def _describe(exc: BaseException) -> str:
@@ -424,22 +423,11 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"[:300]
 
 
-def _measure_loop(
-    root: Path,
-    truth: dict[str, Any],
-    work: Path,
-    ways: list[str],
-    rows: Rows,
-    reps: int,
-    warmup: int,
-    timeout: float,
-    progress: Progress,
-    task: TaskID,
-) -> None:
-    for i in range(warmup + reps):
-        for w in ways:
-            _one_plain(w, root, truth, work, rows, i >= warmup, timeout)
-            progress.advance(task)
+def _measure_loop(run: _Run) -> None:
+    for i in range(run.warmup + run.reps):
+        for w in run.ways:
+            _one_plain(w, run.root, run.truth, run.work, run.rows, i >= run.warmup, run.timeout)
+            run.progress.advance(run.task)
 
 
 async def _one_mcp(
