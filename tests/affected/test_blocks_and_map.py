@@ -310,3 +310,19 @@ def test_code_run_while_a_module_was_imported_is_that_modules_and_a_conftests_is
     assert blocks.importing == {"tests/test_a.py": {make}, "pkg/cases.py": set()}
     assert blocks.at_import == {"pkg/cases.py": {size}, "tests/test_a.py": set()}
     assert set(blocks.imported_modules) == {"pkg/cases.py", "tests/test_a.py"}
+
+
+def test_a_files_blocks_are_parsed_again_only_when_its_stat_changes(tmp_path):
+    """The server keeps the blocks it parsed under the file's stat key: an unchanged file
+    is not parsed again between calls (the same object comes back), a written one is."""
+    from pytest_mcp_server.run.recording import read_blocks
+
+    source = tmp_path / "mod.py"
+    source.write_text("def f():\n    return 1\n")
+    first = read_blocks(tmp_path, "mod.py")
+    assert first is not None and read_blocks(tmp_path, "mod.py") is first
+    source.write_text("def f():\n    return 2\n")
+    again = read_blocks(tmp_path, "mod.py")
+    assert again is not None and again is not first
+    assert again.functions[0].fingerprint != first.functions[0].fingerprint
+    assert read_blocks(tmp_path, "gone.py") is None

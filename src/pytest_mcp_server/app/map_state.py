@@ -99,7 +99,7 @@ def read_map_state(root: Path, path: Path) -> MapState:
                 if stat is not None and cached is not None and cached[0] == stat:
                     fingerprints[file] = set(cached[1])
                 else:
-                    blocks = read_blocks(root, file)
+                    blocks = read_blocks(root, file, stat)
                     fingerprints[file] = blocks.fingerprints() if blocks is not None else set()
                     if stat is not None and blocks is not None:
                         read[file] = (stat, fingerprints[file])

@@ -174,6 +174,10 @@ MONITORING_PYTHON = (3, 12)
 coverage.py installed (coverage.py's own sys.monitoring core records no dynamic
 contexts: coverage.py issues #2150 and #2200)."""
 
+BLOCKS_KEPT = 4096
+"""Files whose parsed blocks (``domain.blocks.file_blocks``) the server keeps between
+``affected`` calls, each under its stat key: a file unchanged since is not parsed again
+(parsing is most of the map's upkeep after a run; the oldest go first)."""
 MAP_BUSY_TIMEOUT_S = 30.0
 """Seconds a write to the test map waits for another call's transaction on the same map."""
 

@@ -21,7 +21,9 @@ import configparser
 import fnmatch
 import hashlib
 import os
+import threading
 import tomllib
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,7 +35,7 @@ from pytest_mcp_server.domain.blocks import FileBlocks, file_blocks
 from pytest_mcp_server.domain.coverage_answer import ChangedLines, relative_path
 from pytest_mcp_server.domain.failures import ToolFailure
 from pytest_mcp_server.domain.nodeids import node_function
-from pytest_mcp_server.domain.policy import MONITORING_PYTHON
+from pytest_mcp_server.domain.policy import BLOCKS_KEPT, MONITORING_PYTHON
 from pytest_mcp_server.engine.coverage_reports import LineContexts
 from pytest_mcp_server.run.events import PLUGIN_DIR
 from pytest_mcp_server.run.interpreter import Interpreter
@@ -300,13 +302,34 @@ def stat_key(path: Path) -> str | None:
     return f"{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_ino}"
 
 
-def read_blocks(root: Path, path: str) -> FileBlocks | None:
-    """The blocks of ``root/path`` as it is now; None when it cannot be read."""
+_PARSED: OrderedDict[tuple[str, str], FileBlocks] = OrderedDict()
+"""Parsed blocks by (absolute path, stat key), the newest last (at most ``BLOCKS_KEPT``)."""
+_PARSED_LOCK = threading.Lock()  # calls read blocks in worker threads, two at once
+
+
+def read_blocks(root: Path, path: str, stat: str | None = None) -> FileBlocks | None:
+    """The blocks of ``root/path`` as it is now; None when it cannot be read. ``stat``:
+    its stat key taken before (else taken here): a file whose key is that of a file
+    parsed before is not read again (``BLOCKS_KEPT``; the key changes with any write)."""
+    full = root / path
+    key = stat if stat is not None else stat_key(full)
+    if key is not None:
+        with _PARSED_LOCK:
+            known = _PARSED.get((str(full), key))
+            if known is not None:
+                _PARSED.move_to_end((str(full), key))
+                return known
     try:
-        content = (root / path).read_bytes()
+        content = full.read_bytes()
     except OSError:
         return None
-    return file_blocks(content, python=path.endswith(".py"))
+    blocks = file_blocks(content, python=path.endswith(".py"))
+    if key is not None:
+        with _PARSED_LOCK:
+            _PARSED[(str(full), key)] = blocks
+            while len(_PARSED) > BLOCKS_KEPT:
+                _PARSED.popitem(last=False)
+    return blocks
 
 
 Blocks = set[tuple[str, str]]
@@ -373,7 +396,7 @@ def tests_blocks(data: dict[str, dict[str, list[int]]], root: Path, ran: Iterabl
     def blocks_of(path: str) -> FileBlocks | None:
         if path not in cache:
             stat = stat_key(root / path)  # before reading: a write in between changes it again
-            cache[path] = found = read_blocks(root, path)
+            cache[path] = found = read_blocks(root, path, stat)
             if stat is not None and found is not None:
                 read[path] = (stat, found.fingerprints())
         return cache[path]
