@@ -94,9 +94,9 @@ async def overhead(root: Path, artifacts: Path, reps: int) -> dict[str, float]:
             result = await client.call_tool("execute_tests", {})
             took = time.perf_counter() - start
             assert result.structured_content["status"] == "passed", result.content[0].text
-            run_dir = str(Path(result.structured_content["report_path"]).parent)
             with tempfile.TemporaryDirectory() as tmp:
-                argv = [a.replace(run_dir, tmp) for a in result.structured_content["command"]]
+                # the answer writes the run's directory as {run_dir} (docs/SERVER.md, execute_tests)
+                argv = [a.replace("{run_dir}", tmp) for a in result.structured_content["command"]]
                 direct_s = await anyio.to_thread.run_sync(partial(timed, argv, cwd=root, env=env))
             if i >= 2:  # warm-up
                 via_mcp.append(took)
