@@ -1,9 +1,7 @@
 //! The PyO3 binding: a thin layer over `report-core` (no parsing logic here).
 //!
-//! `summarize_files`, `version`, and the two project-code rules the server applies to
-//! what it reads besides reports (warnings' frames): `shown_path` and
-//! `is_project_code`. The other rule functions (cutting, group keys) stay inside
-//! report-core, reached through summaries.
+//! `summarize_files` and `version`. The rule functions (cutting, group keys, the
+//! project-code rules) stay inside report-core, reached through summaries.
 
 // Lints in the style of pyca/cryptography's crates (see rust/core/src/lib.rs). The
 // binding has no `unsafe` of its own: PyO3's macros hold it.
@@ -127,21 +125,6 @@ fn summarize_files<'py>(
     Ok(PyBytes::new(py, &bytes))
 }
 
-/// How answers show a frame's `path` for the project at `root` with the top-level
-/// import names `packages` (docs/ENGINE.md, *Project code*, shown paths).
-#[pyfunction]
-fn shown_path(path: &str, root: &str, packages: Vec<String>) -> String {
-    let project = ProjectCode::new(root, &packages);
-    report_core::display_path(path, Some(&project)).into_owned()
-}
-
-/// Whether a frame at `path` is the project's own code (docs/ENGINE.md, *Project code*).
-#[pyfunction]
-fn is_project_code(path: &str, root: &str, packages: Vec<String>) -> bool {
-    let project = ProjectCode::new(root, &packages);
-    report_core::classify(path, Some(&project)) != report_core::CodeKind::Library
-}
-
 /// The version of the report-core crate.
 #[pyfunction]
 fn version() -> &'static str {
@@ -151,8 +134,6 @@ fn version() -> &'static str {
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(summarize_files, m)?)?;
-    m.add_function(wrap_pyfunction!(shown_path, m)?)?;
-    m.add_function(wrap_pyfunction!(is_project_code, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
     Ok(())
 }

@@ -324,6 +324,7 @@ FOREIGN_IDENTIFIERS = {
     "mcp_types",  # the MCP SDK's module
     "TokenVerifier",  # the MCP SDK's protocol (ours: BearerTokenVerifier)
     "restart_events",  # sys.monitoring's
+    "lru_cache",  # functools'
     "_warmup_i18n",  # humanize's fixture (RESULTS section 10)
     "test_apnumber",  # humanize's test
     "test_invalid_datetime_deserialization",  # marshmallow's test (RESULTS section 11)

@@ -38,7 +38,7 @@ pub use cut::cut_traceback;
 pub use error::ReportError;
 pub use group::{group_key, normalize_message};
 pub use junit::parse_junit;
-pub use project::{classify, display_path, CodeKind, ProjectCode};
+pub use project::ProjectCode;
 pub use pytest_json::parse_pytest_json;
 pub use record::{Item, SourceSpan, TestRecord};
 pub use reportlog::{parse_reportlog, ReportlogEnd, SessionFacts};

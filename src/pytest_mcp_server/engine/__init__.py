@@ -8,15 +8,11 @@ against). Both write the same canonical JSON bytes; the rules are in ``docs/ENGI
 
 from __future__ import annotations
 
-import functools
 import os
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Literal, get_args
+from typing import Literal, get_args
 
 from pytest_mcp_server.engine.models import Budgets, ProjectCode, ReportSummary, RunReport, SuspectGroup
-
-if TYPE_CHECKING:
-    from pytest_mcp_server.engine.pure.project import ProjectCode as PureProjectCode
 
 Backend = Literal["auto", "native", "pure"]
 FormatChoice = Literal["auto", "junit", "pytest-json", "reportlog"]
@@ -162,39 +158,6 @@ def read_report(
         paths, format=format, backend=backend, budgets=budgets, select=select, project=project, suspect=suspect
     )
     return RunReport.model_validate_json(raw)
-
-
-def shown_path(path: str, project: ProjectCode) -> str:
-    """``path`` (a frame's, as a traceback or warning gives it) as answers show it
-    (docs/ENGINE.md, *Project code*, shown paths): ``<site-packages>/pkg/mod.py`` for an
-    installed file, ``tests/test_x.py`` below the root, ``<stdlib>/re/_parser.py`` in the
-    standard library, ``.../`` + the last three components elsewhere. The rule of the
-    summaries' frames and locations, for what the server reads besides reports
-    (warnings). The native rule when the extension is the backend, else the twin's."""
-    if resolve_backend("auto") == "native":
-        return _native.shown_path(path, project.root, list(project.packages))
-    from pytest_mcp_server.engine.pure.project import display_path
-
-    return display_path(path, _pure_project(project))
-
-
-def is_project_code(path: str, project: ProjectCode) -> bool:
-    """Whether a frame at ``path`` is the project's own code (docs/ENGINE.md, *Project
-    code*: under the root outside any install directory, or an installed package of
-    ``project.packages``), as the summaries classify frames. The native rule when the
-    extension is the backend, else the twin's."""
-    if resolve_backend("auto") == "native":
-        return _native.is_project_code(path, project.root, list(project.packages))
-    from pytest_mcp_server.engine.pure.project import LIBRARY, classify
-
-    return classify(path, _pure_project(project)) != LIBRARY
-
-
-@functools.lru_cache(maxsize=8)
-def _pure_project(project: ProjectCode) -> PureProjectCode:
-    from pytest_mcp_server.engine.pure.project import ProjectCode as PureProject
-
-    return PureProject(project.root, project.packages)
 
 
 def _as_select_list(select: Sequence[str] | None) -> list[str] | None:

@@ -26,9 +26,3 @@ def summarize_files(
 
 def version() -> str:
     """The version of the report-core crate."""
-
-def shown_path(path: str, root: str, packages: list[str]) -> str:
-    """How answers show a frame's ``path`` for the project (docs/ENGINE.md, *Project code*)."""
-
-def is_project_code(path: str, root: str, packages: list[str]) -> bool:
-    """Whether a frame at ``path`` is the project's own code (docs/ENGINE.md, *Project code*)."""
