@@ -27,6 +27,8 @@ from helpers.backends import kind_in_both, needs_native, result_in_both, summary
 from pytest_mcp_server.engine import summarize_bytes
 from pytest_mcp_server.engine.models import ReportError, RunReport
 from pytest_mcp_server.engine.pure import sniff
+from pytest_mcp_server.engine.pure.cut import _frames as text_frames
+from pytest_mcp_server.engine.pure.cut import is_chain_line
 from pytest_mcp_server.engine.pure.reportlog import _longrepr
 
 HERE = Path(__file__).resolve().parents[1] / "fixtures" / "reportlog"
@@ -138,22 +140,44 @@ def test_subtests_are_listed_with_pytest_labels(three_reports):
 
 
 @pytest.mark.parametrize("tb", ["long", "short", "native", "line"])
-def test_rendered_longrepr_is_pytests_longreprtext(tmp_path, tb):
+def test_rendered_longrepr_is_pytests_longreprtext_and_its_frames_are_the_texts(tmp_path, tb):
     """The dialect plugin writes pytest's ``report.longreprtext`` next to each serialised
     report: the reader's rendering of the serialised form must be those exact bytes (so
-    the traceback cutting and location rules see what pytest-json-report gives them)."""
+    the traceback cutting and location rules see what pytest-json-report gives them).
+    The frames it reads from the entries themselves (docs/ENGINE.md, *Frames as data*)
+    are the frame lines a reader of that text finds, and a chained failure's root ends at
+    the text's first chain line; a native-style entry gives its frames only as text."""
     _, last = run_pytest(tmp_path, f"--tb={tb}", "-l", "--continue-on-collection-errors", "--dialect-log=d.jsonl")
     assert "failed" in last
-    compared = 0
+    compared = with_frames = chained = 0
     for line in (tmp_path / "project" / "d.jsonl").read_text().splitlines():
         data = json.loads(line)
         longrepr = data.get("longrepr")
         if not isinstance(longrepr, dict):
             continue
-        text, _ = _longrepr(longrepr, stripped=data["$report_type"] != "CollectReport")
+        text, _, frames = _longrepr(longrepr, stripped=data["$report_type"] != "CollectReport")
         assert text == data["longreprtext"], data["nodeid"]
         compared += 1
+        tracebacks = [element[0] for element in longrepr.get("chain") or [[longrepr["reprtraceback"]]]]
+        native = any(e["type"] == "ReprEntryNative" for tb_ in tracebacks for e in tb_["reprentries"])
+        assert (frames is None) == native, data["nodeid"]
+        if frames is None:
+            continue
+        with_frames += 1
+        assert frames.frames == list(text_frames(text)), data["nodeid"]
+        lines = text.split("\n")
+        first_chain = next((i for i, line in enumerate(lines) if is_chain_line(line)), None)
+        if first_chain is None:
+            assert frames.root is None, data["nodeid"]
+            continue
+        chained += 1
+        assert frames.root is not None
+        n, at = frames.root
+        assert at == len("\n".join(lines[:first_chain])) + 1
+        assert frames.frames[:n] == list(text_frames(text[:at])), data["nodeid"]
     assert compared >= 12
+    assert with_frames >= (0 if tb == "native" else compared - 1)  # an exception group is native
+    assert chained >= (0 if tb in ("native", "line") else 1)
 
 
 def test_sniffing_picks_the_report_log(tmp_path):

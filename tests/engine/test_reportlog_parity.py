@@ -41,6 +41,15 @@ SOURCE_LINE = st.one_of(
     TEXT.map(lambda s: ">   " + s),
     TEXT.map(lambda s: "E   " + s),
     TEXT,
+    # a syntax error's position: a frame the entry's exception lines give (docs/ENGINE.md,
+    # *Frames as data*), in project, test and library code, one with a trailing \r
+    st.sampled_from(
+        [
+            'E     File "t.py", line 2',
+            'E   File "/r/pkg/a.py", line 9\r',
+            'E     File "/usr/lib/python3.11/x.py", line 7',
+        ]
+    ),
 )
 INT = st.one_of(st.integers(-5, 500), st.just(2**63), st.just(-(2**63)))
 

@@ -38,6 +38,7 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 
 use crate::project::{classify, display_path, CodeKind, ProjectCode};
+use crate::record::ReprFrames;
 use crate::text::FastHash;
 
 /// The whitespace the line rules strip (ASCII: space, tab, LF, CR, VT, FF).
@@ -443,23 +444,49 @@ impl<'a> DeepestFrames<'a> {
                 }
                 LineKind::Other => continue,
             };
-            match kinds.kind(frame.0, project) {
-                CodeKind::Library => continue,
-                CodeKind::Test => {
-                    deepest.code.get_or_insert(frame);
-                    deepest.key.get_or_insert(frame);
-                }
-                CodeKind::Project => {
-                    deepest.code.get_or_insert(frame);
-                    deepest.key = Some(frame);
-                    deepest.under_test = true;
-                    // `line` is a slice of `text`: the lines before it were not read
-                    let start = line.as_ptr() as usize - text.as_ptr() as usize;
-                    return (deepest, start, chain_seen);
-                }
+            if deepest.take(frame, kinds.kind(frame.0, project)) {
+                // `line` is a slice of `text`: the lines before it were not read
+                let start = line.as_ptr() as usize - text.as_ptr() as usize;
+                return (deepest, start, chain_seen);
             }
         }
         (deepest, 0, chain_seen)
+    }
+
+    /// [`DeepestFrames::of`] of frames given as data (a structured `longrepr`'s,
+    /// [`ReprFrames`]), outermost first: read from the last, as the text's lines are.
+    fn of_data(
+        frames: &'a [(String, u64)],
+        project: Option<&ProjectCode>,
+        kinds: &mut PathKinds,
+    ) -> Self {
+        let mut deepest = DeepestFrames::default();
+        for (path, line) in frames.iter().rev() {
+            if deepest.take((path, *line), kinds.kind(path, project)) {
+                break;
+            }
+        }
+        deepest
+    }
+
+    /// Take `frame`, the innermost not read yet, of kind `kind`; true once it is the
+    /// project's code under test (no outer frame counts then).
+    #[inline]
+    fn take(&mut self, frame: FrameLine<'a>, kind: CodeKind) -> bool {
+        match kind {
+            CodeKind::Library => false,
+            CodeKind::Test => {
+                self.code.get_or_insert(frame);
+                self.key.get_or_insert(frame);
+                false
+            }
+            CodeKind::Project => {
+                self.code.get_or_insert(frame);
+                self.key = Some(frame);
+                self.under_test = true;
+                true
+            }
+        }
     }
 }
 
@@ -502,6 +529,29 @@ impl<'a> FailureFrames<'a> {
             root: None,
         }
     }
+
+    /// [`FailureFrames::of`] of a failure whose frames are data ([`ReprFrames`], of a
+    /// structured `longrepr`), `text` its rendering (the root's text is cut from it).
+    pub(crate) fn of_data(
+        repr: &'a ReprFrames,
+        text: &'a str,
+        project: Option<&ProjectCode>,
+        kinds: &mut PathKinds,
+    ) -> Self {
+        if let Some((n, at)) = repr.root {
+            let frames = DeepestFrames::of_data(&repr.frames[..n], project, kinds);
+            if frames.code.is_some() {
+                return FailureFrames {
+                    frames,
+                    root: Some(&text[..at]),
+                };
+            }
+        }
+        FailureFrames {
+            frames: DeepestFrames::of_data(&repr.frames, project, kinds),
+            root: None,
+        }
+    }
 }
 
 /// `_ _ _ …` (stripped: `^_( _)+$`).
@@ -529,7 +579,7 @@ const SHORTEST_CHAIN_LINE: usize = {
     }
 };
 
-fn is_chain_line(line: &str) -> bool {
+pub(crate) fn is_chain_line(line: &str) -> bool {
     // every line of every failure is asked: its length, its last byte (both chain lines
     // end with ':', and a line is rarely followed by whitespace) and its first non-blank
     // byte turn most away

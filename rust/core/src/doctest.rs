@@ -138,6 +138,7 @@ pub(crate) fn doctest_view(text: &str) -> Option<DoctestView> {
 pub(crate) fn read_doctest(record: &mut TestRecord) {
     if let Some(view) = record.text.as_deref().and_then(doctest_view) {
         record.text = Some(view.text);
+        record.frames = None; // they were the replaced text's
         record.exception = Some(view.exception);
         record.message = Some(view.message);
     }

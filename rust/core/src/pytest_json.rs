@@ -18,7 +18,9 @@ use std::io::Read;
 
 use crate::budgets::Budgets;
 use crate::error::{ErrorKind, ReportError};
-use crate::record::{CollectionErrorRecord, Item, Outcome, Phase, SourceSpan, TestRecord};
+use crate::record::{
+    CollectionErrorRecord, Item, Outcome, Phase, ReprFrames, SourceSpan, TestRecord,
+};
 use crate::text::{duration_us_from_f64, HeadTail, ATTR_CAP};
 
 use lexer::{Capped, Discard, Fail, Key, Kind, Lexer, ShortStr, StrSink};
@@ -132,6 +134,9 @@ pub(crate) struct PhaseData {
     pub(crate) duration_us: u64,
     pub(crate) failed: bool,
     pub(crate) longrepr: Option<(String, u64)>,
+    /// The frames of a report log's structured `longrepr`, when `longrepr` is its whole
+    /// text (docs/ENGINE.md, *Frames as data*).
+    pub(crate) frames: Option<Box<ReprFrames>>,
     pub(crate) crash: Option<Crash>,
     pub(crate) stdout: Option<(String, u64)>,
     pub(crate) stderr: Option<(String, u64)>,
@@ -923,6 +928,7 @@ impl TestEntries {
                 if let Some((text, omitted)) = p.longrepr.take() {
                     record.text = Some(text);
                     record.text_bytes_omitted += omitted;
+                    record.frames = p.frames.take();
                 }
                 if let Some(crash) = &mut p.crash {
                     record.message = crash.message.take();

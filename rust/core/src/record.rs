@@ -86,6 +86,23 @@ pub struct TestRecord {
     /// Where the failure's texts (`text`, `stdout`, `stderr`, `log`) were read from,
     /// when the parser can read them again from there alone; None otherwise.
     pub source: Option<SourceSpan>,
+    /// The frames of `text` as the report's structured `longrepr` gives them, when it
+    /// has one and `text` is its whole rendering (docs/ENGINE.md, *Frames as data*);
+    /// None: the frames are read from `text`.
+    pub frames: Option<Box<ReprFrames>>,
+}
+
+/// A failure's frames read from its structured `longrepr`, not from the text rendered
+/// of it (docs/ENGINE.md, *Frames as data*): each traceback entry's file location and
+/// the syntax error positions its exception lines give (`E     File "t.py", line 2`),
+/// in the order the rendered text shows them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ReprFrames {
+    /// (path as the report gives it, line), outermost first.
+    pub frames: Vec<(String, u64)>,
+    /// For a chained exception whose first description is a chain line: (the number of
+    /// frames of its root cause, the byte offset in `text` of that chain line).
+    pub root: Option<(usize, usize)>,
 }
 
 /// A byte range of a report file that holds one test's element (a JUnit `testcase`, a

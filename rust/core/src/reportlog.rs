@@ -15,10 +15,11 @@ use indexmap::IndexMap;
 use serde_json::{Map, Value};
 
 use crate::budgets::Budgets;
+use crate::cut::{chomp, is_chain_line, syntax_position};
 use crate::error::{ErrorKind, ReportError};
 use crate::project::ProjectCode;
 use crate::pytest_json::{strip_root, Crash, Entry, EntryOutcome, PhaseData, TestEntries};
-use crate::record::{CollectionErrorRecord, Item, Outcome, Phase, TestRecord};
+use crate::record::{CollectionErrorRecord, Item, Outcome, Phase, ReprFrames, TestRecord};
 use crate::text::{
     duration_us_from_f64, floor_char_boundary, is_py_whitespace, py_strip, HeadTail, ATTR_CAP,
 };
@@ -370,14 +371,21 @@ impl Reader<'_> {
             ..PhaseData::default()
         };
         if outcome == "failed" {
-            let (text, crash) = longrepr(obj.get("longrepr"), true)?;
+            let Longrepr {
+                text,
+                crash,
+                frames,
+            } = longrepr(obj.get("longrepr"), true)?;
             if let Some(text) = text {
                 let text = if matches!(obj.get("longrepr"), Some(Value::String(_))) {
                     relative_locations(&text, node_id)
                 } else {
                     text
                 };
-                phase.longrepr = Some(capped_text(&text));
+                let (kept, omitted) = capped_text(&text);
+                // a cut text is not the whole rendering the frames belong to
+                phase.frames = frames.filter(|_| omitted == 0);
+                phase.longrepr = Some((kept, omitted));
             }
             phase.crash = crash;
         }
@@ -489,7 +497,11 @@ impl Reader<'_> {
                 ..TestRecord::default()
             });
         } else if outcome == "failed" {
-            let (text, crash) = longrepr(obj.get("longrepr"), true)?;
+            let Longrepr {
+                text,
+                crash,
+                frames,
+            } = longrepr(obj.get("longrepr"), true)?;
             self.pending
                 .entry(node_id.clone())
                 .or_default()
@@ -505,6 +517,7 @@ impl Reader<'_> {
                 let (kept, omitted) = capped_text(&text);
                 record.text = Some(kept);
                 record.text_bytes_omitted = omitted;
+                record.frames = frames.filter(|_| omitted == 0);
             }
             if let Some(crash) = crash {
                 record.message = crash.message;
@@ -526,7 +539,7 @@ impl Reader<'_> {
         if outcome != "failed" {
             return Ok(());
         }
-        let (text, _crash) = longrepr(obj.get("longrepr"), false)?;
+        let text = longrepr(obj.get("longrepr"), false)?.text;
         let mut record = CollectionErrorRecord {
             path: head(node_id, ATTR_CAP).to_owned(),
             ..CollectionErrorRecord::default()
@@ -764,32 +777,45 @@ fn relative_locations(text: &str, node_id: &str) -> String {
     lines.join("\n")
 }
 
-/// A report's `longrepr` -> (text as pytest prints it, crash).
+/// What a report's `longrepr` says: its text as pytest prints it, its crash, and the
+/// frames of a structured one (docs/ENGINE.md, *Frames as data*).
+#[derive(Default)]
+struct Longrepr {
+    text: Option<String>,
+    crash: Option<Crash>,
+    frames: Option<Box<ReprFrames>>,
+}
+
+/// A report's `longrepr` -> its text, crash and frames ([`Longrepr`]).
 ///
 /// A string is the text (`stripped`: as `report.longreprtext` strips it); a skip's
 /// `[path, lineno, reason]` gives the reason as the crash message; the structured form
 /// is rendered as pytest's `toterminal` writes it (80 columns) and stripped, its
-/// `reprcrash` the crash. Mirrors `_longrepr` in `pure/reportlog.py`.
-fn longrepr(value: Option<&Value>, stripped: bool) -> Res<(Option<String>, Option<Crash>)> {
+/// `reprcrash` the crash, its entries the frames (none when an entry holds them only
+/// as text: a native-style one). Mirrors `_longrepr` in `pure/reportlog.py`.
+fn longrepr(value: Option<&Value>, stripped: bool) -> Res<Longrepr> {
     let value = match value {
-        None | Some(Value::Null) => return Ok((None, None)),
+        None | Some(Value::Null) => return Ok(Longrepr::default()),
         Some(Value::String(s)) => {
             let text = if stripped { py_strip(s) } else { s.as_str() };
-            return Ok((Some(text.to_owned()), None));
+            return Ok(Longrepr {
+                text: Some(text.to_owned()),
+                ..Longrepr::default()
+            });
         }
         Some(Value::Array(list)) => {
             if let [_, _, Value::String(reason)] = list.as_slice() {
                 let (message, dropped) = head_dropped(reason, ATTR_CAP);
-                return Ok((
-                    None,
-                    Some(Crash {
+                return Ok(Longrepr {
+                    crash: Some(Crash {
                         message: Some(message),
                         message_dropped: dropped,
                         ..Crash::default()
                     }),
-                ));
+                    ..Longrepr::default()
+                });
             }
-            return Ok((None, None));
+            return Ok(Longrepr::default());
         }
         Some(Value::Object(obj)) => obj,
         Some(_) => return bad("longrepr must be a string, an array, an object or null"),
@@ -797,7 +823,7 @@ fn longrepr(value: Option<&Value>, stripped: bool) -> Res<(Option<String>, Optio
     let (Some(reprcrash), Some(reprtraceback)) =
         (value.get("reprcrash"), value.get("reprtraceback"))
     else {
-        return Ok((None, None));
+        return Ok(Longrepr::default());
     };
     let mut crash = None;
     if !reprcrash.is_null() {
@@ -811,6 +837,8 @@ fn longrepr(value: Option<&Value>, stripped: bool) -> Res<(Option<String>, Optio
         });
     }
     let mut out = String::new();
+    let mut frames = Some(Vec::new());
+    let mut root = None;
     let chain = value.get("chain").unwrap_or(&Value::Null);
     if truthy(chain) {
         let Value::Array(chain) = chain else {
@@ -826,11 +854,14 @@ fn longrepr(value: Option<&Value>, stripped: bool) -> Res<(Option<String>, Optio
             if !element_crash.is_null() {
                 fileloc(element_crash, "longrepr.chain reprcrash")?;
             }
-            render_traceback(&mut out, tb)?;
+            render_traceback(&mut out, tb, &mut frames)?;
             match description {
                 Value::Null => {}
                 Value::String(d) => {
                     out.push('\n');
+                    if root.is_none() {
+                        root = chain_line_at(d).map(|at| (out.len() + at, frames_len(&frames)));
+                    }
                     out.push_str(d);
                     out.push('\n');
                 }
@@ -838,7 +869,7 @@ fn longrepr(value: Option<&Value>, stripped: bool) -> Res<(Option<String>, Optio
             }
         }
     } else {
-        render_traceback(&mut out, reprtraceback)?;
+        render_traceback(&mut out, reprtraceback, &mut frames)?;
     }
     match value.get("sections") {
         None | Some(Value::Null) => {}
@@ -859,7 +890,37 @@ fn longrepr(value: Option<&Value>, stripped: bool) -> Res<(Option<String>, Optio
         }
         Some(_) => return bad("longrepr.sections must be an array"),
     }
-    Ok((Some(py_strip(&out).to_owned()), crash))
+    let text = py_strip(&out);
+    let lead = text.as_ptr() as usize - out.as_ptr() as usize;
+    let frames = frames.map(|frames| {
+        Box::new(ReprFrames {
+            frames,
+            // the root's text ends where its chain line starts, in the stripped text
+            root: root.map(|(at, n)| (n, at - lead)),
+        })
+    });
+    Ok(Longrepr {
+        text: Some(text.to_owned()),
+        crash,
+        frames,
+    })
+}
+
+/// The byte offset in `description` of its first chain line (`The above exception
+/// was ...`), if it has one.
+fn chain_line_at(description: &str) -> Option<usize> {
+    let mut at = 0;
+    for line in description.split('\n') {
+        if is_chain_line(chomp(line)) {
+            return Some(at);
+        }
+        at += line.len() + 1;
+    }
+    None
+}
+
+fn frames_len(frames: &Option<Vec<(String, u64)>>) -> usize {
+    frames.as_ref().map_or(0, Vec::len)
 }
 
 /// (path, lineno, message) of a file location object.
@@ -987,8 +1048,13 @@ fn parse_entry(entry: &Value) -> Res<ReprEntry<'_>> {
     })
 }
 
-/// `ReprTraceback.toterminal`.
-fn render_traceback(out: &mut String, tb: &Value) -> Res<()> {
+/// `ReprTraceback.toterminal`; each entry's frames are appended to `frames`, which
+/// becomes None at an entry that holds them only as text.
+fn render_traceback(
+    out: &mut String,
+    tb: &Value,
+    frames: &mut Option<Vec<(String, u64)>>,
+) -> Res<()> {
     let Value::Object(tb) = tb else {
         return bad("a reprtraceback must be an object");
     };
@@ -1002,6 +1068,7 @@ fn render_traceback(out: &mut String, tb: &Value) -> Res<()> {
             out.push('\n');
         }
         render_entry(out, entry);
+        entry_frames(entry, frames);
         if let Some(next) = parsed.get(i + 1) {
             if style == "long" || (style == "short" && next.style() == "long") {
                 out.push_str(&"_ ".repeat((WIDTH / 2) as usize));
@@ -1020,6 +1087,38 @@ fn render_traceback(out: &mut String, tb: &Value) -> Res<()> {
         Some(_) => return bad("reprtraceback.extraline must be a string or null"),
     }
     Ok(())
+}
+
+/// Append `entry`'s frames to `frames` in the order its text shows them: a short-style
+/// entry's file location heads it, another's ends it; the syntax error positions of its
+/// exception lines ([`syntax_position`] after `E `) are where those lines are. A
+/// native-style entry's frames are lines of text: `frames` becomes None.
+fn entry_frames(entry: &ReprEntry<'_>, frames: &mut Option<Vec<(String, u64)>>) {
+    let ReprEntry::Entry {
+        lines, style, loc, ..
+    } = entry
+    else {
+        if let ReprEntry::Native(_) = entry {
+            *frames = None;
+        }
+        return;
+    };
+    let Some(frames) = frames else { return };
+    let location = loc.and_then(|(path, lineno, _)| Some(((*path).to_owned(), lineno.as_u64()?)));
+    let short = *style == "short";
+    if short {
+        frames.extend(location.clone());
+    }
+    frames.extend(
+        lines
+            .iter()
+            .filter(|line| !line.contains('\n'))
+            .filter_map(|line| syntax_position(chomp(line.strip_prefix("E ")?)))
+            .map(|(path, line)| (path.to_owned(), line)),
+    );
+    if !short {
+        frames.extend(location);
+    }
 }
 
 fn render_entry(out: &mut String, entry: &ReprEntry<'_>) {

@@ -169,7 +169,10 @@ impl<'a> Described<'a> {
         project: Option<&ProjectCode>,
         kinds: &mut PathKinds,
     ) -> Self {
-        let FailureFrames { frames, root } = FailureFrames::of(text, project, kinds);
+        let FailureFrames { frames, root } = match &record.frames {
+            Some(repr) => FailureFrames::of_data(repr, text, project, kinds),
+            None => FailureFrames::of(text, project, kinds),
+        };
         let (exception, line) = match root.map(|root| describe(None, None, Some(root))) {
             Some((Some(exception), line)) => (Some(exception), line),
             _ => describe(
@@ -347,6 +350,12 @@ fn record_bytes(record: &TestRecord) -> usize {
         + len(&record.stderr)
         + len(&record.log)
         + len(&record.subtest)
+        + record.frames.as_ref().map_or(0, |f| {
+            f.frames
+                .iter()
+                .map(|(path, _)| path.len() + std::mem::size_of::<(String, u64)>())
+                .sum()
+        })
 }
 
 /// The bytes a kept representative counts against [`PENDING_BYTES`]: a raw record its

@@ -198,3 +198,56 @@ fn the_session_facts_come_from_the_same_pass() {
     )
     .is_err());
 }
+
+#[test]
+fn frames_come_from_the_entries_in_the_order_the_text_shows_them() {
+    // a chain: the root's short entry (location first, then the syntax error position
+    // its exception line gives) and long entry (position first, location last); a
+    // description holding the chain line; the final exception's long entry
+    let entry = |style: &str, path: &str, lineno: i64, lines: &str| {
+        format!(
+            r#"{{"type": "ReprEntry", "data": {{"lines": {lines}, "reprfuncargs": null, "reprlocals": null, "reprfileloc": {{"path": "{path}", "lineno": {lineno}, "message": "in f"}}, "style": "{style}"}}}}"#
+        )
+    };
+    let position = r#"["    import m", "E     File \"m.py\", line 2"]"#;
+    let root = format!(
+        r#"{{"reprentries": [{}, {}], "extraline": null, "style": "long"}}"#,
+        entry("short", "t.py", 4, position),
+        entry("long", "a.py", 9, position),
+    );
+    let last = format!(
+        r#"{{"reprentries": [{}], "extraline": null, "style": "long"}}"#,
+        entry("long", "b.py", -1, r#"[">   raise X", "E   X"]"#),
+    );
+    let report = format!(
+        r#"{{"$report_type": "TestReport", "nodeid": "t.py::a", "when": "call", "outcome": "failed", "longrepr": {{"reprcrash": null, "reprtraceback": {last}, "sections": [], "chain": [[{root}, null, "The above exception was the direct cause of the following exception:"], [{last}, null, null]]}}}}"#
+    );
+    let teardown = r#"{"$report_type": "TestReport", "nodeid": "t.py::a", "when": "teardown", "outcome": "passed"}"#;
+    let (items, _) = records(&format!("{report}\n{teardown}\n")).unwrap();
+    let t = tests_of(&items)[0];
+    let frames = t
+        .frames
+        .as_ref()
+        .expect("a structured longrepr gives frames");
+    let owned = |p: &str, n| (p.to_owned(), n);
+    assert_eq!(
+        frames.frames,
+        [
+            owned("t.py", 4),
+            owned("m.py", 2),
+            owned("m.py", 2),
+            owned("a.py", 9),
+        ],
+        "b.py's lineno below 0 gives no frame"
+    );
+    let text = t.text.as_deref().unwrap();
+    let (n, at) = frames.root.unwrap();
+    assert_eq!(n, 4);
+    assert!(text[at..].starts_with("The above exception was the direct cause"));
+
+    // a native-style entry holds its frames only as text
+    let native = r#"{"$report_type": "TestReport", "nodeid": "t.py::b", "when": "call", "outcome": "failed", "longrepr": {"reprcrash": null, "reprtraceback": {"reprentries": [{"type": "ReprEntryNative", "data": {"lines": ["  File \"t.py\", line 3, in f\n"]}}], "extraline": null, "style": "native"}, "sections": [], "chain": null}}"#;
+    let end = r#"{"$report_type": "TestReport", "nodeid": "t.py::b", "when": "teardown", "outcome": "passed"}"#;
+    let (items, _) = records(&format!("{native}\n{end}\n")).unwrap();
+    assert!(tests_of(&items)[0].frames.is_none());
+}

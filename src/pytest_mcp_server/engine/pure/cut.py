@@ -9,12 +9,13 @@ every string a parser yields.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from itertools import islice
 
 from pytest_mcp_server.engine.models import Budgets
 
 from .project import LIBRARY, TEST, ProjectCode, classify, display_path
+from .record import ReprFrames
 from .text import U64_MAX
 
 Frame = tuple[str, int]
@@ -142,7 +143,7 @@ _CHAIN_LINES = (
 )
 
 
-def _is_chain_line(line: str) -> bool:
+def is_chain_line(line: str) -> bool:
     return strip(line) in _CHAIN_LINES
 
 
@@ -230,7 +231,7 @@ def _cut_lines(
     frame_has_text = False
     for i, line in enumerate(lines):
         separator = _is_separator_line(line)
-        chain = not separator and _is_chain_line(line)
+        chain = not separator and is_chain_line(line)
         if separator or chain:
             frames.append((frame_start, i, len(block_separator) - 1, chain))
             block_separator.append(i if separator else None)
@@ -313,7 +314,7 @@ def _cut_lines(
     # of project code: the first chain line, and the start of the root's innermost
     # project frame (step 6 keeps both).
     root_chain: tuple[int, int] | None = None
-    first_chain = next((j for j, line in enumerate(lines) if _is_chain_line(line)), None)
+    first_chain = next((j for j, line in enumerate(lines) if is_chain_line(line)), None)
     if first_chain is not None:
         for k in range(first_chain - 1, -1, -1):
             frame = _frame_line(lines[k])
@@ -407,7 +408,7 @@ def _omitted_keeping_chains(segment: list[str | int]) -> list[str | int]:
     6): one marker, except that its first and last chain lines stay in place, with a
     marker for the lines before, between and after them that are not empty. The twin of
     ``omitted_keeping_chains`` in ``rust/core/src/cut.rs``."""
-    chains = [i for i, p in enumerate(segment) if isinstance(p, str) and _is_chain_line(p)]
+    chains = [i for i, p in enumerate(segment) if isinstance(p, str) and is_chain_line(p)]
     out: list[str | int] = []
     at = 0
     for k in sorted({chains[0], chains[-1]}) if chains else []:
@@ -488,18 +489,19 @@ def _frames(text: str) -> Iterator[Frame]:
 
 
 class DeepestFrames:
-    """The last (innermost) frame of ``text`` of each kind of project code:
-    ``code`` (project or test), ``non_test`` (project, not test) and ``test``; each a
-    ``(path, line)`` as the text gives it, or None."""
+    """The last (innermost) of ``frames`` (outermost first: a text's frame lines, or a
+    structured longrepr's frames) of each kind of project code: ``code`` (project or
+    test), ``non_test`` (project, not test) and ``test``; each a ``(path, line)`` as the
+    report gives it, or None."""
 
     __slots__ = ("code", "non_test", "test")
 
-    def __init__(self, text: str, project: ProjectCode | None) -> None:
+    def __init__(self, frames: Iterable[Frame], project: ProjectCode | None) -> None:
         self.code: Frame | None = None
         self.non_test: Frame | None = None
         self.test: Frame | None = None
         classes: dict[str, int] = {}
-        for frame in _frames(text):
+        for frame in frames:
             kind = classes.get(frame[0])
             if kind is None:
                 kind = classes[frame[0]] = classify(frame[0], project)
@@ -520,13 +522,27 @@ def failure_frames(text: str, project: ProjectCode | None) -> tuple[DeepestFrame
     ``rust/core/src/cut.rs``."""
     lines = text.split("\n")
     for i, raw in enumerate(lines):
-        if _is_chain_line(chomp(raw)):
+        if is_chain_line(chomp(raw)):
             root = "\n".join(lines[:i]) + "\n"
-            frames = DeepestFrames(root, project)
+            frames = DeepestFrames(_frames(root), project)
             if frames.code is not None:
                 return frames, root
             break
-    return DeepestFrames(text, project), None
+    return DeepestFrames(_frames(text), project), None
+
+
+def failure_frames_of_data(
+    repr_frames: ReprFrames, text: str, project: ProjectCode | None
+) -> tuple[DeepestFrames, str | None]:
+    """``failure_frames`` of a failure whose frames are data (a structured longrepr's,
+    ``ReprFrames``), ``text`` its rendering (the root's text is cut from it). The twin
+    of ``FailureFrames::of_data`` in ``rust/core/src/cut.rs``."""
+    if repr_frames.root is not None:
+        n, at = repr_frames.root
+        frames = DeepestFrames(repr_frames.frames[:n], project)
+        if frames.code is not None:
+            return frames, text[:at]
+    return DeepestFrames(repr_frames.frames, project), None
 
 
 # --------------------------------------------------------------------------------------
@@ -808,7 +824,7 @@ def _compact_frames(shown: Shown, location: tuple[str, int | None] | None) -> Sh
     for line in shown:
         if _text_is(line, _is_separator_line):
             frames.append([])
-        elif _text_is(line, _is_chain_line):
+        elif _text_is(line, is_chain_line):
             frames.extend(([line], []))
         else:
             if _text_is(line, _starts_frame) and frames[-1]:

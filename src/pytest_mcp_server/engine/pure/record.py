@@ -39,6 +39,23 @@ class TestRecord:
     passed_with_failed_subtests: bool = False
     text_bytes_omitted: int = 0
     output_bytes_omitted: int = 0
+    # the frames of ``text`` as a structured longrepr gives them, when ``text`` is its
+    # whole rendering (docs/ENGINE.md, *Frames as data*); None: read from ``text``
+    frames: ReprFrames | None = None
+
+
+@dataclass(slots=True)
+class ReprFrames:
+    """A failure's frames read from its structured ``longrepr``, not from the text
+    rendered of it (docs/ENGINE.md, *Frames as data*; ``ReprFrames`` in
+    ``rust/core/src/record.rs``): ``frames``, each traceback entry's file location and
+    the syntax error positions its exception lines give, as ``(path, line)`` in the order
+    the rendered text shows them; ``root``, for a chained exception whose first
+    description is a chain line, (the number of frames of its root cause, the offset in
+    the text of that chain line), else None."""
+
+    frames: list[tuple[str, int]]
+    root: tuple[int, int] | None = None
 
 
 @dataclass(slots=True)

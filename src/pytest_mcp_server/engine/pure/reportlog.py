@@ -20,9 +20,10 @@ import orjson
 
 from pytest_mcp_server.engine.models import ReportError
 
+from .cut import chomp, is_chain_line, syntax_position
 from .project import ProjectCode
 from .pytest_json import TestEntries, _capped, _capped_text, _CrashData, _head_text, _PhaseData
-from .record import CollectionErrorRecord, Emit, TestRecord
+from .record import CollectionErrorRecord, Emit, ReprFrames, TestRecord
 from .text import ATTR_CAP, PY_WHITESPACE, U64_MAX, duration_us_from_float, py_strip
 from .warnings import WarningGroups
 
@@ -317,11 +318,13 @@ class _Reader:
             "failed": outcome == "failed",
         }
         if outcome == "failed":
-            text, crash = _longrepr(obj.get("longrepr"), stripped=True)
+            text, crash, frames = _longrepr(obj.get("longrepr"), stripped=True)
             if text is not None:
                 if type(obj.get("longrepr")) is str:
                     text = relative_locations(text, node_id)
                 phase["longrepr"] = _capped_text(text)
+                if frames is not None and phase["longrepr"][1] == 0:  # a cut text is not their text
+                    phase["frames"] = frames
             if crash:
                 phase["crash"] = crash
         test.phases[index] = phase
@@ -406,9 +409,10 @@ class _Reader:
                 test = self.pending[node_id] = _Test()
             test.failed_subtests += 1
             record = TestRecord(node_id=node_id, outcome="failed", phase="call", subtest=label)
-            text, crash = _longrepr(obj.get("longrepr"), stripped=True)
+            text, crash, frames = _longrepr(obj.get("longrepr"), stripped=True)
             if text is not None:
                 record.text, record.text_bytes_omitted = _capped_text(text)
+                record.frames = frames if record.text_bytes_omitted == 0 else None
             if crash:
                 if "message" in crash:
                     record.message, dropped = crash["message"]
@@ -424,7 +428,7 @@ class _Reader:
         assert node_id is not None and outcome is not None
         if outcome != "failed":
             return
-        text, _crash = _longrepr(obj.get("longrepr"), stripped=False)
+        text = _longrepr(obj.get("longrepr"), stripped=False)[0]
         record = CollectionErrorRecord(path=_head_text(node_id, ATTR_CAP)[0])
         if text is not None:
             record.text, record.text_bytes_omitted = _capped_text(text)
@@ -567,26 +571,27 @@ def relative_locations(text: str, node_id: str) -> str:
     return "\n".join(lines)
 
 
-def _longrepr(value: Any, stripped: bool) -> tuple[str | None, _CrashData]:
-    """A report's ``longrepr`` -> (text as pytest prints it, crash data).
+def _longrepr(value: Any, stripped: bool) -> tuple[str | None, _CrashData, ReprFrames | None]:
+    """A report's ``longrepr`` -> (text as pytest prints it, crash data, frames).
 
     A string is the text (``stripped``: as ``report.longreprtext`` strips it); a skip's
     ``[path, lineno, reason]`` gives the reason as the crash message; the structured form
     is rendered as pytest's ``toterminal`` writes it and stripped, its ``reprcrash`` the
-    crash (path, lineno, message)."""
+    crash (path, lineno, message), its entries the frames (None when an entry holds them
+    only as text: a native-style one; docs/ENGINE.md, *Frames as data*)."""
     crash: _CrashData = {}
     if value is None:
-        return None, crash
+        return None, crash, None
     if type(value) is str:
-        return (py_strip(value) if stripped else value), crash
+        return (py_strip(value) if stripped else value), crash, None
     if type(value) is list:
         if len(value) == 3 and type(value[2]) is str:
             crash["message"] = _head_text(value[2], ATTR_CAP)
-        return None, crash
+        return None, crash, None
     if type(value) is not dict:
         raise _Malformed("longrepr must be a string, an array, an object or null")
     if "reprcrash" not in value or "reprtraceback" not in value:
-        return None, crash
+        return None, crash, None
     reprcrash = value["reprcrash"]
     if reprcrash is not None:
         path, lineno, message = _fileloc(reprcrash, "longrepr.reprcrash")
@@ -595,6 +600,8 @@ def _longrepr(value: Any, stripped: bool) -> tuple[str | None, _CrashData]:
         if lineno >= 0:
             crash["line"] = lineno
     out: list[str] = []
+    frames: list[tuple[str, int]] | None = []
+    root: tuple[int, int] | None = None
     chain = value.get("chain")
     if chain:
         if type(chain) is not list:
@@ -605,14 +612,17 @@ def _longrepr(value: Any, stripped: bool) -> tuple[str | None, _CrashData]:
             tb, element_crash, description = element
             if element_crash is not None:
                 _fileloc(element_crash, "longrepr.chain reprcrash")
-            _render_traceback(out, tb)
+            frames = _render_traceback(out, tb, frames)
             if description is not None:
                 if type(description) is not str:
                     raise _Malformed("a longrepr.chain description must be a string or null")
                 out.append("\n")
+                at = _chain_line_at(description)
+                if root is None and at is not None:
+                    root = (len(frames or ()), sum(map(len, out)) + at)
                 out.append(description + "\n")
     else:
-        _render_traceback(out, value["reprtraceback"])
+        frames = _render_traceback(out, value["reprtraceback"], frames)
     sections = value.get("sections")
     if sections is not None:
         if type(sections) is not list:
@@ -623,7 +633,23 @@ def _longrepr(value: Any, stripped: bool) -> tuple[str | None, _CrashData]:
             name, content, sep = section
             out.append(_sep(sep, name) + "\n")
             out.append(content + "\n")
-    return py_strip("".join(out)), crash
+    rendered = "".join(out)
+    text = py_strip(rendered)
+    lead = len(rendered) - len(rendered.lstrip(PY_WHITESPACE))
+    if frames is None:
+        return text, crash, None
+    return text, crash, ReprFrames(frames, None if root is None else (root[0], root[1] - lead))
+
+
+def _chain_line_at(description: str) -> int | None:
+    """The offset in ``description`` of its first chain line (``The above exception
+    was ...``), or None."""
+    at = 0
+    for line in description.split("\n"):
+        if is_chain_line(chomp(line)):
+            return at
+        at += len(line) + 1
+    return None
 
 
 def _fileloc(value: Any, whose: str) -> tuple[str, int, str]:
@@ -650,18 +676,20 @@ def _sep(sepchar: str, title: str | None) -> str:
     return line
 
 
-def _render_traceback(out: list[str], tb: Any) -> None:
-    """``ReprTraceback.toterminal``."""
+def _render_traceback(out: list[str], tb: Any, frames: list[tuple[str, int]] | None) -> list[tuple[str, int]] | None:
+    """``ReprTraceback.toterminal``; returns ``frames`` with each entry's frames
+    appended (``_entry``), or None from an entry that holds them only as text on."""
     if type(tb) is not dict:
         raise _Malformed("a reprtraceback must be an object")
     entries = tb.get("reprentries")
     if type(entries) is not list:
         raise _Malformed("reprtraceback.reprentries must be an array")
     parsed = [_entry(e) for e in entries]
-    for i, (style, render) in enumerate(parsed):
+    for i, (style, render, entry_frames) in enumerate(parsed):
         if style == "long":
             out.append("\n")
         render(out)
+        frames = None if frames is None or entry_frames is None else frames + entry_frames
         if i < len(parsed) - 1:
             next_style = parsed[i + 1][0]
             if style == "long" or (style == "short" and next_style == "long"):
@@ -671,6 +699,7 @@ def _render_traceback(out: list[str], tb: Any) -> None:
         raise _Malformed("reprtraceback.extraline must be a string or null")
     if extraline:
         out.append(extraline + "\n")
+    return frames
 
 
 def _string_list(value: Any, whose: str) -> list[str]:
@@ -679,16 +708,19 @@ def _string_list(value: Any, whose: str) -> list[str]:
     return value
 
 
-def _entry(entry: Any) -> tuple[str, Any]:
-    """A reprentries element -> (style, a function writing it)."""
+def _entry(entry: Any) -> tuple[str, Any, list[tuple[str, int]] | None]:
+    """A reprentries element -> (style, a function writing it, its frames in the order
+    its text shows them: a short-style entry's file location heads it, another's ends
+    it, the syntax error positions of its exception lines (``E     File "t.py", line 2``)
+    are where those lines are; None for a native-style entry, whose frames are text)."""
     if type(entry) is not dict or type(entry.get("data")) is not dict or type(entry.get("type")) is not str:
         raise _Malformed("each reprentries element must be {type: string, data: object}")
     kind, data = entry["type"], entry["data"]
     if kind == "ReprEntryNative":
         lines = _string_list(data.get("lines"), "ReprEntryNative lines")
-        return "native", lambda out: out.append("".join(lines))
+        return "native", lambda out: out.append("".join(lines)), None
     if kind != "ReprEntry":
-        return "", lambda out: None  # a kind this reader does not know writes nothing
+        return "", lambda out: None, []  # a kind this reader does not know writes nothing
     lines = _string_list(data.get("lines"), "ReprEntry lines")
     style = data.get("style")
     if type(style) is not str:
@@ -731,7 +763,16 @@ def _entry(entry: Any) -> tuple[str, Any]:
                 out.append("\n")
             _write_fileloc(out, loc)
 
-    return style, render
+    positions = [
+        position
+        for line in lines
+        if line.startswith("E ") and "\n" not in line
+        for position in [syntax_position(chomp(line[2:]))]
+        if position is not None
+    ]
+    location = [] if loc is None or not 0 <= loc[1] <= U64_MAX else [(loc[0], loc[1])]
+    frames = location + positions if style == "short" else positions + location
+    return style, render, frames
 
 
 def _write_fileloc(out: list[str], loc: tuple[str, int, str]) -> None:

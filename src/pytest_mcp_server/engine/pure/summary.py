@@ -21,6 +21,7 @@ from .cut import (
     chomp,
     cut_traceback,
     failure_frames,
+    failure_frames_of_data,
     parse_location,
     says_message,
     shown_traceback,
@@ -385,6 +386,7 @@ class SummaryBuilder:
         view = doctest_view(record.text) if record.text else None
         if view is not None:  # a doctest's failure, read as any failure (docs/ENGINE.md, *Doctests*)
             record.text, record.exception, record.message = view.text, view.exception, view.message
+            record.frames = None  # they were the replaced text's
         self._text_bytes_omitted += record.text_bytes_omitted
         self._output_bytes_omitted += record.output_bytes_omitted
         exception, line, frames = self._described(record)
@@ -416,7 +418,10 @@ class SummaryBuilder:
         by: all of its root cause when the root has a frame of project code and names
         its exception (docs/ENGINE.md, *Chained exceptions*), else of the record."""
         text = record.text or ""
-        frames, root = failure_frames(text, self._project)
+        if record.frames is not None:
+            frames, root = failure_frames_of_data(record.frames, text, self._project)
+        else:
+            frames, root = failure_frames(text, self._project)
         if root is not None:
             exception, line = describe(None, None, root)
             if exception is not None:

@@ -24,7 +24,7 @@ import ijson
 
 from pytest_mcp_server.engine.models import ReportError
 
-from ..record import CollectionErrorRecord, Emit, TestRecord
+from ..record import CollectionErrorRecord, Emit, ReprFrames, TestRecord
 from ..text import ATTR_CAP, TEXT_HEAD, TEXT_TAIL, HeadTail, duration_us_from_float
 from .lexer import _READ_SIZE, MAX_DEPTH, _CheckedReader, _CutString, _with_dropped
 
@@ -235,6 +235,7 @@ class _PhaseData(TypedDict, total=False):
     failed: bool
     crash: _CrashData
     longrepr: tuple[str, int]
+    frames: ReprFrames  # a report log's structured longrepr's, when longrepr is its whole text
     stdout: tuple[str, int]
     stderr: tuple[str, int]
     log: tuple[str, int]
@@ -304,6 +305,7 @@ class TestEntries:
                 if "longrepr" in p:
                     record.text, omitted = p["longrepr"]
                     record.text_bytes_omitted += omitted
+                    record.frames = p.get("frames")
                 crash = p.get("crash")
                 if crash is not None:
                     if "message" in crash:
