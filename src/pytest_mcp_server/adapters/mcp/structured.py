@@ -116,9 +116,11 @@ SILENT_FAILURE_FIELDS = (
     "log",
     "text_bytes_omitted",
     "output_bytes_omitted",
+    "same_as",
 )
 """A failure's fields that an answer's structured content leaves out when empty (null,
-``""`` or 0: the traceback and output tails are in the text)."""
+``""`` or 0: the traceback and output tails are in the text; ``same_as`` is null for
+every entry but one the text writes ``same traceback as ...``)."""
 
 
 def without_silent_fields(summary: dict[str, Any]) -> dict[str, Any]:
@@ -193,9 +195,9 @@ def execute_structured(result: ExecuteResult) -> dict[str, Any]:
         for test in result.flaky:
             dumped = test.model_dump(mode="json")
             if test.failure is not None:
-                dumped["failure"] = without_silent_failure_fields(
-                    answer_failure(test.failure)[0].model_dump(mode="json")
-                )
+                # the text shows a flaky test's failure in full: its run's same_as points nowhere here
+                shown = test.failure.model_copy(update={"same_as": None})
+                dumped["failure"] = without_silent_failure_fields(answer_failure(shown)[0].model_dump(mode="json"))
             flaky.append(dumped)
         out["flaky"] = flaky
     return {name: out[name] for name in ExecuteResult.model_fields if name in out}
