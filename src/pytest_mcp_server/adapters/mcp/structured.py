@@ -71,7 +71,8 @@ def answer_summary(summary: ReportSummary) -> ReportSummary:
     ``failures`` grows by the listed failures left without an entry (so
     ``len(failures) + omitted.failures`` is still every failed or errored test; each is
     counted in its group), ``traceback_lines`` covers only the tracebacks the text
-    shows (``text.traceback_lines_shown``: the count of its ``Omitted`` line), and
+    shows (``text.traceback_lines_shown``: the count of its ``Omitted`` line, the
+    engine's per-failure counts of the entries in full not marked ``same_as``), and
     ``output_bytes`` and ``text_bytes`` only what the reader's caps dropped from what the
     text shows (``text.bytes_left_out_shown``), ``text_bytes`` with what the message caps
     cut. Counts, the groups' counts and collection errors are the engine's.
