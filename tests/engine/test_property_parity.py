@@ -28,6 +28,7 @@ from helpers.strategies import (
     budgets_dicts,
     check_invariants,
     check_truth,
+    copied_failures_docs,
     fuzz_settings,
     json_docs,
     junit_docs,
@@ -90,6 +91,23 @@ def test_valid_pytest_json_gives_identical_bytes_and_the_truth(scratch, doc, bud
     result = result_in_both([path], budgets)
     assert result[0] == "ok", f"a valid pytest-json document was refused: {result}"
     check_truth(result[1], doc.truth, budgets, [path])
+
+
+@pytest.mark.fuzz
+@fuzz_settings(60)
+@given(doc=copied_failures_docs(), budgets=st.one_of(st.just({}), budgets_dicts()))
+def test_copied_test_bodies_point_at_their_first_copy_alike_in_both_backends(scratch, doc, budgets):
+    """Failures whose texts are copies of a few test bodies in several files, with other
+    numbers (some written in non-ASCII digits, which are not numbers to the rule): both
+    backends write the same bytes, and each failure's ``same_as`` is the rule's
+    (``check_truth`` checks it, with the rest of the truth). The default budgets half
+    the time: small ones cut messages and tracebacks at lengths the numbers change."""
+    _events(doc)
+    path = scratch.write(doc.data)
+    result = result_in_both([path], budgets)
+    assert result[0] == "ok", f"a valid document was refused: {result}"
+    check_truth(result[1], doc.truth, budgets, [path])
+    event(f"same_as:{sum(f['same_as'] is not None for f in json.loads(result[1])['failures'])}")
 
 
 def _shards(make):

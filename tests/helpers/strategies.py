@@ -11,6 +11,9 @@ Shapes:
   (``Doc.data``: bytes, UTF-8 / latin-1 / US-ASCII / UTF-16 for JUnit) and its
   ``Truth``. ``prefix`` makes every node id unique across several documents (shards).
 * ``valid_docs()``: either of the two.
+* ``copied_failures_docs()`` -> ``Doc``: a pytest report (JUnit or pytest-json) whose
+  failures copy a few test bodies into several files with other numbers (the engine's
+  ``same_as``), and its ``Truth``.
 * ``mutated_docs()`` -> ``Doc`` with ``truth=None``: a valid document damaged by 1-3
   mutations (truncated, bytes flipped, tags unbalanced, attributes or keys duplicated,
   encodings mixed, DOCTYPE injected, wrong JSON types, ...). Any outcome is allowed as
@@ -29,6 +32,7 @@ duration_us)`` (for *slowest*).
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import random
@@ -1378,6 +1382,165 @@ def valid_docs(prefix: str = "") -> st.SearchStrategy[Doc]:
 
 
 # --------------------------------------------------------------------------------------
+# Copied test bodies: failures whose texts repeat an earlier one's but for numbers and
+# their own file (docs/ENGINE.md, *Failures*, ``same_as``)
+
+# pytest's long-format texts of a few checks; ``{file}`` is the failing test's own file,
+# ``{a}``, ``{b}``, ``{line}``, ``{line2}`` numbers (the values and the lines differ from copy
+# to copy). Two share their first frame and differ only in the last: never one another's.
+COPIED_BODIES = [
+    (
+        "    def test_total():\n>       check({a})\n\n{file}:{line}: \n"
+        "_ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _\n\n"
+        "total = {a}\n\n    def check(total):\n"
+        '>       assert {{"total": total}} == {{"total": {b}}}\n'
+        "E       AssertionError: assert {{'total': {a}}} == {{'total': {b}}}\n\n"
+        "{file}:{line2}: AssertionError",
+        "AssertionError: assert {{'total': {a}}} == {{'total': {b}}}",
+    ),
+    (
+        "    def test_total():\n>       check({a})\n\n{file}:{line}: \n"
+        "_ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _\n\n"
+        "total = {a}\n\n    def check(total):\n"
+        ">       assert total < {b}, f'{{total}} is too much'\n"
+        "E       AssertionError: {a} is too much\n\n"
+        "{file}:{line2}: AssertionError",
+        "AssertionError: {a} is too much",
+    ),
+    (
+        "    def test_sum():\n>       assert sum([{a}, 2]) == {b}\nE       assert {a} == {b}\n"
+        "E        +  where {a} = sum([{a}, 2])\n\n{file}:{line}: AssertionError",
+        "assert {a} == {b}",
+    ),
+    (
+        "    def test_load():\n"
+        "        path = '{file}.data'\n"
+        ">       open(path)\n"
+        "E       FileNotFoundError: [Errno {a}] No such file or directory: '{file}.data'\n\n"
+        "{file}:{line}: FileNotFoundError",
+        "FileNotFoundError: [Errno {a}] No such file or directory: '{file}.data'",
+    ),
+]
+
+# Test files, some with digits of their own (replaced as the file before digits are).
+COPIED_FILES = ["tests/test_a.py", "tests/test_b.py", "tests/sub/test_c2.py", "test_d.py"]
+
+# A number as written: ASCII digits, or in a third of the documents sometimes
+# Arabic-Indic or fullwidth digits, which are text, not numbers, to the rule (Python's
+# ``\\d`` would take them: a copy would then pass for another).
+_ASCII_NUMBERS = st.integers(0, 300).map(str)
+_MIXED_NUMBERS = st.one_of(
+    *[_ASCII_NUMBERS] * 5, st.sampled_from(["\u0663", "\u0661\u0662", "\uff17", "3\u0663", "\u0664"])
+)
+
+
+# (stdout, stderr) of a copied body, with the same placeholders
+COPIED_OUTPUTS = st.tuples(
+    st.sampled_from([None, "run {a} of {b}\n", "seed {a}\n{file} done\n"]),
+    st.sampled_from([None, None, "warning: {a}\n"]),
+)
+
+
+@st.composite
+def copied_failures_docs(draw) -> Doc:
+    """A pytest report (JUnit XML as pytest writes it, or pytest-json-report) of failing
+    tests whose texts are one of ``COPIED_BODIES`` with their own file and drawn numbers
+    (so many repeat an earlier failure but for numbers and their file), with captured
+    output that repeats too, some passing tests between them, and its truth."""
+    fmt = draw(st.sampled_from(["junit", "pytest-json"]))
+    # each test's time as _copied_junit / _copied_json write it
+    if fmt == "junit":
+        us = expected_us("0.001", junit=True)
+    else:
+        us = sum(expected_us(t, junit=False) for t in ("0.0001", "0.0008", "0.0001"))
+    rows: list[tuple] = []
+    cases: list[tuple[str, str, str, str | None, str | None]] = []  # node id, message, text, stdout, stderr
+    outputs = [draw(COPIED_OUTPUTS) for _ in COPIED_BODIES]
+    numbers_as = _MIXED_NUMBERS if draw(st.integers(0, 2)) == 0 else _ASCII_NUMBERS
+    for i in range(draw(st.integers(2, 10))):
+        file = draw(st.sampled_from(COPIED_FILES))
+        name = draw(st.sampled_from(["test_total", "test_sum", "test_load"])) + draw(
+            st.sampled_from(["", f"[{i}]", f"[{i}-x]"])
+        )
+        node_id = f"{file}::{name}"
+        if any(case[0] == node_id for case in cases):  # one result per test
+            continue
+        if draw(st.integers(0, 3)) == 0:
+            rows.append((node_id, "passed", None, False, us))
+            cases.append((node_id, "", "", None, None))
+            continue
+        which = draw(st.integers(0, len(COPIED_BODIES) - 1))
+        body, message = COPIED_BODIES[which]
+        numbers = {key: draw(numbers_as) for key in ("a", "b", "line", "line2")}
+        text = body.format(file=file, **numbers)
+        # a body's copies print alike, mostly
+        stdout, stderr = outputs[which] if draw(st.integers(0, 4)) else draw(COPIED_OUTPUTS)
+        cases.append(
+            (
+                node_id,
+                message.format(file=file, **numbers),
+                text,
+                None if stdout is None else stdout.format(file=file, **numbers),
+                None if stderr is None else stderr.format(file=file, **numbers),
+            )
+        )
+        rows.append((node_id, "failed", "call", False, us))
+    if fmt == "junit":
+        data = _copied_junit(cases)
+    else:
+        data = _copied_json(cases)
+    features = frozenset({f"copied:{fmt}"})
+    return Doc(fmt, data, Truth(fmt, tuple(rows), ()), features)
+
+
+def _copied_junit(cases: list[tuple[str, str, str, str | None, str | None]]) -> bytes:
+    """pytest's JUnit XML of ``cases`` (node id, message, text, stdout, stderr; a passed
+    test has no text): one ``<testcase>`` each, 1 ms."""
+    from xml.sax.saxutils import escape, quoteattr
+
+    out = ['<?xml version="1.0" encoding="utf-8"?><testsuites name="pytest tests"><testsuite name="pytest">']
+    for node_id, message, text, stdout, stderr in cases:
+        path, _, name = node_id.partition("::")
+        classname = path.removesuffix(".py").replace("/", ".")
+        assert junit_node_id(classname, name, None, "pytest") == node_id, node_id
+        out.append(f'<testcase classname={quoteattr(classname)} name={quoteattr(name)} time="0.001">')
+        if text:
+            out.append(f"<failure message={quoteattr(message)}>{escape(text)}</failure>")
+        for tag, tail in (("system-out", stdout), ("system-err", stderr)):
+            if tail is not None:
+                out.append(f"<{tag}>{escape(tail)}</{tag}>")
+        out.append("</testcase>")
+    out.append("</testsuite></testsuites>")
+    return "".join(out).encode("utf-8")
+
+
+def _copied_json(cases: list[tuple[str, str, str, str | None, str | None]]) -> bytes:
+    """pytest-json-report's document of ``cases`` (as ``_copied_junit``'s): setup, call
+    and teardown of 1 ms in all (a failure's call carries its crash line, text and
+    output)."""
+    tests = []
+    for node_id, message, text, stdout, stderr in cases:
+        call: dict[str, object] = {"duration": 0.0008, "outcome": "failed" if text else "passed"}
+        if text:
+            call["crash"] = {"path": "/home/u/proj/" + node_id.partition("::")[0], "lineno": 3, "message": message}
+            call["longrepr"] = text
+        for stream, tail in (("stdout", stdout), ("stderr", stderr)):
+            if tail is not None:
+                call[stream] = tail
+        tests.append(
+            {
+                "nodeid": node_id,
+                "outcome": "failed" if text else "passed",
+                "setup": {"duration": 0.0001, "outcome": "passed"},
+                "call": call,
+                "teardown": {"duration": 0.0001, "outcome": "passed"},
+            }
+        )
+    document = {"root": "/home/u/proj", "exitcode": 1, "summary": {"total": len(tests)}, "tests": tests}
+    return json.dumps(document, ensure_ascii=False).encode("utf-8")
+
+
+# --------------------------------------------------------------------------------------
 # Mutations
 
 INTERESTING_BYTES = [
@@ -1813,7 +1976,38 @@ def check_invariants(raw: bytes, budgets: dict[str, int], paths: list[str]) -> d
     listed = s["failures"] + s["collection_errors"]
     assert sum(x["traceback_lines_omitted"] for x in listed) == om["traceback_lines"]
     assert all(v >= 0 for v in om.values())
+    assert [f["same_as"] for f in s["failures"]] == expected_same_as(s["failures"])
     return s
+
+
+def expected_same_as(failures: list[dict]) -> list[str | None]:
+    """The ``same_as`` of each listed failure by docs/ENGINE.md's words (*Failures*),
+    written again here: for the first failure of its group in the list, the node id of
+    the first earlier such failure whose exception, message, traceback, stdout, stderr
+    and log are its own once each failure's own file (node id before ``::``) is written
+    ``<file>`` and then each run of ASCII digits ``N``, unless that node id is its own;
+    else None."""
+
+    def shown(failure: dict) -> list[str | None]:
+        own_file = failure["node_id"].split("::")[0]
+        fields: list[str | None] = []
+        for name in ("exception", "message", "traceback", "stdout", "stderr", "log"):
+            text = failure[name]
+            if text is not None:
+                text = text.replace(own_file, "<file>") if own_file else text
+                # a run of ASCII digits is one N; any other character (a Unicode digit too) stays
+                runs = itertools.groupby(text, key=lambda ch: ch in "0123456789")
+                text = "".join("N" if is_digits else "".join(run) for is_digits, run in runs)
+            fields.append(text)
+        return fields
+
+    firsts = [i for i, f in enumerate(failures) if all(g["group"] != f["group"] for g in failures[:i])]
+    expected: list[str | None] = [None] * len(failures)
+    for i in firsts:
+        same = [j for j in firsts if j < i and shown(failures[j]) == shown(failures[i])]
+        if same and failures[same[0]]["node_id"] != failures[i]["node_id"]:
+            expected[i] = failures[same[0]]["node_id"]
+    return expected
 
 
 def check_truth(raw: bytes, truth: Truth, budgets: dict[str, int], paths: list[str]) -> None:

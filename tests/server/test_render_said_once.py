@@ -8,7 +8,8 @@ comparison's ``Full diff:`` block repeats its ``Differing items:`` block, and a 
 list's repeats the assertion line that holds both lists whole: each becomes one line
 saying so. Checked on a real pytest run's JUnit XML (pytest run with
 ``verbosity_assertions=2``, as the server runs it) through the real CLI, in both engine
-backends.
+backends. Which entry repeats which is the engine's ``same_as``: the text only presents
+it, which a hand-made summary shows.
 """
 
 from __future__ import annotations
@@ -16,6 +17,9 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+
+from pytest_mcp_server.adapters.text import render_text, shown_in_full
+from pytest_mcp_server.engine.models import Counts, Failure, Group, Location, Omitted, ReportSummary
 
 BODY = """
 def check(total):
@@ -144,3 +148,66 @@ def test_a_bare_exception_is_named_without_a_dangling_colon(tmp_path, backend):
     text = summarize_text(tmp_path, backend, {"test_bare.py": bare})
     assert "RuntimeError: \n" not in text and not any(line.endswith("RuntimeError: ") for line in text.split("\n"))
     assert "E       RuntimeError" in text, text
+
+
+def _marked_summary() -> ReportSummary:
+    """Two causes whose tracebacks differ in every way, the second marked by the engine
+    as repeating the first (``same_as``), each with lines and output the engine's cut
+    left out."""
+    first = Failure(
+        node_id="tests/test_a.py::test_one",
+        outcome="failed",
+        phase="call",
+        exception="ValueError",
+        message="bad 1",
+        location=Location(path="tests/test_a.py", line=3),
+        traceback="E   ValueError: bad 1\nfirst traceback line",
+        traceback_lines_omitted=5,
+        output_bytes_omitted=100,
+        group="g00000001",
+    )
+    second = first.model_copy(
+        update={
+            "node_id": "tests/test_b.py::test_two",
+            "message": "bad 2",
+            "location": Location(path="tests/test_b.py", line=9),
+            "traceback": "a text the first never had",
+            "traceback_lines_omitted": 7,
+            "output_bytes_omitted": 1000,
+            "group": "g00000002",
+            "same_as": "tests/test_a.py::test_one",
+        }
+    )
+    groups = [
+        Group(id=f.group, count=1, exception=f.exception, message=f.message, location=f.location)
+        for f in (first, second)
+    ]
+    counts = Counts(total=2, passed=0, failed=2, errors=0, skipped=0, xfailed=0, xpassed=0, flaky=0)
+    return ReportSummary(
+        format="junit",
+        files=["r.xml"],
+        counts=counts,
+        duration_s=1.0,
+        tests_duration_s=1.0,
+        failures=[first, second],
+        groups=groups,
+        omitted=Omitted(traceback_lines=12, output_bytes=1100),
+    )
+
+
+def test_the_text_folds_what_the_engine_marks_and_counts_only_the_tracebacks_it_shows():
+    """The text compares nothing itself: an entry the engine marks ``same_as`` is folded
+    even though its traceback is another text, and the ``Omitted`` line counts the
+    engine's numbers of the entries shown in full only; for the tests asked for by node
+    id (every failure in full) nothing is folded and both count."""
+    summary = _marked_summary()
+    text = render_text(summary)
+    assert "- FAILED tests/test_b.py::test_two  at tests/test_b.py:9\n    ValueError: bad 2\n" in text, text
+    assert "    same traceback as tests/test_a.py::test_one, with other values" in text, text
+    assert "a text the first never had" not in text, text
+    assert "Omitted: 5 traceback lines; 100 bytes of captured output" in text, text
+    assert [f.node_id for f in shown_in_full(summary)] == ["tests/test_a.py::test_one"]
+
+    every = render_text(summary, every_failure=True)
+    assert "same traceback as" not in every and "a text the first never had" in every, every
+    assert "Omitted: 12 traceback lines; 1100 bytes of captured output" in every, every

@@ -1696,7 +1696,7 @@ impl SummaryBuilder {
             .take(b.failures_listed)
             .collect();
         listed.extend(&others);
-        let failures: Vec<FailureJson<'_>> = listed
+        let mut failures: Vec<FailureJson<'_>> = listed
             .iter()
             .map(|f| FailureJson {
                 node_id: &f.node_id,
@@ -1721,8 +1721,10 @@ impl SummaryBuilder {
                     GroupRef::Tracked(i) => group_id(self.groups[i].hash),
                     GroupRef::Other => OTHER_GROUP_ID.to_owned(),
                 },
+                same_as: None,
             })
             .collect();
+        mark_repeats(&mut failures);
 
         let summary = SummaryJson {
             format: format.as_str(),
@@ -1875,6 +1877,74 @@ struct FailureJson<'a> {
     text_bytes_omitted: u64,
     output_bytes_omitted: u64,
     group: String,
+    same_as: Option<&'a str>,
+}
+
+// ---------------------------------------------------------------------------------
+// Repeated failures (docs/ENGINE.md, *Failures*, `same_as`).
+
+/// Sets `same_as` of each listed failure that is the first of its group in `failures`
+/// (the list's order) and whose shown texts ([`shown_shape`]) are those of an earlier
+/// such failure: that failure's node id (the first one with the shape), unless it is the
+/// failure's own (another subtest of the same test: a pointer to itself says nothing).
+/// A later failure of a group is never marked: a reader names it by its group's entry.
+fn mark_repeats<'a>(failures: &mut [FailureJson<'a>]) {
+    let mut groups_seen: HashSet<String> = HashSet::new();
+    let mut first_by_shape: HashMap<[Option<String>; 6], &'a str> = HashMap::new();
+    for failure in failures.iter_mut() {
+        if !groups_seen.insert(failure.group.clone()) {
+            continue;
+        }
+        let first = *first_by_shape
+            .entry(shown_shape(failure))
+            .or_insert(failure.node_id);
+        if first != failure.node_id {
+            failure.same_as = Some(first);
+        }
+    }
+}
+
+/// What a reader shows in full of a failure, with what differs between copies of one
+/// test body left out: `exception`, `message`, `traceback`, `stdout`, `stderr` and `log`,
+/// each (null stays null) with the failure's own file (its node id before the first
+/// `::`) written `<file>`, then each run of ASCII digits written `N`. Compared as a
+/// whole, field by field, so no text can pass for another field's.
+fn shown_shape(failure: &FailureJson<'_>) -> [Option<String>; 6] {
+    let own_file = failure.node_id.split("::").next().unwrap_or("");
+    let shape = |text: &str| {
+        let text = if own_file.is_empty() {
+            text.to_owned()
+        } else {
+            text.replace(own_file, "<file>")
+        };
+        Some(digits_as_n(&text))
+    };
+    [
+        failure.exception.and_then(shape),
+        shape(failure.message),
+        shape(failure.traceback),
+        failure.stdout.and_then(shape),
+        failure.stderr.and_then(shape),
+        failure.log.and_then(shape),
+    ]
+}
+
+/// `text` with each run of ASCII digits (`0`-`9`, no other Unicode digit) written `N`.
+fn digits_as_n(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut in_run = false;
+    for c in text.chars() {
+        if c.is_ascii_digit() {
+            if !in_run {
+                out.push('N');
+            }
+            in_run = true;
+        } else {
+            out.push(c);
+            in_run = false;
+        }
+    }
+    out
 }
 
 #[derive(Serialize)]
@@ -2351,5 +2421,73 @@ mod tests {
         assert_eq!(other.message(), "10000 other causes");
         other.fold_cause(u64::MAX);
         assert_eq!(other.message(), "more than 10000 other causes");
+    }
+
+    #[test]
+    fn a_group_first_failure_whose_texts_repeat_an_earlier_one_but_for_numbers_and_its_file_is_same_as_it(
+    ) {
+        // One check copied into two modules with other values (one group per assertion
+        // site), a different check, and a second case of the first module's test.
+        let text = |file: &str, a: u32, b: u32| {
+            format!(
+                "    def test_sum():\n>       assert sum([{a}, 2]) == {b}\nE       assert {} == {b}\n\n{file}:2: AssertionError",
+                a + 2
+            )
+        };
+        let mut b = SummaryBuilder::new(&Budgets::default());
+        b.push(failure(
+            "tests/test_a.py::test_sum[1]",
+            "assert 3 == 4",
+            &text("tests/test_a.py", 1, 4),
+        ));
+        b.push(failure(
+            "tests/test_b.py::test_sum",
+            "assert 4 == 5",
+            &text("tests/test_b.py", 2, 5),
+        ));
+        b.push(failure(
+            "tests/test_c.py::test_other",
+            "assert 5 == 1",
+            "    def test_other():\n>       assert len([1, 2]) == 1\nE       assert 2 == 1\n\ntests/test_c.py:2: AssertionError",
+        ));
+        b.push(failure(
+            "tests/test_a.py::test_sum[2]",
+            "assert 4 == 4",
+            &text("tests/test_a.py", 2, 4),
+        ));
+        let v = finish_value(b);
+        let listed: Vec<(&str, &Value)> = v["failures"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| (f["node_id"].as_str().unwrap(), &f["same_as"]))
+            .collect();
+        assert_eq!(
+            listed,
+            [
+                ("tests/test_a.py::test_sum[1]", &Value::Null),
+                (
+                    "tests/test_b.py::test_sum",
+                    &json!("tests/test_a.py::test_sum[1]")
+                ),
+                // another traceback
+                ("tests/test_c.py::test_other", &Value::Null),
+                // the same texts but for numbers, in the first failure's group: never
+                ("tests/test_a.py::test_sum[2]", &Value::Null),
+            ]
+        );
+        // the key follows `group`, last
+        let keys: Vec<&String> = v["failures"][1].as_object().unwrap().keys().collect();
+        assert_eq!(
+            keys[keys.len() - 2..],
+            [&"group".to_string(), &"same_as".to_string()]
+        );
+    }
+
+    #[test]
+    fn only_ascii_digits_are_numbers_to_a_repeat() {
+        assert_eq!(digits_as_n("x12 y3.45z"), "xN yN.Nz");
+        // an Arabic-Indic digit is text (Python's `\d` would take it: the pure twin does not)
+        assert_eq!(digits_as_n("a\u{663}1"), "a\u{663}N");
     }
 }

@@ -10,6 +10,13 @@ few example ids (those of a group the groups budget left out get one line each).
 group line is printed only for a group with no entry (it would repeat the entry). For
 the tests an agent asked for by node id (``summarize_report``), every listed failure is
 an entry in full instead (``every_failure``).
+An entry in full whose failure the engine says repeats an earlier entry's
+(``Failure.same_as``: the same exception, message, traceback, output and log but for
+numbers and its own test file; docs/ENGINE.md, *Failures*) is its header, its own
+exception line and ``same traceback as <first node id>, with other values``, except
+with ``every_failure``; the text decides nothing by comparing what it renders, and what
+its ``Omitted`` line counts is added up from the engine's per-failure numbers of what
+it shows (``shown_in_full``).
 An entry's traceback is the engine's ``Failure.traceback`` as it is: the engine writes
 the final text (docs/ENGINE.md, *The shown traceback*: pytest's closing line, carets
 above the last frame, the test's own ``self``, restated and redundant diffs and advice
@@ -27,7 +34,6 @@ benches/RESULTS.md ``bench suite``).
 
 from __future__ import annotations
 
-import re
 import shlex
 from typing import TYPE_CHECKING
 
@@ -147,12 +153,11 @@ def _text_with_hint(
     entries = failure_entries(summary, every_failure)
     if entries:
         lines.append("")  # each entry starts "- FAILED"/"- ERROR": no heading (2 tokens) needed
-        shapes: dict[str, str] = {}
         for failure, full in entries:
-            entry = _failure_lines(failure, full=full)
-            if full and not every_failure:
-                entry, _ = _folded_if_seen(failure, entry, shapes)
-            lines.extend(entry)
+            if full and not every_failure and failure.same_as is not None:
+                lines.extend(_repeat_lines(failure, failure.same_as))
+            else:
+                lines.extend(_failure_lines(failure, full=full))
             group = groups_by_id.get(failure.group)
             if full and not every_failure and group is not None and group.count > 1:
                 lines.append("  " + _also_in(failure, group, summary.failures))
@@ -304,23 +309,21 @@ def _names_location(loc: Location | None, traceback: str) -> bool:
 
 def shown_in_full(summary: ReportSummary, every_failure: bool = False) -> list[Failure]:
     """The failures whose tracebacks, output tails and logs ``render_text`` shows: the
-    entries in full (``answer.failure_entries``) that are not folded into an earlier
-    entry's ``same traceback as ...``. ``every_failure`` as for ``render_text``."""
-    shown: list[Failure] = []
-    shapes: dict[str, str] = {}
-    for failure, full in failure_entries(summary, every_failure):
-        if not full:
-            continue
-        if not every_failure and _folded_if_seen(failure, _failure_lines(failure, full=True), shapes)[1]:
-            continue
-        shown.append(failure)
-    return shown
+    entries in full (``answer.failure_entries``) but those the engine says repeat an
+    earlier one (``Failure.same_as``: ``render_text`` writes them ``same traceback as
+    ...``); with ``every_failure`` (as for ``render_text``), every listed failure."""
+    return [
+        failure
+        for failure, full in failure_entries(summary, every_failure)
+        if full and (every_failure or failure.same_as is None)
+    ]
 
 
 def traceback_lines_shown(summary: ReportSummary, every_failure: bool = False) -> int:
     """Traceback lines the engine's cut left out of the tracebacks ``render_text`` shows
-    (its ``Omitted`` line's count): those of ``shown_in_full`` (the earlier entry's count
-    for a folded one) and those of the collection errors."""
+    (its ``Omitted`` line's count): the engine's ``traceback_lines_omitted`` of
+    ``shown_in_full`` (a repeat's lines are its first entry's, counted once) and of the
+    collection errors."""
     total = sum(ce.traceback_lines_omitted for ce in summary.collection_errors if ce.traceback)
     return total + sum(f.traceback_lines_omitted for f in shown_in_full(summary, every_failure) if f.traceback)
 
@@ -341,23 +344,17 @@ def _first_line(text: str) -> str:
     return next((line.strip() for line in text.split("\n") if line.strip()), "")
 
 
-_DIGITS = re.compile(r"\d+")
-
-
-def _folded_if_seen(failure: Failure, entry: list[str], shapes: dict[str, str]) -> tuple[list[str], bool]:
-    """An entry whose traceback, captured output and log are those of an earlier entry
-    but for numbers and its own test file (the same test body copied into another module,
-    the same check on other values) shrinks to its header, its exception line and a
-    pointer to that entry; ``shapes`` maps each shape seen to its entry's node id. The
-    entry keeps its own location and message, so nothing that differs is lost. Returns
-    the entry's lines and True when it was folded."""
-    own_file = node_path(failure.node_id)
-    shape = _DIGITS.sub("N", "\n".join(entry[1:]).replace(own_file, "<file>"))
-    first = shapes.setdefault(shape, failure.node_id)
-    if first == failure.node_id:
-        return entry, False
+def _repeat_lines(failure: Failure, first: str) -> list[str]:
+    """The entry of a failure the engine says repeats the entry of ``first``
+    (``Failure.same_as``: the same exception, message, traceback, output and log but for
+    numbers and its own test file): its header as an entry in full writes it, its own
+    exception line (its values differ from ``first``'s) and a pointer to ``first``."""
     what = exception_line(failure.exception, failure.message)
-    return [entry[0], *([f"    {what}"] if what else []), f"    same traceback as {first}, with other values"], True
+    return [
+        _failure_lines(failure, full=True)[0],
+        *([f"    {what}"] if what else []),
+        f"    same traceback as {first}, with other values",
+    ]
 
 
 def _omitted_phrase(

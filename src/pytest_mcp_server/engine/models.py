@@ -120,7 +120,12 @@ class Failure(_Frozen):
     (an entry in full then writes no message line of its own). ``text_bytes_omitted`` and
     ``output_bytes_omitted``: UTF-8 bytes the report reader's caps dropped from this
     failure's text and message, and from its captured output and log
-    (docs/ENGINE.md, *Text capping*).
+    (docs/ENGINE.md, *Text capping*). ``same_as``: for the first listed failure of its
+    group, the node id of an earlier such failure whose exception, message, traceback,
+    output and log are the same but for runs of ASCII digits and its own test file (the
+    same test body copied into another module, the same check on other values), else
+    None (docs/ENGINE.md, *Failures*): a reader that shows each group's first failure
+    in full can point at that failure instead of repeating its traceback.
     """
 
     node_id: str
@@ -139,6 +144,7 @@ class Failure(_Frozen):
     text_bytes_omitted: int = 0
     output_bytes_omitted: int = 0
     group: str
+    same_as: str | None = None
 
 
 class Group(_Frozen):

@@ -71,7 +71,8 @@ def answer_summary(summary: ReportSummary) -> ReportSummary:
     ``failures`` grows by the listed failures left without an entry (so
     ``len(failures) + omitted.failures`` is still every failed or errored test; each is
     counted in its group), ``traceback_lines`` covers only the tracebacks the text
-    shows (``text.traceback_lines_shown``: the count of its ``Omitted`` line), and
+    shows (``text.traceback_lines_shown``: the count of its ``Omitted`` line, the
+    engine's per-failure counts of the entries in full not marked ``same_as``), and
     ``output_bytes`` and ``text_bytes`` only what the reader's caps dropped from what the
     text shows (``text.bytes_left_out_shown``), ``text_bytes`` with what the message caps
     cut. Counts, the groups' counts and collection errors are the engine's.
@@ -116,9 +117,11 @@ SILENT_FAILURE_FIELDS = (
     "log",
     "text_bytes_omitted",
     "output_bytes_omitted",
+    "same_as",
 )
 """A failure's fields that an answer's structured content leaves out when empty (null,
-``""`` or 0: the traceback and output tails are in the text)."""
+``""`` or 0: the traceback and output tails are in the text; ``same_as`` is null for
+every entry but one the text writes ``same traceback as ...``)."""
 
 
 def without_silent_fields(summary: dict[str, Any]) -> dict[str, Any]:
@@ -193,9 +196,9 @@ def execute_structured(result: ExecuteResult) -> dict[str, Any]:
         for test in result.flaky:
             dumped = test.model_dump(mode="json")
             if test.failure is not None:
-                dumped["failure"] = without_silent_failure_fields(
-                    answer_failure(test.failure)[0].model_dump(mode="json")
-                )
+                # the text shows a flaky test's failure in full: its run's same_as points nowhere here
+                shown = test.failure.model_copy(update={"same_as": None})
+                dumped["failure"] = without_silent_failure_fields(answer_failure(shown)[0].model_dump(mode="json"))
             flaky.append(dumped)
         out["flaky"] = flaky
     return {name: out[name] for name in ExecuteResult.model_fields if name in out}

@@ -638,7 +638,7 @@ class SummaryBuilder:
             "duration_s": min(self._known_session_us + min(self._duration_us, U64_MAX) - self._known_tests_us, U64_MAX)
             / 1e6,
             "tests_duration_s": min(self._duration_us, U64_MAX) / 1e6,
-            "failures": [listed[1] for listed in failures],
+            "failures": _with_repeats_marked([listed[1] for listed in failures]),
             "groups": [
                 {
                     "id": g.id,
@@ -666,3 +666,49 @@ class SummaryBuilder:
             "outcomes": self._outcomes if self._max_outcomes else None,
         }
         return orjson.dumps(summary)
+
+
+# Repeated failures (docs/ENGINE.md, *Failures*, ``same_as``).
+
+_DIGIT_RUN = re.compile(r"[0-9]+")
+"""A run of ASCII digits: ``[0-9]``, not ``\\d``, which in a ``str`` pattern also matches
+other Unicode digits (the native backend's ``is_ascii_digit``)."""
+
+
+def _with_repeats_marked(failures: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``failures`` (the listed failures, in order) each with ``same_as`` last: for the
+    first failure of its group in the list whose shown texts (``_shown_shape``) are those
+    of an earlier such failure, that failure's node id (the first one with the shape),
+    unless it is the failure's own (another subtest of the same test: a pointer to
+    itself says nothing); else None. A later failure of a group is never marked: a
+    reader names it by its group's entry. New dicts: a listed entry is not changed."""
+    groups_seen: set[str] = set()
+    first_by_shape: dict[tuple[str | None, ...], str] = {}
+    marked = []
+    for failure in failures:
+        same_as = None
+        if failure["group"] not in groups_seen:
+            groups_seen.add(failure["group"])
+            first = first_by_shape.setdefault(_shown_shape(failure), failure["node_id"])
+            if first != failure["node_id"]:
+                same_as = first
+        marked.append({**failure, "same_as": same_as})
+    return marked
+
+
+def _shown_shape(failure: dict[str, Any]) -> tuple[str | None, ...]:
+    """What a reader shows in full of a failure, with what differs between copies of one
+    test body left out: ``exception``, ``message``, ``traceback``, ``stdout``, ``stderr``
+    and ``log``, each (None stays None) with the failure's own file (its node id before
+    the first ``::``) written ``<file>``, then each run of ASCII digits written ``N``.
+    Compared as a whole, field by field, so no text can pass for another field's."""
+    own_file = failure["node_id"].partition("::")[0]
+
+    def shape(text: str | None) -> str | None:
+        if text is None:
+            return None
+        if own_file:
+            text = text.replace(own_file, "<file>")
+        return _DIGIT_RUN.sub("N", text)
+
+    return tuple(shape(failure[name]) for name in ("exception", "message", "traceback", "stdout", "stderr", "log"))
