@@ -6,7 +6,8 @@ the same pass as the rest of the file.
 Each case runs both backends, which must write the same bytes (``summary_in_both``),
 and checks the page against the ids written: a window in the middle of the ids (across
 a line boundary), at their end and beyond it, over several files read in input order
-(the same as over one file holding their lines), with more files than ``max_files``.
+(the same as over one file holding their lines), with more files than ``max_files``;
+and the memory a page costs, which does not grow with the ids.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from helpers.backends import result_in_both, summary_in_both
+from helpers.peak_memory import measure
 
 from pytest_mcp_server.engine.models import CollectedPage
 
@@ -110,3 +112,32 @@ def test_a_collected_ids_line_without_an_array_is_malformed(tmp_path, nodeids, p
     line = {"$report_type": "CollectedIds"} if nodeids is None else {"$report_type": "CollectedIds", "nodeids": nodeids}
     result = result_in_both(write_log(tmp_path / "r.jsonl", [line]), collected_page=page)
     assert result[:2] == ("error", "malformed") and "line 2" in result[2]
+
+
+PAGE_BOUND_MB = 4
+"""Peak RSS growth allowed for a page of 10 ids (under 1 MB measured on both backends):
+far below what holding ids costs (a page of 100,000 of them grew it by about 20 MB)."""
+
+
+def write_collect_only(path: Path, ids: int) -> str:
+    """A collect-only record file of ``ids`` node ids (about 50 bytes each) over 1,000
+    files, in lines of about 64 KB as the plugin writes them."""
+    node_ids = [f"tests/pkg_{i % 1000:04d}/test_module.py::TestCase::test_{i:09d}" for i in range(ids)]
+    chunks = [node_ids[i : i + 1200] for i in range(0, ids, 1200)]
+    return write_log(path, collected_lines(*chunks))
+
+
+def test_a_page_costs_the_same_memory_for_100k_and_400k_ids(tmp_path, backend):
+    """Memory is bounded by the page, not the ids: the same small peak for a page of a
+    100,000- and a 400,000-id collection; a page of 100,000 ids costs far more (so the
+    bound tells a reader that keeps the ids from one that does not)."""
+    for ids in (100_000, 400_000):
+        path = write_collect_only(tmp_path / f"{ids}.jsonl", ids)
+        r = measure([path], backend, PAGE_BOUND_MB, collected_page=(ids // 2, 10, 500))
+        assert r.kind == "ok", r
+        assert r.growth_kb <= PAGE_BOUND_MB * 1024, f"peak RSS grew by {r.growth_kb // 1024} MB for {ids} ids"
+        collected = r.summary["session"]["collected_ids"]
+        assert (collected["total"], len(collected["files"]), collected["files_omitted"]) == (ids, 500, 500)
+        assert collected["page"][0].endswith(f"test_{ids // 2:09d}") and len(collected["page"]) == 10
+    large_page = measure([path], backend, 256, collected_page=(0, 100_000, 500))
+    assert large_page.kind == "ok" and large_page.growth_kb > 2 * PAGE_BOUND_MB * 1024, large_page.growth_kb
