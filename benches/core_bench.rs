@@ -189,10 +189,15 @@ fn parsers(c: &mut Criterion) {
                     Format::PytestJson => {
                         report_core::parse_pytest_json(&bytes[..], "bench", &budgets, &mut sink)
                     }
-                    Format::Reportlog => {
-                        report_core::parse_reportlog(&bytes[..], "bench", &budgets, None, &mut sink)
-                            .map(|_| ())
-                    }
+                    Format::Reportlog => report_core::parse_reportlog(
+                        &bytes[..],
+                        "bench",
+                        &budgets,
+                        None,
+                        None,
+                        &mut sink,
+                    )
+                    .map(|_| ()),
                 };
                 r.expect("the bench input parses");
                 n
@@ -206,6 +211,7 @@ fn parsers(c: &mut Criterion) {
                         black_box(&paths),
                         None,
                         &budgets,
+                        None,
                         None,
                         None,
                         None,

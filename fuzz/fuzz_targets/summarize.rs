@@ -116,7 +116,7 @@ fn run(format: Format, doc: &[u8], b: &Budgets, limit: usize) {
         match format {
             Format::Junit => parse_junit(doc, "fuzz", b, &mut sink),
             Format::PytestJson => parse_pytest_json(doc, "fuzz", b, &mut sink),
-            Format::Reportlog => parse_reportlog(doc, "fuzz", b, None, &mut sink).map(|_| ()),
+            Format::Reportlog => parse_reportlog(doc, "fuzz", b, None, None, &mut sink).map(|_| ()),
         }
     };
     if let Err(e) = &result {

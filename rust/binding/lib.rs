@@ -11,7 +11,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
-use report_core::{Format, ProjectCode, SuspectGroup};
+use report_core::{CollectedPage, Format, ProjectCode, SuspectGroup};
 
 /// The package's own Python exception classes, raised as they are (as pyca/cryptography
 /// raises `cryptography.exceptions.*`): what a caller catches is what the binding raised.
@@ -83,12 +83,15 @@ impl From<Budgets> for report_core::Budgets {
 /// `models.Budgets`. `select`: node-id selection entries, or None for every test.
 /// `project`: (root, top-level packages) of the project's own code, or None for the
 /// path-pattern rule. `suspect`: (key, failing node ids) of a cause found outside the
-/// report, whose failures group as one (docs/ENGINE.md, *Groups*), or None. Raises
+/// report, whose failures group as one (docs/ENGINE.md, *Groups*), or None.
+/// `collected_page`: (offset, limit, max_files) of the collected node ids to keep (the
+/// session's `collected_ids`: docs/ENGINE.md, *Session*), or None for none. Raises
 /// `models.ReportError` for a report that cannot be summarised,
 /// `ValueError` for an unknown format or no paths, `AttributeError`/`TypeError` for a
-/// missing/bad budget (see [`Budgets`]).
+/// missing/bad budget (see [`Budgets`]), `OverflowError` for a negative page number.
 #[pyfunction]
-#[pyo3(signature = (paths, format, budgets, select=None, project=None, suspect=None))]
+#[pyo3(signature = (paths, format, budgets, select=None, project=None, suspect=None, collected_page=None))]
+#[allow(clippy::too_many_arguments)] // the Python function's arguments, one each
 fn summarize_files<'py>(
     py: Python<'py>,
     paths: Vec<String>,
@@ -97,6 +100,7 @@ fn summarize_files<'py>(
     select: Option<Vec<String>>,
     project: Option<(String, Vec<String>)>,
     suspect: Option<(String, Vec<String>)>,
+    collected_page: Option<(u64, u64, usize)>,
 ) -> PyResult<Bound<'py, PyBytes>> {
     let wanted = Format::parse_choice(format).map_err(PyValueError::new_err)?;
     if paths.is_empty() {
@@ -110,6 +114,11 @@ fn summarize_files<'py>(
         key,
         node_ids: node_ids.into_iter().collect(),
     });
+    let collected_page = collected_page.map(|(offset, limit, max_files)| CollectedPage {
+        offset,
+        limit,
+        max_files,
+    });
     let bytes = py
         .detach(|| {
             report_core::summarize_files(
@@ -119,6 +128,7 @@ fn summarize_files<'py>(
                 select.as_deref(),
                 project,
                 suspect,
+                collected_page,
             )
         })
         .map_err(ReportError)?;

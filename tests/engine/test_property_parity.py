@@ -301,8 +301,8 @@ def test_differential_detects_a_divergence(tmp_path, monkeypatch):
     Path(path).write_bytes(b'<testsuite><testcase name="a"/></testsuite>')
     real = backends.run_backend
 
-    def lying(paths, backend, budgets, fmt="auto", project=None, select=None, suspect=None):
-        out = real(paths, backend, budgets, fmt, project, select, suspect)
+    def lying(paths, backend, budgets, fmt="auto", project=None, select=None, suspect=None, collected_page=None):
+        out = real(paths, backend, budgets, fmt, project, select, suspect, collected_page)
         return out if backend == "native" else ("ok", out[1].replace(b'"passed":1', b'"passed":2'))
 
     monkeypatch.setattr(backends, "run_backend", lying)

@@ -2,12 +2,14 @@
 
 Hypothesis builds report logs line by line in the shapes pytest serialises (TestReport,
 SubTestReport, CollectReport, SessionStart/Finish, the server dialect's extra lines,
-unknown types), with structured ``longrepr`` values of every part pytest renders (entries
+``CollectedIds`` among them, unknown types), with structured ``longrepr`` values of every part pytest renders (entries
 long/short/native/value, function arguments wider than a line, locals, file locations
 with multi-line messages, chains with their descriptions, sections with odd separators),
 Python whitespace and line boundaries in the texts, wrong types on the fields read, and
 files cut anywhere or damaged by flipped bytes. Both backends must write the same bytes,
-or refuse with the same error kind, and never crash. Budgets are drawn at random.
+or refuse with the same error kind, and never crash. Budgets are drawn at random, and so
+is the page of collected node ids asked for (none, or one at any offset), over one file
+or several read in input order.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from helpers.strategies import budgets_dicts, fuzz_settings
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_mcp_server.engine.models import ProjectCode
+from pytest_mcp_server.engine.models import CollectedPage, ProjectCode
 
 pytestmark = needs_native
 
@@ -35,6 +37,13 @@ _TEXT_ALPHABET = st.sampled_from(
 TEXT = st.text(_TEXT_ALPHABET, max_size=30)
 LONG_TEXT = st.text(_TEXT_ALPHABET, max_size=200)
 NODE_IDS = st.sampled_from(["t.py::a", "t.py::b", "t.py::C::d[1]", "/r/t.py::e", "é.py::f"])
+# What a CollectedIds line lists: node ids of several files (a bare path, an empty id, a
+# parameter holding ``::``) and values that are not strings (skipped).
+COLLECTED_IDS = st.one_of(
+    NODE_IDS,
+    st.sampled_from(["u.py", "d/v.py::x[a::b]", "", "w.py::😀", "x.py::a", "y.py::b"]),
+    st.sampled_from([None, 1, 2.5, [], {}, True]),
+)
 WHEN = st.sampled_from(["setup", "call", "teardown"])
 SOURCE_LINE = st.one_of(
     TEXT.map(lambda s: "    " + s),
@@ -167,6 +176,7 @@ def lines(draw) -> dict:
             + ["SubTestReport"] * 2
             + ["CollectReport", "SessionStart", "SessionFinish", "TestStart", "TestStart", "WarningMessage"]
             + ["WarningMessage", "CollectionFinish", "Deselected", "Other", "none"]
+            + ["CollectedIds"] * 3
         )
     )
     if kind == "none":
@@ -218,6 +228,8 @@ def lines(draw) -> dict:
     elif kind == "TestStart":
         line["nodeid"] = draw(_maybe_bad(NODE_IDS))
         line["start"] = draw(_maybe_bad(st.floats(0, 2e9), st.sampled_from([None, "1"])))
+    elif kind == "CollectedIds":
+        line["nodeids"] = draw(_maybe_bad(st.lists(COLLECTED_IDS, max_size=8), st.sampled_from([None, "t.py::a", {}])))
     elif kind in ("CollectionFinish", "Deselected"):
         line["collected" if kind == "CollectionFinish" else "count"] = draw(_maybe_bad(INT, st.just(2.0)))
     elif kind == "WarningMessage":
@@ -282,12 +294,23 @@ def report_logs(draw) -> bytes:
     return data
 
 
+# The page of collected node ids asked for: none, or one anywhere (before, inside and
+# beyond the ids a few generated lines hold), listing few files or many.
+_SOME_PAGE = st.builds(
+    CollectedPage,
+    offset=st.one_of(st.integers(0, 4), st.integers(0, 40), st.integers(0, 40), st.just(2**63 - 1)),
+    limit=st.one_of(st.integers(1, 12), st.integers(1, 12), st.just(0), st.just(10_000_000)),
+    max_files=st.integers(0, 5),
+)
+COLLECTED_PAGES = st.one_of(_SOME_PAGE, _SOME_PAGE, _SOME_PAGE, st.none())
+
+
 class _Scratch:
     def __init__(self, root: Path) -> None:
         self.root = root
 
-    def write(self, data: bytes) -> str:
-        path = self.root / "r.jsonl"
+    def write(self, data: bytes, name: str = "r.jsonl") -> str:
+        path = self.root / name
         path.write_bytes(data)
         return str(path)
 
@@ -304,9 +327,45 @@ def scratch(tmp_path_factory: pytest.TempPathFactory) -> _Scratch:
     budgets=budgets_dicts(),
     fmt=st.sampled_from(["auto", "reportlog"]),
     project=st.sampled_from([None, ProjectCode(root="/r", packages=("pkg",))]),
+    page=COLLECTED_PAGES,
 )
-def test_generated_report_logs_give_identical_bytes_or_the_same_error_kind(scratch, data, budgets, fmt, project):
-    result_in_both(scratch.write(data), budgets, fmt, project)
+def test_generated_report_logs_give_identical_bytes_or_the_same_error_kind(scratch, data, budgets, fmt, project, page):
+    result_in_both(scratch.write(data), budgets, fmt, project, collected_page=page)
+
+
+@st.composite
+def collect_only_logs(draw) -> bytes:
+    """The record file of a collect-only run, as the server plugin writes it: a
+    SessionStart, collection errors, the CollectionFinish and the collected ids in
+    CollectedIds lines of up to 40 ids (node ids of several files, values that are not
+    strings now and then), a SessionFinish; sometimes cut in its last line."""
+    body: list[dict] = [{"$report_type": "SessionStart", "pytest_version": "9.2.0", "root": "/r"}]
+    if draw(st.booleans()):
+        body.append({"$report_type": "CollectReport", "nodeid": "t.py", "outcome": "failed", "longrepr": "E boom"})
+    fewest = draw(st.sampled_from([20, 5, 0]))  # 20 first: the simplest examples hold ids
+    chunks = draw(st.lists(st.lists(COLLECTED_IDS, min_size=fewest, max_size=40), min_size=1, max_size=4))
+    body.append({"$report_type": "CollectionFinish", "collected": sum(map(len, chunks))})
+    body += [{"$report_type": "CollectedIds", "nodeids": chunk} for chunk in chunks]
+    body.append({"$report_type": "SessionFinish", "exitstatus": draw(st.sampled_from([0, 2, 5])), "duration": 0.5})
+    text = "".join(json.dumps(line, ensure_ascii=draw(st.booleans())) + "\n" for line in body)
+    data = text.encode("utf-8")
+    if draw(st.integers(0, 5)) == 5:  # not 0: the simplest examples hypothesis draws stay whole
+        data = data[: draw(st.integers(len(data) // 2, len(data)))]
+    return data
+
+
+@pytest.mark.fuzz
+@fuzz_settings(100)
+@given(
+    data=st.lists(st.one_of(collect_only_logs(), collect_only_logs(), report_logs()), min_size=1, max_size=4),
+    page=COLLECTED_PAGES,
+)
+def test_collect_only_logs_give_the_same_collected_page_in_both(scratch, data, page):
+    """A page of the collected ids of one record file, or of several read one after the
+    other (natively too, not in parallel, when a page is asked for): the page and the
+    file counts run over the files in input order, the same in both backends."""
+    paths = [scratch.write(doc, f"r{i}.jsonl") for i, doc in enumerate(data)]
+    result_in_both(paths, collected_page=page)
 
 
 @pytest.mark.fuzz

@@ -25,7 +25,14 @@ import orjson
 import pytest
 
 from pytest_mcp_server.engine import native_available, summarize_bytes
-from pytest_mcp_server.engine.models import Budgets, ProjectCode, ReportError, RunReport, SuspectGroup
+from pytest_mcp_server.engine.models import (
+    Budgets,
+    CollectedPage,
+    ProjectCode,
+    ReportError,
+    RunReport,
+    SuspectGroup,
+)
 
 BACKENDS = ("native", "pure")
 
@@ -59,9 +66,11 @@ def run_backend(
     project: ProjectCode | None = None,
     select: Sequence[str] | None = None,
     suspect: SuspectGroup | None = None,
+    collected_page: CollectedPage | None = None,
 ) -> tuple:
-    """One backend on ``paths`` (with ``project``'s code, the node-id ``select`` and the
-    ``suspect`` cause, when given): ``("ok", summary bytes)``, ``("error", kind, message)`` for a ``ReportError``
+    """One backend on ``paths`` (with ``project``'s code, the node-id ``select``, the
+    ``suspect`` cause and the ``collected_page`` of collected node ids, when given):
+    ``("ok", summary bytes)``, ``("error", kind, message)`` for a ``ReportError``
     (asserted to name one of ``paths`` and to carry a message), or ``("crash",
     description)`` for anything else (a pyo3 ``PanicException`` included: it is a
     ``BaseException``)."""
@@ -69,7 +78,14 @@ def run_backend(
     try:
         b = Budgets(**(budgets or {}))
         out = summarize_bytes(
-            names, format=fmt, backend=backend, budgets=b, project=project, select=select, suspect=suspect
+            names,
+            format=fmt,
+            backend=backend,
+            budgets=b,
+            project=project,
+            select=select,
+            suspect=suspect,
+            collected_page=collected_page,
         )
         return ("ok", out)
     except ReportError as exc:
@@ -120,9 +136,10 @@ def result_in_both(
     project: ProjectCode | None = None,
     select: Sequence[str] | None = None,
     suspect: SuspectGroup | None = None,
+    collected_page: CollectedPage | None = None,
 ) -> tuple:
-    """Both backends on ``paths`` (native first; ``project``, ``select`` and ``suspect``
-    as ``run_backend``'s); asserts that they agree (``assert_same_result``) and returns the
+    """Both backends on ``paths`` (native first; ``project``, ``select``, ``suspect`` and
+    ``collected_page`` as ``run_backend``'s); asserts that they agree (``assert_same_result``) and returns the
     native result (the pure one when the extension is missing: then only tests without
     ``needs_native`` get here). A call stuck for ``HANG_SECONDS`` ends the process with a
     stack dump."""
@@ -130,8 +147,12 @@ def result_in_both(
     EXAMPLES_CHECKED[key] = EXAMPLES_CHECKED.get(key, 0) + 1
     faulthandler.dump_traceback_later(HANG_SECONDS, exit=True)
     try:
-        pure = run_backend(paths, "pure", budgets, fmt, project, select, suspect)
-        native = pure if NATIVE_MISSING else run_backend(paths, "native", budgets, fmt, project, select, suspect)
+        pure = run_backend(paths, "pure", budgets, fmt, project, select, suspect, collected_page)
+        native = (
+            pure
+            if NATIVE_MISSING
+            else run_backend(paths, "native", budgets, fmt, project, select, suspect, collected_page)
+        )
     finally:
         faulthandler.cancel_dump_traceback_later()
     assert_same_result(native, pure, where=f"{_path_list(paths)}: ")
@@ -145,13 +166,14 @@ def summary_in_both(
     project: ProjectCode | None = None,
     select: Sequence[str] | None = None,
     suspect: SuspectGroup | None = None,
+    collected_page: CollectedPage | None = None,
     **budgets: int,
 ) -> dict[str, Any]:
-    """Both backends must summarise ``paths`` (with ``project``'s code and the node-id
-    ``select``, when given) with the same bytes, which ``ReportSummary`` accepts; returns
-    the summary parsed (a dict shaped like ``ReportSummary``). ``budgets`` are ``Budgets``
-    fields."""
-    result = result_in_both(paths, budgets, fmt, project, select, suspect)
+    """Both backends must summarise ``paths`` (with ``project``'s code, the node-id
+    ``select`` and the ``collected_page``, when given) with the same bytes, which
+    ``RunReport`` accepts; returns the summary parsed (a dict shaped like
+    ``RunReport``). ``budgets`` are ``Budgets`` fields."""
+    result = result_in_both(paths, budgets, fmt, project, select, suspect, collected_page)
     assert result[0] == "ok", f"both backends refused {_path_list(paths)}: {result[1]!r} ({result[2]})"
     RunReport.model_validate_json(result[1])  # the public model accepts it
     return orjson.loads(result[1])

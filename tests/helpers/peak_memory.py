@@ -36,21 +36,24 @@ TIME_BOUND_S = 120
 # (the exact peak comes with the answer; the watcher only stops a runaway early), in MiB.
 KILL_MARGIN_MB = 8
 
-# The worker: one request per line on stdin, {"paths", "backend", "fmt", "budgets"}; it
-# answers "ready" with its RSS, then the result with the growth of the peak RSS.
+# The worker: one request per line on stdin, {"paths", "backend", "fmt", "budgets",
+# "collected_page"}; it answers "ready" with its RSS, then the result with the growth of
+# the peak RSS.
 _WORKER = r"""
 import base64, gc, json, re, sys, time
 def status(field):
     with open("/proc/self/status") as f:
         return int(re.search(field + r":\s+(\d+)", f.read()).group(1))
 from pytest_mcp_server.engine import summarize_bytes
-from pytest_mcp_server.engine.models import Budgets, ReportError
+from pytest_mcp_server.engine.models import Budgets, CollectedPage, ReportError
 import orjson, ijson
 import pytest_mcp_server.engine.pure.junit, pytest_mcp_server.engine.pure.pytest_json
 backend = sys.argv[1]
 for line in sys.stdin:
     req = json.loads(line)
     budgets = Budgets(**req["budgets"])
+    page = req["collected_page"]
+    page = CollectedPage(offset=page[0], limit=page[1], max_files=page[2]) if page else None
     gc.collect()
     base = status("VmRSS")
     with open("/proc/self/clear_refs", "w") as f:
@@ -58,7 +61,7 @@ for line in sys.stdin:
     print(json.dumps({"ready": True, "base_kb": base}), flush=True)
     t = time.monotonic()
     try:
-        out = summarize_bytes(req["paths"], backend=backend, format=req["fmt"], budgets=budgets)
+        out = summarize_bytes(req["paths"], backend=backend, format=req["fmt"], budgets=budgets, collected_page=page)
         res = {"result": "ok", "summary": base64.b64encode(out).decode()}
     except ReportError as e:
         res = {"result": "error", "kind": e.kind, "message": str(e), "position": e.position}
@@ -188,16 +191,29 @@ def close_workers() -> None:
 
 
 def measure(
-    paths: list[str], backend: str, bound_mb: int, fmt: str = "auto", budgets: dict[str, int] | None = None
+    paths: list[str],
+    backend: str,
+    bound_mb: int,
+    fmt: str = "auto",
+    budgets: dict[str, int] | None = None,
+    collected_page: tuple[int, int, int] | None = None,
 ) -> Measured:
     """Run ``summarize_bytes(paths, backend=backend, format=fmt, budgets=Budgets(**budgets))``
-    in the backend's worker process and measure the growth of its peak RSS (KiB). The
+    (with ``collected_page=CollectedPage(offset, limit, max_files)`` when given) in the
+    backend's worker process and measure the growth of its peak RSS (KiB). The
     worker is killed if its RSS grows more than ``bound_mb`` + ``KILL_MARGIN_MB`` MiB or the
     call lasts over ``TIME_BOUND_S``; the caller asserts its own bound on ``growth_kb``."""
     if not os.path.exists("/proc/self/clear_refs"):
         pytest.skip("measuring the peak RSS of one call needs Linux /proc/self/clear_refs")
     worker = _WORKERS.setdefault(backend, _Worker(backend))
-    measured = worker.run({"paths": paths, "backend": backend, "fmt": fmt, "budgets": budgets or {}}, bound_mb)
+    request = {
+        "paths": paths,
+        "backend": backend,
+        "fmt": fmt,
+        "budgets": budgets or {},
+        "collected_page": collected_page,
+    }
+    measured = worker.run(request, bound_mb)
     figures = os.environ.get("HOSTILE_FIGURES")
     if figures:
         with open(figures, "a") as f:

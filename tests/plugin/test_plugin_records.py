@@ -30,12 +30,11 @@ import pytest
 
 from pytest_mcp_server.domain.policy import EVERY_OUTCOME
 from pytest_mcp_server.engine import read_report, summarize
-from pytest_mcp_server.engine.models import Budgets, ProjectCode, RunReport
+from pytest_mcp_server.engine.models import Budgets, CollectedIds, CollectedPage, ProjectCode, RunReport
 from pytest_mcp_server.run.events import (
     PLUGIN_DIR,
     PLUGIN_NAME,
     EventFollower,
-    read_collected,
     stack_dump_armed,
 )
 from pytest_mcp_server.run.pytest_plugin.pytest_mcp_server_events import COLLECTED_CHUNK_BYTES, ORJSON_AFTER_RECORDS
@@ -272,13 +271,15 @@ def test_a_failure_keeps_its_crash_output_and_log_records(both_runs, with_orjson
     assert by_test[("test_skipped", "call")]["longrepr"][2] == "Skipped: not here"
 
 
-def read_both(records: Path, root: Path) -> RunReport:
-    """The engine's one reading of a record file (every test's outcome asked for), the
-    same from both backends."""
+def read_both(records: Path, root: Path, collected_page: CollectedPage | None = None) -> RunReport:
+    """The engine's one reading of a record file (every test's outcome asked for, and
+    the ``collected_page`` of its collected node ids when given), the same from both
+    backends."""
     budgets = Budgets(max_outcomes=EVERY_OUTCOME)
     project = ProjectCode(root=str(root))
     native, pure = (
-        read_report([str(records)], backend=backend, budgets=budgets, project=project) for backend in ("native", "pure")
+        read_report([str(records)], backend=backend, budgets=budgets, project=project, collected_page=collected_page)
+        for backend in ("native", "pure")
     )
     assert native == pure
     return native
@@ -367,7 +368,8 @@ def collection_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_collect_only_writes_the_node_ids_in_chunks_and_the_collection_errors(collection_project, tmp_path):
     """discover_tests' stream: the collected node ids in ``CollectedIds`` lines of about
     ``COLLECTED_CHUNK_BYTES``, the collection error complete (with its traceback) and the
-    module-level skip; ``read_collected`` pages through them."""
+    module-level skip; the engine's one reading of the file gives a page of the ids (the
+    last two, after the ids of earlier lines) with the collection error."""
     records = tmp_path / "records.jsonl"
     proc = run_plugin(collection_project, records, "--collect-only", "-qq")
     assert proc.returncode == 2, proc.stdout + proc.stderr
@@ -383,10 +385,15 @@ def test_collect_only_writes_the_node_ids_in_chunks_and_the_collection_errors(co
     assert collect["test_broken.py"]["outcome"] == "failed"
     assert "not_a_module_anywhere" in collect["test_broken.py"]["longrepr"]
     assert collect["test_skipped_module.py"]["outcome"] == "skipped"
-    total, files, omitted, page = read_collected(records, 2498, 10)
-    assert (total, files, omitted) == (2500, {"test_ok.py": 2500}, 0)
-    assert page == ["test_ok.py::test_many[2498]", "test_ok.py::test_many[2499]"]
-    assert len(read_both(records, collection_project).collection_errors) == 1
+    read = read_both(records, collection_project, CollectedPage(offset=2498, limit=10, max_files=500))
+    assert read.session is not None
+    assert read.session.collected_ids == CollectedIds(
+        total=2500,
+        files={"test_ok.py": 2500},
+        files_omitted=0,
+        page=["test_ok.py::test_many[2498]", "test_ok.py::test_many[2499]"],
+    )
+    assert len(read.collection_errors) == 1
 
 
 def test_a_killed_pytest_leaves_every_finished_test_and_the_running_one(tmp_path):

@@ -18,7 +18,7 @@ fn main() {
     let budgets = Budgets::default();
     let mut out = Vec::new();
     for _ in 0..times {
-        out = summarize_files(&args, None, &budgets, None, None, None).unwrap_or_else(|e| {
+        out = summarize_files(&args, None, &budgets, None, None, None, None).unwrap_or_else(|e| {
             eprintln!("{e}");
             std::process::exit(1)
         });

@@ -41,7 +41,7 @@ pub use junit::parse_junit;
 pub use project::ProjectCode;
 pub use pytest_json::parse_pytest_json;
 pub use record::{Item, SourceSpan, TestRecord};
-pub use reportlog::{parse_reportlog, ReportlogEnd, SessionFacts};
+pub use reportlog::{parse_reportlog, CollectedFacts, CollectedPage, ReportlogEnd, SessionFacts};
 pub use select::Selection;
 pub use summary::{SummaryBuilder, SuspectGroup};
 
@@ -138,16 +138,13 @@ struct FilePart {
     result: Result<SummaryBuilder, ReportError>,
 }
 
-/// Parse the `index`-th input file into a new builder.
-fn summarize_one(
-    index: usize,
-    path: &str,
-    wanted: Option<Format>,
+/// An empty builder for these budgets, selection, project and suspect.
+fn new_builder(
     budgets: &Budgets,
     selection: Option<&Arc<Selection>>,
     project: Option<&Arc<ProjectCode>>,
     suspect: Option<&Arc<SuspectGroup>>,
-) -> FilePart {
+) -> SummaryBuilder {
     let builder = SummaryBuilder::new(budgets);
     let builder = match suspect {
         Some(s) => builder.with_suspect(Arc::clone(s)),
@@ -157,11 +154,10 @@ fn summarize_one(
         Some(s) => builder.selecting(Arc::clone(s)),
         None => builder,
     };
-    let builder = match project {
+    match project {
         Some(p) => builder.for_project(Arc::clone(p)),
         None => builder,
-    };
-    summarize_into(index, path, wanted, budgets, builder)
+    }
 }
 
 /// Parse the `index`-th input file into `builder` (after the records already in it).
@@ -216,14 +212,27 @@ fn summarize_into(
     builder.reading_spans_of(index);
     let project = builder.project().cloned();
     let mut session = None;
+    // Out of the builder while the sink holds it; the file's ids go after the earlier files'.
+    let mut collected = builder.take_collected();
     let parsed = {
         let mut sink = |item: Item| builder.push(item);
-        parse_format(found, file, path, budgets, project.as_ref(), &mut sink).map(|end| {
+        let collected = collected.as_mut();
+        parse_format(
+            found,
+            file,
+            path,
+            budgets,
+            project.as_ref(),
+            collected,
+            &mut sink,
+        )
+        .map(|end| {
             truncated = end.cut_last_line;
             session = end.session;
             end.session_duration_us
         })
     };
+    builder.put_collected(collected);
     if let Some(facts) = session {
         builder.add_session(facts);
     }
@@ -276,13 +285,15 @@ fn read_again(
 const SPAN_MARGIN: usize = 64;
 
 /// Parse one file of a known format into `sink`, in report order; what the file says of
-/// its end (pytest's session time, a cut last line).
+/// its end (pytest's session time, a cut last line). A report log adds its collected ids
+/// to `collected`, when given (the other formats have none).
 fn parse_format(
     format: Format,
     file: File,
     path: &str,
     budgets: &Budgets,
     project: Option<&ProjectCode>,
+    collected: Option<&mut CollectedFacts>,
     sink: &mut dyn FnMut(Item),
 ) -> Result<ReportlogEnd, ReportError> {
     let ended = |session_duration_us| ReportlogEnd {
@@ -294,60 +305,54 @@ fn parse_format(
         Format::PytestJson => {
             pytest_json::parse_pytest_json_session(file, path, budgets, sink).map(ended)
         }
-        Format::Reportlog => reportlog::parse_reportlog(file, path, budgets, project, sink),
+        Format::Reportlog => {
+            reportlog::parse_reportlog(file, path, budgets, project, collected, sink)
+        }
     }
 }
 
-/// Summarise report files into canonical summary JSON bytes (docs/ENGINE.md).
-///
-/// Files are parsed in parallel (rayon) and merged in input order; the result equals
-/// feeding them one by one. The first failing file in input order gives the error.
-/// `select`: None lists every test; else only the tests and collection errors the
-/// entries select, and `unmatched` names the entries that selected no failing/erroring
-/// test and no collection error (docs/ENGINE.md, *Selection*). `project`: the
-/// project's own code (docs/ENGINE.md, *Project code*), or None for the path-pattern
-/// rule. `suspect`: a cause found outside the report whose failures group as one
-/// (docs/ENGINE.md, *Groups*), or None.
-pub fn summarize_files(
+/// The error of a file whose format (`found`, once sniffed) is not the earlier files'
+/// (`first`), if it is not.
+fn check_same_format(
+    path: &str,
+    found: Option<Format>,
+    first: Option<Format>,
+) -> Result<(), ReportError> {
+    match (found, first) {
+        (Some(found), Some(first)) if found != first => Err(ReportError::new(
+            ErrorKind::MixedFormats,
+            path,
+            format!(
+                "this file is {} but the earlier ones are {}; summarise each format separately",
+                found.as_str(),
+                first.as_str()
+            ),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// The files parsed in parallel (one builder each), merged in input order.
+fn summarize_in_parallel(
     paths: &[String],
     wanted: Option<Format>,
     budgets: &Budgets,
-    select: Option<&[String]>,
-    project: Option<ProjectCode>,
-    suspect: Option<SuspectGroup>,
-) -> Result<Vec<u8>, ReportError> {
-    let selection = select.map(|entries| Arc::new(Selection::new(entries)));
-    let selection = selection.as_ref();
-    let project = project.map(Arc::new);
-    let project = project.as_ref();
-    let suspect = suspect.map(Arc::new);
-    let suspect = suspect.as_ref();
+    selection: Option<&Arc<Selection>>,
+    project: Option<&Arc<ProjectCode>>,
+    suspect: Option<&Arc<SuspectGroup>>,
+) -> Result<(Format, SummaryBuilder), ReportError> {
+    let summarize_one = |(index, path): (usize, &String)| {
+        let builder = new_builder(budgets, selection, project, suspect);
+        summarize_into(index, path, wanted, budgets, builder)
+    };
     let parts: Vec<FilePart> = if paths.len() == 1 {
-        vec![summarize_one(
-            0, &paths[0], wanted, budgets, selection, project, suspect,
-        )]
+        vec![summarize_one((0, &paths[0]))]
     } else {
-        paths
-            .par_iter()
-            .enumerate()
-            .map(|(i, p)| summarize_one(i, p, wanted, budgets, selection, project, suspect))
-            .collect()
+        paths.par_iter().enumerate().map(summarize_one).collect()
     };
     let mut merged: Option<(Format, SummaryBuilder)> = None;
     for (index, (path, part)) in paths.iter().zip(parts).enumerate() {
-        if let (Some(found), Some((first, _))) = (part.format, &merged) {
-            if found != *first {
-                return Err(ReportError::new(
-                    ErrorKind::MixedFormats,
-                    path,
-                    format!(
-                        "this file is {} but the earlier ones are {}; summarise each format separately",
-                        found.as_str(),
-                        first.as_str()
-                    ),
-                ));
-            }
-        }
+        check_same_format(path, part.format, merged.as_ref().map(|(first, _)| *first))?;
         let builder = part.result?;
         let format = part.format.expect("a parsed file has a format");
         merged = Some(match merged {
@@ -366,7 +371,63 @@ pub fn summarize_files(
             }
         });
     }
-    let (format, mut builder) = merged.expect("paths is not empty");
+    Ok(merged.expect("paths is not empty"))
+}
+
+/// The files fed one after the other, in input order, into `builder`: what a collected
+/// page needs, each file's ids counted after the earlier files' (a file read on its own
+/// could not know where its ids stand in the page).
+fn summarize_in_order(
+    paths: &[String],
+    wanted: Option<Format>,
+    budgets: &Budgets,
+    mut builder: SummaryBuilder,
+) -> Result<(Format, SummaryBuilder), ReportError> {
+    let mut first = None;
+    for (index, path) in paths.iter().enumerate() {
+        let part = summarize_into(index, path, wanted, budgets, builder);
+        check_same_format(path, part.format, first)?;
+        builder = part.result?;
+        first = first.or(part.format);
+    }
+    Ok((first.expect("paths is not empty"), builder))
+}
+
+/// Summarise report files into canonical summary JSON bytes (docs/ENGINE.md).
+///
+/// Files are parsed in parallel (rayon) and merged in input order; the result equals
+/// feeding them one by one. The first failing file in input order gives the error.
+/// `select`: None lists every test; else only the tests and collection errors the
+/// entries select, and `unmatched` names the entries that selected no failing/erroring
+/// test and no collection error (docs/ENGINE.md, *Selection*). `project`: the
+/// project's own code (docs/ENGINE.md, *Project code*), or None for the path-pattern
+/// rule. `suspect`: a cause found outside the report whose failures group as one
+/// (docs/ENGINE.md, *Groups*), or None. `collected_page`: the page of the report logs'
+/// collected node ids to keep (the session's `collected_ids`), or None for none; with
+/// one, the files are read one after the other in input order, each after the ids of
+/// the ones before it (docs/ENGINE.md, *Session*).
+pub fn summarize_files(
+    paths: &[String],
+    wanted: Option<Format>,
+    budgets: &Budgets,
+    select: Option<&[String]>,
+    project: Option<ProjectCode>,
+    suspect: Option<SuspectGroup>,
+    collected_page: Option<CollectedPage>,
+) -> Result<Vec<u8>, ReportError> {
+    let selection = select.map(|entries| Arc::new(Selection::new(entries)));
+    let selection = selection.as_ref();
+    let project = project.map(Arc::new);
+    let project = project.as_ref();
+    let suspect = suspect.map(Arc::new);
+    let suspect = suspect.as_ref();
+    let (format, mut builder) = match collected_page {
+        None => summarize_in_parallel(paths, wanted, budgets, selection, project, suspect)?,
+        Some(request) => {
+            let builder = new_builder(budgets, selection, project, suspect).collecting(request);
+            summarize_in_order(paths, wanted, budgets, builder)?
+        }
+    };
     // The listed groups' first failures kept without their texts: read again from
     // their spans (one file open at a time).
     let mut open: Option<(usize, File)> = None;
@@ -393,6 +454,7 @@ pub fn summarize_files(
                 path,
                 budgets,
                 project.map(|p| &**p),
+                None,
                 &mut sink,
             )?;
         }

@@ -9,6 +9,7 @@
 //! through the same `TestEntries`, so a run answers the same from either file. Mirrored
 //! by `pure/reportlog.py`; the parity tests check both on the same inputs.
 
+use std::collections::HashSet;
 use std::io::{BufRead, BufReader, Read};
 
 use indexmap::IndexMap;
@@ -62,6 +63,78 @@ impl SessionFacts {
         }
         self.stack_dump_armed |= other.stack_dump_armed;
         self.warnings.merge(other.warnings, budgets);
+    }
+}
+
+/// What a caller asks of the collected node ids of report logs (the server plugin's
+/// `CollectedIds` lines, written by a `--collect-only` run; docs/ENGINE.md, *Session*):
+/// the page of ids `[offset, offset + limit)`, counted over the files in input order, and
+/// at most `max_files` files listed with their counts. Without it no id is kept.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CollectedPage {
+    /// Ids before the page (0: the page starts with the first id).
+    pub offset: u64,
+    /// Ids in the page at most.
+    pub limit: u64,
+    /// Files listed with their test counts, the first ones in collection order.
+    pub max_files: usize,
+}
+
+/// The collected node ids read so far for a [`CollectedPage`] (docs/ENGINE.md,
+/// *Session*): the reader of each file adds its ids after the earlier files' ids, so
+/// that the page is exact over the files in input order. Memory is the page's ids and
+/// the files' paths, never every id: `total` and the counts are numbers.
+#[derive(Clone, Debug)]
+pub struct CollectedFacts {
+    request: CollectedPage,
+    /// Ids read (each string of a `nodeids` array, duplicates included).
+    pub total: u64,
+    /// Ids per file (a node id's path: what comes before its first `::`), the first
+    /// `max_files` files in the order their first id came.
+    pub files: IndexMap<String, u64>,
+    /// The distinct files beyond `max_files` (counted in the summary, not listed).
+    other_files: HashSet<String>,
+    /// The ids of the page, in order, whole (an id cut short could not be run).
+    pub page: Vec<String>,
+}
+
+impl CollectedFacts {
+    /// Nothing read yet, for `request`.
+    pub fn new(request: CollectedPage) -> Self {
+        CollectedFacts {
+            request,
+            total: 0,
+            files: IndexMap::new(),
+            other_files: HashSet::new(),
+            page: Vec::new(),
+        }
+    }
+
+    /// The distinct files read that are not listed in `files`.
+    pub fn files_omitted(&self) -> u64 {
+        self.other_files.len() as u64
+    }
+
+    /// One more collected id: in the page when its place is, counted for its file.
+    fn add(&mut self, node_id: &str) {
+        let CollectedPage {
+            offset,
+            limit,
+            max_files,
+        } = self.request;
+        // `total - offset < limit`, not `total < offset + limit`: no overflow near u64::MAX
+        if self.total >= offset && self.total - offset < limit {
+            self.page.push(node_id.to_owned());
+        }
+        self.total = self.total.saturating_add(1);
+        let path = node_id.split_once("::").map_or(node_id, |(path, _)| path);
+        if let Some(count) = self.files.get_mut(path) {
+            *count += 1;
+        } else if self.files.len() < max_files {
+            self.files.insert(path.to_owned(), 1);
+        } else if !self.other_files.contains(path) {
+            self.other_files.insert(path.to_owned());
+        }
     }
 }
 
@@ -150,6 +223,8 @@ struct Reader<'a> {
     budgets: &'a Budgets,
     project: Option<&'a ProjectCode>,
     session: SessionFacts,
+    /// Where the `CollectedIds` lines' ids go (None: no page was asked for).
+    collected: Option<&'a mut CollectedFacts>,
     max_output_bytes: usize,
     max_log_bytes: usize,
     entries: TestEntries,
@@ -162,7 +237,9 @@ struct Reader<'a> {
 
 /// Read a pytest report log from `reader` (positioned at byte 0), handing each record to
 /// `sink` in report order (a test at its teardown report); the end says what the log
-/// says of its session (`SessionFacts`, its warnings grouped for `project`).
+/// says of its session (`SessionFacts`, its warnings grouped for `project`). With
+/// `collected`, the ids of its `CollectedIds` lines are added to it, after those it
+/// holds (the earlier files' ids).
 ///
 /// Errors (`ReportError`): `malformed` (position `line N`) for a line that is not a JSON
 /// object or a wrong type on a field the reader uses; `not_a_report` when no line has a
@@ -172,6 +249,7 @@ pub fn parse_reportlog<R: Read>(
     path: &str,
     budgets: &Budgets,
     project: Option<&ProjectCode>,
+    collected: Option<&mut CollectedFacts>,
     sink: &mut dyn FnMut(Item),
 ) -> Result<ReportlogEnd, ReportError> {
     let mut input = BufReader::with_capacity(1 << 16, reader);
@@ -181,6 +259,7 @@ pub fn parse_reportlog<R: Read>(
         budgets,
         project,
         session: SessionFacts::default(),
+        collected,
         max_output_bytes: budgets.max_output_bytes,
         max_log_bytes: budgets.max_log_bytes,
         entries: TestEntries::new(budgets.max_output_bytes, budgets.max_log_bytes),
@@ -320,6 +399,20 @@ impl Reader<'_> {
                         self.session.collected.get_or_insert(n.unsigned_abs());
                     }
                     _ => return bad("CollectionFinish collected must be an integer >= 0"),
+                }
+                Ok(())
+            }
+            "CollectedIds" => {
+                let Some(Value::Array(node_ids)) = obj.get("nodeids") else {
+                    return bad("CollectedIds nodeids must be an array");
+                };
+                if let Some(collected) = self.collected.as_deref_mut() {
+                    // a value that is not a string is no node id: skipped
+                    for node_id in node_ids {
+                        if let Value::String(node_id) = node_id {
+                            collected.add(node_id);
+                        }
+                    }
                 }
                 Ok(())
             }

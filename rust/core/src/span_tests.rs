@@ -186,7 +186,16 @@ fn listed_first(summary: &[u8]) -> (String, String) {
 fn assert_spans_give_kept_summary(format: Format, name: &str, bytes: &[u8]) {
     let path = report_file(name, bytes);
     let b = budgets();
-    let got = summarize_files(std::slice::from_ref(&path), None, &b, None, None, None).unwrap();
+    let got = summarize_files(
+        std::slice::from_ref(&path),
+        None,
+        &b,
+        None,
+        None,
+        None,
+        None,
+    )
+    .unwrap();
     assert_eq!(
         String::from_utf8(got.clone()).unwrap(),
         String::from_utf8(summary_with_texts_kept(format, &path, &b)).unwrap(),

@@ -28,7 +28,7 @@ use crate::doctest::read_doctest;
 use crate::group::{fold_values, group_id, key_hash, normalize_capped, OTHER_GROUP_ID};
 use crate::project::{display_path, ProjectCode};
 use crate::record::{CollectionErrorRecord, Item, Outcome, Phase, SourceSpan, TestRecord};
-use crate::reportlog::SessionFacts;
+use crate::reportlog::{CollectedFacts, CollectedPage, SessionFacts};
 use crate::select::Selection;
 use crate::text::decimal_u64;
 use crate::warnings::WarningsJson;
@@ -676,6 +676,8 @@ pub struct SummaryBuilder {
     session: Option<SessionFacts>,
     /// Each test's outcome by node id, in report order, the first `max_outcomes` tests.
     outcomes: IndexMap<String, &'static str>,
+    /// The report logs' collected ids read for a page (None: no page asked for).
+    collected: Option<CollectedFacts>,
 }
 
 impl SummaryBuilder {
@@ -743,6 +745,7 @@ impl SummaryBuilder {
             recovering: HashMap::new(),
             session: None,
             outcomes: IndexMap::new(),
+            collected: None,
         }
     }
 
@@ -805,6 +808,29 @@ impl SummaryBuilder {
     pub fn with_suspect(mut self, suspect: Arc<SuspectGroup>) -> Self {
         self.suspect = Some(suspect);
         self
+    }
+
+    /// This builder, keeping the page `request` of the report logs' collected node ids
+    /// (the session's `collected_ids`: docs/ENGINE.md, *Session*). The files must then be
+    /// read into it one after the other, in input order ([`take_collected`]); such a
+    /// builder is never merged.
+    ///
+    /// [`take_collected`]: Self::take_collected
+    pub fn collecting(mut self, request: CollectedPage) -> Self {
+        self.collected = Some(CollectedFacts::new(request));
+        self
+    }
+
+    /// The collected ids read so far (None: no page asked for), out of the builder while
+    /// the next file's reader adds its own to them; give them back with
+    /// [`put_collected`](Self::put_collected).
+    pub fn take_collected(&mut self) -> Option<CollectedFacts> {
+        self.collected.take()
+    }
+
+    /// The collected ids `take_collected` gave, with the file's added.
+    pub fn put_collected(&mut self, collected: Option<CollectedFacts>) {
+        self.collected = collected;
     }
 
     /// This builder, listing only what `selection` selects (docs/ENGINE.md,
@@ -1304,6 +1330,9 @@ impl SummaryBuilder {
     /// `other.groups_overflowed()` is false (else its `gother` failures, whose keys
     /// are gone, stay in `gother` even when this builder tracks their key).
     pub fn merge(&mut self, other: SummaryBuilder) {
+        // A page of collected ids is exact only when the files are read in order into one
+        // builder (`collecting`): such builders are never merged.
+        debug_assert!(self.collected.is_none() && other.collected.is_none());
         let offset = self.seq;
         let max_examples = self.budgets.max_examples;
         self.seq += other.seq;
@@ -1794,6 +1823,12 @@ impl SummaryBuilder {
                     .collect(),
                 stack_dump_armed: s.stack_dump_armed,
                 warnings: s.warnings.json(b),
+                collected_ids: self.collected.as_ref().map(|c| CollectedIdsJson {
+                    total: c.total,
+                    files: &c.files,
+                    files_omitted: c.files_omitted(),
+                    page: &c.page,
+                }),
             }),
             outcomes: (b.max_outcomes > 0).then_some(&self.outcomes),
         };
@@ -1830,6 +1865,15 @@ struct SessionJson<'a> {
     running: Vec<RunningJson<'a>>,
     stack_dump_armed: bool,
     warnings: WarningsJson<'a>,
+    collected_ids: Option<CollectedIdsJson<'a>>,
+}
+
+#[derive(Serialize)]
+struct CollectedIdsJson<'a> {
+    total: u64,
+    files: &'a IndexMap<String, u64>,
+    files_omitted: u64,
+    page: &'a [String],
 }
 
 #[derive(Serialize)]

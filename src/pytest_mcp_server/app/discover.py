@@ -15,19 +15,18 @@ from pytest_mcp_server.domain.nodeids import node_path
 from pytest_mcp_server.domain.policy import MAX_FILES_LISTED
 from pytest_mcp_server.domain.tools import DiscoverParams, DiscoverResult
 from pytest_mcp_server.domain.validation import check_node_ids_exist
-from pytest_mcp_server.engine.models import Budgets
+from pytest_mcp_server.engine.models import Budgets, CollectedPage
 from pytest_mcp_server.run.argv import RECORDS_FILE, discover_argv
-from pytest_mcp_server.run.events import read_collected
 
 
 async def discover_tests(runner: Runner, params: DiscoverParams) -> DiscoverResult:
     """Collect the selected tests without running them (the ``discover_tests`` tool).
 
     A collect-only pytest writes its record file into a temporary directory (removed
-    after). Node ids are read from it line by line; only the requested page and the
-    per-file counts are kept, so a 100k-test suite costs little memory. The collection
-    errors are the report engine's reading of the same file. Raises ``ToolFailure`` as
-    ``app.runner.run_status`` says.
+    after). The report engine reads it once (``Runner.read_records``): the collection
+    errors, the session, and of the node ids only the requested page and the tests per
+    file (the first ``MAX_FILES_LISTED`` files), so a 100k-test suite costs little
+    memory. Raises ``ToolFailure`` as ``app.runner.run_status`` says.
     """
     check_node_ids_exist(params.node_ids, runner.root)
     if params.affected:
@@ -40,22 +39,22 @@ async def discover_tests(runner: Runner, params: DiscoverParams) -> DiscoverResu
             records = tmp / RECORDS_FILE
             argv = discover_argv(params, interp, tmp)
             outcome = await runner.run_pytest(argv, max_timeout)
-            read = await runner.read_records(records, Budgets(failures_listed=0), outcome, argv)
+            page = CollectedPage(offset=params.offset, limit=params.limit, max_files=MAX_FILES_LISTED)
+            read = await runner.read_records(records, Budgets(failures_listed=0), outcome, argv, collected_page=page)
             run_status(outcome, argv, read.session, max_timeout, max_timeout)
-            page = await anyio.to_thread.run_sync(partial(read_collected, records, params.offset, params.limit))
             summary = read.summary()
         finally:
             with anyio.CancelScope(shield=True):
                 shutil.rmtree(tmp, ignore_errors=True)
-    total, files, files_omitted, node_ids = page
-    end = params.offset + len(node_ids)
+    collected = read.collected
+    end = params.offset + len(collected.page)
     session_s = read.session_s()
     return DiscoverResult(
-        total=total,
-        files=files,
-        files_omitted=files_omitted,
-        node_ids=node_ids,
-        next_offset=end if end < total else None,
+        total=collected.total,
+        files=collected.files,
+        files_omitted=collected.files_omitted,
+        node_ids=collected.page,
+        next_offset=end if end < collected.total else None,
         collection_errors=summary.collection_errors,
         duration_s=round(session_s, 3) if session_s is not None else outcome.duration_s,
     )

@@ -27,6 +27,8 @@ from pytest_mcp_server.engine import read_report
 from pytest_mcp_server.engine import summarize as engine_summarize
 from pytest_mcp_server.engine.models import (
     Budgets,
+    CollectedIds,
+    CollectedPage,
     ProjectCode,
     ReportError,
     ReportSummary,
@@ -135,15 +137,23 @@ class Runner:
         project: ProjectCode | None = None,
         *,
         outcomes: bool = False,
+        collected_page: CollectedPage | None = None,
     ) -> RunRecords:
         """A run's record file read once by the engine (``engine.read_report``) with
-        ``project`` (default ``project()``), each test's outcome too when ``outcomes``.
-        Raises nothing: a file the engine cannot read (a pytest that died before writing
-        it) reads as a session that never finished, its summary the ``crashed`` failure
-        that ``RunRecords.summary`` raises."""
+        ``project`` (default ``project()``), each test's outcome too when ``outcomes``, and
+        the ``collected_page`` of a collect-only run's node ids when given
+        (``RunRecords.collected``). Raises nothing: a file the engine cannot read (a pytest
+        that died before writing it) reads as a session that never finished, its summary
+        the ``crashed`` failure that ``RunRecords.summary`` raises."""
         if outcomes:
             budgets = budgets.model_copy(update={"max_outcomes": EVERY_OUTCOME})
-        reading = partial(read_report, [str(records)], budgets=budgets, project=project or self.project())
+        reading = partial(
+            read_report,
+            [str(records)],
+            budgets=budgets,
+            project=project or self.project(),
+            collected_page=collected_page,
+        )
         try:
             return RunRecords(await anyio.to_thread.run_sync(reading))
         except ReportError as exc:
@@ -177,6 +187,13 @@ class RunRecords:
         """What the file says of the session (an unread file: a session that never
         finished, nothing running)."""
         return self.report.session or Session() if self.report is not None else Session()
+
+    @property
+    def collected(self) -> CollectedIds:
+        """The collected node ids' page asked for with ``collected_page`` (the total, tests
+        per file, the page: ``Session.collected_ids``); empty when none was asked for or
+        the file could not be read."""
+        return self.session.collected_ids or CollectedIds()
 
     @property
     def outcomes(self) -> dict[str, str]:

@@ -226,6 +226,8 @@ over their streams (a legacy-era SSE stream is written by the session's own task
 it closes the streams: under load, closing at once cut an answer off."""
 
 MAX_FILES_LISTED = 500
-"""Files listed with their test counts by ``run.events.read_collected`` (the others are counted)."""
+"""Files ``discover_tests`` lists with their test counts, the first in collection order
+(the others are counted): the ``max_files`` of the page it asks of the report engine
+(``engine.models.CollectedPage``), and its cap with ``affected``."""
 DISCOVER_FILES_SHOWN = 30
 """Files shown with their test counts in ``discover_tests``' text (the largest first)."""

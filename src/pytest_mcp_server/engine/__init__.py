@@ -12,7 +12,14 @@ import os
 from collections.abc import Iterable, Sequence
 from typing import Literal, get_args
 
-from pytest_mcp_server.engine.models import Budgets, ProjectCode, ReportSummary, RunReport, SuspectGroup
+from pytest_mcp_server.engine.models import (
+    Budgets,
+    CollectedPage,
+    ProjectCode,
+    ReportSummary,
+    RunReport,
+    SuspectGroup,
+)
 
 Backend = Literal["auto", "native", "pure"]
 FormatChoice = Literal["auto", "junit", "pytest-json", "reportlog"]
@@ -73,11 +80,13 @@ def summarize_bytes(
     select: Sequence[str] | None = None,
     project: ProjectCode | None = None,
     suspect: SuspectGroup | None = None,
+    collected_page: CollectedPage | None = None,
 ) -> bytes:
     """Summarise report files and return the canonical summary JSON (UTF-8 bytes).
 
-    Same arguments and errors as ``summarize``; used by the parity tests and the CLI's
-    ``--json``, which print exactly the backend's bytes.
+    Same arguments and errors as ``summarize``, and ``read_report``'s ``collected_page``;
+    used by ``read_report``, the parity tests and the CLI's ``--json``, which print
+    exactly the backend's bytes.
     """
     path_list = _as_path_list(paths)
     if format not in FORMATS:
@@ -86,13 +95,16 @@ def summarize_bytes(
     select_list = _as_select_list(select)
     project_pair = (project.root, list(project.packages)) if project is not None else None
     suspect_pair = (suspect.key, sorted(suspect.node_ids)) if suspect is not None else None
+    page = (
+        (collected_page.offset, collected_page.limit, collected_page.max_files) if collected_page is not None else None
+    )
     chosen = resolve_backend(backend)
     if chosen == "native":
         # raises models.ReportError itself (rust/binding/lib.rs)
-        return _native.summarize_files(path_list, format, budgets, select_list, project_pair, suspect_pair)
+        return _native.summarize_files(path_list, format, budgets, select_list, project_pair, suspect_pair, page)
     from pytest_mcp_server.engine.pure import summarize_files
 
-    return summarize_files(path_list, format, budgets.model_dump(), select_list, project_pair, suspect_pair)
+    return summarize_files(path_list, format, budgets.model_dump(), select_list, project_pair, suspect_pair, page)
 
 
 def summarize(
@@ -148,14 +160,26 @@ def read_report(
     select: Sequence[str] | None = None,
     project: ProjectCode | None = None,
     suspect: SuspectGroup | None = None,
+    collected_page: CollectedPage | None = None,
 ) -> RunReport:
     """``summarize``'s reading whole, in the same single pass: the summary with what a
     report log says of its run (``RunReport.session``: pytest's exit status, tests
     collected, deselected and still running, the stack dump, warnings grouped with the
     ``max_warning_*`` budgets) and, with the budget ``max_outcomes``, each test's outcome
-    (docs/ENGINE.md, *Session*). Arguments and errors as ``summarize``."""
+    (docs/ENGINE.md, *Session*). ``collected_page``: a ``CollectedPage`` of the node ids
+    a collect-only run wrote, given in ``session.collected_ids`` (the total, the tests per
+    file, the page); None keeps none of them. With it, several files are read one after
+    the other in input order (the page counts the ids over them in that order). Other
+    arguments and errors as ``summarize``."""
     raw = summarize_bytes(
-        paths, format=format, backend=backend, budgets=budgets, select=select, project=project, suspect=suspect
+        paths,
+        format=format,
+        backend=backend,
+        budgets=budgets,
+        select=select,
+        project=project,
+        suspect=suspect,
+        collected_page=collected_page,
     )
     return RunReport.model_validate_json(raw)
 

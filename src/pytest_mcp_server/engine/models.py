@@ -298,6 +298,34 @@ class RunningTest(_Frozen):
     started: float
 
 
+class CollectedPage(_Frozen):
+    """A page of the node ids a collect-only run wrote (the server plugin's
+    ``CollectedIds`` lines), asked of ``read_report`` (docs/ENGINE.md, *Session*): the ids
+    ``[offset, offset + limit)``, counted over the files in input order, and the first
+    ``max_files`` files (in collection order) listed with their test counts. Memory is
+    the page's ids and the files' paths, whatever the number of ids.
+
+    Raises ``pydantic.ValidationError`` for a negative number or one beyond its bound."""
+
+    offset: int = Field(ge=0, le=2**63 - 1, description="node ids before the page")
+    limit: int = Field(ge=0, le=10_000_000, description="node ids in the page at most")
+    max_files: int = Field(ge=0, le=10_000_000, description="files listed with their test counts")
+
+
+class CollectedIds(_Frozen):
+    """The node ids a collect-only run wrote, for a ``CollectedPage`` (docs/ENGINE.md,
+    *Session*). ``total``: the ids (strings of the ``nodeids`` arrays; other values are
+    skipped). ``files``: tests per file (a node id's path, before its first ``::``), the
+    first ``max_files`` files in collection order; ``files_omitted``: the distinct files
+    not listed. ``page``: the ids ``[offset, offset + limit)``, whole, in order (fewer at
+    the end; none beyond it)."""
+
+    total: int = 0
+    files: dict[str, int] = Field(default_factory=dict)
+    files_omitted: int = 0
+    page: list[str] = Field(default_factory=list)
+
+
 class Session(_Frozen):
     """What a report log says of its session beyond its tests (docs/ENGINE.md,
     *Session*; the server's plugin writes all of it, pytest-reportlog some).
@@ -306,8 +334,10 @@ class Session(_Frozen):
     finished). ``collected``: tests collected (None: collection never finished).
     ``deselected``: tests deselected. ``running``: tests started and not finished, in
     start order (with xdist, several). ``stack_dump_armed``: the plugin armed its stack
-    dump. ``warnings``: the warnings recorded, grouped. Several files: the highest exit
-    status, counts added up, running tests and warnings in file order."""
+    dump. ``warnings``: the warnings recorded, grouped. ``collected_ids``: with a
+    ``CollectedPage`` asked for, the collected node ids' page and counts, else None.
+    Several files: the highest exit status, counts added up, running tests and warnings
+    in file order, the collected ids counted over the files in input order."""
 
     exit_status: int | None = None
     collected: int | None = None
@@ -315,6 +345,7 @@ class Session(_Frozen):
     running: list[RunningTest] = Field(default_factory=list)
     stack_dump_armed: bool = False
     warnings: WarningsSummary = Field(default_factory=WarningsSummary)
+    collected_ids: CollectedIds | None = None
 
 
 class ReportSummary(_Frozen):

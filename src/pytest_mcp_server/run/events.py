@@ -7,11 +7,11 @@ start and end, collection errors, tests collected and deselected, each test's st
 its reports, warnings, and with --collect-only the collected node ids. Once the run
 ended, the report engine reads that file in one pass (``engine.read_report``: the
 summary, the test still running, warnings, counts, the session's end, each test's
-outcome). This module only follows it: ``EventFollower`` during a run for progress,
-``stack_dump_armed`` before the stack dump is asked for, and ``read_collected`` for a
-collect-only run's page of node ids.
+outcome, a collect-only run's page of node ids). This module only follows it while the
+run goes on: ``EventFollower`` for progress, and ``stack_dump_armed`` before the stack
+dump is asked for.
 
-Every reader streams the file in chunks and looks at each line's head only as far as it
+The follower streams the file in chunks and looks at each line's head only as far as it
 needs (``LINE_HEAD_BYTES``): a failing test's line with megabytes of captured output is
 never held whole.
 """
@@ -25,9 +25,6 @@ from pathlib import Path
 
 import anyio
 
-from pytest_mcp_server.domain.nodeids import node_path
-from pytest_mcp_server.domain.policy import MAX_FILES_LISTED
-
 PLUGIN_DIR = Path(__file__).resolve().parent / "pytest_plugin"
 """Put first on the child's ``PYTHONPATH``; holds only the plugin, so nothing else of
 the server becomes importable in the project's tests."""
@@ -36,10 +33,9 @@ PLUGIN_NAME = "pytest_mcp_server_events"
 PROGRESS_INTERVAL_S = 0.25
 """Shortest time between two progress notifications, seconds."""
 LINE_HEAD_BYTES = 1 << 20
-"""Bytes of a record line the readers look at: every line they decode whole (a warning,
-whose message the plugin caps; a chunk of collected node ids) is shorter; of a longer
-line (a failure's complete report) only the head with its type, node id, stage and
-outcome is needed."""
+"""Bytes of a record line the follower looks at: every line it decodes whole (the
+SessionStart, a CollectionFinish) is far shorter; of a longer line (a failure's complete
+report) only the head with its type, node id, stage and outcome is needed."""
 READ_CHUNK_BYTES = 4 << 20
 """Bytes read from the record file at once."""
 
@@ -173,38 +169,6 @@ class EventFollower:
         if state != self._sent and (self.total is not None or self.done):
             await progress(self.done, self.total)
             self._sent = state
-
-
-def read_collected(records: Path, offset: int, limit: int) -> tuple[int, dict[str, int], int, list[str]]:
-    """Stream the record file of a collect-only run (its ``CollectedIds`` lines):
-    (total, tests per file (first ``MAX_FILES_LISTED`` files, in collection order), files
-    not listed, node ids of the page ``[offset, offset+limit)``). Memory stays small for
-    100k-test suites."""
-    total = 0
-    files: dict[str, int] = {}
-    other_files: set[str] = set()
-    page: list[str] = []
-    for line, whole in RecordLines(records):
-        if record_type(line) != b"CollectedIds":
-            continue
-        record = _json(line, whole)
-        node_ids = record.get("nodeids") if record is not None else None
-        if not isinstance(node_ids, list):
-            continue
-        for node_id in node_ids:
-            if not isinstance(node_id, str):
-                continue
-            if offset <= total < offset + limit:
-                page.append(node_id)
-            total += 1
-            path = node_path(node_id)
-            if path in files:
-                files[path] += 1
-            elif len(files) < MAX_FILES_LISTED:
-                files[path] = 1
-            else:
-                other_files.add(path)
-    return total, files, len(other_files), page
 
 
 def stack_dump_armed(records: Path) -> bool:

@@ -7,6 +7,7 @@ fn records(input: &str) -> Result<(Vec<Item>, ReportlogEnd), ReportError> {
         "r.jsonl",
         &Budgets::default(),
         None,
+        None,
         &mut |i| items.push(i),
     )?;
     Ok((items, end))
@@ -250,4 +251,90 @@ fn frames_come_from_the_entries_in_the_order_the_text_shows_them() {
     let end = r#"{"$report_type": "TestReport", "nodeid": "t.py::b", "when": "teardown", "outcome": "passed"}"#;
     let (items, _) = records(&format!("{native}\n{end}\n")).unwrap();
     assert!(tests_of(&items)[0].frames.is_none());
+}
+
+/// The ids of `input`'s `CollectedIds` lines read for `request`, after `before` ids.
+fn collected(input: &str, request: CollectedPage, before: &[&str]) -> CollectedFacts {
+    let mut facts = CollectedFacts::new(request);
+    for id in before {
+        facts.add(id);
+    }
+    parse_reportlog(
+        input.as_bytes(),
+        "r.jsonl",
+        &Budgets::default(),
+        None,
+        Some(&mut facts),
+        &mut |_| {},
+    )
+    .unwrap();
+    facts
+}
+
+#[test]
+fn collected_ids_give_the_asked_page_and_the_first_files_counts() {
+    let input = concat!(
+        r#"{"$report_type": "SessionStart"}"#,
+        "\n",
+        r#"{"$report_type": "CollectedIds", "nodeids": ["a.py::t1", "a.py::t2", 7, "b.py::t[x::y]"]}"#,
+        "\n",
+        r#"{"$report_type": "CollectedIds", "nodeids": ["c.py::t", null, "a.py::t3", "d.py"]}"#,
+        "\n",
+    );
+    let page = |offset, limit| CollectedPage {
+        offset,
+        limit,
+        max_files: 2,
+    };
+    // the page crosses a line boundary; the values that are not strings are skipped
+    let facts = collected(input, page(2, 2), &[]);
+    assert_eq!(facts.total, 6);
+    assert_eq!(facts.page, ["b.py::t[x::y]", "c.py::t"]);
+    let files: Vec<_> = facts.files.iter().map(|(p, n)| (p.as_str(), *n)).collect();
+    assert_eq!(files, [("a.py", 3), ("b.py", 1)]);
+    assert_eq!(facts.files_omitted(), 2); // c.py and d.py
+    assert_eq!(collected(input, page(5, 10), &[]).page, ["d.py"]);
+    assert!(collected(input, page(6, 10), &[]).page.is_empty());
+    assert!(collected(input, page(u64::MAX, u64::MAX), &[])
+        .page
+        .is_empty());
+    // after an earlier file's ids: the page counts them first, and so do the files
+    let facts = collected(input, page(2, 2), &["z.py::a", "z.py::b"]);
+    assert_eq!(
+        (facts.total, facts.page.clone()),
+        (8, vec!["a.py::t1".to_owned(), "a.py::t2".to_owned()])
+    );
+    let files: Vec<_> = facts.files.iter().map(|(p, n)| (p.as_str(), *n)).collect();
+    assert_eq!(files, [("z.py", 2), ("a.py", 3)]);
+    assert_eq!(facts.files_omitted(), 3);
+}
+
+#[test]
+fn a_collected_ids_line_without_an_array_is_malformed_page_or_not() {
+    for nodeids in ["", r#", "nodeids": null"#, r#", "nodeids": "a.py::t""#] {
+        let input = format!(
+            "{{\"$report_type\": \"SessionStart\"}}\n{{\"$report_type\": \"CollectedIds\"{nodeids}}}\n"
+        );
+        let without_page = records(&input).unwrap_err();
+        let mut facts = CollectedFacts::new(CollectedPage {
+            offset: 0,
+            limit: 10,
+            max_files: 10,
+        });
+        let with_page = parse_reportlog(
+            input.as_bytes(),
+            "r.jsonl",
+            &Budgets::default(),
+            None,
+            Some(&mut facts),
+            &mut |_| {},
+        )
+        .unwrap_err();
+        for err in [without_page, with_page] {
+            assert_eq!(
+                (err.kind, err.position.as_deref()),
+                (ErrorKind::Malformed, Some("line 2"))
+            );
+        }
+    }
 }

@@ -82,6 +82,7 @@ def summarize_files(
     select: Sequence[str] | None = None,
     project: tuple[str, Sequence[str]] | None = None,
     suspect: tuple[str, Sequence[str]] | None = None,
+    collected_page: tuple[int, int, int] | None = None,
 ) -> bytes:
     """Summarise report files into canonical summary JSON bytes (docs/ENGINE.md).
 
@@ -90,8 +91,10 @@ def summarize_files(
     (docs/ENGINE.md, *Selection*). ``project``: (root, top-level packages) of the
     project's own code, or None for the path-pattern rule (docs/ENGINE.md, *Project
     code*). ``suspect``: (key, failing node ids) of a cause found outside the report,
-    whose failures group as one (docs/ENGINE.md, *Groups*), or None. Raises
-    ``ReportError``.
+    whose failures group as one (docs/ENGINE.md, *Groups*), or None.
+    ``collected_page``: (offset, limit, max_files) of the report logs' collected node ids
+    to keep in the session's ``collected_ids``, counted over the files in input order
+    (docs/ENGINE.md, *Session*), or None for none. Raises ``ReportError``.
     """
     from .junit import parse_junit
     from .pytest_json import parse_pytest_json
@@ -102,6 +105,7 @@ def summarize_files(
         selection=Selection(select) if select is not None else None,
         project=ProjectCode(*project) if project is not None else None,
         suspect=SuspectGroup(suspect[0], frozenset(suspect[1])) if suspect is not None else None,
+        collected_page=collected_page,
     )
     seen_format = None
     for path in paths:
@@ -128,7 +132,7 @@ def summarize_files(
             elif found == "pytest-json":
                 session_us = parse_pytest_json(f, path, budgets, builder.push)
             else:
-                end = parse_reportlog(f, path, budgets, builder.push, builder.project)
+                end = parse_reportlog(f, path, budgets, builder.push, builder.project, builder.collected)
                 session_us = end.session_duration_us
                 if end.cut_last_line:
                     builder.note_truncated(path)

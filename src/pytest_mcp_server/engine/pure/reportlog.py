@@ -94,6 +94,48 @@ class SessionFacts:
         }
 
 
+class CollectedFacts:
+    """The collected node ids read so far for a page (docs/ENGINE.md, *Session*); the
+    twin of ``CollectedFacts`` in ``reportlog.rs``. The reader of each file adds its
+    ``CollectedIds`` lines' ids after the earlier files' ids, so that the page is exact
+    over the files in input order. Memory is the page's ids and the files' paths.
+
+    ``offset``, ``limit``: the page ``[offset, offset + limit)``; ``max_files``: files
+    listed. ``total``: ids read (duplicates included). ``files``: ids per file (a node
+    id's path, before its first ``::``), the first ``max_files`` files in the order their
+    first id came. ``other_files``: the distinct files beyond them. ``page``: the ids of
+    the page, in order, whole (an id cut short could not be run).
+    """
+
+    __slots__ = ("offset", "limit", "max_files", "total", "files", "other_files", "page")
+
+    def __init__(self, offset: int, limit: int, max_files: int) -> None:
+        self.offset = offset
+        self.limit = limit
+        self.max_files = max_files
+        self.total = 0
+        self.files: dict[str, int] = {}
+        self.other_files: set[str] = set()
+        self.page: list[str] = []
+
+    def add(self, node_id: str) -> None:
+        """One more collected id: in the page when its place is, counted for its file."""
+        if self.offset <= self.total < self.offset + self.limit:
+            self.page.append(node_id)
+        self.total = min(self.total + 1, U64_MAX)
+        path = node_id.partition("::")[0]
+        if path in self.files:
+            self.files[path] += 1
+        elif len(self.files) < self.max_files:
+            self.files[path] = 1
+        else:
+            self.other_files.add(path)
+
+    def json(self) -> dict[str, Any]:
+        """The session's ``collected_ids`` object."""
+        return {"total": self.total, "files": self.files, "files_omitted": len(self.other_files), "page": self.page}
+
+
 @dataclass(slots=True)
 class ReportlogEnd:
     """What a report log says about the whole run, beyond its records.
@@ -130,19 +172,26 @@ class _Test:
 
 
 def parse_reportlog(
-    f: IO[bytes], path: str, budgets: dict[str, int], emit: Emit, project: ProjectCode | None = None
+    f: IO[bytes],
+    path: str,
+    budgets: dict[str, int],
+    emit: Emit,
+    project: ProjectCode | None = None,
+    collected: CollectedFacts | None = None,
 ) -> ReportlogEnd:
     """Read a pytest report log from ``f`` (binary, at byte 0), calling ``emit`` with each
     ``TestRecord`` / ``CollectionErrorRecord`` in report order (a test at its teardown).
 
     ``budgets`` needs ``max_output_bytes``, ``max_log_bytes`` and the warning budgets
-    (``max_warning_*``). Returns a ``ReportlogEnd``, with what the log says of its session
+    (``max_warning_*``). With ``collected``, the ids of the ``CollectedIds`` lines are
+    added to it, after those it holds (the earlier files' ids). Returns a
+    ``ReportlogEnd``, with what the log says of its session
     (its warnings grouped for ``project``). Raises ``ReportError``: ``malformed`` (naming the line) for a line
     that is not a JSON object, or a wrong type on a field the reader uses;
     ``not_a_report`` when no line has a ``$report_type``. Rules: docs/ENGINE.md,
     *pytest report-log*; the native reader (``reportlog.rs``) gives the same records.
     """
-    reader = _Reader(path, budgets, emit, project)
+    reader = _Reader(path, budgets, emit, project, collected)
     line_no = 0
     end = ReportlogEnd()
     for raw in f:
@@ -202,9 +251,18 @@ class _Reader:
     """The state of one report log: the tests waiting for their teardown, in order of
     their first report."""
 
-    def __init__(self, path: str, budgets: dict[str, int], emit: Emit, project: ProjectCode | None) -> None:
+    def __init__(
+        self,
+        path: str,
+        budgets: dict[str, int],
+        emit: Emit,
+        project: ProjectCode | None,
+        collected: CollectedFacts | None,
+    ) -> None:
         self.path = path
         self.session = SessionFacts(budgets, project)
+        # Where the CollectedIds lines' ids go (None: no page was asked for).
+        self.collected = collected
         self.emit = emit
         self.max_output_bytes = budgets["max_output_bytes"]
         self.max_log_bytes = budgets["max_log_bytes"]
@@ -275,6 +333,14 @@ class _Reader:
                 raise _Malformed("CollectionFinish collected must be an integer >= 0")
             if self.session.collected is None:
                 self.session.collected = collected
+        elif kind == "CollectedIds":
+            node_ids = obj.get("nodeids")
+            if type(node_ids) is not list:
+                raise _Malformed("CollectedIds nodeids must be an array")
+            if self.collected is not None:
+                for node_id in node_ids:
+                    if type(node_id) is str:  # a value that is not a string is no node id: skipped
+                        self.collected.add(node_id)
         elif kind == "WarningMessage":
             self.warning(obj)
 

@@ -37,7 +37,7 @@ from .group import (
 )
 from .project import ProjectCode, display_path
 from .record import CollectionErrorRecord, TestRecord
-from .reportlog import SessionFacts
+from .reportlog import CollectedFacts, SessionFacts
 from .select import Selection
 from .text import U64_MAX
 
@@ -226,6 +226,10 @@ class SummaryBuilder:
 
     ``project``: the project's own code (docs/ENGINE.md, *Project code*); None uses the
     path-pattern rule for library code.
+
+    ``collected_page``: (offset, limit, max_files) of the report logs' collected node ids
+    to keep (``collected``, which each file's reader adds to; the session's
+    ``collected_ids``: docs/ENGINE.md, *Session*); None keeps none.
     """
 
     def __init__(
@@ -235,6 +239,7 @@ class SummaryBuilder:
         selection: Selection | None = None,
         project: ProjectCode | None = None,
         suspect: SuspectGroup | None = None,
+        collected_page: tuple[int, int, int] | None = None,
     ) -> None:
         self._suspect = suspect
         self._failures_listed = budgets["failures_listed"]
@@ -291,6 +296,9 @@ class SummaryBuilder:
         # Each test's outcome by node id, in report order, the first max_outcomes tests.
         self._max_outcomes = budgets["max_outcomes"]
         self._outcomes: dict[str, str] = {}
+        # The report logs' collected ids read for the page (offset, limit, max_files)
+        # asked for (None: none); each file's reader adds its ids to it, in input order.
+        self.collected = CollectedFacts(*collected_page) if collected_page is not None else None
 
     @property
     def project(self) -> ProjectCode | None:
@@ -601,6 +609,14 @@ class SummaryBuilder:
                 }
             )
 
+    def _session_json(self) -> dict[str, Any] | None:
+        """The summary's ``session``: what the report logs said, with the collected ids."""
+        if self._session is None:
+            return None
+        session = self._session.json()
+        session["collected_ids"] = self.collected.json() if self.collected is not None else None
+        return session
+
     def finish(self, format: str, files: list[str]) -> bytes:
         """The canonical summary JSON bytes (docs/ENGINE.md, *Summary JSON*).
 
@@ -662,7 +678,7 @@ class SummaryBuilder:
             },
             "unmatched": self._selection.unmatched(self._matched) if self._selection is not None else [],
             "truncated": self._truncated,
-            "session": self._session.json() if self._session is not None else None,
+            "session": self._session_json(),
             "outcomes": self._outcomes if self._max_outcomes else None,
         }
         return orjson.dumps(summary)
