@@ -38,6 +38,11 @@ fn budgets(selector: u8) -> (Budgets, usize) {
         max_collection_errors: s % 2,
         max_log_bytes: s % 6 * 5,
         max_frame_context_lines: s % 5,
+        max_warning_groups: s % 3,
+        max_warning_locations: s % 4,
+        max_warning_chars: 8 + s % 9,
+        max_warning_frames: s % 3,
+        max_outcomes: s % 2 * 10,
     };
     (b, 1 + s % 5)
 }
