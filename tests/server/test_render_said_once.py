@@ -171,7 +171,8 @@ def _marked_summary() -> ReportSummary:
             "node_id": "tests/test_b.py::test_two",
             "message": "bad 2",
             "location": Location(path="tests/test_b.py", line=9),
-            "traceback": "a text the first never had",
+            # it names its own location: the repeat's header must say it, its traceback is not shown
+            "traceback": "a text the first never had\ntests/test_b.py:9: ValueError",
             "traceback_lines_omitted": 7,
             "output_bytes_omitted": 1000,
             "group": "g00000002",

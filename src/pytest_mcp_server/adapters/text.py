@@ -347,11 +347,12 @@ def _first_line(text: str) -> str:
 def _repeat_lines(failure: Failure, first: str) -> list[str]:
     """The entry of a failure the engine says repeats the entry of ``first``
     (``Failure.same_as``: the same exception, message, traceback, output and log but for
-    numbers and its own test file): its header as an entry in full writes it, its own
-    exception line (its values differ from ``first``'s) and a pointer to ``first``."""
+    numbers and its own test file): its header with its own location (its traceback,
+    which may name it, is not shown), its own exception line (its values differ from
+    ``first``'s) and a pointer to ``first``."""
     what = exception_line(failure.exception, failure.message)
     return [
-        _failure_lines(failure, full=True)[0],
+        _failure_lines(failure, full=False)[0],
         *([f"    {what}"] if what else []),
         f"    same traceback as {first}, with other values",
     ]
