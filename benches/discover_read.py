@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from engine_compare import engine_python
+from engine_compare import child_json, engine_python
 
 from pytest_mcp_server.run.events import PLUGIN_DIR
 
@@ -82,16 +82,7 @@ def collect(tests: int, work: Path) -> Path:
 
 def measure(python: Path, records: Path, offset: int, limit: int, reps: int) -> dict[str, Any]:
     """One fresh process reading ``records`` ``reps`` times."""
-    proc = subprocess.run(
-        [str(python), "-c", CHILD, str(records), str(offset), str(limit), str(reps)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if proc.returncode != 0:
-        raise SystemExit(f"{python} failed on {records}:\n{proc.stderr}")
-    result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
-    return result
+    return child_json(python, CHILD, records, offset, limit, reps)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -121,19 +121,26 @@ def data_file(python: Path, fmt: str, size: str, data: Path) -> Path:
     return path
 
 
-def measure(python: Path, path: Path, reps: int) -> dict[str, Any]:
-    """One fresh process: import the engine, summarise ``path`` ``reps`` times."""
+def child_json(python: Path, code: str, *args: object) -> dict[str, Any]:
+    """Run ``code`` in a fresh ``python -c`` process with ``args`` and return the JSON
+    object its last line of output prints. Exits (``SystemExit``, with the child's
+    stderr) when the child fails."""
     proc = subprocess.run(
-        [str(python), "-c", CHILD, str(path), str(reps)],
+        [str(python), "-c", code, *map(str, args)],
         capture_output=True,
         text=True,
         check=False,
         env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
     )
     if proc.returncode != 0:
-        raise SystemExit(f"{python} failed on {path}:\n{proc.stderr}")
+        raise SystemExit(f"{python} failed on {args}:\n{proc.stderr}")
     result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
     return result
+
+
+def measure(python: Path, path: Path, reps: int) -> dict[str, Any]:
+    """One fresh process: import the engine, summarise ``path`` ``reps`` times."""
+    return child_json(python, CHILD, path, reps)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -255,6 +255,15 @@ fn frames_come_from_the_entries_in_the_order_the_text_shows_them() {
 
 /// The ids of `input`'s `CollectedIds` lines read for `request`, after `before` ids.
 fn collected(input: &str, request: CollectedPage, before: &[&str]) -> CollectedFacts {
+    read_collected(input, request, before).unwrap()
+}
+
+/// [`collected`], or the reader's error.
+fn read_collected(
+    input: &str,
+    request: CollectedPage,
+    before: &[&str],
+) -> Result<CollectedFacts, ReportError> {
     let mut facts = CollectedFacts::new(request);
     for id in before {
         facts.add(id);
@@ -266,9 +275,8 @@ fn collected(input: &str, request: CollectedPage, before: &[&str]) -> CollectedF
         None,
         Some(&mut facts),
         &mut |_| {},
-    )
-    .unwrap();
-    facts
+    )?;
+    Ok(facts)
 }
 
 #[test]
@@ -316,20 +324,14 @@ fn a_collected_ids_line_without_an_array_is_malformed_page_or_not() {
             "{{\"$report_type\": \"SessionStart\"}}\n{{\"$report_type\": \"CollectedIds\"{nodeids}}}\n"
         );
         let without_page = records(&input).unwrap_err();
-        let mut facts = CollectedFacts::new(CollectedPage {
+        let request = CollectedPage {
             offset: 0,
             limit: 10,
             max_files: 10,
-        });
-        let with_page = parse_reportlog(
-            input.as_bytes(),
-            "r.jsonl",
-            &Budgets::default(),
-            None,
-            Some(&mut facts),
-            &mut |_| {},
-        )
-        .unwrap_err();
+        };
+        let Err(with_page) = read_collected(&input, request, &[]) else {
+            panic!("a CollectedIds line without an array is malformed with a page too");
+        };
         for err in [without_page, with_page] {
             assert_eq!(
                 (err.kind, err.position.as_deref()),
