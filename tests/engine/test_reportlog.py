@@ -27,8 +27,10 @@ from helpers.backends import kind_in_both, needs_native, result_in_both, summary
 from pytest_mcp_server.engine import summarize_bytes
 from pytest_mcp_server.engine.models import ReportError, RunReport
 from pytest_mcp_server.engine.pure import sniff
+from pytest_mcp_server.engine.pure.cut import _cut_lines, is_chain_line
 from pytest_mcp_server.engine.pure.cut import _frames as text_frames
-from pytest_mcp_server.engine.pure.cut import is_chain_line
+from pytest_mcp_server.engine.pure.cut import _is_separator_line as is_separator
+from pytest_mcp_server.engine.pure.project import ProjectCode as PureProjectCode
 from pytest_mcp_server.engine.pure.reportlog import _longrepr
 
 HERE = Path(__file__).resolve().parents[1] / "fixtures" / "reportlog"
@@ -145,10 +147,13 @@ def test_rendered_longrepr_is_pytests_longreprtext_and_its_frames_are_the_texts(
     report: the reader's rendering of the serialised form must be those exact bytes (so
     the traceback cutting and location rules see what pytest-json-report gives them).
     The frames it reads from the entries themselves (docs/ENGINE.md, *Frames as data*)
-    are the frame lines a reader of that text finds, and a chained failure's root ends at
-    the text's first chain line; a native-style entry gives its frames only as text."""
+    are the frame lines a reader of that text finds, each on its line, with the text's
+    separator and chain lines, so the cut gives the same lines from either; a chained
+    failure's root ends at the text's first chain line; a native-style entry gives its
+    frames only as text."""
     _, last = run_pytest(tmp_path, f"--tb={tb}", "-l", "--continue-on-collection-errors", "--dialect-log=d.jsonl")
     assert "failed" in last
+    project_code = PureProjectCode(str(tmp_path / "project"), ("pkg",))
     compared = with_frames = chained = 0
     for line in (tmp_path / "project" / "d.jsonl").read_text().splitlines():
         data = json.loads(line)
@@ -164,8 +169,23 @@ def test_rendered_longrepr_is_pytests_longreprtext_and_its_frames_are_the_texts(
         if frames is None:
             continue
         with_frames += 1
-        assert frames.frames == list(text_frames(text)), data["nodeid"]
+        pairs = [(f.path, f.line) for f in frames.frames]
+        assert pairs == list(text_frames(text)), data["nodeid"]
         lines = text.split("\n")
+        assert all(text_frames(lines[f.at]) for f in frames.frames), data["nodeid"]  # each on its line
+        # the separator and chain lines are the text's
+        assert [(at, chain) for at, chain in frames.boundaries] == [
+            (i, is_chain_line(line)) for i, line in enumerate(lines) if is_chain_line(line) or is_separator(line)
+        ], data["nodeid"]
+        # the cut reads the same frames from the data as from the text, whatever the budgets
+        for max_lines, context_lines, project in [
+            (40, 3, None),
+            (12, 0, None),
+            (8, 3, project_code),
+            (5, 0, project_code),
+        ]:
+            from_data = _cut_lines(text, max_lines, 200, project, context_lines, frames)
+            assert from_data == _cut_lines(text, max_lines, 200, project, context_lines), data["nodeid"]
         first_chain = next((i for i, line in enumerate(lines) if is_chain_line(line)), None)
         if first_chain is None:
             assert frames.root is None, data["nodeid"]
@@ -174,7 +194,7 @@ def test_rendered_longrepr_is_pytests_longreprtext_and_its_frames_are_the_texts(
         assert frames.root is not None
         n, at = frames.root
         assert at == len("\n".join(lines[:first_chain])) + 1
-        assert frames.frames[:n] == list(text_frames(text[:at])), data["nodeid"]
+        assert pairs[:n] == list(text_frames(text[:at])), data["nodeid"]
     assert compared >= 12
     assert with_frames >= (0 if tb == "native" else compared - 1)  # an exception group is native
     assert chained >= (0 if tb in ("native", "line") else 1)

@@ -38,7 +38,7 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 
 use crate::project::{classify, display_path, CodeKind, ProjectCode};
-use crate::record::ReprFrames;
+use crate::record::{FrameKind, ReprFrame, ReprFrames};
 use crate::text::FastHash;
 
 /// The whitespace the line rules strip (ASCII: space, tab, LF, CR, VT, FF).
@@ -456,13 +456,14 @@ impl<'a> DeepestFrames<'a> {
     /// [`DeepestFrames::of`] of frames given as data (a structured `longrepr`'s,
     /// [`ReprFrames`]), outermost first: read from the last, as the text's lines are.
     fn of_data(
-        frames: &'a [(String, u64)],
+        frames: &'a [ReprFrame],
         project: Option<&ProjectCode>,
         kinds: &mut PathKinds,
     ) -> Self {
         let mut deepest = DeepestFrames::default();
-        for (path, line) in frames.iter().rev() {
-            if deepest.take((path, *line), kinds.kind(path, project)) {
+        for frame in frames.iter().rev() {
+            let path = frame.path.as_str();
+            if deepest.take((path, frame.line), kinds.kind(path, project)) {
                 break;
             }
         }
@@ -669,18 +670,29 @@ pub fn cut_traceback_for(
     context_lines: usize,
     project: Option<&ProjectCode>,
 ) -> (String, u64) {
-    let (shown, omitted) = cut_lines(text, max_lines, max_line_chars, context_lines, project);
+    let (shown, omitted) = cut_lines(
+        text,
+        max_lines,
+        max_line_chars,
+        context_lines,
+        project,
+        None,
+    );
     (joined(&shown), omitted)
 }
 
 /// [`cut_traceback_for`]'s lines before they are joined: kept lines (capped, paths as
-/// shown) and markers, and the number of input lines dropped.
-fn cut_lines(
-    text: &str,
+/// shown) and markers, and the number of input lines dropped. `repr`: the frames of a
+/// text rendered from a structured `longrepr` (docs/ENGINE.md, *Frames as data*): its
+/// frames, their paths, its separator and chain lines and its location lines are theirs,
+/// not read from the lines.
+fn cut_lines<'a>(
+    text: &'a str,
     max_lines: usize,
     max_line_chars: usize,
     context_lines: usize,
     project: Option<&ProjectCode>,
+    repr: Option<&'a ReprFrames>,
 ) -> (Vec<Shown>, u64) {
     let max_lines = max_lines.max(3);
     let max_line_chars = max_line_chars.max(8);
@@ -700,56 +712,13 @@ fn cut_lines(
     let mut dropped = vec![false; n];
     let mut kinds: HashMap<&str, CodeKind, FastHash> = HashMap::default();
 
-    // Step 2: frames and blocks.
-    let mut frames: Vec<Frame> = Vec::new();
-    // Separator line introducing each block (None for the first block and after chains).
-    let mut block_separator: Vec<Option<usize>> = vec![None];
-    let mut frame_start = 0;
-    let mut frame_has_text = false;
-    for (i, line) in lines.iter().enumerate() {
-        let separator = is_separator_line(line);
-        let chain = !separator && is_chain_line(line);
-        if separator || chain {
-            let block = block_separator.len() - 1;
-            frames.push(Frame {
-                start: frame_start,
-                end: i,
-                block,
-                section_end: chain,
-            });
-            block_separator.push(if separator { Some(i) } else { None });
-            frame_start = i + 1;
-            frame_has_text = false;
-            continue;
-        }
-        if frame_has_text && parse_location(line).is_some_and(|loc| loc.rest.starts_with("in ")) {
-            frames.push(Frame {
-                start: frame_start,
-                end: i,
-                block: block_separator.len() - 1,
-                section_end: false,
-            });
-            frame_start = i;
-        }
-        if !strip(line).is_empty() {
-            frame_has_text = true;
-        }
-    }
-    frames.push(Frame {
-        start: frame_start,
-        end: n,
-        block: block_separator.len() - 1,
-        section_end: true,
-    });
-
+    // Step 2: frames and blocks, and the path of each frame.
+    let (frames, block_separator, paths) = match repr {
+        Some(repr) => frames_of_data(repr, lines, first),
+        None => frames_of_lines(lines),
+    };
     let mut block_kept = vec![false; block_separator.len()];
-    for frame in &frames {
-        let body = &lines[frame.start..frame.end];
-        let path = body
-            .iter()
-            .rev()
-            .find_map(|l| parse_location(l).map(|loc| loc.path))
-            .or_else(|| body.iter().find_map(|l| native_frame(l).map(|f| f.0)));
+    for (frame, path) in frames.iter().zip(&paths) {
         if !frame.section_end && path.is_some_and(|p| is_library(&mut kinds, p, project)) {
             dropped[frame.start..frame.end]
                 .iter_mut()
@@ -830,13 +799,38 @@ fn cut_lines(
     // A chained text whose root cause (the lines before the first chain line) has a frame
     // of project code: the first chain line, and the start of the root's innermost
     // project frame (step 6 keeps both).
-    let chain = lines.iter().position(|l| is_chain_line(l)).and_then(|c| {
-        let k = (0..c).rev().find(|&j| {
-            frame_line(lines[j]).is_some_and(|(p, _)| !is_library(&mut kinds, p, project))
-        })?;
+    let first_chain = match repr {
+        Some(repr) => repr
+            .boundaries
+            .iter()
+            .find(|&&(at, chain)| chain && (first..first + n).contains(&at))
+            .map(|&(at, _)| at - first),
+        None => lines.iter().position(|l| is_chain_line(l)),
+    };
+    let chain = first_chain.and_then(|c| {
+        let k = match repr {
+            Some(repr) => repr
+                .frames
+                .iter()
+                .rev()
+                .filter(|f| (first..first + c).contains(&f.at))
+                .find(|f| !is_library(&mut kinds, &f.path, project))
+                .map(|f| f.at - first),
+            None => (0..c).rev().find(|&j| {
+                frame_line(lines[j]).is_some_and(|(p, _)| !is_library(&mut kinds, p, project))
+            }),
+        }?;
         let frame = frames.iter().find(|f| f.start <= k && k < f.end)?;
         Some((c, frame.start))
     });
+    // The location lines (step 6 of a chained text keeps the head up to the first).
+    let is_location = |j: usize| match repr {
+        Some(repr) => repr
+            .frames
+            .iter()
+            .any(|f| f.at == first + j && f.kind != FrameKind::SyntaxPosition),
+        None => parse_location(lines[j]).is_some(),
+    };
 
     // Step 7 (runs of dropped lines -> one marker), then step 6 (head + tail).
     let mut pieces: Vec<Piece> = Vec::new();
@@ -849,7 +843,7 @@ fn cut_lines(
             add_gap(&mut pieces, 1);
         } else {
             pieces.push(Piece::Line(j));
-            if first_location.is_none() && chain.is_some() && parse_location(lines[j]).is_some() {
+            if first_location.is_none() && chain.is_some() && is_location(j) {
                 first_location = Some(pieces.len() - 1);
             }
         }
@@ -892,6 +886,139 @@ fn cut_lines(
         }
     }
     (shown, omitted)
+}
+
+/// Step 2 read from the lines: the frames (a separator or chain line ends one; a
+/// short-style entry's header, a location line whose rest starts `in `, starts one once
+/// the frame has a non-blank line), the separator line introducing each block (None for
+/// the first block and after a chain line), and each frame's path (its last location
+/// line's, else its first native-format line's).
+#[allow(clippy::type_complexity)]
+fn frames_of_lines<'a>(
+    lines: &[&'a str],
+) -> (Vec<Frame>, Vec<Option<usize>>, Vec<Option<&'a str>>) {
+    let n = lines.len();
+    let mut frames: Vec<Frame> = Vec::new();
+    let mut block_separator: Vec<Option<usize>> = vec![None];
+    let mut frame_start = 0;
+    let mut frame_has_text = false;
+    for (i, line) in lines.iter().enumerate() {
+        let separator = is_separator_line(line);
+        let chain = !separator && is_chain_line(line);
+        if separator || chain {
+            let block = block_separator.len() - 1;
+            frames.push(Frame {
+                start: frame_start,
+                end: i,
+                block,
+                section_end: chain,
+            });
+            block_separator.push(if separator { Some(i) } else { None });
+            frame_start = i + 1;
+            frame_has_text = false;
+            continue;
+        }
+        if frame_has_text && parse_location(line).is_some_and(|loc| loc.rest.starts_with("in ")) {
+            frames.push(Frame {
+                start: frame_start,
+                end: i,
+                block: block_separator.len() - 1,
+                section_end: false,
+            });
+            frame_start = i;
+        }
+        if !strip(line).is_empty() {
+            frame_has_text = true;
+        }
+    }
+    frames.push(Frame {
+        start: frame_start,
+        end: n,
+        block: block_separator.len() - 1,
+        section_end: true,
+    });
+    let paths = frames
+        .iter()
+        .map(|frame| {
+            let body = &lines[frame.start..frame.end];
+            body.iter()
+                .rev()
+                .find_map(|l| parse_location(l).map(|loc| loc.path))
+                .or_else(|| body.iter().find_map(|l| native_frame(l).map(|f| f.0)))
+        })
+        .collect();
+    (frames, block_separator, paths)
+}
+
+/// Step 2 of a text rendered from a structured `longrepr` (docs/ENGINE.md, *Frames as
+/// data*): as [`frames_of_lines`], with `repr`'s separator and chain lines, its
+/// short-style headers and its file locations (`repr`'s line `first` is `lines[0]`).
+#[allow(clippy::type_complexity)]
+fn frames_of_data<'a>(
+    repr: &'a ReprFrames,
+    lines: &[&str],
+    first: usize,
+) -> (Vec<Frame>, Vec<Option<usize>>, Vec<Option<&'a str>>) {
+    let n = lines.len();
+    let within = |at: usize| at.checked_sub(first).filter(|&j| j < n);
+    // (line, None for a header, Some(chain) for a separator or chain line), in line order
+    let mut events: Vec<(usize, Option<bool>)> = repr
+        .boundaries
+        .iter()
+        .filter_map(|&(at, chain)| Some((within(at)?, Some(chain))))
+        .chain(
+            repr.frames
+                .iter()
+                .filter(|f| f.kind == FrameKind::Header)
+                .filter_map(|f| Some((within(f.at)?, None))),
+        )
+        .collect();
+    events.sort_unstable();
+    let mut frames: Vec<Frame> = Vec::new();
+    let mut block_separator: Vec<Option<usize>> = vec![None];
+    let mut frame_start = 0;
+    for (i, event) in events {
+        match event {
+            Some(chain) => {
+                frames.push(Frame {
+                    start: frame_start,
+                    end: i,
+                    block: block_separator.len() - 1,
+                    section_end: chain,
+                });
+                block_separator.push(if chain { None } else { Some(i) });
+                frame_start = i + 1;
+            }
+            None if (frame_start..i).any(|j| !strip(lines[j]).is_empty()) => {
+                frames.push(Frame {
+                    start: frame_start,
+                    end: i,
+                    block: block_separator.len() - 1,
+                    section_end: false,
+                });
+                frame_start = i;
+            }
+            None => {}
+        }
+    }
+    frames.push(Frame {
+        start: frame_start,
+        end: n,
+        block: block_separator.len() - 1,
+        section_end: true,
+    });
+    let paths = frames
+        .iter()
+        .map(|frame| {
+            repr.frames
+                .iter()
+                .rev()
+                .filter(|f| f.kind != FrameKind::SyntaxPosition)
+                .find(|f| within(f.at).is_some_and(|j| frame.start <= j && j < frame.end))
+                .map(|f| f.path.as_str())
+        })
+        .collect();
+    (frames, block_separator, paths)
 }
 
 /// A kept line with the path of a location line or native-format frame line shown
@@ -1128,6 +1255,9 @@ pub(crate) struct FailureContext<'a> {
     pub location: Option<(&'a str, Option<u64>)>,
     /// The failure's exception as listed (`requests.exceptions.ConnectionError`).
     pub exception: Option<&'a str>,
+    /// The frames of its text as data, when it has them (docs/ENGINE.md, *Frames as
+    /// data*): the cut reads its frames from them.
+    pub frames: Option<&'a ReprFrames>,
 }
 
 /// A listed failure's traceback: [`cut_traceback_for`], then the shown-traceback rules
@@ -1142,7 +1272,14 @@ pub(crate) fn shown_traceback_for(
     project: Option<&ProjectCode>,
     failure: FailureContext<'_>,
 ) -> (String, u64) {
-    let (mut shown, omitted) = cut_lines(text, max_lines, max_line_chars, context_lines, project);
+    let (mut shown, omitted) = cut_lines(
+        text,
+        max_lines,
+        max_line_chars,
+        context_lines,
+        project,
+        failure.frames,
+    );
     let closed = without_closing_line(&mut shown, failure);
     let shown = last_frame_carets(shown);
     let shown = without_own_instance(shown, failure.node_id);
@@ -1934,6 +2071,7 @@ java.lang.AssertionError: expected
             node_id,
             location: location.map(|(path, line)| (path, Some(line))),
             exception,
+            frames: None,
         };
         shown_traceback_for(text, 40, 200, context_lines, None, failure)
     }

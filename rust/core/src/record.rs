@@ -95,14 +95,39 @@ pub struct TestRecord {
 /// A failure's frames read from its structured `longrepr`, not from the text rendered
 /// of it (docs/ENGINE.md, *Frames as data*): each traceback entry's file location and
 /// the syntax error positions its exception lines give (`E     File "t.py", line 2`),
-/// in the order the rendered text shows them.
+/// in the order the rendered text shows them, with the text's lines that separate them.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ReprFrames {
-    /// (path as the report gives it, line), outermost first.
-    pub frames: Vec<(String, u64)>,
-    /// For a chained exception whose first description is a chain line: (the number of
-    /// frames of its root cause, the byte offset in `text` of that chain line).
+    /// Outermost first.
+    pub frames: Vec<ReprFrame>,
+    /// The lines of the text (numbered from 0) that separate entries (`_ _ _ ...`,
+    /// false) and the chain lines of a chained exception's descriptions (true), in order.
+    pub boundaries: Vec<(usize, bool)>,
+    /// For a chained exception whose description holds a chain line: (the number of
+    /// frames of its root cause, the byte offset in the text of that chain line).
     pub root: Option<(usize, usize)>,
+}
+
+/// One frame of [`ReprFrames`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReprFrame {
+    /// The path as the report gives it.
+    pub path: String,
+    pub line: u64,
+    /// The line of the text (numbered from 0) that shows it.
+    pub at: usize,
+    pub kind: FrameKind,
+}
+
+/// What gave a [`ReprFrame`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FrameKind {
+    /// A short-style entry's file location: the first line of its entry.
+    Header,
+    /// Another entry's file location: the last line of its entry.
+    Location,
+    /// A syntax error's position an exception line gives.
+    SyntaxPosition,
 }
 
 /// A byte range of a report file that holds one test's element (a JUnit `testcase`, a

@@ -20,7 +20,9 @@ use crate::cut::{chomp, is_chain_line, syntax_position};
 use crate::error::{ErrorKind, ReportError};
 use crate::project::ProjectCode;
 use crate::pytest_json::{strip_root, Crash, Entry, EntryOutcome, PhaseData, TestEntries};
-use crate::record::{CollectionErrorRecord, Item, Outcome, Phase, ReprFrames, TestRecord};
+use crate::record::{
+    CollectionErrorRecord, FrameKind, Item, Outcome, Phase, ReprFrame, ReprFrames, TestRecord,
+};
 use crate::text::{
     duration_us_from_f64, floor_char_boundary, is_py_whitespace, py_strip, HeadTail, ATTR_CAP,
 };
@@ -930,7 +932,7 @@ fn longrepr(value: Option<&Value>, stripped: bool) -> Res<Longrepr> {
         });
     }
     let mut out = String::new();
-    let mut frames = Some(Vec::new());
+    let mut frames = Some(FramesSoFar::default());
     let mut root = None;
     let chain = value.get("chain").unwrap_or(&Value::Null);
     if truthy(chain) {
@@ -952,8 +954,12 @@ fn longrepr(value: Option<&Value>, stripped: bool) -> Res<Longrepr> {
                 Value::Null => {}
                 Value::String(d) => {
                     out.push('\n');
-                    if root.is_none() {
-                        root = chain_line_at(d).map(|at| (out.len() + at, frames_len(&frames)));
+                    if let Some(so_far) = &mut frames {
+                        for at in chain_lines_in(d) {
+                            let at = out.len() + at;
+                            so_far.boundaries.push((at, true));
+                            root.get_or_insert((at, so_far.frames.len()));
+                        }
                     }
                     out.push_str(d);
                     out.push('\n');
@@ -985,13 +991,7 @@ fn longrepr(value: Option<&Value>, stripped: bool) -> Res<Longrepr> {
     }
     let text = py_strip(&out);
     let lead = text.as_ptr() as usize - out.as_ptr() as usize;
-    let frames = frames.map(|frames| {
-        Box::new(ReprFrames {
-            frames,
-            // the root's text ends where its chain line starts, in the stripped text
-            root: root.map(|(at, n)| (n, at - lead)),
-        })
-    });
+    let frames = frames.map(|frames| Box::new(frames.finish(&out, lead, root)));
     Ok(Longrepr {
         text: Some(text.to_owned()),
         crash,
@@ -999,21 +999,18 @@ fn longrepr(value: Option<&Value>, stripped: bool) -> Res<Longrepr> {
     })
 }
 
-/// The byte offset in `description` of its first chain line (`The above exception
-/// was ...`), if it has one.
-fn chain_line_at(description: &str) -> Option<usize> {
+/// The byte offsets in `description` of its chain lines (`The above exception was
+/// ...`), in order.
+fn chain_lines_in(description: &str) -> Vec<usize> {
     let mut at = 0;
+    let mut found = Vec::new();
     for line in description.split('\n') {
         if is_chain_line(chomp(line)) {
-            return Some(at);
+            found.push(at);
         }
         at += line.len() + 1;
     }
-    None
-}
-
-fn frames_len(frames: &Option<Vec<(String, u64)>>) -> usize {
-    frames.as_ref().map_or(0, Vec::len)
+    found
 }
 
 /// (path, lineno, message) of a file location object.
@@ -1143,11 +1140,7 @@ fn parse_entry(entry: &Value) -> Res<ReprEntry<'_>> {
 
 /// `ReprTraceback.toterminal`; each entry's frames are appended to `frames`, which
 /// becomes None at an entry that holds them only as text.
-fn render_traceback(
-    out: &mut String,
-    tb: &Value,
-    frames: &mut Option<Vec<(String, u64)>>,
-) -> Res<()> {
+fn render_traceback(out: &mut String, tb: &Value, frames: &mut Option<FramesSoFar>) -> Res<()> {
     let Value::Object(tb) = tb else {
         return bad("a reprtraceback must be an object");
     };
@@ -1160,10 +1153,13 @@ fn render_traceback(
         if style == "long" {
             out.push('\n');
         }
-        render_entry(out, entry);
-        entry_frames(entry, frames);
+        let written = render_entry(out, entry);
+        entry_frames(entry, &written, frames);
         if let Some(next) = parsed.get(i + 1) {
             if style == "long" || (style == "short" && next.style() == "long") {
+                if let Some(frames) = frames {
+                    frames.boundaries.push((out.len(), false));
+                }
                 out.push_str(&"_ ".repeat((WIDTH / 2) as usize));
                 out.push('\n');
             }
@@ -1182,11 +1178,50 @@ fn render_traceback(
     Ok(())
 }
 
-/// Append `entry`'s frames to `frames` in the order its text shows them: a short-style
-/// entry's file location heads it, another's ends it; the syntax error positions of its
-/// exception lines ([`syntax_position`] after `E `) are where those lines are. A
-/// native-style entry's frames are lines of text: `frames` becomes None.
-fn entry_frames(entry: &ReprEntry<'_>, frames: &mut Option<Vec<(String, u64)>>) {
+/// The frames of a longrepr being rendered, each where its line starts in the text
+/// written so far (a byte offset), and the separator and chain lines' offsets.
+#[derive(Default)]
+struct FramesSoFar {
+    frames: Vec<(String, u64, usize, FrameKind)>,
+    boundaries: Vec<(usize, bool)>,
+}
+
+impl FramesSoFar {
+    /// The frames of `text`, the stripped rendering whose first byte was at `lead` of
+    /// `out`: offsets become line numbers of `text`.
+    fn finish(self, out: &str, lead: usize, root: Option<(usize, usize)>) -> ReprFrames {
+        let mut starts = vec![0];
+        starts.extend(memchr::memchr_iter(b'\n', out.as_bytes()).map(|i| i + 1));
+        let lead_line = starts.partition_point(|&s| s <= lead) - 1;
+        let line_of = |offset: usize| starts.partition_point(|&s| s <= offset) - 1 - lead_line;
+        ReprFrames {
+            frames: self
+                .frames
+                .into_iter()
+                .map(|(path, line, at, kind)| ReprFrame {
+                    path,
+                    line,
+                    at: line_of(at),
+                    kind,
+                })
+                .collect(),
+            boundaries: self
+                .boundaries
+                .into_iter()
+                .map(|(at, chain)| (line_of(at), chain))
+                .collect(),
+            // the root's text ends where its chain line starts, in the stripped text
+            root: root.map(|(at, n)| (n, at - lead)),
+        }
+    }
+}
+
+/// Append `entry`'s frames to `frames` in the order its text shows them (`written`:
+/// where its lines went): a short-style entry's file location heads it, another's ends
+/// it; the syntax error positions of its exception lines ([`syntax_position`] after `E
+/// `) are where those lines are. A native-style entry's frames are lines of text:
+/// `frames` becomes None.
+fn entry_frames(entry: &ReprEntry<'_>, written: &Written, frames: &mut Option<FramesSoFar>) {
     let ReprEntry::Entry {
         lines, style, loc, ..
     } = entry
@@ -1197,24 +1232,48 @@ fn entry_frames(entry: &ReprEntry<'_>, frames: &mut Option<Vec<(String, u64)>>) 
         return;
     };
     let Some(frames) = frames else { return };
-    let location = loc.and_then(|(path, lineno, _)| Some(((*path).to_owned(), lineno.as_u64()?)));
     let short = *style == "short";
+    let location = loc
+        .filter(|(path, _, _)| !path.contains('\n'))
+        .zip(written.loc)
+        .and_then(|((path, lineno, _), at)| {
+            let kind = if short {
+                FrameKind::Header
+            } else {
+                FrameKind::Location
+            };
+            Some(((*path).to_owned(), lineno.as_u64()?, at, kind))
+        });
     if short {
-        frames.extend(location.clone());
+        frames.frames.extend(location.clone());
     }
-    frames.extend(
-        lines
-            .iter()
-            .filter(|line| !line.contains('\n'))
-            .filter_map(|line| syntax_position(chomp(line.strip_prefix("E ")?)))
-            .map(|(path, line)| (path.to_owned(), line)),
-    );
+    for (line, at) in lines.iter().zip(&written.lines) {
+        let (Some(at), false) = (at, line.contains('\n')) else {
+            continue;
+        };
+        if let Some((path, n)) = line
+            .strip_prefix("E ")
+            .and_then(|rest| syntax_position(chomp(rest)))
+        {
+            frames
+                .frames
+                .push((path.to_owned(), n, *at, FrameKind::SyntaxPosition));
+        }
+    }
     if !short {
-        frames.extend(location);
+        frames.frames.extend(location);
     }
 }
 
-fn render_entry(out: &mut String, entry: &ReprEntry<'_>) {
+/// Where [`render_entry`] wrote an entry: the byte offsets in `out` of its file location
+/// line, and of each of its `lines` written as a line of its own (None: not one).
+#[derive(Default)]
+struct Written {
+    loc: Option<usize>,
+    lines: Vec<Option<usize>>,
+}
+
+fn render_entry(out: &mut String, entry: &ReprEntry<'_>) -> Written {
     let ReprEntry::Entry {
         lines,
         style,
@@ -1228,13 +1287,15 @@ fn render_entry(out: &mut String, entry: &ReprEntry<'_>) {
                 out.push_str(line);
             }
         }
-        return;
+        return Written::default();
     };
+    let mut written = Written::default();
     if *style == "short" {
         if let Some(loc) = loc {
+            written.loc = Some(out.len());
             write_fileloc(out, loc);
         }
-        write_entry_lines(out, lines, style);
+        written.lines = write_entry_lines(out, lines, style);
         if let Some(locals) = locals {
             for line in locals {
                 out.push_str("        ");
@@ -1242,12 +1303,12 @@ fn render_entry(out: &mut String, entry: &ReprEntry<'_>) {
                 out.push('\n');
             }
         }
-        return;
+        return written;
     }
     if let Some(args) = args {
         write_funcargs(out, args);
     }
-    write_entry_lines(out, lines, style);
+    written.lines = write_entry_lines(out, lines, style);
     if let Some(locals) = locals {
         out.push('\n');
         for line in locals {
@@ -1259,8 +1320,10 @@ fn render_entry(out: &mut String, entry: &ReprEntry<'_>) {
         if !lines.is_empty() {
             out.push('\n');
         }
+        written.loc = Some(out.len());
         write_fileloc(out, loc);
     }
+    written
 }
 
 fn write_fileloc(out: &mut String, (path, lineno, message): &(&str, &serde_json::Number, &str)) {
@@ -1301,17 +1364,22 @@ fn write_funcargs(out: &mut String, args: &[(&str, &str)]) {
 }
 
 /// `ReprEntry._write_entry_lines` without markup: source lines re-split as
-/// `str.splitlines` does, failure lines as is.
-fn write_entry_lines(out: &mut String, lines: &[&str], style: &str) {
+/// `str.splitlines` does, failure lines as is. Returns where each of `lines` went: the
+/// byte offset in `out` of the line written in its place (the `i`-th source line
+/// written for the `i`-th source line: re-splitting can move what it says), None when
+/// no line was.
+fn write_entry_lines(out: &mut String, lines: &[&str], style: &str) -> Vec<Option<usize>> {
+    let mut written = vec![None; lines.len()];
     if lines.is_empty() {
-        return;
+        return written;
     }
     if style == "value" {
-        for line in lines {
+        for (line, at) in lines.iter().zip(&mut written) {
+            *at = Some(out.len());
             out.push_str(line);
             out.push('\n');
         }
-        return;
+        return written;
     }
     let mut indents = Vec::new();
     let mut source = Vec::new();
@@ -1326,15 +1394,19 @@ fn write_entry_lines(out: &mut String, lines: &[&str], style: &str) {
         source.push(&line[split..]);
     }
     let joined = source.join("\n");
-    for (indent, line) in indents.iter().zip(py_splitlines(&joined)) {
+    for ((indent, line), at) in indents.iter().zip(py_splitlines(&joined)).zip(&mut written) {
+        *at = Some(out.len());
         out.push_str(indent);
         out.push_str(line);
         out.push('\n');
     }
-    for line in failure {
+    let failure_start = lines.len() - failure.len();
+    for (line, at) in failure.iter().zip(&mut written[failure_start..]) {
+        *at = Some(out.len());
         out.push_str(line);
         out.push('\n');
     }
+    written
 }
 
 #[cfg(test)]

@@ -27,7 +27,9 @@ use crate::cut::{
 use crate::doctest::read_doctest;
 use crate::group::{fold_values, group_id, key_hash, normalize_capped, OTHER_GROUP_ID};
 use crate::project::{display_path, ProjectCode};
-use crate::record::{CollectionErrorRecord, Item, Outcome, Phase, SourceSpan, TestRecord};
+use crate::record::{
+    CollectionErrorRecord, Item, Outcome, Phase, ReprFrame, ReprFrames, SourceSpan, TestRecord,
+};
 use crate::reportlog::{CollectedFacts, CollectedPage, SessionFacts};
 use crate::select::Selection;
 use crate::text::decimal_u64;
@@ -353,7 +355,7 @@ fn record_bytes(record: &TestRecord) -> usize {
         + record.frames.as_ref().map_or(0, |f| {
             f.frames
                 .iter()
-                .map(|(path, _)| path.len() + std::mem::size_of::<(String, u64)>())
+                .map(|frame| frame.path.len() + std::mem::size_of::<ReprFrame>())
                 .sum()
         })
 }
@@ -1055,7 +1057,7 @@ impl SummaryBuilder {
             text,
             failure.frames.code,
             reported,
-            Some((&record.node_id, exception)),
+            Some((&record.node_id, exception, record.frames.as_deref())),
         );
         let message = capped(failure.line, self.budgets.max_message_chars);
         let message_in_traceback = says_message(&traceback, exception, &message);
@@ -1090,7 +1092,7 @@ impl SummaryBuilder {
     /// Where a failure or collection error happened and its cut traceback (lines, lines
     /// omitted): the deepest project frame `code`, else the report's own `reported`
     /// path and line, else the text's last location line; the path as shown
-    /// (`display_path`). `failure`: a failure's (node id, exception), whose traceback is
+    /// (`display_path`). `failure`: a failure's (node id, exception, frames as data), whose traceback is
     /// also tidied by the shown-traceback rules ([`shown_traceback_for`]); None for a
     /// collection error (its traceback is only cut).
     fn located_and_cut(
@@ -1098,7 +1100,7 @@ impl SummaryBuilder {
         text: &str,
         code: Option<FrameLine<'_>>,
         reported: Option<(&str, Option<u64>)>,
-        failure: Option<(&str, Option<&str>)>,
+        failure: Option<(&str, Option<&str>, Option<&ReprFrames>)>,
     ) -> (Option<(String, Option<u64>)>, String, u64) {
         let project = self.project.as_deref();
         let shown = |path: &str| display_path(path, project).into_owned();
@@ -1116,7 +1118,7 @@ impl SummaryBuilder {
                 b.max_frame_context_lines,
                 project,
             ),
-            Some((node_id, exception)) => shown_traceback_for(
+            Some((node_id, exception, frames)) => shown_traceback_for(
                 text,
                 b.max_traceback_lines,
                 b.max_line_chars,
@@ -1126,6 +1128,7 @@ impl SummaryBuilder {
                     node_id,
                     location: location.as_ref().map(|(path, line)| (path.as_str(), *line)),
                     exception,
+                    frames,
                 },
             ),
         };

@@ -230,18 +230,45 @@ fn frames_come_from_the_entries_in_the_order_the_text_shows_them() {
         .frames
         .as_ref()
         .expect("a structured longrepr gives frames");
-    let owned = |p: &str, n| (p.to_owned(), n);
+    let got: Vec<_> = frames
+        .frames
+        .iter()
+        .map(|f| (f.path.as_str(), f.line, f.kind))
+        .collect();
     assert_eq!(
-        frames.frames,
+        got,
         [
-            owned("t.py", 4),
-            owned("m.py", 2),
-            owned("m.py", 2),
-            owned("a.py", 9),
+            ("t.py", 4, FrameKind::Header),
+            ("m.py", 2, FrameKind::SyntaxPosition),
+            ("m.py", 2, FrameKind::SyntaxPosition),
+            ("a.py", 9, FrameKind::Location),
         ],
         "b.py's lineno below 0 gives no frame"
     );
     let text = t.text.as_deref().unwrap();
+    let lines: Vec<&str> = text.split('\n').collect();
+    // each frame is on the line of the text that shows it
+    for f in &frames.frames {
+        let line = lines[f.at];
+        match f.kind {
+            FrameKind::SyntaxPosition => {
+                assert!(line.starts_with("E ") && line.ends_with(", line 2"))
+            }
+            _ => assert!(
+                line.starts_with(&format!("{}:{}: ", f.path, f.line)),
+                "{line}"
+            ),
+        }
+    }
+    // the separator between the root's entries, the chain line, the final traceback's none
+    let boundaries: Vec<_> = frames
+        .boundaries
+        .iter()
+        .map(|&(at, chain)| (lines[at], chain))
+        .collect();
+    assert_eq!(boundaries.len(), 2);
+    assert!(boundaries[0].0.starts_with("_ _ _") && !boundaries[0].1);
+    assert!(boundaries[1].0.starts_with("The above exception") && boundaries[1].1);
     let (n, at) = frames.root.unwrap();
     assert_eq!(n, 4);
     assert!(text[at..].starts_with("The above exception was the direct cause"));

@@ -15,7 +15,7 @@ from itertools import islice
 from pytest_mcp_server.engine.models import Budgets
 
 from .project import LIBRARY, TEST, ProjectCode, classify, display_path
-from .record import ReprFrames
+from .record import HEADER, SYNTAX_POSITION, ReprFrames
 from .text import U64_MAX
 
 Frame = tuple[str, int]
@@ -198,10 +198,18 @@ def cut_traceback(
 
 
 def _cut_lines(
-    text: str, max_lines: int, max_line_chars: int, project: ProjectCode | None, context_lines: int | None
+    text: str,
+    max_lines: int,
+    max_line_chars: int,
+    project: ProjectCode | None,
+    context_lines: int | None,
+    repr_frames: ReprFrames | None = None,
 ) -> tuple[list[str | int], int]:
     """``cut_traceback``'s lines before they are joined: kept lines (capped, paths as
-    shown) and markers (an int: the lines it stands for), and the input lines dropped."""
+    shown) and markers (an int: the lines it stands for), and the input lines dropped.
+    ``repr_frames``: the frames of a text rendered from a structured longrepr
+    (docs/ENGINE.md, *Frames as data*): its frames, their paths, its separator and chain
+    lines and its location lines are theirs, not read from the lines."""
     max_lines = max(max_lines, 3)
     max_line_chars = max(max_line_chars, 8)
     if context_lines is None:
@@ -224,43 +232,13 @@ def _cut_lines(
             kind = classes[path] = classify(path, project)
         return kind == LIBRARY
 
-    # Step 2: frames (start, end, block, section_end) and blocks.
-    frames: list[tuple[int, int, int, bool]] = []
-    block_separator: list[int | None] = [None]
-    frame_start = 0
-    frame_has_text = False
-    for i, line in enumerate(lines):
-        separator = _is_separator_line(line)
-        chain = not separator and is_chain_line(line)
-        if separator or chain:
-            frames.append((frame_start, i, len(block_separator) - 1, chain))
-            block_separator.append(i if separator else None)
-            frame_start = i + 1
-            frame_has_text = False
-            continue
-        if frame_has_text:
-            loc = parse_location(line)
-            if loc is not None and loc[2].startswith("in "):
-                frames.append((frame_start, i, len(block_separator) - 1, False))
-                frame_start = i
-        if strip(line):
-            frame_has_text = True
-    frames.append((frame_start, n, len(block_separator) - 1, True))
-
+    # Step 2: frames (start, end, block, section_end), blocks, and each frame's path.
+    if repr_frames is not None:
+        frames, block_separator, paths = _frames_of_data(repr_frames, lines, first)
+    else:
+        frames, block_separator, paths = _frames_of_lines(lines)
     block_kept = [False] * len(block_separator)
-    for start, end, block, section_end in frames:
-        path = None
-        for j in range(end - 1, start - 1, -1):
-            loc = parse_location(lines[j])
-            if loc is not None:
-                path = loc[0]
-                break
-        else:
-            for j in range(start, end):
-                native = native_frame(lines[j])
-                if native is not None:
-                    path = native[0]
-                    break
+    for (start, end, block, section_end), path in zip(frames, paths, strict=True):
         if not section_end and path is not None and is_library(path):
             for j in range(start, end):
                 dropped[j] = True
@@ -314,14 +292,37 @@ def _cut_lines(
     # of project code: the first chain line, and the start of the root's innermost
     # project frame (step 6 keeps both).
     root_chain: tuple[int, int] | None = None
-    first_chain = next((j for j, line in enumerate(lines) if is_chain_line(line)), None)
+    if repr_frames is not None:
+        chains = (at - first for at, chain in repr_frames.boundaries if chain and 0 <= at - first < n)
+        first_chain = next(chains, None)
+    else:
+        first_chain = next((j for j, line in enumerate(lines) if is_chain_line(line)), None)
     if first_chain is not None:
-        for k in range(first_chain - 1, -1, -1):
-            frame = _frame_line(lines[k])
-            if frame is not None and not is_library(frame[0]):
-                start = next(f[0] for f in frames if f[0] <= k < f[1])
-                root_chain = (first_chain, start)
-                break
+        if repr_frames is not None:
+            root_lines = [
+                f.at - first
+                for f in reversed(repr_frames.frames)
+                if 0 <= f.at - first < first_chain and not is_library(f.path)
+            ]
+            k = root_lines[0] if root_lines else None
+        else:
+            k = next(
+                (j for j in range(first_chain - 1, -1, -1) if (f := _frame_line(lines[j])) and not is_library(f[0])),
+                None,
+            )
+        if k is not None:
+            start = next(f[0] for f in frames if f[0] <= k < f[1])
+            root_chain = (first_chain, start)
+    # The location lines (step 6 of a chained text keeps the head up to the first).
+    if repr_frames is not None:
+        locations = {f.at - first for f in repr_frames.frames if f.kind != SYNTAX_POSITION}
+
+        def is_location(j: int) -> bool:
+            return j in locations
+    else:
+
+        def is_location(j: int) -> bool:
+            return parse_location(lines[j]) is not None
 
     # Step 7 (runs of dropped lines -> one marker: an int), then step 6 (head + tail).
     pieces: list[str | int] = []
@@ -332,7 +333,7 @@ def _cut_lines(
             _add_gap(pieces, 1)
         else:
             pieces.append(lines[j])
-            if first_location is None and root_chain is not None and parse_location(lines[j]) is not None:
+            if first_location is None and root_chain is not None and is_location(j):
                 first_location = len(pieces) - 1
         if root_chain is not None:
             if j == root_chain[0]:
@@ -358,6 +359,76 @@ def _cut_lines(
         else:
             shown.append(capped(p if project is None else _display_line(p, project), max_line_chars))
     return shown, omitted
+
+
+_Frames = tuple[list[tuple[int, int, int, bool]], list[int | None], list[str | None]]
+"""Step 2's frames (start, end, block, section_end), the separator line introducing
+each block (None for the first and after a chain line), and each frame's path."""
+
+
+def _frames_of_lines(lines: list[str]) -> _Frames:
+    """Step 2 read from the lines: a separator or chain line ends a frame; a short-style
+    entry's header (a location line whose rest starts ``in ``) starts one once the frame
+    has a non-blank line; a frame's path is its last location line's, else its first
+    native-format line's. The twin of ``frames_of_lines`` in ``rust/core/src/cut.rs``."""
+    n = len(lines)
+    frames: list[tuple[int, int, int, bool]] = []
+    block_separator: list[int | None] = [None]
+    frame_start = 0
+    frame_has_text = False
+    for i, line in enumerate(lines):
+        separator = _is_separator_line(line)
+        chain = not separator and is_chain_line(line)
+        if separator or chain:
+            frames.append((frame_start, i, len(block_separator) - 1, chain))
+            block_separator.append(i if separator else None)
+            frame_start = i + 1
+            frame_has_text = False
+            continue
+        if frame_has_text:
+            loc = parse_location(line)
+            if loc is not None and loc[2].startswith("in "):
+                frames.append((frame_start, i, len(block_separator) - 1, False))
+                frame_start = i
+        if strip(line):
+            frame_has_text = True
+    frames.append((frame_start, n, len(block_separator) - 1, True))
+    paths: list[str | None] = []
+    for start, end, _block, _section_end in frames:
+        path = next((loc[0] for j in range(end - 1, start - 1, -1) if (loc := parse_location(lines[j]))), None)
+        if path is None:
+            path = next((native[0] for j in range(start, end) if (native := native_frame(lines[j]))), None)
+        paths.append(path)
+    return frames, block_separator, paths
+
+
+def _frames_of_data(repr_frames: ReprFrames, lines: list[str], first: int) -> _Frames:
+    """Step 2 of a text rendered from a structured longrepr (docs/ENGINE.md, *Frames as
+    data*): as ``_frames_of_lines``, with its separator and chain lines, its short-style
+    headers and its file locations (its line ``first`` is ``lines[0]``). The twin of
+    ``frames_of_data`` in ``rust/core/src/cut.rs``."""
+    n = len(lines)
+    # (line, None for a header, the chain flag for a separator or chain line), in line order
+    events: list[tuple[int, bool | None]] = [
+        (at - first, chain) for at, chain in repr_frames.boundaries if 0 <= at - first < n
+    ]
+    events += [(f.at - first, None) for f in repr_frames.frames if f.kind == HEADER and 0 <= f.at - first < n]
+    events.sort(key=lambda e: (e[0], -1 if e[1] is None else int(e[1])))  # Rust's order of (usize, Option<bool>)
+    frames: list[tuple[int, int, int, bool]] = []
+    block_separator: list[int | None] = [None]
+    frame_start = 0
+    for i, chain in events:
+        if chain is not None:
+            frames.append((frame_start, i, len(block_separator) - 1, chain))
+            block_separator.append(None if chain else i)
+            frame_start = i + 1
+        elif any(strip(lines[j]) for j in range(frame_start, i)):
+            frames.append((frame_start, i, len(block_separator) - 1, False))
+            frame_start = i
+    frames.append((frame_start, n, len(block_separator) - 1, True))
+    locations = [(f.at - first, f.path) for f in repr_frames.frames if f.kind != SYNTAX_POSITION]
+    paths = [next((path for j, path in reversed(locations) if start <= j < end), None) for start, end, _b, _s in frames]
+    return frames, block_separator, paths
 
 
 def _lines_in(pieces: list[str | int]) -> int:
@@ -537,12 +608,13 @@ def failure_frames_of_data(
     """``failure_frames`` of a failure whose frames are data (a structured longrepr's,
     ``ReprFrames``), ``text`` its rendering (the root's text is cut from it). The twin
     of ``FailureFrames::of_data`` in ``rust/core/src/cut.rs``."""
+    pairs = [(f.path, f.line) for f in repr_frames.frames]
     if repr_frames.root is not None:
         n, at = repr_frames.root
-        frames = DeepestFrames(repr_frames.frames[:n], project)
+        frames = DeepestFrames(pairs[:n], project)
         if frames.code is not None:
             return frames, text[:at]
-    return DeepestFrames(repr_frames.frames, project), None
+    return DeepestFrames(pairs, project), None
 
 
 # --------------------------------------------------------------------------------------
@@ -571,13 +643,15 @@ def shown_traceback(
     node_id: str,
     location: tuple[str, int | None] | None,
     exception: str | None,
+    repr_frames: ReprFrames | None = None,
 ) -> tuple[str, int]:
     """A listed failure's traceback: ``cut_traceback``, then the shown-traceback rules
     (docs/ENGINE.md, *Traceback cutting*, "The shown traceback"). ``node_id``,
-    ``location`` (path as shown, line) and ``exception``: the failure's, as listed.
-    Returns (text, input lines dropped by the cut: the sum of the markers the cut
-    wrote, whether or not a rule folded one away)."""
-    shown, omitted = _cut_lines(text, max_lines, max_line_chars, project, context_lines)
+    ``location`` (path as shown, line) and ``exception``: the failure's, as listed;
+    ``repr_frames``: its frames as data, when it has them (the cut reads its frames from
+    them: docs/ENGINE.md, *Frames as data*). Returns (text, input lines dropped by the
+    cut: the sum of the markers the cut wrote, whether or not a rule folded one away)."""
+    shown, omitted = _cut_lines(text, max_lines, max_line_chars, project, context_lines, repr_frames)
     closed = _without_closing_line(shown, location, exception)
     shown = _last_frame_carets(shown)
     shown = _without_own_instance(shown, node_id)

@@ -44,17 +44,39 @@ class TestRecord:
     frames: ReprFrames | None = None
 
 
+HEADER = "header"
+"""A short-style entry's file location: the first line of its entry."""
+LOCATION = "location"
+"""Another entry's file location: the last line of its entry."""
+SYNTAX_POSITION = "syntax_position"
+"""A syntax error's position an exception line gives."""
+
+
+@dataclass(slots=True)
+class ReprFrame:
+    """One frame of ``ReprFrames``: ``path`` as the report gives it, ``line``, ``at``
+    the line of the text (numbered from 0) that shows it, ``kind`` what gave it
+    (``HEADER``, ``LOCATION``, ``SYNTAX_POSITION``)."""
+
+    path: str
+    line: int
+    at: int
+    kind: str
+
+
 @dataclass(slots=True)
 class ReprFrames:
     """A failure's frames read from its structured ``longrepr``, not from the text
     rendered of it (docs/ENGINE.md, *Frames as data*; ``ReprFrames`` in
     ``rust/core/src/record.rs``): ``frames``, each traceback entry's file location and
-    the syntax error positions its exception lines give, as ``(path, line)`` in the order
-    the rendered text shows them; ``root``, for a chained exception whose first
-    description is a chain line, (the number of frames of its root cause, the offset in
-    the text of that chain line), else None."""
+    the syntax error positions its exception lines give, outermost first;
+    ``boundaries``, the lines of the text that separate entries (``_ _ _ ...``, False)
+    and the chain lines of a chained exception's descriptions (True), in order; ``root``,
+    for a chained exception whose description holds a chain line, (the number of frames
+    of its root cause, the offset in the text of that chain line), else None."""
 
-    frames: list[tuple[str, int]]
+    frames: list[ReprFrame]
+    boundaries: list[tuple[int, bool]]
     root: tuple[int, int] | None = None
 
 

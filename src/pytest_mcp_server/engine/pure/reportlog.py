@@ -13,6 +13,7 @@ either file. Rules: docs/ENGINE.md, *pytest report-log*.
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from dataclasses import dataclass
 from typing import IO, Any
 
@@ -23,7 +24,7 @@ from pytest_mcp_server.engine.models import ReportError
 from .cut import chomp, is_chain_line, syntax_position
 from .project import ProjectCode
 from .pytest_json import TestEntries, _capped, _capped_text, _CrashData, _head_text, _PhaseData
-from .record import CollectionErrorRecord, Emit, ReprFrames, TestRecord
+from .record import HEADER, LOCATION, SYNTAX_POSITION, CollectionErrorRecord, Emit, ReprFrame, ReprFrames, TestRecord
 from .text import ATTR_CAP, PY_WHITESPACE, U64_MAX, duration_us_from_float, py_strip
 from .warnings import WarningGroups
 
@@ -666,8 +667,8 @@ def _longrepr(value: Any, stripped: bool) -> tuple[str | None, _CrashData, ReprF
         if lineno >= 0:
             crash["line"] = lineno
     out: list[str] = []
-    frames: list[tuple[str, int]] | None = []
-    root: tuple[int, int] | None = None
+    frames: _FramesSoFar | None = _FramesSoFar()
+    root: tuple[int, int, int] | None = None  # (piece, offset in it, frames before it)
     chain = value.get("chain")
     if chain:
         if type(chain) is not list:
@@ -683,9 +684,11 @@ def _longrepr(value: Any, stripped: bool) -> tuple[str | None, _CrashData, ReprF
                 if type(description) is not str:
                     raise _Malformed("a longrepr.chain description must be a string or null")
                 out.append("\n")
-                at = _chain_line_at(description)
-                if root is None and at is not None:
-                    root = (len(frames or ()), sum(map(len, out)) + at)
+                if frames is not None:
+                    for at in _chain_lines_in(description):
+                        frames.boundaries.append((len(out), at, True))
+                        if root is None:
+                            root = (len(out), at, len(frames.frames))
                 out.append(description + "\n")
     else:
         frames = _render_traceback(out, value["reprtraceback"], frames)
@@ -701,21 +704,60 @@ def _longrepr(value: Any, stripped: bool) -> tuple[str | None, _CrashData, ReprF
             out.append(content + "\n")
     rendered = "".join(out)
     text = py_strip(rendered)
-    lead = len(rendered) - len(rendered.lstrip(PY_WHITESPACE))
     if frames is None:
         return text, crash, None
-    return text, crash, ReprFrames(frames, None if root is None else (root[0], root[1] - lead))
+    return text, crash, frames.finish(out, rendered, root)
 
 
-def _chain_line_at(description: str) -> int | None:
-    """The offset in ``description`` of its first chain line (``The above exception
-    was ...``), or None."""
+class _FramesSoFar:
+    """The frames of a longrepr being rendered (``_entry_frames``), each where its line
+    starts in the text written so far: (index of the piece of ``out`` it starts, offset
+    in that piece); and the separator and chain lines' (piece, offset, is a chain line).
+    The twin of ``FramesSoFar`` in ``rust/core/src/reportlog.rs``."""
+
+    __slots__ = ("boundaries", "frames")
+
+    def __init__(self) -> None:
+        self.frames: list[tuple[str, int, int, int, str]] = []
+        self.boundaries: list[tuple[int, int, bool]] = []
+
+    def finish(self, out: list[str], rendered: str, root: tuple[int, int, int] | None) -> ReprFrames:
+        """The frames of ``py_strip(rendered)`` (``rendered`` is ``out`` joined): offsets
+        become line numbers of the stripped text."""
+        piece_at = [0]
+        for piece in out:
+            piece_at.append(piece_at[-1] + len(piece))
+        starts = [0]
+        at = rendered.find("\n")
+        while at >= 0:
+            starts.append(at + 1)
+            at = rendered.find("\n", at + 1)
+        lead = len(rendered) - len(rendered.lstrip(PY_WHITESPACE))
+        lead_line = bisect_right(starts, lead) - 1
+
+        def line_of(piece: int, offset: int) -> int:
+            return bisect_right(starts, piece_at[piece] + offset) - 1 - lead_line
+
+        return ReprFrames(
+            frames=[
+                ReprFrame(path, line, line_of(piece, offset), kind) for path, line, piece, offset, kind in self.frames
+            ],
+            boundaries=[(line_of(piece, offset), chain) for piece, offset, chain in self.boundaries],
+            # the root's text ends where its chain line starts, in the stripped text
+            root=None if root is None else (root[2], piece_at[root[0]] + root[1] - lead),
+        )
+
+
+def _chain_lines_in(description: str) -> list[int]:
+    """The offsets in ``description`` of its chain lines (``The above exception was
+    ...``), in order."""
+    found = []
     at = 0
     for line in description.split("\n"):
         if is_chain_line(chomp(line)):
-            return at
+            found.append(at)
         at += len(line) + 1
-    return None
+    return found
 
 
 def _fileloc(value: Any, whose: str) -> tuple[str, int, str]:
@@ -742,23 +784,28 @@ def _sep(sepchar: str, title: str | None) -> str:
     return line
 
 
-def _render_traceback(out: list[str], tb: Any, frames: list[tuple[str, int]] | None) -> list[tuple[str, int]] | None:
+def _render_traceback(out: list[str], tb: Any, frames: _FramesSoFar | None) -> _FramesSoFar | None:
     """``ReprTraceback.toterminal``; returns ``frames`` with each entry's frames
-    appended (``_entry``), or None from an entry that holds them only as text on."""
+    appended (``_entry_frames``), or None from an entry that holds them only as text on."""
     if type(tb) is not dict:
         raise _Malformed("a reprtraceback must be an object")
     entries = tb.get("reprentries")
     if type(entries) is not list:
         raise _Malformed("reprtraceback.reprentries must be an array")
     parsed = [_entry(e) for e in entries]
-    for i, (style, render, entry_frames) in enumerate(parsed):
+    for i, (style, render, data) in enumerate(parsed):
         if style == "long":
             out.append("\n")
-        render(out)
-        frames = None if frames is None or entry_frames is None else frames + entry_frames
+        written = render(out)
+        if data is None:  # a native-style entry: its frames are text
+            frames = None
+        elif frames is not None:
+            _entry_frames(frames, *data, written)
         if i < len(parsed) - 1:
             next_style = parsed[i + 1][0]
             if style == "long" or (style == "short" and next_style == "long"):
+                if frames is not None:
+                    frames.boundaries.append((len(out), 0, False))
                 out.append(_ENTRY_SEP + "\n")
     extraline = tb.get("extraline")
     if extraline is not None and type(extraline) is not str:
@@ -774,11 +821,10 @@ def _string_list(value: Any, whose: str) -> list[str]:
     return value
 
 
-def _entry(entry: Any) -> tuple[str, Any, list[tuple[str, int]] | None]:
-    """A reprentries element -> (style, a function writing it, its frames in the order
-    its text shows them: a short-style entry's file location heads it, another's ends
-    it, the syntax error positions of its exception lines (``E     File "t.py", line 2``)
-    are where those lines are; None for a native-style entry, whose frames are text)."""
+def _entry(entry: Any) -> tuple[str, Any, tuple[list[str], str, tuple[str, int, str] | None] | None]:
+    """A reprentries element -> (style, a function writing it that returns where it
+    wrote its lines (``_Written``), what its frames come from: (lines, style, file
+    location), None for a native-style entry, whose frames are text)."""
     if type(entry) is not dict or type(entry.get("data")) is not dict or type(entry.get("type")) is not str:
         raise _Malformed("each reprentries element must be {type: string, data: object}")
     kind, data = entry["type"], entry["data"]
@@ -786,7 +832,7 @@ def _entry(entry: Any) -> tuple[str, Any, list[tuple[str, int]] | None]:
         lines = _string_list(data.get("lines"), "ReprEntryNative lines")
         return "native", lambda out: out.append("".join(lines)), None
     if kind != "ReprEntry":
-        return "", lambda out: None, []  # a kind this reader does not know writes nothing
+        return "", lambda out: (None, []), ([], "", None)  # a kind this reader does not know writes nothing
     lines = _string_list(data.get("lines"), "ReprEntry lines")
     style = data.get("style")
     if type(style) is not str:
@@ -810,35 +856,61 @@ def _entry(entry: Any) -> tuple[str, Any, list[tuple[str, int]] | None]:
     fileloc = data.get("reprfileloc")
     loc: tuple[str, int, str] | None = _fileloc(fileloc, "ReprEntry reprfileloc") if fileloc else None
 
-    def render(out: list[str]) -> None:
+    def render(out: list[str]) -> _Written:
+        at_loc = None
         if style == "short":
             if loc is not None:
+                at_loc = len(out)
                 _write_fileloc(out, loc)
-            _write_entry_lines(out, lines, style)
+            at_lines = _write_entry_lines(out, lines, style)
             if local_lines is not None:
                 out.extend(" " * 8 + line + "\n" for line in local_lines)
-            return
+            return at_loc, at_lines
         if args is not None:
             _write_funcargs(out, args)
-        _write_entry_lines(out, lines, style)
+        at_lines = _write_entry_lines(out, lines, style)
         if local_lines is not None:
             out.append("\n")
             out.extend(line + "\n" for line in local_lines)
         if loc is not None:
             if lines:
                 out.append("\n")
+            at_loc = len(out)
             _write_fileloc(out, loc)
+        return at_loc, at_lines
 
-    positions = [
-        position
-        for line in lines
-        if line.startswith("E ") and "\n" not in line
-        for position in [syntax_position(chomp(line[2:]))]
-        if position is not None
-    ]
-    location = [] if loc is None or not 0 <= loc[1] <= U64_MAX else [(loc[0], loc[1])]
-    frames = location + positions if style == "short" else positions + location
-    return style, render, frames
+    return style, render, (lines, style, loc)
+
+
+# Where an entry's lines went (``_entry``'s writer): the index of the piece of ``out``
+# that starts its file location line, and of each of its lines written as a line of its
+# own (None: not one).
+_Written = tuple[int | None, list[int | None]]
+
+
+def _entry_frames(
+    frames: _FramesSoFar, lines: list[str], style: str, loc: tuple[str, int, str] | None, written: _Written
+) -> None:
+    """Append an entry's frames to ``frames`` in the order its text shows them
+    (``written``: where its lines went): a short-style entry's file location heads it,
+    another's ends it; the syntax error positions of its exception lines (``E     File
+    "t.py", line 2``) are where those lines are. The twin of ``entry_frames`` in
+    ``rust/core/src/reportlog.rs``."""
+    at_loc, at_lines = written
+    short = style == "short"
+    location: list[tuple[str, int, int, int, str]] = []
+    if loc is not None and at_loc is not None and "\n" not in loc[0] and 0 <= loc[1] <= U64_MAX:
+        location = [(loc[0], loc[1], at_loc, 0, HEADER if short else LOCATION)]
+    if short:
+        frames.frames.extend(location)
+    for line, at in zip(lines, at_lines, strict=False):
+        if at is None or "\n" in line or not line.startswith("E "):
+            continue
+        position = syntax_position(chomp(line[2:]))
+        if position is not None:
+            frames.frames.append((position[0], position[1], at, 0, SYNTAX_POSITION))
+    if not short:
+        frames.frames.extend(location)
 
 
 def _write_fileloc(out: list[str], loc: tuple[str, int, str]) -> None:
@@ -868,14 +940,20 @@ def _write_funcargs(out: list[str], args: list[tuple[str, str]]) -> None:
     out.append("\n")
 
 
-def _write_entry_lines(out: list[str], lines: list[str], style: str) -> None:
+def _write_entry_lines(out: list[str], lines: list[str], style: str) -> list[int | None]:
     """``ReprEntry._write_entry_lines`` without markup: source lines re-split as
-    ``str.splitlines`` does (a form feed in a source line splits it), failure lines as is."""
+    ``str.splitlines`` does (a form feed in a source line splits it), failure lines as is.
+    Returns where each of ``lines`` went: the index of the piece of ``out`` written in its
+    place (the ``i``-th source line written for the ``i``-th source line: re-splitting can
+    move what it says), None when no line was."""
+    written: list[int | None] = [None] * len(lines)
     if not lines:
-        return
+        return written
     if style == "value":
-        out.extend(line + "\n" for line in lines)
-        return
+        for j, line in enumerate(lines):
+            written[j] = len(out)
+            out.append(line + "\n")
+        return written
     indents: list[str] = []
     source: list[str] = []
     failure: list[str] = []
@@ -887,8 +965,14 @@ def _write_entry_lines(out: list[str], lines: list[str], style: str) -> None:
         source.append(line[4:])
     joined = "\n".join(source)
     split = _splitlines(joined)
-    out.extend(indent + line + "\n" for indent, line in zip(indents, split, strict=False))
-    out.extend(line + "\n" for line in failure)
+    for j, (indent, line) in enumerate(zip(indents, split, strict=False)):
+        written[j] = len(out)
+        out.append(indent + line + "\n")
+    failure_start = len(lines) - len(failure)
+    for j, line in enumerate(failure, failure_start):
+        written[j] = len(out)
+        out.append(line + "\n")
+    return written
 
 
 def _splitlines(s: str) -> list[str]:

@@ -36,7 +36,7 @@ from .group import (
     normalize_capped,
 )
 from .project import ProjectCode, display_path
-from .record import CollectionErrorRecord, TestRecord
+from .record import CollectionErrorRecord, ReprFrames, TestRecord
 from .reportlog import CollectedFacts, SessionFacts
 from .select import Selection
 from .text import U64_MAX
@@ -442,12 +442,12 @@ class SummaryBuilder:
         text: str,
         code: tuple[str, int] | None,
         reported: tuple[str, int | None] | None,
-        failure: tuple[str, str | None] | None,
+        failure: tuple[str, str | None, ReprFrames | None] | None,
     ) -> tuple[dict[str, str | int | None] | None, str, int]:
         """Where a failure or collection error happened and its cut traceback (text, lines
         omitted): the deepest project frame ``code``, else the report's own ``reported``
         path and line, else the text's last location line; the path as shown
-        (``display_path``). ``failure``: a failure's (node id, exception), whose
+        (``display_path``). ``failure``: a failure's (node id, exception, frames as data), whose
         traceback is also tidied by the shown-traceback rules (``shown_traceback``); None
         for a collection error (its traceback is only cut)."""
         location: dict[str, str | int | None] | None
@@ -477,6 +477,7 @@ class SummaryBuilder:
                 failure[0],
                 where,
                 failure[1],
+                failure[2],
             )
         return location, traceback, omitted
 
@@ -487,7 +488,9 @@ class SummaryBuilder:
         record's, else the text's last location line) and its cut traceback."""
         text = record.text or ""
         reported = (record.path, record.line) if record.path is not None else None
-        location, traceback, omitted = self._located_and_cut(text, frames.code, reported, (record.node_id, exception))
+        location, traceback, omitted = self._located_and_cut(
+            text, frames.code, reported, (record.node_id, exception, record.frames)
+        )
         message = capped(line, self._max_message_chars)
         entry = {
             "node_id": record.node_id,
