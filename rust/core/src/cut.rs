@@ -888,55 +888,80 @@ fn cut_lines<'a>(
     (shown, omitted)
 }
 
-/// Step 2 read from the lines: the frames (a separator or chain line ends one; a
-/// short-style entry's header, a location line whose rest starts `in `, starts one once
-/// the frame has a non-blank line), the separator line introducing each block (None for
-/// the first block and after a chain line), and each frame's path (its last location
-/// line's, else its first native-format line's).
+/// Step 2's frames being cut out of a text's lines, in line order.
+struct Partition {
+    frames: Vec<Frame>,
+    /// The separator line introducing each block (None for the first block and after a
+    /// chain line).
+    block_separator: Vec<Option<usize>>,
+    frame_start: usize,
+}
+
+impl Partition {
+    fn new() -> Self {
+        Partition {
+            frames: Vec::new(),
+            block_separator: vec![None],
+            frame_start: 0,
+        }
+    }
+
+    /// Line `i` separates frames (a separator line) or sections (a chain line): it ends
+    /// the frame before it and starts a block; it is in no frame.
+    fn boundary(&mut self, i: usize, chain: bool) {
+        self.end_frame(i, chain);
+        self.block_separator
+            .push(if chain { None } else { Some(i) });
+        self.frame_start = i + 1;
+    }
+
+    /// Line `i` starts a frame in the same block (a short-style entry's header).
+    fn split(&mut self, i: usize) {
+        self.end_frame(i, false);
+        self.frame_start = i;
+    }
+
+    fn end_frame(&mut self, end: usize, section_end: bool) {
+        self.frames.push(Frame {
+            start: self.frame_start,
+            end,
+            block: self.block_separator.len() - 1,
+            section_end,
+        });
+    }
+
+    /// The frames of `n` lines (the last ends its section) and the blocks' separators.
+    fn finish(mut self, n: usize) -> (Vec<Frame>, Vec<Option<usize>>) {
+        self.end_frame(n, true);
+        (self.frames, self.block_separator)
+    }
+}
+
+/// Step 2 read from the lines: a separator or chain line ends a frame; a short-style
+/// entry's header, a location line whose rest starts `in `, starts one once the frame
+/// has a non-blank line; each frame's path is its last location line's, else its first
+/// native-format line's. Returns the frames, the blocks' separators and the paths.
 #[allow(clippy::type_complexity)]
 fn frames_of_lines<'a>(
     lines: &[&'a str],
 ) -> (Vec<Frame>, Vec<Option<usize>>, Vec<Option<&'a str>>) {
-    let n = lines.len();
-    let mut frames: Vec<Frame> = Vec::new();
-    let mut block_separator: Vec<Option<usize>> = vec![None];
-    let mut frame_start = 0;
+    let mut partition = Partition::new();
     let mut frame_has_text = false;
     for (i, line) in lines.iter().enumerate() {
         let separator = is_separator_line(line);
-        let chain = !separator && is_chain_line(line);
-        if separator || chain {
-            let block = block_separator.len() - 1;
-            frames.push(Frame {
-                start: frame_start,
-                end: i,
-                block,
-                section_end: chain,
-            });
-            block_separator.push(if separator { Some(i) } else { None });
-            frame_start = i + 1;
+        if separator || is_chain_line(line) {
+            partition.boundary(i, !separator);
             frame_has_text = false;
             continue;
         }
         if frame_has_text && parse_location(line).is_some_and(|loc| loc.rest.starts_with("in ")) {
-            frames.push(Frame {
-                start: frame_start,
-                end: i,
-                block: block_separator.len() - 1,
-                section_end: false,
-            });
-            frame_start = i;
+            partition.split(i);
         }
         if !strip(line).is_empty() {
             frame_has_text = true;
         }
     }
-    frames.push(Frame {
-        start: frame_start,
-        end: n,
-        block: block_separator.len() - 1,
-        section_end: true,
-    });
+    let (frames, block_separator) = partition.finish(lines.len());
     let paths = frames
         .iter()
         .map(|frame| {
@@ -974,39 +999,17 @@ fn frames_of_data<'a>(
         )
         .collect();
     events.sort_unstable();
-    let mut frames: Vec<Frame> = Vec::new();
-    let mut block_separator: Vec<Option<usize>> = vec![None];
-    let mut frame_start = 0;
+    let mut partition = Partition::new();
     for (i, event) in events {
         match event {
-            Some(chain) => {
-                frames.push(Frame {
-                    start: frame_start,
-                    end: i,
-                    block: block_separator.len() - 1,
-                    section_end: chain,
-                });
-                block_separator.push(if chain { None } else { Some(i) });
-                frame_start = i + 1;
-            }
-            None if (frame_start..i).any(|j| !strip(lines[j]).is_empty()) => {
-                frames.push(Frame {
-                    start: frame_start,
-                    end: i,
-                    block: block_separator.len() - 1,
-                    section_end: false,
-                });
-                frame_start = i;
+            Some(chain) => partition.boundary(i, chain),
+            None if (partition.frame_start..i).any(|j| !strip(lines[j]).is_empty()) => {
+                partition.split(i)
             }
             None => {}
         }
     }
-    frames.push(Frame {
-        start: frame_start,
-        end: n,
-        block: block_separator.len() - 1,
-        section_end: true,
-    });
+    let (frames, block_separator) = partition.finish(n);
     let paths = frames
         .iter()
         .map(|frame| {

@@ -366,33 +366,57 @@ _Frames = tuple[list[tuple[int, int, int, bool]], list[int | None], list[str | N
 each block (None for the first and after a chain line), and each frame's path."""
 
 
+class _Partition:
+    """Step 2's frames being cut out of a text's lines, in line order: ``frames``
+    (start, end, block, section_end) and ``block_separator``, the separator line
+    introducing each block (None for the first and after a chain line). The twin of
+    ``Partition`` in ``rust/core/src/cut.rs``."""
+
+    __slots__ = ("block_separator", "frame_start", "frames")
+
+    def __init__(self) -> None:
+        self.frames: list[tuple[int, int, int, bool]] = []
+        self.block_separator: list[int | None] = [None]
+        self.frame_start = 0
+
+    def boundary(self, i: int, chain: bool) -> None:
+        """Line ``i`` separates frames (a separator line) or sections (a chain line): it
+        ends the frame before it and starts a block; it is in no frame."""
+        self.frames.append((self.frame_start, i, len(self.block_separator) - 1, chain))
+        self.block_separator.append(None if chain else i)
+        self.frame_start = i + 1
+
+    def split(self, i: int) -> None:
+        """Line ``i`` starts a frame in the same block (a short-style entry's header)."""
+        self.frames.append((self.frame_start, i, len(self.block_separator) - 1, False))
+        self.frame_start = i
+
+    def finish(self, n: int) -> tuple[list[tuple[int, int, int, bool]], list[int | None]]:
+        """The frames of ``n`` lines (the last ends its section) and the blocks' separators."""
+        self.frames.append((self.frame_start, n, len(self.block_separator) - 1, True))
+        return self.frames, self.block_separator
+
+
 def _frames_of_lines(lines: list[str]) -> _Frames:
     """Step 2 read from the lines: a separator or chain line ends a frame; a short-style
     entry's header (a location line whose rest starts ``in ``) starts one once the frame
     has a non-blank line; a frame's path is its last location line's, else its first
     native-format line's. The twin of ``frames_of_lines`` in ``rust/core/src/cut.rs``."""
-    n = len(lines)
-    frames: list[tuple[int, int, int, bool]] = []
-    block_separator: list[int | None] = [None]
-    frame_start = 0
+    partition = _Partition()
     frame_has_text = False
     for i, line in enumerate(lines):
         separator = _is_separator_line(line)
-        chain = not separator and is_chain_line(line)
-        if separator or chain:
-            frames.append((frame_start, i, len(block_separator) - 1, chain))
-            block_separator.append(i if separator else None)
-            frame_start = i + 1
+        if separator or is_chain_line(line):
+            partition.boundary(i, not separator)
             frame_has_text = False
             continue
         if frame_has_text:
             loc = parse_location(line)
             if loc is not None and loc[2].startswith("in "):
-                frames.append((frame_start, i, len(block_separator) - 1, False))
-                frame_start = i
+                partition.split(i)
         if strip(line):
             frame_has_text = True
-    frames.append((frame_start, n, len(block_separator) - 1, True))
+    frames, block_separator = partition.finish(len(lines))
     paths: list[str | None] = []
     for start, end, _block, _section_end in frames:
         path = next((loc[0] for j in range(end - 1, start - 1, -1) if (loc := parse_location(lines[j]))), None)
@@ -414,18 +438,13 @@ def _frames_of_data(repr_frames: ReprFrames, lines: list[str], first: int) -> _F
     ]
     events += [(f.at - first, None) for f in repr_frames.frames if f.kind == HEADER and 0 <= f.at - first < n]
     events.sort(key=lambda e: (e[0], -1 if e[1] is None else int(e[1])))  # Rust's order of (usize, Option<bool>)
-    frames: list[tuple[int, int, int, bool]] = []
-    block_separator: list[int | None] = [None]
-    frame_start = 0
+    partition = _Partition()
     for i, chain in events:
         if chain is not None:
-            frames.append((frame_start, i, len(block_separator) - 1, chain))
-            block_separator.append(None if chain else i)
-            frame_start = i + 1
-        elif any(strip(lines[j]) for j in range(frame_start, i)):
-            frames.append((frame_start, i, len(block_separator) - 1, False))
-            frame_start = i
-    frames.append((frame_start, n, len(block_separator) - 1, True))
+            partition.boundary(i, chain)
+        elif any(strip(lines[j]) for j in range(partition.frame_start, i)):
+            partition.split(i)
+    frames, block_separator = partition.finish(n)
     locations = [(f.at - first, f.path) for f in repr_frames.frames if f.kind != SYNTAX_POSITION]
     paths = [next((path for j, path in reversed(locations) if start <= j < end), None) for start, end, _b, _s in frames]
     return frames, block_separator, paths
