@@ -824,11 +824,20 @@ fn cut_lines<'a>(
         Some((c, frame.start))
     });
     // The location lines (step 6 of a chained text keeps the head up to the first).
-    let is_location = |j: usize| match repr {
-        Some(repr) => repr
-            .frames
-            .iter()
-            .any(|f| f.at == first + j && f.kind != FrameKind::SyntaxPosition),
+    let data_locations: Option<Vec<bool>> = repr.map(|repr| {
+        let mut marked = vec![false; n];
+        for f in repr.frames.iter() {
+            if let (Some(j), true) = (
+                f.at.checked_sub(first).filter(|&j| j < n),
+                f.kind != FrameKind::SyntaxPosition,
+            ) {
+                marked[j] = true;
+            }
+        }
+        marked
+    });
+    let is_location = |j: usize| match &data_locations {
+        Some(marked) => marked[j],
         None => parse_location(lines[j]).is_some(),
     };
 
@@ -1010,15 +1019,28 @@ fn frames_of_data<'a>(
         }
     }
     let (frames, block_separator) = partition.finish(n);
+    // A frame's path is its last location's: both lists are in line order, so one walk
+    // (a deep traceback's thousand frames cost a thousand steps, not a million).
+    let mut locations = repr
+        .frames
+        .iter()
+        .filter(|f| f.kind != FrameKind::SyntaxPosition)
+        .filter_map(|f| Some((within(f.at)?, f.path.as_str())))
+        .peekable();
     let paths = frames
         .iter()
         .map(|frame| {
-            repr.frames
-                .iter()
-                .rev()
-                .filter(|f| f.kind != FrameKind::SyntaxPosition)
-                .find(|f| within(f.at).is_some_and(|j| frame.start <= j && j < frame.end))
-                .map(|f| f.path.as_str())
+            let mut path = None;
+            while let Some(&(j, p)) = locations.peek() {
+                if j >= frame.end {
+                    break;
+                }
+                if j >= frame.start {
+                    path = Some(p);
+                }
+                locations.next();
+            }
+            path
         })
         .collect();
     (frames, block_separator, paths)

@@ -445,8 +445,19 @@ def _frames_of_data(repr_frames: ReprFrames, lines: list[str], first: int) -> _F
         elif any(strip(lines[j]) for j in range(partition.frame_start, i)):
             partition.split(i)
     frames, block_separator = partition.finish(n)
-    locations = [(f.at - first, f.path) for f in repr_frames.frames if f.kind != SYNTAX_POSITION]
-    paths = [next((path for j, path in reversed(locations) if start <= j < end), None) for start, end, _b, _s in frames]
+    # A frame's path is its last location's: both lists are in line order, so one walk.
+    locations = [
+        (f.at - first, f.path) for f in repr_frames.frames if f.kind != SYNTAX_POSITION and 0 <= f.at - first < n
+    ]
+    paths: list[str | None] = []
+    k = 0
+    for start, end, _block, _section_end in frames:
+        path = None
+        while k < len(locations) and locations[k][0] < end:
+            if locations[k][0] >= start:
+                path = locations[k][1]
+            k += 1
+        paths.append(path)
     return frames, block_separator, paths
 
 
