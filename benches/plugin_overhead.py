@@ -48,6 +48,7 @@ import time
 from pathlib import Path
 
 import anyio
+from spread import spread
 
 from pytest_mcp_server.app.runner import Runner
 from pytest_mcp_server.domain.config import ServerConfig
@@ -160,16 +161,7 @@ def main() -> None:
     finally:
         shutil.rmtree(work, ignore_errors=True)
     base = statistics.median(times[BASELINE])
-    ways = {
-        way: {
-            "median_s": round(statistics.median(runs), 3),
-            "min_s": round(min(runs), 3),
-            "max_s": round(max(runs), 3),
-            "ratio": round(statistics.median(runs) / base, 3),
-            "runs_s": [round(r, 3) for r in runs],
-        }
-        for way, runs in times.items()
-    }
+    ways = {way: {**spread(runs, base), "runs_s": [round(r, 3) for r in runs]} for way, runs in times.items()}
     print(f"| way | median (s) | range (s) | / {BASELINE} |")
     print("|---|---:|---:|---:|")
     for way, row in ways.items():

@@ -42,6 +42,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from spread import spread
+
 PLUGIN_DIR = Path(__file__).resolve().parents[1] / "src" / "pytest_mcp_server" / "run" / "pytest_plugin"
 PLAIN = ["-m", "pytest", "-q", "-p", "no:cacheprovider"]
 
@@ -106,10 +108,7 @@ def measure(root: Path, python: str, rounds: int) -> dict[str, object]:
     plain_cpu = statistics.median(cpus["plain"])
     rows = {
         name: {
-            "median_s": round(statistics.median(values), 3),
-            "min_s": round(min(values), 3),
-            "max_s": round(max(values), 3),
-            "ratio": round(statistics.median(values) / plain, 3),
+            **spread(values, plain),
             "cpu_median_s": round(statistics.median(cpus[name]), 3),
             "cpu_ratio": round(statistics.median(cpus[name]) / plain_cpu, 3),
             "exit_codes": sorted(codes[name]),
