@@ -130,6 +130,10 @@ OUTPUT_CHECK_S = 1.0
 KILL_GRACE_S = 2.0
 """Seconds between SIGTERM and SIGKILL when a run is stopped."""
 
+INTERRUPT_GRACE_S = 5.0
+"""Seconds a run interrupted on request (``run.process.Interrupt``: SIGINT, as Ctrl-C)
+gets to end its session and report what finished before its group is killed."""
+
 ON_TIMEOUT_S = 1.5
 """Seconds the ``on_timeout`` hook of ``run_process`` may take before the group is killed."""
 

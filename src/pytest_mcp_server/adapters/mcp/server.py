@@ -115,7 +115,7 @@ def to_mcp_progress(ctx: Any) -> ProgressFn:
     """A progress callback that sends ``notifications/progress`` for this request (a
     no-op when the client sent no progress token)."""
 
-    async def progress(done: int, total: int | None) -> None:
+    async def progress(done: int, total: int | None, _failing: int) -> None:
         message = f"{done} of {total} tests done" if total is not None else f"{done} tests done"
         await ctx.session.report_progress(float(done), float(total) if total is not None else None, message)
 
