@@ -420,15 +420,13 @@ class TasksExtension(Extension):
         try:
             with task.scope, interruptible(task.interrupt):
                 try:
-                    result = await call_next(ctx)
+                    self._complete(task, ctx.protocol_version, await call_next(ctx))
                 except MCPError as exc:
                     self._end(task, "failed", error=exc.error.model_dump(mode="json", exclude_none=True))
-                except Exception as exc:  # a bug of ours: the task says so
+                except Exception as exc:  # a bug of ours: the task says so, the server goes on
                     logger.exception("task %s failed", task.task_id)
                     error = types.ErrorData(code=types.INTERNAL_ERROR, message=f"{type(exc).__name__}: {exc}")
                     self._end(task, "failed", error=error.model_dump(mode="json", exclude_none=True))
-                else:
-                    self._complete(task, ctx.protocol_version, result)
             if task.status == "working":  # cancelled before pytest started
                 task.status_message = "cancelled by tasks/cancel before pytest started"
                 self._end(task, "cancelled")
@@ -437,7 +435,9 @@ class TasksExtension(Extension):
             self.store.ended(task)
 
     def _complete(self, task: Task, version: str, result: HandlerResult) -> None:
-        task.result = result
+        """End ``task`` with the call's ``result``: its answer as sent at ``version``."""
+        if not task.announced:
+            task.result = result  # the call may still be answered plainly (within the threshold)
         if not isinstance(result, types.CallToolResult):
             self._end(task, "completed")
             return
