@@ -49,6 +49,7 @@ from mcp.shared.exceptions import MCPError
 from pytest_mcp_server.adapters.mcp.tasks import Task, TaskStore
 from pytest_mcp_server.domain.policy import TASK_ANSWERS_BYTES, TASKS_FORGOTTEN, TASKS_HELD
 from pytest_mcp_server.domain.tools import ExecuteResult, SummarizeResult
+from pytest_mcp_server.run.durations import durations_in
 
 TRANSPORTS = ["stdio", "http"]
 SLOW = {"node_ids": ["tests/test_slow.py"]}
@@ -217,6 +218,12 @@ def test_tasks_cancel_interrupts_the_run_and_the_task_says_what_finished(tmp_pat
     assert Path(interrupted.report_path).is_file()
     assert SummarizeResult.model_validate(summary.structured_content).summary.counts == counts
     assert len(project.pytest_marks()) == 1
+    # and their durations, the failing test's (a complete report) included, for the next estimate
+    durations = durations_in(Path(interrupted.report_path))
+    assert sorted(durations) == [
+        f"tests/test_hangs.py::{name}" for name in ("test_first", "test_second_fails", "test_third")
+    ]
+    assert all(seconds > 0 for seconds in durations.values())
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
