@@ -81,6 +81,8 @@ def _build_parser() -> argparse.ArgumentParser:
         DEFAULT_HTTP_PORT,
         DEFAULT_MAX_CONCURRENT,
         DEFAULT_MAX_TIMEOUT_S,
+        DEFAULT_TASK_AFTER_S,
+        DEFAULT_TASK_TTL_S,
         SERVER_NAME,
         TOKEN_ENV,
     )
@@ -120,6 +122,27 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument(
         "--artifacts-dir", default=None, help="where run reports are kept (default: the user cache directory)"
+    )
+    tasks = serve.add_argument_group("tasks (MCP Tasks extension: long execute_tests calls answered by polling)")
+    tasks.add_argument(
+        "--task-after",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help=(
+            "a call expected to run this long, or still running after it, becomes a task for a client "
+            f"that opted in (default {DEFAULT_TASK_AFTER_S:g})"
+        ),
+    )
+    tasks.add_argument(
+        "--task-ttl",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help=f"how long a task's answer is kept after its run ended (default {DEFAULT_TASK_TTL_S:g})",
+    )
+    tasks.add_argument(
+        "--no-tasks", action="store_true", help="never answer with a task: every call blocks until its answer"
     )
     http = serve.add_argument_group("transport (stdio, or Streamable HTTP at http://HOST:PORT/mcp)")
     http.add_argument("--transport", choices=("stdio", "http"), default="stdio", help="(default: stdio)")
@@ -203,6 +226,8 @@ _SERVE_FLAGS = {
     "max_timeout_s": "--max-timeout",
     "max_concurrent": "--max-concurrent",
     "artifacts_dir": "--artifacts-dir",
+    "task_after_s": "--task-after",
+    "task_ttl_s": "--task-ttl",
 }
 
 
@@ -216,6 +241,11 @@ def _serve(args: argparse.Namespace) -> int:
     from pytest_mcp_server.domain.config import ServerConfig
     from pytest_mcp_server.domain.policy import DEFAULT_HTTP_HOST, DEFAULT_HTTP_PORT, SERVER_NAME
 
+    if args.no_tasks and (args.task_after is not None or args.task_ttl is not None):
+        flag = "--task-after" if args.task_after is not None else "--task-ttl"
+        print(f"{SERVER_NAME}: error: {flag}: does not apply with --no-tasks", file=sys.stderr)
+        return 2
+    task_options = {"task_after_s": args.task_after, "task_ttl_s": args.task_ttl}
     try:  # checked before the MCP SDK is imported, so a bad option fails fast
         config = ServerConfig(
             root=args.root,
@@ -223,6 +253,8 @@ def _serve(args: argparse.Namespace) -> int:
             max_timeout_s=args.max_timeout,
             max_concurrent=args.max_concurrent,
             artifacts_dir=args.artifacts_dir,
+            tasks=not args.no_tasks,
+            **{name: value for name, value in task_options.items() if value is not None},
         )
     except ValidationError as exc:
         return _option_error(exc, _SERVE_FLAGS)

@@ -13,12 +13,13 @@ import subprocess
 import sys
 import time
 import warnings
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 
 import anyio
 from mcp import Client, StdioServerParameters
+from mcp.client.extension import ClientExtension
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 MODES = ["legacy", "auto"]  # initialize handshake (2025-11-25) and mcp.Client's default (2026-07-28)
@@ -64,9 +65,12 @@ class Project:
 
 
 @asynccontextmanager
-async def connect(params: StdioServerParameters, mode: str) -> AsyncIterator[Client]:
-    """An SDK ``Client`` connected to the real server over stdio, in ``mode``."""
-    async with Client(params, mode=mode, read_timeout_seconds=120) as client:
+async def connect(
+    params: StdioServerParameters, mode: str, extensions: Sequence[ClientExtension] = ()
+) -> AsyncIterator[Client]:
+    """An SDK ``Client`` connected to the real server over stdio, in ``mode``, with the
+    client ``extensions`` it opts in to."""
+    async with Client(params, mode=mode, read_timeout_seconds=120, extensions=list(extensions) or None) as client:
         yield client
 
 

@@ -323,6 +323,10 @@ def test_the_engine_reads_outcomes_warnings_and_counts_in_one_pass(both_runs, pr
     follower = EventFollower(records)
     follower.poll()
     assert (follower.done, follower.total) == (read.counts.total, session.collected)
+    # failing: the tests with a failed report in any phase, each counted once
+    failing = {r["nodeid"] for r in lines_of(records) if r["$report_type"] == "TestReport" and r["outcome"] == "failed"}
+    assert {node_id.split("::", 1)[1] for node_id in failing} == {"test_fails", "test_teardown_errors", "test_subtests"}
+    assert follower.failing == len(failing)
 
 
 def test_a_progress_report_cancelled_while_sending_is_sent_again_after_the_run(both_runs):
@@ -333,10 +337,10 @@ def test_a_progress_report_cancelled_while_sending_is_sent_again_after_the_run(b
     follower = EventFollower(records)
     sent: list[tuple[int, int | None]] = []
 
-    async def cut_off(done: int, total: int | None) -> None:
+    async def cut_off(done: int, total: int | None, failing: int) -> None:
         await anyio.sleep(60)  # the send that pytest's exit cancels
 
-    async def deliver(done: int, total: int | None) -> None:
+    async def deliver(done: int, total: int | None, failing: int) -> None:
         sent.append((done, total))
 
     async def body() -> None:

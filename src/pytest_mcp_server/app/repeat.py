@@ -24,6 +24,7 @@ from pytest_mcp_server.run.coverage_run import find_suspects, finish_coverage
 from pytest_mcp_server.run.events import ProgressFn
 from pytest_mcp_server.run.git import changed_lines
 from pytest_mcp_server.run.interpreter import Interpreter
+from pytest_mcp_server.run.process import interrupt_requested
 
 RunOnce = Callable[[float, ProgressFn | None], Awaitable[RunAnswer]]
 """One complete run (``app.execute.execute_run`` bound to its runner, parameters and
@@ -49,28 +50,33 @@ async def execute_repeated(
     ``summary.counts.flaky`` and ``flaky`` (the first ``failures_listed`` flaky tests,
     each with the failure of its last failing run). A run that raises ``ToolFailure``
     (a timeout, a crash) ends the call: the failure names the run and what the finished
-    runs found (``_repeat_stop``).
+    runs found (``_repeat_stop``). A call interrupted on request (``run.process.Interrupt``)
+    starts no further run: ``runs`` counts the runs made.
     """
     history = OutcomeHistory()
     reports: list[str] = []
     spent = 0.0  # wall seconds of the finished runs' pytest processes
     tests_done = 0
+    failing_before = 0  # failed and errored tests of the finished runs
     per_run: int | None = None
     result: ExecuteResult | None = None
     run_dirs: list[Path] = []
     tests_ran = False  # in any run; else the coverage claims no changed line not run
     reported = 0  # the last progress sent: MCP progress only ever increases
+    runs_made = 0
 
-    async def report(done: int, total: int | None) -> None:
+    async def report(done: int, total: int | None, failing: int) -> None:
         nonlocal reported
         if progress is not None and done > reported:
             reported = done
-            await progress(done, total)
+            await progress(done, total, failing)
 
     for index in range(params.repeat):
         runs_left = params.repeat - index
         run_progress = (
-            None if progress is None else partial(_progress_across_runs, report, tests_done, runs_left, per_run)
+            None
+            if progress is None
+            else partial(_progress_across_runs, report, tests_done, failing_before, runs_left, per_run)
         )
         try:
             if timeout - spent <= 0:
@@ -86,10 +92,14 @@ async def execute_repeated(
         run_dirs.append(Path(result.report_path).parent)
         tests_ran = tests_ran or ran_a_test(result.summary.counts)
         tests_done += len(outcomes)
+        failing_before += result.summary.counts.failed + result.summary.counts.errors
         per_run = len(outcomes)
         # every test of the run is read now, whether or not the run's last progress
         # read came after its last test (a loaded machine)
-        await report(tests_done, tests_done + per_run * (runs_left - 1))
+        await report(tests_done, tests_done + per_run * (runs_left - 1), failing_before)
+        runs_made = index + 1
+        if interrupt_requested():  # stopped on request (as Ctrl-C): no further run starts
+            break
     assert result is not None  # repeat >= 2: the loop ran
     flaky = history.flaky()
     listed = await _flaky_failures(runner, flaky[: params.failures_listed], reports, params.budgets())
@@ -108,7 +118,7 @@ async def execute_repeated(
             if suspects:
                 again = await regrouped(runner, Path(result.report_path), params.budgets(), suspects[0])
                 summary = again.model_copy(update={"counts": counts}) if again is not None else summary
-    update = {"summary": summary, "runs": params.repeat, "flaky": listed, "coverage": coverage, "suspects": suspects}
+    update = {"summary": summary, "runs": runs_made, "flaky": listed, "coverage": coverage, "suspects": suspects}
     return result.model_copy(update=update)
 
 
@@ -144,14 +154,24 @@ async def _flaky_failures(
 
 
 async def _progress_across_runs(
-    progress: ProgressFn, done_before: int, runs_left: int, per_run_guess: int | None, done: int, total: int | None
+    progress: ProgressFn,
+    done_before: int,
+    failing_before: int,
+    runs_left: int,
+    per_run_guess: int | None,
+    done: int,
+    total: int | None,
+    failing: int,
 ) -> None:
-    """Report one run's progress (``done`` of ``total`` tests) as progress over all runs
-    of a repeated call: ``done_before`` tests finished in the earlier runs, and
-    ``runs_left`` runs (this one included) of ``total`` tests each (``per_run_guess``,
-    the previous run's, until this run has collected)."""
+    """Report one run's progress (``done`` of ``total`` tests, ``failing`` of them failed)
+    as progress over all runs of a repeated call: ``done_before`` tests finished in the
+    earlier runs (``failing_before`` of them failed or errored), and ``runs_left`` runs
+    (this one included) of ``total`` tests each (``per_run_guess``, the previous run's,
+    until this run has collected)."""
     per_run = total if total is not None else per_run_guess
-    await progress(done_before + done, None if per_run is None else done_before + per_run * runs_left)
+    await progress(
+        done_before + done, None if per_run is None else done_before + per_run * runs_left, failing_before + failing
+    )
 
 
 def _repeat_stop(

@@ -17,6 +17,8 @@ from pydantic import Field, ValidationInfo, field_validator
 from pytest_mcp_server.domain.policy import (
     DEFAULT_MAX_CONCURRENT,
     DEFAULT_MAX_TIMEOUT_S,
+    DEFAULT_TASK_AFTER_S,
+    DEFAULT_TASK_TTL_S,
     MAX_CONCURRENT_LIMIT,
     SERVER_NAME,
     TIMEOUT_LIMIT_S,
@@ -66,6 +68,10 @@ class ServerConfig(_Frozen):
     ``max_timeout_s``: the largest ``timeout_s`` an agent may get, seconds.
     ``max_concurrent``: pytest processes at once. ``artifacts_dir``: where run reports
     are kept (None: ``default_artifacts_base()``); it must not be inside ``root``.
+    ``tasks``: whether a client that opts in to the MCP Tasks extension gets long
+    ``execute_tests`` calls as tasks; ``task_after_s``: how long a call must be expected
+    to run (or have run) to become one, seconds; ``task_ttl_s``: how long a task's answer
+    is kept after its run ended, seconds (docs/SERVER.md, *Tasks*).
 
     Raises ``pydantic.ValidationError`` when ``root`` is not a directory, ``python`` does
     not exist, or ``artifacts_dir`` is inside ``root`` or cannot be created and written
@@ -77,6 +83,9 @@ class ServerConfig(_Frozen):
     max_timeout_s: float = Field(DEFAULT_MAX_TIMEOUT_S, gt=0, le=TIMEOUT_LIMIT_S)
     max_concurrent: int = Field(DEFAULT_MAX_CONCURRENT, ge=1, le=MAX_CONCURRENT_LIMIT)
     artifacts_dir: Path | None = None
+    tasks: bool = True
+    task_after_s: float = Field(DEFAULT_TASK_AFTER_S, ge=0, le=TIMEOUT_LIMIT_S)
+    task_ttl_s: float = Field(DEFAULT_TASK_TTL_S, gt=0, le=TIMEOUT_LIMIT_S)
 
     @field_validator("root")
     @classmethod

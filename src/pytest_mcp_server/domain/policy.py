@@ -101,6 +101,18 @@ MAX_CONCURRENT_LIMIT = 64
 """The largest ``--max-concurrent``."""
 
 
+DEFAULT_TASK_AFTER_S = 30.0
+"""``--task-after`` when not given, seconds: an ``execute_tests`` call of a client that opted
+in to tasks becomes a task when it is expected to run this long, or has run this long
+without an answer (docs/SERVER.md, *Tasks*). Well below the two minutes after which
+Claude Code is reported to move a plain call to the background, where it does not survive
+the session."""
+
+DEFAULT_TASK_TTL_S = 3600.0
+"""``--task-ttl`` when not given, seconds: how long a task's answer is kept after its run
+ended (its record file stays in its run directory after that)."""
+
+
 # -- Coverage answers ------------------------------------------------------------
 
 COVERAGE_FILES_LISTED = 20
@@ -129,6 +141,10 @@ OUTPUT_CHECK_S = 1.0
 
 KILL_GRACE_S = 2.0
 """Seconds between SIGTERM and SIGKILL when a run is stopped."""
+
+INTERRUPT_GRACE_S = 5.0
+"""Seconds a run interrupted on request (``run.process.Interrupt``: SIGINT, as Ctrl-C)
+gets to end its session and report what finished before its group is killed."""
 
 ON_TIMEOUT_S = 1.5
 """Seconds the ``on_timeout`` hook of ``run_process`` may take before the group is killed."""
@@ -184,6 +200,31 @@ MAP_BUSY_TIMEOUT_S = 30.0
 MIN_RUN_TIMEOUT_S = 1.0
 """The least time the run of an ``affected`` call gets after its collection used the
 rest of ``timeout_s`` (it then stops with the usual ``timeout`` error)."""
+
+
+# -- Tasks (the MCP Tasks extension, adapters/mcp/tasks.py) -------------------------
+
+TASK_POLL_S = 2.0
+"""The poll interval a task suggests (``pollIntervalMs``), seconds: a status message
+changes with every few tests, and a ``tasks/get`` costs next to nothing."""
+
+TASKS_HELD = 128
+"""Tasks held in memory at once, working and finished (at most ``--max-concurrent`` of them
+working); beyond it the oldest finished task is forgotten before its TTL (its run's
+record file stays in its run directory). Above ``MAX_CONCURRENT_LIMIT``."""
+
+TASK_ANSWERS_BYTES = 32 << 20
+"""Bytes of finished tasks' answers (their ``CallToolResult`` as JSON) held at once; beyond
+it the oldest finished tasks are forgotten before their TTL (the newest is always kept)."""
+
+TASKS_FORGOTTEN = 4096
+"""Ids of expired or forgotten tasks remembered, so that ``tasks/get`` says the task has
+expired (and where its run's record file is) rather than that it never existed."""
+
+DURATIONS_KEPT = 50_000
+"""Tests whose recorded duration (``run.durations``) the server keeps to tell how long a
+call will take at least; a test beyond them is not counted (the estimate stays a lower
+bound)."""
 
 
 # -- HTTP transport --------------------------------------------------------------

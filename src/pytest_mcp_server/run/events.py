@@ -47,9 +47,10 @@ _TEST_REPORT = re.compile(
 )
 _ENDS_TEST = (b"teardown",)  # the report that ends its test
 
-ProgressFn = Callable[[int, int | None], Awaitable[None]]
-"""``await progress(done, total)``: tests finished so far and tests collected (None
-until collection finished)."""
+ProgressFn = Callable[[int, int | None, int], Awaitable[None]]
+"""``await progress(done, total, failing)``: tests finished so far, tests collected (None
+until collection finished), and of the finished tests those with a failed report (a
+failure or an error, in any phase)."""
 
 
 class RecordLines:
@@ -124,7 +125,7 @@ def _json(line: bytes, whole: bool) -> dict[str, object] | None:
 
 
 class EventFollower:
-    """Follows a run's record file: collected total and finished tests.
+    """Follows a run's record file: collected total, finished tests and failing ones.
 
     ``poll()`` reads the lines appended since the last call (a partial last line waits
     for the next poll). ``follow(progress)`` polls until cancelled and reports progress
@@ -138,7 +139,9 @@ class EventFollower:
         self.lines = RecordLines(path)
         self.total: int | None = None
         self.done = 0
-        self._sent: tuple[int, int | None] = (-1, None)
+        self.failing = 0
+        self._last_failing: bytes | None = None  # a test's reports are written together: count it once
+        self._sent: tuple[int, int | None, int] = (-1, None, 0)
 
     def poll(self) -> None:
         """Read the complete lines appended since the last poll (at most ``READ_CHUNK_BYTES``)."""
@@ -146,6 +149,9 @@ class EventFollower:
             kind = record_type(line)
             if kind == b"TestReport":
                 match = _TEST_REPORT.match(line)
+                if match and match[3] == b"failed" and match[1] != self._last_failing:
+                    self.failing += 1
+                    self._last_failing = match[1]
                 if match and match[2] in _ENDS_TEST:
                     self.done += 1
             elif kind == b"CollectionFinish" and self.total is None:
@@ -160,14 +166,14 @@ class EventFollower:
             await self.report(progress)
 
     async def report(self, progress: ProgressFn) -> None:
-        """Poll; ``await progress(done, total)`` when they changed since the last report
+        """Poll; ``await progress(done, total, failing)`` when they changed since the last report
         (once something was collected or finished). A report counts as sent only once
         ``progress`` returned: the follower is cancelled when pytest exits, possibly in
         the middle of sending its last count, which the report after the run sends again."""
         self.poll()
-        state = (self.done, self.total)
+        state = (self.done, self.total, self.failing)
         if state != self._sent and (self.total is not None or self.done):
-            await progress(self.done, self.total)
+            await progress(self.done, self.total, self.failing)
             self._sent = state
 
 

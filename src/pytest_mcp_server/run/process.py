@@ -19,19 +19,25 @@ user's machine. How a child is run (``run_process``):
   disk.
 * ``LIVE_GROUPS`` lists the groups not yet reaped; ``kill_live_groups_now`` SIGKILLs
   them at exit as a last resort.
+* A caller may ask the runs it started to stop as Ctrl-C in a terminal would
+  (``Interrupt``, made current with ``interruptible``): the group gets SIGINT, pytest ends
+  its session as interrupted and reports what finished; a group still running
+  ``INTERRUPT_GRACE_S`` later is killed as on a timeout.
 
 Nothing here knows about pytest or MCP.
 """
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,7 +45,14 @@ from typing import Any
 import anyio
 import anyio.abc
 
-from pytest_mcp_server.domain.policy import KILL_GRACE_S, ON_TIMEOUT_S, OUTPUT_CHECK_S, OUTPUT_FILE_BYTES, TAIL_BYTES
+from pytest_mcp_server.domain.policy import (
+    INTERRUPT_GRACE_S,
+    KILL_GRACE_S,
+    ON_TIMEOUT_S,
+    OUTPUT_CHECK_S,
+    OUTPUT_FILE_BYTES,
+    TAIL_BYTES,
+)
 
 # Process groups started by this process and not yet reaped; killed at exit as a last
 # resort (the normal paths kill them themselves).
@@ -51,6 +64,65 @@ the run starts: with it the server finds (Linux, /proc) the run's processes that
 process group (``setsid``, double fork), wherever they were re-parented."""
 
 _PROC = Path("/proc")
+
+
+class Interrupt:
+    """A request to stop the runs of one caller as Ctrl-C in a terminal would: SIGINT to
+    each run's process group (pytest then ends its session as interrupted, exit 2, and
+    writes what finished), the group killed if it still runs ``INTERRUPT_GRACE_S`` later.
+
+    Made current with ``interruptible``; ``run_process`` obeys the current one.
+    ``started`` counts the ``run_process`` calls made under it, ``live`` those not yet
+    returned (0: no process to interrupt)."""
+
+    def __init__(self) -> None:
+        self._requested = anyio.Event()
+        self.started = 0
+        self.live = 0
+
+    @property
+    def requested(self) -> bool:
+        """Whether ``request`` was called."""
+        return self._requested.is_set()
+
+    def request(self) -> None:
+        """Interrupt the runs under this request, and every later one at its start."""
+        self._requested.set()
+
+    async def wait(self) -> None:
+        """Return once ``request`` was called."""
+        await self._requested.wait()
+
+
+_CURRENT_INTERRUPT: ContextVar[Interrupt | None] = ContextVar("pytest_mcp_server_interrupt", default=None)
+
+
+@contextlib.contextmanager
+def interruptible(interrupt: Interrupt) -> Iterator[Interrupt]:
+    """Make ``interrupt`` the one obeyed by the ``run_process`` calls of this context (and
+    of the tasks it starts) for the ``with`` body."""
+    token = _CURRENT_INTERRUPT.set(interrupt)
+    try:
+        yield interrupt
+    finally:
+        _CURRENT_INTERRUPT.reset(token)
+
+
+def interrupt_requested() -> bool:
+    """Whether the current ``Interrupt`` (``interruptible``) was requested: a caller making
+    several runs (``repeat``) starts no further one."""
+    current = _CURRENT_INTERRUPT.get()
+    return current is not None and current.requested
+
+
+async def _interrupt_when_requested(interrupt: Interrupt, pgid: int, token: str | None) -> None:
+    """SIGINT the group ``pgid`` once ``interrupt`` is requested, as Ctrl-C in a terminal
+    sends it to its foreground group; kill the run if it still runs ``INTERRUPT_GRACE_S``
+    later (a test that swallows KeyboardInterrupt, a wait in native code)."""
+    await interrupt.wait()
+    _signal_run(pgid, [], signal.SIGINT)
+    await anyio.sleep(INTERRUPT_GRACE_S)
+    await kill_group(pgid, token)
 
 
 class Tail:
@@ -283,9 +355,30 @@ async def run_process(
     after ``ON_TIMEOUT_S`` seconds. The pid is still the child's then (not yet reaped).
     If the caller is cancelled, the group is killed (shielded) before the
     cancellation propagates. Processes of the run that left the group are killed with
-    it (``env[RUN_MARKER]`` identifies them). Raises ``OSError`` when the program cannot
-    be started.
+    it (``env[RUN_MARKER]`` identifies them). Under an ``Interrupt`` (``interruptible``)
+    the group is sent SIGINT once it is requested (see ``Interrupt``). Raises ``OSError``
+    when the program cannot be started.
     """
+    interrupt = _CURRENT_INTERRUPT.get()
+    if interrupt is not None:
+        interrupt.started += 1
+        interrupt.live += 1
+        try:
+            return await _run_process(argv, cwd, env, timeout_s, watch, on_timeout, interrupt)
+        finally:
+            interrupt.live -= 1
+    return await _run_process(argv, cwd, env, timeout_s, watch, on_timeout, None)
+
+
+async def _run_process(
+    argv: list[str],
+    cwd: Path,
+    env: dict[str, str],
+    timeout_s: float,
+    watch: Callable[[], Coroutine[Any, Any, None]] | None,
+    on_timeout: Callable[[int], Awaitable[None]] | None,
+    interrupt: Interrupt | None,
+) -> ProcessOutcome:
     token = env.get(RUN_MARKER)
     start = time.monotonic()
     out = OutputFile()
@@ -315,6 +408,8 @@ async def run_process(
             tg.start_soon(_bound_outputs, (out, err))
             if watch is not None:
                 tg.start_soon(watch)
+            if interrupt is not None:
+                tg.start_soon(_interrupt_when_requested, interrupt, pgid, token)
             with anyio.move_on_after(timeout_s) as scope:
                 await proc.wait()
             timed_out = scope.cancelled_caught

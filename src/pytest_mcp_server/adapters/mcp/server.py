@@ -12,6 +12,11 @@ Both protocol eras are served by the SDK's dual-era loop: a client that opens wi
 ``initialize`` handshake (2025-11-25) and one that sends 2026-07-28 per-request
 envelopes (``mcp.Client`` in its default mode).
 
+A long ``execute_tests`` call of a 2026-07-28 client that opted in to the MCP Tasks
+extension is answered with a task (``tasks.TasksExtension``, installed on the server with
+``tasks.install_extension``): its run goes on in the server's lifespan, not in the
+request, so a closed stream does not stop it.
+
 Shutdown: stdin EOF ends the stdio loop, which cancels running tool calls; SIGTERM,
 SIGINT and SIGHUP cancel the loop too. Over HTTP a call whose client disconnects is
 cancelled (``until_client_disconnects``), and the signals stop every call in flight with
@@ -53,6 +58,7 @@ from pytest_mcp_server.adapters.mcp.catalogue import (
     output_schema,
 )
 from pytest_mcp_server.adapters.mcp.http_policy import MCP_PATH, HttpSettings, token_matches
+from pytest_mcp_server.adapters.mcp.tasks import TasksExtension, current_task, install_extension
 from pytest_mcp_server.adapters.selection_text import render_failure_answer
 from pytest_mcp_server.app.runner import Runner
 from pytest_mcp_server.domain.config import ServerConfig, package_version
@@ -115,7 +121,7 @@ def to_mcp_progress(ctx: Any) -> ProgressFn:
     """A progress callback that sends ``notifications/progress`` for this request (a
     no-op when the client sent no progress token)."""
 
-    async def progress(done: int, total: int | None) -> None:
+    async def progress(done: int, total: int | None, _failing: int) -> None:
         message = f"{done} of {total} tests done" if total is not None else f"{done} tests done"
         await ctx.session.report_progress(float(done), float(total) if total is not None else None, message)
 
@@ -221,11 +227,12 @@ def build_server(runner: Runner, in_flight: InFlightCalls | None = None) -> Serv
                 code=types.INVALID_PARAMS,
                 message=f"unknown tool {params.name!r}; tools: {', '.join(TOOLS_BY_NAME)}",
             )
+        task = current_task()  # a call answered as a task (tasks.py): its run outlives the request's stream
+        progress = task.progress_for(to_mcp_progress(ctx)) if task else to_mcp_progress(ctx)
         with calls.track():
             try:
-                done = await until_client_disconnects(
-                    ctx.request, spec.handler(runner, spec.parse(params.arguments), to_mcp_progress(ctx))
-                )
+                call = spec.handler(runner, spec.parse(params.arguments), progress)
+                done = [await call] if task else await until_client_disconnects(ctx.request, call)
                 if done:
                     return to_mcp_result(spec, done[0])
             except ToolFailure as failure:
@@ -244,13 +251,18 @@ def build_server(runner: Runner, in_flight: InFlightCalls | None = None) -> Serv
         # the client disconnected: nobody reads this answer, its stream is closed
         raise MCPError(code=types.CONNECTION_CLOSED, message=CLIENT_GONE)
 
-    return Server(
+    tasks = TasksExtension(runner, runner.config.task_after_s, runner.config.task_ttl_s)
+    server = Server(
         SERVER_NAME,
         version=package_version(),
         instructions=INSTRUCTIONS,
+        lifespan=tasks.lifespan,  # holds the runs of tasks
         on_list_tools=on_list_tools,
         on_call_tool=on_call_tool,
     )
+    if runner.config.tasks:  # MCP Tasks for long calls (tasks.py); without them every call blocks
+        install_extension(server, tasks, on_call_tool)
+    return server
 
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
