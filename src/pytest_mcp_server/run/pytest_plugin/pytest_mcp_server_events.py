@@ -35,7 +35,9 @@ FILE is the run's one record stream: JSON lines in pytest-reportlog's format (py
   written as a failed ``call``, the test's last line.) A doctest's report (its string
   longrepr) has the invocation directory removed from the start of its location lines
   (``/root/pkg/mod.py:12: DocTestFailure`` -> ``pkg/mod.py:12: DocTestFailure``), as
-  pytest writes paths in tracebacks;
+  pytest writes paths in tracebacks. A complete report weighs at most ``REPORT_CAP``
+  bytes of JSON, about: a larger one is cut, with ``text_bytes_cut`` and
+  ``sections_bytes_cut`` saying what was (``_bounded_report``);
 * ``{"$report_type": "WarningMessage", ...}`` per ``pytest_warning_recorded``, as
   pytest-reportlog writes it (``category``, ``filename``, ``lineno``, ``message``,
   ``when``, ``location``) plus ``nodeid``; the message is capped (``TEXT_CAP``);
@@ -650,7 +652,7 @@ class _BoundedReport:
                 self.dropped += _text_bytes(value) if self.count else 0
                 return {}
             pairs = list(value.items())
-            if len(pairs) > max(self.items, _ITEMS_FLOOR):
+            if len(pairs) > self.items:  # never fewer than _ITEMS_FLOOR: pytest's own dicts stay whole
                 if self.count:
                     self.dropped += sum(_text_bytes(k) + _text_bytes(v) for k, v in pairs[self.items :])
                 pairs = pairs[: self.items]
