@@ -264,6 +264,22 @@ def report(**fields: object) -> str:
         (START + report(outcome="failed", longrepr={"reprcrash": None, "reprtraceback": {"reprentries": 5}}), "line 2"),
         (START + report(outcome="failed", longrepr={"reprcrash": {"path": "p"}, "reprtraceback": {}}), "line 2"),
         (START + "[" * 200 + "]" * 200 + "\n", "line 2"),
+        # the dialect's counts of what the plugin cut: integers from 0 to 2^53
+        (START + report(text_bytes_cut=-1), "line 2"),
+        (START + report(text_bytes_cut=2**53 + 1), "line 2"),
+        (START + report(text_bytes_cut=1.0), "line 2"),
+        (START + report(sections_bytes_cut=[["Captured stdout call", 5]]), "line 2"),
+        (START + report(sections_bytes_cut={"Captured stdout call": "5"}), "line 2"),
+        (START + report(outcome="failed", text_bytes_cut=True), "line 2"),
+        (START + report(**{"$report_type": "SubTestReport", "outcome": "failed", "text_bytes_cut": -3}), "line 2"),
+        (
+            START
+            + json.dumps(
+                {"$report_type": "CollectReport", "nodeid": "t.py", "outcome": "failed", "text_bytes_cut": "9"}
+            )
+            + "\n",
+            "line 2",
+        ),
     ],
 )
 def test_bad_lines_are_malformed_naming_the_line(tmp_path, content, where):
@@ -275,6 +291,83 @@ def test_bad_lines_are_malformed_naming_the_line(tmp_path, content, where):
             summarize_bytes(path, backend=backend)  # type: ignore[arg-type]
         assert info.value.position == where
         assert where in str(info.value)
+
+
+def test_what_the_plugin_cut_of_a_report_is_counted_as_omitted(tmp_path):
+    # the server's plugin cuts a report too large to write whole and says how much it cut
+    # (docs/ENGINE.md, *pytest report-log*): the bytes are the failure's, added to what
+    # the engine's own caps drop, in both backends
+    crash = {"path": "/r/t.py", "lineno": 3, "message": "ValueError: big[... 900 bytes cut by pytest-mcp-server ...]"}
+    entry = {"type": "ReprEntry", "data": {"lines": ["E   ValueError: big"], "style": "long"}}
+    longrepr = {"reprcrash": crash, "reprtraceback": {"reprentries": [entry]}}
+    output = "o" * 5000  # the engine keeps 2,048 bytes of it (its default budget)
+    lines = [
+        '{"$report_type": "SessionStart", "root": "/r"}',
+        json.dumps(
+            {
+                "$report_type": "TestReport",
+                "nodeid": "t.py::a",
+                "when": "call",
+                "outcome": "failed",
+                "longrepr": longrepr,
+                "sections": [["Captured stdout call", output], ["Captured stderr call", "e"]],
+                "text_bytes_cut": 1800,
+                "sections_bytes_cut": {"Captured stdout call": 7000, "Captured stderr teardown": 11},
+            }
+        ),
+        # the teardown report carries the call's section again: the first one is taken, once
+        json.dumps(
+            {
+                "$report_type": "TestReport",
+                "nodeid": "t.py::a",
+                "when": "teardown",
+                "outcome": "passed",
+                "sections": [["Captured stdout call", output]],
+                "sections_bytes_cut": {"Captured stdout call": 7000},
+            }
+        ),
+        json.dumps(
+            {
+                "$report_type": "SubTestReport",
+                "nodeid": "t.py::b",
+                "outcome": "failed",
+                "longrepr": longrepr,
+                "text_bytes_cut": 40,
+            }
+        ),
+        json.dumps({"$report_type": "TestReport", "nodeid": "t.py::b", "when": "teardown", "outcome": "passed"}),
+        json.dumps(
+            {
+                "$report_type": "CollectReport",
+                "nodeid": "u.py",
+                "outcome": "failed",
+                "longrepr": "E   x",
+                "text_bytes_cut": 5,
+            }
+        ),
+        # a passing report's count says nothing the answer shows
+        json.dumps(
+            {
+                "$report_type": "TestReport",
+                "nodeid": "t.py::c",
+                "when": "teardown",
+                "outcome": "passed",
+                "text_bytes_cut": 3,
+            }
+        ),
+    ]
+    path = tmp_path / "cut.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    s = RunReport.model_validate(summary_in_both(path))
+    failures = {(f.node_id, f.subtest): f for f in s.failures}
+    test = failures[("t.py::a", None)]
+    assert test.text_bytes_omitted == 1800
+    assert test.output_bytes_omitted == (5000 - 2048) + 7000  # stderr's 11 were of a section not taken
+    assert test.stdout == "o" * 2048
+    assert failures[("t.py::b", "")].text_bytes_omitted == 40
+    assert s.collection_errors[0].text_bytes_omitted == 5
+    assert s.omitted.text_bytes == 1800 + 40 + 5
+    assert s.omitted.output_bytes == (5000 - 2048) + 7000
 
 
 def test_json_lines_without_report_type_are_not_a_report(tmp_path):

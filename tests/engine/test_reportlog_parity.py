@@ -5,7 +5,8 @@ SubTestReport, CollectReport, SessionStart/Finish, the server dialect's extra li
 ``CollectedIds`` among them, unknown types), with structured ``longrepr`` values of every part pytest renders (entries
 long/short/native/value, function arguments wider than a line, locals, file locations
 with multi-line messages, chains with their descriptions, sections with odd separators),
-Python whitespace and line boundaries in the texts, wrong types on the fields read, and
+Python whitespace and line boundaries in the texts, the dialect's counts of what the plugin cut
+(``text_bytes_cut``, ``sections_bytes_cut``), wrong types on the fields read, and
 files cut anywhere or damaged by flipped bytes. Both backends must write the same bytes,
 or refuse with the same error kind, and never crash. Budgets are drawn at random, and so
 is the page of collected node ids asked for (none, or one at any offset), over one file
@@ -61,6 +62,10 @@ SOURCE_LINE = st.one_of(
     ),
 )
 INT = st.one_of(st.integers(-5, 500), st.just(2**63), st.just(-(2**63)))
+# The dialect's counts of what the plugin cut of a report (``text_bytes_cut``, the values
+# of ``sections_bytes_cut``): 0 to 2^53, and just beyond (malformed in both).
+CUT_BYTES = st.one_of(st.integers(0, 10**9), st.just(2**53))
+BAD_CUT_BYTES = st.sampled_from([-1, 2**53 + 1, 2**64, 1.5, "7", True, [], {}])
 
 
 # Whether the document being drawn may have wrong types (a third of the documents do).
@@ -197,6 +202,16 @@ def lines(draw) -> dict:
             line["longrepr"] = draw(longreprs())
         if draw(st.booleans()):
             line["sections"] = draw(report_sections())
+        if draw(st.integers(0, 3)) == 0:
+            line["text_bytes_cut"] = draw(_maybe_bad(CUT_BYTES, BAD_CUT_BYTES))
+        if kind == "TestReport" and draw(st.integers(0, 3)) == 0:
+            names = st.sampled_from(["Captured stdout call", "Captured stderr setup", "Captured log call", "Other"])
+            line["sections_bytes_cut"] = draw(
+                _maybe_bad(
+                    st.dictionaries(names, _maybe_bad(CUT_BYTES, BAD_CUT_BYTES), max_size=3),
+                    st.sampled_from([[], 5, "x", [["Captured stdout call", 5]]]),
+                )
+            )
         if draw(st.booleans()):
             line["start"] = draw(_maybe_bad(st.floats(0, 2e9)))
             line["stop"] = draw(_maybe_bad(st.floats(0, 2e9)))
@@ -215,6 +230,8 @@ def lines(draw) -> dict:
         line["nodeid"] = draw(_maybe_bad(st.sampled_from(["t.py", "", "pkg/"])))
         line["outcome"] = draw(_maybe_bad(st.sampled_from(["failed", "passed", "skipped"])))
         line["longrepr"] = draw(longreprs())
+        if draw(st.integers(0, 3)) == 0:
+            line["text_bytes_cut"] = draw(_maybe_bad(CUT_BYTES, BAD_CUT_BYTES))
     elif kind == "SessionStart":
         if draw(st.booleans()):
             line["root"] = draw(_maybe_bad(st.sampled_from(["/r", "/r/", "", "/other"])))

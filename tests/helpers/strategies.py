@@ -279,6 +279,9 @@ TRACE_LINES = [
     "E         -     'a': 2,",
     "E         Use -v to get more diff",
     "E         ...Full output truncated (3 lines hidden), use '-vv' to show",
+    # pytest 9.2's own default verbosity: its truncation without a count, a skipped prefix
+    "E         ...Full output truncated, use '-vv' to show",
+    "E         Skipping 1087 identical leading characters in diff, use -v to show",
     "tests/test_mod.py:12: KeyError",
     # a module that does not compile: its position as an `E` line is a frame
     'E     File "/srv/app/tests/test_mod.py", line 7',

@@ -37,7 +37,14 @@ from pytest_mcp_server.run.events import (
     EventFollower,
     stack_dump_armed,
 )
-from pytest_mcp_server.run.pytest_plugin.pytest_mcp_server_events import COLLECTED_CHUNK_BYTES, ORJSON_AFTER_RECORDS
+from pytest_mcp_server.run.pytest_plugin.pytest_mcp_server_events import (
+    COLLECTED_CHUNK_BYTES,
+    ORJSON_AFTER_RECORDS,
+    REPORT_CAP,
+    REPORT_DEPTH,
+    REPORT_ITEMS,
+    TEXT_CAP,
+)
 
 PROJECT = """
 import logging
@@ -470,3 +477,122 @@ def test_the_report_engine_reads_the_file_of_each_encoder(both_runs, backend):
         assert (counts.subtests_passed, counts.subtests_failed) == (2, 1)
         assert "3 failed" in proc.stdout.splitlines()[-1]  # pytest's own count: test_subtests among them
         assert any(f.message == "lone \\udce9 surrogate" for f in summary.failures)
+
+
+CUT_PROJECT = """
+BIG = 2_000_000
+
+
+def test_small():
+    assert 1 == 2
+
+
+def test_big_message():
+    raise ValueError("m" * BIG)
+
+
+def test_many_lines():
+    raise ValueError("\\n".join(f"line {i}" for i in range(200_000)))
+
+
+def test_loud():
+    print("o" * BIG)
+    assert False
+
+
+def test_deep_property(record_property):
+    value = "leaf"
+    for _ in range(200):
+        value = [value]
+    record_property("deep", value)
+    assert False
+
+
+class Unprintable:
+    def __str__(self):
+        raise RuntimeError("no str")
+
+
+def test_unprintable_property(record_property):
+    record_property("obj", Unprintable())
+    assert False
+"""
+CUT_MARKER = re.compile(r"\[\.\.\. ([0-9]+) bytes cut by pytest-mcp-server \.\.\.\]")
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    return []
+
+
+def _depth(value: Any) -> int:
+    if isinstance(value, list):
+        return 1 + max((_depth(v) for v in value), default=0)
+    if isinstance(value, dict):
+        return 1 + max((_depth(v) for v in value.values()), default=0)
+    return 0
+
+
+@pytest.mark.parametrize("with_orjson", [True, False], ids=["orjson", "stdlib-json"])
+def test_a_report_too_large_to_write_whole_is_cut_and_says_how_much(tmp_path, with_orjson):
+    """A failure whose report pytest renders huge (a message of 2 MB, one of 200,000
+    lines, 2 MB of output) writes at most ``REPORT_CAP`` bytes, about, with the bytes cut
+    on it (``text_bytes_cut``, ``sections_bytes_cut``), which the engine counts as
+    omitted; a user property nested 200 deep (deeper than the engine reads) or whose
+    ``str()`` raises is bounded too, and the run ends as pytest's own does. A small
+    failure is written whole, without counts."""
+    (tmp_path / "test_cut.py").write_text(CUT_PROJECT)
+    records = tmp_path / "out" / "records.jsonl"
+    proc = run_plugin(tmp_path, records, "-q", orjson=with_orjson)
+    assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "6 failed" in proc.stdout.splitlines()[-1]
+    raw = records.read_bytes().splitlines()
+    assert max(len(line) for line in raw) <= REPORT_CAP * 1.05
+    assert len(records.read_bytes()) < 6 * REPORT_CAP
+    calls = {line["nodeid"].split("::")[1]: line for line in lines_of(records) if line.get("when") == "call"}
+
+    small = calls["test_small"]
+    assert "text_bytes_cut" not in small and "sections_bytes_cut" not in small
+    assert small["longrepr"]["reprcrash"]["message"] == "assert 1 == 2"
+
+    # each string of 2 MB keeps its first and last 32 K characters; the markers say what
+    # each cut, and they add up to the report's count
+    big = calls["test_big_message"]
+    strings = _strings(big["longrepr"])
+    cuts = [int(n) for s in strings for n in CUT_MARKER.findall(s)]
+    assert len(cuts) >= 4 and all(n > 2_000_000 - TEXT_CAP for n in cuts)  # crash message and E line, twice
+    assert big["text_bytes_cut"] == sum(cuts)
+    assert max(len(s) for s in strings) < TEXT_CAP + 100
+    assert big["longrepr"]["reprcrash"]["message"].startswith("ValueError: mmm")
+
+    # 200,000 E lines keep their first and last 500
+    many = calls["test_many_lines"]
+    lines = many["longrepr"]["reprtraceback"]["reprentries"][-1]["data"]["lines"]
+    assert len(lines) <= REPORT_ITEMS and lines[-1] == "E       line 199999"
+    assert many["text_bytes_cut"] > 0
+
+    # the output keeps its last 64 K characters: the bytes before them are counted
+    loud = calls["test_loud"]
+    (content,) = [c for name, c in loud["sections"] if name == "Captured stdout call"]
+    assert content == "o" * (TEXT_CAP - 1) + "\n"
+    assert loud["sections_bytes_cut"] == {"Captured stdout call": 2_000_001 - TEXT_CAP}
+    assert "text_bytes_cut" not in loud
+
+    deep = calls["test_deep_property"]
+    assert _depth(deep) == REPORT_DEPTH and "text_bytes_cut" not in deep  # the report is the first level
+    unprintable = calls["test_unprintable_property"]
+    assert unprintable["user_properties"] == [["obj", "<Unprintable object: str() raised RuntimeError>"]]
+
+    read = read_both(records, tmp_path)
+    assert read.counts.failed == 6 and read.counts.total == 6
+    failures = {f.node_id.split("::")[1]: f for f in read.failures}
+    assert failures["test_big_message"].text_bytes_omitted >= big["text_bytes_cut"]
+    assert failures["test_many_lines"].text_bytes_omitted >= many["text_bytes_cut"]
+    # what the engine keeps of the output tail (its default 2,048 bytes) and what the
+    # plugin cut before it: every byte the test printed but those is counted
+    assert failures["test_loud"].output_bytes_omitted == 2_000_001 - Budgets().max_output_bytes

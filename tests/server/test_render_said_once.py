@@ -7,7 +7,8 @@ values) and a pointer to the first, instead of the same traceback again. A dict
 comparison's ``Full diff:`` block repeats its ``Differing items:`` block, and a short
 list's repeats the assertion line that holds both lists whole: each becomes one line
 saying so. Checked on a real pytest run's JUnit XML (pytest run with
-``verbosity_assertions=2``, as the server runs it) through the real CLI, in both engine
+``verbosity_assertions=2``, as a project's ``-vv`` run writes its diffs; pytest on CI
+writes the same ``Full diff:`` blocks) through the real CLI, in both engine
 backends. Which entry repeats which is the engine's ``same_as``: the text only presents
 it, which a hand-made summary shows.
 """

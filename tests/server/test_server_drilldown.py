@@ -3,7 +3,8 @@
 The real server (the SDK's stdio client, nothing mocked) runs the real pytest on the
 ``drilldown`` fixture project: three parametrised cases of one test fail at the same
 assertion (one group), an unrelated test fails with another cause, and a passing test
-sleeps past the slow threshold. ``execute_tests`` folds the group into one entry and
+sleeps past the slow threshold (named as slow only in a run where every test passed).
+``execute_tests`` folds the group into one entry and
 writes each frame on one line (``path:N: statement``, no source before it);
 ``summarize_report`` on the run's ``report_path`` (or with no paths: the last run's)
 with two node ids of that group must then give each of them in full,
@@ -74,6 +75,8 @@ def test_two_failures_of_one_group_are_each_told_in_full(tmp_path, backend):
     statement = 'assert discounted == expected, f"{percent}% off {total} {currency} ({rounding}, {customer})"'
     assert f"    {FILE}:18: {statement}" in text.split("\n"), text
     assert text.rstrip().endswith(". More: summarize_report with node_ids"), text
+    # a run with failures names no slow test: the slow one passed, and is not the story
+    assert "Slowest" not in text and "test_checkout_takes_a_while" not in text, text
 
     # The full story: both requested tests, each its own entry with its own traceback.
     failures = story.summary.failures
@@ -129,3 +132,18 @@ def test_summarize_report_without_paths_before_any_run_is_refused_naming_paths(t
     told = run(body)
     assert told.is_error, text_of(told)
     assert "paths: no execute_tests run of this project has a report yet; give report files" in text_of(told)
+
+
+def test_a_run_where_every_test_passed_names_its_slow_tests(tmp_path):
+    project = Project("drilldown", tmp_path)
+    slow = f"{FILE}::test_checkout_takes_a_while"
+
+    async def body():
+        async with connect(project.params(), "auto") as client:
+            return await client.call_tool("execute_tests", {"node_ids": [slow]})
+
+    result = run(body)
+    text = text_of(result)
+    res = ExecuteResult.model_validate(result.structured_content)
+    assert res.status == "passed", text
+    assert f"\nSlowest: {slow} 1." in text, text

@@ -158,6 +158,10 @@ const WIDTH: i64 = 80;
 /// pytest's fail marker at the start of a traceback entry's failure lines.
 const FAIL_MARKER: &str = ">   ";
 const PHASE_NAMES: [&str; 3] = ["setup", "call", "teardown"];
+/// The largest count of bytes a report's `text_bytes_cut`/`sections_bytes_cut` may give
+/// (the plugin's per-report cut, docs/ENGINE.md *pytest report-log*): far above any
+/// file's size, and low enough that adding a test's counts up never overflows 64 bits.
+const CUT_BYTES_MAX: u64 = 1 << 53;
 const OUTPUT_KINDS: [&str; 3] = ["stdout", "stderr", "log"];
 
 /// Python's `str.splitlines()`.
@@ -465,6 +469,8 @@ impl Reader<'_> {
             failed: outcome == "failed",
             ..PhaseData::default()
         };
+        let text_cut = cut_bytes(obj.get("text_bytes_cut"), "TestReport text_bytes_cut")?;
+        let sections_cut = sections_cut(obj)?;
         if outcome == "failed" {
             let Longrepr {
                 text,
@@ -480,7 +486,7 @@ impl Reader<'_> {
                 let (kept, omitted) = capped_text(&text);
                 // a cut text is not the whole rendering the frames belong to
                 phase.frames = frames.filter(|_| omitted == 0);
-                phase.longrepr = Some((kept, omitted));
+                phase.longrepr = Some((kept, omitted + text_cut));
             }
             phase.crash = crash;
         }
@@ -495,12 +501,13 @@ impl Reader<'_> {
         } else if index == 0 && outcome != "passed" {
             test.setup_not_passed = true;
         }
-        for (kind, phase_index, content) in sections {
+        for (kind, phase_index, name, content) in sections {
             let slot = &mut test.outputs[kind][phase_index];
             if slot.is_some() || content.is_empty() {
                 continue;
             }
-            *slot = Some(if kind == 2 {
+            let cut = sections_cut.get(name).copied().unwrap_or(0);
+            let (kept, omitted) = if kind == 2 {
                 // pytest strips the log section; pytest-json-report ends every record
                 // with a newline, the last one too
                 let mut ht = HeadTail::for_output(self.max_log_bytes);
@@ -513,7 +520,8 @@ impl Reader<'_> {
                 let mut ht = HeadTail::for_output(self.max_output_bytes);
                 ht.push(content);
                 ht.finish()
-            });
+            };
+            *slot = Some((kept, omitted + cut));
         }
         if index == 2 {
             self.session.running.shift_remove(node_id);
@@ -592,6 +600,7 @@ impl Reader<'_> {
                 ..TestRecord::default()
             });
         } else if outcome == "failed" {
+            let text_cut = cut_bytes(obj.get("text_bytes_cut"), "SubTestReport text_bytes_cut")?;
             let Longrepr {
                 text,
                 crash,
@@ -611,7 +620,7 @@ impl Reader<'_> {
             if let Some(text) = text {
                 let (kept, omitted) = capped_text(&text);
                 record.text = Some(kept);
-                record.text_bytes_omitted = omitted;
+                record.text_bytes_omitted = omitted + text_cut;
                 record.frames = frames.filter(|_| omitted == 0);
             }
             if let Some(crash) = crash {
@@ -634,6 +643,7 @@ impl Reader<'_> {
         if outcome != "failed" {
             return Ok(());
         }
+        let text_cut = cut_bytes(obj.get("text_bytes_cut"), "CollectReport text_bytes_cut")?;
         let text = longrepr(obj.get("longrepr"), false)?.text;
         let mut record = CollectionErrorRecord {
             path: head(node_id, ATTR_CAP).to_owned(),
@@ -642,7 +652,7 @@ impl Reader<'_> {
         if let Some(text) = text {
             let (kept, omitted) = capped_text(&text);
             record.text = Some(kept);
-            record.text_bytes_omitted = omitted;
+            record.text_bytes_omitted = omitted + text_cut;
         }
         (self.sink)(Item::CollectionError(record));
         Ok(())
@@ -746,8 +756,40 @@ fn truthy(v: &Value) -> bool {
     }
 }
 
-/// A report's `[kind][phase]` output sections: (kind index, phase index, content).
-fn sections(obj: &Map<String, Value>) -> Res<Vec<(usize, usize, &str)>> {
+/// A count of bytes the record plugin cut (`text_bytes_cut`, a value of
+/// `sections_bytes_cut`): an integer from 0 to `CUT_BYTES_MAX`; absent or null, 0.
+fn cut_bytes(value: Option<&Value>, what: &str) -> Res<u64> {
+    match value {
+        None | Some(Value::Null) => Ok(0),
+        Some(Value::Number(n)) => match n.as_u64() {
+            Some(count) if count <= CUT_BYTES_MAX => Ok(count),
+            _ => bad(format!("{what} must be an integer from 0 to 2^53")),
+        },
+        Some(_) => bad(format!("{what} must be an integer from 0 to 2^53")),
+    }
+}
+
+/// A report's `sections_bytes_cut`: section name -> bytes the record plugin cut of that
+/// section (absent or null: none).
+fn sections_cut(obj: &Map<String, Value>) -> Res<IndexMap<&str, u64>> {
+    let mut cut = IndexMap::new();
+    match obj.get("sections_bytes_cut") {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(counts)) => {
+            for (name, count) in counts {
+                cut.insert(
+                    name.as_str(),
+                    cut_bytes(Some(count), "each of TestReport sections_bytes_cut")?,
+                );
+            }
+        }
+        Some(_) => return bad("TestReport sections_bytes_cut must be an object"),
+    }
+    Ok(cut)
+}
+
+/// A report's `[kind][phase]` output sections: (kind index, phase index, name, content).
+fn sections(obj: &Map<String, Value>) -> Res<Vec<(usize, usize, &str, &str)>> {
     let mut found = Vec::new();
     let list = match obj.get("sections") {
         None | Some(Value::Null) => return Ok(found),
@@ -773,7 +815,7 @@ fn sections(obj: &Map<String, Value>) -> Res<Vec<(usize, usize, &str)>> {
         ) else {
             continue;
         };
-        found.push((k, p, content.as_str()));
+        found.push((k, p, name.as_str(), content.as_str()));
     }
     Ok(found)
 }

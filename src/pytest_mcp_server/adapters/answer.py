@@ -1,6 +1,7 @@
 """What an answer of ``execute_tests`` shows of a run's summary: which failures get an
 entry in the text (``failure_entries``), how long a line may be (``LINE_CHARS``), which
-slow tests are named (``SLOW_S``); the structured content is ``adapters.mcp.structured``'s
+slow tests are named (``slow_tests``: of ``SLOW_S`` or more, and only in a run where no
+test failed); the structured content is ``adapters.mcp.structured``'s
 (``answer_summary``, and ``with_run_dir`` for the paths of the run's directory).
 
 The text (``text.render_text``) gives one entry per cause: the first listed failure
@@ -21,8 +22,8 @@ as structure).
 
 from __future__ import annotations
 
-from pytest_mcp_server.domain.policy import LINE_CHARS
-from pytest_mcp_server.engine.models import Failure, ReportSummary
+from pytest_mcp_server.domain.policy import LINE_CHARS, SLOW_S
+from pytest_mcp_server.engine.models import Failure, ReportSummary, SlowTest
 
 
 def failure_entries(summary: ReportSummary, every_failure: bool = False) -> list[tuple[Failure, bool]]:
@@ -44,6 +45,15 @@ def failure_entries(summary: ReportSummary, every_failure: bool = False) -> list
         elif failure.group not in listed_groups:
             entries.append((failure, False))
     return entries
+
+
+def slow_tests(summary: ReportSummary) -> list[SlowTest]:
+    """The slow tests an answer names: the summary's ``slowest`` of at least ``SLOW_S``
+    seconds, and none when a test failed or errored (or did not collect): then the slow
+    ones are rarely the failing ones, and the answer is about the failures."""
+    if not summary.ok or summary.collection_errors:
+        return []
+    return [s for s in summary.slowest if s.duration_s >= SLOW_S]
 
 
 def cap_line(line: str, limit: int = LINE_CHARS) -> tuple[str, int]:

@@ -37,7 +37,7 @@ from __future__ import annotations
 import shlex
 from typing import TYPE_CHECKING
 
-from pytest_mcp_server.adapters.answer import cap_line, cap_lines, failure_entries
+from pytest_mcp_server.adapters.answer import cap_line, cap_lines, failure_entries, slow_tests
 from pytest_mcp_server.domain.flaky import legend
 from pytest_mcp_server.domain.nodeids import node_path
 from pytest_mcp_server.domain.policy import (
@@ -45,7 +45,6 @@ from pytest_mcp_server.domain.policy import (
     DISCOVER_FILES_SHOWN,
     FLAKY_LISTED_IN_ERRORS,
     LINE_CHARS,
-    SLOW_S,
 )
 from pytest_mcp_server.engine.models import CollectionError, Failure, Group, Location, ReportSummary
 
@@ -174,7 +173,7 @@ def _text_with_hint(
             if g.examples:
                 lines.append(f"      e.g. {', '.join(g.examples)}")
     lines.extend(_collection_error_lines(summary.collection_errors))
-    slow = [s for s in summary.slowest if s.duration_s >= SLOW_S]
+    slow = slow_tests(summary)
     if slow:
         lines.append("")
         lines.append("Slowest: " + ", ".join(f"{s.node_id} {_seconds(s.duration_s)}" for s in slow))

@@ -6,6 +6,41 @@ here is the server's own, and an agent's node ids come after ``--`` (pytest read
 option after it, whatever the id looks like). The child's environment is the server's
 own plus ``PYTHONPATH`` for the record plugin and the run's ``RUN_MARKER`` token;
 nothing from the agent.
+
+The run keeps pytest's own verbosity. The server adds no ``-q``, ``-v`` or
+``-o verbosity_*`` option, so a test and its report are what ``pytest`` run by hand in the
+root gives (the project's ``addopts`` apply as they do there).
+
+Why, from pytest's source (9.2 here; 8.4 and 7.4 compare the same levels, 7.4 through
+``config.getoption("verbose")``):
+
+* ``-o verbosity_assertions=2`` (what the server forced until this was measured) makes
+  pytest render every compared value whole: ``saferepr_unlimited`` in
+  ``assertion/util.py`` ``assertrepr_compare``, no ``maxsize`` in
+  ``assertion/rewrite.py`` ``_get_maxsize_for_saferepr``, a pretty-printed ``Full diff``
+  of any two sequences or dicts (``_compare_eq_iterable``, ``difflib.ndiff``) and no
+  truncation (``truncate.py``). That changes how long a test takes and what it raises:
+  on ``tests/fixtures/deep_repr`` one comparison took seconds instead of milliseconds,
+  another ended in a RecursionError inside pytest's pretty-printer, and a 100 MB repr
+  went into the report several times (benches/RESULTS.md, *Run like pytest*).
+* ``-q`` (verbosity -1) renders assertions as the default (0) does: every threshold in
+  ``_pytest/assertion`` is ``> 1``, ``>= 2``, ``< 1``, ``<= 0`` or ``< 2``, true or false
+  alike for -1 and 0; so are the traceback's locals and arguments (``nodes.py``: ``> 1``,
+  ``> 2``). But it is not harmless: a test, a fixture or a plugin reads
+  ``config.getoption("verbose")`` / ``config.get_verbosity()`` as -1, and pytest's own
+  subtests report differs (``subtests.py``: ``get_verbosity(VERBOSITY_SUBTESTS) == 0``,
+  which the server had to undo with ``-o verbosity_subtests=0``). What ``-q`` saved is
+  output volume only (the header and a file name per test file on the terminal), of which
+  the server keeps only a bounded tail (``run.process``), so it is left out too.
+
+With the default verbosity pytest cuts the reprs of an assertion's explanation (about
+30 characters a side on its first line, 240 elsewhere) and truncates the explanation
+past 8 lines or 640 characters, but for the truncation and sequence diffs not when the
+``CI`` or ``BUILD_NUMBER`` environment variable is set (``running_on_ci``): exactly as by
+hand, in the server's environment. The
+record plugin still bounds what one report may write (``REPORT_CAP`` in
+``run/pytest_plugin/pytest_mcp_server_events.py``): a message or captured output pytest
+never truncates.
 """
 
 from __future__ import annotations
@@ -27,16 +62,6 @@ RECORDS_FILE = "records.jsonl"
 report (``report_path``)."""
 STACKS_FILE = "stacks.txt"
 """Where the plugin's stack dump goes, in the run directory (``--mcp-stacks``)."""
-
-FULL_ASSERTION_DETAIL_SINCE = (8, 0)
-"""The first pytest with the ``verbosity_assertions`` ini option (pytest's changelog, 8.0.0);
-runs on it get ``-o verbosity_assertions=2``, assertion explanations in full, and ``-q``
-(the terminal output is only read for its tails; on older pytest ``-q`` would also cut
-assertion explanations)."""
-SUBTEST_VERBOSITY_SINCE = (9, 0)
-"""The first pytest with built-in subtests and their ``verbosity_subtests`` ini option
-(pytest's changelog, 9.0.0): runs on it keep pytest's default (0) for subtests under ``-q``,
-so pytest reports passed subtests as it does without ``-q``."""
 
 
 class ExitCode(IntEnum):
@@ -87,16 +112,12 @@ def execute_argv(
     record of failures (``--mcp-failures``: ``run.rundirs.FAILURES_FILE`` beside
     ``run_dir``, in place of pytest's cache plugins), with the server's further
     ``plugin_options`` (``run.recording.skip_options``), then the agent's validated
-    options and selection (``last_failed`` selects from that record)."""
+    options and selection (``last_failed`` selects from that record). No option of
+    verbosity: pytest renders as it does by hand (the module's docstring says why)."""
     argv = [interp.python, "-m", "pytest", "-p", PLUGIN_NAME, f"--mcp-records={run_dir / RECORDS_FILE}"]
     argv.append(f"--mcp-stacks={run_dir / STACKS_FILE}")
     argv.append("--mcp-failures")
     argv += plugin_options
-    if interp.pytest_version >= FULL_ASSERTION_DETAIL_SINCE:
-        # the whole differing values: pytest's default cuts them ("{'name': 'ali...", "use -vv to show")
-        argv += ["-q", "-o", "verbosity_assertions=2"]
-        if interp.pytest_version >= SUBTEST_VERBOSITY_SINCE:
-            argv += ["-o", "verbosity_subtests=0"]
     if params.max_failures is not None:
         argv.append(f"--maxfail={params.max_failures}")
     if params.failfast:

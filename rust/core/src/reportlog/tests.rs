@@ -367,3 +367,36 @@ fn a_collected_ids_line_without_an_array_is_malformed_page_or_not() {
         }
     }
 }
+
+#[test]
+fn what_the_plugin_cut_is_added_to_the_omitted_counts() {
+    let input = concat!(
+        r#"{"$report_type": "TestReport", "nodeid": "t.py::a", "when": "call", "outcome": "failed", "longrepr": "E   boom", "sections": [["Captured stdout call", "out\n"]], "text_bytes_cut": 900, "sections_bytes_cut": {"Captured stdout call": 70, "Captured stderr call": 5}}"#,
+        "\n",
+        r#"{"$report_type": "TestReport", "nodeid": "t.py::a", "when": "teardown", "outcome": "passed"}"#,
+        "\n",
+        r#"{"$report_type": "CollectReport", "nodeid": "u.py", "outcome": "failed", "longrepr": "E   x", "text_bytes_cut": 3}"#,
+        "\n",
+    );
+    let (items, _) = records(input).unwrap();
+    let t = tests_of(&items)[0];
+    // a section that is not taken (no stderr) adds nothing
+    assert_eq!((t.text_bytes_omitted, t.output_bytes_omitted), (900, 70));
+    let Some(Item::CollectionError(ce)) = items.last() else {
+        panic!("the collection error is the last item");
+    };
+    assert_eq!(ce.text_bytes_omitted, 3);
+    for bad in [
+        r#""text_bytes_cut": -1"#,
+        r#""text_bytes_cut": 9007199254740993"#,
+        r#""text_bytes_cut": 1.0"#,
+        r#""sections_bytes_cut": []"#,
+        r#""sections_bytes_cut": {"Captured stdout call": true}"#,
+    ] {
+        let line = format!(
+            r#"{{"$report_type": "TestReport", "nodeid": "a", "when": "call", "outcome": "passed", {bad}}}"#
+        );
+        let err = records(&line).unwrap_err();
+        assert_eq!(err.kind, ErrorKind::Malformed, "{bad}");
+    }
+}

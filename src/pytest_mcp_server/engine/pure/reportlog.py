@@ -33,6 +33,10 @@ _REPORT_OUTCOMES = ("passed", "failed", "skipped", "rerun")
 # The deepest nesting of arrays/objects a line may have (the line's object is level 1):
 # serde_json's recursion limit (128 levels fail), which the native reader keeps.
 MAX_DEPTH = 127
+# The largest count of bytes a report's ``text_bytes_cut``/``sections_bytes_cut`` may give
+# (the plugin's per-report cut, docs/ENGINE.md *pytest report-log*): far above any file's
+# size, and low enough that adding a test's counts up never overflows 64 bits.
+CUT_BYTES_MAX = 1 << 53
 
 # The line boundaries of Python's str.splitlines() (pytest's TerminalWriter._write_source uses it).
 _SPLITLINES = re.compile("\r\n|[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
@@ -384,14 +388,17 @@ class _Reader:
             "duration_us": duration_us_from_float(duration) if duration is not None else 0,
             "failed": outcome == "failed",
         }
+        text_cut = _cut_bytes(obj.get("text_bytes_cut"), "TestReport text_bytes_cut")
+        sections_cut = _sections_cut(obj)
         if outcome == "failed":
             text, crash, frames = _longrepr(obj.get("longrepr"), stripped=True)
             if text is not None:
                 if type(obj.get("longrepr")) is str:
                     text = relative_locations(text, node_id)
-                phase["longrepr"] = _capped_text(text)
-                if frames is not None and phase["longrepr"][1] == 0:  # a cut text is not their text
+                kept, omitted = _capped_text(text)
+                if frames is not None and omitted == 0:  # a cut text is not their text
                     phase["frames"] = frames
+                phase["longrepr"] = (kept, omitted + text_cut)
             if crash:
                 phase["crash"] = crash
         test.phases[index] = phase
@@ -399,15 +406,17 @@ class _Reader:
             test.has_call = True
         elif when == "setup" and outcome != "passed":
             test.setup_not_passed = True
-        self.sections(obj, test)
+        self.sections(obj, test, sections_cut)
         if when == "teardown":
             self.session.running.pop(node_id, None)
             del self.pending[node_id]
             self.complete(node_id, test)
 
-    def sections(self, obj: dict[str, Any], test: _Test) -> None:
+    def sections(self, obj: dict[str, Any], test: _Test, cut: dict[str, int]) -> None:
         """Keep the captured output sections of the test (the first report carrying one
-        gives it: a report carries the sections of the phases before it too)."""
+        gives it: a report carries the sections of the phases before it too), each with
+        the bytes the record plugin cut of it (``cut``, by section name) counted as
+        omitted."""
         sections = obj.get("sections")
         if sections is None:
             return
@@ -425,11 +434,10 @@ class _Reader:
             if key[0] == "log":
                 # pytest strips the log section; pytest-json-report ends every record
                 # with a newline, the last one too
-                test.outputs[key] = _capped(
-                    content if content.endswith("\n") else content + "\n", 0, self.max_log_bytes
-                )
+                kept, omitted = _capped(content if content.endswith("\n") else content + "\n", 0, self.max_log_bytes)
             else:
-                test.outputs[key] = _capped(content, 0, self.max_output_bytes)
+                kept, omitted = _capped(content, 0, self.max_output_bytes)
+            test.outputs[key] = (kept, omitted + cut.get(name, 0))
 
     def complete(self, node_id: str, test: _Test) -> None:
         """A test whose reports are all in: one entry for ``TestEntries``."""
@@ -476,10 +484,12 @@ class _Reader:
                 test = self.pending[node_id] = _Test()
             test.failed_subtests += 1
             record = TestRecord(node_id=node_id, outcome="failed", phase="call", subtest=label)
+            text_cut = _cut_bytes(obj.get("text_bytes_cut"), "SubTestReport text_bytes_cut")
             text, crash, frames = _longrepr(obj.get("longrepr"), stripped=True)
             if text is not None:
-                record.text, record.text_bytes_omitted = _capped_text(text)
-                record.frames = frames if record.text_bytes_omitted == 0 else None
+                record.text, omitted = _capped_text(text)
+                record.frames = frames if omitted == 0 else None
+                record.text_bytes_omitted = omitted + text_cut
             if crash:
                 if "message" in crash:
                     record.message, dropped = crash["message"]
@@ -495,10 +505,12 @@ class _Reader:
         assert node_id is not None and outcome is not None
         if outcome != "failed":
             return
+        text_cut = _cut_bytes(obj.get("text_bytes_cut"), "CollectReport text_bytes_cut")
         text = _longrepr(obj.get("longrepr"), stripped=False)[0]
         record = CollectionErrorRecord(path=_head_text(node_id, ATTR_CAP)[0])
         if text is not None:
-            record.text, record.text_bytes_omitted = _capped_text(text)
+            record.text, omitted = _capped_text(text)
+            record.text_bytes_omitted = omitted + text_cut
         self.emit(record)
 
     def times(self, obj: dict[str, Any]) -> None:
@@ -556,6 +568,27 @@ def _integer(obj: dict[str, Any], key: str, whose: str) -> int | None:
     if type(value) is not int or not -(2**63) <= value < 2**63:
         raise _Malformed(f"{whose} {key} must be an integer")
     return value
+
+
+def _cut_bytes(value: Any, what: str) -> int:
+    """A count of bytes the record plugin cut (``text_bytes_cut``, a value of
+    ``sections_bytes_cut``): an integer from 0 to ``CUT_BYTES_MAX``; absent or null, 0."""
+    if value is None:
+        return 0
+    if type(value) is not int or not 0 <= value <= CUT_BYTES_MAX:
+        raise _Malformed(f"{what} must be an integer from 0 to 2^53")
+    return value
+
+
+def _sections_cut(obj: dict[str, Any]) -> dict[str, int]:
+    """A report's ``sections_bytes_cut``: section name -> bytes the record plugin cut of
+    that section (absent or null: none)."""
+    value = obj.get("sections_bytes_cut")
+    if value is None:
+        return {}
+    if type(value) is not dict:
+        raise _Malformed("TestReport sections_bytes_cut must be an object")
+    return {name: _cut_bytes(count, "each of TestReport sections_bytes_cut") for name, count in value.items()}
 
 
 def _number(obj: dict[str, Any], key: str, whose: str) -> float | None:

@@ -35,7 +35,9 @@ FILE is the run's one record stream: JSON lines in pytest-reportlog's format (py
   written as a failed ``call``, the test's last line.) A doctest's report (its string
   longrepr) has the invocation directory removed from the start of its location lines
   (``/root/pkg/mod.py:12: DocTestFailure`` -> ``pkg/mod.py:12: DocTestFailure``), as
-  pytest writes paths in tracebacks;
+  pytest writes paths in tracebacks. A complete report weighs at most ``REPORT_CAP``
+  bytes of JSON, about: a larger one is cut, with ``text_bytes_cut`` and
+  ``sections_bytes_cut`` saying what was (``_bounded_report``);
 * ``{"$report_type": "WarningMessage", ...}`` per ``pytest_warning_recorded``, as
   pytest-reportlog writes it (``category``, ``filename``, ``lineno``, ``message``,
   ``when``, ``location``) plus ``nodeid``; the message is capped (``TEXT_CAP``);
@@ -110,7 +112,30 @@ import pytest
 
 PR_SET_PDEATHSIG = 1
 TEXT_CAP = 65536
-"""Characters kept of a warning's message in the record file (its head and tail)."""
+"""Characters kept of a warning's message in the record file (its head and tail), and of
+each string of a report the report cap cuts (``REPORT_CAP``) at first."""
+REPORT_CAP = 1 << 20
+"""Bytes of JSON one complete report may write to the record file, about: weighed before
+it is encoded, its strings as the standard library's encoder writes them (orjson's
+UTF-8 is never longer), a number 24 bytes. pytest renders a value's repr into its report
+whole wherever no truncation of its own applies (an exception's message,
+``pytest.fail``'s text, captured output), so one failure could write hundreds of MB
+(``_bounded_report``)."""
+REPORT_ITEMS = 1000
+"""Items kept of a list (its first and last halves) in a report the cap cuts, at first;
+a dict below the report's own keys keeps its first ones, never fewer than
+``_ITEMS_FLOOR`` (pytest's own objects in a report have fewer keys)."""
+REPORT_DEPTH = 32
+"""Levels of nesting kept in a report the cap cuts, the report itself the first: a list
+or dict at this level is emptied (the report engine refuses a line nested deeper than
+127; a user property can nest as deep as it likes)."""
+_TEXT_FLOOR = 16
+_ITEMS_FLOOR = 8
+_REPORT_HEAD = ("$report_type", "nodeid", "when", "outcome")
+"""A report's keys the cap never cuts (the node id stays whole: the server runs tests by it)."""
+_REPORT_READ = (*_REPORT_HEAD, "location", "longrepr", "sections", "duration", "start", "stop", "wasxfail")
+"""The keys a report keeps when even the smallest caps leave it too large (the others,
+``keywords`` and ``user_properties``, are only the test's and the user's data)."""
 ORJSON_AFTER_RECORDS = 2000
 """Tests recorded with the standard library's json before the plugin imports orjson (when
 the project's interpreter has it). Importing orjson takes 5-15 ms and it saves several
@@ -485,6 +510,181 @@ def _capped(text: str) -> str:
     return f"{text[:half]}\n[... {len(text) - 2 * half} characters cut by pytest-mcp-server ...]\n{text[-half:]}"
 
 
+class _TooLarge(Exception):
+    pass
+
+
+def _fits(record: dict[str, Any], cap: int) -> bool:
+    """Whether ``record``'s JSON weighs at most ``cap`` bytes, about (``REPORT_CAP``), and
+    nests at most ``REPORT_DEPTH`` levels; stops weighing at the first byte over."""
+    try:
+        _weigh(record, cap, 1)
+    except _TooLarge:
+        return False
+    return True
+
+
+def _weigh(value: Any, room: int, depth: int) -> int:
+    # the room left after ``value`` (raises _TooLarge when none is); anything JSON writes
+    # with str() (a user property's object) weighs too much: its size is unknown until cut
+    kind = type(value)
+    if kind is str:
+        if len(value) > room:  # its JSON is at least as long: not encoded
+            raise _TooLarge
+        room -= len(encode_basestring_ascii(value))
+    elif kind is list or kind is tuple:
+        if depth > REPORT_DEPTH:
+            raise _TooLarge
+        room -= 2
+        for item in value:
+            room = _weigh(item, room - 1, depth + 1)
+    elif kind is dict:
+        if depth > REPORT_DEPTH:
+            raise _TooLarge
+        room -= 2
+        for key, item in value.items():
+            room = _weigh(item, _weigh(key, room - 2, depth + 1), depth + 1)
+    elif value is None or kind is bool or kind is float or (kind is int and -(10**18) < value < 10**18):
+        room -= 24
+    else:
+        raise _TooLarge
+    if room < 0:
+        raise _TooLarge
+    return room
+
+
+def _bounded_report(record: dict[str, Any]) -> dict[str, Any]:
+    """A complete report cut to ``REPORT_CAP``: the same keys and shapes, each string
+    longer than the cut's size keeping its head and tail around ``[... N bytes cut by
+    pytest-mcp-server ...]``, each captured output section (``sections``: ``[name,
+    content]``) its last characters (the engine reads output tails), each list its first
+    and last items, a list or dict at the ``REPORT_DEPTH``-th level emptied. The sizes start
+    at ``TEXT_CAP`` characters and ``REPORT_ITEMS`` items and shrink (a quarter, a half)
+    until the report fits; at the smallest (``_TEXT_FLOOR``, ``_ITEMS_FLOOR``) only the
+    keys a reader needs stay (``_REPORT_READ``). The node id and the report's kind, phase
+    and outcome are never cut.
+
+    What the engine shows that the cut left out is counted on the report (written only
+    when not 0): ``text_bytes_cut``, the UTF-8 bytes cut from its ``longrepr`` (the
+    traceback, the crash message), and ``sections_bytes_cut``, per section name the bytes
+    cut from the head of that name's first section (the one a reader takes). What is cut
+    from other keys (``keywords``, ``user_properties``) is not counted: no reader shows
+    them."""
+    chars, items = TEXT_CAP, REPORT_ITEMS
+    while True:
+        bounded = _BoundedReport(chars, items, count=False).report(record)
+        if _fits(bounded, REPORT_CAP) or (chars, items) == (_TEXT_FLOOR, _ITEMS_FLOOR):
+            break
+        chars, items = max(chars // 4, _TEXT_FLOOR), max(items // 2, _ITEMS_FLOOR)
+    keys = None if _fits(bounded, REPORT_CAP) else _REPORT_READ
+    cut = _BoundedReport(chars, items, count=True)
+    bounded = cut.report({k: v for k, v in record.items() if keys is None or k in keys})
+    if cut.text_bytes:
+        bounded["text_bytes_cut"] = cut.text_bytes
+    if cut.sections_bytes:
+        bounded["sections_bytes_cut"] = cut.sections_bytes
+    return bounded
+
+
+class _BoundedReport:
+    # One cut of a report at the sizes ``chars`` and ``items`` (``_bounded_report``);
+    # ``count``: the bytes cut are counted (a pass that only tries sizes does not: counting
+    # walks what is cut)
+    def __init__(self, chars: int, items: int, count: bool) -> None:
+        self.chars = chars
+        self.items = items
+        self.count = count
+        self.text_bytes = 0
+        self.sections_bytes: dict[str, int] = {}
+        self.dropped = 0  # bytes cut by the value being cut now
+
+    def report(self, record: dict[str, Any]) -> dict[str, Any]:
+        bounded: dict[str, Any] = {}
+        for key, value in record.items():
+            self.dropped = 0
+            if key in _REPORT_HEAD:
+                bounded[key] = value
+            elif key == "sections" and type(value) in (list, tuple):
+                bounded[key] = self.sections(value)
+            else:
+                bounded[key] = self.value(value, 2)
+                if key == "longrepr":
+                    self.text_bytes += self.dropped
+        return bounded
+
+    def sections(self, sections: Sequence[Any]) -> list[Any]:
+        kept = []
+        for section in self.kept_items(sections):
+            if type(section) in (list, tuple) and len(section) == 2 and all(type(x) is str for x in section):
+                name, content = section
+                tail = content[-self.chars :] if len(content) > self.chars else content
+                if self.count and name not in self.sections_bytes and len(tail) < len(content):
+                    self.sections_bytes[name] = _utf8_bytes(content[: len(content) - len(tail)])
+                kept.append([self.value(name, 3), tail])
+            else:
+                kept.append(self.value(section, 3))
+        return kept
+
+    def kept_items(self, values: Sequence[Any]) -> Sequence[Any]:
+        if len(values) <= self.items:
+            return values
+        half = self.items // 2
+        if self.count:
+            self.dropped += sum(_text_bytes(v) for v in values[half : len(values) - half])
+        return [*values[:half], *values[len(values) - half :]]
+
+    def value(self, value: Any, depth: int) -> Any:
+        kind = type(value)
+        if kind is str:
+            if len(value) <= self.chars:
+                return value
+            half = self.chars // 2
+            dropped = _utf8_bytes(value[half : len(value) - half]) if self.count else 0
+            self.dropped += dropped
+            return f"{value[:half]}[... {dropped} bytes cut by pytest-mcp-server ...]{value[len(value) - half :]}"
+        if kind is list or kind is tuple:
+            if depth >= REPORT_DEPTH:
+                self.dropped += _text_bytes(value) if self.count else 0
+                return []
+            return [self.value(item, depth + 1) for item in self.kept_items(value)]
+        if kind is dict:
+            if depth >= REPORT_DEPTH:
+                self.dropped += _text_bytes(value) if self.count else 0
+                return {}
+            pairs = list(value.items())
+            if len(pairs) > self.items:  # never fewer than _ITEMS_FLOOR: pytest's own dicts stay whole
+                if self.count:
+                    self.dropped += sum(_text_bytes(k) + _text_bytes(v) for k, v in pairs[self.items :])
+                pairs = pairs[: self.items]
+            return {k: self.value(v, depth + 1) for k, v in pairs}
+        if value is None or kind is bool or kind is float or (kind is int and -(10**18) < value < 10**18):
+            return value
+        try:
+            text = str(value)  # what json writes of it (default=str)
+        except Exception as exc:  # noqa: BLE001 - a user's object: any __str__ may raise
+            text = f"<{kind.__name__} object: str() raised {type(exc).__name__}>"
+        return self.value(text, depth)
+
+
+def _utf8_bytes(text: str) -> int:
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+
+
+def _text_bytes(value: Any, depth: int = 0) -> int:
+    # the UTF-8 bytes of the strings in ``value`` (what a reader would have rendered of
+    # it), down to ``REPORT_DEPTH`` levels below it
+    kind = type(value)
+    if kind is str:
+        return _utf8_bytes(value)
+    if depth >= REPORT_DEPTH:
+        return 0
+    if kind is list or kind is tuple:
+        return sum(_text_bytes(v, depth + 1) for v in value)
+    if kind is dict:
+        return sum(_text_bytes(k, depth + 1) + _text_bytes(v, depth + 1) for k, v in value.items())
+    return 0
+
+
 def _without_lone_surrogates(value: Any) -> Any:
     # JSON readers that follow RFC 8259 strictly (orjson, serde_json: the report engine)
     # refuse a \udXXX escape that is not half of a pair, which json writes for a str holding
@@ -688,6 +888,8 @@ class _RecordWriter:
         if isinstance(longrepr, str) and _is_doctest(report):
             data["longrepr"] = self.doctest_locations.sub("", longrepr)
         head.update(data)
+        if not _fits(head, REPORT_CAP):
+            head = _bounded_report(head)
         return self.json_line(head)
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
