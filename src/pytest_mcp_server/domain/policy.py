@@ -128,7 +128,19 @@ OUTPUT_CHECK_S = 1.0
 """Seconds between two checks of a running child's output files against ``OUTPUT_FILE_BYTES``."""
 
 KILL_GRACE_S = 2.0
-"""Seconds between SIGTERM and SIGKILL when a run is stopped."""
+"""Seconds between SIGTERM and SIGKILL when a run is stopped (POSIX; Windows has no SIGTERM)."""
+
+KILL_POLL_S = 0.03
+"""Seconds between two looks at a stopped run's processes (``run.process.kill_group``)."""
+
+KILL_REPEATS = 25
+"""Kills sent to a run's processes, ``KILL_POLL_S`` apart, before the server gives up on
+one that still runs (logged): a kill cannot be ignored, the repeats catch forks."""
+
+PROCESS_CLOCK_SLACK_S = 2.0
+"""Seconds before a run's start that a process may have been created and still be looked
+at as the run's: psutil's creation times and ``time.time()`` differ by up to a second on
+Linux (its boot time is whole seconds)."""
 
 ON_TIMEOUT_S = 1.5
 """Seconds the ``on_timeout`` hook of ``run_process`` may take before the group is killed."""
