@@ -183,7 +183,7 @@ def machine_info() -> dict[str, Any]:
         pass
     try:
         info["loadavg"] = [round(x, 2) for x in os.getloadavg()]
-    except OSError:  # pragma: no cover
+    except (OSError, AttributeError):  # pragma: no cover - no load average (Windows)
         pass
     try:
         from importlib.metadata import version
