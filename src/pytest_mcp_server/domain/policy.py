@@ -193,10 +193,6 @@ BLOCKS_KEPT = 4096
 MAP_BUSY_TIMEOUT_S = 30.0
 """Seconds a write to the test map waits for another call's transaction on the same map."""
 
-MIN_RUN_TIMEOUT_S = 1.0
-"""The least time the run of an ``affected`` call gets after its collection used the
-rest of ``timeout_s`` (it then stops with the usual ``timeout`` error)."""
-
 
 # -- HTTP transport --------------------------------------------------------------
 
