@@ -274,7 +274,6 @@ def _unpack(packed: bytes) -> array[int]:
 def _connect(path: Path) -> sqlite3.Connection:
     con = sqlite3.connect(path, timeout=MAP_BUSY_TIMEOUT_S, isolation_level=None)  # transactions are explicit
     try:
-        con.execute("PRAGMA foreign_keys = ON")
         con.execute("PRAGMA journal_mode = WAL")
         con.execute("PRAGMA synchronous = NORMAL")
     except sqlite3.DatabaseError:
