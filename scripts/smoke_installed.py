@@ -157,9 +157,9 @@ def check_server(exe: str, examples: Path) -> None:
             failing, timed_out = anyio.run(_calls, exe, demo, hanging, work / "artifacts", marks)
         except TimeoutError:
             _fail(f"the server did not answer within {CALL_TIMEOUT_S} s")
-        if failing.isError or failing.structuredContent is None:
+        if failing.is_error or failing.structured_content is None:
             _fail(f"execute_tests on the demo project failed: {failing.content}")
-        answer = failing.structuredContent
+        answer = failing.structured_content
         text = failing.content[0].text if failing.content else ""
         if answer["status"] != "failed" or answer["summary"]["counts"] != DEMO_COUNTS:
             _fail(f"execute_tests on the demo project: status {answer['status']}, counts {answer['summary']['counts']}")
@@ -169,8 +169,8 @@ def check_server(exe: str, examples: Path) -> None:
 
         pids = _marked_pids(marks)
         try:
-            kind = (timed_out.structuredContent or {}).get("kind")
-            if not timed_out.isError or kind != "timeout":
+            kind = (timed_out.structured_content or {}).get("kind")
+            if not timed_out.is_error or kind != "timeout":
                 _fail(f"execute_tests with timeout_s={RUN_TIMEOUT_S} was not a timeout error: {timed_out.content}")
             if len(pids) != 2:
                 _fail(f"the hanging test noted {len(pids)} processes, not 2 (its grandchild and the escapee)")

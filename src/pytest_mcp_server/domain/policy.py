@@ -105,12 +105,12 @@ MAX_CONCURRENT_LIMIT = 64
 
 COVERAGE_FILES_LISTED = 20
 """Files with missed lines listed in a coverage answer (most missed lines first); the
-others are counted in ``omitted.files``. The same number bounds the files of
-``changed_not_run`` (the rest in ``omitted.changed_files``)."""
+others are counted in ``coverage.omitted.files``. The same number bounds the files of
+``changed_not_run`` (the rest in ``coverage.omitted.changed_files``)."""
 
 RANGE_CHARS = 160
 """Characters of missed-line ranges kept per file (``7, 12-13, ...``); the line numbers
-cut are counted in ``omitted.lines``."""
+cut are counted in ``coverage.omitted.lines``."""
 
 SUSPECTS_LISTED = 3
 """Changed hunks an answer names as run by the failing tests (``domain.suspects``), best
