@@ -56,6 +56,7 @@ from pytest_mcp_server.adapters.mcp.http_policy import MCP_PATH, HttpSettings, t
 from pytest_mcp_server.adapters.selection_text import render_failure_answer
 from pytest_mcp_server.app.runner import Runner
 from pytest_mcp_server.domain.config import ServerConfig, package_version
+from pytest_mcp_server.domain.exits import CommandExit
 from pytest_mcp_server.domain.failures import ToolFailure
 from pytest_mcp_server.domain.policy import (
     ANSWER_FLUSH_S,
@@ -321,7 +322,7 @@ def run_stdio(config: ServerConfig) -> int:
         pass
     finally:
         kill_live_groups_now()
-    return 0
+    return CommandExit.OK
 
 
 # --------------------------------------------------------------------------------------
@@ -460,7 +461,8 @@ async def serve_http(config: ServerConfig, http: HttpSettings, sock: socket.sock
 
 def run_http(config: ServerConfig, http: HttpSettings) -> int:
     """Run the Streamable HTTP server (``serve --transport http``); returns the process
-    exit status: 2 when the address cannot be bound, else ``serve_http``'s."""
+    exit status: ``CommandExit.USAGE`` when the address cannot be bound, else
+    ``serve_http``'s."""
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="pytest-mcp-server: %(message)s")
     try:
         sock = bind_http_socket(http)
@@ -470,7 +472,7 @@ def run_http(config: ServerConfig, http: HttpSettings) -> int:
             f"{exc.strerror or exc}; choose another port (--port 0 picks a free one) or address",
             file=sys.stderr,
         )
-        return 2
+        return CommandExit.USAGE
     log_platform_limits()
     atexit.register(kill_live_groups_now)
     try:
