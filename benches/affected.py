@@ -87,6 +87,8 @@ import anyio
 import anyio.to_thread
 from mcp import Client
 
+from pytest_mcp_server.bench.common import PROVENANCE_KEY, load_average, provenance
+
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "scripts"))
 sys.path.insert(0, str(REPO / "benches"))
@@ -770,7 +772,7 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         raise SystemExit(f"--only: {', '.join(unknown)} not in {args.catalogue}")
     start = time.monotonic()
-    load_start = os.getloadavg()
+    load_start = load_average()
     all_rows: list[Row] = []
     project_info: dict[str, dict[str, Any]] = {}
     if args.build_rounds:
@@ -780,10 +782,11 @@ def main(argv: list[str] | None = None) -> int:
             meta = {
                 "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
                 "command": "python benches/affected.py " + " ".join(sys.argv[1:] if argv is None else argv),
-                "load_start": " ".join(f"{x:.2f}" for x in load_start),
-                "load_end": " ".join(f"{x:.2f}" for x in os.getloadavg()),
+                "load_start": " ".join(f"{x:.2f}" for x in load_start or ()),
+                "load_end": " ".join(f"{x:.2f}" for x in load_average() or ()),
             }
-            args.json.write_text(json.dumps({"meta": meta, "builds": builds}, indent=1))
+            measured = provenance(load_start, REPO)
+            args.json.write_text(json.dumps({PROVENANCE_KEY: measured, "meta": meta, "builds": builds}, indent=1))
         return 0
     if args.report_only:
         if not args.json:
@@ -816,8 +819,8 @@ def main(argv: list[str] | None = None) -> int:
         "python": real_projects.sh(python, "-c", "import sys; print(sys.version.split()[0])").stdout.strip(),
         "server_src": str(args.server_src or "the installed package"),
         "engine": server_engine(args.server_src),
-        "load_start": " ".join(f"{x:.2f}" for x in load_start),
-        "load_end": " ".join(f"{x:.2f}" for x in os.getloadavg()),
+        "load_start": " ".join(f"{x:.2f}" for x in load_start or ()),
+        "load_end": " ".join(f"{x:.2f}" for x in load_average() or ()),
         "seed": args.seed,
         "hash_seed": args.hash_seed,
         "bytecode_cache": not args.no_bytecode,
@@ -829,23 +832,38 @@ def main(argv: list[str] | None = None) -> int:
             for n, info in project_info.items()
         },
     }
-    write_report(args, markdown(summary, all_rows, meta), meta, summary, TARGETS, all_rows)
+    # with --report-only the rows were measured by an earlier run: its load is not known here
+    measured = provenance(None if args.report_only else load_start, REPO)
+    write_report(args, markdown(summary, all_rows, meta), meta, summary, TARGETS, all_rows, measured)
     print(f"{len(all_rows)} mutants in {meta['seconds']:.0f}s")
     return 0
 
 
 def write_report(
-    args: argparse.Namespace, table: str, meta: dict[str, Any], summary: Any, targets: Any, rows: list[Any]
+    args: argparse.Namespace,
+    table: str,
+    meta: dict[str, Any],
+    summary: Any,
+    targets: Any,
+    rows: list[Any],
+    measured: dict[str, Any],
 ) -> None:
-    """Print ``table`` and write it to ``--markdown``, and ``{meta, summary, targets,
-    rows}`` (each row a dataclass, as a dict) to ``--json``, when given (this benchmark's
-    and ``benches/history.py``'s report)."""
+    """Print ``table`` and write it to ``--markdown``, and ``{provenance, meta, summary,
+    targets, rows}`` (``measured``: ``pytest_mcp_server.bench.common.provenance``; each row a
+    dataclass, as a dict) to ``--json``, when given (this benchmark's and
+    ``benches/history.py``'s report)."""
     print()
     print(table)
     if args.markdown:
         args.markdown.write_text(table)
     if args.json:
-        payload = {"meta": meta, "summary": summary, "targets": targets, "rows": [asdict(r) for r in rows]}
+        payload = {
+            PROVENANCE_KEY: measured,
+            "meta": meta,
+            "summary": summary,
+            "targets": targets,
+            "rows": [asdict(r) for r in rows],
+        }
         args.json.write_text(json.dumps(payload, indent=1))
 
 

@@ -26,6 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from pytest_mcp_server.bench.common import PROVENANCE_KEY, load_average, provenance
 from pytest_mcp_server.bench.generate import generate, parse_size
 from pytest_mcp_server.engine import summarize_bytes
 from pytest_mcp_server.engine.models import Budgets, ProjectCode
@@ -48,6 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     started = time.time()
+    load_start = load_average()
     cases = reports = divergences = 0
     seed = args.seed
     size = parse_size(args.size)
@@ -111,6 +113,7 @@ def main(argv: list[str] | None = None) -> int:
         args.save.write_text(
             json.dumps(
                 {
+                    PROVENANCE_KEY: provenance(load_start, Path(__file__).resolve().parents[1]),
                     "cases": cases,
                     "reports": reports,
                     "seeds": [args.seed, seed - 1],

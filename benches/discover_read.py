@@ -32,6 +32,7 @@ from typing import Any
 
 from engine_compare import child_json, engine_python
 
+from pytest_mcp_server.bench.common import PROVENANCE_KEY, load_average, provenance
 from pytest_mcp_server.run.events import PLUGIN_DIR
 
 CHILD = r"""
@@ -100,6 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     engines = [(name, engine_python(spec, args.build_dir)) for name, spec in (e.split("=", 1) for e in args.engine)]
     args.work.mkdir(parents=True, exist_ok=True)
     records = collect(args.tests, args.work)
+    load_start = load_average()
     best: dict[str, float] = {}
     answers: dict[str, tuple[int, list[str]]] = {}
     for r in range(args.rounds):
@@ -111,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     if len({json.dumps(a) for a in answers.values()}) != 1:
         raise SystemExit(f"the engines disagree on the total or the page: {answers}")
     first = best[engines[0][0]]
-    load = os.getloadavg()[0]
+    load = (load_average() or [0.0])[0]
     when = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     print(f"\n{when}, load {load:.2f}; {args.tests} tests collected, page at {args.offset}")
     print("\n| engine | best s | x first |\n|---|---:|---:|")
@@ -120,7 +122,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.save:
         rows = [{"engine": name, "best_s": best[name]} for name, _ in engines]
         meta = {"tests": args.tests, "offset": args.offset, "limit": args.limit, "rounds": args.rounds, "load": load}
-        args.save.write_text(json.dumps({**meta, "rows": rows}, indent=1) + "\n")
+        measured = provenance(load_start, Path(__file__).resolve().parents[1])
+        args.save.write_text(json.dumps({PROVENANCE_KEY: measured, **meta, "rows": rows}, indent=1) + "\n")
     return 0
 
 

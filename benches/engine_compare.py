@@ -41,6 +41,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from pytest_mcp_server.bench.common import PROVENANCE_KEY, load_average, provenance
+
 REPO = Path(__file__).resolve().parent.parent
 
 CHILD = r"""
@@ -170,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
                 files.append(data_file(engines[-1][1], fmt, size, args.data))
 
     started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-    load_start = os.getloadavg()
+    load_start = load_average() or [0.0, 0.0, 0.0]
     runs: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for path in files:
         nbytes = path.stat().st_size
@@ -214,7 +216,7 @@ def main(argv: list[str] | None = None) -> int:
             row["counts_agree"] = own == base_counts
             rows.append(row)
 
-    load_end = os.getloadavg()
+    load_end = load_average() or [0.0, 0.0, 0.0]
     print(
         f"\n{started}, load {load_start[0]:.2f} at the start, {load_end[0]:.2f} at the end; "
         f"{args.rounds} rounds, engines alternating\n"
@@ -231,6 +233,7 @@ def main(argv: list[str] | None = None) -> int:
         args.save.write_text(
             json.dumps(
                 {
+                    PROVENANCE_KEY: provenance(load_start, REPO),
                     "started": started,
                     "load": [load_start, load_end],
                     "rows": rows,

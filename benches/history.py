@@ -81,6 +81,8 @@ from typing import Any
 import anyio
 from mcp import Client
 
+from pytest_mcp_server.bench.common import load_average, provenance
+
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "scripts"))
 sys.path.insert(0, str(REPO / "benches"))
@@ -706,7 +708,7 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"--only: {', '.join(unknown)} unknown ({', '.join(by_name)})")
     start = time.monotonic()
     args.stop_at = start + 60 * args.stop_after if args.stop_after else float("inf")
-    load_start = os.getloadavg()
+    load_start = load_average()
     rows: list[Row] = []
     facts: dict[str, dict[str, Any]] = {}
     if args.report_only:
@@ -737,13 +739,14 @@ def main(argv: list[str] | None = None) -> int:
         "python": real_projects.sh(python, "-c", "import sys; print(sys.version.split()[0])").stdout.strip(),
         "server_src": str(args.server_src or "the installed package"),
         "engine": mutation.server_engine(args.server_src),
-        "load_start": " ".join(f"{x:.2f}" for x in load_start),
-        "load_end": " ".join(f"{x:.2f}" for x in os.getloadavg()),
+        "load_start": " ".join(f"{x:.2f}" for x in load_start or ()),
+        "load_end": " ".join(f"{x:.2f}" for x in load_average() or ()),
         "hash_seed": args.hash_seed,
         "seconds": round(time.monotonic() - start, 1),
         "facts": facts,
     }
-    mutation.write_report(args, markdown(summary, rows, meta), meta, summary, TARGETS, rows)
+    measured = provenance(None if args.report_only else load_start, REPO)
+    mutation.write_report(args, markdown(summary, rows, meta), meta, summary, TARGETS, rows, measured)
     return 0
 
 

@@ -51,6 +51,7 @@ import anyio
 from spread import spread
 
 from pytest_mcp_server.app.runner import Runner
+from pytest_mcp_server.bench.common import PROVENANCE_KEY, load_average, provenance
 from pytest_mcp_server.domain.config import ServerConfig
 from pytest_mcp_server.domain.tools import ExecuteParams
 from pytest_mcp_server.run.argv import child_env, execute_argv
@@ -153,10 +154,10 @@ def main() -> None:
             root = work / "suite"
             make_suite(root, args.tests, args.files)
             what = f"{args.tests} generated tests"
-        load_start = os.getloadavg()
+        load_start = load_average()
         print(f"{what}, {args.rounds} rounds; load average at the start {load_start}", flush=True)
         times = anyio.run(measure, root, work, args.rounds, args.before_python, args.direct)
-        load_end = os.getloadavg()
+        load_end = load_average()
         print(f"load average at the end {load_end}\n")
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -169,6 +170,7 @@ def main() -> None:
     if args.json:
         commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
         written = {
+            PROVENANCE_KEY: provenance(load_start, Path(__file__).resolve().parents[1]),
             "suite": what,
             "rounds": args.rounds,
             "commit": commit,

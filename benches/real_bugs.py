@@ -116,6 +116,8 @@ import anyio
 from mcp import Client, StdioServerParameters
 from mcp.types import CallToolResult
 
+from pytest_mcp_server.bench.common import PROVENANCE_KEY, load_average, provenance
+
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "scripts"))
 sys.path.insert(0, str(REPO / "benches"))
@@ -1043,6 +1045,8 @@ def main(argv: list[str] | None = None) -> int:
         help="run nothing: report the rows of these --json files (merged, marks read again from the catalogue)",
     )
     args = parser.parse_args(argv)
+    # the load as the measurement starts (unknown with --from-json: its rows were measured before)
+    args.load_start = None if args.from_json else load_average()
     projects, bugs = load_catalogue(args.catalogue)
     if args.from_json:
         rows, took = rows_from_json(args.from_json, bugs, args.work / "outputs")
@@ -1131,6 +1135,7 @@ def report(rows: list[Row], took: float, args: argparse.Namespace) -> int:
         args.markdown.write_text(table)
     if args.json:
         payload = {
+            PROVENANCE_KEY: provenance(args.load_start, REPO),
             "rows": [
                 asdict(r) | {"ratio": r.ratio, "token_ratio": r.token_ratio, "wire_ratio": r.wire_ratio} for r in rows
             ],

@@ -44,6 +44,8 @@ from pathlib import Path
 
 from spread import spread
 
+from pytest_mcp_server.bench.common import PROVENANCE_KEY, load_average, provenance
+
 PLUGIN_DIR = Path(__file__).resolve().parents[1] / "src" / "pytest_mcp_server" / "run" / "pytest_plugin"
 PLAIN = ["-m", "pytest", "-q", "-p", "no:cacheprovider"]
 
@@ -141,6 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--markdown", type=Path, default=None)
     args = parser.parse_args(argv)
+    load_start = load_average()
     report: dict[str, object] = {
         "command": "python benches/recorder_cost.py " + " ".join(sys.argv[1:] if argv is None else argv),
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
@@ -153,6 +156,7 @@ def main(argv: list[str] | None = None) -> int:
         text.append(markdown(root.name, results))
         print(text[-1], flush=True)
     if args.json:
+        report = {PROVENANCE_KEY: provenance(load_start, Path(__file__).resolve().parents[1]), **report}
         args.json.write_text(json.dumps(report, indent=1) + "\n")
     if args.markdown:
         args.markdown.write_text("\n".join(text))

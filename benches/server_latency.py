@@ -28,6 +28,8 @@ from pathlib import Path
 
 import anyio
 
+from pytest_mcp_server.bench.common import PROVENANCE_KEY, load_average, provenance
+
 PLUGIN_DIR = Path(__file__).resolve().parents[1] / "src" / "pytest_mcp_server" / "run" / "pytest_plugin"
 
 
@@ -121,11 +123,14 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "suite"
         make_suite(root, args.tests)
-        out = {"reps": args.reps, "tests": args.tests, "load_avg_1m": os.getloadavg()[0]}
+        load_start = load_average()
+        out = {"reps": args.reps, "tests": args.tests, "load_avg_1m": (load_start or [0.0])[0]}
         out.update(startup(root, max(5, args.reps // 2)))
         out.update(anyio.run(overhead, root, Path(tmp) / "artifacts", args.reps))
     if args.json:
-        print(json.dumps(out, indent=2))
+        print(
+            json.dumps({PROVENANCE_KEY: provenance(load_start, Path(__file__).resolve().parents[1]), **out}, indent=2)
+        )
     else:
         for k, v in out.items():
             print(f"{k:28s} {v:.3f}" if isinstance(v, float) else f"{k:28s} {v}")

@@ -12,7 +12,10 @@ its RESULTS section).
 
 After a benchmark is measured again, save its JSON over the file its section names and
 run ``--write``. A figure whose file lacks a key it reads stops the script with the file
-and the key.
+and the key. Each row shows the commit and the date its file was measured at, from the
+file's ``provenance`` (``pytest_mcp_server.bench.common.provenance``; ``not recorded``
+for a file saved before results recorded it, which the docs test refuses unless the
+file is listed as awaiting its new measurement).
 """
 
 from __future__ import annotations
@@ -49,6 +52,11 @@ class Figure:
     value: str
     numbers: tuple[float, ...]
 
+    @property
+    def measured(self) -> str:
+        """``measured_at`` of its file."""
+        return measured_at(load(self.json_name))
+
 
 class FigureError(Exception):
     """A results file is missing, or lacks what a figure reads."""
@@ -63,6 +71,29 @@ def load(name: str) -> dict[str, Any]:
     if not isinstance(doc, dict):
         raise FigureError(f"{path.relative_to(ROOT)}: not a JSON object")
     return doc
+
+
+PROVENANCE_FIELDS = ("commit", "clean", "date", "machine", "load")
+"""What a results file's ``provenance`` records (``pytest_mcp_server.bench.common.provenance``)."""
+
+
+def provenance_missing(doc: dict[str, Any]) -> list[str]:
+    """The ``PROVENANCE_FIELDS`` a results file does not record (all of them without a
+    ``provenance``; a commit or date of None counts as missing)."""
+    recorded = doc.get("provenance")
+    if not isinstance(recorded, dict):
+        return list(PROVENANCE_FIELDS)
+    return [f for f in PROVENANCE_FIELDS if recorded.get(f) is None]
+
+
+def measured_at(doc: dict[str, Any]) -> str:
+    """``a79758c, 2026-12-06`` (the short commit, `` (dirty tree)`` when it was not clean,
+    the UTC date), or ``not recorded``."""
+    if provenance_missing(doc):
+        return "not recorded"
+    recorded = doc["provenance"]
+    dirty = "" if recorded["clean"] else " (dirty tree)"
+    return f"`{str(recorded['commit'])[:7]}`{dirty}, {str(recorded['date'])[:10]}"
 
 
 def get(doc: Any, name: str, *keys: str | int) -> Any:
@@ -319,12 +350,12 @@ def render(figs: list[Figure] | None = None, results_md: str | None = None) -> s
     """The block between (and with) the markers."""
     figs = figures() if figs is None else figs
     titles = section_titles(RESULTS_MD.read_text(encoding="utf-8") if results_md is None else results_md)
-    lines = [BEGIN, "", "| measured | figure | where |", "| --- | --- | --- |"]
+    lines = [BEGIN, "", "| measured | figure | measured at | where |", "| --- | --- | --- | --- |"]
     for fig in figs:
         if fig.section not in titles:
             raise FigureError(f"benches/RESULTS.md has no section {fig.section} (figure {fig.what!r})")
         link = f"[RESULTS {fig.section}](benches/RESULTS.md#{anchor(titles[fig.section])})"
-        lines.append(f"| {fig.what} | {fig.value} | {link}, `benches/results/{fig.json_name}` |")
+        lines.append(f"| {fig.what} | {fig.value} | {fig.measured} | {link}, `benches/results/{fig.json_name}` |")
     lines += ["", END]
     return "\n".join(lines)
 

@@ -19,16 +19,21 @@ this module: ``main`` first decides what the process is for.
 from __future__ import annotations
 
 import argparse
+import difflib
 import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pytest_mcp_server.domain.exits import CommandExit
+
 if TYPE_CHECKING:
     from pydantic import ValidationError
 
 SUBCOMMANDS = ("serve", "summarize", "bench")
+"""The console script's commands; ``serve`` is the default (a first argument that is an
+option, or none)."""
 
 
 def _without_openssl() -> None:
@@ -207,17 +212,17 @@ def _summarize(args: argparse.Namespace) -> int:
         raw = summarize_bytes(args.paths, format=args.format, backend=args.backend, budgets=budgets)
     except ReportError as exc:
         print(f"{SERVER_NAME}: {exc.kind}: {exc}", file=sys.stderr)
-        return 2
+        return CommandExit.USAGE
     except (RuntimeError, OSError) as exc:
         print(f"{SERVER_NAME}: error: {exc}", file=sys.stderr)
-        return 2
+        return CommandExit.USAGE
     summary = RunReport.model_validate_json(raw).summary()
     if args.json:
         sys.stdout.buffer.write(raw + b"\n")
     else:
         sys.stdout.write(render_text(summary))
     sys.stdout.flush()
-    return 0 if summary.ok else 1
+    return CommandExit.OK if summary.ok else CommandExit.TESTS_FAILED
 
 
 _SERVE_FLAGS = {
@@ -268,10 +273,10 @@ def _serve(args: argparse.Namespace) -> int:
         given = [flag for flag, value in http_only.items() if value is not None]
         if given:
             print(f"{SERVER_NAME}: error: {given[0]}: only applies with --transport http", file=sys.stderr)
-            return 2
+            return CommandExit.USAGE
         from pytest_mcp_server.adapters.mcp.server import run_stdio
 
-        return run_stdio(config) or 0
+        return run_stdio(config)
     try:
         token = take_token(args.token_file, os.environ)  # removes the variable: no pytest run inherits it
         http = HttpSettings(
@@ -282,7 +287,7 @@ def _serve(args: argparse.Namespace) -> int:
         )
     except TokenError as exc:
         print(f"{SERVER_NAME}: error: {exc}", file=sys.stderr)
-        return 2
+        return CommandExit.USAGE
     except ValidationError as exc:
         return _option_error(exc, _HTTP_FLAGS)
     from pytest_mcp_server.adapters.mcp.server import run_http
@@ -291,19 +296,36 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _option_error(exc: ValidationError, flags: dict[str, str]) -> int:
-    """Print the first error of ``exc`` as ``<flag>: <reason>`` on stderr; returns 2."""
+    """Print the first error of ``exc`` as ``<flag>: <reason>`` on stderr; returns
+    ``CommandExit.USAGE``."""
     from pytest_mcp_server.domain.policy import SERVER_NAME
     from pytest_mcp_server.domain.validation import describe_validation_error
 
     field, reason = describe_validation_error(exc)
     flag = flags.get(field.split(".", 1)[0].split("[", 1)[0], "options")
     print(f"{SERVER_NAME}: error: {flag}: {reason}", file=sys.stderr)
-    return 2
+    return CommandExit.USAGE
+
+
+def _unknown_command(word: str) -> int:
+    """Refuse a first argument that is neither a command nor an option (``sumarize``):
+    it names the commands, and the nearest one; returns ``CommandExit.USAGE``."""
+    near = difflib.get_close_matches(word, SUBCOMMANDS, n=1)
+    hint = f"did you mean {near[0]!r}? " if near else ""
+    print(
+        f"pytest-mcp-server: error: unknown command {word!r}; {hint}the commands are "
+        f"{', '.join(SUBCOMMANDS)} (serve is the default: pytest-mcp-server --root DIR)",
+        file=sys.stderr,
+    )
+    return CommandExit.USAGE
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the console script; returns the exit status."""
+    """Entry point of the console script; returns the exit status (``CommandExit``, or
+    128 + a signal's number for a server stopped by it)."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] not in SUBCOMMANDS and not argv[0].startswith("-"):
+        return _unknown_command(argv[0])
     if not argv or (argv[0] not in SUBCOMMANDS and argv[0] not in ("-h", "--help", "--version")):
         argv.insert(0, "serve")  # the server is the default command
     if argv[0] == "bench":

@@ -14,6 +14,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from helpers.provenance import check_provenance
 
 from pytest_mcp_server.bench import generate as gen
 
@@ -228,6 +229,7 @@ def test_bench_reports_tiny(tmp_path, capsys):
         plot = None
     code, doc = _bench(capsys, *argv)
     rows = doc["rows"]
+    check_provenance(json.loads(saved.read_text())["provenance"])
     from pytest_mcp_server.bench.parsers import PARSERS, available
 
     expected = [(size, fmt, p[0]) for size in ("200kB", "300kB") for fmt in gen.FORMATS for p in PARSERS[fmt]]

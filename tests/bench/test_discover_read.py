@@ -9,6 +9,7 @@ from pathlib import Path
 
 import discover_read  # benches/, on pytest's pythonpath
 import pytest
+from helpers.provenance import check_provenance
 
 
 def test_the_page_is_read_from_a_real_collection_and_the_figures_are_saved(tmp_path: Path) -> None:
@@ -18,6 +19,7 @@ def test_the_page_is_read_from_a_real_collection_and_the_figures_are_saved(tmp_p
     args += ["--rounds", "2", "--reps", "1", "--work", str(tmp_path / "work"), "--save", str(saved)]
     assert discover_read.main(args) == 0
     figures = json.loads(saved.read_text())
+    check_provenance(figures["provenance"])
     assert [row["engine"] for row in figures["rows"]] == ["a", "b"]
     assert all(row["best_s"] > 0 for row in figures["rows"])
     # the page is the engine's reading of the 300 ids pytest collected

@@ -3,7 +3,8 @@ commands work as written.
 
 * The README's headline figures are exactly what ``scripts/readme_figures.py`` generates
   from ``benches/results/*.json``; each figure's RESULTS section names its JSON file and
-  states its values (at the section's own precision).
+  states its values (at the section's own precision); each figure's file records its
+  provenance (commit, clean tree, date, machine, load), shown as the row's commit and date.
 * The README outside that table, docs/SERVER.md and docs/ARCHITECTURE.md state no measured
   figure (``MEASURED``: ratios such as ``1.09x``, timings with decimals, throughput,
   token counts, medians, commit hashes); they link RESULTS instead.
@@ -62,6 +63,42 @@ def test_readme_figures_are_generated_from_the_results() -> None:
             "README.md's headline figures differ from benches/results/*.json; "
             f"run `python scripts/readme_figures.py --write`:\n{diff}"
         )
+
+
+AWAITING_REMEASUREMENT = {
+    "reports.json",
+    "shards.json",
+    "suite-b2fce5b.json",
+    "real_bugs_tokens.json",
+    "plugin_overhead.json",
+    "affected_312.json",
+    "history.json",
+    "recorder_cost.json",
+}
+"""TEMPORARY (issue 41, item 3): the headline results files saved before results recorded
+their provenance. Their figures are to be measured again at the current main (the
+coordinator's task); each file leaves this set when its new measurement is saved, and the
+set is then empty and goes. A file listed here that records its provenance fails the test
+too, so the list only shrinks. Nothing about these files is made up meanwhile: the README
+shows "not recorded"."""
+
+
+def test_every_headline_records_its_commit_date_machine_and_load() -> None:
+    """A headline figure's results file says which commit measured it, whether the tree
+    was clean, when, on what machine and under what load (``provenance``); the README
+    row shows the commit and the date."""
+    script = figures_script()
+    problems = []
+    for fig in script.figures():
+        missing = script.provenance_missing(script.load(fig.json_name))
+        where = f"benches/results/{fig.json_name}"
+        if missing and fig.json_name not in AWAITING_REMEASUREMENT:
+            problems.append(Problem(where, 0, fig.what, f"its provenance lacks {', '.join(missing)}"))
+        if not missing and fig.json_name in AWAITING_REMEASUREMENT:
+            problems.append(
+                Problem(where, 0, fig.json_name, "records its provenance: remove it from AWAITING_REMEASUREMENT")
+            )
+    assert not problems, report(problems, "headline results without their commit, date, machine and load")
 
 
 NUMBER = re.compile(r"(?<![\w.])-?\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\d,]*\d)|(?<![\w.])-?\d+(?:\.\d+)?")

@@ -36,8 +36,10 @@ import builtins
 import glob
 import importlib
 import importlib.util
+import inspect
 import io
 import re
+import textwrap
 import tokenize
 import typing
 from functools import cache
@@ -152,6 +154,45 @@ def load(module: str) -> ModuleType | None:
         return None
 
 
+@cache
+def instance_attributes(cls: type) -> dict[str, Any]:
+    """The attributes a class's instances have that the class itself may not: annotated
+    fields (dataclasses, ``NamedTuple``s: name -> annotation) and the names its methods
+    assign on ``self`` (name -> None)."""
+    found: dict[str, Any] = {}
+    for klass in reversed(cls.__mro__):
+        if not klass.__module__.startswith("pytest_mcp_server"):
+            continue
+        found.update(getattr(klass, "__annotations__", {}))
+        try:
+            tree = ast.parse(textwrap.dedent(inspect.getsource(klass)))
+        except (OSError, TypeError, SyntaxError):
+            continue
+        for node in ast.walk(tree):
+            targets = (
+                node.targets
+                if isinstance(node, ast.Assign)
+                else [node.target]
+                if isinstance(node, ast.AnnAssign)
+                else []
+            )
+            for target in targets:
+                if (
+                    isinstance(target, ast.Attribute)
+                    and isinstance(target.value, ast.Name)
+                    and target.value.id == "self"
+                ):
+                    value = node.value
+                    made = value.func.id if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) else None
+                    classes = package_classes().get(made or "", [])
+                    found.setdefault(target.attr, classes[0] if len(classes) == 1 else UNKNOWN)
+    return found
+
+
+UNKNOWN = object()
+"""An attribute whose type the test cannot tell: a dotted name past it is not checked."""
+
+
 def has_attribute(obj: Any, name: str) -> tuple[bool, Any]:
     if isinstance(obj, type) and issubclass(obj, BaseModel) and name in obj.model_fields:
         return True, model_of(obj.model_fields[name].annotation)
@@ -159,6 +200,9 @@ def has_attribute(obj: Any, name: str) -> tuple[bool, Any]:
         return True, getattr(obj, name)
     except AttributeError:
         pass
+    if isinstance(obj, type) and name in instance_attributes(obj):
+        annotation = instance_attributes(obj)[name]
+        return True, annotation if isinstance(annotation, type) else UNKNOWN
     if isinstance(obj, ModuleType):  # a submodule not imported by its package
         try:
             return True, importlib.import_module(f"{obj.__name__}.{name}")
@@ -170,6 +214,8 @@ def has_attribute(obj: Any, name: str) -> tuple[bool, Any]:
 def resolve_chain(obj: Any, rest: list[str], what: str) -> str | None:
     """None when ``obj.rest[0].rest[1]...`` exists, else why not."""
     for name in rest:
+        if obj is UNKNOWN:
+            return None
         ok, value = has_attribute(obj, name)
         if not ok:
             return f"{what} has no attribute {name!r}"
@@ -193,12 +239,17 @@ def resolve_in_package(parts: list[str]) -> str | None | bool:
         if why is None:
             return None
         reasons.append(why)
-    cls = package_classes().get(parts[0])
-    if cls is not None:
+    for cls in package_classes().get(parts[0], ()):  # several modules may have a class of that name
         why = resolve_chain(cls, parts[1:], parts[0])
         if why is None:
             return None
         reasons.append(why)
+    if parts[0] in VARIABLE_TYPES:
+        for cls in package_classes().get(VARIABLE_TYPES[parts[0]], ()):
+            why = resolve_chain(cls, parts[1:], f"{parts[0]} ({cls.__name__})")
+            if why is None:
+                return None
+            reasons.append(why)
     if parts[0] in structured_roots():
         why = walk_fields(parts)
         if why is None:
@@ -208,17 +259,30 @@ def resolve_in_package(parts: list[str]) -> str | None | bool:
 
 
 @cache
-def package_classes() -> dict[str, type]:
-    """Every class defined in the package, by name."""
-    found: dict[str, type] = {}
+def package_classes() -> dict[str, list[type]]:
+    """Every class defined in the package, by name (two modules may define one name)."""
+    found: dict[str, list[type]] = {}
     for module in package_modules():
         loaded = load(module)
         if loaded is None:
             continue
         for value in vars(loaded).values():
             if isinstance(value, type) and value.__module__.startswith("pytest_mcp_server"):
-                found.setdefault(value.__name__, value)
+                if value not in found.setdefault(value.__name__, []):
+                    found[value.__name__].append(value)
     return found
+
+
+VARIABLE_TYPES = {
+    "spec": "ToolSpec",
+    "params": "ExecuteParams",
+    "runner": "Runner",
+    "config": "ServerConfig",
+    "group": "RunGroup",
+    "session": "Session",
+}
+"""Parameter names the docstrings use as the root of a dotted name (``runner.run_dirs``,
+``spec.render``), and the class of that parameter: the rest must be its attribute."""
 
 
 def tool_specs() -> list[Any]:
@@ -303,30 +367,37 @@ def foreign_resolves(parts: list[str]) -> bool:
         return False
 
 
+def dotted_problem(text: str) -> str | None:
+    """Why the dotted name ``text`` (a module, function, class or field) resolves to
+    nothing; None when it resolves, or is not a dotted name (a file name, prose)."""
+    text = text.removesuffix("()")
+    if not DOTTED.fullmatch(text) or text.rsplit(".", 1)[1] in FILE_SUFFIXES:
+        return None
+    parts = text.split(".")
+    if parts[0] == "pytest_mcp_server":
+        parts = parts[1:] or [""]
+        why = resolve_in_package(parts) if parts != [""] else None
+        if why is False:
+            why = f"pytest_mcp_server has no module or attribute {parts[0]!r}"
+        return why or None
+    why = resolve_in_package(parts)
+    if why is False:
+        return (
+            None
+            if foreign_resolves(parts)
+            else "names no module, class or structured-content field of pytest_mcp_server, and no "
+            "importable module (another project's object? add its root to docs_text.FOREIGN_ROOTS)"
+        )
+    if why is not None and foreign_resolves(parts) and parts[0] not in structured_roots():
+        return None  # the SDK's `mcp.client.stdio` is not our `adapters/mcp`
+    return why or None
+
+
 def test_dotted_names_resolve() -> None:
     problems = []
     for d in all_docs():
         for span in d.spans:
-            text = span.text.removesuffix("()")
-            if not DOTTED.fullmatch(text) or text.rsplit(".", 1)[1] in FILE_SUFFIXES:
-                continue
-            parts = text.split(".")
-            if parts[0] == "pytest_mcp_server":
-                parts = parts[1:] or [""]
-                why = resolve_in_package(parts) if parts != [""] else None
-                if why is False:
-                    why = f"pytest_mcp_server has no module or attribute {parts[0]!r}"
-            else:
-                why = resolve_in_package(parts)
-                if why is False:
-                    why = (
-                        None
-                        if foreign_resolves(parts)
-                        else "names no module, class or structured-content field of pytest_mcp_server, and no "
-                        "importable module (another project's object? add its root to docs_text.FOREIGN_ROOTS)"
-                    )
-                elif why is not None and foreign_resolves(parts) and parts[0] not in structured_roots():
-                    why = None  # the SDK's `mcp.client.stdio` is not our `adapters/mcp`
+            why = dotted_problem(span.text)
             if why:
                 problems.append(Problem(d.name, span.line, span.text, why))
     assert not problems, report(problems, "dotted names in the docs that do not resolve")
@@ -476,6 +547,59 @@ def test_identifiers_exist() -> None:
                     Problem(d.name, span.line, name, "appears nowhere in the project's code (FOREIGN_IDENTIFIERS?)")
                 )
     assert not problems, report(problems, "code names in the docs that the code does not have")
+
+
+# --- docstrings of the package --------------------------------------------------------------
+
+DOCSTRING_SPAN = re.compile(r"``([^`\n]+)``")
+DOCSTRING_PATH = re.compile(
+    r"(?<![\w./<>~$@:-])((?:src|tests|benches|scripts|rust|docs|examples|fuzz|\.ci|\.github|adapters|app|run|domain"
+    r"|engine|bench)/[\w./-]*\.(?:py|pyi|rs|md|toml|json|yml|sh))"
+)
+
+
+@cache
+def package_docstrings() -> list[tuple[str, int, str]]:
+    """(file, line, text) of every docstring of the package, the plugin files included:
+    a module's, a class's or a function's, and the string under an assignment (an
+    attribute docstring)."""
+    found = []
+    for path in sorted(PACKAGE_DIR.rglob("*.py")):
+        rel = path.relative_to(ROOT).as_posix()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (
+                isinstance(node, ast.Expr)
+                and isinstance(node.value, ast.Constant)
+                and isinstance(node.value.value, str)
+            ):
+                found.append((rel, node.lineno, node.value.value))
+    return found
+
+
+def docstring_problems() -> list[Problem]:
+    """The dotted names in double backticks (``run.process.run_members``, ``Runner.run_pytest()``)
+    that resolve to nothing, and the repository or package paths (``run/argv.py``,
+    docs/ENGINE.md) that do not exist."""
+    problems = []
+    for rel, line, text in package_docstrings():
+        for m in DOCSTRING_SPAN.finditer(text):
+            why = dotted_problem(m.group(1))
+            if why:
+                problems.append(Problem(rel, line + text.count("\n", 0, m.start()), m.group(1), why))
+        for m in DOCSTRING_PATH.finditer(text):
+            path = clean_path(m.group(1))
+            why = path_problem(path, in_fence=False)
+            if why:
+                problems.append(Problem(rel, line + text.count("\n", 0, m.start()), path, why))
+    return problems
+
+
+def test_docstrings_name_modules_functions_and_files_that_exist() -> None:
+    """A docstring of the package that names a module, function, class, field or file
+    that does not exist fails here (e.g. ``tools.input_schema`` after the schemas moved to
+    ``adapters.mcp.catalogue``)."""
+    problems = docstring_problems()
+    assert not problems, report(problems, "names in the package's docstrings that do not resolve")
 
 
 # --- options -----------------------------------------------------------------------------

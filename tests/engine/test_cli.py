@@ -154,6 +154,21 @@ def test_missing_file_exits_2():
     assert "not_found" in proc.stderr
 
 
+@pytest.mark.parametrize(
+    "word, hint",
+    [("sumarize", "did you mean 'summarize'? "), ("srve", "did you mean 'serve'? "), ("frobnicate", "")],
+)
+def test_an_unknown_command_exits_2_naming_the_commands(word, hint):
+    """A mistyped command is not taken for ``serve``'s arguments: the error names it, the
+    nearest command when there is one, and every command."""
+    proc = run_cli(word, "x")
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr == (
+        f"pytest-mcp-server: error: unknown command {word!r}; {hint}the commands are serve, summarize, bench "
+        "(serve is the default: pytest-mcp-server --root DIR)\n"
+    )
+
+
 def test_bad_budget_exits_2_naming_the_flag():
     proc = run_cli("summarize", "--max-traceback-lines", "1", str(DEMO_JUNIT))
     assert proc.returncode == 2 and proc.stdout == ""

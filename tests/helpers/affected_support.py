@@ -9,6 +9,7 @@ from mcp import Client
 
 from helpers.server_support import text_of
 from pytest_mcp_server.domain.tools import DiscoverResult, ExecuteResult
+from pytest_mcp_server.run.testmap import _unpack as unpack_blocks
 from pytest_mcp_server.run.testmap import open_map
 
 
@@ -47,6 +48,7 @@ def map_rows(artifacts: Path) -> list[tuple[str, str, str, str]]:
     (map_file,) = (artifacts / "maps").glob("*.sqlite")
     test_map, notice = open_map(map_file)
     assert notice is None
-    with test_map:
-        entries = test_map.entries()
-    return sorted((node_id, outcome, *block) for node_id, (outcome, blocks) in entries.items() for block in blocks)
+    with test_map:  # every entry as stored, the import entries included
+        blocks = test_map.blocks()
+        rows = test_map.connection.execute("SELECT node_id, outcome, blocks FROM tests").fetchall()
+    return sorted((node_id, outcome, *blocks[i]) for node_id, outcome, packed in rows for i in unpack_blocks(packed))

@@ -312,6 +312,14 @@ FOREIGN_ROOTS = {
     "Server",  # the MCP SDK's low-level server
     "pythonX",  # `pythonX.Y`: a pattern of interpreter names
     "X",  # `X.Yt`: a pattern of version directories
+    "a",  # `a.b.c`: an example module name (docstrings of domain/imports.py)
+    "pkg",  # `pkg.mod.func`: an example module name
+    "Class",  # `Class.method`: an example qualified name
+    "junitparser",  # a parser the benchmark compares with (the bench extra)
+    "ctx",  # the MCP SDK's request context of a tool call
+    "collectors",  # pytest-json-report's JSON key
+    "ReprTraceback",  # pytest's (_pytest._code.code)
+    "ReprEntry",  # pytest's (_pytest._code.code)
 }
 
 # File names of other projects (benchmarked, or in examples of the rules).
@@ -325,6 +333,7 @@ FOREIGN_IDENTIFIERS = {
     "TokenVerifier",  # the MCP SDK's protocol (ours: BearerTokenVerifier)
     "restart_events",  # sys.monitoring's
     "lru_cache",  # functools'
+    "TerminateProcess",  # the Windows API call that psutil's kill makes there
     "_warmup_i18n",  # humanize's fixture (RESULTS section 10)
     "test_apnumber",  # humanize's test
     "test_invalid_datetime_deserialization",  # marshmallow's test (RESULTS section 11)

@@ -18,6 +18,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 import anyio
+import psutil
 from mcp import Client, StdioServerParameters
 from mcp.client.extension import ClientExtension
 
@@ -94,13 +95,11 @@ async def still_serving(client: Client, mode: str) -> None:
 
 
 def pid_alive(pid: int) -> bool:
-    """True while ``pid`` is a live process (a zombie counts as dead)."""
+    """True while ``pid`` is a live process (a zombie counts as dead), on every OS."""
     try:
-        with open(f"/proc/{pid}/stat") as f:
-            state = f.read().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return psutil.Process(pid).status() not in (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD)
+    except psutil.NoSuchProcess:
         return False
-    return state not in ("Z", "X")
 
 
 def wait_until_gone(pids: list[int], timeout: float = 20.0) -> list[int]:

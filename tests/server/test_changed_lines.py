@@ -12,7 +12,7 @@ import pytest
 from helpers.server_support import git
 
 from pytest_mcp_server.domain.coverage_answer import line_ranges, ranges_text
-from pytest_mcp_server.run.git import changed_lines, parse_unified_diff, parse_unified_diff_deletions
+from pytest_mcp_server.run.git import _parse_hunks, changed_lines, parse_unified_diff
 
 
 def write_lines(path: Path, lines: list[str]) -> None:
@@ -92,7 +92,7 @@ def test_hunk_headers_without_counts_and_pure_deletions():
         "@@ -1,0 +2,2 @@",
     ]
     assert parse_unified_diff(diff) == {"x.py": [(3, 3), (21, 24)], "t\tabé.py": [(1, 1)], "with space.py": [(2, 3)]}
-    assert parse_unified_diff_deletions(diff) == {"x.py": [8]}  # after line 8 of the new file
+    assert _parse_hunks(diff)[1] == {"x.py": [8]}  # the pure deletion: after line 8 of the new file
 
 
 def test_line_ranges_are_compact_and_cut_whole_with_the_rest_counted():

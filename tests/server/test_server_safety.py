@@ -354,9 +354,9 @@ def _started_with_escapee(project: Project) -> bool:
 
 @pytest.mark.parametrize("how", ["timeout", "cancel"])
 def test_a_process_that_left_the_group_with_setsid_is_killed_too(slow, how):
-    """The server is a child subreaper (Linux): when the group is killed, the escapee's
-    parent dies, the escapee is re-parented to the server, which kills it (the run's
-    token in its environment says it belongs to this run)."""
+    """A great-grandchild that left the run's process group and session (``setsid``)
+    and ignores SIGTERM is found by the run's token in its environment (psutil) and
+    killed with the run."""
 
     async def body():
         async with connect(slow.params(), "auto") as client:

@@ -27,7 +27,15 @@ from pytest_mcp_server.engine.models import Budgets
 from pytest_mcp_server.run.argv import RECORDS_FILE, execute_argv
 from pytest_mcp_server.run.events import PLUGIN_DIR
 from pytest_mcp_server.run.interpreter import Interpreter, find_python
-from pytest_mcp_server.run.process import OutputFile, Tail
+from pytest_mcp_server.run.process import (
+    RUN_MARKER,
+    OutputFile,
+    Tail,
+    forget_group,
+    kill_group,
+    run_members,
+    spawn_group,
+)
 from pytest_mcp_server.run.rundirs import RUNNING_MARKER
 
 
@@ -211,6 +219,51 @@ def test_a_childs_output_file_keeps_its_tail_when_emptied_and_counts_every_byte(
     text = out.text()
     assert TAIL_BYTES < 20000
     assert text == f"[... {20008 - TAIL_BYTES} earlier bytes not kept]\n" + "x" * (TAIL_BYTES - 8) + "the end\n"
+
+
+# A process that starts a child ignoring SIGTERM and, through a process that exits at
+# once, an escapee in a session of its own (it ignores SIGTERM too); each notes its pid.
+RUN_WITH_ESCAPEE = r"""
+import os, signal, subprocess, sys, time
+marks = sys.argv[1]
+STUBBORN = "import os, signal, sys, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); " \
+    "open(os.path.join(sys.argv[1], sys.argv[2]), 'w').write(str(os.getpid())); time.sleep(60)"
+subprocess.Popen([sys.executable, "-c", STUBBORN, marks, "child"])
+leave = "import subprocess, sys; subprocess.Popen(sys.argv[1:], start_new_session=True)"
+subprocess.Popen([sys.executable, "-c", leave, sys.executable, "-c", STUBBORN, marks, "escapee"]).wait()
+time.sleep(60)
+"""
+
+
+def test_a_run_is_found_and_stopped_with_its_stubborn_child_and_its_escapee(tmp_path):
+    """``spawn_group``/``run_members``/``kill_group`` on their own: the run's processes are
+    its first one, a child in its group and an escapee that left group and tree (found by
+    the run's token in its environment); after ``kill_group`` none runs, the SIGTERM-
+    ignoring ones killed after the grace."""
+    from helpers.server_support import pid_alive
+
+    async def body() -> tuple[set[int], set[int], list[int]]:
+        env = dict(os.environ, **{RUN_MARKER: "run-token-for-this-test"})
+        argv = [sys.executable, "-c", RUN_WITH_ESCAPEE, str(tmp_path)]
+        proc, group = await spawn_group(
+            argv, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+        try:
+            with anyio.fail_after(30):
+                while not ((tmp_path / "child").exists() and (tmp_path / "escapee").exists()):
+                    await anyio.sleep(0.05)
+                await anyio.sleep(0.1)  # the pid files are written before the sleep
+            pids = {int((tmp_path / name).read_text()) for name in ("child", "escapee")}
+            found = {member.pid for member in run_members(group)}
+            await kill_group(group, grace_s=0.5)
+            return found, {proc.pid, *pids}, [pid for pid in pids if pid_alive(pid)]
+        finally:
+            forget_group(group)
+            await proc.aclose()
+
+    found, expected, alive = anyio.run(body)
+    assert found == expected
+    assert alive == []
 
 
 def test_config_refuses_artifacts_inside_the_project_and_a_missing_root(tmp_path):

@@ -161,9 +161,10 @@ async def execute_affected(
     run's steps, within ``timeout`` seconds) that deselects the tests the map found
     unchanged since they passed and records what the others run; then the map entries
     of the tests that ran are refreshed, and on failures the changed code they ran is
-    named (``suspects``). With none affected, pytest collects and runs nothing: status
-    ``no_tests``, exit code 5. Raises ``ToolFailure`` as ``execute_tests`` does; the map
-    is then left as it was."""
+    named (``suspects``). With none affected, no test runs: status ``no_tests``, exit
+    code 5, answered without pytest when ``nothing_can_fail`` proves the collection
+    unchanged, else by a run that collects and deselects every test. Raises
+    ``ToolFailure`` as ``execute_tests`` does; the map is then left as it was."""
     path = map_path(runner.artifacts_base, runner.root, interp.python)
     async with runner.slots:  # the map as the call before this one left it
         state = await anyio.to_thread.run_sync(read_map_state, runner.root, path)

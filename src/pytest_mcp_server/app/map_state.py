@@ -218,7 +218,7 @@ def import_reach(root: Path, cached: str | None, changed: list[str]) -> tuple[se
     # a changed file that does not parse imports nothing: it fails wherever it is imported
     # (its importers are found through their own edges)
     blind = {path: i for path, i in graph.items() if i.parsed or path not in changed}
-    return importers(graph, changed, opaque_imports_all=False), opaque_files(blind), cache
+    return importers(graph, changed), opaque_files(blind), cache
 
 
 def changed_code(root: Path, changed_files: dict[str, set[str]]) -> ChangedLines:

@@ -38,7 +38,7 @@ from pytest_mcp_server.engine.models import (
 )
 from pytest_mcp_server.run.argv import RECORDS_FILE, ExitCode, child_env
 from pytest_mcp_server.run.interpreter import Interpreter, find_python, probe_interpreter
-from pytest_mcp_server.run.process import ProcessOutcome, run_process, signal_name
+from pytest_mcp_server.run.process import WINDOWS, ProcessOutcome, run_process, signal_name
 from pytest_mcp_server.run.project import project_code
 from pytest_mcp_server.run.rundirs import RunDirectories
 
@@ -247,6 +247,13 @@ def process_failure(kind: FailureKind, message: str, outcome: ProcessOutcome, ar
     )
 
 
+_HOW_STOPPED = (
+    "its processes were ended"  # Windows: no SIGTERM (run.process)
+    if WINDOWS
+    else f"its process group was sent SIGTERM, then SIGKILL after {KILL_GRACE_S:g}s"
+)
+
+
 def run_status(
     outcome: ProcessOutcome, argv: list[str], session: Session, timeout: float, max_timeout_s: float
 ) -> RunStatus:
@@ -260,9 +267,9 @@ def run_status(
     if outcome.timed_out:
         raise process_failure(
             "timeout",
-            f"pytest did not finish within {timeout:g}s and was stopped: its process group was sent SIGTERM, "
-            f"then SIGKILL after {KILL_GRACE_S:g}s. Run fewer tests (node_ids, markers, keywords), use workers, "
-            f"or raise timeout_s (the server allows up to {max_timeout_s:g}s).",
+            f"pytest did not finish within {timeout:g}s and was stopped: {_HOW_STOPPED}. Run fewer tests "
+            f"(node_ids, markers, keywords), use workers, or raise timeout_s (the server allows up to "
+            f"{max_timeout_s:g}s).",
             outcome,
             argv,
         )

@@ -5,7 +5,8 @@ Exit status: 0 when every measured parser/mode ran and every count matched the t
 Timing targets never change the exit status (they are reported, not asserted).
 
 Output: a table on stdout (progress bars on stderr); ``--json`` prints one JSON document
-instead (``{"bench", "command", "machine", "started", "elapsed_s", "rows", "targets"}``);
+instead (``{"bench", "provenance", "command", "machine", "started", "elapsed_s", "rows", "targets"}``;
+``provenance``: ``common.provenance``);
 ``--save FILE.json`` also writes that document (``bench markdown FILE.json`` turns it into
 the tables of ``benches/RESULTS.md``); ``--plot FILE.png`` draws the figures (needs
 matplotlib: the ``bench`` extra).
@@ -236,9 +237,11 @@ def main(argv: list[str]) -> int:
             )
     elapsed = time.monotonic() - t0
     machine["loadavg_end"] = common.machine_info().get("loadavg")
+    measured = common.provenance(machine.get("loadavg"))
     command = "pytest-mcp-server bench " + shlex.join(argv)
     doc = {
         "bench": args.mode,
+        common.PROVENANCE_KEY: measured,
         "command": command,
         "machine": machine,
         "started": started,

@@ -3,6 +3,7 @@ machine facts and progress bars."""
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import platform
@@ -183,7 +184,7 @@ def machine_info() -> dict[str, Any]:
         pass
     try:
         info["loadavg"] = [round(x, 2) for x in os.getloadavg()]
-    except OSError:  # pragma: no cover
+    except (OSError, AttributeError):  # pragma: no cover - no load average (Windows)
         pass
     try:
         from importlib.metadata import version
@@ -214,6 +215,58 @@ def machine_info() -> dict[str, Any]:
     except (OSError, subprocess.SubprocessError):
         pass
     return info
+
+
+PROVENANCE_KEY = "provenance"
+"""The key of every saved results JSON (``pytest-mcp-server bench --save``, the scripts of
+``benches/``) under which ``provenance`` records where and when it was measured."""
+
+
+def load_average() -> list[float] | None:
+    """The 1, 5 and 15 minute load averages, rounded to 0.01 (None where the OS has none:
+    Windows)."""
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except (OSError, AttributeError):
+        return None
+
+
+def _git(repo: Path, *args: str) -> str | None:
+    try:
+        done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+def provenance(load_start: list[float] | None, repo: Path | None = None) -> dict[str, Any]:
+    """Where and when a result was measured, for the ``PROVENANCE_KEY`` of its JSON:
+    ``{"commit": full sha of HEAD or None, "clean": no tracked file differs from it (None
+    without git), "date": UTC ISO 8601 to the second (when this is called: the end of the
+    run), "machine": {"cpus", "memory_gib", "cpu", "platform", "python"}, "load": {"start":
+    load_start, "end": now}}`` (load averages as ``load_average`` gives them). ``repo``:
+    the checkout measured (default: the one this package is imported from). The README's
+    figures show the commit and date (``scripts/readme_figures.py``), and
+    ``tests/docs/test_docs_figures.py`` refuses a headline whose file lacks them."""
+    repo = repo or Path(__file__).resolve().parent
+    import psutil
+
+    commit = _git(repo, "rev-parse", "HEAD")
+    status = _git(repo, "status", "--porcelain", "--untracked-files=no") if commit else None
+    machine = machine_info()
+    return {
+        "commit": commit,
+        "clean": None if status is None else status == "",
+        "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "machine": {
+            "cpus": os.cpu_count(),
+            "memory_gib": round(psutil.virtual_memory().total / 2**30, 1),
+            "cpu": machine.get("cpu") or platform.processor() or None,
+            "platform": platform.platform(),
+            "python": platform.python_version(),
+        },
+        "load": {"start": load_start, "end": load_average()},
+    }
 
 
 def make_progress(enabled: bool = True) -> Progress:

@@ -7,7 +7,7 @@ none; a parser that needs more fails with ``MemoryError`` and is reported so).
 
 The process imports the parser's library, notes its resident size (the baseline), runs
 the parser ``warmup`` times untimed-for-the-result, then ``reps`` times timed with
-``time.perf_counter`` (wall) and ``resource.getrusage`` (CPU, all threads). The files are
+``time.perf_counter`` (wall) and ``time.process_time`` (CPU, all threads). The files are
 read through the page cache (the warm-up brings them in; the bench machine has the RAM
 for it), so the figures are parsing speed, not disk speed.
 
@@ -15,7 +15,7 @@ stdout, one line each: ``PROGRESS <runs done> <runs total>`` after every run, th
 ``RESULT <json>`` with ``ok``, ``error`` (str or None), ``times_s``, ``warmup_s``,
 ``cpu_s`` (user+system per timed run), ``counts`` (of the last run), ``baseline_rss``
 and ``peak_rss`` (bytes: ``VmRSS`` after imports, and ``VmHWM``, the peak resident set
-of the whole process, from ``/proc/self/status``; ``ru_maxrss`` is not used because after
+of the whole process, from ``/proc/self/status`` (0 on Windows); ``ru_maxrss`` is not used because after
 ``fork`` + ``exec`` it can carry the parent's peak), ``threads`` (the process's threads
 after the runs, e.g. 1 + rayon's pool).
 """
@@ -25,7 +25,6 @@ from __future__ import annotations
 import importlib
 import json
 import os
-import resource
 import sys
 import time
 from typing import Any
@@ -48,13 +47,17 @@ def peak_rss_bytes() -> int:
     kb = _status_kb("VmHWM")
     if kb:
         return kb * 1024
+    if sys.platform == "win32":  # pragma: no cover
+        return 0
+    import resource  # pragma: no cover - POSIX only
+
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # pragma: no cover
     return rss if sys.platform == "darwin" else rss * 1024  # pragma: no cover
 
 
 def _cpu() -> float:
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
+    # user + system CPU of the whole process, all threads (getrusage's RUSAGE_SELF on POSIX)
+    return time.process_time()
 
 
 def failed_result(error: str | None) -> dict[str, Any]:
@@ -80,6 +83,8 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
 
     out = failed_result(None)
     if job.get("mem_limit"):
+        import resource  # POSIX only: the benchmarks run on Linux
+
         limit = int(job["mem_limit"])
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     name, _, func, module = lookup(job["fmt"], job["parser"])

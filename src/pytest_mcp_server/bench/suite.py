@@ -21,7 +21,7 @@ Ways (each run ``warmup`` times, then ``reps`` times, interleaved so drift hits 
   process, started once (its start-up and ``initialize`` are reported apart as
   ``startup_s``; the tool list, which the client checks each result's structured content
   against, is fetched once after that, untimed). The time is the tool call's round trip
-  as the client sees it: from ``ClientSession.call_tool`` sending the request to its
+  as the client sees it: from ``mcp.ClientSession.call_tool`` sending the request to its
   return of the parsed, checked result. ``agent_bytes`` is the text content of the tool
   result, ``structured_bytes`` its structured content as JSON.
 * ``cli``: the human path: ``python -m pytest --junitxml=...`` then

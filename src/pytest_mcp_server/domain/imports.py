@@ -138,26 +138,17 @@ def file_imports(path: str, content: bytes, files: ProjectFiles) -> FileImports:
     return FileImports(frozenset(reader.targets - {path}), opaque, reads=frozenset(reader.reads - {path}))
 
 
-def import_graph(sources: Mapping[str, bytes]) -> dict[str, FileImports]:
-    """``file_imports`` of every file of ``sources`` (root-relative path -> content),
-    resolved among those paths: the whole project's graph."""
-    files = ProjectFiles(sources, sources.get)
-    return {path: file_imports(path, content, files) for path, content in sources.items() if path in files.paths}
-
-
-def importers(graph: Mapping[str, FileImports], changed: Iterable[str], *, opaque_imports_all: bool = True) -> set[str]:
+def importers(graph: Mapping[str, FileImports], changed: Iterable[str]) -> set[str]:
     """Every file of ``graph`` (path -> its imports) that imports one of ``changed``
     directly or through other files, the ``changed`` paths included (a reverse-edge
-    breadth-first search; cycles are fine). With ``opaque_imports_all`` (the safe
-    default) an opaque file counts as importing every file, so it and its importers are
-    in the answer whenever ``changed`` is not empty."""
+    breadth-first search; cycles are fine). The edges only: what an opaque file imports
+    is unknown, and the caller decides for it (``opaque_files``; ``app.map_state``:
+    every test depends on the change)."""
     reverse: dict[str, set[str]] = {}
     for path, imports in graph.items():
         for target in imports.targets:
             reverse.setdefault(target, set()).add(path)
     found = set(changed)
-    if found and opaque_imports_all:
-        found |= {path for path, imports in graph.items() if imports.opaque is not None}
     queue = deque(found)
     while queue:
         for importer in reverse.get(queue.popleft(), ()):

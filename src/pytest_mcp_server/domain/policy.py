@@ -117,12 +117,12 @@ ended (its record file stays in its run directory after that)."""
 
 COVERAGE_FILES_LISTED = 20
 """Files with missed lines listed in a coverage answer (most missed lines first); the
-others are counted in ``omitted.files``. The same number bounds the files of
-``changed_not_run`` (the rest in ``omitted.changed_files``)."""
+others are counted in ``coverage.omitted.files``. The same number bounds the files of
+``changed_not_run`` (the rest in ``coverage.omitted.changed_files``)."""
 
 RANGE_CHARS = 160
 """Characters of missed-line ranges kept per file (``7, 12-13, ...``); the line numbers
-cut are counted in ``omitted.lines``."""
+cut are counted in ``coverage.omitted.lines``."""
 
 SUSPECTS_LISTED = 3
 """Changed hunks an answer names as run by the failing tests (``domain.suspects``), best
@@ -140,7 +140,19 @@ OUTPUT_CHECK_S = 1.0
 """Seconds between two checks of a running child's output files against ``OUTPUT_FILE_BYTES``."""
 
 KILL_GRACE_S = 2.0
-"""Seconds between SIGTERM and SIGKILL when a run is stopped."""
+"""Seconds between SIGTERM and SIGKILL when a run is stopped (POSIX; Windows has no SIGTERM)."""
+
+KILL_POLL_S = 0.03
+"""Seconds between two looks at a stopped run's processes (``run.process.kill_group``)."""
+
+KILL_REPEATS = 25
+"""Kills sent to a run's processes, ``KILL_POLL_S`` apart, before the server gives up on
+one that still runs (logged): a kill cannot be ignored, the repeats catch forks."""
+
+PROCESS_CLOCK_SLACK_S = 2.0
+"""Seconds before a run's start that a process may have been created and still be looked
+at as the run's: psutil's creation times and ``time.time()`` differ by up to a second on
+Linux (its boot time is whole seconds)."""
 
 INTERRUPT_GRACE_S = 5.0
 """Seconds a run interrupted on request (``run.process.Interrupt``: SIGINT, as Ctrl-C)
@@ -196,10 +208,6 @@ BLOCKS_KEPT = 4096
 (parsing is most of the map's upkeep after a run; the oldest go first)."""
 MAP_BUSY_TIMEOUT_S = 30.0
 """Seconds a write to the test map waits for another call's transaction on the same map."""
-
-MIN_RUN_TIMEOUT_S = 1.0
-"""The least time the run of an ``affected`` call gets after its collection used the
-rest of ``timeout_s`` (it then stops with the usual ``timeout`` error)."""
 
 
 # -- Tasks (the MCP Tasks extension, adapters/mcp/tasks.py) -------------------------

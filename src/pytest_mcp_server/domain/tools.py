@@ -5,10 +5,11 @@ Every string an agent sends is checked by a field validator (``validation``,
 ``expressions``) before anything reaches an argv or a path; lists and strings have
 size limits; unknown arguments are refused (``extra="forbid"``); nothing is coerced
 (``strict``: a JSON string never becomes an int). The tools' input and output schemas
-are generated from these models (``tools.input_schema``/``tools.output_schema``).
+are generated from these models (``adapters.mcp.catalogue.input_schema`` and
+``output_schema``).
 
-Budget defaults come from the presets next to ``Budgets`` (``EXECUTE_BUDGETS``,
-``Budgets()``, ``FULL_STORY``) and their lower bounds from ``Budgets`` itself.
+Budget defaults come from the presets in ``domain.policy`` (``EXECUTE_BUDGETS``,
+``FULL_STORY``) and ``Budgets()``, and their lower bounds from ``Budgets`` itself.
 No MCP import.
 """
 
@@ -250,7 +251,7 @@ class ExecuteResult(_Frozen):
     ``deselected``: collected tests that ``-m``/``-k`` (the agent's or the project's
     ``addopts``) or ``--lf`` deselected.
     ``coverage``: with ``coverage: true``, the line coverage of the run
-    (``coverage_report.CoverageSummary``; its ``data_path`` written with ``{run_dir}``);
+    (``domain.coverage_answer.CoverageSummary``; its ``data_path`` written with ``{run_dir}``);
     else None.
     ``suspects``: in a run that records what each test ran (``coverage: true``, or
     ``affected``; with ``repeat``, the last run's failing tests) with failing tests in
@@ -258,9 +259,11 @@ class ExecuteResult(_Frozen):
     (``domain.suspects.Suspect``, at most ``SUSPECTS_LISTED``; [] when they ran none of
     it); else None.
     ``selection``: with ``affected: true``, which tests were affected and why
-    (``affected.Selection``); else None. When none was, nothing ran: ``status``
-    ``no_tests``, ``exit_code`` 5, ``command`` and ``report_path`` those of the
-    collect-only run that found the tests.
+    (``domain.selection.Selection``); else None. When none was, no test ran: ``status``
+    ``no_tests``, ``exit_code`` 5, ``command`` and ``report_path`` those of the pytest
+    run that collected and deselected every test, or, when the server proved that
+    nothing can fail without starting pytest (``app.collection_proof``), the argv pytest
+    would have run and the record file written in its place.
     """
 
     status: RunStatus

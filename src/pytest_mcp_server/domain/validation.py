@@ -31,7 +31,7 @@ def describe_validation_error(exc: ValidationError, *, unknown: str = "unknown a
     """(field path, reason) of the first error of ``exc``.
 
     The path joins the error's location as it is written in the input: ``node_ids[2]``,
-    ``budgets.failures_listed``; it is ``""`` for an error of the whole input. The reason is
+    ``paths[0]``; it is ``""`` for an error of the whole input. The reason is
     ``unknown`` for a field the model does not take, ``is required`` for a missing one,
     else pydantic's message without its ``Value error,`` prefix, followed by the value
     given (``(got -1)``) unless the message came from one of our validators (which say

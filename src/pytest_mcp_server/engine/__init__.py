@@ -123,8 +123,8 @@ def summarize(
     ``paths``: a path or a list of paths; several files (CI shards) merge into one
     summary, in input order. ``format``: ``auto`` (sniffed from the first bytes),
     ``junit``, ``pytest-json`` or ``reportlog`` (pytest's ``--report-log`` JSON lines).
-    ``backend``: ``auto`` (native if importable, else pure; a native extension that does
-    not read report logs leaves them to pure), ``native`` or ``pure``. ``budgets``: a
+    ``backend``: ``auto`` (``resolve_backend``: native if importable, else pure),
+    ``native`` or ``pure``. ``budgets``: a
     ``Budgets`` (None: its defaults), e.g. ``Budgets(failures_listed=10)``. ``select``: None
     lists every test; else node ids, files, directories or classes (``tests/a.py::TestX``, ``tests/unit/``): failures,
     groups, collection errors, slowest and ``omitted`` then only cover the tests they

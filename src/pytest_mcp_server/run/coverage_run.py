@@ -112,7 +112,7 @@ def missing_coverage(interp: Interpreter) -> ToolFailure | None:
 
 
 def project_lines(paths: list[str], formats: list[CoverageFormat]) -> LineSets:
-    """``coverage_report.read_coverage_reports`` without the server's own pytest plugins
+    """``coverage_reports.read_coverage_reports`` without the server's own pytest plugins
     (``events.PLUGIN_DIR``): they run inside every measured pytest, outside the project's
     site-packages, so coverage.py measures them unless the project names its ``source``;
     they are never the project's code. Raises ``ReportError``."""

@@ -57,13 +57,10 @@ def parse_unified_diff(lines: Iterable[str]) -> dict[str, list[tuple[int, int]]]
     return _parse_hunks(lines)[0]
 
 
-def parse_unified_diff_deletions(lines: Iterable[str]) -> dict[str, list[int]]:
-    """The pure deletions of the same diff (hunks ``+c,0``): path -> sorted lines ``c``
-    of the new file after which lines were deleted (0: at the top)."""
-    return _parse_hunks(lines)[1]
-
-
 def _parse_hunks(lines: Iterable[str]) -> tuple[dict[str, list[tuple[int, int]]], dict[str, list[int]]]:
+    """``parse_unified_diff``'s ranges, and the pure deletions of the same diff (hunks
+    ``+c,0``): path -> sorted lines ``c`` of the new file after which lines were deleted
+    (0: at the top)."""
     ranges: dict[str, list[tuple[int, int]]] = {}
     deletions: dict[str, list[int]] = {}
     path: str | None = None

@@ -88,7 +88,7 @@ async def probe_interpreter(python: str, *, cwd: Path, env: dict[str, str]) -> I
     """Ask ``python`` (run in ``cwd``, the project's root, with ``env``) whether it
     imports pytest, which optional plugins it has, and which top-level packages of its
     distributions are the project's (installed from ``cwd`` or named as ``cwd``
-    declares, ``project_code.INSTALLED_PROBE``).
+    declares, ``project.INSTALLED_PROBE``).
 
     Raises ``ToolFailure(pytest_missing)`` naming the interpreter and the fix when it
     cannot be started, does not answer within ``PROBE_TIMEOUT_S``, or cannot import

@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -148,9 +149,19 @@ def _frame_line(frame: Frame, root: Path) -> str:
     return f"{path}{line} in {frame.name}"
 
 
-STACK_DUMP_SIGNAL = signal.SIGUSR1
+STACK_DUMP_SIGNAL: int | None = getattr(signal, "SIGUSR1", None)
 """Sent to pytest when a run times out: the record plugin's faulthandler then dumps every
-thread's stack into the run's stacks file (the plugin's ``STACK_DUMP_SIGNAL``)."""
+thread's stack into the run's stacks file (the plugin's ``STACK_DUMP_SIGNAL``). None where
+the OS has no SIGUSR1 (Windows): the plugin does not arm the dump there, and a timed-out
+run's answer names the running test without its stack (``stack_dump_limits``)."""
+
+
+def stack_dump_limits() -> list[str]:
+    """What this OS does not allow of the timeout's stack dump (for the server's start-up
+    log; empty where SIGUSR1 exists)."""
+    if STACK_DUMP_SIGNAL is not None:
+        return []
+    return ["no SIGUSR1 on this OS: a run that times out is answered without the running test's stack"]
 
 
 async def dump_stacks(records: Path, stacks: Path, stopped_at: list[float], pid: int) -> None:
@@ -160,7 +171,7 @@ async def dump_stacks(records: Path, stacks: Path, stopped_at: list[float], pid:
     process group), and wait until the dumps stop growing (at most
     ``STACK_DUMP_WAIT_S``)."""
     stopped_at.append(time.time())
-    if not stack_dump_armed(records):
+    if STACK_DUMP_SIGNAL is None or not stack_dump_armed(records):
         return  # not armed: the signal would kill pytest instead
     try:
         os.kill(pid, STACK_DUMP_SIGNAL)
@@ -169,7 +180,7 @@ async def dump_stacks(records: Path, stacks: Path, stopped_at: list[float], pid:
     dumps = [stacks]
     for worker in worker_dumps(stacks):
         try:
-            if os.getpgid(int(worker.suffix[1:])) == pid:  # still one of this run's workers
+            if sys.platform != "win32" and os.getpgid(int(worker.suffix[1:])) == pid:  # still this run's worker
                 os.kill(int(worker.suffix[1:]), STACK_DUMP_SIGNAL)
                 dumps.append(worker)
         except (OSError, ValueError):

@@ -137,13 +137,6 @@ class TestMap:
             out[node_id] = RecordedTest(outcome=outcome, config=config, changed=frozenset(paths[i] for i in hit))
         return out
 
-    def entries(self) -> dict[str, tuple[str, frozenset[tuple[str, str]]]]:
-        """Every entry as stored, the import entry included: node id -> (outcome, its
-        blocks as ``(path, fingerprint)``)."""
-        blocks = self.blocks()
-        rows = self.connection.execute("SELECT node_id, outcome, blocks FROM tests")
-        return {node_id: (outcome, frozenset(blocks[i] for i in _unpack(packed))) for node_id, outcome, packed in rows}
-
     def node_ids(self) -> set[str]:
         """The node ids of the tests in the map."""
         return {row[0] for row in self.connection.execute("SELECT node_id FROM tests") if not is_reserved(row[0])}
@@ -281,7 +274,6 @@ def _unpack(packed: bytes) -> array[int]:
 def _connect(path: Path) -> sqlite3.Connection:
     con = sqlite3.connect(path, timeout=MAP_BUSY_TIMEOUT_S, isolation_level=None)  # transactions are explicit
     try:
-        con.execute("PRAGMA foreign_keys = ON")
         con.execute("PRAGMA journal_mode = WAL")
         con.execute("PRAGMA synchronous = NORMAL")
     except sqlite3.DatabaseError:

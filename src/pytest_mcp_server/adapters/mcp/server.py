@@ -62,6 +62,7 @@ from pytest_mcp_server.adapters.mcp.tasks import TasksExtension, current_task, i
 from pytest_mcp_server.adapters.selection_text import render_failure_answer
 from pytest_mcp_server.app.runner import Runner
 from pytest_mcp_server.domain.config import ServerConfig, package_version
+from pytest_mcp_server.domain.exits import CommandExit
 from pytest_mcp_server.domain.failures import ToolFailure
 from pytest_mcp_server.domain.policy import (
     ANSWER_FLUSH_S,
@@ -73,7 +74,8 @@ from pytest_mcp_server.domain.policy import (
     SHUTDOWN_GRACE_S,
 )
 from pytest_mcp_server.run.events import ProgressFn
-from pytest_mcp_server.run.process import kill_live_groups_now
+from pytest_mcp_server.run.process import kill_live_groups_now, platform_limits
+from pytest_mcp_server.run.stacks import stack_dump_limits
 
 logger = logging.getLogger("pytest_mcp_server")
 T = TypeVar("T")
@@ -265,8 +267,21 @@ def build_server(runner: Runner, in_flight: InFlightCalls | None = None) -> Serv
     return server
 
 
-STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
-"""The signals that stop the server (both transports): calls are stopped, groups killed."""
+STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGINT", "SIGHUP") if hasattr(signal, name))
+"""The signals that stop the server (both transports; those of them this OS has): calls are
+stopped, groups killed. On Windows no receiver is installed (the event loop cannot take
+signals there): Ctrl+C cancels every call, and each stops its run, as stdin's end does."""
+
+
+def log_platform_limits() -> None:
+    """Log, once at start, each thing this OS does not let the server do (process
+    control, the timeout's stack dump, stop signals): the start-up log says it, never a
+    tool answer."""
+    limits = [*platform_limits(), *stack_dump_limits()]
+    if sys.platform == "win32":
+        limits.append("Windows: SIGTERM and SIGHUP do not stop the server; close its stdin or press Ctrl+C")
+    for limit in limits:
+        logger.warning("%s", limit)
 
 
 async def first_stop_signal() -> int:
@@ -311,6 +326,7 @@ async def serve_stdio(config: ServerConfig) -> None:
 def run_stdio(config: ServerConfig) -> int:
     """Run the stdio server (the ``serve`` command); returns the process exit status."""
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="pytest-mcp-server: %(message)s")
+    log_platform_limits()
     atexit.register(kill_live_groups_now)
     try:
         anyio.run(serve_stdio, config)
@@ -318,7 +334,7 @@ def run_stdio(config: ServerConfig) -> int:
         pass
     finally:
         kill_live_groups_now()
-    return 0
+    return CommandExit.OK
 
 
 # --------------------------------------------------------------------------------------
@@ -361,7 +377,10 @@ def bind_http_socket(http: HttpSettings) -> socket.socket:
     family = socket.AF_INET6 if ":" in http.host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if sys.platform == "win32":  # there SO_REUSEADDR would let another process take the port
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_EXCLUSIVEADDRUSE, 1)
+        else:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((http.host, http.port))
     except OSError:
         sock.close()
@@ -454,7 +473,8 @@ async def serve_http(config: ServerConfig, http: HttpSettings, sock: socket.sock
 
 def run_http(config: ServerConfig, http: HttpSettings) -> int:
     """Run the Streamable HTTP server (``serve --transport http``); returns the process
-    exit status: 2 when the address cannot be bound, else ``serve_http``'s."""
+    exit status: ``CommandExit.USAGE`` when the address cannot be bound, else
+    ``serve_http``'s."""
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="pytest-mcp-server: %(message)s")
     try:
         sock = bind_http_socket(http)
@@ -464,7 +484,8 @@ def run_http(config: ServerConfig, http: HttpSettings) -> int:
             f"{exc.strerror or exc}; choose another port (--port 0 picks a free one) or address",
             file=sys.stderr,
         )
-        return 2
+        return CommandExit.USAGE
+    log_platform_limits()
     atexit.register(kill_live_groups_now)
     try:
         return anyio.run(serve_http, config, http, sock)

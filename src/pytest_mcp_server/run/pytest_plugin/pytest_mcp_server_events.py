@@ -14,7 +14,7 @@ FILE is the run's one record stream: JSON lines in pytest-reportlog's format (py
 ``$report_type``), in this dialect (docs/SERVER.md, *The record file*):
 
 * first ``{"$report_type": "SessionStart", "pytest_version", "root", "start"}`` (``root``:
-  ``config.rootpath``; ``start``: unix seconds), with ``"stack_dump_armed": true`` when
+  ``pytest.Config.rootpath``; ``start``: unix seconds), with ``"stack_dump_armed": true`` when
   the stack dump below is armed;
 * each CollectReport that did not pass (collection errors, module-level skips), complete;
 * ``{"$report_type": "CollectionFinish", "collected": N}`` (after -m/-k/--lf; with xdist,
@@ -59,7 +59,7 @@ one whose call passes or that is skipped is removed, a module that collects agai
 way to its tests; the tests that did not run keep their entries) and rewritten at the session's end when it changed.
 pytest's ``lfplugin`` and ``nfplugin`` are then unregistered, unless the run's options (the
 project's ``addopts``, say) use ``--lf``, ``--ff``, ``--nf`` or ``--sw``: those keep theirs.
-The ``cache`` fixture and ``config.cache`` stay. With ``--mcp-last-failed`` too, the
+The ``cache`` fixture and ``pytest.Config.cache`` stay. With ``--mcp-last-failed`` too, the
 collected tests that are not in FILE are deselected (``pytest_deselected``, after -m/-k),
 in each process that collects (xdist workers); when none of the collected tests is in it,
 all run, as pytest's ``--lf`` does by default (``--lfnf=all``).

@@ -33,7 +33,7 @@ Two recorders, one output:
 
 Each process writes ``DIR/map.<pid>.jsonl``, JSON lines (``MapFile``):
 
-* first ``{"format": 1, "recorder": "sys.monitoring" | "coverage.py", "pid": N}``;
+* first ``{"format": 2, "recorder": "sys.monitoring" | "coverage.py", "pid": N}``;
 * ``{"file": I, "path": P}`` before the first use of file number ``I`` (``P`` absolute);
 * ``{"context": C, "lines": [[I, [line, ...]], ...]}``: the lines of context ``C`` (a
   test's node id, written when the test ends; ``IMPORTING`` + a module's absolute
