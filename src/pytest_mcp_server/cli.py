@@ -76,6 +76,7 @@ class _VersionAction(argparse.Action):
 
 
 def _build_parser() -> argparse.ArgumentParser:
+    from pytest_mcp_server.adapters.mcp.views import ANSWER_VIEW_OPTIONS
     from pytest_mcp_server.domain.policy import (
         DEFAULT_HTTP_HOST,
         DEFAULT_HTTP_PORT,
@@ -120,6 +121,16 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument(
         "--artifacts-dir", default=None, help="where run reports are kept (default: the user cache directory)"
+    )
+    serve.add_argument(
+        "--answer-view",
+        choices=ANSWER_VIEW_OPTIONS,
+        default="auto",
+        help=(
+            "where an answer goes in a tool result: structured (the answer text in the structured content too), "
+            "text or both (the text block; the structured content only typed fields), typed (the full typed "
+            "result, for programs); auto picks by the client's clientInfo (default: auto)"
+        ),
     )
     http = serve.add_argument_group("transport (stdio, or Streamable HTTP at http://HOST:PORT/mcp)")
     http.add_argument("--transport", choices=("stdio", "http"), default="stdio", help="(default: stdio)")
@@ -239,7 +250,7 @@ def _serve(args: argparse.Namespace) -> int:
             return 2
         from pytest_mcp_server.adapters.mcp.server import run_stdio
 
-        return run_stdio(config) or 0
+        return run_stdio(config, args.answer_view) or 0
     try:
         token = take_token(args.token_file, os.environ)  # removes the variable: no pytest run inherits it
         http = HttpSettings(
@@ -255,7 +266,7 @@ def _serve(args: argparse.Namespace) -> int:
         return _option_error(exc, _HTTP_FLAGS)
     from pytest_mcp_server.adapters.mcp.server import run_http
 
-    return run_http(config, http)
+    return run_http(config, http, args.answer_view)
 
 
 def _option_error(exc: ValidationError, flags: dict[str, str]) -> int:

@@ -14,9 +14,7 @@ from typing import Any
 import anyio
 import pytest
 from helpers.http_support import connect_http, http_server
-from helpers.server_support import MODES, Project, connect, pid_alive, run, still_serving, text_of, wait_for
-
-from pytest_mcp_server.domain.tools import ExecuteResult
+from helpers.server_support import MODES, TYPED, Project, connect, pid_alive, run, still_serving, text_of, wait_for
 
 ERAS = {"legacy": "2025-11-25", "auto": "2026-07-28"}
 HANG = "hang/test_hang.py::test_hangs_with_children"
@@ -56,7 +54,7 @@ def test_both_eras_over_http_answer_as_stdio_does(tmp_path):
     project = Project("every_outcome", tmp_path)
 
     async def over_stdio():
-        async with connect(project.params(), "auto") as client:
+        async with connect(project.params(*TYPED), "auto") as client:
             return await three_tools(client)
 
     async def over_http(url):
@@ -68,7 +66,7 @@ def test_both_eras_over_http_answer_as_stdio_does(tmp_path):
         return answers
 
     expected = run(over_stdio)
-    with http_server(project) as server:
+    with http_server(project, *TYPED) as server:
         answers = run(over_http, server.url)
     assert [error for error, _, _ in expected] == [False, False, False, True]
     assert expected[0][1]["summary"]["counts"]["failed"] == 6
@@ -110,7 +108,7 @@ def test_progress_and_cancellation_over_http(tmp_path, mode):
 
     with http_server(project, env={"SLOW_STEP_S": "0.2"}) as server:
         result, seen, pids = run(body, server.url)
-    assert ExecuteResult.model_validate(result.structured_content).summary.counts.passed == 8
+    assert result.structured_content["counts"]["passed"] == 8
     assert len(seen) >= 2 and all(total == 8 for _, total, _ in seen), seen
     assert seen[-1][2] == f"{int(seen[-1][0])} of 8 tests done"
     assert len(pids) == 3
