@@ -98,16 +98,30 @@ def make_project(tmp_path: Path) -> Path:
     return root
 
 
-def answers(root: Path, artifacts: Path, mode: str, *options: str, client: str | None = None):
-    """The two answers (the run with failures, the timeout) from one server started with
-    ``options``, its client named ``client`` (None: the SDK's default name)."""
+def answers(root: Path, artifacts: Path, mode: str, *options: str):
+    """The answers of one server started with ``options``: the run with failures, the
+    timeout, and ``summarize_report`` of the chained exception's test in the first run's
+    report, named by the ``report_path`` of its answer."""
 
     async def body():
-        info = Implementation(name=client, version="1.0") if client else None
-        async with Client(stdio_server(root, artifacts, *options), mode=mode, client_info=info) as c:
-            return await c.call_tool("execute_tests", RUN), await c.call_tool("execute_tests", HANGS)
+        async with Client(stdio_server(root, artifacts, *options), mode=mode) as c:
+            failed = await c.call_tool("execute_tests", RUN)
+            timeout = await c.call_tool("execute_tests", HANGS)
+            story = await c.call_tool(
+                "summarize_report",
+                {"paths": [failed.structured_content["report_path"]], "node_ids": ["tests/test_prices.py::test_parse"]},
+            )
+            return failed, timeout, story
 
     return run(body)
+
+
+def found_report(artifacts: Path, report_path: str) -> Path:
+    """The one report file ``report_path`` (relative to a project's runs directory, as
+    the answer views name it) is under ``artifacts``."""
+    (found,) = (artifacts / "runs").glob(f"*/{report_path}")
+    assert found.is_file() and found.name == "records.jsonl"
+    return found
 
 
 def without_answer(structured: dict) -> dict:
@@ -117,7 +131,7 @@ def without_answer(structured: dict) -> dict:
 @pytest.mark.parametrize("mode", MODES)
 def test_the_default_view_carries_the_whole_answer_for_every_kind_of_failure(tmp_path, mode):
     root = make_project(tmp_path)
-    failed, timeout = answers(root, tmp_path / "artifacts", mode)
+    failed, timeout, story = answers(root, tmp_path / "artifacts", mode)
 
     text = text_of(failed)
     assert not failed.is_error, text
@@ -125,7 +139,7 @@ def test_the_default_view_carries_the_whole_answer_for_every_kind_of_failure(tmp
     assert structured["answer"] == text  # what a structured-only client's model reads is the whole answer
     assert list(structured)[0] == "answer"
     fields = without_answer(structured)
-    assert Path(fields.pop("report_path")).is_file()
+    found_report(tmp_path / "artifacts", fields.pop("report_path"))
     coverage = fields.pop("coverage")
     assert set(coverage) == {"percent", "statements", "missed"} and 0 < coverage["percent"] < 100
     assert fields == {
@@ -160,15 +174,21 @@ def test_the_default_view_carries_the_whole_answer_for_every_kind_of_failure(tmp
     assert error == {"answer": said, "kind": "timeout", "signal": "SIGTERM", "stdout_tail": error["stdout_tail"]}
     assert error["stdout_tail"].strip() == "."  # test_quick's progress dot
 
+    # summarize_report takes the run's report as the answer names it
+    told = text_of(story)
+    assert not story.is_error, told
+    assert "- FAILED tests/test_prices.py::test_parse" in told and "LookupError: no price in 'abc'" in told
+    assert story.structured_content == {"answer": told, "counts": fields["counts"]}
+
 
 def test_the_text_view_sends_the_typed_fields_alone_and_the_answer_as_text(tmp_path):
     root = make_project(tmp_path)
-    failed, timeout = answers(root, tmp_path / "artifacts", "legacy", "--answer-view", "text")
+    failed, timeout, story = answers(root, tmp_path / "artifacts", "legacy", "--answer-view", "text")
 
     text = text_of(failed)
     assert "changed code run by failing tests: pkg/prices.py:" in text and "LookupError" in text
     fields = dict(failed.structured_content)
-    assert Path(fields.pop("report_path")).is_file()
+    found_report(tmp_path / "artifacts", fields.pop("report_path"))
     assert set(fields.pop("coverage")) == {"percent", "statements", "missed"}
     # the default view's typed fields, without the answer
     assert fields == {"status": "failed", "exit_code": 1, "counts": {"total": 5, "passed": 1, "failed": 3, "errors": 1}}
@@ -180,6 +200,7 @@ def test_the_text_view_sends_the_typed_fields_alone_and_the_answer_as_text(tmp_p
         "signal": "SIGTERM",
         "stdout_tail": tail,
     }
+    assert "LookupError" in text_of(story) and story.structured_content == {"counts": fields["counts"]}
 
 
 def test_the_typed_view_is_the_full_result_for_programs(tmp_path):

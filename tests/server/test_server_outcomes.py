@@ -52,14 +52,16 @@ def test_every_outcome_exact_counts_every_problem_named_under_5kb(every_outcome,
     assert not result.is_error, text_of(result)
     # the default view: the answer text, then the typed fields a program branches on
     text = text_of(result)
-    report = Path(result.structured_content["report_path"])
-    assert report.is_file() and project.artifacts in report.parents
+    # the run's report, named relative to the project's runs directory (<run id>/records.jsonl)
+    report = result.structured_content["report_path"]
+    (found,) = (project.artifacts / "runs").glob(f"*/{report}")
+    assert found.is_file() and found.parent.parent.parent == project.artifacts / "runs"
     assert result.structured_content == {
         "answer": text,
         "status": "failed",
         "exit_code": 1,
         "counts": {name: n for name, n in EVERY_OUTCOME_COUNTS.items() if n or name == "total"},
-        "report_path": str(report),
+        "report_path": report,
     }
 
     # most of it: four assertion explanations in full, a recursion and the printer's 512-byte output tail

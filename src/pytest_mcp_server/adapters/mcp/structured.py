@@ -21,6 +21,7 @@ with one run, no ``runs``/``flaky``. The other tools' results are sent as they a
 from __future__ import annotations
 
 import os
+from pathlib import PurePath
 from typing import Any
 
 from pydantic import BaseModel
@@ -261,9 +262,10 @@ class CoverageTotals(_Frozen):
 
 class ExecuteFields(_Frozen):
     """The typed fields of an ``execute_tests`` answer in the answer views:
-    ``ExecuteResult``'s ``status``, ``exit_code`` and ``report_path``; ``counts``, the
-    run's non-zero counts (``Counts``) and ``total`` always; with ``coverage``, its
-    totals when measured; with ``affected``, the selection's numbers."""
+    ``ExecuteResult``'s ``status`` and ``exit_code``; ``counts``, the run's non-zero
+    counts (``Counts``) and ``total`` always; ``report_path``, the run's report relative
+    to the project's runs directory (``run_report_path``); with ``coverage``, its totals
+    when measured; with ``affected``, the selection's numbers."""
 
     status: RunStatus
     exit_code: int
@@ -313,13 +315,21 @@ def selection_numbers(selection: Selection | None) -> SelectionNumbers | None:
     return SelectionNumbers(selected=selection.selected, total=selection.total, reasons=reasons)
 
 
+def run_report_path(report_path: str) -> str:
+    """A run's report as the answer views name it: relative to the project's runs
+    directory, ``<run id>/records.jsonl`` (about 18 o200k tokens where the absolute path
+    takes about 45; ``summarize_report``'s ``paths`` accepts it: ``app.summarize``)."""
+    path = PurePath(report_path)
+    return f"{path.parent.name}/{path.name}"
+
+
 def execute_fields(result: ExecuteResult) -> dict[str, Any]:
     """``ExecuteFields`` of ``result`` in JSON types, fields without a value left out."""
     fields = ExecuteFields(
         status=result.status,
         exit_code=result.exit_code,
         counts=counts_fields(result.summary.counts),
-        report_path=result.report_path,
+        report_path=run_report_path(result.report_path),
         coverage=coverage_totals(result.coverage),
         selection=selection_numbers(result.selection),
     )
