@@ -438,9 +438,10 @@ async def run_pytest(setup: Setup, *flags: str) -> str:
     return proc.stdout.decode(errors="replace")
 
 
-def server_params(setup: Setup, work: Path, server_src: Path | None, view: str) -> StdioServerParameters:
+def server_params(setup: Setup, work: Path, server_src: Path | None, view: str = "typed") -> StdioServerParameters:
     """How an installed user starts the server for ``setup`` (console script, else ``-m``),
-    answering in ``view`` (``--answer-view``)."""
+    answering in ``view`` (``--answer-view``; ``typed`` by default: the benchmarks that
+    read the typed result, ``benches/affected.py`` and ``benches/history.py``, share this)."""
     script = shutil.which("pytest-mcp-server")
     command, prefix = (script, []) if script else (sys.executable, ["-m", "pytest_mcp_server"])
     env = dict(os.environ)
