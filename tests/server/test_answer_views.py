@@ -224,6 +224,13 @@ REFUSED = {"node_ids": ["../elsewhere"]}
 """A call refused before any process starts: its answer shows the view at no cost."""
 
 
+def empty_project(tmp_path: Path) -> Path:
+    """An empty project directory (a refused call runs nothing in it)."""
+    root = tmp_path / "proj"
+    root.mkdir(exist_ok=True)
+    return root
+
+
 REFUSED_AS = {"kind": "invalid_argument", "field": "node_ids[0]"}
 """The typed fields of ``REFUSED``'s answer."""
 
@@ -235,7 +242,9 @@ REFUSED_AS = {"kind": "invalid_argument", "field": "node_ids[0]"}
 def test_auto_shapes_the_answer_by_the_client_named_at_initialize(tmp_path, client, view):
     async def body():
         info = Implementation(name=client, version="1.0")
-        async with Client(stdio_server(tmp_path, tmp_path.parent / "artifacts"), mode="legacy", client_info=info) as c:
+        async with Client(
+            stdio_server(empty_project(tmp_path), tmp_path / "artifacts"), mode="legacy", client_info=info
+        ) as c:
             result = await c.call_tool("execute_tests", REFUSED)
             return result.structured_content, text_of(result)
 
@@ -248,7 +257,7 @@ def test_auto_shapes_the_answer_by_the_client_named_at_initialize(tmp_path, clie
 def test_answer_view_overrides_what_the_client_says(tmp_path, option, view):
     async def body():
         info = Implementation(name="claude-code", version="2.1.280")
-        params = stdio_server(tmp_path, tmp_path.parent / "artifacts", "--answer-view", option)
+        params = stdio_server(empty_project(tmp_path), tmp_path / "artifacts", "--answer-view", option)
         async with Client(params, mode="legacy", client_info=info) as c:
             result = await c.call_tool("execute_tests", REFUSED)
             return result.structured_content
@@ -309,7 +318,7 @@ def test_auto_shapes_each_2026_request_by_the_client_in_its_meta_and_without_one
         None: "structured",  # no clientInfo: the default
     }
     infos = [None if name is None else {"name": name, "version": "1.0"} for name in named]
-    results = raw_calls(tmp_path, tmp_path.parent / "artifacts", infos)
+    results = raw_calls(empty_project(tmp_path), tmp_path / "artifacts", infos)
     for (name, view), result in zip(named.items(), results, strict=True):
         text = result["content"][0]["text"]
         assert result["isError"] and text.startswith("ERROR invalid_argument: "), (name, result)
@@ -318,7 +327,7 @@ def test_auto_shapes_each_2026_request_by_the_client_in_its_meta_and_without_one
 
 
 def test_an_unknown_answer_view_is_refused_at_start_naming_the_valid_ones(tmp_path):
-    params = stdio_server(tmp_path, tmp_path.parent / "artifacts", "--answer-view", "json")
+    params = stdio_server(empty_project(tmp_path), tmp_path / "artifacts", "--answer-view", "json")
     done = subprocess.run(
         [params.command, *params.args], input="", env=params.env, capture_output=True, text=True, timeout=60
     )
