@@ -1,5 +1,6 @@
 """What each tool takes and answers: the parameter models (validated arguments of an
-agent) and the result models (structured content of an answer).
+agent) and the result models (a workflow's result: the answer text and the structured
+content are shaped from it by the MCP adapter, ``adapters.mcp``).
 
 Every string an agent sends is checked by a field validator (``validation``,
 ``expressions``) before anything reaches an argv or a path; lists and strings have
@@ -243,7 +244,8 @@ class ExecuteResult(_Frozen):
     session did not finish). ``command``: the exact argv run (cwd = the project root).
     ``report_path``: the report file the summary came from, for ``summarize_report``.
     ``summary``: the report engine's summary. The MCP adapter shapes the structured
-    content from it (``adapters.mcp.structured.execute_structured``).
+    content from it (the answer views' typed fields: ``adapters.mcp.structured.execute_fields``;
+    the ``typed`` view: ``adapters.mcp.structured.execute_structured``).
     ``runs``: how many runs the call made (``repeat``); with more than one, every field
     above describes the last run, except ``summary.counts.flaky``: the number of tests
     whose outcome changed between runs, and ``flaky``: those tests (the first
