@@ -34,9 +34,30 @@ names what the agent needs, and at what size:
   installed copy is patched in place, not re-installed, so that a bug costs no build),
   its bytecode cache is removed, and three runs are made in the same venv and directory:
   ``execute_tests`` with no arguments over the SDK's stdio client against
-  ``pytest-mcp-server --root DIR --python VENV_PYTHON``, ``python -m pytest -q
+  ``pytest-mcp-server --root DIR --python VENV_PYTHON --answer-view structured``, ``python -m pytest -q
   --tb=short`` and ``python -m pytest -q --tb=line`` (both with ``-p no:cacheprovider``).
-  The original text is written back afterwards, even on errors.
+  The original text is written back afterwards, even on errors. A second server of the
+  same project, ``--answer-view typed``, reads the run's report back
+  (``summarize_report`` on its ``report_path``): the typed summary the groups and the
+  first failure's location are counted from (the answer views carry no summary).
+
+What a model reads depends on its client (docs/SERVER.md, *Answer views*); each view is
+measured (``VIEWS``), in o200k tokens against ``--tb=short`` and by whether it names the
+bug's line:
+
+* ``text``: the text block (what Claude.ai and Claude Desktop hand their model; the
+  ``text`` view);
+* ``structured``: the structured content of the ``structured`` view (the server's
+  default: the answer text and the typed fields) as a client's ``JSON.stringify`` writes
+  it (``compact_json``: no spaces, non-ASCII as is), what Claude Code and VS Code hand
+  their model;
+* ``both``: the text block and the compact JSON of the ``both`` view's structured
+  content, which is the ``structured`` view's without ``answer`` (tests/server/
+  test_answer_views.py holds that), counted apart and added up: what a client that
+  passes both (Copilot for JetBrains) hands its model.
+
+A view names the bug's line when its text does, the strings of its JSON decoded
+(``json_strings``: a path in a JSON string is the path the model reads).
 
 Measured per bug and mode (the answer is the tool result's text block):
 
@@ -80,7 +101,7 @@ Usage::
 
     python benches/real_bugs.py --work /tmp/real-bugs [--only PROJECT ...] [--bugs PROJECT/ID ...]
         [--mode editable|install|both] [--json FILE] [--markdown FILE]
-        [--server-src DIR] [--verify] [--coverage]
+        [--server-src DIR] [--verify] [--coverage | --affected]
 
 ``--from-json FILE ...`` runs nothing and reports earlier runs' rows (the per-run
 reasons read the outputs kept in ``--work``'s ``outputs`` for rows written before they
@@ -91,9 +112,15 @@ fail, and behaves as marked (``raises``, ``chained``, a chained bug's line in
 unpatched project and calls ``execute_tests`` with ``coverage: true``: the injected bug
 is then the change the answer can name (``changed code run by failing tests: ...``), and
 the summary counts the wrong-value bugs (``raises`` false) whose line the answer names
-against ``--tb=short``. ``--server-src`` puts DIR first on the server's ``PYTHONPATH`` (e.g. an exported commit
-of ``src/``) to measure a fixed version while the work tree changes. Needs network
-access to PyPI the first time (sdists and build backends); later runs reuse ``--work``.
+against ``--tb=short``. ``--affected`` (editable mode only) does the same with
+``affected: true``: in a git work tree of the unpatched project, one unmeasured affected
+call builds the test map before the first bug, each bug's measured call runs the tests
+the change can affect (and names the changed lines the failing tests ran), and one
+unmeasured affected call after the bug is removed records the restored code again, so
+that each bug starts from the same map. ``--server-src`` puts DIR first on the server's
+``PYTHONPATH`` (e.g. an exported commit of ``src/``) to measure a fixed version while the
+work tree changes. Needs network access to PyPI the first time (sdists and build
+backends); later runs reuse ``--work``.
 Exit status: 0 when every bug made a test fail in every mode, 1 otherwise.
 """
 
@@ -221,10 +248,18 @@ class Row:
     wire_bytes: int = 0
     short_bytes: int = 0
     line_bytes: int = 0
-    text_tokens: int = 0  # o200k (benches/tokens.py)
+    text_tokens: int = 0  # o200k (benches/tokens.py); the ``text`` view
     wire_tokens: int = 0
     short_tokens: int = 0
     line_tokens: int = 0
+    call: str = "plain"  # the measured call: plain, coverage (``coverage: true``) or affected (``affected: true``)
+    # the other views (``VIEWS``): tokens of what a model reads, and whether that names the bug's line;
+    # 0 / False in rows measured before views were
+    structured_bytes: int = 0
+    structured_tokens: int = 0  # compact JSON of the structured view's structured content
+    fields_tokens: int = 0  # compact JSON of the both view's structured content (the typed fields)
+    frame_structured: bool = False
+    frame_both: bool = False
     status: str = ""
     first_line: str = ""
     notes: list[str] = field(default_factory=list)
@@ -247,6 +282,22 @@ class Row:
     def wire_ratio(self) -> float:
         """Wire bytes / answer text bytes."""
         return self.wire_bytes / self.text_bytes if self.text_bytes else 0.0
+
+    def view_tokens(self, view: str) -> int:
+        """o200k tokens a model reads in ``view`` (``VIEWS``); 0 when not measured."""
+        if view == "text":
+            return self.text_tokens
+        if view == "structured":
+            return self.structured_tokens
+        return self.text_tokens + self.fields_tokens if self.structured_tokens else 0
+
+    def view_ratio(self, view: str) -> float:
+        """``view_tokens(view)`` / ``--tb=short`` tokens."""
+        return self.view_tokens(view) / self.short_tokens if self.short_tokens else 0.0
+
+    def view_names_frame(self, view: str) -> bool:
+        """Whether what a model reads in ``view`` names the bug's line."""
+        return {"text": self.frame, "structured": self.frame_structured, "both": self.frame_both}[view]
 
 
 def load_catalogue(path: Path) -> tuple[list[BugProject], list[Bug]]:
@@ -389,16 +440,51 @@ async def run_pytest(setup: Setup, *flags: str) -> str:
     return proc.stdout.decode(errors="replace")
 
 
-def server_params(setup: Setup, work: Path, server_src: Path | None) -> StdioServerParameters:
-    """How an installed user starts the server for ``setup`` (console script, else ``-m``)."""
+def server_params(setup: Setup, work: Path, server_src: Path | None, view: str = "typed") -> StdioServerParameters:
+    """How an installed user starts the server for ``setup`` (console script, else ``-m``),
+    answering in ``view`` (``--answer-view``; ``typed`` by default: the benchmarks that
+    read the typed result, ``benches/affected.py`` and ``benches/history.py``, share this)."""
     script = shutil.which("pytest-mcp-server")
     command, prefix = (script, []) if script else (sys.executable, ["-m", "pytest_mcp_server"])
     env = dict(os.environ)
     if server_src:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(server_src), env.get("PYTHONPATH", "")]))
     args = [*prefix, "--root", str(setup.root), "--python", str(setup.python)]
-    args += ["--artifacts-dir", str(work / "artifacts")]
+    args += ["--artifacts-dir", str(work / "artifacts"), "--answer-view", view]
     return StdioServerParameters(command=command, args=args, env=env)
+
+
+VIEWS = ("text", "structured", "both")
+"""What a model reads, by client (see the module docstring)."""
+
+
+def compact_json(value: object) -> str:
+    """``value`` as JavaScript's ``JSON.stringify`` writes it: no spaces, non-ASCII as is."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def json_strings(value: object) -> str:
+    """Every string in ``value`` (a decoded JSON value), one per line: what a model reads
+    of a JSON text's strings, escapes decoded."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict):
+        return "\n".join(json_strings(v) for v in value.values())
+    if isinstance(value, list):
+        return "\n".join(json_strings(v) for v in value)
+    return ""
+
+
+def measure_views(row: Row, bug: Bug, text: str, structured: dict) -> None:
+    """``row``'s figures of the ``structured`` and ``both`` views from the answer's text
+    block and its structured content in the ``structured`` view (``VIEWS``)."""
+    whole = compact_json(structured)
+    fields = {k: v for k, v in structured.items() if k != "answer"}
+    row.structured_bytes = len(whole.encode())
+    row.structured_tokens = count_tokens(whole)
+    row.fields_tokens = count_tokens(compact_json(fields))
+    row.frame_structured = names(json_strings(structured), bug.file, bug.line)
+    row.frame_both = names(text + "\n" + json_strings(fields), bug.file, bug.line)
 
 
 def failing_ids(output: str) -> set[str]:
@@ -513,10 +599,18 @@ async def measure_project(spec: BugProject, mode: str, bugs: list[Bug], args: ar
     print(f"{spec.project.name} ({mode}): baseline {real_projects.parse_pytest_line(baseline_out)[0]}", flush=True)
     rows = []
     call: dict[str, object] = {}
-    if args.coverage:
+    if args.coverage or args.affected:
         commit_tree(setup.root)
-        call = {"coverage": True}
-    async with Client(server_params(setup, args.work, args.server_src), read_timeout_seconds=900) as client:
+        call = {"coverage": True} if args.coverage else {"affected": True}
+    kind = "coverage" if args.coverage else "affected" if args.affected else "plain"
+    served = server_params(setup, args.work, args.server_src, "structured")
+    typed = server_params(setup, args.work, args.server_src, "typed")
+    async with (
+        Client(served, read_timeout_seconds=900) as client,
+        Client(typed, read_timeout_seconds=900) as reader,
+    ):
+        if args.affected:
+            await affected_call(client)  # the map of the unpatched tree
         for bug in bugs:
             row = Row(
                 spec.project.name,
@@ -527,13 +621,18 @@ async def measure_project(spec: BugProject, mode: str, bugs: list[Bug], args: ar
                 chained=bug.chained,
                 handled_chain=bug.handled_chain,
                 doctest=bug.doctest,
+                call=kind,
             )
             with Injected(bug, setup.library):
                 short = await run_pytest(setup, "--tb=short")
                 line = await run_pytest(setup, "--tb=line")
                 result = await client.call_tool("execute_tests", call)
-            measure(row, bug, setup, baseline, baseline_n, short, line, result)
-            keep_outputs(args.work / "outputs" / f"{spec.project.name}-{mode}-{bug.id}", short, line, result)
+            summary = await typed_summary(reader, result)
+            if args.affected:
+                await affected_call(client)  # the restored code recorded again: the next bug starts from the same map
+            measure(row, bug, setup, baseline, baseline_n, short, line, result, summary)
+            stem = args.work / "outputs" / f"{spec.project.name}-{mode}-{kind}-{bug.id}"
+            keep_outputs(stem, short, line, result, summary)
             rows.append(row)
             print(
                 f"  {bug.id:<24} failures {row.failures:>3} groups {row.groups:>2} frame {'yn'[not row.frame]} "
@@ -543,6 +642,28 @@ async def measure_project(spec: BugProject, mode: str, bugs: list[Bug], args: ar
                 flush=True,
             )
     return rows
+
+
+async def affected_call(client: Client) -> None:
+    """An unmeasured ``execute_tests`` with ``affected: true`` (it records what the tests
+    ran in the test map). Raises SystemExit when it is a tool error."""
+    result = await client.call_tool("execute_tests", {"affected": True})
+    if result.is_error:
+        raise SystemExit(f"affected call failed: {result.content[0].text if result.content else result}")
+
+
+async def typed_summary(reader: Client, result: CallToolResult) -> dict | None:
+    """The typed summary of the run that answered ``result``: ``summarize_report`` on its
+    ``report_path`` over ``reader``, a server in the ``typed`` view; None when the run
+    gave no report (a tool error)."""
+    report_path = (result.structured_content or {}).get("report_path")
+    if result.is_error or not report_path:
+        return None
+    summarized = await reader.call_tool("summarize_report", {"paths": [report_path]})
+    if summarized.is_error or not summarized.structured_content:
+        return None
+    summary: dict | None = summarized.structured_content.get("summary")
+    return summary
 
 
 def commit_tree(root: Path) -> None:
@@ -560,16 +681,19 @@ def commit_tree(root: Path) -> None:
             raise SystemExit(f"git {' '.join(argv)} failed in {root}:\n{proc.stderr}")
 
 
-def keep_outputs(stem: Path, short: str, line: str, result: CallToolResult) -> None:
-    """Write the three outputs of one bug next to each other, to read what was measured.
+def keep_outputs(stem: Path, short: str, line: str, result: CallToolResult, summary: dict | None) -> None:
+    """Write the outputs of one bug next to each other, to read what was measured.
 
-    ``<stem>.answer.txt`` (the text block), ``<stem>.wire.json`` (the whole CallToolResult),
+    ``<stem>.answer.txt`` (the text block), ``<stem>.wire.json`` (the whole CallToolResult,
+    structured view), ``<stem>.summary.json`` (the run's typed summary, when it has one),
     ``<stem>.short.txt`` and ``<stem>.line.txt`` (pytest's stdout).
     """
     stem.parent.mkdir(parents=True, exist_ok=True)
     text = "".join(c.text for c in result.content if getattr(c, "type", "") == "text")
     stem.with_suffix(".answer.txt").write_text(text)
     stem.with_suffix(".wire.json").write_text(result.model_dump_json(by_alias=True, exclude_none=True))
+    if summary is not None:
+        stem.with_suffix(".summary.json").write_text(json.dumps(summary))
     stem.with_suffix(".short.txt").write_text(short)
     stem.with_suffix(".line.txt").write_text(line)
 
@@ -673,8 +797,11 @@ def measure(
     short: str,
     line: str,
     result: CallToolResult,
+    summary: dict | None,
 ) -> None:
-    """Fill ``row`` from the three outputs of one bug (see the module docstring)."""
+    """Fill ``row`` from the three outputs of one bug (see the module docstring): the
+    answer in the ``structured`` view (``result``) and its run's typed ``summary``
+    (``typed_summary``)."""
     text = "".join(c.text for c in result.content if getattr(c, "type", "") == "text")
     wire = result.model_dump_json(by_alias=True, exclude_none=True)
     row.text_bytes = len(text.encode())
@@ -700,15 +827,16 @@ def measure(
     row.test_loc = bool(test_frame) and names(text, *test_frame)
     if test_frame is None:
         row.notes.append("no test frame in --tb=short")
-    if result.is_error or not result.structured_content:
+    if result.structured_content:
+        measure_views(row, bug, text, result.structured_content)
+    if result.is_error or not result.structured_content or summary is None:
         row.status = "tool error"
         row.notes.append(row.first_line)
         return
     structured = result.structured_content
-    summary = structured["summary"]
     row.status = structured["status"]
-    counts = summary["counts"]
-    row.answer_failures = counts["failed"] + counts["errors"] - baseline_n
+    counts = structured["counts"]  # total and the non-zero counts
+    row.answer_failures = counts.get("failed", 0) + counts.get("errors", 0) - baseline_n
     failures = summary["failures"]
     listed, cut_groups = bug_groups(summary, baseline)
     row.groups = len(listed) + cut_groups
@@ -734,11 +862,18 @@ def median_or_none(values: list[float]) -> float | None:
     return round(statistics.median(values), 3) if values else None
 
 
+def way_of(row: Row) -> str:
+    """The mode and the call of a row, as the summary names them: ``editable``, or
+    ``editable, affected`` for a call other than plain."""
+    return row.mode if row.call == "plain" else f"{row.mode}, {row.call}"
+
+
 def summarize(rows: list[Row]) -> dict[str, dict]:
-    """Per mode: the headline figures (see the module docstring)."""
+    """Per mode and call (``way_of``): the headline figures (see the module docstring)."""
     out = {}
-    for mode in MODES:
-        rs = [r for r in rows if r.mode == mode and r.status != "tool error"]
+    ways = sorted({way_of(r) for r in rows}, key=lambda w: (MODES.index(w.split(",")[0]), w))
+    for way in ways:
+        rs = [r for r in rows if way_of(r) == way and r.status != "tool error"]
         if not rs:
             continue
         multi = [r for r in rs if r.failures >= 2]
@@ -746,7 +881,7 @@ def summarize(rows: list[Row]) -> dict[str, dict]:
         locations: dict[str, int] = {}
         for r in rs:
             locations[r.location] = locations.get(r.location, 0) + 1
-        out[mode] = {
+        out[way] = {
             "bugs": len(rs),
             "frame_named": pct(sum(r.frame for r in rs), len(rs)),
             "frame_named_tb_short": pct(sum(r.frame_in_short for r in rs), len(rs)),
@@ -771,7 +906,7 @@ def summarize(rows: list[Row]) -> dict[str, dict]:
             "median_tb_short_bytes": statistics.median(r.short_bytes for r in rs),
             "median_tb_line_bytes": statistics.median(r.line_bytes for r in rs),
             "first_location": locations,
-            "tool_errors": sum(r.status == "tool error" for r in rows if r.mode == mode),
+            "tool_errors": sum(r.status == "tool error" for r in rows if way_of(r) == way),
             # issue targets counted on the catalogue's marks
             "one_group_per_bug_that_raises": pct(sum(r.groups == 1 for r in rs if r.raises), sum(r.raises for r in rs)),
             "chained_frame_named": pct(sum(r.frame for r in rs if r.chained), sum(r.chained for r in rs)),
@@ -869,6 +1004,112 @@ def kind_figures(rows: list[Row]) -> dict[str, dict]:
     return out
 
 
+VIEW_MEDIAN_TARGET = 0.35
+VIEW_NEVER_ABOVE = 1.0
+STRUCTURED_OVER_TEXT = 1.05
+"""Targets of every view (issue 39): median <= ``VIEW_MEDIAN_TARGET`` of ``--tb=short``'s
+tokens, never above ``VIEW_NEVER_ABOVE``; the ``structured`` view at most
+``STRUCTURED_OVER_TEXT`` times the text's tokens plus its typed fields'."""
+
+
+def view_figures(rows: list[Row]) -> dict[str, dict]:
+    """Per view of ``VIEWS`` (rows that measured it): runs, tokens over ``--tb=short``'s
+    (median, worst, runs above ``VIEW_NEVER_ABOVE``), median tokens, and the bug's line
+    named (over all runs, and where ``--tb=short`` names it); for ``structured``, its
+    tokens over the text's (median, worst) and the most it exceeds ``STRUCTURED_OVER_TEXT``
+    times the text's, in tokens (the answer's JSON escapes and the typed fields)."""
+    out: dict[str, dict] = {}
+    for view in VIEWS:
+        rs = [r for r in rows if r.view_tokens(view)]
+        if not rs:
+            continue
+        ratios = [r.view_ratio(view) for r in rs]
+        shown = [r for r in rs if r.frame_in_short]
+        out[view] = {
+            "runs": len(rs),
+            "median_token_ratio_tb_short": median_or_none(ratios),
+            "max_token_ratio_tb_short": round(max(ratios), 3),
+            f"runs_above_{VIEW_NEVER_ABOVE}x": sum(x > VIEW_NEVER_ABOVE for x in ratios),
+            "median_tokens": statistics.median(r.view_tokens(view) for r in rs),
+            "frame_named": pct(sum(r.view_names_frame(view) for r in rs), len(rs)),
+            "frame_named_where_tb_short_has_it": pct(sum(r.view_names_frame(view) for r in shown), len(shown)),
+        }
+        if view == "structured":
+            over = [r.structured_tokens / r.text_tokens for r in rs if r.text_tokens]
+            out[view]["median_tokens_over_text"] = median_or_none(over)
+            out[view]["max_tokens_over_text"] = round(max(over), 3) if over else None
+            out[view]["max_tokens_beyond_105pc_of_text"] = round(
+                max(r.structured_tokens - STRUCTURED_OVER_TEXT * r.text_tokens for r in rs), 1
+            )
+            out[view]["median_typed_fields_tokens"] = statistics.median(r.fields_tokens for r in rs)
+    return out
+
+
+def kind_view_figures(rows: list[Row]) -> dict[str, dict[str, dict]]:
+    """Per kind of ``KINDS`` that has runs, per view (``view_figures``' first figures)."""
+    out: dict[str, dict[str, dict]] = {}
+    for kind, test in KINDS.items():
+        rs = [r for r in rows if test(r)]
+        if rs:
+            out[kind] = view_figures(rs)
+    return out
+
+
+def views_report(rows: list[Row]) -> str:
+    """Markdown: per call (plain, coverage, affected), the figures of each view
+    (``view_figures``) against their targets, then per kind."""
+    rs = [r for r in rows if r.status != "tool error" and r.structured_tokens]
+    if not rs:
+        return "Views: not measured in these rows (written before the answer views).\n"
+    lines = [
+        "Views (o200k tokens of what a model reads / `pytest -q --tb=short`'s; docs/SERVER.md, *Answer views*):",
+        "",
+        "| call | view | runs | median | worst | above 1.0x | bug line named | where tb=short names it |",
+        "|---|---|---:|---:|---:|---:|---|---|",
+    ]
+    calls = sorted({r.call for r in rs})
+    for call in calls:
+        for view, f in view_figures([r for r in rs if r.call == call]).items():
+            lines.append(
+                f"| {call} | {view} | {f['runs']} | {f['median_token_ratio_tb_short']} "
+                f"| {f['max_token_ratio_tb_short']} | {f[f'runs_above_{VIEW_NEVER_ABOVE}x']} | {f['frame_named']} "
+                f"| {f['frame_named_where_tb_short_has_it']} |"
+            )
+    lines.append("")
+    for call in calls:
+        figures = view_figures([r for r in rs if r.call == call])
+        for view, f in figures.items():
+            for key, bound in (
+                ("median_token_ratio_tb_short", VIEW_MEDIAN_TARGET),
+                ("max_token_ratio_tb_short", VIEW_NEVER_ABOVE),
+            ):
+                verdict = "met" if f[key] is not None and f[key] <= bound else "not met"
+                lines.append(f"* {call}, {view}: target {key} <= {bound}: **{verdict}** ({f[key]})")
+        s = figures["structured"]
+        lines.append(
+            f"* {call}, structured over text: median {s['median_tokens_over_text']}x, "
+            f"worst {s['max_tokens_over_text']}x; "
+            f"at most {s['max_tokens_beyond_105pc_of_text']} tokens beyond {STRUCTURED_OVER_TEXT}x the text "
+            f"(typed fields: median {s['median_typed_fields_tokens']} tokens)"
+        )
+    lines += [
+        "",
+        "Per kind (median / worst tokens over `--tb=short`; bug line named):",
+        "",
+        "| call | kind | runs | text | structured | both | named text / structured / both / tb=short |",
+        "|---|---|---:|---|---|---|---|",
+    ]
+    for call in calls:
+        mine = [r for r in rs if r.call == call]
+        for kind, per_view in kind_view_figures(mine).items():
+            cells = [f"{f['median_token_ratio_tb_short']} / {f['max_token_ratio_tb_short']}" for f in per_view.values()]
+            named = " / ".join(f["frame_named"].split(" ")[-1].strip("()") for f in per_view.values())
+            runs = [r for r in mine if KINDS[kind](r)]
+            by_short = f"{sum(r.frame_in_short for r in runs)}/{len(runs)}"
+            lines.append(f"| {call} | {kind} | {len(runs)} | " + " | ".join(cells) + f" | {named} / {by_short} |")
+    return "\n".join(lines) + "\n"
+
+
 def token_report(rows: list[Row]) -> str:
     """The token summary over all runs (both modes together) with the targets, as Markdown lines."""
     rs = [r for r in rows if r.status != "tool error"]
@@ -915,17 +1156,19 @@ def markdown(rows: list[Row], summary: dict[str, dict]) -> str:
         "- = a wrong value caught by a test. "
         "B = bytes, tok = o200k tokens.",
         "",
-        "| project | bug | kind | how | mode | failures | groups | bug frame | test loc | location | text B "
-        "| text tok | wire B | tb=short B | tb=short tok | tb=line B | tb=line tok | bytes text/short "
-        "| tokens text/short |",
-        "|---|---|---|:-:|---|---:|---:|:-:|:-:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| project | bug | kind | how | mode | call | failures | groups | bug frame t/s/b | test loc | location "
+        "| text B | text tok | structured tok | both tok | wire B | tb=short B | tb=short tok | tb=line B "
+        "| tb=line tok | bytes text/short | tokens text/short |",
+        "|---|---|---|:-:|---|---|---:|---:|:-:|:-:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         how = ("R" if r.raises else "-") + ("C" if r.chained else "") + ("H" if r.handled_chain else "")
         how += "D" if r.doctest else ""
+        frames = "".join(yn[r.view_names_frame(v)] for v in VIEWS) if r.structured_tokens else yn[r.frame]
         lines.append(
-            f"| {r.project} | {r.bug} | {r.kind} | {how} | {r.mode} | {r.failures} | {r.groups} | {yn[r.frame]} "
-            f"| {yn[r.test_loc]} | {r.location} | {r.text_bytes} | {r.text_tokens} | {r.wire_bytes} "
+            f"| {r.project} | {r.bug} | {r.kind} | {how} | {r.mode} | {r.call} | {r.failures} | {r.groups} "
+            f"| {frames} | {yn[r.test_loc]} | {r.location} | {r.text_bytes} | {r.text_tokens} "
+            f"| {r.structured_tokens or ''} | {r.view_tokens('both') or ''} | {r.wire_bytes} "
             f"| {r.short_bytes} | {r.short_tokens} | {r.line_bytes} | {r.line_tokens} | {r.ratio:.2f} "
             f"| {r.token_ratio:.2f} |"
         )
@@ -937,7 +1180,7 @@ def markdown(rows: list[Row], summary: dict[str, dict]) -> str:
             value = summary[mode][key]
             cells.append(", ".join(f"{k} {v}" for k, v in sorted(value.items())) if isinstance(value, dict) else value)
         lines.append(f"| {key} | " + " | ".join(str(c) for c in cells) + " |")
-    return "\n".join(lines) + "\n\n" + token_report(rows) + "\n" + misses_report(rows)
+    return "\n".join(lines) + "\n\n" + token_report(rows) + "\n" + views_report(rows) + "\n" + misses_report(rows)
 
 
 def misses(row: Row) -> list[tuple[str, str]]:
@@ -1031,11 +1274,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--markdown", type=Path, default=None, help="write the tables to this file")
     parser.add_argument("--server-src", type=Path, default=None, help="prepend DIR to the server's PYTHONPATH")
     parser.add_argument("--verify", action="store_true", help="only check that every bug fails a test")
-    parser.add_argument(
+    way = parser.add_mutually_exclusive_group()
+    way.add_argument(
         "--coverage",
         action="store_true",
         help="call execute_tests with coverage: true in a git work tree of the unpatched project (editable "
         "mode only), so that the answer can name the changed lines the failing tests ran",
+    )
+    way.add_argument(
+        "--affected",
+        action="store_true",
+        help="call execute_tests with affected: true in a git work tree of the unpatched project (editable "
+        "mode only), its test map built before the first bug",
     )
     parser.add_argument(
         "--from-json",
@@ -1065,9 +1315,10 @@ def main(argv: list[str] | None = None) -> int:
         ok = all([anyio.run(verify, p, [b for b in bugs if b.project == p.project.name], args.work) for p in chosen])
         return 0 if ok else 1
     modes = MODES if args.mode == "both" else (args.mode,)
-    if args.coverage:
+    if args.coverage or args.affected:
+        flag = "--coverage" if args.coverage else "--affected"
         if args.mode == "install":
-            raise SystemExit("--coverage names changes in the project's git work tree: use --mode editable")
+            raise SystemExit(f"{flag} follows changes in the project's git work tree: use --mode editable")
         modes = ("editable",)  # installed code is outside the work tree: no change to name there
     start = time.monotonic()
     rows: list[Row] = []
@@ -1083,7 +1334,7 @@ def rows_from_json(paths: list[Path], bugs: list[Bug], outputs: Path) -> tuple[l
 
     ``raises`` and ``chained`` are taken from the catalogue (a mark corrected after a run
     counts); a row of a bug no longer in the catalogue keeps its marks. A later file's row
-    replaces an earlier one of the same project, bug and mode. A row without
+    replaces an earlier one of the same project, bug, mode and call. A row without
     ``token_parts``/``group_sites`` (written before they were kept) gets them from the
     run's kept outputs in ``outputs`` (``keep_outputs``) when they are there: the answer
     and ``--tb=short`` texts, and the groups of the structured content (the unpatched
@@ -1092,7 +1343,7 @@ def rows_from_json(paths: list[Path], bugs: list[Bug], outputs: Path) -> tuple[l
     """
     marks = {(b.project, b.id): b for b in bugs}
     fields = set(Row.__dataclass_fields__)
-    rows: dict[tuple[str, str, str], Row] = {}
+    rows: dict[tuple[str, str, str, str], Row] = {}
     took = 0.0
     for path in paths:
         data = json.loads(path.read_text())
@@ -1106,20 +1357,30 @@ def rows_from_json(paths: list[Path], bugs: list[Bug], outputs: Path) -> tuple[l
                 row.notes = [n for n in row.notes if not n.startswith(RAISES_NOTE)]
                 if row.raises_observed != row.raises:
                     row.notes.append(raises_note(row))
-            fill_from_outputs(row, outputs / f"{row.project}-{row.mode}-{row.bug}")
-            rows[(row.project, row.bug, row.mode)] = row
+            fill_from_outputs(row, outputs)
+            rows[(row.project, row.bug, row.mode, row.call)] = row
     order = {mode: i for i, mode in enumerate(MODES)}
     return sorted(rows.values(), key=lambda r: order[r.mode]), took
 
 
-def fill_from_outputs(row: Row, stem: Path) -> None:
+def fill_from_outputs(row: Row, outputs: Path) -> None:
     """``row``'s ``token_parts`` and ``group_sites`` from the outputs ``keep_outputs`` kept
-    at ``stem``, where the row lacks them and the files exist."""
+    in ``outputs``, where the row lacks them and the files exist (named with the row's
+    call, or, for a row written before calls were named, without)."""
+    stem = outputs / f"{row.project}-{row.mode}-{row.call}-{row.bug}"
+    if not stem.with_suffix(".answer.txt").is_file():
+        stem = outputs / f"{row.project}-{row.mode}-{row.bug}"
     answer, short, wire = (stem.with_suffix(s) for s in (".answer.txt", ".short.txt", ".wire.json"))
     if not row.token_parts and answer.is_file() and short.is_file():
         row.token_parts = token_parts(answer.read_text(), short.read_text())
-    if not row.group_sites and wire.is_file():
-        summary = (json.loads(wire.read_text()).get("structuredContent") or {}).get("summary")
+    if not row.group_sites:
+        kept = stem.with_suffix(".summary.json")
+        if kept.is_file():
+            summary = json.loads(kept.read_text())
+        elif wire.is_file():  # the typed structured content of an answer before the views
+            summary = (json.loads(wire.read_text()).get("structuredContent") or {}).get("summary")
+        else:
+            summary = None
         if summary:
             row.group_sites = group_sites(summary, bug_groups(summary, set())[0])
 
@@ -1142,6 +1403,14 @@ def report(rows: list[Row], took: float, args: argparse.Namespace) -> int:
             "summary": summary,
             "tokens_all_runs": token_figures([r for r in rows if r.status != "tool error"]),
             "tokens_per_kind": kind_figures([r for r in rows if r.status != "tool error"]),
+            "views": {
+                call: view_figures([r for r in rows if r.call == call and r.status != "tool error"])
+                for call in sorted({r.call for r in rows})
+            },
+            "views_per_kind": {
+                call: kind_view_figures([r for r in rows if r.call == call and r.status != "tool error"])
+                for call in sorted({r.call for r in rows})
+            },
             "seconds": round(took, 1),
         }
         args.json.write_text(json.dumps(payload, indent=1))

@@ -84,7 +84,17 @@ async def overhead(root: Path, artifacts: Path, reps: int) -> dict[str, float]:
 
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "pytest_mcp_server", "--root", str(root), "--artifacts-dir", str(artifacts)],
+        # the typed view: the run's command and duration are read from the result
+        args=[
+            "-m",
+            "pytest_mcp_server",
+            "--root",
+            str(root),
+            "--artifacts-dir",
+            str(artifacts),
+            "--answer-view",
+            "typed",
+        ],
         env=dict(os.environ),
     )
     env = dict(os.environ)

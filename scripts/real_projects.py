@@ -195,6 +195,8 @@ async def run_mcp(tree: Path, python: Path, artifacts: Path) -> tuple[dict, str,
             str(python),
             "--artifacts-dir",
             str(artifacts),
+            "--answer-view",
+            "typed",  # the summary's counts are read from the typed result
         ],
     )
     async with Client(params, read_timeout_seconds=1800) as client:

@@ -81,6 +81,7 @@ class _VersionAction(argparse.Action):
 
 
 def _build_parser() -> argparse.ArgumentParser:
+    from pytest_mcp_server.adapters.mcp.views import ANSWER_VIEW_OPTIONS
     from pytest_mcp_server.domain.policy import (
         DEFAULT_HTTP_HOST,
         DEFAULT_HTTP_PORT,
@@ -127,6 +128,16 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument(
         "--artifacts-dir", default=None, help="where run reports are kept (default: the user cache directory)"
+    )
+    serve.add_argument(
+        "--answer-view",
+        choices=ANSWER_VIEW_OPTIONS,
+        default="auto",
+        help=(
+            "where an answer goes in a tool result: structured (the answer text in the structured content too), "
+            "text or both (the text block; the structured content only typed fields), typed (the full typed "
+            "result, for programs); auto picks by the client's clientInfo (default: auto)"
+        ),
     )
     tasks = serve.add_argument_group("tasks (MCP Tasks extension: long execute_tests calls answered by polling)")
     tasks.add_argument(
@@ -276,7 +287,7 @@ def _serve(args: argparse.Namespace) -> int:
             return CommandExit.USAGE
         from pytest_mcp_server.adapters.mcp.server import run_stdio
 
-        return run_stdio(config)
+        return run_stdio(config, args.answer_view) or 0
     try:
         token = take_token(args.token_file, os.environ)  # removes the variable: no pytest run inherits it
         http = HttpSettings(
@@ -292,7 +303,7 @@ def _serve(args: argparse.Namespace) -> int:
         return _option_error(exc, _HTTP_FLAGS)
     from pytest_mcp_server.adapters.mcp.server import run_http
 
-    return run_http(config, http)
+    return run_http(config, http, args.answer_view)
 
 
 def _option_error(exc: ValidationError, flags: dict[str, str]) -> int:

@@ -25,7 +25,7 @@ import anyio
 from helpers.affected_support import affected_run, edit, kept_stats, map_rows, ran, reasons
 from helpers.interpreters import link_distribution, python_with
 from helpers.server_support import connect, git, run, text_of
-from helpers.server_support import stdio_server as server
+from helpers.server_support import typed_stdio_server as server
 from mcp import Client
 
 from pytest_mcp_server.domain.failures import ToolFailureDetail

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 from helpers.affected_support import affected_run, edit, map_rows, ran, reasons
 from helpers.server_support import committed_project, connect, run, text_of
-from helpers.server_support import stdio_server as server
+from helpers.server_support import typed_stdio_server as server
 
 from pytest_mcp_server.domain.tools import ExecuteResult
 

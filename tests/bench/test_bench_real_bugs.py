@@ -179,3 +179,83 @@ def test_a_run_above_a_target_says_which_part_of_the_answer_costs_more() -> None
     assert sites.endswith("KeyError at lib.py:6 x1; AssertionError at tests/test_lib.py:3 x1")
     row.text_tokens = 55  # 0.55x: within both token targets
     assert real_bugs.misses(row)[0][0] == "one group per raising bug (2 groups)"
+
+
+def test_compact_json_is_what_json_stringify_writes() -> None:
+    """No spaces after separators, non-ASCII characters as they are, newlines escaped."""
+    assert (
+        real_bugs.compact_json({"answer": "É\nx", "counts": {"total": 2}}) == '{"answer":"É\\nx","counts":{"total":2}}'
+    )
+
+
+def test_a_line_in_a_json_string_is_named_once_its_escapes_are_read() -> None:
+    """A doctest's frame in Python's format (``File "path", line N``) has its quotes
+    escaped in JSON: the strings, decoded, name it as the text does."""
+    structured = {"answer": 'FAILED\n  File "pkg/lib.py", line 6, in f\n', "status": "failed"}
+    assert not real_bugs.names(real_bugs.compact_json(structured), "pkg/lib.py", 6)
+    assert real_bugs.names(real_bugs.json_strings(structured), "pkg/lib.py", 6)
+
+
+def test_the_views_of_a_real_answer_are_measured(chained_project: Path, tmp_path: Path) -> None:
+    """A tiny run of the measurement: the real server (``structured`` view, and a second
+    one in the ``typed`` view that reads the run's report back by the ``report_path`` the
+    answer gives) on the chained project; each view's tokens and whether it names the
+    root cause's line, ``lib.py:6``."""
+    import anyio
+    from mcp import Client
+
+    root = tmp_path / "chained"
+    root.mkdir()
+    for name in ("lib.py", "test_lib.py"):
+        (root / name).write_text((chained_project / name).read_text())
+    setup = real_bugs.Setup(spec=None, mode="editable", python=Path(sys.executable), root=root, library=root)
+    bug = real_bugs.Bug("p", "lookup-upper", "typo", True, True, "lib.py", 6, "old", "new")
+
+    async def body():
+        served = real_bugs.server_params(setup, tmp_path, None, "structured")
+        typed = real_bugs.server_params(setup, tmp_path, None, "typed")
+        async with Client(served) as client, Client(typed) as reader:
+            result = await client.call_tool("execute_tests", {})
+            return result, await real_bugs.typed_summary(reader, result)
+
+    result, summary = anyio.run(body)
+    text = result.content[0].text
+    row = real_bugs.Row("p", bug.id, bug.kind, "editable")
+    real_bugs.measure_views(row, bug, text, result.structured_content)
+    assert result.structured_content["answer"] == text
+    # the structured view: the answer JSON-escaped and the typed fields
+    assert row.structured_tokens == tokens.count_tokens(real_bugs.compact_json(result.structured_content))
+    fields = {k: v for k, v in result.structured_content.items() if k != "answer"}
+    assert row.fields_tokens == tokens.count_tokens(real_bugs.compact_json(fields)) and row.fields_tokens < 60
+    assert row.text_tokens == 0  # measure() counts the text; measure_views only the other views
+    row.text_tokens = tokens.count_tokens(text)
+    assert row.view_tokens("both") == row.text_tokens + row.fields_tokens
+    # a JSON string costs about a token more per line (``\n`` escaped) and per quote (``\"``)
+    escapes = text.count("\n") + text.count('"')
+    assert row.text_tokens < row.structured_tokens <= row.text_tokens + escapes + row.fields_tokens + 3
+    assert real_bugs.names(text, "lib.py", 6) and row.frame_structured and row.frame_both
+    # the typed summary of the same run: its groups and failures
+    assert summary is not None and summary["counts"]["failed"] == 2
+    assert [f["node_id"] for f in summary["failures"]] == ["test_lib.py::test_lookup", "test_lib.py::test_value"]
+
+
+def test_the_views_report_gives_each_view_against_its_targets() -> None:
+    """Per call and view: the median and worst ratio, the runs above 1.0x and the bug's
+    line named; per kind too; rows measured before the views are left out."""
+    rows = []
+    for i, (text, structured, fields, frame) in enumerate([(30, 40, 8, True), (60, 70, 8, False), (20, 28, 8, True)]):
+        row = real_bugs.Row("p", f"b{i}", "k", "editable", raises=True, frame=frame, frame_in_short=frame)
+        row.text_tokens, row.structured_tokens, row.fields_tokens, row.short_tokens = text, structured, fields, 100
+        row.frame_structured = row.frame_both = frame
+        rows.append(row)
+    rows.append(real_bugs.Row("p", "old", "k", "editable", raises=True, text_tokens=50, short_tokens=100))
+    figures = real_bugs.view_figures(rows)
+    assert figures["text"]["runs"] == 4 and figures["structured"]["runs"] == 3 and figures["both"]["runs"] == 3
+    assert figures["structured"]["median_token_ratio_tb_short"] == 0.4
+    assert figures["both"]["max_token_ratio_tb_short"] == 0.68
+    assert figures["structured"]["frame_named"] == "67% (2/3)"
+    assert figures["structured"]["max_tokens_beyond_105pc_of_text"] == 8.5  # 40 - 1.05 * 30
+    report = real_bugs.views_report(rows)
+    assert "| plain | structured | 3 | 0.4 | 0.7 | 0 | 67% (2/3) | 100% (2/2) |" in report
+    assert "plain, structured: target median_token_ratio_tb_short <= 0.35: **not met** (0.4)" in report
+    assert "| plain | other, raises | 3 | 0.3 / 0.6 | 0.4 / 0.7 | 0.38 / 0.68 | 2/3 / 2/3 / 2/3 / 2/3 |" in report

@@ -310,6 +310,8 @@ FOREIGN_ROOTS = {
     "DoctestItem",  # pytest's
     "TerminalWriter",  # pytest's
     "Server",  # the MCP SDK's low-level server
+    "clientInfo",  # MCP's initialize parameter: `clientInfo.name`
+    "JSON",  # JavaScript's: `JSON.stringify`, what MCP clients hand their model
     "pythonX",  # `pythonX.Y`: a pattern of interpreter names
     "X",  # `X.Yt`: a pattern of version directories
     "a",  # `a.b.c`: an example module name (docstrings of domain/imports.py)

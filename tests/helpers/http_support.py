@@ -25,6 +25,7 @@ import httpx2
 from mcp import Client
 from mcp.client.extension import ClientExtension
 from mcp.client.streamable_http import streamable_http_client
+from mcp.types import Implementation
 
 from helpers.server_support import Project
 
@@ -148,17 +149,24 @@ def http_server(
 
 @asynccontextmanager
 async def connect_http(
-    url: str, mode: str, token: str | None = TOKEN, extensions: Sequence[ClientExtension] = ()
+    url: str,
+    mode: str,
+    token: str | None = TOKEN,
+    extensions: Sequence[ClientExtension] = (),
+    client_info: Implementation | None = None,
 ) -> AsyncIterator[Client]:
     """An SDK ``Client`` over the SDK's Streamable HTTP client transport, in ``mode``
     (``legacy``: the 2025-11-25 handshake and session; ``auto``: 2026-07-28 envelopes),
     sending ``Authorization: Bearer <token>`` unless ``token`` is None, with the client
-    ``extensions`` it opts in to."""
+    ``extensions`` it opts in to, and naming itself ``client_info`` (None: the SDK's
+    default)."""
     headers = {"Authorization": f"Bearer {token}"} if token is not None else None
     async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=300)) as http_client:
         transport = streamable_http_client(url, http_client=http_client)
         opted = list(extensions) or None
-        async with Client(transport, mode=mode, read_timeout_seconds=120, extensions=opted) as client:
+        async with Client(
+            transport, mode=mode, read_timeout_seconds=120, extensions=opted, client_info=client_info
+        ) as client:
             yield client
 
 

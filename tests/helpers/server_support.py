@@ -24,6 +24,9 @@ from mcp.client.extension import ClientExtension
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 MODES = ["legacy", "auto"]  # initialize handshake (2025-11-25) and mcp.Client's default (2026-07-28)
+TYPED = ("--answer-view", "typed")
+"""The server option of a test that reads the full typed result (the ``typed`` answer view,
+for programs); a test of what an agent reads uses the default view."""
 
 
 class Project:
@@ -171,3 +174,9 @@ def stdio_server(root: Path, artifacts: Path, *extra: str) -> StdioServerParamet
     env.pop("VIRTUAL_ENV", None)
     args = ["-m", "pytest_mcp_server", "--root", str(root), "--artifacts-dir", str(artifacts), *extra]
     return StdioServerParameters(command=sys.executable, args=args, env=env)
+
+
+def typed_stdio_server(root: Path, artifacts: Path, *extra: str) -> StdioServerParameters:
+    """``stdio_server`` answering in the ``typed`` view (``TYPED``): for the tests that
+    read the full typed result."""
+    return stdio_server(root, artifacts, *TYPED, *extra)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import anyio
 from helpers.http_support import connect_http, http_server, wait_exit
-from helpers.server_support import MODES, Project, pid_alive, run, still_serving, wait_for, wait_until_gone
+from helpers.server_support import MODES, TYPED, Project, pid_alive, run, still_serving, wait_for, wait_until_gone
 from mcp.shared.exceptions import MCPError
 
 from pytest_mcp_server.domain.tools import ExecuteResult
@@ -68,7 +68,7 @@ def test_eight_clients_share_max_concurrent_runs_and_leave_nothing_running(tmp_p
                 await anyio.sleep(0.02)
         return results, most_alive
 
-    with http_server(project, "--max-concurrent", "2", env={"SLOW_STEP_S": "0.05"}) as server:
+    with http_server(project, "--max-concurrent", "2", *TYPED, env={"SLOW_STEP_S": "0.05"}) as server:
         results, most_alive = run(body, server.url)
         assert server.proc.poll() is None
     assert len(results) == 8

@@ -14,9 +14,8 @@ from typing import Any
 import anyio
 import pytest
 from helpers.http_support import connect_http, http_server
-from helpers.server_support import MODES, Project, connect, pid_alive, run, still_serving, text_of, wait_for
-
-from pytest_mcp_server.domain.tools import ExecuteResult
+from helpers.server_support import MODES, TYPED, Project, connect, pid_alive, run, still_serving, text_of, wait_for
+from mcp.types import Implementation
 
 ERAS = {"legacy": "2025-11-25", "auto": "2026-07-28"}
 HANG = "hang/test_hang.py::test_hangs_with_children"
@@ -56,7 +55,7 @@ def test_both_eras_over_http_answer_as_stdio_does(tmp_path):
     project = Project("every_outcome", tmp_path)
 
     async def over_stdio():
-        async with connect(project.params(), "auto") as client:
+        async with connect(project.params(*TYPED), "auto") as client:
             return await three_tools(client)
 
     async def over_http(url):
@@ -68,7 +67,7 @@ def test_both_eras_over_http_answer_as_stdio_does(tmp_path):
         return answers
 
     expected = run(over_stdio)
-    with http_server(project) as server:
+    with http_server(project, *TYPED) as server:
         answers = run(over_http, server.url)
     assert [error for error, _, _ in expected] == [False, False, False, True]
     assert expected[0][1]["summary"]["counts"]["failed"] == 6
@@ -110,7 +109,32 @@ def test_progress_and_cancellation_over_http(tmp_path, mode):
 
     with http_server(project, env={"SLOW_STEP_S": "0.2"}) as server:
         result, seen, pids = run(body, server.url)
-    assert ExecuteResult.model_validate(result.structured_content).summary.counts.passed == 8
+    assert result.structured_content["counts"]["passed"] == 8
     assert len(seen) >= 2 and all(total == 8 for _, total, _ in seen), seen
     assert seen[-1][2] == f"{int(seen[-1][0])} of 8 tests done"
     assert len(pids) == 3
+
+
+def test_over_http_the_answer_view_follows_the_client_in_both_eras(tmp_path):
+    """``auto`` over HTTP as over stdio: a text-only client (Claude Desktop) gets the typed
+    fields alone, a structured-only one (Claude Code) the answer text in them too."""
+    project = Project("every_outcome", tmp_path)
+    refused = {"node_ids": ["../elsewhere"]}
+
+    async def body(url):
+        seen = {}
+        for mode in ERAS:
+            for name in ("claude-ai", "claude-code"):
+                async with connect_http(url, mode, client_info=Implementation(name=name, version="1")) as client:
+                    result = await client.call_tool("execute_tests", refused)
+                    seen[mode, name] = (result.structured_content, text_of(result))
+        return seen
+
+    with http_server(project) as server:
+        seen = run(body, server.url)
+    fields = {"kind": "invalid_argument", "field": "node_ids[0]"}
+    for mode in ERAS:
+        structured, text = seen[mode, "claude-ai"]
+        assert structured == fields and text.startswith("ERROR invalid_argument: node_ids[0]: "), mode
+        structured, text = seen[mode, "claude-code"]
+        assert structured == {"answer": text, **fields}, mode

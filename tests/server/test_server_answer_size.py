@@ -4,7 +4,10 @@ real stdio with the SDK's client, the real pytest on fixture projects.
 What is held: the text is small (many_failures' 256 failures; every_outcome's size is
 held by test_server_outcomes.py), one failing test answers in fewer bytes than ``pytest -q --tb=short`` prints
 (run here in a subprocess on the same project), every line is capped and the cut is
-counted, and the wire (the JSON of the whole CallToolResult: the text plus the
+counted. In the default (``structured``) view the structured content is the answer text
+and a few typed fields: its JSON, what Claude Code hands its model, is at most a tenth
+larger than the text and a few hundred bytes (``STRUCTURED_OVER_TEXT``). In the ``typed``
+view (for programs) the wire (the JSON of the whole CallToolResult: the text plus the
 structured content) is at most 4 times the text, because the structured content carries
 each failure's facts once and leaves tracebacks and output tails to the text (the text
 writes each frame on one line, so the facts weigh more beside it than they did beside
@@ -21,7 +24,7 @@ import sys
 
 import anyio
 import pytest
-from helpers.server_support import Project, connect, run, text_of
+from helpers.server_support import TYPED, Project, connect, run, text_of
 
 from pytest_mcp_server.adapters.text import render_text
 from pytest_mcp_server.domain.policy import LINE_CHARS
@@ -32,7 +35,11 @@ from pytest_mcp_server.run.events import PLUGIN_NAME
 from pytest_mcp_server.run.interpreter import Interpreter, probe_interpreter, version_numbers
 
 WIRE_TO_TEXT = 4
-"""Largest wire bytes per text byte."""
+"""Largest wire bytes per text byte (``typed`` view)."""
+STRUCTURED_OVER_TEXT = (1.1, 400)
+"""In the default view, the structured content's compact JSON is at most this factor of
+the text's bytes plus this many bytes: the answer JSON-escaped, and the typed fields
+(``report_path`` is as long as the machine's directories: left out)."""
 
 
 def wire_bytes(result) -> int:
@@ -45,18 +52,28 @@ def wire_bytes(result) -> int:
     return len(json.dumps(data, separators=(",", ":")).encode())
 
 
-def call_execute(project: Project, arguments: dict | None = None):
+def call_execute(project: Project, arguments: dict | None = None, *, typed: bool = False):
+    """``execute_tests`` with ``arguments`` on the real server, in the default view or,
+    ``typed``, the ``typed`` view."""
+
     async def body():
-        async with connect(project.params(), "auto") as client:
+        async with connect(project.params(*(TYPED if typed else ())), "auto") as client:
             return await client.call_tool("execute_tests", arguments or {})
 
     return run(body)
 
 
+def structured_bytes(result) -> int:
+    """Bytes of the structured content as a client's ``JSON.stringify`` writes it (compact,
+    non-ASCII as is), without ``report_path`` (see ``STRUCTURED_OVER_TEXT``)."""
+    content = {k: v for k, v in result.structured_content.items() if k != "report_path"}
+    return len(json.dumps(content, separators=(",", ":"), ensure_ascii=False).encode())
+
+
 def test_every_outcome_runs_as_pytest_does_and_wire_at_most_4x_text(tmp_path):
     # its text size (every problem named) is held by test_server_outcomes.py
     project = Project("every_outcome", tmp_path)
-    result = call_execute(project)
+    result = call_execute(project, typed=True)
     res = ExecuteResult.model_validate(result.structured_content)
     text = text_of(result)
     size = len(text.encode())
@@ -88,7 +105,7 @@ def test_every_outcome_runs_as_pytest_does_and_wire_at_most_4x_text(tmp_path):
 
 def test_256_failures_from_3_causes_are_3_entries_with_counts_and_a_few_ids(tmp_path):
     project = Project("many_failures", tmp_path)
-    result = call_execute(project)
+    result = call_execute(project, typed=True)
     res = ExecuteResult.model_validate(result.structured_content)
     text = text_of(result)
     size = len(text.encode())
@@ -148,9 +165,12 @@ def test_one_failing_test_answers_in_fewer_bytes_than_pytest_tb_short(tmp_path, 
     with (project.root / "conftest.py").open("a") as conftest:
         conftest.write("\nimport sys, os\nsys.path.insert(0, os.path.dirname(__file__))\n")
     result = call_execute(project)
-    res = ExecuteResult.model_validate(result.structured_content)
-    assert res.summary.counts.failed == 1 and res.summary.counts.passed == 12
     text = text_of(result)
+    assert result.structured_content["counts"] == {"total": 13, "passed": 12, "failed": 1}
+    # what a structured-only client hands its model: the same answer, hardly larger
+    assert result.structured_content["answer"] == text
+    factor, extra = STRUCTURED_OVER_TEXT
+    assert structured_bytes(result) <= factor * len(text.encode()) + extra, (structured_bytes(result), text)
     # the header names the test; the frame line that starts with the location names the bug's line
     assert "- FAILED tests/test_shop.py::test_cart\n" in text and f"\n    {where}:" in text, text
     assert essential in text, text
@@ -170,7 +190,7 @@ def test_a_2600_character_output_line_is_capped_and_counted(tmp_path):
         "def test_loud():\n    print('begin')\n    print('z' * 2600)\n    print('end')\n    assert False, 'too loud'\n"
     )
     # an output budget that keeps the whole output: only the line cap cuts
-    result = call_execute(project, {"node_ids": ["tests/test_loud.py"], "output_bytes": 8192})
+    result = call_execute(project, {"node_ids": ["tests/test_loud.py"], "output_bytes": 8192}, typed=True)
     text = text_of(result)
     assert max(len(line) for line in text.splitlines()) <= LINE_CHARS
     capped = next(line for line in text.splitlines() if "zzzz" in line)
@@ -232,7 +252,7 @@ def test_an_error_answer_caps_its_lines_and_keeps_them_whole_in_the_structure(tm
     project = Project("every_outcome", tmp_path)
     with (project.root / "conftest.py").open("a") as conftest:
         conftest.write("\nraise RuntimeError('broken conftest ' + 'q' * 2600)\n")
-    result = call_execute(project)
+    result = call_execute(project, typed=True)
     assert result.is_error
     text = text_of(result)
     assert text.startswith("ERROR usage_error: ")

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 from helpers.installed_project import InstalledProject, install_project
-from helpers.server_support import committed_project, connect, run, text_of
+from helpers.server_support import TYPED, committed_project, connect, run, text_of
 from helpers.server_support import stdio_server as server
 from mcp import StdioServerParameters
 
@@ -125,7 +125,7 @@ def execute(installed: InstalledProject, backend: str, tmp_path: Path) -> tuple[
     env = dict(os.environ)
     env.pop("VIRTUAL_ENV", None)
     env[BACKEND_ENV] = backend
-    args = ["-m", "pytest_mcp_server", "--root", str(installed.root), "--python", str(installed.python)]
+    args = ["-m", "pytest_mcp_server", "--root", str(installed.root), "--python", str(installed.python), *TYPED]
     params = StdioServerParameters(
         command=sys.executable, args=[*args, "--artifacts-dir", str(tmp_path / "artifacts")], env=env
     )
@@ -233,7 +233,7 @@ def test_a_chain_line_in_the_cut_middle_stays_and_the_standard_library_is_shown_
     )
 
     async def body():
-        params = server(root, tmp_path / "artifacts")
+        params = server(root, tmp_path / "artifacts", *TYPED)
         assert params.env is not None
         params.env[BACKEND_ENV] = backend
         async with connect(params, "auto") as client:

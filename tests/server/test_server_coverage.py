@@ -27,7 +27,7 @@ import coverage
 import pytest
 from helpers.interpreters import link_distribution, python_with
 from helpers.server_support import committed_project, connect, git, run, text_of
-from helpers.server_support import stdio_server as server
+from helpers.server_support import typed_stdio_server as server
 
 from pytest_mcp_server.domain.coverage_answer import CoverageSummary
 from pytest_mcp_server.domain.failures import ToolFailureDetail

@@ -22,9 +22,8 @@ from pathlib import Path
 
 import orjson
 import pytest
-from helpers.server_support import committed_project, connect, run, text_of
+from helpers.server_support import TYPED, committed_project, connect, run, text_of, typed_stdio_server
 from helpers.server_support import stdio_server as server
-from mcp import StdioServerParameters
 
 from pytest_mcp_server.domain.tools import ExecuteResult, SummarizeResult
 from pytest_mcp_server.engine import ProjectCode, summarize_bytes
@@ -58,8 +57,7 @@ def test_doctest_failures_are_located_in_the_root_and_shown_once(tmp_path: Path,
     (root / "pkg" / "calc.py").write_text(CALC)
     (root / "pkg" / "boom.py").write_text(BOOM)
     (root / "pytest.ini").write_text("[pytest]\naddopts = --doctest-modules\n")
-    args = ["-m", "pytest_mcp_server", "--root", str(root), "--artifacts-dir", str(tmp_path / "artifacts")]
-    params = StdioServerParameters(command=sys.executable, args=args)
+    params = typed_stdio_server(root, tmp_path / "artifacts")
 
     async def body():
         async with connect(params, "auto") as client:
@@ -141,7 +139,7 @@ def test_a_doctest_failing_beside_unit_tests_for_one_changed_line_is_one_group_c
     )
 
     async def body():
-        async with connect(server(root, tmp_path / "artifacts"), "auto") as client:
+        async with connect(server(root, tmp_path / "artifacts", *TYPED), "auto") as client:
             if mode == "affected":
                 await client.call_tool("execute_tests", {"affected": True})
             lists = root / "pkg" / "lists.py"

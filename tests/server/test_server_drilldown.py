@@ -15,7 +15,7 @@ tests. Both engine backends (``PYTEST_MCP_SERVER_BACKEND``).
 
 from __future__ import annotations
 
-from helpers.server_support import Project, connect, run, text_of
+from helpers.server_support import TYPED, Project, connect, run, text_of
 
 from pytest_mcp_server.domain.tools import ExecuteResult, SummarizeResult
 from pytest_mcp_server.engine import BACKEND_ENV
@@ -35,7 +35,7 @@ def drill(
     answer the same (the last run's report is the default)."""
 
     async def body():
-        async with connect(project.params(env={BACKEND_ENV: backend}), "auto") as client:
+        async with connect(project.params(*TYPED, env={BACKEND_ENV: backend}), "auto") as client:
             executed = await client.call_tool("execute_tests", {})
             assert not executed.is_error, text_of(executed)
             res = ExecuteResult.model_validate(executed.structured_content)

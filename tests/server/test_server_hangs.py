@@ -11,7 +11,7 @@ with its message), and no process of the run is left.
 from __future__ import annotations
 
 import pytest
-from helpers.server_support import Project, connect, line_of, pid_alive, run, text_of
+from helpers.server_support import TYPED, Project, connect, line_of, pid_alive, run, text_of
 
 from pytest_mcp_server.domain.failures import ToolFailureDetail
 from pytest_mcp_server.domain.policy import STACK_FRAMES
@@ -24,7 +24,7 @@ def test_a_hang_names_the_running_test_its_line_and_keeps_what_finished(tmp_path
     call_line = line_of(source, "    wait_for_server()")
 
     async def body():
-        async with connect(project.params(), "legacy") as client:
+        async with connect(project.params(*TYPED), "legacy") as client:
             return await client.call_tool("execute_tests", {"timeout_s": 3})
 
     result = run(body)
@@ -69,7 +69,7 @@ def test_a_segfault_names_the_running_test_its_line_and_keeps_what_finished(tmp_
     call_line = line_of(source, "    read_null_pointer()")
 
     async def body():
-        async with connect(project.params(env={"SEGFAULT_BY": how}), "auto") as client:
+        async with connect(project.params(*TYPED, env={"SEGFAULT_BY": how}), "auto") as client:
             return await client.call_tool("execute_tests", {"timeout_s": 60})
 
     result = run(body)
@@ -136,7 +136,7 @@ def test_a_hang_deep_in_helpers_shows_the_test_thread_cut_to_its_ends(tmp_path):
     source.write_text(DEEP_WAIT)
 
     async def body():
-        async with connect(project.params(), "legacy") as client:
+        async with connect(project.params(*TYPED), "legacy") as client:
             return await client.call_tool("execute_tests", {"node_ids": ["tests/test_deep.py"], "timeout_s": 3})
 
     result = run(body)
@@ -164,7 +164,7 @@ def test_a_hang_under_xdist_names_the_test_and_its_line_from_the_worker(tmp_path
     source = project.root / "tests" / "test_hangs.py"
 
     async def body():
-        async with connect(project.params(), "legacy") as client:
+        async with connect(project.params(*TYPED), "legacy") as client:
             return await client.call_tool("execute_tests", {"workers": 2, "timeout_s": 8})
 
     result = run(body)
@@ -205,7 +205,7 @@ def test_a_hang_while_collecting_says_no_test_was_running_and_where_pytest_stood
     source.write_text(HANGS_AT_IMPORT)
 
     async def body():
-        async with connect(project.params(), "auto") as client:
+        async with connect(project.params(*TYPED), "auto") as client:
             return await client.call_tool("execute_tests", {"node_ids": ["tests/test_import_hangs.py"], "timeout_s": 3})
 
     result = run(body)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 
-from helpers.server_support import committed_project, connect, run, stdio_server
+from helpers.server_support import TYPED, committed_project, connect, run, stdio_server
 
 from pytest_mcp_server.domain.tools import ExecuteResult
 from pytest_mcp_server.run.rundirs import FAILURES_FILE
@@ -27,7 +27,7 @@ FILES = {
 
 def _calls(root, artifacts, calls):
     async def body():
-        async with connect(stdio_server(root, artifacts), "auto") as client:
+        async with connect(stdio_server(root, artifacts, *TYPED), "auto") as client:
             answers = []
             for arguments, before in calls:
                 if before is not None:

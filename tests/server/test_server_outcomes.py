@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 
 import pytest
-from helpers.server_support import MODES, Project, connect, line_of, run, text_of
+from helpers.server_support import MODES, TYPED, Project, connect, line_of, run, text_of
 
 from pytest_mcp_server.domain.failures import ToolFailureDetail
 from pytest_mcp_server.domain.tools import DiscoverResult, ExecuteResult, SummarizeResult
@@ -50,15 +50,20 @@ def test_every_outcome_exact_counts_every_problem_named_under_5kb(every_outcome,
 
     result = run(body)
     assert not result.is_error, text_of(result)
-    res = ExecuteResult.model_validate(result.structured_content)
-    assert res.status == "failed" and res.exit_code == 1
-    assert res.summary.counts.model_dump() == EVERY_OUTCOME_COUNTS
-    assert res.summary.format == "reportlog"
-    assert res.command[1:3] == ["-m", "pytest"] and "-p" in res.command
-    report = Path(res.report_path)
-    assert report.is_file() and project.artifacts in report.parents
-
+    # the default view: the answer text, then the typed fields a program branches on
     text = text_of(result)
+    # the run's report, named relative to the project's runs directory (<run id>/records.jsonl)
+    report = result.structured_content["report_path"]
+    (found,) = (project.artifacts / "runs").glob(f"*/{report}")
+    assert found.is_file() and found.parent.parent.parent == project.artifacts / "runs"
+    assert result.structured_content == {
+        "answer": text,
+        "status": "failed",
+        "exit_code": 1,
+        "counts": {name: n for name, n in EVERY_OUTCOME_COUNTS.items() if n or name == "total"},
+        "report_path": report,
+    }
+
     # most of it: four assertion explanations in full, a recursion and the printer's 512-byte output tail
     assert len(text.encode()) < 5120, len(text.encode())
     assert text.startswith("FAILED 6 failed, 18 passed, 2 errors, 2 skipped, 1 xfailed, 1 xpassed in ")
@@ -155,10 +160,9 @@ def test_all_green_run_is_under_300_bytes(every_outcome):
             )
 
     result = run(body)
-    res = ExecuteResult.model_validate(result.structured_content)
-    assert res.status == "passed" and res.exit_code == 0
-    assert res.summary.counts.passed == 15 and res.summary.counts.total == 15
     text = text_of(result)
+    fields = {k: v for k, v in result.structured_content.items() if k != "report_path"}
+    assert fields == {"answer": text, "status": "passed", "exit_code": 0, "counts": {"total": 15, "passed": 15}}
     assert text.startswith("PASSED 15 passed in ")
     assert len(text.encode()) < 300, text
 
@@ -167,7 +171,7 @@ def test_256_failures_from_3_causes_are_3_to_6_groups_under_2kb(tmp_path):
     project = Project("many_failures", tmp_path)
 
     async def body():
-        async with connect(project.params(), "legacy") as client:
+        async with connect(project.params(*TYPED), "legacy") as client:
             return await client.call_tool("execute_tests", {})
 
     result = run(body)
@@ -195,7 +199,7 @@ def test_256_failures_from_3_causes_are_3_to_6_groups_under_2kb(tmp_path):
 
 def test_selection_markers_keywords_maxfail_and_last_failed(every_outcome):
     async def body():
-        async with connect(every_outcome.params(), "auto") as client:
+        async with connect(every_outcome.params(*TYPED), "auto") as client:
             by_k = await client.call_tool("execute_tests", {"keywords": "user or sorted"})
             by_m = await client.call_tool("execute_tests", {"markers": "xfail"})
             first = await client.call_tool("execute_tests", {"failfast": True})
@@ -223,7 +227,7 @@ def test_no_tests_is_not_green_and_collection_errors_are_data(every_outcome):
     broken.write_text("import not_a_module_anywhere\n\ndef test_never():\n    pass\n")
 
     async def body():
-        async with connect(every_outcome.params(), "legacy") as client:
+        async with connect(every_outcome.params(*TYPED), "legacy") as client:
             none = await client.call_tool(
                 "execute_tests", {"node_ids": ["tests/test_skips.py"], "keywords": "nothing_matches_this"}
             )
@@ -250,7 +254,7 @@ def test_discover_pages_node_ids_and_lists_collection_errors(every_outcome, mode
     (every_outcome.root / "tests" / "test_broken.py").write_text("raise ImportError('cannot load plugin zeta')\n")
 
     async def body():
-        async with connect(every_outcome.params(), mode) as client:
+        async with connect(every_outcome.params(*TYPED), mode) as client:
             pages = []
             offset = 0
             while offset is not None:
@@ -287,7 +291,7 @@ def test_discover_pages_node_ids_and_lists_collection_errors(every_outcome, mode
 
 def test_summarize_report_drills_into_one_test_without_rerunning(every_outcome):
     async def body():
-        async with connect(every_outcome.params(), "auto") as client:
+        async with connect(every_outcome.params(*TYPED), "auto") as client:
             run_result = await client.call_tool("execute_tests", {})
             report = run_result.structured_content["report_path"]
             every_outcome.clear_marks()
@@ -344,7 +348,7 @@ def test_execution_failures_are_tool_errors_with_kind_exit_and_tails(every_outco
     }
 
     async def body():
-        async with connect(every_outcome.params(), "legacy") as client:
+        async with connect(every_outcome.params(*TYPED), "legacy") as client:
             return {name: await client.call_tool("execute_tests", args) for name, args in calls.items()}
 
     results = run(body)

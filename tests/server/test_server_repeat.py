@@ -15,6 +15,7 @@ from pathlib import Path
 
 import anyio
 from helpers.server_support import (
+    TYPED,
     connect,
     line_of,
     pid_alive,
@@ -96,8 +97,8 @@ class RepeatProject:
         self.artifacts = tmp / "artifacts"
 
     def params(self) -> StdioServerParameters:
-        """How the SDK's client starts the real server for this project."""
-        args = ["-m", "pytest_mcp_server", "--root", str(self.root), "--artifacts-dir", str(self.artifacts)]
+        """How the SDK's client starts the real server for this project (the ``typed`` view)."""
+        args = ["-m", "pytest_mcp_server", "--root", str(self.root), "--artifacts-dir", str(self.artifacts), *TYPED]
         env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"}
         return StdioServerParameters(command=sys.executable, args=args, env=env)
 

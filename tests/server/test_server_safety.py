@@ -19,6 +19,7 @@ import anyio
 import pytest
 from helpers.server_support import (
     MODES,
+    TYPED,
     Project,
     connect,
     pid_alive,
@@ -97,7 +98,7 @@ BAD_OTHER = [
 @pytest.mark.parametrize("mode", MODES)
 def test_bad_input_is_refused_naming_the_field_and_no_pytest_starts(project, mode):
     async def body():
-        async with connect(project.params(), mode) as client:
+        async with connect(project.params(*TYPED), mode) as client:
             answers = []
             for args, field, reason in BAD_EXECUTE:
                 answers.append(("execute_tests", args, field, reason, await client.call_tool("execute_tests", args)))
@@ -118,7 +119,7 @@ def test_bad_input_is_refused_naming_the_field_and_no_pytest_starts(project, mod
 
 def test_a_report_that_is_not_a_report_is_a_report_error(project):
     async def body():
-        async with connect(project.params(), "auto") as client:
+        async with connect(project.params(*TYPED), "auto") as client:
             return await client.call_tool("summarize_report", {"paths": ["pyproject.toml"]})
 
     result = run(body)
@@ -162,7 +163,7 @@ def test_missing_pytest_names_the_interpreter_and_the_fix(tmp_path):
     python = _venv(project.root, with_pytest=False)
 
     async def body():
-        async with connect(project.params(), "legacy") as client:
+        async with connect(project.params(*TYPED), "legacy") as client:
             return await client.call_tool("execute_tests", {})
 
     result = run(body)
@@ -180,7 +181,7 @@ def test_project_venv_without_plugins_runs_with_the_record_file_and_refuses_work
     python = _venv(project.root, with_pytest=True)
 
     async def body():
-        async with connect(project.params(), "auto") as client:
+        async with connect(project.params(*TYPED), "auto") as client:
             workers = await client.call_tool("execute_tests", {"workers": 2})
             marks_after_refusal = project.pytest_marks()
             plain = await client.call_tool("execute_tests", {})
@@ -207,7 +208,7 @@ def test_python_option_and_workers_with_xdist(tmp_path):
         totals.add(total)
 
     async def body():
-        async with connect(project.params("--python", sys.executable), "auto") as client:
+        async with connect(project.params(*TYPED, "--python", sys.executable), "auto") as client:
             return await client.call_tool(
                 "execute_tests", {"workers": 2, "node_ids": ["tests/test_asserts.py"]}, progress_callback=on_progress
             )
@@ -249,7 +250,7 @@ def _runs_left(project: Project) -> list[Path]:
 
 def test_timeout_capped_by_the_server_kills_the_whole_group_including_a_sigterm_ignoring_grandchild(slow):
     async def body():
-        async with connect(slow.params("--max-timeout", "3"), "legacy") as client:
+        async with connect(slow.params(*TYPED, "--max-timeout", "3"), "legacy") as client:
             return await client.call_tool("execute_tests", {"node_ids": [HANG], "timeout_s": 600})
 
     result = run(body)
@@ -268,7 +269,7 @@ def test_timeout_capped_by_the_server_kills_the_whole_group_including_a_sigterm_
 @pytest.mark.parametrize("mode", MODES)
 def test_client_cancellation_kills_the_group_and_the_server_keeps_serving(slow, mode):
     async def body():
-        async with connect(slow.params(), mode) as client:
+        async with connect(slow.params(*TYPED), mode) as client:
             with anyio.move_on_after(60) as scope:
                 async with anyio.create_task_group() as tg:
 
@@ -295,7 +296,7 @@ def test_client_cancellation_kills_the_group_and_the_server_keeps_serving(slow, 
 
 def test_client_disconnect_kills_the_group(slow):
     async def body():
-        async with connect(slow.params(), "legacy") as client:
+        async with connect(slow.params(*TYPED), "legacy") as client:
             async with anyio.create_task_group() as tg:
 
                 async def call():
@@ -317,7 +318,7 @@ def test_client_disconnect_kills_the_group(slow):
 
 def test_a_process_left_behind_by_a_passing_test_does_not_survive_the_run(slow):
     async def body():
-        async with connect(slow.params(env={"SLOW_STEP_S": "0"}), "auto") as client:
+        async with connect(slow.params(*TYPED, env={"SLOW_STEP_S": "0"}), "auto") as client:
             return await client.call_tool("execute_tests", {"node_ids": ["tests/test_slow.py"]})
 
     res = ExecuteResult.model_validate(run(body).structured_content)
@@ -333,7 +334,7 @@ def _peak_rss_kb(pid: int) -> int:
 
 def test_output_is_streamed_not_held_256_mb_leave_the_server_memory_flat(slow):
     async def body():
-        async with connect(slow.params(env={"SLOW_STEP_S": "0"}), "legacy") as client:
+        async with connect(slow.params(*TYPED, env={"SLOW_STEP_S": "0"}), "legacy") as client:
             await client.call_tool("execute_tests", {"node_ids": ["tests/test_slow.py::test_step[0]"]})
             server_pid = slow.pytest_marks()[0]["ppid"]
             before = _peak_rss_kb(server_pid)
@@ -359,7 +360,7 @@ def test_a_process_that_left_the_group_with_setsid_is_killed_too(slow, how):
     killed with the run."""
 
     async def body():
-        async with connect(slow.params(), "auto") as client:
+        async with connect(slow.params(*TYPED), "auto") as client:
             if how == "timeout":
                 return await client.call_tool("execute_tests", {"node_ids": [ESCAPEE], "timeout_s": 4})
             async with anyio.create_task_group() as tg:
@@ -387,7 +388,7 @@ def test_sigkill_to_the_server_leaves_no_process(slow):
     group."""
 
     async def body():
-        async with connect(slow.params(), "legacy") as client:
+        async with connect(slow.params(*TYPED), "legacy") as client:
             async with anyio.create_task_group() as tg:
 
                 async def call():

@@ -15,7 +15,7 @@ import subprocess
 import sys
 
 import pytest
-from helpers.server_support import Project, connect, run, text_of
+from helpers.server_support import TYPED, Project, connect, run, text_of
 
 from pytest_mcp_server.domain.tools import ExecuteResult, SummarizeResult
 from pytest_mcp_server.engine import BACKEND_ENV
@@ -54,7 +54,7 @@ def execute(
     ``node_ids``) ``summarize_report`` of its report for those tests, on one connection."""
 
     async def body():
-        async with connect(project.params(env={BACKEND_ENV: backend}), MODE) as client:
+        async with connect(project.params(*TYPED, env={BACKEND_ENV: backend}), MODE) as client:
             executed = await client.call_tool("execute_tests", {})
             assert not executed.is_error, text_of(executed)
             res = ExecuteResult.model_validate(executed.structured_content)

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from helpers.backends import summary_in_both
 from helpers.server_support import connect, git, run, text_of
-from helpers.server_support import stdio_server as server
+from helpers.server_support import typed_stdio_server as server
 
 from pytest_mcp_server.domain.coverage_answer import ChangedLines
 from pytest_mcp_server.domain.suspects import (

@@ -10,7 +10,7 @@ every test; the event plugin records both.
 
 from __future__ import annotations
 
-from helpers.server_support import Project, connect, line_of, run, text_of
+from helpers.server_support import TYPED, Project, connect, line_of, run, text_of
 
 from pytest_mcp_server.domain.tools import ExecuteResult
 from pytest_mcp_server.engine.models import Budgets
@@ -24,7 +24,7 @@ def test_warnings_are_grouped_with_the_thread_traceback_and_deselected_counted(t
     tests = project.root / "tests" / "test_warnings.py"
 
     async def body():
-        async with connect(project.params(), "auto") as client:
+        async with connect(project.params(*TYPED), "auto") as client:
             return await client.call_tool("execute_tests", {})
 
     result = run(body)
@@ -81,7 +81,7 @@ def test_a_green_run_with_deselected_tests_stays_short(tmp_path):
     project = Project("hangs", tmp_path)
 
     async def body():
-        async with connect(project.params(), "legacy") as client:
+        async with connect(project.params(*TYPED), "legacy") as client:
             return await client.call_tool("execute_tests", {"keywords": "first or third", "timeout_s": 60})
 
     result = run(body)
@@ -116,7 +116,7 @@ def test_many_distinct_warnings_are_listed_up_to_the_budget_and_the_rest_counted
     (project.root / "tests" / "test_many_warnings.py").write_text(MANY_WARNINGS)
 
     async def body():
-        async with connect(project.params(), "legacy") as client:
+        async with connect(project.params(*TYPED), "legacy") as client:
             return await client.call_tool("execute_tests", {"node_ids": ["tests/test_many_warnings.py"]})
 
     result = run(body)
@@ -148,7 +148,7 @@ def test_a_warning_from_an_installed_package_is_shown_as_the_engine_shows_its_fr
     )
 
     async def body():
-        async with connect(project.params(), "auto") as client:
+        async with connect(project.params(*TYPED), "auto") as client:
             return await client.call_tool("execute_tests", {"node_ids": ["tests/test_chatty.py"]})
 
     result = run(body)

@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 
 from helpers.installed_project import InstalledProject, install_project
-from helpers.server_support import connect, run, text_of
+from helpers.server_support import TYPED, connect, run, text_of
 from mcp import StdioServerParameters
 
 from pytest_mcp_server.domain.tools import ExecuteResult, SummarizeResult
@@ -61,11 +61,12 @@ BUG_AT = ("<site-packages>/halves/core.py", 2)
 
 def server(project: InstalledProject, artifacts: Path, python: Path | None = None) -> StdioServerParameters:
     """The real server for the installed project, run with ``python`` (default: the
-    venv's Python, which has the project installed)."""
+    venv's Python, which has the project installed), answering in the ``typed`` view."""
     env = dict(os.environ)
     env.pop("VIRTUAL_ENV", None)
     args = ["-m", "pytest_mcp_server", "--root", str(project.root), "--python", str(python or project.python)]
-    return StdioServerParameters(command=sys.executable, args=[*args, "--artifacts-dir", str(artifacts)], env=env)
+    args += ["--artifacts-dir", str(artifacts), *TYPED]
+    return StdioServerParameters(command=sys.executable, args=args, env=env)
 
 
 def where(summary: ReportSummary) -> tuple[dict, dict]:

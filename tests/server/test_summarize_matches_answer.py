@@ -16,7 +16,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from helpers.server_support import Project, connect, run, text_of
+from helpers.server_support import TYPED, Project, connect, run, text_of
 
 from pytest_mcp_server.adapters.text import FULL_STORY_HINT
 from pytest_mcp_server.domain.policy import EXECUTE_BUDGETS
@@ -89,7 +89,7 @@ def test_summarize_prints_the_failures_of_the_answer_byte_for_byte(tmp_path, bac
     (project.root / "tests" / "test_sum_b.py").write_text(SUM_CHECK.format(a=2, b=5))
 
     async def body():
-        async with connect(project.params(env={BACKEND_ENV: backend}), "auto") as client:
+        async with connect(project.params(*TYPED, env={BACKEND_ENV: backend}), "auto") as client:
             return await client.call_tool("execute_tests", {})
 
     result = run(body)

@@ -10,14 +10,14 @@ only by a count and a few of the group's example node ids (``also in 17 more: ..
 A later listed failure of a group the groups budget left out has no count to join, so
 it gets an entry of its own, on one line (node id, location, message).
 
-The wire carries the text and the structured content together, so bulky text travels
-once: tracebacks and output tails are in the text block only. The structured content
-holds the facts of the same entries (node id, outcome, phase, exception, message,
-location, group), the groups with their counts and examples, counts, collection errors
-and the slow tests the text names: nothing about a failure that the text leaves out,
-and enough for a client that hands it to the model to name every problem by
-``path:line`` and message (``summarize_report`` on ``report_path`` gives the tracebacks
-as structure).
+In the default answer view the structured content carries this text itself
+(``adapters.mcp.views``). In the ``typed`` view (for programs) the wire carries the
+text and the typed summary together, so bulky text travels once: tracebacks and output
+tails are in the text block only, and the structured content holds the facts of the same
+entries (node id, outcome, phase, exception, message, location, group), the groups with
+their counts and examples, counts, collection errors and the slow tests the text names:
+nothing about a failure that the text leaves out (``summarize_report`` on
+``report_path`` gives the tracebacks as structure).
 """
 
 from __future__ import annotations

@@ -23,8 +23,9 @@ from pytest_mcp_server.run.coverage_run import project_lines
 async def summarize_report(runner: Runner, params: SummarizeParams) -> SummarizeResult:
     """Summarise existing report files (the ``summarize_report`` tool).
 
-    Paths must be regular files inside the project root or the artifacts directory;
-    without paths, the record file of the project's last finished ``execute_tests`` run
+    Paths must be regular files inside the project root or the artifacts directory
+    (``_report_file``: a relative path is the root's, or a run's report as the answer views
+    name it); without paths, the record file of the project's last finished ``execute_tests`` run
     is read (``RunDirectories.last_report``; refused when there is none).
     With ``node_ids``, the engine selects those tests (or tests under those paths,
     ``engine.summarize(select=...)``, one pass) and the larger ``FULL_STORY`` budgets
@@ -38,9 +39,7 @@ async def summarize_report(runner: Runner, params: SummarizeParams) -> Summarize
     ``ToolFailure(report_error)`` for a file that is not a readable report.
     """
     if params.paths:
-        base = runner.artifacts_base
-        bases = [runner.root, base.resolve() if base.exists() else base]
-        paths = [str(resolve_inside(p, bases, f"paths[{i}]", must_be_file=True)) for i, p in enumerate(params.paths)]
+        paths = [str(_report_file(runner, p, f"paths[{i}]")) for i, p in enumerate(params.paths)]
     else:
         last = await anyio.to_thread.run_sync(runner.run_dirs.last_report)
         if last is None:
@@ -88,6 +87,21 @@ async def _summarize_coverage(
         raise _report_failure(exc, paths) from None
     coverage = summarize_coverage(lines, root=str(runner.root))
     return SummarizeResult(summary=None, not_failing=[], coverage=coverage)
+
+
+def _report_file(runner: Runner, value: str, field: str) -> Path:
+    """The report file an agent named (``resolve_inside``: inside the project root or
+    the artifacts directory, a regular file; a ``ToolFailure`` naming ``field`` otherwise).
+    A relative path is relative to the root; one that names nothing there but a file in
+    this project's runs directory is that file: a run's ``report_path`` as the answer
+    views give it (``<run id>/records.jsonl``, ``adapters.mcp.structured.run_report_path``)."""
+    base = runner.artifacts_base
+    bases = [runner.root, base.resolve() if base.exists() else base]
+    raw = Path(value)
+    runs = runner.run_dirs.runs_dir
+    if not raw.is_absolute() and not (runner.root / raw).exists() and (runs / raw).is_file():
+        return resolve_inside(value, [runs, *bases], field, must_be_file=True)
+    return resolve_inside(value, bases, field, must_be_file=True)
 
 
 def _report_failure(exc: ReportError, paths: list[str]) -> ToolFailure:

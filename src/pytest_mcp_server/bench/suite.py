@@ -17,13 +17,14 @@ Ways (each run ``warmup`` times, then ``reps`` times, interleaved so drift hits 
   counts a test with a teardown error twice).
 * ``mcp``: ``execute_tests`` (only ``timeout_s`` given) over MCP's stdio transport, by
   the MCP SDK's own client (``mcp.client.stdio.stdio_client`` + ``ClientSession``, run
-  with ``anyio.run``) talking to the real ``python -m pytest_mcp_server --root DIR``
-  process, started once (its start-up and ``initialize`` are reported apart as
+  with ``anyio.run``) talking to the real ``python -m pytest_mcp_server --root DIR
+  --answer-view typed`` process (the typed result: its counts, command and duration are
+  read), started once (its start-up and ``initialize`` are reported apart as
   ``startup_s``; the tool list, which the client checks each result's structured content
   against, is fetched once after that, untimed). The time is the tool call's round trip
   as the client sees it: from ``mcp.ClientSession.call_tool`` sending the request to its
   return of the parsed, checked result. ``agent_bytes`` is the text content of the tool
-  result, ``structured_bytes`` its structured content as JSON.
+  result, ``structured_bytes`` its (typed) structured content as JSON.
 * ``cli``: the human path: ``python -m pytest --junitxml=...`` then
   ``pytest-mcp-server summarize`` of the report; ``agent_bytes`` is the summary text.
 
@@ -371,6 +372,7 @@ def _mcp_and_others(run: _Run) -> None:
     artifacts = str(run.work / "artifacts")
     argv = [sys.executable, "-m", "pytest_mcp_server", "--root", str(run.root), "--artifacts-dir", artifacts]
     argv += ["--max-timeout", str(int(run.timeout))]
+    argv += ["--answer-view", "typed"]  # the counts, command and duration are read from the typed result
     rows = run.rows
     try:
         with open(run.work / "server.log", "w", encoding="utf-8") as errlog:

@@ -1,7 +1,8 @@
 """Why a tool call produced no result: ``ToolFailure`` and its structured detail.
 
 Raised by the validation and the workflows; the MCP adapter turns it into a tool error
-(``is_error``) whose structured content is the ``ToolFailureDetail``.
+(``is_error``) whose text and structured content are shaped from the ``ToolFailureDetail``
+(``adapters.mcp.structured.failure_fields``; the whole detail in the ``typed`` view).
 """
 
 from __future__ import annotations
@@ -39,7 +40,8 @@ FailureKind = Literal[
 
 
 class ToolFailureDetail(_Frozen):
-    """The structured content of a failed tool call (``is_error``).
+    """What a failed tool call (``is_error``) says: its text and structured content are
+    shaped from it (the whole detail, nulls left out, in the ``typed`` view).
 
     ``kind``: see ``FailureKind``. ``message``: what happened, where, what to do.
     ``field``: the refused argument (``invalid_argument``), e.g. ``node_ids[2]``.

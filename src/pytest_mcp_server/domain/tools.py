@@ -1,5 +1,6 @@
 """What each tool takes and answers: the parameter models (validated arguments of an
-agent) and the result models (structured content of an answer).
+agent) and the result models (a workflow's result: the answer text and the structured
+content are shaped from it by the MCP adapter, ``adapters.mcp``).
 
 Every string an agent sends is checked by a field validator (``validation``,
 ``expressions``) before anything reaches an argv or a path; lists and strings have
@@ -73,11 +74,11 @@ FilterNodeId = Annotated[str, AfterValidator(check_filter_node_id)]
 """A node id that only filters a report (``check_filter_node_id``)."""
 
 
-def _summarize_default(budget: str) -> str:
-    """``summarize_report``'s description of a budget's default, from the presets:
-    ``"default 40; 400 with node_ids"``."""
+def _summarize_default(budget: str, what: str) -> str:
+    """``summarize_report``'s description of a budget: ``what`` it bounds and its
+    default, from the presets: ``"lines per traceback; default 40, 400 with node_ids"``."""
     plain, story = getattr(Budgets(), budget), getattr(FULL_STORY, budget)
-    return f"default {plain}" if plain == story else f"default {plain}; {story} with node_ids"
+    return f"{what}; default {plain}" + ("" if plain == story else f", {story} with node_ids")
 
 
 class SelectionParams(ParamsModel):
@@ -87,7 +88,7 @@ class SelectionParams(ParamsModel):
     node_ids: list[NodeId] = Field(
         default_factory=list,
         max_length=MAX_NODE_IDS,
-        description="paths or node ids (file::Class::test[param]); default: testpaths",
+        description="paths or node ids; default: testpaths",
     )
     markers: str | None = Field(None, max_length=MAX_EXPRESSION_CHARS, description="-m expression")
     keywords: str | None = Field(None, max_length=MAX_EXPRESSION_CHARS, description="-k expression")
@@ -121,14 +122,18 @@ class ExecuteParams(SelectionParams):
     repeat: int = Field(1, ge=1, le=MAX_REPEAT, description="run N times, find flaky tests")
     timeout_s: float | None = Field(None, gt=0, le=TIMEOUT_LIMIT_S, description="seconds before the run is killed")
     coverage: bool = Field(False, description="line coverage via pytest-cov")
-    affected: bool = False  # described in the server's instructions (tools/list is near its 4 KB)
+    affected: bool = Field(False, description="run only the tests changes can affect")
     failures_listed: int = Field(
-        EXECUTE_BUDGETS.failures_listed, ge=budget_bounds("failures_listed")[0], le=MAX_FAILURES_LISTED
+        EXECUTE_BUDGETS.failures_listed,
+        ge=budget_bounds("failures_listed")[0],
+        le=MAX_FAILURES_LISTED,
+        description="failures shown",
     )
     traceback_lines: int = Field(
         EXECUTE_BUDGETS.max_traceback_lines,
         ge=budget_bounds("max_traceback_lines")[0],
         le=EXECUTE_MAX_TRACEBACK_LINES,
+        description="lines kept per traceback",
     )
     output_bytes: int = Field(
         EXECUTE_BUDGETS.max_output_bytes,
@@ -179,7 +184,7 @@ class DiscoverParams(SelectionParams):
 
     offset: int = Field(0, ge=0, le=MAX_DISCOVER_OFFSET)
     limit: int = Field(DEFAULT_DISCOVER_LIMIT, ge=0, le=MAX_DISCOVER_LIMIT, description="node ids per page")
-    affected: bool = False
+    affected: bool = Field(False, description="the plan of execute_tests affected=true, with reasons")
 
 
 class SummarizeParams(ParamsModel):
@@ -190,7 +195,7 @@ class SummarizeParams(ParamsModel):
     paths: list[ReportPath] = Field(
         default_factory=list,
         max_length=MAX_REPORT_PATHS,
-        description="report files (a run's report_path, or in the project); none: the last execute_tests run's report",
+        description="report files in the project, or a run's report_path",
     )
     node_ids: list[FilterNodeId] | None = Field(
         None, max_length=MAX_NODE_IDS, description="only failures of these tests (or tests under these paths)"
@@ -199,19 +204,19 @@ class SummarizeParams(ParamsModel):
         None,
         ge=budget_bounds("failures_listed")[0],
         le=MAX_FAILURES_LISTED,
-        description=_summarize_default("failures_listed"),
+        description=_summarize_default("failures_listed", "failures shown"),
     )
     traceback_lines: int | None = Field(
         None,
         ge=budget_bounds("max_traceback_lines")[0],
         le=budget_bounds("max_traceback_lines")[1],
-        description=_summarize_default("max_traceback_lines"),
+        description=_summarize_default("max_traceback_lines", "lines per traceback"),
     )
     output_bytes: int | None = Field(
         None,
         ge=budget_bounds("max_output_bytes")[0],
         le=budget_bounds("max_output_bytes")[1],
-        description=_summarize_default("max_output_bytes"),
+        description=_summarize_default("max_output_bytes", "output bytes per failure"),
     )
 
     def budgets(self) -> Budgets:
@@ -240,7 +245,8 @@ class ExecuteResult(_Frozen):
     session did not finish). ``command``: the exact argv run (cwd = the project root).
     ``report_path``: the report file the summary came from, for ``summarize_report``.
     ``summary``: the report engine's summary. The MCP adapter shapes the structured
-    content from it (``adapters.mcp.structured.execute_structured``).
+    content from it (the answer views' typed fields: ``adapters.mcp.structured.execute_fields``;
+    the ``typed`` view: ``adapters.mcp.structured.execute_structured``).
     ``runs``: how many runs the call made (``repeat``); with more than one, every field
     above describes the last run, except ``summary.counts.flaky``: the number of tests
     whose outcome changed between runs, and ``flaky``: those tests (the first

@@ -1,11 +1,13 @@
-"""The tool catalogue: each tool's name, description, models, workflow and renderer
-(``TOOLS``), the server's instructions, and the schemas ``tools/list`` publishes.
+"""The tool catalogue: each tool's name, description, models, workflow, renderer and
+structured content (``TOOLS``), the server's instructions, and the schemas
+``tools/list`` publishes.
 
 The MCP adapter dispatches from this data alone: it looks the tool up by name, parses
 the arguments (``ToolSpec.parse``), awaits ``ToolSpec.handler`` (a ``Runner``
-workflow) and sends the result with ``ToolSpec.render``'s text. Adding a tool is adding
-a ``ToolSpec`` here. No MCP import: the schemas are plain JSON Schema dicts generated
-from the models (``input_schema``/``output_schema``), never written by hand.
+workflow) and sends the result with ``ToolSpec.render``'s text, shaped for the call's
+answer view (``views``: ``ToolSpec.fields`` or ``ToolSpec.structured``). Adding a tool
+is adding a ``ToolSpec`` here. No MCP import: the schemas are plain JSON Schema dicts
+generated from the models (``input_schema``/``output_schema``), never written by hand.
 """
 
 from __future__ import annotations
@@ -16,7 +18,18 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from pytest_mcp_server.adapters.mcp.structured import discover_structured, execute_structured, plain_structured
+from pytest_mcp_server.adapters.mcp.structured import (
+    DiscoverFields,
+    ExecuteFields,
+    SummarizeFields,
+    discover_fields,
+    discover_structured,
+    execute_fields,
+    execute_structured,
+    plain_structured,
+    summarize_fields,
+)
+from pytest_mcp_server.adapters.mcp.views import ANSWER_FIELD
 from pytest_mcp_server.adapters.selection_text import render_discover_answer, render_execute_answer
 from pytest_mcp_server.adapters.text import render_summarize
 from pytest_mcp_server.app.discover import discover_tests
@@ -46,9 +59,11 @@ SCHEMA_UNPUBLISHED_MAXIMUM = 100_000
 @dataclass(frozen=True)
 class ToolSpec(Generic[P, R]):
     """One tool: ``name`` and ``description`` (as listed), ``params``/``result`` (the
-    models its schemas come from), ``read_only`` (the MCP hint), ``handler`` (awaited as
-    ``handler(runner, params, progress)``, raises ``ToolFailure``), ``render`` (the
-    text block of a result) and ``structured`` (its structured content)."""
+    models its input schema and its ``typed`` view come from), ``read_only`` (the MCP
+    hint), ``handler`` (awaited as ``handler(runner, params, progress)``, raises
+    ``ToolFailure``), ``render`` (the answer text of a result), ``fields`` (its typed
+    fields in the answer views, as ``fields_model`` gives them: the output schema) and
+    ``structured`` (its full typed result, the ``typed`` view)."""
 
     name: str
     description: str
@@ -57,6 +72,8 @@ class ToolSpec(Generic[P, R]):
     read_only: bool
     handler: Callable[[Runner, P, ProgressFn | None], Awaitable[R]]
     render: Callable[[R], str]
+    fields: Callable[[R], dict[str, Any]]
+    fields_model: type[BaseModel]
     structured: Callable[[R], dict[str, Any]] = plain_structured
 
     def parse(self, arguments: Mapping[str, Any] | None) -> P:
@@ -79,14 +96,16 @@ TOOLS: tuple[ToolSpec[Any, Any], ...] = (
     ToolSpec[ExecuteParams, ExecuteResult](
         name="execute_tests",
         description=(
-            "Run pytest: exact counts, failures grouped by cause, each traceback frame on one line "
-            "(passing tests never listed), report_path."
+            "Run pytest: exact counts, failures grouped by cause, each traceback frame on one line, report_path. "
+            "affected: only the tests a change since their last run can reach, new tests and last failures."
         ),
         params=ExecuteParams,
         result=ExecuteResult,
         read_only=False,
         handler=execute_tests,
         render=render_execute_answer,
+        fields=execute_fields,
+        fields_model=ExecuteFields,
         structured=execute_structured,
     ),
     ToolSpec[DiscoverParams, DiscoverResult](
@@ -97,6 +116,8 @@ TOOLS: tuple[ToolSpec[Any, Any], ...] = (
         read_only=True,
         handler=lambda runner, params, _progress: discover_tests(runner, params),
         render=render_discover_answer,
+        fields=discover_fields,
+        fields_model=DiscoverFields,
         structured=discover_structured,
     ),
     ToolSpec[SummarizeParams, SummarizeResult](
@@ -110,6 +131,8 @@ TOOLS: tuple[ToolSpec[Any, Any], ...] = (
         read_only=True,
         handler=lambda runner, params, _progress: summarize_report(runner, params),
         render=render_summarize,
+        fields=summarize_fields,
+        fields_model=SummarizeFields,
     ),
 )
 
@@ -166,22 +189,34 @@ def input_schema(model: type[BaseModel]) -> dict[str, Any]:
     return schema
 
 
-def output_schema(model: type[BaseModel]) -> dict[str, Any]:
-    """The JSON Schema of a result model, compacted for ``tools/list``.
-
-    The top-level properties keep their JSON types (nullable ones as
-    ``["integer", "null"]``); nested models are given as ``object``/``array`` (their
-    fields are documented in ``docs/SERVER.md`` and ``models.py``); every field is
-    always present, so ``required`` is left out. Every result the server sends
-    validates against it; the full schema would not fit the 4 KB budget of
-    ``tools/list``. ``ON_REQUEST_FIELDS`` are left out.
+def output_schema(fields: type[BaseModel], typed: type[BaseModel]) -> dict[str, Any]:
+    """The published JSON Schema of a tool's structured content, compacted for
+    ``tools/list``: ``answer`` (a string) and the top-level properties of ``fields``
+    (the model of its typed fields in the answer views), each with its JSON types
+    (nested models as ``object``/``array``), a type the ``typed`` view's model
+    ``typed`` gives the same property added (its ``coverage`` may be null); no
+    ``required`` (the ``text`` and ``both`` views send no ``answer``, and an optional
+    field is left out rather than sent null). The further properties of the ``typed``
+    view and ``ON_REQUEST_FIELDS`` are left out (the schema allows further properties;
+    docs/SERVER.md and ``models.py`` give them): listing them would take ``tools/list``
+    over its 4 KB budget and cost every conversation tokens for fields its model never
+    gets. So every answer of every view validates against it.
     """
-    full = model.model_json_schema()
-    props: dict[str, Any] = {}
-    for name, prop in full["properties"].items():
-        if name not in ON_REQUEST_FIELDS:
-            props[name] = {"type": _json_type(prop)}
+    typed_props = typed.model_json_schema()["properties"]
+    props: dict[str, Any] = {ANSWER_FIELD: {"type": "string"}}
+    for name, prop in fields.model_json_schema()["properties"].items():
+        if name in ON_REQUEST_FIELDS:
+            continue
+        types = [t for t in _json_types(prop) if t != "null"]  # never sent null: left out
+        if name in typed_props:
+            types += [t for t in _json_types(typed_props[name]) if t not in types]
+        props[name] = {"type": types[0] if len(types) == 1 else types}
     return {"type": "object", "properties": props}
+
+
+def _json_types(prop: dict[str, Any]) -> list[str]:
+    json_type = _json_type(prop)
+    return json_type if isinstance(json_type, list) else [json_type]
 
 
 def _json_type(prop: dict[str, Any]) -> str | list[str]:

@@ -4,7 +4,10 @@ It builds a low-level ``mcp.server.lowlevel.Server`` from the tool catalogue
 (``catalogue.TOOLS``): ``tools/list`` lists each ``ToolSpec`` with its generated schemas,
 and ``tools/call`` looks the tool up by name, parses its arguments, awaits its workflow
 and answers with the result and its text (``to_mcp_result``) or with the
-``ToolFailure`` as a tool error (``to_mcp_failure``). It serves stdio (``run_stdio``) and
+``ToolFailure`` as a tool error (``to_mcp_failure``), shaped for the call's answer view
+(``views.choose_view``: ``--answer-view``, or with ``auto`` the view of the client named
+by the ``initialize`` handshake's ``clientInfo`` or, in the 2026-07-28 era, the
+request's ``_meta``: ``client_name``). It serves stdio (``run_stdio``) and
 Streamable HTTP (``run_http``: the SDK's own app for the low-level server, served by
 uvicorn, with the policy of ``http_policy``).
 
@@ -46,6 +49,7 @@ from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
+from mcp.types import CLIENT_INFO_META_KEY
 from pydantic import BaseModel
 from starlette.requests import Request as HttpRequest
 
@@ -58,7 +62,9 @@ from pytest_mcp_server.adapters.mcp.catalogue import (
     output_schema,
 )
 from pytest_mcp_server.adapters.mcp.http_policy import MCP_PATH, HttpSettings, token_matches
+from pytest_mcp_server.adapters.mcp.structured import failure_fields, failure_structured
 from pytest_mcp_server.adapters.mcp.tasks import TasksExtension, current_task, install_extension
+from pytest_mcp_server.adapters.mcp.views import AnswerView, choose_view, view_content
 from pytest_mcp_server.adapters.selection_text import render_failure_answer
 from pytest_mcp_server.app.runner import Runner
 from pytest_mcp_server.domain.config import ServerConfig, package_version
@@ -86,12 +92,12 @@ T = TypeVar("T")
 
 
 def to_mcp_tool(spec: ToolSpec[Any, Any]) -> types.Tool:
-    """A tool of ``tools/list``, its schemas generated from the domain models."""
+    """A tool of ``tools/list``, its schemas generated from the models."""
     return types.Tool(
         name=spec.name,
         description=spec.description,
         input_schema=input_schema(spec.params),
-        output_schema=output_schema(spec.result),
+        output_schema=output_schema(spec.fields_model, spec.result),
         annotations=types.ToolAnnotations(
             read_only_hint=spec.read_only,
             destructive_hint=None if spec.read_only else False,
@@ -99,24 +105,44 @@ def to_mcp_tool(spec: ToolSpec[Any, Any]) -> types.Tool:
     )
 
 
-def to_mcp_result(spec: ToolSpec[Any, Any], result: BaseModel) -> types.CallToolResult:
-    """A domain result -> a ``CallToolResult``: its structured content
-    (``spec.structured``) and one compact text block for the model (``spec.render``)."""
+def to_mcp_result(spec: ToolSpec[Any, Any], result: BaseModel, view: AnswerView) -> types.CallToolResult:
+    """A domain result -> a ``CallToolResult`` in ``view``: the answer text
+    (``spec.render``) as the one text block, and the structured content of the view
+    (``views.view_content`` of ``spec.fields``, or ``spec.structured`` for ``typed``)."""
+    answer = spec.render(result)
     return types.CallToolResult(
-        content=[types.TextContent(type="text", text=spec.render(result))],
-        structured_content=spec.structured(result),
+        content=[types.TextContent(type="text", text=answer)],
+        structured_content=view_content(view, answer, spec.fields(result), lambda: spec.structured(result)),
         is_error=False,
     )
 
 
-def to_mcp_failure(failure: ToolFailure) -> types.CallToolResult:
-    """A ``ToolFailure`` -> a tool error (``is_error``) with the detail as
-    ``structured_content`` (nulls left out) and its text."""
+def to_mcp_failure(failure: ToolFailure, view: AnswerView) -> types.CallToolResult:
+    """A ``ToolFailure`` -> a tool error (``is_error``) in ``view``: its answer text as
+    the text block, and as structured content the view's (``failure_fields``, or the
+    whole detail without nulls for ``typed``)."""
+    detail = failure.detail
+    answer = render_failure_answer(detail)
     return types.CallToolResult(
-        content=[types.TextContent(type="text", text=render_failure_answer(failure.detail))],
-        structured_content=failure.detail.model_dump(mode="json", exclude_none=True),
+        content=[types.TextContent(type="text", text=answer)],
+        structured_content=view_content(view, answer, failure_fields(detail), lambda: failure_structured(detail)),
         is_error=True,
     )
+
+
+def client_name(ctx: Any) -> str | None:
+    """The ``clientInfo.name`` of the client of a request: the ``initialize``
+    handshake's (2025-11-25), or the request envelope's (2026-07-28, ``_meta``
+    ``io.modelcontextprotocol/clientInfo``, which the SDK turns into the same
+    ``client_params`` when the envelope also declares capabilities, as it must); None
+    when the client sent none."""
+    params = ctx.session.client_params
+    if params is not None:
+        name: object = params.client_info.name
+    else:
+        info = (ctx.meta or {}).get(CLIENT_INFO_META_KEY)
+        name = info.get("name") if isinstance(info, dict) else None
+    return name if isinstance(name, str) else None
 
 
 def to_mcp_progress(ctx: Any) -> ProgressFn:
@@ -213,11 +239,13 @@ async def until_client_disconnects(request: Any, call: Awaitable[T]) -> list[T]:
 # Server
 
 
-def build_server(runner: Runner, in_flight: InFlightCalls | None = None) -> Server[Any]:
-    """The MCP server for one ``Runner`` (one project); its tool calls are tracked in
-    ``in_flight`` when given (to stop them at shutdown)."""
+def build_server(runner: Runner, answer_view: str = "auto", in_flight: InFlightCalls | None = None) -> Server[Any]:
+    """The MCP server for one ``Runner`` (one project), answering in ``answer_view``
+    (a value of ``views.ANSWER_VIEW_OPTIONS``: ``auto`` picks per client); its tool calls
+    are tracked in ``in_flight`` when given (to stop them at shutdown)."""
     tools = [to_mcp_tool(spec) for spec in TOOLS]
     calls = in_flight or InFlightCalls()
+    choose_view(answer_view, None)  # an unknown view fails here, not at the first call
 
     async def on_list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         return types.ListToolsResult(tools=tools)
@@ -231,14 +259,15 @@ def build_server(runner: Runner, in_flight: InFlightCalls | None = None) -> Serv
             )
         task = current_task()  # a call answered as a task (tasks.py): its run outlives the request's stream
         progress = task.progress_for(to_mcp_progress(ctx)) if task else to_mcp_progress(ctx)
+        view = choose_view(answer_view, client_name(ctx))
         with calls.track():
             try:
                 call = spec.handler(runner, spec.parse(params.arguments), progress)
                 done = [await call] if task else await until_client_disconnects(ctx.request, call)
                 if done:
-                    return to_mcp_result(spec, done[0])
+                    return to_mcp_result(spec, done[0], view)
             except ToolFailure as failure:
-                return to_mcp_failure(failure)
+                return to_mcp_failure(failure, view)
             except Exception as exc:  # a bug of ours: say so, keep serving
                 logger.exception("tool %s failed", params.name)
                 return to_mcp_failure(
@@ -246,7 +275,8 @@ def build_server(runner: Runner, in_flight: InFlightCalls | None = None) -> Serv
                         "internal_error",
                         f"the server failed while handling {params.name}: {type(exc).__name__}: {exc}; "
                         "this is a bug in pytest-mcp-server, please report it",
-                    )
+                    ),
+                    view,
                 )
         if calls.stopping:
             raise MCPError(code=types.INTERNAL_ERROR, message=SERVER_STOPPING)
@@ -293,8 +323,9 @@ async def first_stop_signal() -> int:
     raise AssertionError("unreachable: a signal receiver never ends")  # pragma: no cover
 
 
-async def serve_stdio(config: ServerConfig) -> None:
-    """Serve MCP over stdin/stdout until stdin closes or a termination signal arrives.
+async def serve_stdio(config: ServerConfig, answer_view: str = "auto") -> None:
+    """Serve MCP over stdin/stdout, answers in ``answer_view`` (``build_server``), until
+    stdin closes or a termination signal arrives.
 
     On SIGTERM/SIGINT/SIGHUP the running calls are cancelled (each kills its pytest
     process group and removes its files before returning), then the process exits at
@@ -302,7 +333,7 @@ async def serve_stdio(config: ServerConfig) -> None:
     new line or EOF would wake.
     """
     runner = Runner(config)
-    server = build_server(runner)
+    server = build_server(runner, answer_view)
     stopped_by: list[int] = []
     async with anyio.create_task_group() as tg:
 
@@ -323,13 +354,14 @@ async def serve_stdio(config: ServerConfig) -> None:
         tg.cancel_scope.cancel()
 
 
-def run_stdio(config: ServerConfig) -> int:
-    """Run the stdio server (the ``serve`` command); returns the process exit status."""
+def run_stdio(config: ServerConfig, answer_view: str = "auto") -> int:
+    """Run the stdio server (the ``serve`` command), answers in ``answer_view``
+    (``build_server``); returns the process exit status."""
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="pytest-mcp-server: %(message)s")
     log_platform_limits()
     atexit.register(kill_live_groups_now)
     try:
-        anyio.run(serve_stdio, config)
+        anyio.run(serve_stdio, config, answer_view)
     except KeyboardInterrupt:  # pragma: no cover - SIGINT before the receiver is installed
         pass
     finally:
@@ -416,9 +448,10 @@ def build_http_app(server: Server[Any], http: HttpSettings, port: int) -> Any:
     )
 
 
-async def serve_http(config: ServerConfig, http: HttpSettings, sock: socket.socket) -> int:
-    """Serve MCP over Streamable HTTP on ``sock`` (bound by ``bind_http_socket``) until a
-    termination signal arrives; returns the exit status (128 + the signal).
+async def serve_http(config: ServerConfig, http: HttpSettings, sock: socket.socket, answer_view: str = "auto") -> int:
+    """Serve MCP over Streamable HTTP on ``sock`` (bound by ``bind_http_socket``), answers
+    in ``answer_view`` (``build_server``), until a termination signal arrives; returns
+    the exit status (128 + the signal).
 
     Prints ``listening on http://HOST:PORT/mcp`` on stderr once connections are accepted.
     All clients share one ``Runner``, so ``--max-concurrent`` bounds the runs of all of
@@ -428,7 +461,7 @@ async def serve_http(config: ServerConfig, http: HttpSettings, sock: socket.sock
     them (each stage given at most ``SHUTDOWN_GRACE_S``).
     """
     in_flight = InFlightCalls()
-    server = build_server(Runner(config), in_flight)
+    server = build_server(Runner(config), answer_view, in_flight)
     port = sock.getsockname()[1]
     app = build_http_app(server, http, port)
     uv = _UvicornServer(
@@ -471,10 +504,10 @@ async def serve_http(config: ServerConfig, http: HttpSettings, sock: socket.sock
     return 128 + stopped_by[0] if stopped_by else 0
 
 
-def run_http(config: ServerConfig, http: HttpSettings) -> int:
-    """Run the Streamable HTTP server (``serve --transport http``); returns the process
-    exit status: ``CommandExit.USAGE`` when the address cannot be bound, else
-    ``serve_http``'s."""
+def run_http(config: ServerConfig, http: HttpSettings, answer_view: str = "auto") -> int:
+    """Run the Streamable HTTP server (``serve --transport http``), answers in
+    ``answer_view`` (``build_server``); returns the process exit status:
+    ``CommandExit.USAGE`` when the address cannot be bound, else ``serve_http``'s."""
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="pytest-mcp-server: %(message)s")
     try:
         sock = bind_http_socket(http)
@@ -488,7 +521,7 @@ def run_http(config: ServerConfig, http: HttpSettings) -> int:
     log_platform_limits()
     atexit.register(kill_live_groups_now)
     try:
-        return anyio.run(serve_http, config, http, sock)
+        return anyio.run(serve_http, config, http, sock, answer_view)
     except KeyboardInterrupt:  # pragma: no cover - SIGINT before the receiver is installed
         return 128 + signal.SIGINT
     finally:

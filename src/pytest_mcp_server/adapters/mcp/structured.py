@@ -1,26 +1,40 @@
-"""The structured content of each tool's answer: what ``tools/call`` sends next to the
-text, shaped from a workflow's result model (the domain's models carry no serializers
-that reshape answers).
+"""The structured content of each tool's answer, shaped from a workflow's result model
+(the domain's models carry no serializers that reshape answers): the typed fields of
+the answer views, and the full typed result of the ``typed`` view
+(``adapters.mcp.views`` decides which a call sends).
 
-``execute_structured``: the summary cut to what the text shows (``answer_summary``:
-failures without traceback and output tails, which the text carries, one per entry of
-the text), the run's directory written once (``with_run_dir``), fields that say nothing
-left out (``without_silent_fields``), and with one run, no ``runs``/``flaky``. The other
-tools' results are sent as they are (``plain_structured``).
+The answer views' typed fields (``execute_fields``, ``discover_fields``,
+``summarize_fields``, ``failure_fields``; their models ``ExecuteFields`` ... give the
+published output schemas) are the few a program branches on, each cheap: an optional
+one is left out rather than sent empty. Everything else a model needs is in the answer
+text.
+
+The ``typed`` view: ``execute_structured``: the summary cut to what the text shows
+(``answer_summary``: failures without traceback and output tails, which the text
+carries, one per entry of the text), the run's directory written once
+(``with_run_dir``), fields that say nothing left out (``without_silent_fields``), and
+with one run, no ``runs``/``flaky``. The other tools' results are sent as they are
+(``discover_structured``, ``plain_structured``; a tool error's detail without nulls,
+``failure_structured``).
 """
 
 from __future__ import annotations
 
 import os
+from pathlib import PurePath
 from typing import Any
 
 from pydantic import BaseModel
 
 from pytest_mcp_server.adapters.answer import cap_lines, failure_entries
 from pytest_mcp_server.adapters.text import bytes_left_out_shown, traceback_lines_shown
-from pytest_mcp_server.domain.policy import SLOW_S
-from pytest_mcp_server.domain.tools import DiscoverResult, ExecuteResult
-from pytest_mcp_server.engine.models import Failure, Omitted, ReportSummary
+from pytest_mcp_server.domain.coverage_answer import CoverageSummary
+from pytest_mcp_server.domain.failures import FailureKind, ToolFailureDetail
+from pytest_mcp_server.domain.flaky import FlakyTest
+from pytest_mcp_server.domain.policy import FLAKY_LISTED_IN_ERRORS, SLOW_S
+from pytest_mcp_server.domain.selection import Selection
+from pytest_mcp_server.domain.tools import DiscoverResult, ExecuteResult, RunStatus, SummarizeResult
+from pytest_mcp_server.engine.models import Counts, Failure, Omitted, ReportSummary, _Frozen
 
 RUN_DIR = "{run_dir}"
 """How ``with_run_dir`` writes the run's directory."""
@@ -216,3 +230,154 @@ def discover_structured(result: DiscoverResult) -> dict[str, Any]:
 def plain_structured(result: BaseModel) -> dict[str, Any]:
     """The structured content of a result sent as it is: the model in JSON types."""
     return result.model_dump(mode="json")
+
+
+def failure_structured(detail: ToolFailureDetail) -> dict[str, Any]:
+    """The structured content of a tool error in the ``typed`` view: the detail in JSON
+    types, nulls left out."""
+    return detail.model_dump(mode="json", exclude_none=True)
+
+
+# --------------------------------------------------------------------------------------
+# The answer views' typed fields
+
+
+class SelectionNumbers(_Frozen):
+    """An ``affected`` call's selection in numbers: ``selected`` of ``total`` tests,
+    and ``reasons``, the non-zero counts per reason (``domain.selection.REASONS``)."""
+
+    selected: int
+    total: int
+    reasons: dict[str, int]
+
+
+class CoverageTotals(_Frozen):
+    """Line coverage in numbers: ``percent`` of the ``statements`` measured ran,
+    ``missed`` did not (``coverage_answer.CoverageSummary``'s totals)."""
+
+    percent: float
+    statements: int
+    missed: int
+
+
+class ExecuteFields(_Frozen):
+    """The typed fields of an ``execute_tests`` answer in the answer views:
+    ``ExecuteResult``'s ``status`` and ``exit_code``; ``counts``, the run's non-zero
+    counts (``Counts``) and ``total`` always; ``report_path``, the run's report relative
+    to the project's runs directory (``run_report_path``); with ``coverage``, its totals
+    when measured; with ``affected``, the selection's numbers."""
+
+    status: RunStatus
+    exit_code: int
+    counts: dict[str, int]
+    report_path: str
+    coverage: CoverageTotals | None = None
+    selection: SelectionNumbers | None = None
+
+
+class DiscoverFields(_Frozen):
+    """The typed fields of a ``discover_tests`` answer in the answer views: ``total``
+    collected, ``next_offset`` (left out at the end) and, with ``affected``, the
+    selection's numbers."""
+
+    total: int
+    next_offset: int | None = None
+    selection: SelectionNumbers | None = None
+
+
+class SummarizeFields(_Frozen):
+    """The typed fields of a ``summarize_report`` answer in the answer views: the
+    report's ``counts`` (as ``ExecuteFields``') or, for coverage reports, the
+    ``coverage`` totals when measured."""
+
+    counts: dict[str, int] | None = None
+    coverage: CoverageTotals | None = None
+
+
+def counts_fields(counts: Counts) -> dict[str, int]:
+    """``total`` and the non-zero counts of ``counts``, in ``Counts``' order."""
+    dumped = counts.model_dump()
+    return {name: n for name, n in dumped.items() if n or name == "total"}
+
+
+def coverage_totals(coverage: CoverageSummary | None) -> CoverageTotals | None:
+    """The totals of a measured coverage, else None (the answer text says why not)."""
+    if coverage is None or coverage.percent is None:
+        return None
+    return CoverageTotals(percent=coverage.percent, statements=coverage.statements, missed=coverage.missed)
+
+
+def selection_numbers(selection: Selection | None) -> SelectionNumbers | None:
+    """An ``affected`` selection in numbers (``SelectionNumbers``), else None."""
+    if selection is None:
+        return None
+    reasons = {name: n for name, n in selection.reasons.model_dump().items() if n}
+    return SelectionNumbers(selected=selection.selected, total=selection.total, reasons=reasons)
+
+
+def run_report_path(report_path: str) -> str:
+    """A run's report as the answer views name it: relative to the project's runs
+    directory, ``<run id>/records.jsonl`` (about 18 o200k tokens where the absolute path
+    takes about 45; ``summarize_report``'s ``paths`` accepts it: ``app.summarize``)."""
+    path = PurePath(report_path)
+    return f"{path.parent.name}/{path.name}"
+
+
+def execute_fields(result: ExecuteResult) -> dict[str, Any]:
+    """``ExecuteFields`` of ``result`` in JSON types, fields without a value left out."""
+    fields = ExecuteFields(
+        status=result.status,
+        exit_code=result.exit_code,
+        counts=counts_fields(result.summary.counts),
+        report_path=run_report_path(result.report_path),
+        coverage=coverage_totals(result.coverage),
+        selection=selection_numbers(result.selection),
+    )
+    return fields.model_dump(mode="json", exclude_none=True)
+
+
+def discover_fields(result: DiscoverResult) -> dict[str, Any]:
+    """``DiscoverFields`` of ``result`` in JSON types, fields without a value left out."""
+    fields = DiscoverFields(
+        total=result.total, next_offset=result.next_offset, selection=selection_numbers(result.selection)
+    )
+    return fields.model_dump(mode="json", exclude_none=True)
+
+
+def summarize_fields(result: SummarizeResult) -> dict[str, Any]:
+    """``SummarizeFields`` of ``result`` in JSON types, fields without a value left out."""
+    counts = counts_fields(result.summary.counts) if result.summary is not None else None
+    fields = SummarizeFields(counts=counts, coverage=coverage_totals(result.coverage))
+    return fields.model_dump(mode="json", exclude_none=True)
+
+
+class FailureFields(_Frozen):
+    """The typed fields of a tool error in the answer views: ``kind``, and when the
+    detail has them ``field``, ``exit_code``, ``signal``; and the fields the error's
+    text says are in the structured content (``text.render_failure``): the output
+    tails when a stack took their place, the flaky tests beyond the first
+    ``FLAKY_LISTED_IN_ERRORS``."""
+
+    kind: FailureKind
+    field: str | None = None
+    exit_code: int | None = None
+    signal: str | None = None
+    stdout_tail: str | None = None
+    stderr_tail: str | None = None
+    flaky: list[FlakyTest] | None = None
+
+
+def failure_fields(detail: ToolFailureDetail) -> dict[str, Any]:
+    """``FailureFields`` of a tool error in JSON types, fields without a value left out."""
+    tails_named = bool(detail.stack)  # the text names the tails instead of printing them
+    flaky_named = len(detail.flaky or ()) > FLAKY_LISTED_IN_ERRORS
+    fields = FailureFields(
+        kind=detail.kind,
+        field=detail.field,
+        exit_code=detail.exit_code,
+        signal=detail.signal,
+        stdout_tail=detail.stdout_tail if tails_named else None,
+        stderr_tail=detail.stderr_tail if tails_named else None,
+        flaky=detail.flaky if flaky_named else None,
+    )
+    return fields.model_dump(mode="json", exclude_none=True)
