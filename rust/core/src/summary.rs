@@ -21,8 +21,9 @@ use serde::Serialize;
 
 use crate::budgets::Budgets;
 use crate::cut::{
-    capped, chomp, cut_traceback_for, is_ws, parse_location, says_message, shown_traceback_for,
-    strip, syntax_position, DeepestFrames, FailureContext, FailureFrames, FrameLine, PathKinds,
+    capped, chomp, cut_traceback_for, fixture_location, is_ws, parse_location, says_message,
+    shown_traceback_for, strip, syntax_position, DeepestFrames, FailureContext, FailureFrames,
+    FrameLine, PathKinds,
 };
 use crate::doctest::read_doctest;
 use crate::group::{fold_values, group_id, key_hash, normalize_capped, OTHER_GROUP_ID};
@@ -1091,7 +1092,8 @@ impl SummaryBuilder {
 
     /// Where a failure or collection error happened and its cut traceback (lines, lines
     /// omitted): the deepest project frame `code`, else the report's own `reported`
-    /// path and line, else the text's last location line; the path as shown
+    /// path and line, else the text's last location line, else a fixture lookup error's
+    /// closing line ([`fixture_location`]); the path as shown
     /// (`display_path`). `failure`: a failure's (node id, exception, frames as data), whose traceback is
     /// also tidied by the shown-traceback rules ([`shown_traceback_for`]); None for a
     /// collection error (its traceback is only cut).
@@ -1107,7 +1109,11 @@ impl SummaryBuilder {
         let location = match (code, reported) {
             (Some((path, line)), _) => Some((shown(path), Some(line))),
             (None, Some((path, line))) => Some((shown(path), line)),
-            (None, None) => location_from_text(text).map(|(path, line)| (shown(&path), line)),
+            (None, None) => location_from_text(text)
+                .or_else(|| {
+                    fixture_location(text).map(|(path, line)| (path.to_owned(), Some(line)))
+                })
+                .map(|(path, line)| (shown(&path), line)),
         };
         let b = &self.budgets;
         let (traceback, omitted) = match failure {

@@ -22,6 +22,7 @@ from .cut import (
     cut_traceback,
     failure_frames,
     failure_frames_of_data,
+    fixture_location,
     parse_location,
     says_message,
     shown_traceback,
@@ -446,7 +447,8 @@ class SummaryBuilder:
     ) -> tuple[dict[str, str | int | None] | None, str, int]:
         """Where a failure or collection error happened and its cut traceback (text, lines
         omitted): the deepest project frame ``code``, else the report's own ``reported``
-        path and line, else the text's last location line; the path as shown
+        path and line, else the text's last location line, else a fixture lookup error's
+        closing line (``fixture_location``); the path as shown
         (``display_path``). ``failure``: a failure's (node id, exception, frames as data), whose
         traceback is also tidied by the shown-traceback rules (``shown_traceback``); None
         for a collection error (its traceback is only cut)."""
@@ -457,6 +459,8 @@ class SummaryBuilder:
             location = {"path": display_path(reported[0], self._project), "line": reported[1]}
         else:
             location = _location_from_text(text)
+            if location is None and (fixture := fixture_location(text)) is not None:
+                location = {"path": fixture[0], "line": fixture[1]}
             if location is not None:
                 location["path"] = display_path(str(location["path"]), self._project)
         if failure is None:
