@@ -497,6 +497,12 @@ traceback_lines = st.lists(
                 "During handling of the above exception, another exception occurred:",
                 "    def test():",
                 "self = <X object at 0x7f>",
+                # a fixture lookup error's listing and closing line (*Fixture lookup errors*)
+                "file /srv/app/tests/conftest.py, line 9",
+                "file /srv/app/tests/test_x.py, line 2: source code not available",
+                "  @pytest.fixture",
+                "  def client(dbb):",
+                "/srv/app/tests/conftest.py:9",
             ]
         ),
         st.text(alphabet=_TOKEN_CHARS, max_size=30),
@@ -514,11 +520,13 @@ traceback_lines = st.lists(
     max_lines=st.integers(3, 45),
     max_line_chars=st.integers(8, 60),
     context_lines=st.one_of(st.none(), st.integers(0, 8)),
+    # with a project, paths are shown relative to its root (fixture listings included)
+    project=st.sampled_from([None, ("/srv/app", [])]),
 )
-def test_cut_traceback_parity(lines, newline, max_lines, max_line_chars, context_lines):
+def test_cut_traceback_parity(lines, newline, max_lines, max_line_chars, context_lines, project):
     text = newline.join(lines)
-    assert native_cut(text, max_lines, max_line_chars, None, context_lines) == pure_summary_cut(
-        text, max_lines, max_line_chars, None, context_lines
+    assert native_cut(text, max_lines, max_line_chars, project, context_lines) == pure_summary_cut(
+        text, max_lines, max_line_chars, project, context_lines
     )
 
 

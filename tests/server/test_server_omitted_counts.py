@@ -15,11 +15,9 @@ in full, no group table).
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 
 from helpers.server_support import connect, run, stdio_server, text_of
-from mcp import StdioServerParameters
 
 from pytest_mcp_server.adapters.text import FULL_STORY_HINT
 
@@ -134,8 +132,7 @@ def test_the_omitted_line_counts_what_the_answer_leaves_out(tmp_path: Path):
     (root / "test_many.py").write_text(MANY)
     (root / "test_copy_a.py").write_text(COPY.format(expected=4))
     (root / "test_copy_b.py").write_text(COPY.format(expected=5))
-    args = ["-m", "pytest_mcp_server", "--root", str(root), "--artifacts-dir", str(tmp_path / "artifacts")]
-    params = StdioServerParameters(command=sys.executable, args=args)
+    params = stdio_server(root, tmp_path / "artifacts")  # this test run's environment: its own src
 
     async def body():
         async with connect(params, "auto") as client:
@@ -191,8 +188,7 @@ def test_captured_output_bytes_left_out_are_those_of_the_entries_shown(tmp_path:
     root = tmp_path / "proj"
     root.mkdir()
     (root / "test_loud.py").write_text(LOUD)
-    args = ["-m", "pytest_mcp_server", "--root", str(root), "--artifacts-dir", str(tmp_path / "artifacts")]
-    params = StdioServerParameters(command=sys.executable, args=args)
+    params = stdio_server(root, tmp_path / "artifacts")  # this test run's environment: its own src
 
     async def body():
         async with connect(params, "auto") as client:
