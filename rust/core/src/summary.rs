@@ -267,7 +267,8 @@ fn encode_key(out: &mut Vec<u8>, exception: &str, at: Option<&str>, normalized: 
     out.extend_from_slice(normalized.as_bytes());
 }
 
-/// A group's first failure, listed ahead of the others when the group is listed. Only
+/// A group's first failure (its lead but in the suspect's group: [`Group::lead_seq`]),
+/// listed ahead of the others when the group is listed. Only
 /// the listed groups' are written out, so most are kept unlisted: by where it can be
 /// read again when its record has a [`SourceSpan`] (`Located`), else raw (`Pending`:
 /// the record as read, its text capped by the parser); all within [`PENDING_BYTES`] for
@@ -1742,7 +1743,8 @@ impl SummaryBuilder {
     }
 
     /// True when a listed group's first failure was not kept (more raw first failures
-    /// than [`PENDING_BYTES`]) or could not be read again from its span: then feed every
+    /// than [`PENDING_BYTES`]) or could not be read again from its span, or its lead is
+    /// another failure the builder did not keep (`settle_leads`): then feed every
     /// file again, in order, to [`recover`](Self::recover) before
     /// [`finish`](Self::finish). One still kept without its texts
     /// ([`recover_located`](Self::recover_located) not called) is read that way too.
@@ -1767,7 +1769,7 @@ impl SummaryBuilder {
     }
 
     /// The `seq`-th record of the input again (counting from 0 over all files, as
-    /// pushed): a listed group's missing first failure is taken from it.
+    /// pushed): a listed group's missing first failure (or lead) is taken from it.
     pub fn recover(&mut self, seq: u64, item: Item) {
         let Some(&index) = self.recovering.get(&seq) else {
             return;
@@ -1802,7 +1804,7 @@ impl SummaryBuilder {
                 other => other,
             };
         }
-        // Failures: one first failure per listed group (largest first), then the first
+        // Failures: one lead per listed group (largest first), then the first
         // others in report order, within failures_listed; only those others are cut.
         let firsts = order
             .iter()
@@ -1838,7 +1840,7 @@ impl SummaryBuilder {
             .map(|&(count, _, group)| match group {
                 GroupRef::Tracked(i) => {
                     let g = &self.groups[i];
-                    // A listed group's first failure is listed (unless it was lost with
+                    // A listed group's lead is listed (unless it was lost with
                     // a file that changed while it was read: no exception nor message).
                     let listed = g.representative.listed();
                     GroupJson {
