@@ -25,7 +25,6 @@ import pytest
 from helpers.backends import summary_in_both
 from helpers.server_support import committed_project, connect, run, text_of
 from helpers.server_support import stdio_server as server
-from mcp import StdioServerParameters
 
 from pytest_mcp_server.domain.tools import ExecuteResult, SummarizeResult
 from pytest_mcp_server.engine import ProjectCode, summarize_bytes
@@ -60,8 +59,7 @@ def test_doctest_failures_are_located_in_the_root_and_shown_once(tmp_path: Path,
     (root / "pkg" / "calc.py").write_text(CALC)
     (root / "pkg" / "boom.py").write_text(BOOM)
     (root / "pytest.ini").write_text("[pytest]\naddopts = --doctest-modules\n")
-    args = ["-m", "pytest_mcp_server", "--root", str(root), "--artifacts-dir", str(tmp_path / "artifacts")]
-    params = StdioServerParameters(command=sys.executable, args=args)
+    params = server(root, tmp_path / "artifacts")  # this test run's environment: its own src
 
     async def body():
         async with connect(params, "auto") as client:
