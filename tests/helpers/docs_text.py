@@ -331,6 +331,7 @@ FOREIGN_FILES = {"more.py", "exceptions.py", "truncate.py", "time.py", "attr_imp
 # settings, the MCP SDK's modules, a benchmarked project's fixtures and tests.
 FOREIGN_IDENTIFIERS = {
     "log_format",  # pytest's ini option
+    "FixtureLookupErrorRepr",  # pytest's repr of a fixture lookup error (ENGINE.md, *Fixture lookup errors*)
     "mcp_types",  # the MCP SDK's module
     "TokenVerifier",  # the MCP SDK's protocol (ours: BearerTokenVerifier)
     "restart_events",  # sys.monitoring's

@@ -304,6 +304,12 @@ TRACE_LINES = [
     "E       x = (1,",
     "E           ^",
     "E   SyntaxError: '(' was never closed",
+    # a fixture lookup error's listing and closing line (docs/ENGINE.md, *Fixture lookup errors*)
+    "file /srv/app/tests/conftest.py, line 9",
+    "file tests/test_mod.py, line 3: source code not available",
+    "  @pytest.fixture",
+    "  def client(dbb):",
+    "/srv/app/tests/conftest.py:9",
 ]
 
 MESSAGES = [
@@ -324,10 +330,34 @@ MESSAGES = [
 ]
 
 
+# Whole texts of kinds the engine reads as a whole (docs/ENGINE.md, *Doctests*, *Fixture
+# lookup errors*), whose lines drawn one by one would rarely make one; `{n}` is a line
+# number drawn for each, `{p}` one of a few paths (so that several failures share a site).
+WHOLE_TEXTS = [
+    # a doctest's wrong value
+    "00{n} >>> natural_list(['a', 'b'])\nExpected:\n    'a and b'\nGot:\n    'a & b'\n\n{p}:{n}: DocTestFailure",
+    # an assertion at a test's line
+    "    def test_it():\n>       assert f(1) == {n}\nE       assert 2 == {n}\n\ntests/test_mod.py:{n}: AssertionError",
+    # an exception a test raised
+    "    def test_it():\n>       raise KeyError('k{n}')\nE       KeyError: 'k{n}'\n\ntests/test_mod.py:{n}: KeyError",
+    # a fixture pytest cannot give, asked for by a fixture of a conftest
+    "file /srv/app/tests/test_mod.py, line 3\n  def test_it(client):\nfile {p}, line {n}\n  @pytest.fixture\n"
+    "  def client(dbb):\nE       fixture 'dbb' not found\n>       available fixtures: cache, client\n"
+    ">       use 'pytest --fixtures [testpath]' for help on them.\n\n{p}:{n}",
+]
+WHOLE_TEXT_PATHS = ["pkg/mod.py", "/srv/app/tests/conftest.py", "tests/conftest.py"]
+
+
 @st.composite
 def traceback_texts(draw, max_lines: int = 30) -> str:
-    """A traceback-like text, sometimes huge (over the 128 KiB text cap)."""
+    """A traceback-like text, sometimes huge (over the 128 KiB text cap), sometimes one
+    of ``WHOLE_TEXTS`` (lines added before or after it, now and then)."""
     lines = draw(st.lists(st.one_of(st.sampled_from(TRACE_LINES), xml_line(60)), max_size=max_lines))
+    if draw(st.integers(0, 3)) == 0:
+        whole = draw(st.sampled_from(WHOLE_TEXTS)).format(
+            n=draw(st.integers(1, 3)), p=draw(st.sampled_from(WHOLE_TEXT_PATHS))
+        )
+        lines = [whole] if draw(st.booleans()) else [*lines[:2], whole, *lines[2:3]]
     sep = draw(st.sampled_from(["\n", "\n", "\r\n"]))
     text = sep.join(lines)
     if draw(st.integers(0, 60)) == 0:  # rarely: over the text cap, with multibyte chars

@@ -22,11 +22,13 @@ from pathlib import Path
 
 import orjson
 import pytest
+from helpers.backends import summary_in_both
 from helpers.server_support import TYPED, committed_project, connect, run, text_of, typed_stdio_server
 from helpers.server_support import stdio_server as server
 
 from pytest_mcp_server.domain.tools import ExecuteResult, SummarizeResult
 from pytest_mcp_server.engine import ProjectCode, summarize_bytes
+from pytest_mcp_server.engine.models import SuspectGroup
 
 CALC = '''\
 def add(a, b):
@@ -127,7 +129,9 @@ def test_one():
 def test_a_doctest_failing_beside_unit_tests_for_one_changed_line_is_one_group_counted_in_the_suspect(tmp_path, mode):
     """One edited line breaks two unit tests (two assertion sites) and the docstring's
     example: the answer counts all three under the changed line and lists them as one
-    group, the doctest with its Expected/Got."""
+    group, shown by its first assertion (a doctest never labels a group of assertion
+    failures: docs/ENGINE.md, *Groups*), the doctest named among its other failures and
+    listed with its Expected/Got as its message."""
     root = committed_project(
         tmp_path / "lists",
         {
@@ -153,9 +157,12 @@ def test_a_doctest_failing_beside_unit_tests_for_one_changed_line_is_one_group_c
     (group,) = result.summary.groups
     assert group.count == 3, text
     doctest = "pkg/lists.py::pkg.lists.natural_list"
-    assert doctest in {group.examples[0], *(f.node_id for f in result.summary.failures)}, text
-    assert "Expected:\n        'one and two'\n    Got:\n        'one & two'" in text, text
-    assert any(f.message == "Expected: 'one and two' Got: 'one & two'" for f in result.summary.failures), text
+    assert group.examples[0] == doctest, text
+    assert (group.exception, group.location.path) == ("AssertionError", "tests/test_lists.py"), text
+    assert "- FAILED tests/test_lists.py::test_two\n" in text, text
+    assert f"also in 2 more: {doctest}, test_three" in text, text
+    listed = summary_in_both([result.report_path])["failures"]
+    assert any(f["message"] == "Expected: 'one and two' Got: 'one & two'" for f in listed), listed
 
 
 def test_doctest_failures_read_alike_from_every_report_format_in_both_backends(tmp_path):
@@ -193,3 +200,100 @@ def test_doctest_failures_read_alike_from_every_report_format_in_both_backends(t
         {"path": "pkg/calc.py", "line": 2},
     )
     assert seen[0]["pkg/boom.py::pkg.boom"] == ("ValueError", "boom", {"path": "pkg/boom.py", "line": 9})
+
+
+SENTENCES = '''\
+def natural_list(items):
+    """Natural list.
+
+    >>> natural_list(["one", "two"])
+    'one and two'
+    """
+    if len(items) == 1:
+        return str(items[0])
+    head = ", ".join(str(i) for i in items[:-1])
+    return head + " and " + str(items[-1])
+
+
+def sentence(items):
+    """A sentence.
+
+    >>> sentence(["x", "y"])
+    'x and y.'
+    """
+    return natural_list(items) + "."
+'''
+SENTENCES_TESTS = """\
+import pytest
+
+from pkg.lists import natural_list, sentence
+
+
+@pytest.mark.parametrize("n", range(6))
+def test_pairs(n):
+    assert natural_list(["a", str(n)]) == "a and " + str(n)
+
+
+def test_three():
+    assert natural_list(["a", "b", "c"]) == "a, b and c"
+
+
+def test_sentence():
+    assert sentence(["a", "b"]) == "a and b."
+
+
+def test_sentence_again():
+    assert sentence(["a", "c"]) == "a and c."
+
+
+def test_one():
+    assert natural_list(["a"]) == "a"
+"""
+
+
+def test_a_group_of_assertion_failures_and_doctests_is_labelled_by_its_assertions(tmp_path):
+    """The issue's case (issue 39): one changed line fails 9 unit tests at four assertion
+    sites (six cases of one parametrised test) and 2 doctests, which pytest runs first.
+    The group is labelled by its most common exception and site, the parametrised
+    test's assertion, and shown by its first case; the doctests are named among its
+    other failures. Both backends agree on the run's report, also when the lead is not
+    among the failures the builder keeps (read again)."""
+    root = committed_project(
+        tmp_path / "lists",
+        {
+            "pkg/__init__.py": "",
+            "pkg/lists.py": SENTENCES,
+            "tests/test_lists.py": SENTENCES_TESTS,
+            "pytest.ini": "[pytest]\naddopts = --doctest-modules\n",
+        },
+    )
+    lists = root / "pkg" / "lists.py"
+    lists.write_text(lists.read_text().replace('" and " + str', '" & " + str'))
+
+    async def body():
+        async with connect(server(root, tmp_path / "artifacts", *TYPED), "auto") as client:
+            answer = await client.call_tool("execute_tests", {"coverage": True})
+            return ExecuteResult.model_validate(answer.structured_content), text_of(answer)
+
+    result, text = run(body)
+    assert result.summary.counts.failed == 11, text
+    (group,) = result.summary.groups
+    assert group.count == 11
+    pairs_line = 8  # the parametrised test's assert
+    assert group.exception == "AssertionError", text
+    assert (group.location.path, group.location.line) == ("tests/test_lists.py", pairs_line), text
+    entry = f"- FAILED tests/test_lists.py::test_pairs[0]\n    tests/test_lists.py:{pairs_line}: assert natural_list"
+    assert entry in text, text
+    assert "DocTestFailure" not in text, text
+    assert "also in 10 more: pkg/lists.py::pkg.lists.natural_list, pkg/lists.py::pkg.lists.sentence" in text, text
+
+    failing = frozenset(f["node_id"] for f in summary_in_both([result.report_path])["failures"])
+    assert len(failing) == 11
+    suspect = SuspectGroup(key="pkg/lists.py:10", node_ids=failing)
+    project = ProjectCode(root=str(root), packages=["pkg"])
+    for failures_listed in (20, 2):
+        summary = summary_in_both(
+            [result.report_path], project=project, suspect=suspect, failures_listed=failures_listed
+        )
+        assert summary["failures"][0]["node_id"] == "tests/test_lists.py::test_pairs[0]"
+        assert summary["groups"][0]["exception"] == "AssertionError"

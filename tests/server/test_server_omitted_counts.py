@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from helpers.server_support import connect, run, text_of, typed_stdio_server
+from helpers.server_support import connect, run, stdio_server, text_of, typed_stdio_server
 
 from pytest_mcp_server.adapters.text import FULL_STORY_HINT
 
@@ -201,3 +201,82 @@ def test_captured_output_bytes_left_out_are_those_of_the_entries_shown(tmp_path:
     shown_heads = (5000 - 2048) + (3000 - 2048)
     assert omitted_counts(answer)["bytes of captured output"] == shown_heads, answer
     assert structured["omitted"]["output_bytes"] == shown_heads
+
+
+VENDOR = """\
+def load(text):
+    return _parse(text)
+
+
+def _parse(text):
+    value = text.strip()
+    return int(value)
+"""
+
+CONF = """\
+import vendorlib
+
+
+class ConfigError(Exception):
+    pass
+
+
+def read_port(text):
+    try:
+        return vendorlib.load(text)
+    except ValueError as e:
+        raise ConfigError(f"bad port {text!r}") from e
+"""
+
+CONF_TEST = """\
+from pkg.conf import read_port
+
+
+def test_port():
+    assert read_port("80x") == 80
+"""
+
+
+def test_traceback_lines_no_call_shows_are_not_counted(tmp_path: Path):
+    """A chained exception through a library outside the root (a vendored module on
+    ``sys.path``): the cut drops the library's middle frame, which no budget shows, and
+    marks it; ``Omitted`` counts only the source lines before each shown statement,
+    which ``summarize_report`` with node ids shows, and that call, showing them, counts
+    nothing (docs/ENGINE.md, *Traceback cutting*, step 7)."""
+    root = tmp_path / "proj"
+    (root / "pkg").mkdir(parents=True)
+    (root / "tests").mkdir()
+    vendor = tmp_path / "vendor"
+    vendor.mkdir()
+    (vendor / "vendorlib.py").write_text(VENDOR)
+    (root / "conftest.py").write_text(f"import sys\n\nsys.path.insert(0, {str(vendor)!r})\n")
+    (root / "pkg" / "__init__.py").write_text("")
+    (root / "pkg" / "conf.py").write_text(CONF)
+    (root / "tests" / "test_conf.py").write_text(CONF_TEST)
+
+    async def body():
+        async with connect(stdio_server(root, tmp_path / "artifacts"), "auto") as client:
+            executed = await client.call_tool("execute_tests", {})
+            report = executed.structured_content["report_path"]
+            story = await client.call_tool(
+                "summarize_report", {"paths": [report], "node_ids": ["tests/test_conf.py::test_port"]}
+            )
+            return text_of(executed), text_of(story)
+
+    answer, story = run(body)
+
+    # every frame shown, one line each, and the chain line between the two exceptions
+    assert "../vendor/vendorlib.py:7: return int(value)" in answer, answer
+    assert "pkg/conf.py:10: return vendorlib.load(text)" in answer, answer
+    assert "The above exception was the direct cause of the following exception:" in answer, answer
+    # `load`'s frame (library code, not where an exception was raised) is marked, not counted
+    library_marker = "... [4 lines omitted]"
+    assert answer.count(library_marker) == 1 and story.count(library_marker) == 1, (answer, story)
+    # counted: the lines before the statement of `read_port` (`text = '80x'`, a blank
+    # line, `def`, `try:`; in the second exception after the blank line that starts an
+    # entry, and with the `return` and `except` lines too) and of `_parse` (the blank
+    # line, `text = '80x'`, a blank line, `def`, `value = ...`)
+    assert omitted_counts(answer) == {"traceback lines": 4 + 7 + 5}, answer
+    # the full story shows those lines, and leaves out only the library frame: no count
+    assert "        except ValueError as e:" in story and "        value = text.strip()" in story, story
+    assert "traceback lines" not in story and "Omitted" not in story, story

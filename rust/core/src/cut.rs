@@ -21,7 +21,10 @@
 //!   but its own code; without, the path-pattern rule) are dropped except the last
 //!   frame before each chain line and the last frame of the text; a separator is
 //!   dropped when every frame of the block after it is. With a project, kept frame
-//!   lines show install directories as `<site-packages>/`.
+//!   lines show install directories as `<site-packages>/`. The lines dropped as library
+//!   code are marked but not counted as omitted: no budget shows them.
+//! * A fixture lookup error's listing (`file PATH, line N` and its source up to its
+//!   `def` line) is never dropped as context; its paths are shown as frame paths are.
 //! * Step 4 keeps, before a frame's first `>` line, its last `context_lines` (the
 //!   `max_frame_context_lines` budget, 3 by default) non-blank lines and everything
 //!   after the first of them (with 0: nothing before the `>` line); earlier lines go
@@ -186,6 +189,84 @@ pub(crate) fn syntax_position(text: &str) -> Option<FrameLine<'_>> {
 
 /// A frame line of a traceback: (path as given, line).
 pub(crate) type FrameLine<'a> = (&'a str, u64);
+
+/// pytest's header of one function in a fixture lookup error's listing
+/// (`FixtureLookupError` and its `FixtureLookupErrorRepr`: the test and the fixtures that ask for the missing
+/// one): `file PATH, line N`, or the same followed by `: source code not available`;
+/// (PATH, N), N decimal digits that fit in u64.
+pub(crate) fn listing_header(line: &str) -> Option<FrameLine<'_>> {
+    let rest = line.strip_prefix("file ")?;
+    let body = rest
+        .strip_suffix(": source code not available")
+        .unwrap_or(rest);
+    let comma = body.rfind(", line ")?;
+    let (path, digits) = (&body[..comma], &body[comma + 7..]);
+    if path.is_empty() || digits.is_empty() || !digits.bytes().all(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    Some((path, digits.parse().ok()?))
+}
+
+/// `PATH:N` (PATH starting with a non-whitespace character, N decimal digits that fit
+/// in u64): pytest's closing line of a fixture lookup error.
+fn bare_location(line: &str) -> Option<FrameLine<'_>> {
+    let colon = line.rfind(':')?;
+    let (path, digits) = (&line[..colon], &line[colon + 1..]);
+    if path.is_empty() || is_ws_byte(path.as_bytes()[0]) {
+        return None;
+    }
+    if digits.is_empty() || !digits.bytes().all(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    Some((path, digits.parse().ok()?))
+}
+
+/// The closing line of a fixture lookup error among `lines` (its last line, `PATH:N`,
+/// saying what its last listing header says: the function that asked for the missing
+/// fixture): its index, path and line.
+fn fixture_closing<'a>(lines: &[&'a str]) -> Option<(usize, FrameLine<'a>)> {
+    let last = lines.len().checked_sub(1)?;
+    let closing = bare_location(lines[last])?;
+    let header = lines[..last].iter().rev().find_map(|l| listing_header(l))?;
+    (header == closing).then_some((last, closing))
+}
+
+/// The location a fixture lookup error's text names (docs/ENGINE.md, *Messages and
+/// exceptions*, location): its closing line's path and line, when its last non-blank
+/// line is one.
+pub(crate) fn fixture_location(text: &str) -> Option<FrameLine<'_>> {
+    let lines: Vec<&str> = text_lines(text).collect();
+    let end = lines.iter().rposition(|l| !strip(l).is_empty())?;
+    fixture_closing(&lines[..=end]).map(|(_, at)| at)
+}
+
+/// The lines of pytest's fixture listings among `lines` (docs/ENGINE.md, *Traceback
+/// cutting*, step 4): each header ([`listing_header`]) and the source lines after it
+/// (two spaces, then the line) up to the first whose text starts with `def`, pytest's
+/// own end of a listing. None when there is no header (most texts).
+fn listing_lines(lines: &[&str]) -> Option<Vec<bool>> {
+    if !lines.iter().any(|l| l.starts_with("file ")) {
+        return None;
+    }
+    let mut listing = vec![false; lines.len()];
+    let mut i = 0;
+    while i < lines.len() {
+        if listing_header(lines[i]).is_none() {
+            i += 1;
+            continue;
+        }
+        listing[i] = true;
+        i += 1;
+        while i < lines.len() && lines[i].starts_with("  ") {
+            listing[i] = true;
+            i += 1;
+            if strip(lines[i - 1]).starts_with("def") {
+                break;
+            }
+        }
+    }
+    Some(listing)
+}
 
 /// The lines of `text` split on `\n`, one trailing `\r` removed from each (memchr: the
 /// builder reads every failure's text this way).
@@ -657,7 +738,8 @@ pub fn cut_traceback(text: &str, max_lines: usize, max_line_chars: usize) -> (St
 /// Cut a failure's long representation down to what matters (docs/ENGINE.md,
 /// *Traceback cutting*; exact rules in the module docs).
 ///
-/// Returns (cut text joined by `\n`, number of input lines dropped). `max_lines` is the
+/// Returns (cut text joined by `\n`, number of input lines dropped that a larger budget
+/// shows: all but library frames' lines, step 7). `max_lines` is the
 /// most lines returned (markers included); `max_line_chars` the most characters (Unicode
 /// scalar values) of a kept line, a longer one keeping `max_line_chars - 1` and `…`.
 /// `context_lines`: the non-blank lines kept before a frame's first `>` line (step 4).
@@ -682,7 +764,7 @@ pub fn cut_traceback_for(
 }
 
 /// [`cut_traceback_for`]'s lines before they are joined: kept lines (capped, paths as
-/// shown) and markers, and the number of input lines dropped. `repr`: the frames of a
+/// shown) and markers, and the number of input lines dropped but library frames'. `repr`: the frames of a
 /// text rendered from a structured `longrepr` (docs/ENGINE.md, *Frames as data*): its
 /// frames, their paths, its separator and chain lines and its location lines are theirs,
 /// not read from the lines.
@@ -762,6 +844,14 @@ fn cut_lines<'a>(
         i += 1;
     }
 
+    // The lines steps 2-3 dropped as library code: no budget shows them, so they are
+    // not counted as omitted (their markers still say they were there).
+    let library_lines = dropped.iter().filter(|&&d| d).count() as u64;
+
+    // pytest's fixture listing (a fixture lookup error's): step 4 never drops it.
+    let listing = listing_lines(lines);
+    let in_listing = |j: usize| listing.as_ref().is_some_and(|l| l[j]);
+
     // Steps 4-5: source context before each frame's first `>` line: the last
     // `context_lines` non-blank lines and what follows them stay; earlier lines go
     // unless essential.
@@ -790,7 +880,7 @@ fn cut_lines<'a>(
             continue;
         }
         for j in frame.start..keep_from {
-            if !is_essential(lines[j]) {
+            if !is_essential(lines[j]) && !in_listing(j) {
                 dropped[j] = true;
             }
         }
@@ -876,15 +966,25 @@ fn cut_lines<'a>(
     }
 
     // Steps 8-9.
+    let closing = match (&listing, project) {
+        (Some(_), Some(_)) => fixture_closing(lines),
+        _ => None,
+    };
     let mut shown = Vec::with_capacity(pieces.len());
     let mut omitted = 0u64;
     for piece in &pieces {
         match piece {
             Piece::Line(j) => {
                 let mut line = String::new();
-                match project {
-                    None => push_capped(&mut line, lines[*j], max_line_chars),
-                    Some(p) => push_capped(&mut line, &display_line(lines[*j], p), max_line_chars),
+                match (project, closing) {
+                    (None, _) => push_capped(&mut line, lines[*j], max_line_chars),
+                    (Some(p), Some((at, (path, n)))) if at == *j => {
+                        let shown = format!("{}:{n}", display_path(path, Some(p)));
+                        push_capped(&mut line, &shown, max_line_chars);
+                    }
+                    (Some(p), _) => {
+                        push_capped(&mut line, &display_line(lines[*j], p), max_line_chars)
+                    }
                 }
                 shown.push(Shown::Line(line));
             }
@@ -894,7 +994,8 @@ fn cut_lines<'a>(
             }
         }
     }
-    (shown, omitted)
+    // Every line steps 2-3 dropped is in a marker (later steps only drop more).
+    (shown, omitted - library_lines)
 }
 
 /// Step 2's frames being cut out of a text's lines, in line order.
@@ -1046,8 +1147,8 @@ fn frames_of_data<'a>(
     (frames, block_separator, paths)
 }
 
-/// A kept line with the path of a location line or native-format frame line shown
-/// through [`display_path`]; other lines unchanged.
+/// A kept line with the path of a location line, native-format frame line or fixture
+/// listing header shown through [`display_path`]; other lines unchanged.
 fn display_line<'a>(line: &'a str, project: &ProjectCode) -> Cow<'a, str> {
     if let Some(loc) = parse_location(line) {
         return match display_path(loc.path, Some(project)) {
@@ -1059,6 +1160,12 @@ fn display_line<'a>(line: &'a str, project: &ProjectCode) -> Cow<'a, str> {
         if let Cow::Owned(shown) = display_path(path, Some(project)) {
             let start = line.find('"').expect("a native frame line has a quote") + 1;
             return format!("{}{shown}{}", &line[..start], &line[start + path.len()..]).into();
+        }
+    }
+    if let Some((path, _)) = listing_header(line) {
+        if let Cow::Owned(shown) = display_path(path, Some(project)) {
+            let start = "file ".len();
+            return format!("file {shown}{}", &line[start + path.len()..]).into();
         }
     }
     line.into()
@@ -1288,7 +1395,8 @@ pub(crate) struct FailureContext<'a> {
 /// A listed failure's traceback: [`cut_traceback_for`], then the shown-traceback rules
 /// (docs/ENGINE.md, *Traceback cutting*, "The shown traceback"; mirrored by
 /// `shown_traceback` in `pure/cut.py`). Returns (text, input lines dropped by the cut:
-/// the sum of the markers the cut wrote, whether or not a rule folded one away).
+/// the sum of the markers the cut wrote, whether or not a rule folded one away, less the
+/// library frames' lines, which no budget shows).
 pub(crate) fn shown_traceback_for(
     text: &str,
     max_lines: usize,
@@ -1321,25 +1429,31 @@ pub(crate) fn shown_traceback_for(
 }
 
 /// Rule 1: pytest's closing `path:line: ExceptionName` line, when it says the listed
-/// location and the exception's last dotted name, and the blank lines before it.
-/// Returns whether it went.
+/// location and the exception's last dotted name, or a closing `path:line` (a fixture
+/// lookup error's) of the listed location, and the blank lines before it. Returns
+/// whether a line naming the exception went (rule 8 then takes the location for the
+/// last frame's).
 fn without_closing_line(shown: &mut Vec<Shown>, failure: FailureContext<'_>) -> bool {
-    let (Some((path, Some(line))), Some(exception)) = (failure.location, failure.exception) else {
+    let Some((path, Some(line))) = failure.location else {
         return false;
     };
-    if exception.is_empty() {
-        return false;
-    }
-    let name = exception.rsplit('.').next().unwrap_or(exception);
-    let closing = format!("{path}:{line}: {name}");
-    if shown.last().and_then(Shown::text) != Some(closing.as_str()) {
+    let last = shown.last().and_then(Shown::text);
+    // pytest's `path:line: Name`, or a fixture lookup error's `path:line` (no exception)
+    let named = match failure.exception.filter(|e| !e.is_empty()) {
+        Some(exception) => {
+            let name = exception.rsplit('.').next().unwrap_or(exception);
+            last == Some(format!("{path}:{line}: {name}").as_str())
+        }
+        None => false,
+    };
+    if !named && last != Some(format!("{path}:{line}").as_str()) {
         return false;
     }
     shown.pop();
     while shown.last().is_some_and(Shown::is_blank) {
         shown.pop();
     }
-    true
+    named
 }
 
 /// The separator of two frames as shown: the boundary stays, its width goes.
@@ -1935,7 +2049,9 @@ E       RuntimeError: boom
 
 tests/test_api.py:30: RuntimeError";
         assert_eq!(cut, expected);
-        assert_eq!(omitted, 8);
+        // the 4 lines of source context: a larger budget shows them; the two library
+        // frames' 2 + 2 lines, which no budget shows, are marked but not counted
+        assert_eq!(omitted, 4);
     }
 
     #[test]
@@ -1960,7 +2076,8 @@ E       ValueError: 1
             cut,
             "def test_x():\n>       lib.call()\n\ntests/test_x.py:2: \n... [3 lines omitted]\n_ _ _ _ _\n\n    def inner():\n>       raise ValueError(1)\nE       ValueError: 1\n\n/usr/lib/python3.12/site-packages/lib/a.py:9: ValueError"
         );
-        assert_eq!(omitted, 3);
+        // library lines only: marked, not counted (no budget shows them)
+        assert_eq!(omitted, 0);
     }
 
     #[test]
@@ -1984,7 +2101,7 @@ java.lang.AssertionError: expected
             cut,
             "Traceback (most recent call last):\n  File \"/work/app/tests/test_x.py\", line 3, in test_x\n    run()\n... [3 lines omitted]\n  File \"/work/app/app.py\", line 9, in run\n    json.loads('{')\njson.decoder.JSONDecodeError: Expecting property name\njava.lang.AssertionError: expected\n... [1 lines omitted]\n\tat com.example.CalcTest.adds(CalcTest.java:12)\n... [1 lines omitted]"
         );
-        assert_eq!(omitted, 5);
+        assert_eq!(omitted, 0);
     }
 
     #[test]
@@ -2127,6 +2244,70 @@ java.lang.AssertionError: expected
                 case["rule"]
             );
         }
+    }
+
+    #[test]
+    fn a_fixture_listing_is_never_context_and_shows_its_paths_relative_to_the_root() {
+        // pytest's `FixtureLookupErrorRepr`, with the absolute paths it writes
+        let text = "\
+file /work/app/tests/test_app.py, line 5
+  def test_uses_client(client):
+file /work/app/tests/conftest.py, line 9
+  @pytest.fixture
+  @pytest.mark.usefixtures('db')
+  def client(dbb):
+  return dbb
+E       fixture 'dbb' not found
+>       available fixtures: cache, client, db
+>       use 'pytest --fixtures [testpath]' for help on them.
+
+/work/app/tests/conftest.py:9";
+        assert_eq!(listing_header("file a.py, line 3"), Some(("a.py", 3)));
+        assert_eq!(
+            listing_header("file a.py, line 3: source code not available"),
+            Some(("a.py", 3))
+        );
+        assert_eq!(listing_header("file a.py, line x"), None);
+        assert_eq!(listing_header(" file a.py, line 3"), None);
+        assert_eq!(
+            fixture_location(text),
+            Some(("/work/app/tests/conftest.py", 9))
+        );
+        assert_eq!(
+            fixture_location("E  x\n\n/work/app/tests/conftest.py:9"),
+            None
+        );
+        let project = ProjectCode::new("/work/app", &[]);
+        let (cut, omitted) = cut_traceback_for(text, 40, 200, 0, Some(&project));
+        // the listing stays up to its `def` line; the line after it is context
+        assert_eq!(
+            cut,
+            "\
+file tests/test_app.py, line 5
+  def test_uses_client(client):
+file tests/conftest.py, line 9
+  @pytest.fixture
+  @pytest.mark.usefixtures('db')
+  def client(dbb):
+... [1 lines omitted]
+E       fixture 'dbb' not found
+>       available fixtures: cache, client, db
+>       use 'pytest --fixtures [testpath]' for help on them.
+
+tests/conftest.py:9"
+        );
+        assert_eq!(omitted, 1);
+        // the shown traceback leaves out the closing line the location says, and keeps
+        // the listing as it is (rule 8 has no location for its frame)
+        let failure = FailureContext {
+            node_id: "tests/test_app.py::test_uses_client",
+            location: Some(("tests/conftest.py", Some(9))),
+            exception: None,
+            frames: None,
+        };
+        let (shown, _) = shown_traceback_for(text, 40, 200, 0, Some(&project), failure);
+        assert!(shown.ends_with("for help on them."), "{shown}");
+        assert!(shown.contains("\n  def client(dbb):\n"), "{shown}");
     }
 
     #[test]

@@ -21,8 +21,9 @@ use serde::Serialize;
 
 use crate::budgets::Budgets;
 use crate::cut::{
-    capped, chomp, cut_traceback_for, is_ws, parse_location, says_message, shown_traceback_for,
-    strip, syntax_position, DeepestFrames, FailureContext, FailureFrames, FrameLine, PathKinds,
+    capped, chomp, cut_traceback_for, fixture_location, is_ws, parse_location, says_message,
+    shown_traceback_for, strip, syntax_position, DeepestFrames, FailureContext, FailureFrames,
+    FrameLine, PathKinds,
 };
 use crate::doctest::read_doctest;
 use crate::group::{fold_values, group_id, key_hash, normalize_capped, OTHER_GROUP_ID};
@@ -266,7 +267,8 @@ fn encode_key(out: &mut Vec<u8>, exception: &str, at: Option<&str>, normalized: 
     out.extend_from_slice(normalized.as_bytes());
 }
 
-/// A group's first failure, listed ahead of the others when the group is listed. Only
+/// A group's first failure (its lead but in the suspect's group: [`Group::lead_seq`]),
+/// listed ahead of the others when the group is listed. Only
 /// the listed groups' are written out, so most are kept unlisted: by where it can be
 /// read again when its record has a [`SourceSpan`] (`Located`), else raw (`Pending`:
 /// the record as read, its text capped by the parser); all within [`PENDING_BYTES`] for
@@ -413,20 +415,121 @@ struct Group {
     hash: u64,
     count: u64,
     first_seq: u64,
+    /// The sequence number of its lead, the failure that labels it (docs/ENGINE.md,
+    /// *Groups*, label): its first failure's, unless [`SummaryBuilder::settle_leads`]
+    /// found another in its [`Sites`].
+    lead_seq: u64,
     examples: Examples,
-    /// The first failure, listed ahead of the others; its exception and normalised
-    /// message are the group's, the message worked out only once the group is listed
+    /// The lead, listed ahead of the others; its exception, normalised message and
+    /// location are the group's, the message worked out only once the group is listed
     /// ([`ListedFailure::group_message`]).
     representative: Representative,
 }
 
 /// The assertion sites of the suspect's group (docs/ENGINE.md, *Groups*): the key
-/// hashes its failures had without the suspect, and each one's first failure
-/// (site, sequence number, node id), named first among the group's examples.
+/// hashes its failures had without the suspect, each with its tally ([`SiteTally`]),
+/// and each one's first failure (site, sequence number, node id), named first among
+/// the group's examples (the first `max_examples` sites).
 #[derive(Debug, Default)]
 struct Sites {
-    seen: HashSet<u64>,
+    tally: HashMap<u64, SiteTally, crate::text::FastHash>,
     leads: Vec<(u64, u64, Box<str>)>,
+}
+
+/// The failures of one assertion site of the suspect's group: how many, the first one's
+/// sequence number, and their exception (`""` for none; the site's key holds it).
+#[derive(Debug)]
+struct SiteTally {
+    count: u64,
+    first_seq: u64,
+    exception: Box<str>,
+}
+
+impl Sites {
+    /// The same sites for a builder whose sequence numbers start `offset` later.
+    fn shifted(mut self, offset: u64) -> Self {
+        for tally in self.tally.values_mut() {
+            tally.first_seq += offset;
+        }
+        for lead in &mut self.leads {
+            lead.1 += offset;
+        }
+        self
+    }
+
+    /// The sequence number of the group's lead (docs/ENGINE.md, *Groups*, label): the
+    /// first failure of the site with the most failures among those of the exception
+    /// most of the sites' failures have (`DocTestFailure` only when no failure has
+    /// another), ties going to the one seen first. None without sites.
+    fn lead_seq(&self) -> Option<u64> {
+        // exception -> (failures, first sequence number)
+        let mut exceptions: HashMap<&str, (u64, u64)> = HashMap::new();
+        for tally in self.tally.values() {
+            let e = exceptions.entry(&tally.exception).or_insert((0, u64::MAX));
+            e.0 += tally.count;
+            e.1 = e.1.min(tally.first_seq);
+        }
+        let others = exceptions.keys().any(|&e| e != DOCTEST_FAILURE);
+        let most_then_first = |a: &(u64, u64), b: &(u64, u64)| a.0.cmp(&b.0).then(b.1.cmp(&a.1));
+        let (&label, _) = exceptions
+            .iter()
+            .filter(|(&e, _)| !others || e != DOCTEST_FAILURE)
+            .max_by(|a, b| most_then_first(a.1, b.1))?;
+        self.tally
+            .values()
+            .filter(|t| &*t.exception == label)
+            .map(|t| (t.count, t.first_seq))
+            .max_by(most_then_first)
+            .map(|(_, first_seq)| first_seq)
+    }
+
+    /// Count one failure (sequence number `seq`, of `node_id`, exception `exception`)
+    /// of the site `site`: a new site is tracked while there are fewer than
+    /// [`SITES_TRACKED`], and named first among the examples while there are fewer
+    /// than `max_examples` leads.
+    fn count(&mut self, site: u64, exception: &str, seq: u64, node_id: &str, max_examples: usize) {
+        if let Some(tally) = self.tally.get_mut(&site) {
+            tally.count += 1;
+        } else if self.tally.len() < SITES_TRACKED {
+            let exception = exception.into();
+            self.tally.insert(
+                site,
+                SiteTally {
+                    count: 1,
+                    first_seq: seq,
+                    exception,
+                },
+            );
+            if self.leads.len() < max_examples {
+                self.leads.push((site, seq, node_id.into()));
+            }
+        }
+    }
+
+    /// Add the sites of a later builder (their sequence numbers already shifted), as if
+    /// their failures were counted after these: new sites in the order their first
+    /// failures came, within [`SITES_TRACKED`].
+    fn absorb(&mut self, theirs: Sites, max_examples: usize) {
+        let mut tallies: Vec<(u64, SiteTally)> = theirs.tally.into_iter().collect();
+        tallies.sort_unstable_by_key(|(_, t)| t.first_seq);
+        // A new site while the leads are not full is among their leads: theirs are their
+        // first `max_examples` sites, and those here are all leads.
+        let ids: HashMap<u64, Box<str>> = theirs
+            .leads
+            .into_iter()
+            .map(|(site, _, id)| (site, id))
+            .collect();
+        for (site, tally) in tallies {
+            if let Some(mine) = self.tally.get_mut(&site) {
+                mine.count += tally.count;
+            } else if self.tally.len() < SITES_TRACKED {
+                if let (true, Some(id)) = (self.leads.len() < max_examples, ids.get(&site)) {
+                    self.leads.push((site, tally.first_seq, id.clone()));
+                }
+                self.tally.insert(site, tally);
+            }
+        }
+    }
 }
 
 /// Assertion sites of the suspect's group told apart; beyond, a new site's failure is an
@@ -766,10 +869,16 @@ impl SummaryBuilder {
     }
 
     /// True when merging this builder into an earlier one would not be exact: some
-    /// failure joined `gother`, or some warning was only counted (see
-    /// [`groups_overflowed`](Self::groups_overflowed)).
+    /// failure joined `gother`, the suspect's group tracks as many sites as it can (a
+    /// later failure at a site the earlier builder knows would not be counted), or some
+    /// warning was only counted (see [`groups_overflowed`](Self::groups_overflowed)).
     pub fn overflowed(&self) -> bool {
         self.groups_overflowed()
+            || self.groups.iter().any(|g| {
+                g.sites
+                    .as_ref()
+                    .is_some_and(|sites| sites.tally.len() >= SITES_TRACKED)
+            })
             || self
                 .session
                 .as_ref()
@@ -1091,7 +1200,8 @@ impl SummaryBuilder {
 
     /// Where a failure or collection error happened and its cut traceback (lines, lines
     /// omitted): the deepest project frame `code`, else the report's own `reported`
-    /// path and line, else the text's last location line; the path as shown
+    /// path and line, else the text's last location line, else a fixture lookup error's
+    /// closing line ([`fixture_location`]); the path as shown
     /// (`display_path`). `failure`: a failure's (node id, exception, frames as data), whose traceback is
     /// also tidied by the shown-traceback rules ([`shown_traceback_for`]); None for a
     /// collection error (its traceback is only cut).
@@ -1107,7 +1217,11 @@ impl SummaryBuilder {
         let location = match (code, reported) {
             (Some((path, line)), _) => Some((shown(path), Some(line))),
             (None, Some((path, line))) => Some((shown(path), line)),
-            (None, None) => location_from_text(text).map(|(path, line)| (shown(&path), line)),
+            (None, None) => location_from_text(text)
+                .or_else(|| {
+                    fixture_location(text).map(|(path, line)| (path.to_owned(), Some(line)))
+                })
+                .map(|(path, line)| (shown(&path), line)),
         };
         let b = &self.budgets;
         let (traceback, omitted) = match failure {
@@ -1206,7 +1320,7 @@ impl SummaryBuilder {
             // the suspect's group, whatever its message or assertion site (the key it had)
             Some(key) => {
                 let site = key_hash(Some(exception), &folded, at.as_deref());
-                self.group_of("", Some(&key), "", seq, node_id, Some(site))
+                self.group_of("", Some(&key), "", seq, node_id, Some((site, exception)))
             }
             None => self.group_of(exception, at.as_deref(), &folded, seq, node_id, None),
         };
@@ -1217,8 +1331,9 @@ impl SummaryBuilder {
     }
 
     /// Count a failure in the group of key (`exception`, `at`, `folded`), creating it
-    /// (or `gother` when the table is full); `site`: the hash of the key it had, when
-    /// the key is the suspect's (its group names each site's first failure first).
+    /// (or `gother` when the table is full); `site`: the hash of the key it had and its
+    /// exception, when the key is the suspect's (its group names each site's first
+    /// failure first, and is labelled by its sites: [`Sites::lead_seq`]).
     fn group_of(
         &mut self,
         exception: &str,
@@ -1226,7 +1341,7 @@ impl SummaryBuilder {
         folded: &str,
         seq: u64,
         node_id: &str,
-        site: Option<u64>,
+        site: Option<(u64, &str)>,
     ) -> GroupRef {
         let mut key = std::mem::take(&mut self.scratch_key);
         encode_key(&mut key, exception, at, folded);
@@ -1248,14 +1363,9 @@ impl SummaryBuilder {
         let group = &mut self.groups[index];
         group.count += 1;
         push_example(&mut group.examples, max_examples, seq, node_id);
-        if let Some(site) = site {
+        if let Some((site, exception)) = site {
             let sites = group.sites.get_or_insert_with(Box::default);
-            if sites.seen.len() < SITES_TRACKED
-                && sites.seen.insert(site)
-                && sites.leads.len() < max_examples
-            {
-                sites.leads.push((site, seq, node_id.into()));
-            }
+            sites.count(site, exception, seq, node_id, max_examples);
         }
         GroupRef::Tracked(index)
     }
@@ -1278,6 +1388,7 @@ impl SummaryBuilder {
             hash,
             count: 0,
             first_seq: seq,
+            lead_seq: seq,
             examples: Vec::new(),
             representative: Representative::Missing,
         });
@@ -1412,29 +1523,18 @@ impl SummaryBuilder {
                 mine.count += group.count;
                 merge_examples(&mut mine.examples, examples, max_examples);
                 if let Some(theirs) = group.sites {
-                    // as if read after these: their sites' first failures, those new here
+                    // as if read after these
                     let sites = mine.sites.get_or_insert_with(Box::default);
-                    for (site, seq, id) in theirs.leads {
-                        if sites.seen.len() < SITES_TRACKED
-                            && sites.seen.insert(site)
-                            && sites.leads.len() < max_examples
-                        {
-                            sites.leads.push((site, seq + offset, id));
-                        }
-                    }
-                    for site in theirs.seen {
-                        if sites.seen.len() >= SITES_TRACKED {
-                            break;
-                        }
-                        sites.seen.insert(site);
-                    }
+                    sites.absorb(theirs.shifted(offset), max_examples);
                 }
                 remap.push(GroupRef::Tracked(index));
             } else if self.groups.len() < self.group_limit {
                 let index = self.groups.len();
                 self.group_index.insert(key, index);
                 self.groups.push(Group {
+                    sites: group.sites.map(|sites| Box::new(sites.shifted(offset))),
                     first_seq: group.first_seq + offset,
+                    lead_seq: group.lead_seq + offset,
                     examples,
                     representative: moved(group.representative, GroupRef::Tracked(index)),
                     ..group
@@ -1545,6 +1645,43 @@ impl SummaryBuilder {
         (order, total)
     }
 
+    /// The sequence number of `group`'s lead (its first failure but in the suspect's
+    /// group, once [`settle_leads`](Self::settle_leads) ran).
+    fn lead_seq(&self, group: GroupRef) -> u64 {
+        match group {
+            GroupRef::Tracked(i) => self.groups[i].lead_seq,
+            GroupRef::Other => self.other.first_seq,
+        }
+    }
+
+    /// Label each group with sites by its lead (docs/ENGINE.md, *Groups*, label;
+    /// [`Sites::lead_seq`]): when that is not its first failure, its first failure
+    /// kept is given up for the lead, taken from the first failures kept raw when it is
+    /// one of them, else read again from the files
+    /// ([`missing_representatives`](Self::missing_representatives)). Call it after the
+    /// last push or merge; calling it again changes nothing.
+    fn settle_leads(&mut self) {
+        for i in 0..self.groups.len() {
+            let group = &self.groups[i];
+            let Some(lead) = group.sites.as_ref().and_then(|sites| sites.lead_seq()) else {
+                continue;
+            };
+            if lead == group.lead_seq {
+                continue;
+            }
+            let kept = self.failures.iter().find(|f| f.seq == lead);
+            let representative = match kept {
+                Some(f) => Representative::Pending(f.record.clone()),
+                None => Representative::Missing,
+            };
+            let bytes = kept_bytes(&representative);
+            let group = &mut self.groups[i];
+            group.lead_seq = lead;
+            let dropped = std::mem::replace(&mut group.representative, representative);
+            self.pending_bytes = self.pending_bytes - kept_bytes(&dropped) + bytes;
+        }
+    }
+
     fn representative(&self, group: GroupRef) -> &Representative {
         match group {
             GroupRef::Tracked(i) => &self.groups[i].representative,
@@ -1584,6 +1721,7 @@ impl SummaryBuilder {
     /// ([`missing_representatives`](Self::missing_representatives)). Call it after the
     /// last push or merge.
     pub fn recover_located(&mut self, read: &mut dyn FnMut(&SourceSpan) -> Option<TestRecord>) {
+        self.settle_leads();
         let (order, _) = self.listed_order();
         for (_, _, group) in order {
             let slot = self.representative_mut(group);
@@ -1605,13 +1743,16 @@ impl SummaryBuilder {
     }
 
     /// True when a listed group's first failure was not kept (more raw first failures
-    /// than [`PENDING_BYTES`]) or could not be read again from its span: then feed every
+    /// than [`PENDING_BYTES`]) or could not be read again from its span, or its lead is
+    /// another failure the builder did not keep (`settle_leads`): then feed every
     /// file again, in order, to [`recover`](Self::recover) before
     /// [`finish`](Self::finish). One still kept without its texts
     /// ([`recover_located`](Self::recover_located) not called) is read that way too.
     pub fn missing_representatives(&mut self) -> bool {
+        self.settle_leads();
         let (order, _) = self.listed_order();
-        for (_, first_seq, group) in order {
+        for (_, _, group) in order {
+            let lead_seq = self.lead_seq(group);
             let slot = self.representative_mut(group);
             if matches!(slot, Representative::Located(_)) {
                 *slot = Representative::Missing;
@@ -1621,14 +1762,14 @@ impl SummaryBuilder {
                     GroupRef::Tracked(i) => i,
                     GroupRef::Other => usize::MAX,
                 };
-                self.recovering.insert(first_seq, index);
+                self.recovering.insert(lead_seq, index);
             }
         }
         !self.recovering.is_empty()
     }
 
     /// The `seq`-th record of the input again (counting from 0 over all files, as
-    /// pushed): a listed group's missing first failure is taken from it.
+    /// pushed): a listed group's missing first failure (or lead) is taken from it.
     pub fn recover(&mut self, seq: u64, item: Item) {
         let Some(&index) = self.recovering.get(&seq) else {
             return;
@@ -1649,19 +1790,21 @@ impl SummaryBuilder {
 
     /// The canonical summary JSON bytes (docs/ENGINE.md, *Summary JSON*).
     pub fn finish(mut self, format: Format, files: &[String]) -> Vec<u8> {
-        // The listed groups' raw first failures are cut now (only theirs).
+        self.settle_leads();
+        // The listed groups' raw leads are cut now (only theirs).
         let (order, groups_total) = self.listed_order();
-        for &(_, first_seq, group) in &order {
+        for &(_, _, group) in &order {
+            let lead_seq = self.lead_seq(group);
             let representative =
                 std::mem::replace(self.representative_mut(group), Representative::Missing);
             *self.representative_mut(group) = match representative {
                 Representative::Pending(record) => Representative::Listed(Box::new(
-                    self.listed_from(&record, first_seq, group, true),
+                    self.listed_from(&record, lead_seq, group, true),
                 )),
                 other => other,
             };
         }
-        // Failures: one first failure per listed group (largest first), then the first
+        // Failures: one lead per listed group (largest first), then the first
         // others in report order, within failures_listed; only those others are cut.
         let firsts = order
             .iter()
@@ -1697,7 +1840,7 @@ impl SummaryBuilder {
             .map(|&(count, _, group)| match group {
                 GroupRef::Tracked(i) => {
                     let g = &self.groups[i];
-                    // A listed group's first failure is listed (unless it was lost with
+                    // A listed group's lead is listed (unless it was lost with
                     // a file that changed while it was read: no exception nor message).
                     let listed = g.representative.listed();
                     GroupJson {
@@ -2449,6 +2592,86 @@ mod tests {
         let mut whole = SummaryBuilder::with_group_limit(&budgets, 6);
         varied_records().into_iter().for_each(|r| whole.push(r));
         assert!(whole.groups_overflowed());
+    }
+
+    /// A doctest's wrong value, then assertion failures at sites of several sizes, all
+    /// explained by one changed line (docs/ENGINE.md, *Groups*, label).
+    fn suspect_records() -> Vec<Item> {
+        let doctest = |name: &str, line: u64| {
+            let text = format!(
+                "00{line} >>> {name}(1)\nExpected:\n    1\nGot:\n    2\n\npkg/m.py:{line}: DocTestFailure"
+            );
+            failure(&format!("pkg/m.py::pkg.m.{name}"), "", &text)
+        };
+        let assertion = |test: &str, line: u64| {
+            let text = format!(
+                "    def t():\n>       assert f() == 1\nE       assert 2 == 1\n\ntests/test_m.py:{line}: AssertionError"
+            );
+            failure(&format!("tests/test_m.py::{test}"), "", &text)
+        };
+        let mut items = vec![doctest("a", 3), doctest("b", 9), assertion("one", 5)];
+        items.extend((0..3).map(|i| assertion(&format!("pair[{i}]"), 8)));
+        items.push(assertion("two", 11));
+        items.push(Item::Test(test("tests/test_m.py::ok", Outcome::Passed, 5)));
+        items.extend((3..5).map(|i| assertion(&format!("pair[{i}]"), 8)));
+        items
+    }
+
+    #[test]
+    fn the_suspects_group_is_labelled_by_its_most_common_site_merged_or_not() {
+        let budgets = Budgets {
+            failures_listed: 4,
+            ..Budgets::default()
+        };
+        let ids: HashSet<String> = suspect_records()
+            .iter()
+            .filter_map(|item| match item {
+                Item::Test(r) if r.outcome() == Outcome::Failed => Some(r.node_id.clone()),
+                _ => None,
+            })
+            .collect();
+        let suspect = Arc::new(SuspectGroup {
+            key: "pkg/m.py:1".into(),
+            node_ids: ids,
+        });
+        let builder = || SummaryBuilder::new(&budgets).with_suspect(Arc::clone(&suspect));
+        let lead = "tests/test_m.py::pair[0]";
+        // The lead is one of the first failures kept: no second pass.
+        let mut whole = builder();
+        suspect_records().into_iter().for_each(|r| whole.push(r));
+        assert!(!whole.missing_representatives());
+        let expected = finish_value(whole);
+        assert_eq!(expected["failures"][0]["node_id"], lead);
+        assert_eq!(expected["groups"][0]["exception"], "AssertionError");
+        assert_eq!(expected["groups"][0]["location"]["line"], 8);
+        assert_eq!(expected["groups"][0]["count"], 9);
+        // Merged at every split: the same summary.
+        for cut in 1..suspect_records().len() {
+            let (mut first, mut second) = (builder(), builder());
+            for (k, item) in suspect_records().into_iter().enumerate() {
+                match k < cut {
+                    true => first.push(item),
+                    false => second.push(item),
+                }
+            }
+            first.merge(second);
+            assert!(!first.missing_representatives(), "split at {cut}");
+            assert_eq!(finish_value(first), expected, "split at {cut}");
+        }
+        // With one failure listed, the lead is not kept: it is read again.
+        let one = Budgets {
+            failures_listed: 1,
+            ..Budgets::default()
+        };
+        let mut short = SummaryBuilder::new(&one).with_suspect(Arc::clone(&suspect));
+        suspect_records().into_iter().for_each(|r| short.push(r));
+        assert!(short.missing_representatives());
+        for (seq, item) in suspect_records().into_iter().enumerate() {
+            short.recover(seq as u64, item);
+        }
+        let recovered = finish_value(short);
+        assert_eq!(recovered["failures"][0]["node_id"], lead);
+        assert_eq!(recovered["groups"], expected["groups"]);
     }
 
     #[test]

@@ -17,6 +17,7 @@ from typing import IO
 from pytest_mcp_server.engine.models import SNIFF_BYTES, ReportError
 
 from .project import ProjectCode
+from .record import CollectionErrorRecord, TestRecord
 from .select import Selection
 from .summary import SummaryBuilder, SuspectGroup
 
@@ -141,4 +142,32 @@ def summarize_files(
             builder.end_file(session_us)
     if seen_format is None:
         raise ValueError("paths is empty: give at least one report file")
+    if builder.missing_leads():
+        # A listed group's lead was not kept (docs/ENGINE.md, *Groups*, label): read the
+        # files again, in order, for those failures only.
+        _recover(paths, seen_format, budgets, builder)
     return builder.finish(seen_format, paths)
+
+
+def _recover(paths: list[str], format: str, budgets: dict[str, int], builder: SummaryBuilder) -> None:
+    """Feed every record of ``paths`` (all of ``format``) again, numbered as pushed, to
+    ``builder.recover``."""
+    from .junit import parse_junit
+    from .pytest_json import parse_pytest_json
+    from .reportlog import parse_reportlog
+
+    seq = 0
+
+    def recover(item: TestRecord | CollectionErrorRecord) -> None:
+        nonlocal seq
+        builder.recover(seq, item)
+        seq += 1
+
+    for path in paths:
+        with _open(path) as f:
+            if format == "junit":
+                parse_junit(f, path, budgets, recover)
+            elif format == "pytest-json":
+                parse_pytest_json(f, path, budgets, recover)
+            else:
+                parse_reportlog(f, path, budgets, recover, builder.project, None)

@@ -132,6 +132,91 @@ def syntax_position(text: str) -> Frame | None:
     return t[6:close], int(digits)
 
 
+_NOT_AVAILABLE = ": source code not available"
+
+
+def listing_header(line: str) -> Frame | None:
+    """pytest's header of one function in a fixture lookup error's listing
+    (``FixtureLookupError`` and its ``FixtureLookupErrorRepr``: the test and the fixtures that ask for the
+    missing one): ``file PATH, line N``, or the same followed by ``: source code not
+    available``; (PATH, N), N decimal digits that fit in 64 bits."""
+    if not line.startswith("file "):
+        return None
+    body = line[5:]
+    if body.endswith(_NOT_AVAILABLE):
+        body = body[: -len(_NOT_AVAILABLE)]
+    comma = body.rfind(", line ")
+    if comma == -1:
+        return None
+    path, digits = body[:comma], body[comma + 7 :]
+    if not path or not digits or not all(c in _DIGITS for c in digits) or int(digits) > U64_MAX:
+        return None
+    return path, int(digits)
+
+
+def _bare_location(line: str) -> Frame | None:
+    """``PATH:N`` (PATH starting with a non-whitespace character, N decimal digits that
+    fit in 64 bits): pytest's closing line of a fixture lookup error."""
+    colon = line.rfind(":")
+    if colon == -1:
+        return None
+    path, digits = line[:colon], line[colon + 1 :]
+    if not path or path[0] in WHITESPACE:
+        return None
+    if not digits or not all(c in _DIGITS for c in digits) or int(digits) > U64_MAX:
+        return None
+    return path, int(digits)
+
+
+def fixture_closing(lines: list[str]) -> tuple[int, Frame] | None:
+    """The closing line of a fixture lookup error among ``lines`` (its last line,
+    ``PATH:N``, saying what its last listing header says: the function that asked for
+    the missing fixture): (its index, (path, line)). The twin of ``fixture_closing`` in
+    ``rust/core/src/cut.rs``."""
+    if not lines:
+        return None
+    closing = _bare_location(lines[-1])
+    if closing is None:
+        return None
+    header = next((h for line in reversed(lines[:-1]) if (h := listing_header(line)) is not None), None)
+    return (len(lines) - 1, closing) if header == closing else None
+
+
+def fixture_location(text: str) -> Frame | None:
+    """The location a fixture lookup error's text names (docs/ENGINE.md, *Messages and
+    exceptions*, location): its closing line's path and line, when its last non-blank
+    line is one."""
+    lines = [chomp(line) for line in text.split("\n")]
+    end = next((i for i in range(len(lines) - 1, -1, -1) if strip(lines[i])), None)
+    if end is None:
+        return None
+    found = fixture_closing(lines[: end + 1])
+    return found[1] if found is not None else None
+
+
+def _listing_lines(lines: list[str]) -> list[bool] | None:
+    """The lines of pytest's fixture listings among ``lines`` (docs/ENGINE.md,
+    *Traceback cutting*, step 4): each header (``listing_header``) and the source lines
+    after it (two spaces, then the line) up to the first whose text starts with ``def``,
+    pytest's own end of a listing. None when there is no header (most texts)."""
+    if not any(line.startswith("file ") for line in lines):
+        return None
+    listing = [False] * len(lines)
+    i = 0
+    while i < len(lines):
+        if listing_header(lines[i]) is None:
+            i += 1
+            continue
+        listing[i] = True
+        i += 1
+        while i < len(lines) and lines[i].startswith("  "):
+            listing[i] = True
+            i += 1
+            if strip(lines[i - 1]).startswith("def"):
+                break
+    return listing
+
+
 def _is_separator_line(line: str) -> bool:
     t = strip(line)
     return len(t) >= 3 and len(t) % 2 == 1 and t == "_ " * (len(t) // 2) + "_"
@@ -183,7 +268,8 @@ def cut_traceback(
 ) -> tuple[str, int]:
     """Cut a failure's long representation down (docs/ENGINE.md, *Traceback cutting*).
 
-    Returns (cut text joined by ``\\n``, number of input lines dropped). ``max_lines``
+    Returns (cut text joined by ``\\n``, number of input lines dropped that a larger
+    budget shows: all but library frames' lines, step 7). ``max_lines``
     (at least 3) is the most lines returned, marker lines included; a kept line longer
     than ``max_line_chars`` (at least 8) code points keeps ``max_line_chars - 1`` and
     ``…``. ``project``: which frames are library code (``project.classify``; None: the
@@ -206,7 +292,8 @@ def _cut_lines(
     repr_frames: ReprFrames | None = None,
 ) -> tuple[list[str | int], int]:
     """``cut_traceback``'s lines before they are joined: kept lines (capped, paths as
-    shown) and markers (an int: the lines it stands for), and the input lines dropped.
+    shown) and markers (an int: the lines it stands for), and the input lines dropped
+    but library frames' (no budget shows them).
     ``repr_frames``: the frames of a text rendered from a structured longrepr
     (docs/ENGINE.md, *Frames as data*): its frames, their paths, its separator and chain
     lines and its location lines are theirs, not read from the lines."""
@@ -269,6 +356,13 @@ def _cut_lines(
             dropped[i] = True
         i += 1
 
+    # The lines steps 2-3 dropped as library code: no budget shows them, so they are
+    # not counted as omitted (their markers still say they were there).
+    library_lines = sum(dropped)
+
+    # pytest's fixture listing (a fixture lookup error's): step 4 never drops it.
+    listing = _listing_lines(lines)
+
     # Steps 4-5: before a frame's first `>` line, its last `context_lines` non-blank
     # lines and what follows them stay; earlier lines go unless essential (or at most one is not blank).
     for start, end, _block, _section_end in frames:
@@ -285,7 +379,7 @@ def _cut_lines(
         if sum(1 for j in range(start, keep_from) if not dropped[j] and strip(lines[j])) <= 1:
             continue
         for j in range(start, keep_from):
-            if not _is_essential(lines[j]):
+            if not _is_essential(lines[j]) and not (listing is not None and listing[j]):
                 dropped[j] = True
 
     # A chained text whose root cause (the lines before the first chain line) has a frame
@@ -350,15 +444,23 @@ def _cut_lines(
         pieces = cut
 
     # Steps 8-9.
+    # A fixture lookup error's closing line, the text's last line, is then the last piece
+    # (the cut never drops the last frame's lines after its `>` line).
+    closing = fixture_closing(lines) if listing is not None and project is not None else None
     shown: list[str | int] = []
     omitted = 0
-    for p in pieces:
+    for k, p in enumerate(pieces):
         if isinstance(p, int):
             omitted += p
             shown.append(p)
+        elif project is None:
+            shown.append(capped(p, max_line_chars))
+        elif closing is not None and k == len(pieces) - 1 and not dropped[closing[0]]:
+            shown.append(capped(f"{display_path(closing[1][0], project)}:{closing[1][1]}", max_line_chars))
         else:
-            shown.append(capped(p if project is None else _display_line(p, project), max_line_chars))
-    return shown, omitted
+            shown.append(capped(_display_line(p, project), max_line_chars))
+    # Every line steps 2-3 dropped is in a marker (later steps only drop more).
+    return shown, omitted - library_lines
 
 
 _Frames = tuple[list[tuple[int, int, int, bool]], list[int | None], list[str | None]]
@@ -550,8 +652,8 @@ def _joined(shown: list[str | int]) -> str:
 
 
 def _display_line(line: str, project: ProjectCode) -> str:
-    """A kept line with the path of a location line or native-format frame line shown
-    through ``display_path``; other lines unchanged."""
+    """A kept line with the path of a location line, native-format frame line or fixture
+    listing header shown through ``display_path``; other lines unchanged."""
     loc = parse_location(line)
     if loc is not None:
         return display_path(loc[0], project) + line[len(loc[0]) :]
@@ -559,6 +661,9 @@ def _display_line(line: str, project: ProjectCode) -> str:
     if native is not None:
         start = line.index('"') + 1
         return line[:start] + display_path(native[0], project) + line[start + len(native[0]) :]
+    header = listing_header(line)
+    if header is not None:
+        return "file " + display_path(header[0], project) + line[5 + len(header[0]) :]
     return line
 
 
@@ -680,7 +785,8 @@ def shown_traceback(
     ``location`` (path as shown, line) and ``exception``: the failure's, as listed;
     ``repr_frames``: its frames as data, when it has them (the cut reads its frames from
     them: docs/ENGINE.md, *Frames as data*). Returns (text, input lines dropped by the
-    cut: the sum of the markers the cut wrote, whether or not a rule folded one away)."""
+    cut: the sum of the markers the cut wrote, whether or not a rule folded one away, less
+    the library frames' lines, which no budget shows)."""
     shown, omitted = _cut_lines(text, max_lines, max_line_chars, project, context_lines, repr_frames)
     closed = _without_closing_line(shown, location, exception)
     shown = _last_frame_carets(shown)
@@ -701,17 +807,20 @@ def _is_blank(line: str | int) -> bool:
 
 def _without_closing_line(shown: Shown, location: tuple[str, int | None] | None, exception: str | None) -> bool:
     """Rule 1: pytest's closing ``path:line: ExceptionName`` line, when it says the
-    listed location and the exception's last dotted name, and the blank lines before it.
-    Returns whether it went."""
-    if location is None or location[1] is None or not exception:
+    listed location and the exception's last dotted name, or a closing ``path:line`` (a
+    fixture lookup error's) of the listed location, and the blank lines before it.
+    Returns whether a line naming the exception went (rule 8 then takes the location for
+    the last frame's)."""
+    if location is None or location[1] is None or not shown:
         return False
-    closing = f"{location[0]}:{location[1]}: {exception.rpartition('.')[2]}"
-    if not shown or shown[-1] != closing:
+    where = f"{location[0]}:{location[1]}"
+    named = bool(exception) and shown[-1] == f"{where}: {str(exception).rpartition('.')[2]}"
+    if not named and shown[-1] != where:
         return False
     shown.pop()
     while shown and _is_blank(shown[-1]):
         shown.pop()
-    return True
+    return named
 
 
 def _is_caret_line(line: str) -> bool:

@@ -22,6 +22,7 @@ from .cut import (
     cut_traceback,
     failure_frames,
     failure_frames_of_data,
+    fixture_location,
     parse_location,
     says_message,
     shown_traceback,
@@ -164,22 +165,63 @@ def _location_from_text(text: str) -> dict[str, str | int | None] | None:
 _Listed = tuple[int, dict[str, Any], int]
 
 
+class _Site:
+    """The failures of one assertion site of the suspect's group: how many, the first
+    one's sequence number, their exception (``""`` for none) and the first one's
+    normalised message (the group's when it is the lead). The twin of ``SiteTally`` in
+    ``summary.rs`` (which works the message out from the lead's record)."""
+
+    __slots__ = ("count", "first_seq", "exception", "message")
+
+    def __init__(self, first_seq: int, exception: str, message: str) -> None:
+        self.count = 1
+        self.first_seq = first_seq
+        self.exception = exception
+        self.message = message
+
+
 class _Group:
     __slots__ = ("id", "exception", "message", "count", "first_seq", "examples", "representative", "sites", "leads")
 
     def __init__(self, group_id: str, exception: str | None, message: str, first_seq: int) -> None:
         self.id = group_id
+        # Its label: its lead's exception and normalised message (the lead's location is
+        # its representative's).
         self.exception = exception
         self.message = message
         self.count = 0
         self.first_seq = first_seq
         self.examples: list[str] = []
-        # The group's first failure, listed ahead of the others (None for an empty gother).
+        # The group's lead (its first failure, unless its sites say another: `lead_site`),
+        # listed ahead of the others (None for an empty gother).
         self.representative: _Listed | None = None
-        # The suspect's group: the key hashes of the assertion sites seen (at most
-        # SITES_TRACKED) and the first failure of each, named first among its examples.
-        self.sites: set[int] | None = None
+        # The suspect's group: its assertion sites by key hash (at most SITES_TRACKED),
+        # and the first failure of each of the first ones, named first among its examples.
+        self.sites: dict[int, _Site] | None = None
         self.leads: list[str] = []
+
+    def lead_site(self) -> _Site | None:
+        """The site whose first failure labels the group (docs/ENGINE.md, *Groups*,
+        label): the one with the most failures among those of the exception most of the
+        sites' failures have (``DocTestFailure`` only when no failure has another), ties
+        going to the one seen first; None without sites. The twin of ``Sites::lead_seq``
+        in ``summary.rs``."""
+        if not self.sites:
+            return None
+        exceptions: dict[str, list[int]] = {}  # exception -> [failures, first sequence number]
+        for site in self.sites.values():
+            tally = exceptions.setdefault(site.exception, [0, site.first_seq])
+            tally[0] += site.count
+            tally[1] = min(tally[1], site.first_seq)
+        others = any(e != DOCTEST_FAILURE for e in exceptions)
+        label = max(
+            (e for e in exceptions if not others or e != DOCTEST_FAILURE),
+            key=lambda e: (exceptions[e][0], -exceptions[e][1]),
+        )
+        return max(
+            (site for site in self.sites.values() if site.exception == label),
+            key=lambda site: (site.count, -site.first_seq),
+        )
 
     def listed_examples(self, max_examples: int) -> list[str]:
         """Its examples as listed: each assertion site's first failure first (the suspect's
@@ -291,6 +333,9 @@ class SummaryBuilder:
         # One flag per select entry: it selected a failing/erroring test or a collection error.
         self._matched = [False] * len(selection.entries) if selection is not None else []
         self._budgets = budgets
+        # Leads read again (``recover``): sequence number -> its group, then its listing.
+        self._wanted: dict[int, _Group] = {}
+        self._recovered: dict[int, _Listed] = {}
         # What the report logs said of their sessions (None: no report log).
         self._session: SessionFacts | None = None
         # Each test's outcome by node id, in report order, the first max_outcomes tests.
@@ -446,7 +491,8 @@ class SummaryBuilder:
     ) -> tuple[dict[str, str | int | None] | None, str, int]:
         """Where a failure or collection error happened and its cut traceback (text, lines
         omitted): the deepest project frame ``code``, else the report's own ``reported``
-        path and line, else the text's last location line; the path as shown
+        path and line, else the text's last location line, else a fixture lookup error's
+        closing line (``fixture_location``); the path as shown
         (``display_path``). ``failure``: a failure's (node id, exception, frames as data), whose
         traceback is also tidied by the shown-traceback rules (``shown_traceback``); None
         for a collection error (its traceback is only cut)."""
@@ -457,6 +503,8 @@ class SummaryBuilder:
             location = {"path": display_path(reported[0], self._project), "line": reported[1]}
         else:
             location = _location_from_text(text)
+            if location is None and (fixture := fixture_location(text)) is not None:
+                location = {"path": fixture[0], "line": fixture[1]}
             if location is not None:
                 location["path"] = display_path(str(location["path"]), self._project)
         if failure is None:
@@ -558,10 +606,13 @@ class SummaryBuilder:
         if len(group.examples) < self._max_examples:
             group.examples.append(node_id)
         if site is not None and group is not self._other:
-            sites = group.sites if group.sites is not None else set()
+            sites = group.sites if group.sites is not None else {}
             group.sites = sites
-            if site not in sites and len(sites) < SITES_TRACKED:
-                sites.add(site)
+            tally = sites.get(site)
+            if tally is not None:
+                tally.count += 1
+            elif len(sites) < SITES_TRACKED:
+                sites[site] = _Site(seq, exception or "", normalized)
                 if len(group.leads) < self._max_examples:
                     group.leads.append(node_id)
         return group
@@ -620,18 +671,71 @@ class SummaryBuilder:
         session["collected_ids"] = self.collected.json() if self.collected is not None else None
         return session
 
+    def _listed_groups(self) -> tuple[list[_Group], int]:
+        """The groups a summary lists, in order (largest first, ties by first appearance;
+        ``gother`` takes part), and how many there are in all."""
+        groups = list(self._groups.values())
+        if self._other.count:
+            self._other.message = self._other_message()
+            groups.append(self._other)
+        groups.sort(key=lambda g: (-g.count, g.first_seq))
+        return groups[: self._max_groups], len(groups)
+
+    def _kept_lead(self, group: _Group) -> tuple[_Site | None, _Listed | None]:
+        """A listed group's lead site when its lead is not its first failure (else
+        None), and the lead's listing when this builder has it: one of the first
+        ``failures_listed`` failures, or read again (``recover``)."""
+        lead = group.lead_site()
+        if lead is None or group.representative is None or lead.first_seq == group.representative[0]:
+            return None, None
+        kept = next((f for f in self._failures if f[0] == lead.first_seq), None)
+        return lead, kept or self._recovered.get(lead.first_seq)
+
+    def missing_leads(self) -> bool:
+        """True when a listed group's lead (docs/ENGINE.md, *Groups*, label) is not its
+        first failure nor one of the first ``failures_listed`` failures, which this
+        builder keeps: then feed every file again, in order, to ``recover`` before
+        ``finish`` (the twin of ``missing_representatives`` in ``summary.rs``)."""
+        for group in self._listed_groups()[0]:
+            lead, listed = self._kept_lead(group)
+            if lead is not None and listed is None:
+                self._wanted[lead.first_seq] = group
+        return bool(self._wanted)
+
+    def recover(self, seq: int, item: TestRecord | CollectionErrorRecord) -> None:
+        """The ``seq``-th record of the input again (counting from 0 over all files, as
+        pushed): a listed group's lead that ``missing_leads`` asked for is listed from it."""
+        group = self._wanted.get(seq)
+        if group is None or not isinstance(item, TestRecord):
+            return
+        view = doctest_view(item.text) if item.text else None
+        if view is not None:  # read as when it was pushed (docs/ENGINE.md, *Doctests*)
+            item.text, item.exception, item.message = view.text, view.exception, view.message
+            item.frames = None
+        exception, line, frames = self._described(item)
+        self._recovered[seq] = self._listed(item, seq, exception, line, frames, group.id)
+
+    def _settle_leads(self, listed_groups: list[_Group]) -> None:
+        """Label each listed group with sites by its lead (docs/ENGINE.md, *Groups*,
+        label): its listing, exception and normalised message replace its first
+        failure's. A lead this builder was not given again (no ``recover``) leaves the
+        first failure."""
+        for group in listed_groups:
+            lead, listed = self._kept_lead(group)
+            if lead is None or listed is None:
+                continue
+            group.representative = listed
+            group.exception = listed[1]["exception"]
+            group.message = lead.message
+
     def finish(self, format: str, files: list[str]) -> bytes:
         """The canonical summary JSON bytes (docs/ENGINE.md, *Summary JSON*).
 
         ``format``: ``junit``, ``pytest-json`` or ``reportlog``; ``files``: the input paths as given.
         """
         c = self._counts
-        groups = list(self._groups.values())
-        if self._other.count:
-            self._other.message = self._other_message()
-            groups.append(self._other)
-        groups.sort(key=lambda g: (-g.count, g.first_seq))
-        listed_groups = groups[: self._max_groups]
+        listed_groups, groups_total = self._listed_groups()
+        self._settle_leads(listed_groups)
         # Failures: one representative per listed group (largest first), then the others
         # in report order, within failures_listed.
         failures = [g.representative for g in listed_groups if g.representative is not None][: self._failures_listed]
@@ -673,7 +777,7 @@ class SummaryBuilder:
             "slowest": [{"node_id": node_id, "duration_s": -neg / 1e6} for neg, _seq, node_id in self._slowest],
             "omitted": {
                 "failures": self._failures_total - len(failures),
-                "groups": len(groups) - len(listed_groups),
+                "groups": groups_total - len(listed_groups),
                 "collection_errors": self._collection_total - len(self._collection_errors),
                 "traceback_lines": sum(listed[2] for listed in failures) + self._collection_traceback_omitted,
                 "output_bytes": min(self._output_bytes_omitted, U64_MAX),
