@@ -8,8 +8,9 @@ The ways, alternating in every round (round 0 warms the caches and is not counte
 
 * ``pytest -q``: pytest by hand (``python -m pytest -q`` in a copy of the fixture, the
   server's environment without its plugin directory): the baseline of every ratio;
-* ``execute_tests``: the tool called over stdio on a server started once (the time the
-  client waits: pytest with the record plugin, the engine's reading, the answer).
+* ``execute_tests``: the tool called over stdio on a server started once, in the
+  ``typed`` answer view (the time the client waits: pytest with the record plugin, the
+  engine's reading, the answer).
 
 ``--vv-reference`` adds one run of ``pytest -q -o verbosity_assertions=2`` with
 pytest-reportlog's ``--report-log`` (the same JSON-lines format, never cut): what the
@@ -81,6 +82,7 @@ async def measure(root: Path, work: Path, rounds: int) -> tuple[dict[str, list[f
     times: dict[str, list[float]] = {BASELINE: [], "execute_tests": []}
     last: dict = {}
     args = ["-m", "pytest_mcp_server", "--root", str(root), "--artifacts-dir", str(work / "artifacts")]
+    args += ["--answer-view", "typed"]  # the typed result: the record file's path, pytest's session time
     params = StdioServerParameters(command=sys.executable, args=args, env=env)
     async with Client(params, mode="legacy", read_timeout_seconds=600) as client:
         for rnd in range(rounds + 1):

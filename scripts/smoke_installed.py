@@ -20,11 +20,13 @@ and ``demo_project/``). Checks, in order, and stops at the first failure with ex
 4. without the ``bench`` extra (rich not importable), ``pytest-mcp-server bench reports``
    exits 2 and names the install command;
 5. the server over stdio, driven by the MCP SDK's own client: ``execute_tests`` on a copy
-   of the demo project answers status ``failed`` with its exact counts and a text that
-   starts with the ``FAILED`` verdict; then ``execute_tests`` with ``timeout_s`` on a
-   test that starts a grandchild ignoring SIGTERM and a process that left the run's
-   process group and tree (a new session on POSIX, a detached process on Windows) is a
-   ``timeout`` tool error, and afterwards none of those processes runs (psutil).
+   of the demo project answers, in the default answer view (what an agent's model
+   reads), status ``failed`` with its exact counts and a text that starts with the
+   ``FAILED`` verdict, the same text as the structured content's ``answer``; then
+   ``execute_tests`` with ``timeout_s`` on a test that starts a grandchild ignoring
+   SIGTERM and a process that left the run's process group and tree (a new session on
+   POSIX, a detached process on Windows) is a ``timeout`` tool error, and afterwards
+   none of those processes runs (psutil).
 
 Used by ``.ci/run`` (Linux), ``scripts/check_wheel`` (Linux, Python 3.11-3.13),
 ``.github/workflows/ci.yml`` (Linux, macOS, Windows) and
@@ -48,8 +50,9 @@ from typing import Any, NoReturn
 
 VERDICT = "FAILED 3 failed, 6 passed, 2 errors, 2 skipped, 1 xfailed in "
 BENCH_HINT = "pip install rich"
-DEMO_COUNTS = {"total": 14, "passed": 5, "failed": 3, "errors": 2, "skipped": 2, "xfailed": 1, "xpassed": 1, "flaky": 0}
-"""The demo project's counts as the server gives them (each test once, by its worst outcome)."""
+DEMO_COUNTS = {"total": 14, "passed": 5, "failed": 3, "errors": 2, "skipped": 2, "xfailed": 1, "xpassed": 1}
+"""The demo project's counts as the default answer view gives them (``counts``: ``total``
+and the non-zero counts; each test once, by its worst outcome)."""
 CALL_TIMEOUT_S = 120
 """Seconds any one step may take before the smoke test fails (a hang bound, not a speed check)."""
 RUN_TIMEOUT_S = 5
@@ -161,10 +164,12 @@ def check_server(exe: str, examples: Path) -> None:
             _fail(f"execute_tests on the demo project failed: {failing.content}")
         answer = failing.structured_content
         text = failing.content[0].text if failing.content else ""
-        if answer["status"] != "failed" or answer["summary"]["counts"] != DEMO_COUNTS:
-            _fail(f"execute_tests on the demo project: status {answer['status']}, counts {answer['summary']['counts']}")
+        if answer.get("status") != "failed" or answer.get("counts") != DEMO_COUNTS:
+            _fail(f"execute_tests on the demo project: status {answer.get('status')}, counts {answer.get('counts')}")
         if not text.startswith("FAILED 3 failed, 5 passed, 2 errors"):
             _fail(f"execute_tests' text does not start with the verdict: {text[:200]!r}")
+        if answer.get("answer") != text:
+            _fail(f"the structured content's answer is not the text: {str(answer.get('answer'))[:200]!r}")
         print(f"ok: execute_tests over stdio: {text.splitlines()[0]}")
 
         pids = _marked_pids(marks)

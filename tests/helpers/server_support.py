@@ -16,6 +16,7 @@ import warnings
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import anyio
 import psutil
@@ -129,6 +130,24 @@ def text_of(result) -> str:
     assert len(result.content) == 1, result.content
     assert result.content[0].type == "text"
     return result.content[0].text
+
+
+def default_view(result) -> dict[str, Any]:
+    """The structured content of a tool result in the default answer view (what a model
+    that reads only the structured content reads), checked: ``answer`` first, equal to
+    the text block, then the typed fields (docs/SERVER.md, *Answer views*)."""
+    content = result.structured_content
+    assert content is not None and list(content)[:1] == ["answer"], content
+    assert content["answer"] == text_of(result)
+    return content
+
+
+def found_report(artifacts: Path, report_path: str) -> Path:
+    """The one report file ``report_path`` (relative to a project's runs directory, as
+    the answer views name it) is under ``artifacts``."""
+    (found,) = (artifacts / "runs").glob(f"*/{report_path}")
+    assert found.is_file() and found.name == "records.jsonl"
+    return found
 
 
 def run(fn, *args):

@@ -95,6 +95,14 @@ async def poll(session: ClientSession, task_id: str, timeout: float = 120.0) -> 
         await anyio.sleep(min(state.get("pollIntervalMs", 200) / 1000, 0.2))
 
 
+def task_result(state: dict[str, Any]) -> types.CallToolResult:
+    """The ``CallToolResult`` an ended task carries (``tasks/get``'s ``result``: a
+    completed task's answer, or a cancelled one's of its stopped run)."""
+    if "result" not in state:
+        raise AssertionError(f"task ended without a result: {state}")
+    return types.CallToolResult.model_validate(state["result"], by_name=False)
+
+
 class TasksClient(ClientExtension):
     """Opts in to Tasks; a task answer is polled to its end (``resolved`` keeps each task
     resolved, its states in order)."""
@@ -113,9 +121,7 @@ class TasksClient(ClientExtension):
         last = states[-1]
         if last["status"] == "failed":
             raise MCPError(code=last["error"]["code"], message=last["error"]["message"])
-        if "result" not in last:
-            raise AssertionError(f"task ended without a result: {last}")
-        return types.CallToolResult.model_validate(last["result"], by_name=False)
+        return task_result(last)
 
 
 async def call_claimed(client: Client, name: str, arguments: dict[str, Any]) -> CreatedTask | types.CallToolResult:

@@ -9,7 +9,8 @@ and one that recurses forever. The server runs pytest at pytest's own verbosity,
 each takes what it takes by hand (milliseconds: benches/RESULTS.md, *Run like pytest*,
 has the -vv figures) and the record plugin bounds each report, counting what it cut.
 
-The real server is started by the SDK's client; pytest is real. ``CI`` and
+The real server is started by the SDK's client, in the ``typed`` answer view (the test
+reads the run's report file and the summary's ``omitted``); pytest is real. ``CI`` and
 ``BUILD_NUMBER`` are emptied in the server's environment: pytest renders whole diffs
 on CI (``running_on_ci``), as by hand there, and this project measures its default.
 """
@@ -20,7 +21,7 @@ import json
 import re
 from pathlib import Path
 
-from helpers.server_support import Project, connect, run, text_of
+from helpers.server_support import TYPED, Project, connect, run, text_of
 
 from pytest_mcp_server.domain.tools import ExecuteResult
 from pytest_mcp_server.run.pytest_plugin.pytest_mcp_server_events import REPORT_CAP, TEXT_CAP
@@ -35,7 +36,7 @@ def test_costly_reprs_fail_as_under_pytest_with_a_bounded_record_and_answer(tmp_
     project = Project("deep_repr", tmp_path)
 
     async def body():
-        async with connect(project.params(env={"CI": "", "BUILD_NUMBER": ""}), "auto") as client:
+        async with connect(project.params(*TYPED, env={"CI": "", "BUILD_NUMBER": ""}), "auto") as client:
             return await client.call_tool("execute_tests", {})
 
     result = run(body)

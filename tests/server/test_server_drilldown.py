@@ -3,7 +3,8 @@
 The real server (the SDK's stdio client, nothing mocked) runs the real pytest on the
 ``drilldown`` fixture project: three parametrised cases of one test fail at the same
 assertion (one group), an unrelated test fails with another cause, and a passing test
-sleeps past the slow threshold (named as slow only in a run where every test passed).
+sleeps past the slow threshold (named as slow only in a run where every test passed, in
+the text and in the ``typed`` view's ``slowest`` alike).
 ``execute_tests`` folds the group into one entry and
 writes each frame on one line (``path:N: statement``, no source before it);
 ``summarize_report`` on the run's ``report_path`` (or with no paths: the last run's)
@@ -15,7 +16,8 @@ tests. Both engine backends (``PYTEST_MCP_SERVER_BACKEND``).
 
 from __future__ import annotations
 
-from helpers.server_support import TYPED, Project, connect, run, text_of
+import pytest
+from helpers.server_support import TYPED, Project, connect, default_view, run, text_of
 
 from pytest_mcp_server.domain.tools import ExecuteResult, SummarizeResult
 from pytest_mcp_server.engine import BACKEND_ENV
@@ -77,6 +79,7 @@ def test_two_failures_of_one_group_are_each_told_in_full(tmp_path, backend):
     assert text.rstrip().endswith(". More: summarize_report with node_ids"), text
     # a run with failures names no slow test: the slow one passed, and is not the story
     assert "Slowest" not in text and "test_checkout_takes_a_while" not in text, text
+    assert res.summary.slowest == []  # nor does the structured content
 
     # The full story: both requested tests, each its own entry with its own traceback.
     failures = story.summary.failures
@@ -134,16 +137,21 @@ def test_summarize_report_without_paths_before_any_run_is_refused_naming_paths(t
     assert "paths: no execute_tests run of this project has a report yet; give report files" in text_of(told)
 
 
-def test_a_run_where_every_test_passed_names_its_slow_tests(tmp_path):
+@pytest.mark.parametrize("typed", [False, True], ids=["default_view", "typed_view"])
+def test_a_run_where_every_test_passed_names_its_slow_tests(tmp_path, typed):
     project = Project("drilldown", tmp_path)
     slow = f"{FILE}::test_checkout_takes_a_while"
 
     async def body():
-        async with connect(project.params(), "auto") as client:
+        async with connect(project.params(*(TYPED if typed else ())), "auto") as client:
             return await client.call_tool("execute_tests", {"node_ids": [slow]})
 
     result = run(body)
     text = text_of(result)
-    res = ExecuteResult.model_validate(result.structured_content)
-    assert res.status == "passed", text
     assert f"\nSlowest: {slow} 1." in text, text
+    if typed:  # the typed summary names the slow tests the text names
+        res = ExecuteResult.model_validate(result.structured_content)
+        assert res.status == "passed", text
+        assert [s.node_id for s in res.summary.slowest] == [slow]
+    else:
+        assert default_view(result)["status"] == "passed", text

@@ -6,7 +6,7 @@ started by the MCP SDK's own stdio client (``mcp.client.stdio.stdio_client`` +
 ``ClientSession``); the projects are written into a temporary directory by the test.
 Each project's ``conftest.py`` notes the pid (and parent pid: the server) of every pytest
 process, and the tests' grandchildren note theirs, so "no process left" is checked
-pid by pid in ``/proc`` (a zombie counts as gone).
+pid by pid with psutil (``pid_alive``: a zombie counts as gone).
 
 Covered: 8 clients at once each running a suite while one of them disconnects mid-run;
 one server with two runs, one cancelled while the other finishes; SIGTERM to the server

@@ -16,6 +16,9 @@ a client without the opt-in, and a 2025-11-25 client, get blocking calls. Over s
 repeated call cancelled starts no further run, a task's run ends with the server,
 ``--no-tasks``. The task store's bounds, directly. HTTP-only faults (a closed stream, the
 token, ``--max-concurrent``, a killed client, SIGTERM) are in ``tests/http/test_http_tasks.py``.
+
+Answers are read as an agent reads them, in the default answer view (``answer`` and the
+typed fields); the cancelled repeated call's in the ``typed`` view, which counts its runs.
 """
 
 from __future__ import annotations
@@ -26,13 +29,22 @@ import warnings
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from datetime import datetime
-from pathlib import Path
 
 import anyio
 import mcp.types as types
 import pytest
 from helpers.http_support import HttpServer, connect_http, http_server
-from helpers.server_support import Project, connect, pid_alive, run, text_of, wait_until_gone
+from helpers.server_support import (
+    TYPED,
+    Project,
+    connect,
+    default_view,
+    found_report,
+    pid_alive,
+    run,
+    text_of,
+    wait_until_gone,
+)
 from helpers.tasks_client import (
     TASKS,
     CreatedTask,
@@ -41,6 +53,7 @@ from helpers.tasks_client import (
     cancel_task,
     get_task,
     poll,
+    task_result,
     update_task,
 )
 from mcp import Client
@@ -48,7 +61,7 @@ from mcp.shared.exceptions import MCPError
 
 from pytest_mcp_server.adapters.mcp.tasks import Task, TaskStore
 from pytest_mcp_server.domain.policy import TASK_ANSWERS_BYTES, TASKS_FORGOTTEN, TASKS_HELD
-from pytest_mcp_server.domain.tools import ExecuteResult, SummarizeResult
+from pytest_mcp_server.domain.tools import ExecuteResult
 from pytest_mcp_server.run.durations import durations_in
 
 TRANSPORTS = ["stdio", "http"]
@@ -91,10 +104,6 @@ def served(kind: str, project: Project, *options: str, env: dict[str, str] | Non
         yield server
 
 
-def answer_of(result: types.CallToolResult) -> ExecuteResult:
-    return ExecuteResult.model_validate(result.structured_content)
-
-
 def masked(text: str) -> str:
     """An answer's text without what differs between two runs of the same tests: times
     and run directories."""
@@ -134,9 +143,9 @@ def test_a_call_that_ends_within_the_threshold_or_its_timeout_is_answered_plainl
 
     with served(transport, project, "--task-after", "30") as server:
         quick, bounded = run(body, server)
-    assert isinstance(quick, types.CallToolResult) and answer_of(quick).status == "passed"
+    assert isinstance(quick, types.CallToolResult) and default_view(quick)["status"] == "passed"
     assert isinstance(bounded, types.CallToolResult) and bounded.is_error
-    assert bounded.structured_content is not None and bounded.structured_content["kind"] == "timeout"
+    assert default_view(bounded)["kind"] == "timeout"
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
@@ -168,11 +177,10 @@ def test_a_long_call_becomes_a_task_polled_to_the_answer_a_blocking_call_gives(t
     assert progress, [s["statusMessage"] for s in states]
     assert states[-1]["statusMessage"].startswith("PASSED 9 passed in ")
     # the task's result is the CallToolResult a blocking call answers
-    assert answer_of(by_task).status == answer_of(blocking).status == "passed"
-    assert answer_of(by_task).summary.counts == answer_of(blocking).summary.counts
+    assert default_view(by_task)["status"] == default_view(blocking)["status"] == "passed"
+    assert default_view(by_task)["counts"] == default_view(blocking)["counts"] == {"total": 9, "passed": 9}
     assert masked(text_of(by_task)) == masked(text_of(blocking))
-    assert by_task.structured_content is not None and blocking.structured_content is not None
-    assert set(by_task.structured_content) == set(blocking.structured_content)
+    assert set(default_view(by_task)) == set(default_view(blocking))
     assert second.status_message is not None and second.status_message.startswith("started: expected to take at least")
     assert second_states[-1]["status"] == "completed"
     assert second_states[-1]["result"]["structuredContent"]["status"] == "passed"
@@ -209,17 +217,17 @@ def test_tasks_cancel_interrupts_the_run_and_the_task_says_what_finished(tmp_pat
     assert final["statusMessage"].startswith(
         "cancelled by tasks/cancel, pytest interrupted: INTERRUPTED 1 failed, 2 passed"
     )
-    interrupted = ExecuteResult.model_validate(final["result"]["structuredContent"])
-    assert interrupted.status == "interrupted" and interrupted.exit_code == 2
-    counts = interrupted.summary.counts
-    assert (counts.passed, counts.failed, counts.total) == (2, 1, 3)
-    assert [f.node_id for f in interrupted.summary.failures] == ["tests/test_hangs.py::test_second_fails"]
-    # the tests that finished stay in the run's record file
-    assert Path(interrupted.report_path).is_file()
-    assert SummarizeResult.model_validate(summary.structured_content).summary.counts == counts
+    interrupted = default_view(task_result(final))
+    assert interrupted["status"] == "interrupted" and interrupted["exit_code"] == 2
+    assert interrupted["counts"] == {"total": 3, "passed": 2, "failed": 1}
+    entries = [line for line in interrupted["answer"].splitlines() if line.startswith("- ")]
+    assert entries == ["- FAILED tests/test_hangs.py::test_second_fails"], interrupted["answer"]
+    # the tests that finished stay in the run's record file, which summarize_report reads
+    record = found_report(project.artifacts, interrupted["report_path"])
+    assert default_view(summary)["counts"] == interrupted["counts"]
     assert len(project.pytest_marks()) == 1
     # and their durations, the failing test's (a complete report) included, for the next estimate
-    durations = durations_in(Path(interrupted.report_path))
+    durations = durations_in(record)
     assert sorted(durations) == [
         f"tests/test_hangs.py::{name}" for name in ("test_first", "test_second_fails", "test_third")
     ]
@@ -263,8 +271,7 @@ def test_a_finished_task_expires_by_its_ttl_and_its_records_stay(tmp_path, trans
     assert expired.error.code == types.INVALID_PARAMS
     assert expired.error.message.startswith("Failed to retrieve task: Task has expired; the tests it ran are in ")
     assert report in expired.error.message and "summarize_report" in expired.error.message
-    counts = SummarizeResult.model_validate(summary.structured_content).summary.counts
-    assert (counts.passed, counts.failed) == (1, 1)
+    assert default_view(summary)["counts"] == {"total": 2, "passed": 1, "failed": 1}
 
 
 @pytest.mark.parametrize("transport", ["http"])  # a stdio server lives as long as its one client
@@ -296,9 +303,8 @@ def test_a_restarted_server_forgets_its_tasks_but_not_their_records(tmp_path, tr
         assert error.error.code == types.INVALID_PARAMS
         assert error.error.message.startswith("Failed to retrieve task: Task not found")
     # the run's records outlive the server: summarize_report reads the last run's
-    answered = ExecuteResult.model_validate(ended["result"]["structuredContent"])
-    summarized = SummarizeResult.model_validate(summary.structured_content).summary
-    assert summarized is not None and summarized.counts == answered.summary.counts
+    answered = default_view(task_result(ended))
+    assert default_view(summary)["counts"] == answered["counts"] == {"total": 1, "failed": 1}
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
@@ -324,11 +330,11 @@ def test_a_client_without_the_opt_in_or_of_2025_11_25_gets_blocking_calls(tmp_pa
     with served(transport, project, "--task-after", "0") as server:
         plain, undeclared, legacy, legacy_extensions, legacy_get = run(body, server)
     # --task-after 0 makes every call of a client that opted in a task; these did not opt in
-    assert isinstance(plain, types.CallToolResult) and answer_of(plain).status == "passed"
+    assert isinstance(plain, types.CallToolResult) and default_view(plain)["status"] == "passed"
     assert undeclared.error.code == types.MISSING_REQUIRED_CLIENT_CAPABILITY
     assert undeclared.error.data == {"requiredCapabilities": {"extensions": {TASKS: {}}}}
     # 2025-11-25 has no such extension: not advertised, no tasks/* methods, the call blocks
-    assert answer_of(legacy).status == "passed" and legacy_extensions is None
+    assert default_view(legacy)["status"] == "passed" and legacy_extensions is None
     assert legacy_get.error.code == types.METHOD_NOT_FOUND
 
 
@@ -344,7 +350,7 @@ def test_a_cancelled_repeated_call_starts_no_further_run(tmp_path):
             await cancel_task(client.session, created.task_id)
             return (await poll(client.session, created.task_id))[-1]
 
-    with served("stdio", project, "--task-after", "0") as server:
+    with served("stdio", project, *TYPED, "--task-after", "0") as server:
         final = run(body, server)
     assert final["status"] == "cancelled"
     answer = ExecuteResult.model_validate(final["result"]["structuredContent"])
@@ -384,7 +390,7 @@ def test_no_tasks_turns_them_off(tmp_path):
     with served("stdio", project, "--no-tasks") as server:
         extensions, answer, get = run(body, server)
     assert not extensions
-    assert isinstance(answer, types.CallToolResult) and answer_of(answer).status == "passed"
+    assert isinstance(answer, types.CallToolResult) and default_view(answer)["status"] == "passed"
     assert get.error.code == types.METHOD_NOT_FOUND
 
 

@@ -27,8 +27,8 @@ Why, from pytest's source (9.2 here; 8.4 and 7.4 compare the same levels, 7.4 th
   ``_pytest/assertion`` is ``> 1``, ``>= 2``, ``< 1``, ``<= 0`` or ``< 2``, true or false
   alike for -1 and 0; so are the traceback's locals and arguments (``nodes.py``: ``> 1``,
   ``> 2``). But it is not harmless: a test, a fixture or a plugin reads
-  ``config.getoption("verbose")`` / ``config.get_verbosity()`` as -1, and pytest's own
-  subtests report differs (``subtests.py``: ``get_verbosity(VERBOSITY_SUBTESTS) == 0``,
+  ``config.getoption("verbose")`` / ``pytest.Config.get_verbosity()`` as -1, and
+  pytest's own subtests report differs (``subtests.py``: ``get_verbosity(VERBOSITY_SUBTESTS) == 0``,
   which the server had to undo with ``-o verbosity_subtests=0``). What ``-q`` saved is
   output volume only (the header and a file name per test file on the terminal), of which
   the server keeps only a bounded tail (``run.process``), so it is left out too.

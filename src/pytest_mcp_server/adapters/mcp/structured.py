@@ -26,12 +26,12 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from pytest_mcp_server.adapters.answer import cap_lines, failure_entries
+from pytest_mcp_server.adapters.answer import cap_lines, failure_entries, slow_tests
 from pytest_mcp_server.adapters.text import bytes_left_out_shown, traceback_lines_shown
 from pytest_mcp_server.domain.coverage_answer import CoverageSummary
 from pytest_mcp_server.domain.failures import FailureKind, ToolFailureDetail
 from pytest_mcp_server.domain.flaky import FlakyTest
-from pytest_mcp_server.domain.policy import FLAKY_LISTED_IN_ERRORS, SLOW_S
+from pytest_mcp_server.domain.policy import FLAKY_LISTED_IN_ERRORS
 from pytest_mcp_server.domain.selection import Selection
 from pytest_mcp_server.domain.tools import DiscoverResult, ExecuteResult, RunStatus, SummarizeResult
 from pytest_mcp_server.engine.models import Counts, Failure, Omitted, ReportSummary, _Frozen
@@ -80,8 +80,9 @@ def answer_summary(summary: ReportSummary) -> ReportSummary:
     ``failures``: the text's entries (``failure_entries``), with ``traceback`` ``""`` and
     ``stdout``/``stderr``/``log`` null (the text carries them), messages capped per line at
     ``LINE_CHARS``. ``groups``: their ``examples`` without the entries' node ids (the
-    ids of a group's ``also in`` line). ``slowest``: the tests of at least ``SLOW_S``
-    seconds. ``omitted``:
+    ids of a group's ``also in`` line). ``slowest``: the slow tests the text names
+    (``answer.slow_tests``: of at least ``SLOW_S`` seconds, none when a test failed or
+    errored or a file did not collect). ``omitted``:
     ``failures`` grows by the listed failures left without an entry (so
     ``len(failures) + omitted.failures`` is still every failed or errored test; each is
     counted in its group), ``traceback_lines`` covers only the tracebacks the text
@@ -106,7 +107,7 @@ def answer_summary(summary: ReportSummary) -> ReportSummary:
         update={
             "failures": failures,
             "groups": groups,
-            "slowest": [s for s in summary.slowest if s.duration_s >= SLOW_S],
+            "slowest": slow_tests(summary),
             "omitted": Omitted(
                 failures=omitted.failures + len(summary.failures) - len(entries),
                 groups=omitted.groups,

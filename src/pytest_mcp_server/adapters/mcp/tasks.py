@@ -469,7 +469,8 @@ class TasksExtension(Extension):
 def install_extension(server: Server[Any], extension: Extension, call_tool: RequestHandler) -> None:
     """Apply ``extension`` to the low-level ``server`` as ``MCPServer(extensions=[...])``
     applies one to its own: its methods registered (each limited to its protocol
-    versions), its settings advertised under ``capabilities.extensions``, its
+    versions), its settings advertised in the server's capabilities (the protocol's
+    ``extensions`` field, the SDK's ``mcp.types.ServerCapabilities.extensions``), its
     ``tools/call`` interceptor folded around ``call_tool`` (the server's handler,
     ``compose_tool_call_handler``). Raises ``ValueError`` when a method is already served."""
     for binding in extension.methods():
