@@ -151,7 +151,7 @@ def summarize_files(
 
 def _recover(paths: list[str], format: str, budgets: dict[str, int], builder: SummaryBuilder) -> None:
     """Feed every record of ``paths`` (all of ``format``) again, numbered as pushed, to
-    ``builder.recover``."""
+    ``SummaryBuilder.recover``."""
     from .junit import parse_junit
     from .pytest_json import parse_pytest_json
     from .reportlog import parse_reportlog
