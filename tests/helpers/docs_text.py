@@ -352,6 +352,8 @@ FOREIGN_OPTIONS = {
     "--nf",
     "--sw",
     "--collect-only",
+    "-c",
+    "--rootdir",
     "--doctest-modules",
     "--pyargs",
     "--showlocals",

@@ -26,18 +26,27 @@ import anyio
 import orjson
 
 from pytest_mcp_server.app.collection_proof import (
+    RECOVERS,
+    IdForm,
     answer_without_pytest,
+    form_of,
+    form_problem,
     last_full_collection,
     merged_collection,
     narrowed_files,
     nothing_can_fail,
+    pinned_form,
+    root_config_parts,
+    rootdir_pins,
 )
 from pytest_mcp_server.app.map_state import (
     COLLECTION_KEY,
     CONFIG_PARTS_KEY,
+    FULL_NEXT_KEY,
     IMPORTS_KEY,
     MapState,
     changed_code,
+    collect_in_full_next,
     keep_reads,
     read_map_state,
     selection_before_run,
@@ -81,7 +90,11 @@ class AffectedPlan:
     files' fingerprints read for it (``MapState.read``), the import graph to keep
     (``MapState.imports_cache``), and what the collection looked at and the environment
     it found (``run.recording.Collected``), kept after a full collection for
-    ``answer_without_pytest``."""
+    ``answer_without_pytest``; ``form_problem``: why the run's node ids are not of the
+    map's form (``app.collection_proof.form_problem``; the map is then left as it was),
+    else None; ``config``: the root's configuration parts the collection's rootdir and ini
+    file were found with (``app.collection_proof.root_config_parts``; a narrowed run's
+    are the last full collection's)."""
 
     tests: list[AffectedTest]
     selection: Selection
@@ -93,16 +106,27 @@ class AffectedPlan:
     collection: dict[str, Any] | None = None
     environment: dict[str, str] | None = None
     narrowed: bool = False
+    form_problem: str | None = None
+    config: dict[str, str] | None = None
 
 
-def select_from_run(state: MapState, directory: Path, ran: list[str], narrowed: Sequence[str] = ()) -> AffectedPlan:
+def select_from_run(
+    state: MapState,
+    directory: Path,
+    ran: list[str],
+    narrowed: Sequence[str] = (),
+    pinned: tuple[IdForm | None, bool] = (None, True),
+) -> AffectedPlan:
     """The plan of the affected run that wrote into ``directory`` (blocking): each
     collected test's reason, by ``select_affected`` with the environment the plugin
     found. Its selection is the one the plugin made (the same rule on the same
     fingerprints). When no process collected, the tests that ran (``ran``) stand for
     the collection. When the run collected only the ``narrowed`` files
     (``narrowed_files``), the recorded tests of the other files count as collected and
-    unselected: the selection's ``total`` stays the whole suite's."""
+    unselected: the selection's ``total`` stays the whole suite's. ``pinned``: the
+    rootdir and ini file the map's tests were resolved with (None: not known), and
+    whether the run collected in full without paths; a run that resolved others gets
+    its ``form_problem``."""
     found = read_collected_file(directory)
     environment = found.environment if found is not None else state.environment
     collected = found.collected if found is not None else None
@@ -117,8 +141,14 @@ def select_from_run(state: MapState, directory: Path, ran: list[str], narrowed: 
     notice = "; ".join(filter(None, [state.notice, state.wide])) or None
     selection = selection_of(tests, len(among), files, notice)
     collection = found.collection if found is not None else None
+    problem = form_problem(pinned[0], form_of(collection), pinned[1])
+    if problem is not None:
+        notice = "; ".join(filter(None, [notice, f"{RECOVERS} ({problem})"]))
+        selection = selection.model_copy(update={"notice": notice})
+    config: dict[str, str] | None = root_config_parts(parts)
     if narrowed and collection is not None:
         collection = merged_collection(state.last_collection, collection)
+        config = (state.last_collection or {}).get("config")
     return AffectedPlan(
         tests,
         selection,
@@ -130,6 +160,8 @@ def select_from_run(state: MapState, directory: Path, ran: list[str], narrowed: 
         collection,
         environment,
         bool(narrowed),
+        problem,
+        config,
     )
 
 
@@ -177,14 +209,27 @@ async def execute_affected(
             return await answer_without_pytest(runner, params, interp, state, run_dir, options)
         narrowed = narrowed_files(runner.root, state, found)
         run_params = params.model_copy(update={"node_ids": narrowed}) if narrowed else params
+        # a run given paths resolves the rootdir and ini file of the last full collection
+        if run_params.node_ids:
+            options += rootdir_pins(await anyio.to_thread.run_sync(pinned_form, runner.root, state))
+        expected = form_of((state.last_collection or {}).get("collection"))
         try:
             answer = await run_in_dir(runner, run_params, interp, timeout, progress, run_dir, options, outcomes=True)
         except ToolFailure as failure:  # a timeout, a crash: the answer still says what was selected
             selection = await anyio.to_thread.run_sync(selection_before_run, state)
-            failure.detail = failure.detail.model_copy(update={"selection": selection})
+            changes: dict[str, object] = {"selection": selection}
+            if failure.kind == "usage_error":
+                # the arguments pinned or narrowed may be what pytest refused: the next call does without them
+                why = "pytest refused the last call's command line"
+                await anyio.to_thread.run_sync(collect_in_full_next, path, why)
+                changes["message"] = f"{failure.detail.message.rstrip('.')}; {RECOVERS}"
+            failure.detail = failure.detail.model_copy(update=changes)
             raise
         result, outcomes = answer.result, answer.outcomes
-        plan = await anyio.to_thread.run_sync(select_from_run, state, run_dir, list(outcomes), narrowed)
+        full = not run_params.node_ids
+        plan = await anyio.to_thread.run_sync(
+            partial(select_from_run, state, run_dir, list(outcomes), narrowed, (expected, full))
+        )
         data = await refresh_map(runner, run_params, interp, run_dir, plan, outcomes)
     selection = plan.selection
     if data.problems:
@@ -226,6 +271,10 @@ async def refresh_map(
     as it was. Returns the run's map data (``run.recording.read_map_data``; empty when no
     test ran)."""
     data = await anyio.to_thread.run_sync(read_map_data, run_dir) if outcomes else MapData()
+    path = map_path(runner.artifacts_base, runner.root, interp.python)
+    if plan.form_problem is not None:  # node ids of another form: none of them is stored
+        await anyio.to_thread.run_sync(collect_in_full_next, path, plan.form_problem)
+        return data
 
     def write() -> None:
         if data.problems:
@@ -234,7 +283,6 @@ async def refresh_map(
         blocks = tests_blocks(data.lines, runner.root, recorded)
         ran = {node_id: (outcome, blocks.tests[node_id]) for node_id, outcome in recorded.items()}
         gone: list[str] = list(data.unrecorded)
-        path = map_path(runner.artifacts_base, runner.root, interp.python)
         test_map, _ = open_map(path)
         with test_map:
             # a module no longer there is imported by no one: its row would stay changed for good
@@ -245,13 +293,14 @@ async def refresh_map(
             if plan.collected is not None and not filtered and not options:
                 collected = set(plan.collected)
                 gone += [t for t in test_map.node_ids() if t not in collected and _in_scope(t, params.node_ids)]
-            meta = {CONFIG_PARTS_KEY: orjson.dumps(plan.parts).decode()}
+            meta: dict[str, str | None] = {CONFIG_PARTS_KEY: orjson.dumps(plan.parts).decode(), FULL_NEXT_KEY: None}
             if plan.imports_cache is not None:
                 meta[IMPORTS_KEY] = plan.imports_cache
             full = not params.node_ids or plan.narrowed
             if plan.collected is not None and plan.collection is not None and not filtered and full:
                 total = plan.selection.total
                 last = {"collection": plan.collection, "environment": plan.environment, "total": total}
+                last["config"] = plan.config  # what the rootdir and ini file were found with
                 meta[COLLECTION_KEY] = orjson.dumps(last).decode()
             test_map.refresh(
                 ran,
@@ -303,16 +352,20 @@ async def discover_affected(runner: Runner, params: SelectionParams, work_dir: P
     async with runner.slots:
         state = await anyio.to_thread.run_sync(read_map_state, runner.root, path)
         work_dir.mkdir(exist_ok=True)
-        argv = discover_argv(params, interp, work_dir) + skip_options(
-            work_dir, state.skip, state.environment, measure=False
-        )
+        options = skip_options(work_dir, state.skip, state.environment, measure=False)
+        if params.node_ids:
+            options += rootdir_pins(await anyio.to_thread.run_sync(pinned_form, runner.root, state))
+        expected = form_of((state.last_collection or {}).get("collection"))
+        argv = discover_argv(params, interp, work_dir, options)
         max_timeout = runner.config.max_timeout_s
         outcome = await runner.run_pytest(argv, max_timeout)
         records = work_dir / RECORDS_FILE
         read = await runner.read_records(records, Budgets(failures_listed=0), outcome, argv)
         run_status(outcome, argv, read.session, max_timeout, max_timeout)
         summary = read.summary()
-    plan = await anyio.to_thread.run_sync(partial(select_from_run, state, work_dir, []))
+    plan = await anyio.to_thread.run_sync(
+        partial(select_from_run, state, work_dir, [], pinned=(expected, not params.node_ids))
+    )
     session_s = read.session_s()
     duration = round(session_s, 3) if session_s is not None else outcome.duration_s
     return DiscoveredPlan(plan, summary, duration)

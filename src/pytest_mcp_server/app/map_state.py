@@ -39,6 +39,10 @@ COLLECTION_KEY = "collection"
 ``{"collection": run.recording.Collected.collection, "environment": ..., "total": N}``)."""
 IMPORTS_KEY = "imports"
 """The map's ``meta`` row holding the project's import graph as last read (``import_reach``)."""
+FULL_NEXT_KEY = "full_collection_next"
+"""The map's ``meta`` row saying why the next affected call must collect the whole suite
+without pinning the rootdir (pytest refused the last call's command line, or resolved
+another rootdir or ini file); removed by the next run that refreshes the map."""
 
 
 @dataclass
@@ -59,7 +63,8 @@ class MapState:
     one line saying why every test depends on a change the import graph cannot follow;
     ``stats``: the stat key of every file whose fingerprints it used (checked again before
     an answer without pytest), ``last_collection``: what the last full collection looked
-    at (``COLLECTION_KEY``), or None."""
+    at (``COLLECTION_KEY``), or None; ``full_next``: why this call must collect the whole
+    suite without pinning the rootdir (``FULL_NEXT_KEY``), or None."""
 
     recorded: dict[str, RecordedTest]
     before: dict[str, str]
@@ -73,6 +78,7 @@ class MapState:
     wide: str | None = None
     stats: dict[str, str | None] = dataclasses.field(default_factory=dict)
     last_collection: dict[str, Any] | None = None
+    full_next: str | None = None
 
     @property
     def environment(self) -> dict[str, str]:
@@ -136,6 +142,7 @@ def read_map_state(root: Path, path: Path) -> MapState:
         recorded = test_map.tests(gone | through)
         before: dict[str, str] = orjson.loads(test_map.meta(CONFIG_PARTS_KEY) or "{}")
         last_collection = orjson.loads(test_map.meta(COLLECTION_KEY) or "null")
+        full_next = test_map.meta(FULL_NEXT_KEY)
     if reached:
         # a test that ran an importer's code, or whose own file imports what changed: the
         # changed files are what changed for it
@@ -161,6 +168,7 @@ def read_map_state(root: Path, path: Path) -> MapState:
         wide,
         stats,
         last_collection,
+        full_next,
     )
     if recorded and len(state.environment) == len(ENVIRONMENT_PARTS):
         expected = config_fingerprint({**state.now, **state.environment})
@@ -255,3 +263,12 @@ def keep_reads(path: Path, state: MapState) -> None:
     test_map, _ = open_map(path)
     with test_map:
         test_map.keep(state.read, {IMPORTS_KEY: state.imports_cache} if state.imports_cache is not None else {})
+
+
+def collect_in_full_next(path: Path, why: str) -> None:
+    """Mark the map at ``path`` so that the next affected call collects the whole suite
+    without pinning the rootdir, saying ``why`` (``FULL_NEXT_KEY``); nothing else in it
+    changes."""
+    test_map, _ = open_map(path)
+    with test_map:
+        test_map.keep({}, {FULL_NEXT_KEY: why})

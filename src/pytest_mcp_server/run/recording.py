@@ -102,7 +102,8 @@ class Collected:
     -m/-k, before the skip) and ``collection``: what the collection looked at, for
     ``collection_delta`` (``dirs``: absolute path -> the names in it then; ``modules``:
     absolute path -> stat key then; ``errors``: the modules that failed to collect;
-    ``rootdir``; ``python_files``, ``norecursedirs``, ``doctest_glob``: pytest's
+    ``rootdir`` and ``inifile`` (pytest's ``config.rootpath``, ``config.inipath``);
+    ``python_files``, ``norecursedirs``, ``doctest_glob``: pytest's
     patterns; ``hooks``: the plugins' and conftests' collection hooks;
     ``doctest_modules``, ``pyargs``, ``narrowing`` (``--lf``, ``--sw`` among the
     options); ``interpreter``: the executable's real path and stat key; ``site_dirs``:

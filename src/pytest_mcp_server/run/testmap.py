@@ -186,7 +186,7 @@ class TestMap:
         ran: Mapping[str, tuple[str, Iterable[tuple[str, str]]]],
         config: str,
         gone: Iterable[str] = (),
-        meta: Mapping[str, str] | None = None,
+        meta: Mapping[str, str | None] | None = None,
         files: Mapping[str, tuple[str, Iterable[str]]] | None = None,
         at_import: Mapping[str, Iterable[tuple[str, str]]] | None = None,
         imported_modules: Mapping[str, Iterable[tuple[str, str]]] | None = None,
@@ -195,7 +195,8 @@ class TestMap:
     ) -> None:
         """In one transaction: each test of ``ran`` (node id -> (outcome, its blocks as
         ``(path, fingerprint)``)) gets exactly that entry, with ``config``; the tests
-        of ``gone`` (no longer in the suite) leave the map; ``meta`` rows are set;
+        of ``gone`` (no longer in the suite) leave the map; ``meta`` rows are set (None:
+        removed);
         ``files`` (path -> (stat key, block fingerprints) as read this call) are kept;
         ``at_import`` (path -> the function blocks run at import in this run) replaces
         those files' blocks of the import entry, the other files' stay (a run that
@@ -243,7 +244,7 @@ class TestMap:
             con.execute("DELETE FROM files WHERE path NOT IN (SELECT path FROM blocks)")
             _set_meta(con, meta or {})
 
-    def keep(self, files: Mapping[str, tuple[str, Iterable[str]]], meta: Mapping[str, str]) -> None:
+    def keep(self, files: Mapping[str, tuple[str, Iterable[str]]], meta: Mapping[str, str | None]) -> None:
         """In one transaction: the files of ``files`` (path -> (stat key, block
         fingerprints) as read) that the map has blocks of get those as their last read,
         and the ``meta`` rows are set; no test's entry changes."""
@@ -257,12 +258,14 @@ class TestMap:
             _set_meta(con, meta)
 
 
-def _set_meta(con: sqlite3.Connection, meta: Mapping[str, str]) -> None:
-    """Set the ``meta`` rows of ``meta`` (key -> value), inside the caller's transaction."""
+def _set_meta(con: sqlite3.Connection, meta: Mapping[str, str | None]) -> None:
+    """Set the ``meta`` rows of ``meta`` (key -> value; None removes the row), inside the
+    caller's transaction."""
     con.executemany(
         "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-        meta.items(),
+        ((key, value) for key, value in meta.items() if value is not None),
     )
+    con.executemany("DELETE FROM meta WHERE key = ?", ((key,) for key, value in meta.items() if value is None))
 
 
 def _pack(block_ids: Iterable[int]) -> bytes:

@@ -338,6 +338,8 @@ class _AffectedRun:
             "modules": {path: self.seen.get(path) for path in sorted(self.modules)},
             "errors": sorted(self.errors),
             "rootdir": self.rootpath,
+            # what a later run pins (-c) so that its node ids keep this run's form
+            "inifile": str(config.inipath) if config.inipath is not None else None,
             "hooks": _collection_hooks(config),
             "doctest_modules": bool(config.getoption("doctestmodules", False)),
             "pyargs": bool(config.getoption("pyargs", False)),
