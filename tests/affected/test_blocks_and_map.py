@@ -10,7 +10,6 @@ bytes that are not SQLite) by rebuilding, and keep a transaction all-or-nothing.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sqlite3
 from pathlib import Path
@@ -20,7 +19,6 @@ import pytest
 from pytest_mcp_server.domain.blocks import MODULE_BLOCK, WHOLE_FILE, file_blocks
 from pytest_mcp_server.domain.nodeids import node_function, node_last_name, node_names, node_path
 from pytest_mcp_server.domain.selection import RecordedTest, changed_blocks, select_affected
-from pytest_mcp_server.run.events import PLUGIN_DIR
 from pytest_mcp_server.run.recording import (
     IMPORTING_CONTEXT,
     MAP_DATA_DIR,
@@ -272,17 +270,6 @@ def test_recorder_files_merge_across_processes_and_any_damage_is_a_problem_not_a
     assert damaged.problems[2].startswith("the recorder's file map.5.jsonl could not be read")
     assert damaged.problems[3] == "its sys.monitoring tool id 3 was freed"
     assert len(damaged.problems) == 4
-
-
-def test_the_server_reads_the_recorders_format_and_import_contexts_as_the_plugin_writes_them():
-    """The plugin's recorder is a file pytest imports by name, not a module of the
-    package: its format number and import-context prefix are written twice, and must
-    agree."""
-    spec = importlib.util.spec_from_file_location("recorder_under_test", PLUGIN_DIR / "pytest_mcp_server_recorder.py")
-    assert spec is not None and spec.loader is not None
-    recorder = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(recorder)
-    assert (recorder.FORMAT, recorder.IMPORTING) == (RECORDER_FORMAT, IMPORTING_CONTEXT)
 
 
 def test_code_run_while_a_module_was_imported_is_that_modules_and_a_conftests_is_every_tests(tmp_path):

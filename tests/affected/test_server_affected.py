@@ -30,7 +30,7 @@ from mcp import Client
 
 from pytest_mcp_server.domain.failures import ToolFailureDetail
 from pytest_mcp_server.domain.tools import DiscoverResult
-from pytest_mcp_server.run.recording import stat_key
+from pytest_mcp_server.run.pytest_plugin.pytest_mcp_server_shared import stat_key
 from pytest_mcp_server.run.testmap import is_reserved
 
 CALC = """\

@@ -38,12 +38,12 @@ from pytest_mcp_server.domain.tools import ExecuteParams, ExecuteResult
 from pytest_mcp_server.run.argv import RECORDS_FILE, execute_argv
 from pytest_mcp_server.run.interpreter import Interpreter
 from pytest_mcp_server.run.process import ProcessOutcome
+from pytest_mcp_server.run.pytest_plugin.pytest_mcp_server_shared import stat_key
 from pytest_mcp_server.run.recording import (
     CONFIG_FILES,
     CollectionDelta,
     collection_delta,
     config_file_parts,
-    stat_key,
 )
 
 PYTEST_CONFIG_NAMES = ("pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")

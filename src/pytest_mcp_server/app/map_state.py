@@ -20,15 +20,13 @@ from pytest_mcp_server.domain.coverage_answer import ChangedLines
 from pytest_mcp_server.domain.imports import FileImports, ProjectFiles, file_imports, importers, opaque_files
 from pytest_mcp_server.domain.nodeids import node_path
 from pytest_mcp_server.domain.selection import RecordedTest, Selection, changed_blocks, select_affected, selection_of
+from pytest_mcp_server.run.pytest_plugin.pytest_mcp_server_shared import ENVIRONMENT_PARTS, short_hash, stat_key
 from pytest_mcp_server.run.recording import (
-    ENVIRONMENT_PARTS,
     changed_parts,
     config_file_parts,
     config_fingerprint,
     python_files,
     read_blocks,
-    short_hash,
-    stat_key,
 )
 from pytest_mcp_server.run.testmap import IMPORTED_MODULES_ENTRY, open_map
 

@@ -39,22 +39,24 @@ from pytest_mcp_server.domain.policy import BLOCKS_KEPT, MONITORING_PYTHON
 from pytest_mcp_server.engine.coverage_reports import LineContexts
 from pytest_mcp_server.run.events import PLUGIN_DIR
 from pytest_mcp_server.run.interpreter import Interpreter
+from pytest_mcp_server.run.pytest_plugin.pytest_mcp_server_shared import (
+    COLLECTED_GLOB,
+    HASH_CHARS,
+    IMPORTING,
+    MAP_FILE_GLOB,
+    RECORDER_FORMAT,
+    SKIP_FILE,
+    distributions_hash,
+    short_hash,
+    stat_key,
+)
 
 MAP_DATA_DIR = "map"
 """The run directory's subdirectory where each pytest process's recorder writes its file."""
-RECORDER_FORMAT = 2
-"""The format number of the recorder's files (``pytest_mcp_server_recorder.FORMAT``)."""
-IMPORTING_CONTEXT = "<import> "
+IMPORTING_CONTEXT = IMPORTING
 """The prefix of the recorder's context of lines run while a project module was being
-imported, outside tests (``pytest_mcp_server_recorder.IMPORTING``), before the module's
+imported, outside tests (the shared module's ``IMPORTING``), before the module's
 absolute path."""
-SKIP_FILE = "skip.json"
-"""The run directory's file naming the tests to deselect and the environment hashes they
-hold for (the plugin's ``--mcp-skip``)."""
-COLLECTED_GLOB = "collected.*.json"
-"""The files the plugin writes next to ``SKIP_FILE``, one per collecting process."""
-ENVIRONMENT_PARTS = ("<interpreter>", "<distributions>")
-"""The configuration parts the plugin hashes in the project's interpreter."""
 CONFIG_FILES = ("pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg", ".coveragerc")
 """pytest's configuration files at the root (pytest's docs, *Configuration file formats*),
 and coverage.py's own (its ``source`` and ``omit`` decide what the recorder measures
@@ -124,20 +126,6 @@ def read_collected_file(directory: Path) -> Collected | None:
             continue  # a worker killed while writing it; another one's may be whole
         return Collected(dict(written["environment"]), list(written["collected"]), written.get("collection"))
     return None
-
-
-def distributions_hash(site_dirs: Iterable[str]) -> str:
-    """The plugin's ``<distributions>`` hash, computed here without starting the
-    interpreter: the ``*.dist-info``/``*.egg-info`` names in ``site_dirs`` (the
-    ``sys.path`` entries the plugin listed), sorted."""
-    names: list[str] = []
-    for entry in site_dirs:
-        try:
-            with os.scandir(entry) as listing:
-                names.extend(e.name for e in listing if e.name.endswith((".dist-info", ".egg-info")))
-        except OSError:
-            continue
-    return short_hash(*sorted(names))
 
 
 def _collectable(name: str, directory: str, collection: Mapping[str, Any]) -> bool:
@@ -238,7 +226,7 @@ def read_map_data(run_dir: Path) -> MapData:
     data = MapData()
     data_dir = run_dir / MAP_DATA_DIR
     merged: dict[str, dict[str, set[int]]] = {}
-    for path in sorted(data_dir.glob("map.*.jsonl")) if data_dir.is_dir() else []:
+    for path in sorted(data_dir.glob(MAP_FILE_GLOB)) if data_dir.is_dir() else []:
         try:
             records = [orjson.loads(line) for line in path.read_bytes().splitlines()]
         except (OSError, orjson.JSONDecodeError) as exc:
@@ -289,18 +277,6 @@ def changed_contexts(
             executable=frozenset(contexts), contexts={k: tuple(v) for k, v in contexts.items()}, complete=False
         )
     return out
-
-
-def stat_key(path: Path) -> str | None:
-    """What says a file is unchanged without reading it: its size, modification and
-    change times (ns) and inode, as one string; None when it cannot be stat'ed. The
-    change time moves on every write and cannot be set back, unlike the modification
-    time (``touch -d``, archive extraction)."""
-    try:
-        st = path.stat()
-    except OSError:
-        return None
-    return f"{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_ino}"
 
 
 _PARSED: OrderedDict[tuple[str, str], FileBlocks] = OrderedDict()
@@ -526,16 +502,6 @@ def config_file_parts(root: Path) -> dict[str, str]:
         except OSError:
             out[name] = "unreadable"
     return out
-
-
-HASH_CHARS = 16
-"""Hex digits kept of a SHA-256 fingerprint (the plugin's ``_short_hash`` keeps as many)."""
-
-
-def short_hash(*values: str) -> str:
-    """The first ``HASH_CHARS`` hex digits of SHA-256 over ``values`` joined by NUL (the
-    plugin's ``_short_hash`` is its twin)."""
-    return hashlib.sha256("\0".join(values).encode("utf-8", "surrogateescape")).hexdigest()[:HASH_CHARS]
 
 
 def config_fingerprint(parts: dict[str, str]) -> str:

@@ -59,7 +59,9 @@ import warnings
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-FORMAT = 2
+import pytest_mcp_server_shared as shared  # type: ignore[import-not-found]  # beside this file
+
+FORMAT: int = shared.RECORDER_FORMAT
 """The map file's format number (its first line)."""
 TOOL_NAME = "pytest-mcp-server"
 """The name the recorder registers its sys.monitoring tool id under."""
@@ -82,7 +84,7 @@ COVERAGE_WARNINGS = (
 IMPORT_CONTEXT = ""
 """The context of lines run outside any test (and outside any project module's import,
 where the recorder can tell)."""
-IMPORTING = "<import> "
+IMPORTING: str = shared.IMPORTING
 """The prefix of the context of lines run outside tests while a project module was
 being imported: ``IMPORTING`` + the module's absolute path (no node id starts with ``<``)."""
 
@@ -93,7 +95,7 @@ class MapFile:
 
     def __init__(self, directory: str, recorder: str) -> None:
         self.pid = os.getpid()
-        self.path = os.path.join(directory, f"map.{self.pid}.jsonl")
+        self.path = os.path.join(directory, f"{shared.MAP_FILE_PREFIX}{self.pid}.jsonl")
         self.file = open(self.path, "w", encoding="utf-8")
         self.numbers: dict[str, int] = {}
         self.closed = False
