@@ -18,7 +18,8 @@ import pytest
 
 from pytest_mcp_server.domain.blocks import MODULE_BLOCK, WHOLE_FILE, file_blocks
 from pytest_mcp_server.domain.nodeids import node_function, node_last_name, node_names, node_path
-from pytest_mcp_server.domain.selection import RecordedTest, changed_blocks, select_affected
+from pytest_mcp_server.domain.reach import EVERY_TEST, ImportKey, TestEntry, importing
+from pytest_mcp_server.domain.selection import RecordedTest, select_affected
 from pytest_mcp_server.run.recording import (
     IMPORTING_CONTEXT,
     MAP_DATA_DIR,
@@ -145,9 +146,6 @@ def test_a_node_id_names_its_file_and_test_function_whatever_its_parameters_hold
 
 
 def test_the_selection_takes_the_first_reason_that_holds():
-    blocks = {1: ("a.py", "f1"), 2: ("b.py", "gone"), 3: ("b.py", "other"), 4: ("c.py", "deleted file")}
-    current = {"a.py": {"f1"}, "b.py": {"other"}}
-    assert changed_blocks(blocks, lambda p: current.get(p, set())) == {2, 4}
     recorded = {
         "t.py::same": RecordedTest("passed", "c1"),
         "t.py::edited": RecordedTest("failed", "c1", frozenset({"b.py"})),
@@ -181,12 +179,46 @@ def test_a_map_keeps_what_a_transaction_wrote_and_nothing_of_one_that_failed(tmp
             # t::a rewritten first, then t::c cannot be written (no outcome)
             test_map.refresh({"t::a": ("failed", [("a.py", "z")]), "t::c": (None, [("a.py", "w")])}, "c")  # type: ignore[dict-item]
         test_map.refresh({}, "c", gone=["t::b"])
-        assert test_map.tests() == {"t::a": RecordedTest("passed", "c")}
-        (x_block,) = [i for i, block in test_map.blocks().items() if block == ("a.py", "x")]
-        assert test_map.tests([x_block]) == {"t::a": RecordedTest("passed", "c", frozenset({"a.py"}))}
+        snapshot = test_map.snapshot()
+        (x_block,) = [i for i, block in snapshot.blocks.items() if block == ("a.py", "x")]
+        assert snapshot.tests == {"t::a": TestEntry("passed", "c", frozenset({x_block}))}
         assert test_map.connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         # blocks no test refers to any more are gone
         assert test_map.connection.execute("SELECT path, fingerprint FROM blocks").fetchall() == [("a.py", "x")]
+
+
+def test_code_run_at_import_is_kept_under_typed_keys_a_narrower_run_adds_and_a_dropped_key_goes(tmp_path: Path):
+    """Each key's blocks of the files a run recorded replace that key's blocks of those
+    files (the others stay); ``EVERY_TEST`` only adds when the run collected some files;
+    an ``importing`` key is replaced whole; a dropped key and its blocks leave the map."""
+    with open_map(tmp_path / "m.sqlite")[0] as test_map:
+        test_map.refresh(
+            {"t::a": ("passed", [("t.py", "a")])},
+            "c",
+            import_code={
+                EVERY_TEST: {"hooks.py": {("hooks.py", "h1")}, "conftest.py": {("conftest.py", "c1")}},
+                importing("pkg/m.py"): {"pkg/m.py": {("pkg/cases.py", "make1")}},
+            },
+        )
+        test_map.refresh(
+            {},
+            "c",
+            import_code={EVERY_TEST: {"hooks.py": {("hooks.py", "h2")}}},
+            whole_collection=False,
+        )
+        assert test_map.import_code()[EVERY_TEST] == {("hooks.py", "h1"), ("hooks.py", "h2"), ("conftest.py", "c1")}
+        test_map.refresh({}, "c", import_code={EVERY_TEST: {"hooks.py": {("hooks.py", "h3")}}})
+        test_map.refresh({}, "c", import_code={importing("pkg/m.py"): {"pkg/m.py": {("pkg/cases.py", "make2")}}})
+        code = test_map.import_code()
+        assert code == {
+            EVERY_TEST: {("hooks.py", "h3"), ("conftest.py", "c1")},
+            ImportKey("importing", "pkg/m.py"): {("pkg/cases.py", "make2")},
+        }
+        test_map.refresh({}, "c", dropped=[importing("pkg/m.py")])
+        assert set(test_map.import_code()) == {EVERY_TEST}
+        assert ("pkg/cases.py", "make2") not in set(test_map.blocks().values())
+        # no marker rows: the tests table holds tests only
+        assert test_map.node_ids() == {"t::a"}
 
 
 @pytest.mark.parametrize(
@@ -218,9 +250,9 @@ def test_a_map_that_cannot_be_trusted_is_rebuilt_empty_with_a_notice(tmp_path: P
     test_map, notice = open_map(path)
     with test_map:
         assert notice is not None and why in notice and notice.endswith("rebuilt empty (every test runs as no_map)")
-        assert test_map.tests() == {}
+        assert test_map.node_ids() == set()
     with open_map(path)[0] as again:  # the rebuilt map is trusted
-        assert again.tests() == {}
+        assert again.node_ids() == set()
 
 
 def test_recorder_files_merge_across_processes_and_any_damage_is_a_problem_not_a_map(tmp_path: Path):

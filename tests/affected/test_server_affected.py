@@ -31,7 +31,6 @@ from mcp import Client
 from pytest_mcp_server.domain.failures import ToolFailureDetail
 from pytest_mcp_server.domain.tools import DiscoverResult
 from pytest_mcp_server.run.pytest_plugin.pytest_mcp_server_shared import stat_key
-from pytest_mcp_server.run.testmap import is_reserved
 
 CALC = """\
 def add(a, b):
@@ -247,7 +246,7 @@ def test_a_failing_test_runs_again_until_it_passes_and_a_conftest_change_runs_ev
     assert (deleted.status, deleted.selection.total) == ("no_tests", 2)
     (map_file,) = (artifacts / "maps").glob("*.sqlite")
     with sqlite3.connect(map_file) as con:
-        assert sorted(row[0] for row in con.execute("SELECT node_id FROM tests") if not is_reserved(row[0])) == [
+        assert sorted(row[0] for row in con.execute("SELECT node_id FROM tests")) == [
             "tests/test_add.py::test_add_negative",
             "tests/test_add.py::test_add_small",
         ]
@@ -578,7 +577,7 @@ def test_lf_in_the_projects_addopts_keeps_its_meaning_and_the_map_keeps_every_te
     broken, text = steps["broken"]
     assert ran(broken) == (0, 1), text
     # --lf collected only the failing test; the two others keep their entries
-    tests_in_map = {row[0] for row in steps["rows_after_broken"] if not is_reserved(row[0])}
+    tests_in_map = {row[0] for row in steps["rows_after_broken"]}
     assert len(tests_in_map) == 3
     fixed, text = steps["fixed"]
     assert ran(fixed) == (1, 0), text  # pytest's --lf: the last failure, which the map selects too

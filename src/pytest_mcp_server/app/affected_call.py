@@ -28,6 +28,7 @@ import orjson
 from pytest_mcp_server.app.collection_proof import (
     RECOVERS,
     IdForm,
+    Proven,
     answer_without_pytest,
     form_of,
     form_problem,
@@ -79,7 +80,7 @@ from pytest_mcp_server.run.recording import (
     skip_options,
     tests_blocks,
 )
-from pytest_mcp_server.run.testmap import IMPORTING_ENTRY, map_path, open_map
+from pytest_mcp_server.run.testmap import map_path, open_map
 
 
 @dataclass
@@ -202,8 +203,8 @@ async def execute_affected(
         run_dir = await anyio.to_thread.run_sync(runner.run_dirs.new)
         options = skip_options(run_dir, state.skip, state.environment, measure=True)
         found = await anyio.to_thread.run_sync(last_full_collection, state, params)
-        unproven = await anyio.to_thread.run_sync(nothing_can_fail, runner.root, state, found)
-        if unproven is None:
+        proof = await anyio.to_thread.run_sync(nothing_can_fail, runner.root, state, found)
+        if isinstance(proof, Proven):
             # what this call read stays in the map: the next call need not read it again
             await anyio.to_thread.run_sync(keep_reads, path, state)
             return await answer_without_pytest(runner, params, interp, state, run_dir, options)
@@ -236,7 +237,7 @@ async def execute_affected(
         said = f"the test map was left as it was: {data.problems[0]}"
         selection = selection.model_copy(update={"notice": "; ".join(filter(None, [selection.notice, said]))})
     if not selection.selected:
-        selection = selection.model_copy(update={"pytest_started": unproven})
+        selection = selection.model_copy(update={"pytest_started": proof.reason})
     update: dict[str, object] = {"selection": selection}
     if narrowed and plan.collected is not None:
         # the tests of the files left uncollected were deselected by the map all the same
@@ -285,8 +286,8 @@ async def refresh_map(
         gone: list[str] = list(data.unrecorded)
         test_map, _ = open_map(path)
         with test_map:
-            # a module no longer there is imported by no one: its row would stay changed for good
-            gone += [IMPORTING_ENTRY + m for m in test_map.importing() if not (runner.root / m).is_file()]
+            # a module no longer there is imported by no one: its key would stay changed for good
+            dropped = [key for key in test_map.import_code() if key.module and not (runner.root / key.module).is_file()]
             filtered = params.markers or params.keywords or getattr(params, "last_failed", False)
             # a collection of only some tests (--lf in the project's options): those it did not find are not gone
             options = (plan.collection or {}).get("narrowing")
@@ -305,12 +306,11 @@ async def refresh_map(
             test_map.refresh(
                 ran,
                 plan.fingerprint,
-                gone,
-                meta,
-                {**blocks.read, **plan.files},
-                blocks.at_import,
-                blocks.imported_modules,
-                blocks.importing,
+                gone=gone,
+                meta=meta,
+                files={**blocks.read, **plan.files},
+                import_code=blocks.import_code(),
+                dropped=dropped,
                 whole_collection=not params.node_ids and not plan.narrowed,
             )
         # the map holds what mattered of them

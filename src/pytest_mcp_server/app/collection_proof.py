@@ -124,55 +124,82 @@ def form_problem(expected: IdForm | None, found: IdForm | None, full: bool) -> s
     return f"pytest resolved {found} where the map's tests are of {expected}"
 
 
-def last_full_collection(state: MapState, params: ExecuteParams) -> tuple[dict[str, Any], CollectionDelta] | str:
+@dataclass(frozen=True)
+class Proven:
+    """The proof holds: no test can fail since the map's tests last ran, and a collection
+    now would find the same tests (``nothing_can_fail``)."""
+
+
+@dataclass(frozen=True)
+class Unproven:
+    """The proof does not hold, and why (one line, for ``Selection.pytest_started``)."""
+
+    reason: str
+
+
+Proof = Proven | Unproven
+"""``nothing_can_fail``'s answer."""
+
+
+@dataclass(frozen=True)
+class LastCollection:
+    """The last full collection the map recorded (``record``: ``COLLECTION_KEY``'s JSON:
+    ``collection``, ``environment``, ``total``, ``config``) and how a collection now
+    could differ from it (``delta``)."""
+
+    record: dict[str, Any]
+    delta: CollectionDelta
+
+
+def last_full_collection(state: MapState, params: ExecuteParams) -> LastCollection | Unproven:
     """The last full collection the map recorded and how a collection now could differ
     from it (``run.recording.collection_delta``), for a call that narrows nothing (no
     ``node_ids``, ``markers``, ``keywords``, ``last_failed``) on a map that was trusted
     and holds the suite as last collected in full; else why not. Blocking."""
     if params.node_ids or params.markers or params.keywords or params.last_failed:
-        return "the call narrows the selection (node_ids, markers, keywords or last_failed)"
+        return Unproven("the call narrows the selection (node_ids, markers, keywords or last_failed)")
     if state.full_next is not None:
-        return state.full_next
+        return Unproven(state.full_next)
     last = state.last_collection
     if state.notice or last is None:
-        return "no full collection recorded yet"
+        return Unproven("no full collection recorded yet")
     if last["collection"].get("narrowing"):
-        return f"{last['collection']['narrowing'][0]} in the options collects only some tests"
+        return Unproven(f"{last['collection']['narrowing'][0]} in the options collects only some tests")
     if len(state.recorded) != last.get("total"):
-        return "the map does not hold the suite as last collected in full"
+        return Unproven("the map does not hold the suite as last collected in full")
     collection = last["collection"]
     if collection.get("errors"):
-        return f"a test module could not be collected last time: {collection['errors'][0]}"
-    return last, collection_delta(collection, last.get("environment") or {})
+        return Unproven(f"a test module could not be collected last time: {collection['errors'][0]}")
+    return LastCollection(last, collection_delta(collection, last.get("environment") or {}))
 
 
-def nothing_can_fail(root: Path, state: MapState, found: tuple[dict[str, Any], CollectionDelta] | str) -> str | None:
-    """Why an affected call must start pytest although it may select nothing; None when
-    the map, the files' fingerprints and the configuration prove that no test can fail:
-    the last full collection is known (``found``: ``last_full_collection``'s), no
-    recorded test is selected (none ran changed code, none failed last time, the
-    configuration files as they were), and a collection now would find the same tests
-    (no new or changed test module, nothing blocking: ``CollectionDelta``); then every
-    file whose fingerprints were used is stat'ed again (a write during the check is
-    seen). Blocking."""
-    if isinstance(found, str):
+def nothing_can_fail(root: Path, state: MapState, found: LastCollection | Unproven) -> Proof:
+    """``Proven`` when the map, the files' fingerprints and the configuration prove that
+    no test can fail: the last full collection is known (``found``:
+    ``last_full_collection``'s), no recorded test is selected (none ran changed code,
+    none failed last time, the configuration files as they were), and a collection now
+    would find the same tests (no new or changed test module, nothing blocking:
+    ``CollectionDelta``); then every file whose fingerprints were used is stat'ed again
+    (a write during the check is seen). Else ``Unproven`` with why an affected call must
+    start pytest although it may select nothing. Blocking."""
+    if isinstance(found, Unproven):
         return found
-    delta = found[1]
+    delta = found.delta
     if not state.recorded or len(state.skip) != len(state.recorded) or state.import_changed or state.wide:
-        return "tests are affected"
+        return Unproven("tests are affected")
     if delta.blocked is not None:
-        return delta.blocked
+        return Unproven(delta.blocked)
     if delta.modules:
-        return f"a test module is new or changed: {delta.modules[0]}"
+        return Unproven(f"a test module is new or changed: {delta.modules[0]}")
     for file, key in state.stats.items():
         if stat_key(root / file) != key:
-            return f"{file} changed during the check"
+            return Unproven(f"{file} changed during the check")
     if config_file_parts(root) != state.now:
-        return "a configuration file changed during the check"
-    return None
+        return Unproven("a configuration file changed during the check")
+    return Proven()
 
 
-def narrowed_files(root: Path, state: MapState, found: tuple[dict[str, Any], CollectionDelta] | str) -> list[str]:
+def narrowed_files(root: Path, state: MapState, found: LastCollection | Unproven) -> list[str]:
     """The test files an affected run needs to collect (relative to ``root``): those
     holding the selected recorded tests, the new and changed test modules; empty when
     only a full collection will do (``found`` is a reason, the delta is blocked, every
@@ -182,9 +209,9 @@ def narrowed_files(root: Path, state: MapState, found: tuple[dict[str, Any], Col
     last full collection's rootdir and ini file (``pinned_form``); without an ini file,
     not when a directory between the root and a file holds one of pytest's configuration
     file names (pytest would read it)."""
-    if isinstance(found, str):
+    if isinstance(found, Unproven):
         return []
-    _, delta = found
+    delta = found.delta
     if delta.blocked is not None or state.import_changed or state.wide or not state.recorded:
         return []
     form = pinned_form(root, state)

@@ -1,15 +1,17 @@
-"""The test map before an ``affected`` run (``read_map_state``): which recorded tests
-are unchanged since they passed, what changed (blocks, module-level code reached
-through imports, configuration files), what the last full collection looked at, and
-the selection the map makes before pytest starts (``selection_before_run``).
+"""The test map before an ``affected`` run (``read_map_state``): the diff stage (the
+files as they are now, ``FileReader``) and the I/O the pure stages need
+(``domain.reach``: changed elements and reach; ``import_reach``: the import graph),
+giving which recorded tests are unchanged since they passed, what the last full
+collection looked at, and the selection the map makes before pytest starts
+(``selection_before_run``).
 
 Blocking: files and SQLite; the callers run it in a worker thread.
 """
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +20,14 @@ import orjson
 from pytest_mcp_server.domain.blocks import changed_functions
 from pytest_mcp_server.domain.coverage_answer import ChangedLines
 from pytest_mcp_server.domain.imports import FileImports, ProjectFiles, file_imports, importers, opaque_files
-from pytest_mcp_server.domain.nodeids import node_path
-from pytest_mcp_server.domain.selection import RecordedTest, Selection, changed_blocks, select_affected, selection_of
+from pytest_mcp_server.domain.reach import Importers, Reach, changed_elements, reach
+from pytest_mcp_server.domain.selection import (
+    RecordedTest,
+    Selection,
+    recorded_tests,
+    select_affected,
+    selection_of,
+)
 from pytest_mcp_server.run.pytest_plugin.pytest_mcp_server_shared import ENVIRONMENT_PARTS, short_hash, stat_key
 from pytest_mcp_server.run.recording import (
     changed_parts,
@@ -28,7 +36,7 @@ from pytest_mcp_server.run.recording import (
     python_files,
     read_blocks,
 )
-from pytest_mcp_server.run.testmap import IMPORTED_MODULES_ENTRY, open_map
+from pytest_mcp_server.run.testmap import open_map
 
 CONFIG_PARTS_KEY = "config_parts"
 """The map's ``meta`` row holding the last run's configuration parts (JSON), to name what changed."""
@@ -45,36 +53,39 @@ another rootdir or ini file); removed by the next run that refreshes the map."""
 
 @dataclass
 class MapState:
-    """The map before a run: its ``recorded`` tests (with the files of theirs that
-    changed), the configuration ``before`` (the last run's parts), the ``notice`` when
-    it was rebuilt, the configuration files' parts ``now``
-    (``run.recording.config_file_parts``), ``skip``: the recorded tests unchanged since
-    they passed, under the last run's environment, ``read``: the files whose block
-    fingerprints were read this call (the map's are used while a file's stat key is
-    unchanged), path -> (stat key, fingerprints), for the map to keep, and
-    ``import_changed``: the files of the function blocks run at import, with no module
-    being imported, that changed (every test depends on those; those run while a module
-    was imported reach its importers' tests through ``recorded``), and ``changed_files``: each file with a block no
-    longer as the map holds it -> the fingerprints the map holds for it (``changed_code``
-    names what changed there when there is no git diff), ``imports_cache``: the import
-    graph as read this call (``import_reach``; JSON for the map's meta), and ``wide``:
-    one line saying why every test depends on a change the import graph cannot follow;
-    ``stats``: the stat key of every file whose fingerprints it used (checked again before
-    an answer without pytest), ``last_collection``: what the last full collection looked
-    at (``COLLECTION_KEY``), or None; ``full_next``: why this call must collect the whole
-    suite without pinning the rootdir (``FULL_NEXT_KEY``), or None."""
+    """The map before a run (``read_map_state``), built with keywords:
+
+    * ``recorded``: its tests, each with the changed files that reach it;
+    * ``reached``: the reach stage's answer (``domain.reach.Reach``: the tests reached,
+      the files every test depends on, why the import graph was blind);
+    * ``before``: the last run's configuration parts; ``now``: the configuration files'
+      parts now (``run.recording.config_file_parts``);
+    * ``notice``: when the map was rebuilt, why;
+    * ``skip``: the recorded tests unchanged since they passed, under the last run's
+      environment;
+    * ``read``: the files whose block fingerprints were read this call (the map's are
+      used while a file's stat key is unchanged), path -> (stat key, fingerprints), for
+      the map to keep; ``stats``: the stat key of every file whose fingerprints it used
+      (checked again before an answer without pytest);
+    * ``changed_files``: each file with a block no longer as the map holds it -> the
+      fingerprints the map holds for it (``changed_code`` names what changed there when
+      there is no git diff);
+    * ``imports_cache``: the import graph as read this call (``import_reach``; JSON for
+      the map's meta), or None;
+    * ``last_collection``: what the last full collection looked at (``COLLECTION_KEY``),
+      or None; ``full_next``: why this call must collect the whole suite without pinning
+      the rootdir (``FULL_NEXT_KEY``), or None."""
 
     recorded: dict[str, RecordedTest]
-    before: dict[str, str]
-    notice: str | None
-    now: dict[str, str]
-    skip: list[str]
-    read: dict[str, tuple[str, set[str]]]
-    import_changed: frozenset[str]
-    changed_files: dict[str, set[str]]
+    reached: Reach = field(default_factory=Reach)
+    before: dict[str, str] = field(default_factory=dict)
+    now: dict[str, str] = field(default_factory=dict)
+    notice: str | None = None
+    skip: list[str] = field(default_factory=list)
+    read: dict[str, tuple[str, set[str]]] = field(default_factory=dict)
+    stats: dict[str, str | None] = field(default_factory=dict)
+    changed_files: Mapping[str, frozenset[str]] = field(default_factory=dict)
     imports_cache: str | None = None
-    wide: str | None = None
-    stats: dict[str, str | None] = dataclasses.field(default_factory=dict)
     last_collection: dict[str, Any] | None = None
     full_next: str | None = None
 
@@ -83,104 +94,89 @@ class MapState:
         """The interpreter's environment hashes of the last run (``ENVIRONMENT_PARTS``)."""
         return {name: self.before[name] for name in ENVIRONMENT_PARTS if name in self.before}
 
+    @property
+    def import_changed(self) -> frozenset[str]:
+        """The changed files every test depends on (``Reach.everyone``)."""
+        return self.reached.everyone
+
+    @property
+    def wide(self) -> str | None:
+        """Why every test depends on a change the import graph cannot follow, or None."""
+        return self.reached.wide
+
+
+class FileReader:
+    """The diff stage's reads: the block fingerprints of each file as it is now, from the
+    map's ``files`` (path -> (stat key, fingerprints) as last read) while the file's stat
+    key is unchanged, else parsed (``run.recording.read_blocks``); ``stats`` and ``read``
+    as ``MapState`` keeps them."""
+
+    def __init__(self, root: Path, known: Mapping[str, tuple[str, frozenset[str]]]) -> None:
+        self.root = root
+        self.known = known
+        self.stats: dict[str, str | None] = {}
+        self.read: dict[str, tuple[str, set[str]]] = {}
+
+    def current(self, file: str) -> set[str]:
+        """The fingerprints of ``file``'s blocks now (empty when it is gone)."""
+        stat = self.stats[file] = stat_key(self.root / file)  # before reading: a write in between changes it again
+        cached = self.known.get(file)
+        if stat is not None and cached is not None and cached[0] == stat:
+            return set(cached[1])
+        blocks = read_blocks(self.root, file, stat)
+        fingerprints = blocks.fingerprints() if blocks is not None else set()
+        if stat is not None and blocks is not None:
+            self.read[file] = (stat, fingerprints)
+        return fingerprints
+
 
 def read_map_state(root: Path, path: Path) -> MapState:
     """``MapState`` of the map at ``path`` for the project at ``root`` (blocking: files
-    and SQLite). A test is skipped when ``domain.selection.select_affected``, given the
-    last run's environment, would not select it."""
-    fingerprints: dict[str, set[str]] = {}
-    read: dict[str, tuple[str, set[str]]] = {}
+    and SQLite): the diff (``FileReader``), the changed elements
+    (``domain.reach.changed_elements``), the import graph when a change needs it
+    (``import_reach``), the reach (``domain.reach.reach``); a test is skipped when
+    ``domain.selection.select_affected``, given the last run's environment, would not
+    select it."""
     test_map, notice = open_map(path)
     with test_map:
-        known = test_map.files()
-
-        stats: dict[str, str | None] = {}
-
-        def current(file: str) -> set[str]:
-            if file not in fingerprints:
-                stat = stats[file] = stat_key(root / file)  # before reading: a write in between changes it again
-                cached = known.get(file)
-                if stat is not None and cached is not None and cached[0] == stat:
-                    fingerprints[file] = set(cached[1])
-                else:
-                    blocks = read_blocks(root, file, stat)
-                    fingerprints[file] = blocks.fingerprints() if blocks is not None else set()
-                    if stat is not None and blocks is not None:
-                        read[file] = (stat, fingerprints[file])
-            return fingerprints[file]
-
-        blocks = test_map.blocks()
-        gone = changed_blocks(blocks, current)
-        at_import = test_map.at_import()
-        import_changed = frozenset(file for file, fingerprint in at_import if fingerprint not in current(file))
-        modules = test_map.at_import(IMPORTED_MODULES_ENTRY)
-        modules_changed = sorted({file for file, fingerprint in modules if fingerprint not in current(file)})
-        # code run while a module was being imported: what changed reaches what imports that module
-        ran_at_import = {
-            module: {file for file, fingerprint in functions if fingerprint not in current(file)}
-            for module, functions in test_map.importing().items()
-        }
-        importing_changed = {module: files for module, files in ran_at_import.items() if files}
-        named = frozenset(modules_changed).union(*importing_changed.values())
+        snapshot = test_map.snapshot()
+        files = FileReader(root, test_map.files())
+        changes = changed_elements(snapshot, files.current)
+        importers: Importers | None = None
         imports_cache: str | None = None
-        wide: str | None = None
-        reached: set[str] = set()
-        if named:
-            sources = sorted(set(modules_changed) | set(importing_changed))
-            reached, opaque, imports_cache = import_reach(root, test_map.meta(IMPORTS_KEY), sources)
-            if opaque:
-                import_changed |= named
-                wide = (
-                    f"code run at import changed in {', '.join(sorted(named))} and the import graph cannot tell "
-                    f"who imports it ({opaque[0]}{f' and {len(opaque) - 1} more' if len(opaque) > 1 else ''}): "
-                    "every test depends on it"
-                )
-                reached = set()
-        through = {i for i, (file, _) in blocks.items() if file in reached}
-        recorded = test_map.tests(gone | through)
+        if changes.import_sources:
+            importers, imports_cache = import_reach(root, test_map.meta(IMPORTS_KEY), changes.import_sources)
         before: dict[str, str] = orjson.loads(test_map.meta(CONFIG_PARTS_KEY) or "{}")
         last_collection = orjson.loads(test_map.meta(COLLECTION_KEY) or "null")
         full_next = test_map.meta(FULL_NEXT_KEY)
-    if reached:
-        # a test that ran an importer's code, or whose own file imports what changed: the
-        # changed files are what changed for it
-        importers_only = reached - {blocks[i][0] for i in gone}
-        for node_id, entry in recorded.items():
-            if entry.changed & importers_only or node_path(node_id) in reached:
-                changed = (entry.changed - importers_only) | named
-                recorded[node_id] = dataclasses.replace(entry, changed=changed)
-    changed_files: dict[str, set[str]] = {blocks[i][0]: set() for i in gone}
-    for file, fingerprint in blocks.values():
-        if file in changed_files:
-            changed_files[file].add(fingerprint)
+    reached = reach(changes, snapshot, importers)
     state = MapState(
-        recorded,
-        before,
-        notice,
-        config_file_parts(root),
-        [],
-        read,
-        import_changed,
-        changed_files,
-        imports_cache,
-        wide,
-        stats,
-        last_collection,
-        full_next,
+        recorded=recorded_tests(snapshot, reached),
+        reached=reached,
+        before=before,
+        now=config_file_parts(root),
+        notice=notice,
+        read=files.read,
+        stats=files.stats,
+        changed_files=changes.changed_files,
+        imports_cache=imports_cache,
+        last_collection=last_collection,
+        full_next=full_next,
     )
-    if recorded and len(state.environment) == len(ENVIRONMENT_PARTS):
+    if state.recorded and len(state.environment) == len(ENVIRONMENT_PARTS):
         expected = config_fingerprint({**state.now, **state.environment})
-        selected, _ = select_affected(list(recorded), recorded, expected, import_changed=import_changed)
-        chosen = {test.node_id for test in selected}
-        state.skip = [node_id for node_id in recorded if node_id not in chosen]
+        chosen, _ = select_affected(list(state.recorded), state.recorded, expected, import_changed=state.import_changed)
+        selected = {test.node_id for test in chosen}
+        state.skip = [node_id for node_id in state.recorded if node_id not in selected]
     return state
 
 
-def import_reach(root: Path, cached: str | None, changed: list[str]) -> tuple[set[str], list[str], str]:
-    """The project's files that import one of ``changed`` (paths relative to ``root``),
-    directly or through other files, ``changed`` included (``domain.imports``); the
-    reasons the graph cannot tell what some file imports (``opaque_files``; every test
-    then depends on ``changed``); and the graph as read now, as JSON for the map's meta.
+def import_reach(root: Path, cached: str | None, changed: list[str]) -> tuple[Importers, str]:
+    """What the import graph says of ``changed`` (paths relative to ``root``;
+    ``domain.reach.Importers``): the project's files that import one of them, directly or
+    through other files, they included (``domain.imports``), and the reasons the graph
+    cannot tell what some file imports (``opaque_files``; every test then depends on
+    ``changed``); and the graph as read now, as JSON for the map's meta.
 
     ``cached`` is that JSON from the last call: a file's imports are read again only
     when its stat key changed, and all of them when the set of files changed (a new
@@ -224,10 +220,11 @@ def import_reach(root: Path, cached: str | None, changed: list[str]) -> tuple[se
     # a changed file that does not parse imports nothing: it fails wherever it is imported
     # (its importers are found through their own edges)
     blind = {path: i for path, i in graph.items() if i.parsed or path not in changed}
-    return importers(graph, changed, opaque_imports_all=False), opaque_files(blind), cache
+    reached = importers(graph, changed, opaque_imports_all=False)
+    return Importers(frozenset(reached), tuple(opaque_files(blind))), cache
 
 
-def changed_code(root: Path, changed_files: dict[str, set[str]]) -> ChangedLines:
+def changed_code(root: Path, changed_files: Mapping[str, frozenset[str]]) -> ChangedLines:
     """The functions of ``changed_files`` (``MapState.changed_files``) whose fingerprints
     the map does not hold (``domain.blocks.changed_functions``: edited or added), as
     ``ChangedLines``: what stands for a git diff outside git."""

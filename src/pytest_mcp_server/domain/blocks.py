@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
 MODULE_BLOCK = "<module>"
@@ -136,7 +137,7 @@ class _WithoutFunctions(ast.NodeTransformer):
         return None
 
 
-def changed_functions(now: FileBlocks, recorded: set[str]) -> list[tuple[int, int]]:
+def changed_functions(now: FileBlocks, recorded: AbstractSet[str]) -> list[tuple[int, int]]:
     """The body lines ``(first, last)`` of the functions of ``now`` (a file as it is)
     whose fingerprint is not among ``recorded`` (the fingerprints the map holds for the
     file): edited or new functions, innermost only (an edit inside a nested function

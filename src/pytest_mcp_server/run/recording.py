@@ -36,6 +36,7 @@ from pytest_mcp_server.domain.coverage_answer import ChangedLines, relative_path
 from pytest_mcp_server.domain.failures import ToolFailure
 from pytest_mcp_server.domain.nodeids import node_function
 from pytest_mcp_server.domain.policy import BLOCKS_KEPT, MONITORING_PYTHON
+from pytest_mcp_server.domain.reach import EVERY_TEST, MODULE_LEVEL, ImportKey, importing
 from pytest_mcp_server.engine.coverage_reports import LineContexts
 from pytest_mcp_server.run.events import PLUGIN_DIR
 from pytest_mcp_server.run.interpreter import Interpreter
@@ -329,6 +330,14 @@ class RunBlocks:
     imported_modules: dict[str, Blocks]
     read: dict[str, tuple[str, set[str]]] = field(default_factory=dict)
 
+    def import_code(self) -> dict[ImportKey, dict[str, Blocks]]:
+        """The code run at import, by the map's keys (``run.testmap.TestMap.refresh``):
+        per key, per file, its blocks."""
+        code: dict[ImportKey, dict[str, Blocks]] = {EVERY_TEST: self.at_import, MODULE_LEVEL: self.imported_modules}
+        for module, blocks in self.importing.items():
+            code[importing(module)] = {module: blocks}
+        return code
+
 
 def _importing_module(context: str, root_prefix: str) -> str | None:
     """The module (relative path) whose import context ``context`` is, or None for the
@@ -360,7 +369,7 @@ def tests_blocks(data: dict[str, dict[str, list[int]]], root: Path, ran: Iterabl
       imported (collection hooks, a ``conftest.py``'s import, Python before 3.12, whose
       recorder cannot tell imports apart), the function blocks owning them. They may
       shape any test, so every test depends on them; the map keeps them once
-      (``run.testmap.TestMap.at_import``), not in every test's entry;
+      (``domain.reach.EVERY_TEST``), not in every test's entry;
     * imported modules: per file that ran lines outside any test, its module-level
       block (a changed constant there reaches the tests that ran code in the files
       importing it: ``domain.imports``).

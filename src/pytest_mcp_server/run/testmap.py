@@ -5,7 +5,9 @@ value, the ids of its ``blocks`` rows packed (``_pack``), not a row per test and
 a test of a parser runs hundreds of functions, and rewriting 500 tests' rows one pair at
 a time took seconds. It also keeps, per file the tests ran, its block fingerprints with
 the file's ``stat`` when they were read (``files``), so that an unchanged file is not
-parsed again on the next call.
+parsed again on the next call, and the code run at import that no test's context holds,
+under typed keys (``import_code``: ``domain.reach.ImportKey``, which says who depends on
+it).
 
 One file per project root and interpreter (``map_path``: ``<artifacts>/maps/<root
 name>-<hash of root and interpreter>.sqlite``), never in the project. Every change is
@@ -27,33 +29,14 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 from pytest_mcp_server.domain.policy import MAP_BUSY_TIMEOUT_S
-from pytest_mcp_server.domain.selection import RecordedTest
+from pytest_mcp_server.domain.reach import EVERY_TEST, Block, ImportKey, MapSnapshot, TestEntry
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 """The map's schema version, in its ``schema_version`` table; a map of another version is rebuilt."""
 FORMAT_NAME = "pytest-mcp-server test map"
 """The ``format`` row of the ``meta`` table: what makes a SQLite file one of these maps."""
 MAPS_DIR = "maps"
 """The artifacts directory's subdirectory holding the maps."""
-IMPORT_ENTRY = "<import>"
-"""The reserved ``tests`` row holding the function blocks run at import, on which every
-test depends (kept once, not in each test's entry; no pytest node id has this form)."""
-IMPORTED_MODULES_ENTRY = "<imported modules>"
-"""The reserved ``tests`` row holding the module-level blocks of the files run at import:
-a change there reaches the tests that ran code in a file importing it
-(``domain.imports``), not every test."""
-IMPORTING_ENTRY = "<import> "
-"""The prefix of the reserved ``tests`` rows holding, per project module (``IMPORTING_ENTRY``
-+ its relative path), the function blocks run while it was being imported: a change
-there reaches the tests of the files importing that module (``domain.imports``)."""
-
-
-def is_reserved(node_id: str) -> bool:
-    """True for the map's own entries (``IMPORT_ENTRY``, ``IMPORTED_MODULES_ENTRY``,
-    ``IMPORTING_ENTRY`` rows): no pytest node id starts with ``<``."""
-    return node_id.startswith("<")
-
-
 _SCHEMA = """
 CREATE TABLE schema_version (version INTEGER NOT NULL);
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -74,6 +57,12 @@ CREATE TABLE files (
     path TEXT PRIMARY KEY,
     stat TEXT NOT NULL,
     fingerprints TEXT NOT NULL
+);
+CREATE TABLE import_code (
+    scope TEXT NOT NULL,
+    module TEXT NOT NULL,
+    blocks BLOB NOT NULL,
+    PRIMARY KEY (scope, module)
 );
 """
 
@@ -118,57 +107,40 @@ class TestMap:
             raise
         self.connection.execute("COMMIT")
 
-    def blocks(self) -> dict[int, tuple[str, str]]:
+    def blocks(self) -> dict[int, Block]:
         """Every block the tests ran: id -> ``(path, fingerprint)``."""
         return {row[0]: (row[1], row[2]) for row in self.connection.execute("SELECT id, path, fingerprint FROM blocks")}
 
-    def tests(self, changed: Iterable[int] = ()) -> dict[str, RecordedTest]:
-        """Every test's entry: node id -> ``RecordedTest``, its ``changed`` files those of
-        the blocks of ``changed`` (block ids, ``domain.selection.changed_blocks``) it ran."""
-        wanted = set(changed)
-        paths = {i: path for i, (path, _) in self.blocks().items() if i in wanted} if wanted else {}
-        out: dict[str, RecordedTest] = {}
-        for node_id, outcome, config, packed in self.connection.execute(
-            "SELECT node_id, outcome, config, blocks FROM tests"
-        ):
-            if is_reserved(node_id):
-                continue
-            hit = wanted.intersection(_unpack(packed)) if wanted else ()
-            out[node_id] = RecordedTest(outcome=outcome, config=config, changed=frozenset(paths[i] for i in hit))
-        return out
+    def snapshot(self) -> MapSnapshot:
+        """What the map holds, for the selection's stages (``domain.reach``): its blocks,
+        its tests with the ids of the blocks each ran, and the code run at import by key."""
+        blocks = self.blocks()
+        tests = {
+            node_id: TestEntry(outcome, config, frozenset(_unpack(packed)))
+            for node_id, outcome, config, packed in self.connection.execute(
+                "SELECT node_id, outcome, config, blocks FROM tests"
+            )
+        }
+        return MapSnapshot(blocks, tests, self.import_code(blocks))
 
-    def entries(self) -> dict[str, tuple[str, frozenset[tuple[str, str]]]]:
-        """Every entry as stored, the import entry included: node id -> (outcome, its
-        blocks as ``(path, fingerprint)``)."""
+    def entries(self) -> dict[str, tuple[str, frozenset[Block]]]:
+        """Every test's entry as stored: node id -> (outcome, its blocks)."""
         blocks = self.blocks()
         rows = self.connection.execute("SELECT node_id, outcome, blocks FROM tests")
         return {node_id: (outcome, frozenset(blocks[i] for i in _unpack(packed))) for node_id, outcome, packed in rows}
 
     def node_ids(self) -> set[str]:
         """The node ids of the tests in the map."""
-        return {row[0] for row in self.connection.execute("SELECT node_id FROM tests") if not is_reserved(row[0])}
+        return {row[0] for row in self.connection.execute("SELECT node_id FROM tests")}
 
-    def importing(self) -> dict[str, frozenset[tuple[str, str]]]:
-        """Per project module (relative path), the function blocks run while it was being
-        imported (``IMPORTING_ENTRY`` rows), as ``(path, fingerprint)``."""
-        blocks = self.blocks()
-        rows = self.connection.execute(
-            "SELECT node_id, blocks FROM tests WHERE substr(node_id, 1, ?) = ?",
-            (len(IMPORTING_ENTRY), IMPORTING_ENTRY),
-        )
+    def import_code(self, blocks: Mapping[int, Block] | None = None) -> dict[ImportKey, frozenset[Block]]:
+        """The code run at import that no test's context holds, by key, as the runs so far
+        recorded it (``refresh``); ``blocks``: ``blocks()`` when the caller has it."""
+        known = self.blocks() if blocks is None else blocks
+        rows = self.connection.execute("SELECT scope, module, blocks FROM import_code")
         return {
-            node_id[len(IMPORTING_ENTRY) :]: frozenset(blocks[i] for i in _unpack(packed)) for node_id, packed in rows
+            ImportKey(scope, module): frozenset(known[i] for i in _unpack(packed)) for scope, module, packed in rows
         }
-
-    def at_import(self, entry: str = IMPORT_ENTRY) -> frozenset[tuple[str, str]]:
-        """The function blocks run at import (``entry`` ``IMPORTED_MODULES_ENTRY``: the
-        module-level blocks of the files run at import), ``(path, fingerprint)``, as the
-        runs so far recorded them (``refresh``)."""
-        row = self.connection.execute("SELECT blocks FROM tests WHERE node_id = ?", (entry,)).fetchone()
-        if row is None:
-            return frozenset()
-        blocks = self.blocks()
-        return frozenset(blocks[i] for i in _unpack(row[0]))
 
     def files(self) -> dict[str, tuple[str, frozenset[str]]]:
         """Each file's block fingerprints as last read: path -> (its stat key then, the
@@ -183,41 +155,43 @@ class TestMap:
 
     def refresh(
         self,
-        ran: Mapping[str, tuple[str, Iterable[tuple[str, str]]]],
+        ran: Mapping[str, tuple[str, Iterable[Block]]],
         config: str,
+        *,
         gone: Iterable[str] = (),
         meta: Mapping[str, str | None] | None = None,
         files: Mapping[str, tuple[str, Iterable[str]]] | None = None,
-        at_import: Mapping[str, Iterable[tuple[str, str]]] | None = None,
-        imported_modules: Mapping[str, Iterable[tuple[str, str]]] | None = None,
-        importing: Mapping[str, Iterable[tuple[str, str]]] | None = None,
+        import_code: Mapping[ImportKey, Mapping[str, Iterable[Block]]] | None = None,
+        dropped: Iterable[ImportKey] = (),
         whole_collection: bool = True,
     ) -> None:
-        """In one transaction: each test of ``ran`` (node id -> (outcome, its blocks as
-        ``(path, fingerprint)``)) gets exactly that entry, with ``config``; the tests
-        of ``gone`` (no longer in the suite) leave the map; ``meta`` rows are set (None:
-        removed);
-        ``files`` (path -> (stat key, block fingerprints) as read this call) are kept;
-        ``at_import`` (path -> the function blocks run at import in this run) replaces
-        those files' blocks of the import entry, the other files' stay (a run that
-        imported less does not forget them); blocks no test refers to any more are
-        removed, and the files without blocks. ``imported_modules`` (path -> its module
-        block, for the files run at import) is kept in the same way. ``importing``
-        (module -> the function blocks run while it was being imported in this run)
-        replaces those modules' ``IMPORTING_ENTRY`` rows; to drop a module's row, name
-        the row in ``gone``. A run that collected only some files (``whole_collection``
-        False) adds to the import entry and replaces nothing there: the collection hooks
-        it did not run for the other files ran what they ran before."""
+        """In one transaction: each test of ``ran`` (node id -> (outcome, its blocks))
+        gets exactly that entry, with ``config``; the tests of ``gone`` (no longer in the
+        suite) leave the map; ``meta`` rows are set (None: removed); ``files`` (path ->
+        (stat key, block fingerprints) as read this call) are kept; ``import_code`` (key
+        -> per file, the blocks this run recorded for that key) replaces each key's
+        blocks of those files, the other files' stay (a run that imported less does not
+        forget them); an ``importing`` key's blocks are replaced whole (what this run's
+        import of the module ran); ``EVERY_TEST`` only adds when the run collected only
+        some files (``whole_collection`` False: the collection hooks it did not run for
+        the other files ran what they ran before); the keys of ``dropped`` are removed;
+        blocks no test or key refers to any more are removed, and the files without
+        blocks."""
         entries = {node_id: (outcome, set(blocks)) for node_id, (outcome, blocks) in ran.items()}
-        for module, blocks in (importing or {}).items():
-            entries[IMPORTING_ENTRY + module] = ("passed", set(blocks))
         with self._transaction() as con:
-            for entry, given in ((IMPORT_ENTRY, at_import), (IMPORTED_MODULES_ENTRY, imported_modules)):
-                if given:
-                    replace = whole_collection or entry != IMPORT_ENTRY
-                    kept = {block for block in self.at_import(entry) if not replace or block[0] not in given}
-                    entries[entry] = ("passed", kept.union(*given.values()))
-            all_blocks = {block for _, blocks in entries.values() for block in blocks}
+            code = self.import_code()
+            for key, given in (import_code or {}).items():
+                if not given:
+                    continue
+                if key.scope == "importing":  # what this run's import of the module ran, whole
+                    code[key] = frozenset().union(*given.values())
+                    continue
+                replace = whole_collection or key != EVERY_TEST
+                kept = {block for block in code.get(key, ()) if not replace or block[0] not in given}
+                code[key] = frozenset(kept.union(*given.values()))
+            for key in dropped:
+                code.pop(key, None)
+            all_blocks = {block for _, blocks in entries.values() for block in blocks}.union(*code.values())
             con.executemany("INSERT OR IGNORE INTO blocks (path, fingerprint) VALUES (?, ?)", all_blocks)
             block_ids = {block: block_id for block_id, block in self.blocks().items()}
             con.executemany(
@@ -230,8 +204,17 @@ class TestMap:
                 ),
             )
             con.executemany("DELETE FROM tests WHERE node_id = ?", ((node_id,) for node_id in gone))
+            con.execute("DELETE FROM import_code")
+            con.executemany(
+                "INSERT INTO import_code (scope, module, blocks) VALUES (?, ?, ?)",
+                (
+                    (key.scope, key.module, _pack(block_ids[block] for block in blocks))
+                    for key, blocks in code.items()
+                    if blocks
+                ),
+            )
             referenced: set[int] = set()
-            for (packed,) in con.execute("SELECT blocks FROM tests"):
+            for (packed,) in con.execute("SELECT blocks FROM tests UNION ALL SELECT blocks FROM import_code"):
                 referenced.update(_unpack(packed))
             con.executemany(
                 "DELETE FROM blocks WHERE id = ?", ((i,) for i in block_ids.values() if i not in referenced)
@@ -296,7 +279,7 @@ def _connect(path: Path) -> sqlite3.Connection:
 def _check(con: sqlite3.Connection) -> None:
     """Raise ``MapUntrusted`` unless ``con`` is a map of ``SCHEMA_VERSION``."""
     tables = {row[0] for row in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    if not {"schema_version", "meta", "tests", "blocks", "files"} <= tables:
+    if not {"schema_version", "meta", "tests", "blocks", "files", "import_code"} <= tables:
         raise MapUntrusted("another program's SQLite database")
     fmt = con.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()
     if fmt is None or fmt[0] != FORMAT_NAME:
