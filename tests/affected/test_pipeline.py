@@ -20,17 +20,18 @@ from pytest_mcp_server.app.map_state import CONFIG_PARTS_KEY, MapState, read_map
 from pytest_mcp_server.domain.blocks import file_blocks
 from pytest_mcp_server.domain.reach import (
     EVERY_TEST,
-    MODULE_LEVEL,
     Changes,
     Importers,
     MapSnapshot,
     Reach,
+    ReachInput,
     TestEntry,
     blocks_rule,
     changed_elements,
     every_test_rule,
-    importers_rule,
     importing,
+    importing_rule,
+    pending_rule,
     reach,
 )
 from pytest_mcp_server.domain.selection import RecordedTest, recorded_tests
@@ -51,12 +52,11 @@ SNAPSHOT = MapSnapshot(
         "t.py::same": TestEntry("passed", "c", frozenset({1, 5})),
         "t.py::edited": TestEntry("passed", "c", frozenset({2, 3, 5})),
         "t.py::gone_file": TestEntry("failed", "c", frozenset({4})),
-        "u.py::importer": TestEntry("passed", "c", frozenset()),
+        "u.py::importer": TestEntry("passed", "c", frozenset(), pending=frozenset({"tables.py"})),
     },
     import_code={
         EVERY_TEST: frozenset({("hooks.py", "h"), ("a.py", "f1")}),
-        MODULE_LEVEL: frozenset({("tables.py", "m"), ("a.py", "module")}),
-        importing("u.py"): frozenset({("cases.py", "make")}),
+        importing("m.py"): frozenset({("cases.py", "make")}),
         importing("v.py"): frozenset({("a.py", "f1")}),
     },
 )
@@ -74,36 +74,43 @@ def test_changed_elements_are_the_blocks_and_keys_whose_fingerprints_are_gone():
     assert changes == Changes(
         blocks=frozenset({2, 4}),
         every_test=frozenset({"hooks.py"}),
-        module_level=frozenset({"tables.py"}),
-        importing={"u.py": frozenset({"cases.py"})},
+        importing={"m.py": frozenset({"cases.py"})},
         changed_files={"b.py": frozenset({"gone", "other"}), "c.py": frozenset({"deleted file"})},
     )
     assert sorted(read) == sorted(set(read))  # each file read once
-    assert changes.through_imports == {"tables.py", "cases.py"}
-    assert changes.import_sources == ["tables.py", "u.py"]
+    assert changes.import_sources == ["m.py"]
 
 
 def test_each_rule_reaches_its_own_tests_and_the_union_adds_them_up():
     changes = changed_elements(SNAPSHOT, lambda path: NOW.get(path, set()))
-    assert blocks_rule(changes, SNAPSHOT, None) == Reach(
+    asked: list[str] = []
+
+    def importers(path: str) -> Importers:
+        asked.append(path)
+        return Importers(frozenset({"m.py", "u.py", "a.py"}))
+
+    given = ReachInput(SNAPSHOT, importers)
+    assert blocks_rule(changes, given) == Reach(
         {"t.py::edited": frozenset({"b.py"}), "t.py::gone_file": frozenset({"c.py"})}
     )
-    assert every_test_rule(changes, SNAPSHOT, None) == Reach(everyone=frozenset({"hooks.py"}))
-    # the graph is read only when a rule needs it: without it, nothing through imports
-    assert importers_rule(changes, SNAPSHOT, None) == Reach()
-    # tests that ran code in an importer (a.py) and the tests of an importing file (u.py)
-    through = importers_rule(changes, SNAPSHOT, Importers(frozenset({"tables.py", "a.py", "u.py", "cases.py"})))
-    assert through == Reach({"t.py::same": changes.through_imports, "u.py::importer": changes.through_imports})
-    blind = importers_rule(changes, SNAPSHOT, Importers(frozenset(), ("x.py:3 calls __import__ with a computed name",)))
-    assert blind.everyone == {"tables.py", "cases.py"} and blind.tests == {}
-    assert blind.wide == (
-        "code run at import changed in cases.py, tables.py and the import graph cannot tell who imports it "
+    assert every_test_rule(changes, given) == Reach(everyone=frozenset({"hooks.py"}))
+    assert pending_rule(changes, given) == Reach({"u.py::importer": frozenset({"tables.py"})})
+    # the tests that ran code in an importer of m.py (a.py) and the tests of the importing files
+    assert importing_rule(changes, given) == Reach(
+        {"t.py::same": frozenset({"cases.py"}), "u.py::importer": frozenset({"cases.py"})}
+    )
+    assert asked == ["m.py"]  # the graph is asked only for what a rule needs
+    blind = ReachInput(SNAPSHOT, lambda path: Importers(frozenset(), ("x.py:3 calls __import__ with a computed name",)))
+    wide = importing_rule(changes, blind)
+    assert wide.everyone == {"cases.py"} and wide.tests == {}
+    assert wide.wide == (
+        "code run at import changed in m.py and the import graph cannot tell who imports it "
         "(x.py:3 calls __import__ with a computed name): every test depends on it"
     )
-    union = reach(changes, SNAPSHOT, Importers(frozenset({"tables.py", "b.py"})))
-    assert union.tests["t.py::edited"] == {"b.py", "tables.py", "cases.py"}
+    union = reach(changes, given)
+    assert union.tests["u.py::importer"] == {"cases.py", "tables.py"}
     assert union.everyone == {"hooks.py"} and union.wide is None
-    assert recorded_tests(SNAPSHOT, union)["t.py::same"] == RecordedTest("passed", "c", frozenset())
+    assert recorded_tests(SNAPSHOT, union)["t.py::edited"] == RecordedTest("passed", "c", frozenset({"b.py"}))
     assert recorded_tests(SNAPSHOT, union)["t.py::gone_file"] == RecordedTest("failed", "c", frozenset({"c.py"}))
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -45,6 +45,7 @@ from pytest_mcp_server.app.map_state import (
     CONFIG_PARTS_KEY,
     FULL_NEXT_KEY,
     IMPORTS_KEY,
+    RECORDER_KEY,
     MapState,
     changed_code,
     collect_in_full_next,
@@ -53,6 +54,7 @@ from pytest_mcp_server.app.map_state import (
     selection_before_run,
 )
 from pytest_mcp_server.app.runner import RunAnswer, Runner, regrouped, run_status
+from pytest_mcp_server.domain.elements import Element
 from pytest_mcp_server.domain.failures import ToolFailure
 from pytest_mcp_server.domain.nodeids import node_path
 from pytest_mcp_server.domain.selection import (
@@ -95,7 +97,8 @@ class AffectedPlan:
     map's form (``app.collection_proof.form_problem``; the map is then left as it was),
     else None; ``config``: the root's configuration parts the collection's rootdir and ini
     file were found with (``app.collection_proof.root_config_parts``; a narrowed run's
-    are the last full collection's)."""
+    are the last full collection's); ``elements`` and ``pending``: ``MapState``'s, for the
+    map to keep."""
 
     tests: list[AffectedTest]
     selection: Selection
@@ -109,6 +112,8 @@ class AffectedPlan:
     narrowed: bool = False
     form_problem: str | None = None
     config: dict[str, str] | None = None
+    elements: dict[str, tuple[str, tuple[Element, ...]] | None] = field(default_factory=dict)
+    pending: dict[str, frozenset[str]] = field(default_factory=dict)
 
 
 def select_from_run(
@@ -163,6 +168,8 @@ def select_from_run(
         bool(narrowed),
         problem,
         config,
+        state.elements,
+        state.pending,
     )
 
 
@@ -281,7 +288,7 @@ async def refresh_map(
         if data.problems:
             return
         recorded = {node_id: outcome for node_id, outcome in outcomes.items() if node_id not in data.unrecorded}
-        blocks = tests_blocks(data.lines, runner.root, recorded)
+        blocks = tests_blocks(data.lines, runner.root, recorded, data.fixtures)
         ran = {node_id: (outcome, blocks.tests[node_id]) for node_id, outcome in recorded.items()}
         gone: list[str] = list(data.unrecorded)
         test_map, _ = open_map(path)
@@ -295,6 +302,11 @@ async def refresh_map(
                 collected = set(plan.collected)
                 gone += [t for t in test_map.node_ids() if t not in collected and _in_scope(t, params.node_ids)]
             meta: dict[str, str | None] = {CONFIG_PARTS_KEY: orjson.dumps(plan.parts).decode(), FULL_NEXT_KEY: None}
+            if data.recorders:
+                meta[RECORDER_KEY] = data.recorders[0]
+            # the files first run now are compared from now on; the others as this call read them
+            known = test_map.element_stats()
+            elements = {p: v for p, v in blocks.elements.items() if p not in known} | plan.elements
             if plan.imports_cache is not None:
                 meta[IMPORTS_KEY] = plan.imports_cache
             full = not params.node_ids or plan.narrowed
@@ -312,6 +324,10 @@ async def refresh_map(
                 import_code=blocks.import_code(),
                 dropped=dropped,
                 whole_collection=not params.node_ids and not plan.narrowed,
+                names=blocks.names,
+                facts=blocks.facts,
+                elements=elements,
+                pending=plan.pending,
             )
         # the map holds what mattered of them
         shutil.rmtree(run_dir / MAP_DATA_DIR, ignore_errors=True)

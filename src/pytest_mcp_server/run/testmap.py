@@ -28,10 +28,13 @@ from array import array
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
-from pytest_mcp_server.domain.policy import MAP_BUSY_TIMEOUT_S
-from pytest_mcp_server.domain.reach import EVERY_TEST, Block, ImportKey, MapSnapshot, TestEntry
+import orjson
 
-SCHEMA_VERSION = 6
+from pytest_mcp_server.domain.elements import Element
+from pytest_mcp_server.domain.policy import MAP_BUSY_TIMEOUT_S
+from pytest_mcp_server.domain.reach import EVERY_TEST, Block, BlockFacts, ImportKey, MapSnapshot, TestEntry
+
+SCHEMA_VERSION = 7
 """The map's schema version, in its ``schema_version`` table; a map of another version is rebuilt."""
 FORMAT_NAME = "pytest-mcp-server test map"
 """The ``format`` row of the ``meta`` table: what makes a SQLite file one of these maps."""
@@ -45,13 +48,23 @@ CREATE TABLE tests (
     node_id TEXT NOT NULL UNIQUE,
     outcome TEXT NOT NULL,
     config TEXT NOT NULL,
-    blocks BLOB NOT NULL
+    blocks BLOB NOT NULL,
+    names TEXT NOT NULL DEFAULT '',
+    pending TEXT NOT NULL DEFAULT ''
 );
 CREATE TABLE blocks (
     id INTEGER PRIMARY KEY,
     path TEXT NOT NULL,
     fingerprint TEXT NOT NULL,
+    names TEXT NOT NULL DEFAULT '',
+    blind TEXT,
+    qualname TEXT NOT NULL DEFAULT '',
     UNIQUE (path, fingerprint)
+);
+CREATE TABLE element_files (
+    path TEXT PRIMARY KEY,
+    stat TEXT NOT NULL,
+    elements BLOB NOT NULL
 );
 CREATE TABLE files (
     path TEXT PRIMARY KEY,
@@ -116,12 +129,50 @@ class TestMap:
         its tests with the ids of the blocks each ran, and the code run at import by key."""
         blocks = self.blocks()
         tests = {
-            node_id: TestEntry(outcome, config, frozenset(_unpack(packed)))
-            for node_id, outcome, config, packed in self.connection.execute(
-                "SELECT node_id, outcome, config, blocks FROM tests"
+            node_id: TestEntry(
+                outcome,
+                config,
+                frozenset(_unpack(packed)),
+                frozenset(names.split()),
+                frozenset(orjson.loads(pending)) if pending else frozenset(),
+            )
+            for node_id, outcome, config, packed, names, pending in self.connection.execute(
+                "SELECT node_id, outcome, config, blocks, names, pending FROM tests"
             )
         }
         return MapSnapshot(blocks, tests, self.import_code(blocks))
+
+    def block_facts(self) -> dict[int, BlockFacts]:
+        """Each block's ``BlockFacts`` (the names its code refers to; how it reads names
+        computed at run time): read only when a module-level change needs them."""
+        rows = self.connection.execute("SELECT id, names, blind, qualname FROM blocks")
+        return {i: BlockFacts(frozenset(names.split()), blind, qualname) for i, names, blind, qualname in rows}
+
+    def qualnames(self, block_ids: Iterable[int]) -> dict[int, str]:
+        """The qualified name of each block of ``block_ids`` (``domain.blocks.Block.name``)."""
+        out: dict[int, str] = {}
+        for i in block_ids:
+            row = self.connection.execute("SELECT qualname FROM blocks WHERE id = ?", (i,)).fetchone()
+            if row is not None:
+                out[i] = str(row[0])
+        return out
+
+    def element_stats(self) -> dict[str, str]:
+        """Each file whose module-level elements the map keeps -> its stat key when they
+        were read."""
+        return {path: stat for path, stat in self.connection.execute("SELECT path, stat FROM element_files")}
+
+    def elements(self, paths: Iterable[str] | None = None) -> dict[str, tuple[Element, ...]]:
+        """The module-level elements the map keeps of ``paths`` (all files: None)."""
+        if paths is None:
+            rows = self.connection.execute("SELECT path, elements FROM element_files").fetchall()
+        else:
+            rows = [
+                row
+                for path in paths
+                for row in self.connection.execute("SELECT path, elements FROM element_files WHERE path = ?", (path,))
+            ]
+        return {path: tuple(Element.from_json(e) for e in orjson.loads(data)) for path, data in rows}
 
     def entries(self) -> dict[str, tuple[str, frozenset[Block]]]:
         """Every test's entry as stored: node id -> (outcome, its blocks)."""
@@ -164,6 +215,10 @@ class TestMap:
         import_code: Mapping[ImportKey, Mapping[str, Iterable[Block]]] | None = None,
         dropped: Iterable[ImportKey] = (),
         whole_collection: bool = True,
+        names: Mapping[str, Iterable[str]] | None = None,
+        facts: Mapping[Block, BlockFacts] | None = None,
+        elements: Mapping[str, tuple[str, Iterable[Element]] | None] | None = None,
+        pending: Mapping[str, Iterable[str]] | None = None,
     ) -> None:
         """In one transaction: each test of ``ran`` (node id -> (outcome, its blocks))
         gets exactly that entry, with ``config``; the tests of ``gone`` (no longer in the
@@ -176,7 +231,11 @@ class TestMap:
         some files (``whole_collection`` False: the collection hooks it did not run for
         the other files ran what they ran before); the keys of ``dropped`` are removed;
         blocks no test or key refers to any more are removed, and the files without
-        blocks."""
+        blocks. ``names``: the names each test of ``ran`` refers to beside its blocks';
+        ``facts``: the facts of the blocks written (a block's never change: its
+        fingerprint is its code); ``elements``: per file, the stat key and module-level
+        elements to keep from now on (None: forget the file); ``pending``: the tests that
+        did not run whose pending files are set (a test of ``ran`` has none)."""
         entries = {node_id: (outcome, set(blocks)) for node_id, (outcome, blocks) in ran.items()}
         with self._transaction() as con:
             code = self.import_code()
@@ -192,17 +251,42 @@ class TestMap:
             for key in dropped:
                 code.pop(key, None)
             all_blocks = {block for _, blocks in entries.values() for block in blocks}.union(*code.values())
-            con.executemany("INSERT OR IGNORE INTO blocks (path, fingerprint) VALUES (?, ?)", all_blocks)
-            block_ids = {block: block_id for block_id, block in self.blocks().items()}
+            known = facts or {}
+            empty = BlockFacts(frozenset())
             con.executemany(
-                "INSERT INTO tests (node_id, outcome, config, blocks) VALUES (?, ?, ?, ?) "
-                "ON CONFLICT (node_id) DO UPDATE SET "
-                "outcome = excluded.outcome, config = excluded.config, blocks = excluded.blocks",
+                "INSERT OR IGNORE INTO blocks (path, fingerprint, names, blind, qualname) VALUES (?, ?, ?, ?, ?)",
                 (
-                    (node_id, outcome, config, _pack(block_ids[block] for block in blocks))
+                    (block[0], block[1], " ".join(sorted(fact.names)), fact.blind, fact.name)
+                    for block in all_blocks
+                    for fact in [known.get(block, empty)]
+                ),
+            )
+            block_ids = {block: block_id for block_id, block in self.blocks().items()}
+            test_names = names or {}
+            con.executemany(
+                "INSERT INTO tests (node_id, outcome, config, blocks, names, pending) VALUES (?, ?, ?, ?, ?, '') "
+                "ON CONFLICT (node_id) DO UPDATE SET outcome = excluded.outcome, config = excluded.config, "
+                "blocks = excluded.blocks, names = excluded.names, pending = ''",
+                (
+                    (
+                        node_id,
+                        outcome,
+                        config,
+                        _pack(block_ids[block] for block in blocks),
+                        " ".join(sorted(set(test_names.get(node_id, ())))),
+                    )
                     for node_id, (outcome, blocks) in entries.items()
                 ),
             )
+            con.executemany(
+                "UPDATE tests SET pending = ? WHERE node_id = ?",
+                (
+                    (orjson.dumps(sorted(set(files))).decode() if files else "", node_id)
+                    for node_id, files in (pending or {}).items()
+                    if node_id not in entries
+                ),
+            )
+            _write_elements(con, elements or {})
             con.executemany("DELETE FROM tests WHERE node_id = ?", ((node_id,) for node_id in gone))
             con.execute("DELETE FROM import_code")
             con.executemany(
@@ -227,11 +311,18 @@ class TestMap:
             con.execute("DELETE FROM files WHERE path NOT IN (SELECT path FROM blocks)")
             _set_meta(con, meta or {})
 
-    def keep(self, files: Mapping[str, tuple[str, Iterable[str]]], meta: Mapping[str, str | None]) -> None:
+    def keep(
+        self,
+        files: Mapping[str, tuple[str, Iterable[str]]],
+        meta: Mapping[str, str | None],
+        elements: Mapping[str, tuple[str, Iterable[Element]] | None] | None = None,
+    ) -> None:
         """In one transaction: the files of ``files`` (path -> (stat key, block
         fingerprints) as read) that the map has blocks of get those as their last read,
-        and the ``meta`` rows are set; no test's entry changes."""
+        the ``meta`` rows are set, and the ``elements`` kept as ``refresh`` keeps them;
+        no test's entry changes."""
         with self._transaction() as con:
+            _write_elements(con, elements or {})
             con.executemany(
                 "INSERT INTO files (path, stat, fingerprints) SELECT ?, ?, ? "
                 "WHERE EXISTS (SELECT 1 FROM blocks WHERE blocks.path = ?) "
@@ -239,6 +330,21 @@ class TestMap:
                 ((path, stat, " ".join(sorted(fps)), path) for path, (stat, fps) in files.items()),
             )
             _set_meta(con, meta)
+
+
+def _write_elements(con: sqlite3.Connection, elements: Mapping[str, tuple[str, Iterable[Element]] | None]) -> None:
+    """Keep each file's stat key and module-level elements (None: forget the file),
+    inside the caller's transaction."""
+    for path, version in elements.items():
+        if version is None:
+            con.execute("DELETE FROM element_files WHERE path = ?", (path,))
+        else:
+            data = orjson.dumps([e.to_json() for e in version[1]])
+            con.execute(
+                "INSERT INTO element_files (path, stat, elements) VALUES (?, ?, ?) "
+                "ON CONFLICT (path) DO UPDATE SET stat = excluded.stat, elements = excluded.elements",
+                (path, version[0], data),
+            )
 
 
 def _set_meta(con: sqlite3.Connection, meta: Mapping[str, str | None]) -> None:
@@ -279,7 +385,7 @@ def _connect(path: Path) -> sqlite3.Connection:
 def _check(con: sqlite3.Connection) -> None:
     """Raise ``MapUntrusted`` unless ``con`` is a map of ``SCHEMA_VERSION``."""
     tables = {row[0] for row in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    if not {"schema_version", "meta", "tests", "blocks", "files", "import_code"} <= tables:
+    if not {"schema_version", "meta", "tests", "blocks", "files", "import_code", "element_files"} <= tables:
         raise MapUntrusted("another program's SQLite database")
     fmt = con.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()
     if fmt is None or fmt[0] != FORMAT_NAME:

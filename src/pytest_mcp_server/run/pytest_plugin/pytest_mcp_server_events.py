@@ -339,6 +339,7 @@ class _AffectedRun:
         if recording is None:
             yield
             return
+        recording.fixtures(item.nodeid, getattr(item, "fixturenames", ()))
         recording.switch(item.nodeid, item.nodeid)
         try:
             yield

@@ -33,12 +33,14 @@ Two recorders, one output:
 
 Each process writes ``DIR/map.<pid>.jsonl``, JSON lines (``MapFile``):
 
-* first ``{"format": 1, "recorder": "sys.monitoring" | "coverage.py", "pid": N}``;
+* first ``{"format": 3, "recorder": "sys.monitoring" | "coverage.py", "pid": N}``;
 * ``{"file": I, "path": P}`` before the first use of file number ``I`` (``P`` absolute);
 * ``{"context": C, "lines": [[I, [line, ...]], ...]}``: the lines of context ``C`` (a
   test's node id, written when the test ends; ``IMPORTING`` + a module's absolute
   path: outside tests, while that module was being imported (sys.monitoring only),
   and ``""``: outside any test otherwise, written last);
+* ``{"fixtures": C, "names": [name, ...]}``: test ``C``'s fixture closure (pytest's
+  ``item.fixturenames``), before its lines;
 * ``{"unrecorded": C, "why": TEXT}`` when test ``C``'s lines are incomplete (before
   3.12, a test that replaced the trace function): its entry leaves the map;
 * ``{"problem": TEXT}`` when the recording cannot be trusted (a test freed the
@@ -115,6 +117,10 @@ class MapFile:
                 self._write({"file": number, "path": path})
             pairs.append([number, sorted(numbers)])
         self._write({"context": name, "lines": pairs})
+
+    def fixtures(self, context: str, names: Iterable[str]) -> None:
+        """Write test ``context``'s fixture closure (pytest's ``item.fixturenames``)."""
+        self._write({"fixtures": context, "names": sorted(set(names))})
 
     def unrecorded(self, context: str, why: str) -> None:
         """Say that the lines of test ``context`` are incomplete, and why: the server then
@@ -471,6 +477,11 @@ class Recording:
             problem = f"{type(exc).__name__}: {exc}"
         if problem is not None:
             self._fail(f"the {self.recorder.name} recorder stopped at {where}: {problem}")
+
+    def fixtures(self, context: str, names: Iterable[str]) -> None:
+        """Write test ``context``'s fixture closure (kept even when the recorder stopped:
+        the closure is pytest's, not the recorder's)."""
+        self.out.fixtures(context, names)
 
     def boundary(self, where: str) -> None:
         """A collector has finished (``where``: its node id, for a problem's text): the

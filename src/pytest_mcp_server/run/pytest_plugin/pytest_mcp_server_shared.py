@@ -34,7 +34,7 @@ MAP_FILE_PREFIX = "map."
 """The recorder's files in the ``--mcp-map-data`` directory, one per process: ``map.<pid>.jsonl``."""
 MAP_FILE_GLOB = MAP_FILE_PREFIX + "*.jsonl"
 """The pattern of those files."""
-RECORDER_FORMAT = 2
+RECORDER_FORMAT = 3
 """The format number of the recorder's files (their first line's ``format``)."""
 IMPORTING = "<import> "
 """The prefix of the recorder's context of lines run outside tests while a project module
