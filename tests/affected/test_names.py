@@ -279,6 +279,12 @@ def test_each_kind_of_element_has_its_rule():
     assert set(effect.tests) == set(given.snapshot.tests)
     alone = elements_rule(change("core.py", CORE, CORE + "register(RATE)\n"), given_map())
     assert alone.tests["t.py::test_shape"] == {"core.py"}
+    # an import of a project module no test ever ran: its import's effects are unseen, the importers' tests
+    unseen = given_map(resolve=lambda importer, dotted: frozenset({"newmod.py"}) if dotted == "newmod" else frozenset())
+    imported = elements_rule(change("core.py", CORE, CORE + "from newmod import X\n"), unseen)
+    assert set(imported.tests) == set(given.snapshot.tests)
+    known = given_map(resolve=lambda importer, dotted: frozenset({"shapes.py"}) if dotted == "shapes" else frozenset())
+    assert elements_rule(change("core.py", CORE, CORE + "from shapes import X\n"), known).tests == {}
 
 
 def test_a_blind_test_depends_on_module_level_changes_through_imports_and_the_notice_names_the_line():

@@ -144,7 +144,7 @@ def select_from_run(
         among = collected + [t for t in state.recorded if node_path(t) not in within]
     differ = changed_parts(state.before, parts)
     tests, files = select_affected(among, state.recorded, fingerprint, differ, state.import_changed)
-    notice = "; ".join(filter(None, [state.notice, state.wide])) or None
+    notice = state.said
     selection = selection_of(tests, len(among), files, notice)
     collection = found.collection if found is not None else None
     problem = form_problem(pinned[0], form_of(collection), pinned[1])

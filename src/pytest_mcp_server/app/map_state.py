@@ -124,6 +124,12 @@ class MapState:
         """Why every test depends on a change the import graph cannot follow, or None."""
         return self.reached.wide
 
+    @property
+    def said(self) -> str | None:
+        """The selection's notice: the map rebuilt, the import graph blind, code that
+        reads names computed at run time (one line each, ``; ``-joined), or None."""
+        return "; ".join(filter(None, [self.notice, self.reached.wide, self.reached.blind])) or None
+
 
 class FileReader:
     """The diff stage's reads: the block fingerprints of each file as it is now, from the
@@ -190,7 +196,7 @@ def read_map_state(root: Path, path: Path) -> MapState:
         last_collection = orjson.loads(test_map.meta(COLLECTION_KEY) or "null")
         full_next = test_map.meta(FULL_NEXT_KEY)
         splits_imports = test_map.meta(RECORDER_KEY) != "coverage.py"
-    given = ReachInput(snapshot, graph.importers, facts, current, splits_imports, fixtures, qualnames)
+    given = ReachInput(snapshot, graph.importers, facts, current, splits_imports, fixtures, qualnames, graph.resolve)
     parts = {rule: rule(changes, given) for rule in RULES}
     reached = Reach()
     for part in parts.values():
@@ -240,6 +246,7 @@ class ImportGraph:
         self.ran = ran
         self.cache: str | None = None
         self.graph: dict[str, FileImports] | None = None
+        self.project: ProjectFiles | None = None
         self.answers: dict[str, Importers] = {}
 
     def importers(self, changed: str) -> Importers:
@@ -253,6 +260,13 @@ class ImportGraph:
             blind = {p: i for p, i in graph.items() if (i.parsed or p != changed) and p in self.ran}
             self.answers[changed] = Importers(frozenset(reached), tuple(opaque_files(blind)))
         return self.answers[changed]
+
+    def resolve(self, importer: str, dotted: str) -> frozenset[str]:
+        """The project files an import of ``dotted`` in ``importer`` may load
+        (``domain.imports.ProjectFiles.resolve``)."""
+        self._read()
+        assert self.project is not None
+        return self.project.resolve(importer, dotted)
 
     def _read(self) -> dict[str, FileImports]:
         if self.graph is not None:
@@ -272,7 +286,7 @@ class ImportGraph:
             except OSError:
                 return None
 
-        project = ProjectFiles(files, read)
+        project = self.project = ProjectFiles(files, read)
         graph: dict[str, FileImports] = {}
         for path, stat in files.items():
             entry = known.get(path)
@@ -318,8 +332,7 @@ def selection_before_run(state: MapState) -> Selection:
     differ = changed_parts(state.before, {**state.now, **state.environment})
     tests, files = select_affected(list(state.recorded), state.recorded, fingerprint, differ, state.import_changed)
     total = (state.last_collection or {}).get("total") or len(state.recorded)
-    notice = "; ".join(filter(None, [state.notice, state.wide])) or None
-    return selection_of(tests, total, files, notice)
+    return selection_of(tests, total, files, state.said)
 
 
 def keep_reads(path: Path, state: MapState) -> None:

@@ -70,8 +70,9 @@ class Element:
     function it belongs to, or of the docstring's owner; ``""``: the module), ``reads``
     (the names its evaluation reads), ``calls`` (the roots of the calls it makes at
     import: an imported module's dotted name, ``""`` for a name of the file), ``line``
-    (its first statement's), ``why`` (for an ``effect``: what it does), and for a
-    ``function``: ``hook``, ``fixture``, ``autouse``."""
+    (its first statement's), ``why`` (for an ``effect``: what it does), for a
+    ``function``: ``hook``, ``fixture``, ``autouse``, and for an import: the modules it
+    ``imports`` (dotted; a relative one with its leading dots)."""
 
     key: str
     fingerprint: str
@@ -85,6 +86,7 @@ class Element:
     hook: bool = False
     fixture: bool = False
     autouse: bool = False
+    imports: tuple[str, ...] = ()
 
     def to_json(self) -> list[Any]:
         """The element as the map keeps it (``from_json`` reads it back)."""
@@ -100,12 +102,13 @@ class Element:
             self.line,
             self.why,
             flags,
+            list(self.imports),
         ]
 
     @classmethod
     def from_json(cls, value: list[Any]) -> Element:
         """The element ``to_json`` wrote."""
-        key, fingerprint, kind, names, owner, reads, calls, line, why, flags = value
+        key, fingerprint, kind, names, owner, reads, calls, line, why, flags, imports = value
         return cls(
             key,
             fingerprint,
@@ -119,6 +122,7 @@ class Element:
             "h" in flags,
             "f" in flags,
             "a" in flags,
+            tuple(imports),
         )
 
 
@@ -514,6 +518,7 @@ class _Builder:
             known.hook or element.hook,
             known.fixture or element.fixture,
             known.autouse or element.autouse,
+            tuple(sorted(set(known.imports) | set(element.imports))),
         )
 
     def reads(self, nodes: Iterable[ast.AST]) -> frozenset[str]:
@@ -637,6 +642,22 @@ def _class(builder: _Builder, node: ast.ClassDef, owner: str) -> None:
                 builder.add(key, _dump(statement), element)
 
 
+def _imported_modules(statement: ast.stmt) -> tuple[str, ...]:
+    """The modules the import statements of a module-level statement import (dotted; a
+    relative one with its leading dots; ``from a import b`` gives ``a`` and ``a.b``: b
+    may be a submodule)."""
+    found: set[str] = set()
+    for node in ast.walk(statement):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = "." * node.level + (node.module or "")
+            found.add(base)
+            joiner = "" if base.endswith(".") or not base else "."
+            found.update(f"{base}{joiner}{alias.name}" for alias in node.names if alias.name != "*")
+    return tuple(sorted(found))
+
+
 def _statement(builder: _Builder, statement: ast.stmt) -> None:
     """Any other module-level statement: its bindings, exports, star imports, effects."""
     dump = _dump(statement)
@@ -655,8 +676,10 @@ def _statement(builder: _Builder, statement: ast.stmt) -> None:
         if computed is not None:
             return
     reads = builder.reads([statement])
+    imports = _imported_modules(statement)
     for name in sorted(names):
-        builder.add(name, dump, Element(name, "", "binding", frozenset({name}), "", reads, calls, line))
+        element = Element(name, "", "binding", frozenset({name}), "", reads, calls, line, imports=imports)
+        builder.add(name, dump, element)
         if name == "__all__":
             exported = _exported(statement)
             if exported is None:

@@ -96,6 +96,28 @@ class ProjectFiles:
         ``.../a/b/c/__init__.py``; empty when none (stdlib, third-party)."""
         return self._by_name.get(dotted, _EMPTY)
 
+    def named_path(self, path: str) -> bool:
+        """Whether ``path`` is one of the files."""
+        return path in self.paths
+
+    def resolve(self, importer: str, dotted: str) -> frozenset[str]:
+        """The files an import of ``dotted`` written in ``importer`` may load: the module
+        and the packages on the way (leading dots: relative to ``importer``'s package)."""
+        level = len(dotted) - len(dotted.lstrip("."))
+        module = dotted[level:]
+        parts = module.split(".") if module else []
+        if level:
+            directory = importer.rpartition("/")[0]
+            steps = directory.split("/") if directory else []
+            if level - 1 > len(steps):
+                return _EMPTY
+            anchor = "/".join(steps[: len(steps) - level + 1])
+            found = set(self.under(anchor, ""))
+            for end in range(1, len(parts) + 1):
+                found |= self.under(anchor, ".".join(parts[:end]))
+            return frozenset(found)
+        return frozenset().union(*(self.named(".".join(parts[:end])) for end in range(1, len(parts) + 1)))
+
     def prefixed(self, prefix: str) -> frozenset[str]:
         """The files an absolute name starting with ``prefix`` (``"pkg.commands."``) may
         be: what ``import_module("pkg.commands." + name)`` can load."""

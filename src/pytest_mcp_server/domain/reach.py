@@ -254,7 +254,10 @@ class ReachInput:
     (sys.monitoring); before Python 3.12 it could not, and any module's import is taken
     to have run project code; ``fixtures``: (path, qualified name) -> the names a
     fixture is requested by, for the fixtures of the files whose stat changed (as kept
-    and as they are now); ``qualnames``: the qualified name of each changed block."""
+    and as they are now); ``qualnames``: the qualified name of each changed block;
+    ``resolve(importer, dotted)``: the project files an import in ``importer`` of
+    ``dotted`` (leading dots: relative) may load (the caller reads the project's files
+    when a rule first asks)."""
 
     snapshot: MapSnapshot
     importers: Callable[[str], Importers]
@@ -263,6 +266,7 @@ class ReachInput:
     splits_imports: bool = True
     fixtures: Mapping[tuple[str, str], frozenset[str]] = field(default_factory=dict)
     qualnames: Mapping[int, str] = field(default_factory=dict)
+    resolve: Callable[[str, str], frozenset[str]] = lambda importer, dotted: frozenset()
     _test_files: frozenset[str] | None = None
 
     @property
@@ -480,7 +484,13 @@ def binding_rule(change: ElementChange, given: ReachInput, project: ProjectFiles
     calling = [e for e in change.versions if _calls_project(e, project)]
     if calling and given.import_ran_code(change.path):
         why = f"{change.path}:{calling[-1].line} calls project code at import"
-        queries += _cannot_decide(change, given, why)
+        return queries + _cannot_decide(change, given, why)
+    # importing a project module no test ever ran runs its module-level code: what that does is unseen
+    for element in () if change.derived else change.versions:
+        for dotted in element.imports:
+            if any(not project.named_path(f) for f in given.resolve(change.path, dotted)):
+                why = f"{change.path}:{element.line} imports {dotted}, which no test ran"
+                return queries + _cannot_decide(change, given, why)
     return queries
 
 
