@@ -1,7 +1,8 @@
 """The selection against an oracle: on one project, a seeded sequence of generated edits
 (constants, a derived constant, a table entry, class attributes, a subclass's attribute,
 docstrings, a name entering and leaving ``__all__`` behind a star import, a conftest
-fixture, a helper module under ``tests/``, comments and unrelated names), each followed
+fixture, a helper module under ``tests/``, the keys of a registry filled at import by a
+decorator and by ``__init_subclass__``, comments and unrelated names), each followed
 by an affected call through the real server over real stdio and by a full run of the
 suite. Every test whose outcome differs between the full runs before and after an edit
 (or that is new) must have been run by the affected call: the rules may select more,
@@ -49,6 +50,9 @@ INITIAL = {
     "limit": 7,
     "noise": 0,
     "extra_name": 0,
+    "reg_key": "hello",
+    "plugin_key": "json",
+    "plugin_tag": "fast",
 }
 
 
@@ -75,6 +79,25 @@ def project_files(k: dict) -> dict[str, str]:
             "def table(key):\n    return TABLE[key]\n\n\n"
             "def derived():\n    return DERIVED\n\n\n"
             "def extra():\n    return 1\n"
+        ),
+        # a registry filled at import, by a decorator and by __init_subclass__
+        "pkg/registry.py": (
+            "REGISTRY = {}\n\n\ndef register(name):\n    def deco(f):\n        REGISTRY[name] = f\n"
+            "        return f\n\n    return deco\n\n\nclass Plugin:\n    def __init_subclass__(cls, **kw):\n"
+            "        REGISTRY['plugin:' + cls.key] = cls\n"
+            "        for value in vars(cls).values():\n            if isinstance(value, str):\n"
+            "                REGISTRY['value:' + value] = cls\n"
+        ),
+        "pkg/plugins.py": (
+            "from .registry import Plugin, register\n\n\n"
+            f"@register({k['reg_key']!r})\ndef hello():\n    return 'hi'\n\n\n"
+            f"class Json(Plugin):\n    key = {k['plugin_key']!r}\n    tag = {k['plugin_tag']!r}\n"
+        ),
+        "tests/test_registry.py": (
+            "import pkg.plugins  # noqa: F401\nfrom pkg.registry import REGISTRY\n\n\n"
+            f"def test_registered():\n    assert {i['reg_key']!r} in REGISTRY\n\n\n"
+            f"def test_plugin():\n    assert {'plugin:' + i['plugin_key']!r} in REGISTRY\n\n\n"
+            f"def test_tagged():\n    assert {'value:' + i['plugin_tag']!r} in REGISTRY\n"
         ),
         "tests/helpers.py": f"LIMIT = {k['limit']}\n\n\ndef limit():\n    return LIMIT\n",
         "tests/conftest.py": (
@@ -114,7 +137,7 @@ def edit_knob(knobs: dict, rng: random.Random) -> str:
     value = knobs[name]
     if name == "exported":
         knobs[name] = not value
-    elif name in ("kind", "doc", "ops_doc"):
+    elif name in ("kind", "doc", "ops_doc", "reg_key", "plugin_key", "plugin_tag"):
         knobs[name] = rng.choice([INITIAL[name], INITIAL[name] + " x", INITIAL[name].upper()])
     elif name in ("noise", "extra_name"):
         knobs[name] = (value + 1) % 3
@@ -177,7 +200,7 @@ def test_every_test_whose_outcome_an_edit_changes_is_selected(tmp_path, recorder
         misses = []
         async with connect(server(root, artifacts, *options), "auto") as client:
             first, text = await affected_run(client)
-            assert first.summary.counts.passed == 14, text
+            assert first.summary.counts.passed == 17, text
             before = full_run(python, root, records)
             for step in range(edits):
                 changed = edit_knob(knobs, rng)

@@ -588,12 +588,12 @@ def _docs(builder: _Builder, body: list[ast.stmt], owner: str, prefix: str) -> N
         _docs(builder, node.body, qualname, inside)
 
 
-def _function(builder: _Builder, node: _Function, owner: str) -> None:
+def _function(builder: _Builder, node: _Function, owner: str, around: tuple[str, ...] = ()) -> None:
     """A ``def``'s header: a ``function`` element at module level, a ``class`` element
-    (``C.m``) in a class body."""
+    (``C.m``) in a class body (``around``: the calls making the class makes)."""
     reads = builder.reads(_header(node))
     calls = builder.calls.decorators(node.decorator_list) + builder.calls.of([node.args, node.returns])
-    calls = tuple(sorted(set(calls)))
+    calls = tuple(sorted(set(calls) | set(around)))
     fixture, autouse, names = _fixture_facts(node)
     if owner:
         key = f"{owner}.{node.name}"
@@ -617,10 +617,14 @@ def _function(builder: _Builder, node: _Function, owner: str) -> None:
     builder.add(node.name, _header_dump(node), element)
 
 
-def _class(builder: _Builder, node: ast.ClassDef, owner: str) -> None:
-    """A class's header (key its qualified name) and the elements of its body."""
+def _class(builder: _Builder, node: ast.ClassDef, owner: str, around: tuple[str, ...] = ()) -> None:
+    """A class's header (key its qualified name) and the elements of its body. Making the
+    class runs its decorators, its bases' ``__init_subclass__`` and its metaclass on the
+    whole body: each body element makes the header's calls too (``around``: those of
+    the classes around it)."""
     qualname = f"{owner}.{node.name}" if owner else node.name
-    calls = tuple(sorted(set(builder.calls.decorators(node.decorator_list)) | set(builder.calls.bases(node))))
+    made = set(builder.calls.decorators(node.decorator_list)) | set(builder.calls.bases(node)) | set(around)
+    calls = tuple(sorted(made))
     names = frozenset({node.name} | ({owner.rsplit(".", 1)[-1]} if owner else set()))
     header = Element(qualname, "", "class", names, qualname, builder.reads(_header(node)), calls, node.lineno)
     builder.add(qualname, _header_dump(node), header)
@@ -628,16 +632,16 @@ def _class(builder: _Builder, node: ast.ClassDef, owner: str) -> None:
         if is_docstring(statement):
             continue
         if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef):
-            _function(builder, statement, qualname)
+            _function(builder, statement, qualname, calls)
         elif isinstance(statement, ast.ClassDef):
-            _class(builder, statement, qualname)
+            _class(builder, statement, qualname, calls)
         else:
             reads = builder.reads([statement])
-            calls = builder.calls.of([statement])
+            body_calls = tuple(sorted(set(builder.calls.of([statement])) | made))
             for name in sorted(bound_names(statement)) or [f"!{_digest(_dump(statement))}"]:
                 key = f"{qualname}.{name}"
                 element = Element(
-                    key, "", "class", frozenset({node.name, name}), qualname, reads, calls, statement.lineno
+                    key, "", "class", frozenset({node.name, name}), qualname, reads, body_calls, statement.lineno
                 )
                 builder.add(key, _dump(statement), element)
 
