@@ -110,6 +110,9 @@ def test_a_file_is_cut_into_keyed_elements_and_an_edit_changes_only_its_own():
     assert changed("h=RATE", "h=3") == {"area"}  # a default is the def's header
     assert changed("return w * h * SCALE", "return w * h") == set()  # the body is the function's block
     assert changed('["area", "Shape"]', '["area", "Shape", "perimeter"]') == {"__all__", "*perimeter"}
+    # each name an import binds is its own: one name dropped from it changes no other
+    assert changed("import os\n", "import os, sys as system\n") == {"system"}
+    assert changed("from dataclasses import dataclass", "from dataclasses import dataclass, field") == {"field"}
 
 
 def test_docstrings_and_comments_leave_a_blocks_fingerprint_as_it_was():

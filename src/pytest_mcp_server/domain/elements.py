@@ -679,6 +679,24 @@ def _statement(builder: _Builder, statement: ast.stmt) -> None:
         builder.add(key, dump, Element(key, "", "effect", line=line, why=f"{builder.path}:{line} {what} at import"))
         if computed is not None:
             return
+    if isinstance(statement, ast.Import | ast.ImportFrom):
+        # each alias binds its name on its own: removing one name from an import changes no other
+        module = "." * statement.level + (statement.module or "") if isinstance(statement, ast.ImportFrom) else ""
+        for alias in statement.names:
+            if alias.name == "*":
+                continue
+            name = alias.asname or alias.name.split(".")[0]
+            single: ast.Import | ast.ImportFrom = (
+                ast.ImportFrom(module=statement.module, names=[alias], level=statement.level)
+                if isinstance(statement, ast.ImportFrom)
+                else ast.Import(names=[alias])
+            )
+            reads = builder.reads([single])
+            element = Element(
+                name, "", "binding", frozenset({name}), "", reads, (), line, imports=_imported_modules(single)
+            )
+            builder.add(name, f"import|{module}|{alias.name}|{alias.asname}", element)
+        return
     reads = builder.reads([statement])
     imports = _imported_modules(statement)
     for name in sorted(names):
