@@ -55,7 +55,7 @@ COLLECTION_KEY = "collection"
 """The map's ``meta`` row holding what the last full collection looked at (JSON:
 ``{"collection": run.recording.Collected.collection, "environment": ..., "total": N}``)."""
 IMPORTS_KEY = "imports"
-"""The map's ``meta`` row holding the project's import graph as last read (``import_reach``)."""
+"""The map's ``meta`` row holding the project's import graph as last read (``ImportGraph``)."""
 RECORDER_KEY = "recorder"
 """The map's ``meta`` row naming the recorder of its last run (``sys.monitoring``,
 ``coverage.py``: the latter cannot tell each module's import apart)."""
@@ -84,7 +84,7 @@ class MapState:
     * ``changed_files``: each file with a block no longer as the map holds it -> the
       fingerprints the map holds for it (``changed_code`` names what changed there when
       there is no git diff);
-    * ``imports_cache``: the import graph as read this call (``import_reach``; JSON for
+    * ``imports_cache``: the import graph as read this call (``ImportGraph``; JSON for
       the map's meta), or None;
     * ``last_collection``: what the last full collection looked at (``COLLECTION_KEY``),
       or None; ``full_next``: why this call must collect the whole suite without pinning
