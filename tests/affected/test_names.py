@@ -287,6 +287,10 @@ def test_each_kind_of_element_has_its_rule():
     unseen = given_map(resolve=lambda importer, dotted: frozenset({"newmod.py"}) if dotted == "newmod" else frozenset())
     imported = elements_rule(change("core.py", CORE, CORE + "from newmod import X\n"), unseen)
     assert set(imported.tests) == set(given.snapshot.tests)
+    # a route's decorator fills the app object it calls a method of: the tests reaching the app (by its name)
+    routes = "from flask import Flask\nTABLE = Flask(__name__)\n\n\n@TABLE.route('/x')\ndef view():\n    pass\n"
+    route_moved = elements_rule(change("core.py", routes, routes.replace("'/x'", "'/y'")), given_map())
+    assert set(route_moved.tests) == {"t.py::test_table"}
     known = given_map(resolve=lambda importer, dotted: frozenset({"shapes.py"}) if dotted == "shapes" else frozenset())
     assert elements_rule(change("core.py", CORE, CORE + "from shapes import X\n"), known).tests == {}
 

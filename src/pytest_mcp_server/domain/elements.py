@@ -71,8 +71,9 @@ class Element:
     (the names its evaluation reads), ``calls`` (the roots of the calls it makes at
     import: an imported module's dotted name, ``""`` for a name of the file), ``line``
     (its first statement's), ``why`` (for an ``effect``: what it does), for a
-    ``function``: ``hook``, ``fixture``, ``autouse``, and for an import: the modules it
-    ``imports`` (dotted; a relative one with its leading dots)."""
+    ``function``: ``hook``, ``fixture``, ``autouse``; for an import: the modules it
+    ``imports`` (dotted; a relative one with its leading dots); ``mutates``: the objects
+    it calls a method of at import (``_Calls.mutated``)."""
 
     key: str
     fingerprint: str
@@ -87,6 +88,7 @@ class Element:
     fixture: bool = False
     autouse: bool = False
     imports: tuple[str, ...] = ()
+    mutates: tuple[str, ...] = ()
 
     def to_json(self) -> list[Any]:
         """The element as the map keeps it (``from_json`` reads it back)."""
@@ -103,12 +105,13 @@ class Element:
             self.why,
             flags,
             list(self.imports),
+            list(self.mutates),
         ]
 
     @classmethod
     def from_json(cls, value: list[Any]) -> Element:
         """The element ``to_json`` wrote."""
-        key, fingerprint, kind, names, owner, reads, calls, line, why, flags, imports = value
+        key, fingerprint, kind, names, owner, reads, calls, line, why, flags, imports, mutates = value
         return cls(
             key,
             fingerprint,
@@ -123,6 +126,7 @@ class Element:
             "f" in flags,
             "a" in flags,
             tuple(imports),
+            tuple(mutates),
         )
 
 
@@ -383,9 +387,31 @@ class _Calls:
     imported module a callee comes from, ``""`` for a name of the file itself (a
     builtin the file does not rebind runs no project code and is left out)."""
 
-    def __init__(self, imported: dict[str, str], bound: set[str]) -> None:
+    def __init__(self, imported: dict[str, str], bound: set[str], modules: frozenset[str] = frozenset()) -> None:
         self.imported = imported
         self.bound = bound
+        self.modules = modules  # bound by ``import x``: module objects
+
+    def mutated(self, nodes: Iterable[ast.AST | None]) -> tuple[str, ...]:
+        """The objects a piece of module-level code calls a method of (``app.route(...)``,
+        ``cli.command()``, ``dispatch.register(int)``): a registry it may fill, which a
+        test reaches through the object. A name of the file is given as itself, one
+        imported by ``from m import x`` as ``x@m`` (the caller keeps it when ``m`` is the
+        project's); a module (``import x``) and a builtin are left out."""
+        found: set[str] = set()
+        for top in nodes:
+            for node in _evaluated(top) if top is not None else ():
+                if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+                    continue
+                root = _root(node.func)
+                if not isinstance(root, ast.Name) or root.id in self.modules:
+                    continue
+                name = root.id
+                if name in self.imported:
+                    found.add(f"{name}@{self.imported[name]}")
+                elif not (name in BUILTIN_NAMES and name not in self.bound):
+                    found.add(name)
+        return tuple(sorted(found))
 
     def root(self, callee: ast.expr) -> str | None:
         root = _root(callee)
@@ -519,6 +545,7 @@ class _Builder:
             known.fixture or element.fixture,
             known.autouse or element.autouse,
             tuple(sorted(set(known.imports) | set(element.imports))),
+            tuple(sorted(set(known.mutates) | set(element.mutates))),
         )
 
     def reads(self, nodes: Iterable[ast.AST]) -> frozenset[str]:
@@ -539,7 +566,14 @@ def module_elements(path: str, tree: ast.Module) -> tuple[Element, ...]:
     bound: set[str] = set()
     for statement in tree.body:
         bound |= bound_names(statement)
-    builder = _Builder(path, import_names(tree), _Calls(_imports_of(tree), bound))
+    module_names = frozenset(
+        alias.asname or alias.name.split(".")[0]
+        for statement in tree.body
+        for node in ast.walk(statement)
+        if isinstance(node, ast.Import)
+        for alias in node.names
+    )
+    builder = _Builder(path, import_names(tree), _Calls(_imports_of(tree), bound, module_names))
     _docs(builder, tree.body, "", "")
     for statement in tree.body:
         if is_docstring(statement):
@@ -595,10 +629,13 @@ def _function(builder: _Builder, node: _Function, owner: str, around: tuple[str,
     calls = builder.calls.decorators(node.decorator_list) + builder.calls.of([node.args, node.returns])
     calls = tuple(sorted(set(calls) | set(around)))
     fixture, autouse, names = _fixture_facts(node)
+    mutates = builder.calls.mutated(node.decorator_list)
     if owner:
         key = f"{owner}.{node.name}"
         owned = frozenset({owner.rsplit(".", 1)[-1], *names})
-        element = Element(key, "", "class", owned, owner, reads, calls, node.lineno, fixture=fixture, autouse=autouse)
+        element = Element(
+            key, "", "class", owned, owner, reads, calls, node.lineno, fixture=fixture, autouse=autouse, mutates=mutates
+        )
         builder.add(key, _header_dump(node), element)
         return
     element = Element(
@@ -613,6 +650,7 @@ def _function(builder: _Builder, node: _Function, owner: str, around: tuple[str,
         hook=node.name.startswith("pytest_"),
         fixture=fixture,
         autouse=autouse,
+        mutates=mutates,
     )
     builder.add(node.name, _header_dump(node), element)
 
@@ -626,7 +664,17 @@ def _class(builder: _Builder, node: ast.ClassDef, owner: str, around: tuple[str,
     made = set(builder.calls.decorators(node.decorator_list)) | set(builder.calls.bases(node)) | set(around)
     calls = tuple(sorted(made))
     names = frozenset({node.name} | ({owner.rsplit(".", 1)[-1]} if owner else set()))
-    header = Element(qualname, "", "class", names, qualname, builder.reads(_header(node)), calls, node.lineno)
+    header = Element(
+        qualname,
+        "",
+        "class",
+        names,
+        qualname,
+        builder.reads(_header(node)),
+        calls,
+        node.lineno,
+        mutates=builder.calls.mutated(node.decorator_list),
+    )
     builder.add(qualname, _header_dump(node), header)
     for statement in node.body:
         if is_docstring(statement):
@@ -699,8 +747,11 @@ def _statement(builder: _Builder, statement: ast.stmt) -> None:
         return
     reads = builder.reads([statement])
     imports = _imported_modules(statement)
+    mutates = builder.calls.mutated([statement])
     for name in sorted(names):
-        element = Element(name, "", "binding", frozenset({name}), "", reads, calls, line, imports=imports)
+        element = Element(
+            name, "", "binding", frozenset({name}), "", reads, calls, line, imports=imports, mutates=mutates
+        )
         builder.add(name, dump, element)
         if name == "__all__":
             exported = _exported(statement)

@@ -480,7 +480,14 @@ def binding_rule(change: ElementChange, given: ReachInput, project: ProjectFiles
     special = _pytest_reads(change, given)
     if special is not None:
         return special
-    queries: tuple[Query, ...] = (ReadersOf(change.names),)
+    # an object a method of which it called at import (app.route, cli.command): reached through it
+    mutated = {
+        name
+        for e in change.versions
+        for name, _, module in (m.partition("@") for m in e.mutates)
+        if not module or project.named(module)
+    }
+    queries: tuple[Query, ...] = (ReadersOf(change.names | mutated),)
     calling = [e for e in change.versions if _calls_project(e, project)]
     if calling and given.import_ran_code(change.path):
         why = f"{change.path}:{calling[-1].line} calls project code at import"
