@@ -15,11 +15,12 @@ was, the answer says the next call recovers, and the next call collects the whol
 from __future__ import annotations
 
 from helpers.affected_support import affected_run, edit, map_rows, ran, reasons
-from helpers.server_support import committed_project, connect, run
+from helpers.server_support import committed_project, connect, run, text_of
 from helpers.server_support import stdio_server as server
 
 from pytest_mcp_server.app.collection_proof import IdForm, form_problem, rootdir_pins
 from pytest_mcp_server.domain.failures import ToolFailureDetail
+from pytest_mcp_server.domain.tools import DiscoverResult
 
 PYPROJECT = """\
 [project]
@@ -78,6 +79,8 @@ def test_a_tests_directory_with_its_own_ini_file_keeps_one_rootdir_and_one_form_
             edit(calc, "return a + b", "return b + a")
             steps["add_edited"] = await affected_run(client)
             steps["unchanged"] = await affected_run(client)
+            plan = await client.call_tool("discover_tests", {"affected": True, "node_ids": ["tests/test_mul.py"]})
+            steps["plan"] = (DiscoverResult.model_validate(plan.structured_content), text_of(plan), plan.is_error)
             steps["rows_before_refused"] = map_rows(artifacts)
             (tmp_path / "refuse").write_text("")
             edit(calc, "return b * a", "return a * b")
@@ -119,6 +122,10 @@ def test_a_tests_directory_with_its_own_ini_file_keeps_one_rootdir_and_one_form_
     assert add_edited.selection.total == 3 and add_edited.command[-1] == "tests/test_add.py", text
     unchanged, text = steps["unchanged"]
     assert unchanged.status == "no_tests" and unchanged.selection.pytest_started is None, text
+    # the plan of a call naming a test file: collected with the same pins, its id of the map's form (not new)
+    plan, text, failed = steps["plan"]
+    assert not failed and (plan.selection.selected, plan.selection.total) == (0, 1), text
+    assert plan.selection.notice is None, text
 
     # pytest refuses the call's command line: the map is as it was, and the answer says what comes next
     refused, rows = steps["refused"]
