@@ -25,6 +25,7 @@ from pytest_mcp_server.domain.reach import (
     TestEntry,
     element_changes,
     elements_rule,
+    fixtures_rule,
     importing,
     propagate,
 )
@@ -315,3 +316,28 @@ def test_a_changed_element_is_compared_with_the_one_kept():
     assert [c.key for c in element_changes(kept, {})] == ["X", "Y"]  # the file is gone
     assert ElementChange("a.py", "X", None, kept["a.py"][0]).names == {"X"}
     assert COMPUTED == "*"
+
+
+def test_a_changed_fixture_reaches_every_test_whose_closure_holds_it():
+    """A session fixture's body ran for its first test only; the others ask for it by name."""
+    snapshot = MapSnapshot(
+        {1: ("conftest.py", "db-v1"), 2: ("t.py", "t")},
+        {
+            "t.py::test_first": TestEntry("passed", "c", frozenset({1, 2}), frozenset({"db"})),
+            "t.py::test_second": TestEntry("passed", "c", frozenset({2}), frozenset({"db"})),
+            "t.py::test_alias": TestEntry("passed", "c", frozenset({2}), frozenset({"database"})),
+            "t.py::test_none": TestEntry("passed", "c", frozenset({2})),
+        },
+    )
+    given = ReachInput(
+        snapshot,
+        lambda path: Importers(frozenset()),
+        fixtures={("conftest.py", "db"): frozenset({"db", "database"})},
+        qualnames={1: "db"},
+    )
+    reached = fixtures_rule(Changes(blocks=frozenset({1})), given)
+    assert reached.tests == {
+        "t.py::test_first": {"conftest.py"},
+        "t.py::test_second": {"conftest.py"},
+        "t.py::test_alias": {"conftest.py"},
+    }
