@@ -107,7 +107,11 @@ from types import FrameType
 from typing import IO, Any
 
 import pytest
-import pytest_mcp_server_shared as shared  # type: ignore[import-not-found]  # beside this file
+
+try:
+    import pytest_mcp_server_shared as shared  # type: ignore[import-not-found]  # beside this file, on the child's path
+except ImportError:  # imported as part of the server's package (the server's own tests)
+    from . import pytest_mcp_server_shared as shared
 
 PR_SET_PDEATHSIG = 1
 TEXT_CAP = 65536

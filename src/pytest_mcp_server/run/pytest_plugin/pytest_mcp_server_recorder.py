@@ -61,7 +61,10 @@ import warnings
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-import pytest_mcp_server_shared as shared  # type: ignore[import-not-found]  # beside this file
+try:
+    import pytest_mcp_server_shared as shared  # type: ignore[import-not-found]  # beside this file, on the child's path
+except ImportError:  # imported as part of the server's package (the server's own tests)
+    from . import pytest_mcp_server_shared as shared
 
 FORMAT: int = shared.RECORDER_FORMAT
 """The map file's format number (its first line)."""
