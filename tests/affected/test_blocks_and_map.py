@@ -308,7 +308,7 @@ def test_code_run_while_a_module_was_imported_is_that_modules_and_a_conftests_is
     """Function blocks run outside tests split by what was being imported: a test module's
     or a helper's import keeps them under that module; a ``conftest.py``'s import and code
     run with no module being imported (collection hooks) are every test's; each file run
-    outside tests gives its module-level block."""
+    outside tests gives its module-level elements."""
     (tmp_path / "pkg").mkdir()
     (tmp_path / "tests").mkdir()
     (tmp_path / "pkg" / "cases.py").write_text("def make(n):\n    return n\n\n\ndef size():\n    return 2\n")
@@ -328,7 +328,9 @@ def test_code_run_while_a_module_was_imported_is_that_modules_and_a_conftests_is
     make, size = (("pkg/cases.py", now.named(name).fingerprint) for name in ("make", "size"))
     assert blocks.importing == {"tests/test_a.py": {make}, "pkg/cases.py": set()}
     assert blocks.at_import == {"pkg/cases.py": {size}, "tests/test_a.py": set()}
-    assert set(blocks.imported_modules) == {"pkg/cases.py", "tests/test_a.py"}
+    # each file that ran keeps its module-level elements, to compare a later change with
+    assert set(blocks.elements) == {"pkg/cases.py", "tests/test_a.py"}
+    assert [e.key for e in blocks.elements["tests/test_a.py"][1]] == ["A", "make"]
 
 
 def test_a_files_blocks_are_parsed_again_only_when_its_stat_changes(tmp_path):

@@ -429,7 +429,9 @@ def tests_blocks(
             blocks = blocks_of(path)
             if blocks is None:
                 continue
-            into = at_import.setdefault(path, set()) if module is None else importing_blocks.setdefault(module, set())
+            # every file run outside tests gets its entry, empty or not: the map replaces what it held for it
+            at_import.setdefault(path, set())
+            into = at_import[path] if module is None else importing_blocks.setdefault(module, set())
             for block in {blocks.owner(line) for line in lines}:
                 if block.first:
                     add(path, block, into)
