@@ -10,7 +10,6 @@ bytes that are not SQLite) by rebuilding, and keep a transaction all-or-nothing.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sqlite3
 from pathlib import Path
@@ -19,8 +18,8 @@ import pytest
 
 from pytest_mcp_server.domain.blocks import MODULE_BLOCK, WHOLE_FILE, file_blocks
 from pytest_mcp_server.domain.nodeids import node_function, node_last_name, node_names, node_path
-from pytest_mcp_server.domain.selection import RecordedTest, changed_blocks, select_affected
-from pytest_mcp_server.run.events import PLUGIN_DIR
+from pytest_mcp_server.domain.reach import EVERY_TEST, ImportKey, TestEntry, importing
+from pytest_mcp_server.domain.selection import RecordedTest, select_affected
 from pytest_mcp_server.run.recording import (
     IMPORTING_CONTEXT,
     MAP_DATA_DIR,
@@ -147,9 +146,6 @@ def test_a_node_id_names_its_file_and_test_function_whatever_its_parameters_hold
 
 
 def test_the_selection_takes_the_first_reason_that_holds():
-    blocks = {1: ("a.py", "f1"), 2: ("b.py", "gone"), 3: ("b.py", "other"), 4: ("c.py", "deleted file")}
-    current = {"a.py": {"f1"}, "b.py": {"other"}}
-    assert changed_blocks(blocks, lambda p: current.get(p, set())) == {2, 4}
     recorded = {
         "t.py::same": RecordedTest("passed", "c1"),
         "t.py::edited": RecordedTest("failed", "c1", frozenset({"b.py"})),
@@ -183,12 +179,46 @@ def test_a_map_keeps_what_a_transaction_wrote_and_nothing_of_one_that_failed(tmp
             # t::a rewritten first, then t::c cannot be written (no outcome)
             test_map.refresh({"t::a": ("failed", [("a.py", "z")]), "t::c": (None, [("a.py", "w")])}, "c")  # type: ignore[dict-item]
         test_map.refresh({}, "c", gone=["t::b"])
-        assert test_map.tests() == {"t::a": RecordedTest("passed", "c")}
-        (x_block,) = [i for i, block in test_map.blocks().items() if block == ("a.py", "x")]
-        assert test_map.tests([x_block]) == {"t::a": RecordedTest("passed", "c", frozenset({"a.py"}))}
+        snapshot = test_map.snapshot()
+        (x_block,) = [i for i, block in snapshot.blocks.items() if block == ("a.py", "x")]
+        assert snapshot.tests == {"t::a": TestEntry("passed", "c", frozenset({x_block}))}
         assert test_map.connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         # blocks no test refers to any more are gone
         assert test_map.connection.execute("SELECT path, fingerprint FROM blocks").fetchall() == [("a.py", "x")]
+
+
+def test_code_run_at_import_is_kept_under_typed_keys_a_narrower_run_adds_and_a_dropped_key_goes(tmp_path: Path):
+    """Each key's blocks of the files a run recorded replace that key's blocks of those
+    files (the others stay); ``EVERY_TEST`` only adds when the run collected some files;
+    an ``importing`` key is replaced whole; a dropped key and its blocks leave the map."""
+    with open_map(tmp_path / "m.sqlite")[0] as test_map:
+        test_map.refresh(
+            {"t::a": ("passed", [("t.py", "a")])},
+            "c",
+            import_code={
+                EVERY_TEST: {"hooks.py": {("hooks.py", "h1")}, "conftest.py": {("conftest.py", "c1")}},
+                importing("pkg/m.py"): {"pkg/m.py": {("pkg/cases.py", "make1")}},
+            },
+        )
+        test_map.refresh(
+            {},
+            "c",
+            import_code={EVERY_TEST: {"hooks.py": {("hooks.py", "h2")}}},
+            whole_collection=False,
+        )
+        assert test_map.import_code()[EVERY_TEST] == {("hooks.py", "h1"), ("hooks.py", "h2"), ("conftest.py", "c1")}
+        test_map.refresh({}, "c", import_code={EVERY_TEST: {"hooks.py": {("hooks.py", "h3")}}})
+        test_map.refresh({}, "c", import_code={importing("pkg/m.py"): {"pkg/m.py": {("pkg/cases.py", "make2")}}})
+        code = test_map.import_code()
+        assert code == {
+            EVERY_TEST: {("hooks.py", "h3"), ("conftest.py", "c1")},
+            ImportKey("importing", "pkg/m.py"): {("pkg/cases.py", "make2")},
+        }
+        test_map.refresh({}, "c", dropped=[importing("pkg/m.py")])
+        assert set(test_map.import_code()) == {EVERY_TEST}
+        assert ("pkg/cases.py", "make2") not in set(test_map.blocks().values())
+        # no marker rows: the tests table holds tests only
+        assert test_map.node_ids() == {"t::a"}
 
 
 @pytest.mark.parametrize(
@@ -220,9 +250,9 @@ def test_a_map_that_cannot_be_trusted_is_rebuilt_empty_with_a_notice(tmp_path: P
     test_map, notice = open_map(path)
     with test_map:
         assert notice is not None and why in notice and notice.endswith("rebuilt empty (every test runs as no_map)")
-        assert test_map.tests() == {}
+        assert test_map.node_ids() == set()
     with open_map(path)[0] as again:  # the rebuilt map is trusted
-        assert again.tests() == {}
+        assert again.node_ids() == set()
 
 
 def test_recorder_files_merge_across_processes_and_any_damage_is_a_problem_not_a_map(tmp_path: Path):
@@ -274,22 +304,11 @@ def test_recorder_files_merge_across_processes_and_any_damage_is_a_problem_not_a
     assert len(damaged.problems) == 4
 
 
-def test_the_server_reads_the_recorders_format_and_import_contexts_as_the_plugin_writes_them():
-    """The plugin's recorder is a file pytest imports by name, not a module of the
-    package: its format number and import-context prefix are written twice, and must
-    agree."""
-    spec = importlib.util.spec_from_file_location("recorder_under_test", PLUGIN_DIR / "pytest_mcp_server_recorder.py")
-    assert spec is not None and spec.loader is not None
-    recorder = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(recorder)
-    assert (recorder.FORMAT, recorder.IMPORTING) == (RECORDER_FORMAT, IMPORTING_CONTEXT)
-
-
 def test_code_run_while_a_module_was_imported_is_that_modules_and_a_conftests_is_every_tests(tmp_path):
     """Function blocks run outside tests split by what was being imported: a test module's
     or a helper's import keeps them under that module; a ``conftest.py``'s import and code
     run with no module being imported (collection hooks) are every test's; each file run
-    outside tests gives its module-level block."""
+    outside tests gives its module-level elements."""
     (tmp_path / "pkg").mkdir()
     (tmp_path / "tests").mkdir()
     (tmp_path / "pkg" / "cases.py").write_text("def make(n):\n    return n\n\n\ndef size():\n    return 2\n")
@@ -309,7 +328,9 @@ def test_code_run_while_a_module_was_imported_is_that_modules_and_a_conftests_is
     make, size = (("pkg/cases.py", now.named(name).fingerprint) for name in ("make", "size"))
     assert blocks.importing == {"tests/test_a.py": {make}, "pkg/cases.py": set()}
     assert blocks.at_import == {"pkg/cases.py": {size}, "tests/test_a.py": set()}
-    assert set(blocks.imported_modules) == {"pkg/cases.py", "tests/test_a.py"}
+    # each file that ran keeps its module-level elements, to compare a later change with
+    assert set(blocks.elements) == {"pkg/cases.py", "tests/test_a.py"}
+    assert [e.key for e in blocks.elements["tests/test_a.py"][1]] == ["A", "make"]
 
 
 def test_a_files_blocks_are_parsed_again_only_when_its_stat_changes(tmp_path):

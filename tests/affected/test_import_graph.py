@@ -18,6 +18,7 @@ from helpers.strategies import fuzz_settings
 from hypothesis import given
 from hypothesis import strategies as st
 
+from pytest_mcp_server.app.map_state import ImportGraph
 from pytest_mcp_server.domain.imports import (
     FileImports,
     ProjectFiles,
@@ -221,7 +222,8 @@ def test_import_calls_with_constant_arguments_resolve_like_imports(importer, cal
     "call, phrase",
     [
         ("importlib.import_module(name)", "calls importlib.import_module with a computed name"),
-        ("importlib.import_module(f'a.{name}')", "calls importlib.import_module with a computed name"),
+        ("importlib.import_module(f'{name}.a')", "calls importlib.import_module with a computed name"),
+        ("importlib.import_module('.' + name, base)", "calls importlib.import_module with a computed name"),
         ("importlib.import_module('.c', base)", "calls importlib.import_module with a computed package"),
         ("__import__(name)", "calls __import__ with a computed name"),
         ("__import__('a', fromlist=names)", "calls __import__ with a computed fromlist or level"),
@@ -235,6 +237,37 @@ def test_import_calls_with_computed_arguments_make_the_file_opaque(call, phrase)
     text = f"import importlib\nimport a.e\n\n\ndef load(name, base, names, args):\n    return {call}\n"
     imports = _graph({**PACKAGE, "pkg/loader.py": text})["pkg/loader.py"]
     assert imports == FileImports(frozenset({"a/__init__.py", "a/e.py"}), f"pkg/loader.py:6 {phrase}")
+
+
+@pytest.mark.parametrize(
+    ("importer", "call", "expected"),
+    [
+        # every module whose name starts with the literal, and the packages on the way
+        (
+            "x.py",
+            "importlib.import_module(f'a.b.{name}')",
+            {"a/__init__.py", "a/b/__init__.py", "a/b/c.py", "a/b/d.py"},
+        ),
+        (
+            "x.py",
+            "importlib.import_module('a.' + name)",
+            {"a/__init__.py", "a/b/__init__.py", "a/b/c.py", "a/b/d.py", "a/e.py"},
+        ),
+        ("x.py", "__import__('a.b.%s' % name)", {"a/__init__.py", "a/b/__init__.py", "a/b/c.py", "a/b/d.py"}),
+        # relative to the file's own package: that package's modules
+        (
+            "a/b/__init__.py",
+            "importlib.import_module(f'.{name}', __package__)",
+            {"a/b/__init__.py", "a/b/c.py", "a/b/d.py"},
+        ),
+        ("a/b/c.py", "importlib.import_module('.' + name, package=__package__)", {"a/b/__init__.py", "a/b/d.py"}),
+    ],
+)
+def test_a_computed_name_with_a_literal_start_imports_only_the_modules_it_can_name(importer, call, expected):
+    text = f"import importlib\n\n\ndef load(name):\n    return {call}\n"
+    imports = _graph({**PACKAGE, importer: text})[importer]
+    assert imports.opaque is None
+    assert set(imports.targets) == expected - {importer}
 
 
 def test_import_module_imported_under_another_name_is_opaque():
@@ -490,16 +523,28 @@ def test_generated_projects_the_static_closure_covers_what_python_runs(texts, pr
 
 
 def test_a_star_imports_edges_are_read_again_when_the_packages_all_changes(tmp_path):
-    """``import_reach`` keeps each file's edges between calls while the file is unchanged,
-    and also the package a star import read ``__all__`` from: when only that package's
+    """The graph keeps each file's edges between calls while the file is unchanged, and
+    also the package a star import read ``__all__`` from: when only that package's
     ``__all__`` changes, the importing file's edges are read again."""
-    from pytest_mcp_server.app.map_state import import_reach
-
     for path, text in {"a/__init__.py": "", "a/b.py": "X = 1\n", "tests/test_star.py": "from a import *\n"}.items():
         (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / path).write_text(text)
-    reach, blind, cache = import_reach(tmp_path, None, ["a/b.py"])
-    assert "tests/test_star.py" not in reach and blind == []
+    first = ImportGraph(tmp_path, None, frozenset())
+    found = first.importers("a/b.py")
+    assert "tests/test_star.py" not in found.reached and found.opaque == ()
     (tmp_path / "a" / "__init__.py").write_text("__all__ = ['b']\n")
-    reach, blind, _ = import_reach(tmp_path, cache, ["a/b.py"])
-    assert "tests/test_star.py" in reach and blind == []
+    found = ImportGraph(tmp_path, first.cache, frozenset()).importers("a/b.py")
+    assert "tests/test_star.py" in found.reached and found.opaque == ()
+
+
+def test_a_computed_import_blinds_the_graph_only_in_a_file_that_ran(tmp_path):
+    """A file whose imports the graph cannot tell counts as importing every file only when
+    it ran (the map knows the files that did): an example script no test runs does not
+    make every test depend on a change."""
+    files = {"a/__init__.py": "", "a/b.py": "X = 1\n", "examples/cli.py": "def main(n):\n    return __import__(n)\n"}
+    for path, text in files.items():
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text(text)
+    assert ImportGraph(tmp_path, None, frozenset({"a/b.py"})).importers("a/b.py").opaque == ()
+    ran = ImportGraph(tmp_path, None, frozenset({"a/b.py", "examples/cli.py"})).importers("a/b.py")
+    assert ran.opaque == ("examples/cli.py:2 calls __import__ with a computed name",)

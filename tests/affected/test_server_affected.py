@@ -6,7 +6,7 @@ What an agent relies on: the first run builds the map and runs everything; after
 that, an edit inside one function runs exactly the tests that ran it, and an edit to
 another function of the same file (or to a function no test runs) runs none of them; a
 new test runs; a test that failed runs again until it passes; a change the map cannot
-see (conftest.py, a newly installed distribution) runs everything; with nothing affected nothing runs and the answer
+see (a conftest hook, a newly installed distribution) runs everything; with nothing affected nothing runs and the answer
 says so; the plan (``discover_tests``) is what the run then does; a map file that
 cannot be trusted is rebuilt with a notice; an interpreter without coverage.py gets a
 tool error naming the install command; without git it works the same (fingerprints,
@@ -30,8 +30,7 @@ from mcp import Client
 
 from pytest_mcp_server.domain.failures import ToolFailureDetail
 from pytest_mcp_server.domain.tools import DiscoverResult
-from pytest_mcp_server.run.recording import stat_key
-from pytest_mcp_server.run.testmap import is_reserved
+from pytest_mcp_server.run.pytest_plugin.pytest_mcp_server_shared import stat_key
 
 CALC = """\
 def add(a, b):
@@ -192,7 +191,7 @@ def test_an_edit_runs_only_the_tests_that_ran_the_edited_function(tmp_path):
     assert after_workers.status == "no_tests"
 
 
-def test_a_failing_test_runs_again_until_it_passes_and_a_conftest_change_runs_everything(tmp_path):
+def test_a_failing_test_runs_again_until_it_passes_and_a_conftest_hook_runs_everything(tmp_path):
     root = make_project(tmp_path)
     artifacts = tmp_path / "artifacts"
     calc = root / "pkg" / "calc.py"
@@ -210,6 +209,8 @@ def test_a_failing_test_runs_again_until_it_passes_and_a_conftest_change_runs_ev
             steps["fixed"] = await affected_run(client)
             steps["green"] = await affected_run(client)
             (root / "conftest.py").write_text("import pytest\n")
+            steps["conftest_import"] = await affected_run(client)
+            (root / "conftest.py").write_text("import pytest\n\n\ndef pytest_configure(config):\n    pass\n")
             steps["conftest"] = await affected_run(client)
             (root / "tests" / "test_mul.py").unlink()
             steps["deleted"] = await affected_run(client)
@@ -238,16 +239,19 @@ def test_a_failing_test_runs_again_until_it_passes_and_a_conftest_change_runs_ev
     assert fixed.status == "passed" and ran(fixed) == (1, 0) and reasons(fixed) == {"changed": 1}
     assert steps["green"][0].status == "no_tests"
 
+    # a conftest's import no test reads selects nothing; a hook added reaches every test
+    conftest_import, text = steps["conftest_import"]
+    assert conftest_import.status == "no_tests" and conftest_import.selection.selected == 0, text
     conftest, text = steps["conftest"]
-    assert ran(conftest) == (3, 0) and reasons(conftest) == {"config_changed": 3}
-    assert text.splitlines()[0] == "Affected: 3 of 3 tests (3 config changed), by changes in conftest.py"
+    assert ran(conftest) == (3, 0) and reasons(conftest) == {"changed": 3}
+    assert text.splitlines()[0] == "Affected: 3 of 3 tests (3 changed), by changes in conftest.py"
 
     # a deleted test leaves the map: not selected, not counted, not kept
     deleted, _ = steps["deleted"]
     assert (deleted.status, deleted.selection.total) == ("no_tests", 2)
     (map_file,) = (artifacts / "maps").glob("*.sqlite")
     with sqlite3.connect(map_file) as con:
-        assert sorted(row[0] for row in con.execute("SELECT node_id FROM tests") if not is_reserved(row[0])) == [
+        assert sorted(row[0] for row in con.execute("SELECT node_id FROM tests")) == [
             "tests/test_add.py::test_add_negative",
             "tests/test_add.py::test_add_small",
         ]
@@ -432,8 +436,9 @@ def pytest_collect_file(file_path, parent):
 
 def test_pytest_starts_only_when_something_can_fail_and_says_why_when_it_cannot_prove_it(tmp_path):
     """With nothing changed the answer comes without pytest, and reads as the answer of
-    a pytest run that deselected everything. A new test file, a changed conftest.py, a
-    conftest that hooks collection and ``--doctest-modules`` each start pytest; the last
+    a pytest run that deselected everything. A new test file, a conftest that hooks
+    collection and ``--doctest-modules`` each start pytest (a comment added to conftest.py
+    does not); the last
     two keep starting it (the map cannot know what they collect), and the selection says
     why in ``pytest_started``."""
     root = make_project(tmp_path, COUNTING_CONFTEST)
@@ -473,7 +478,7 @@ def test_pytest_starts_only_when_something_can_fail_and_says_why_when_it_cannot_
         "unchanged": 0,
         "new_file": 1,
         "unchanged_again": 0,
-        "conftest_changed": 1,
+        "conftest_changed": 0,
         "after_conftest": 0,
         "hook_added": 1,
         "after_hook": 1,
@@ -490,7 +495,8 @@ def test_pytest_starts_only_when_something_can_fail_and_says_why_when_it_cannot_
     new_file, _, _ = steps["new_file"]
     assert ran(new_file) == (1, 0) and reasons(new_file) == {"new": 1}
     assert steps["unchanged_again"][1] == NO_TESTS_TEXT.format(total=4)
-    assert reasons(steps["conftest_changed"][0]) == {"config_changed": 4}
+    # a comment in conftest.py changes no element and no block: nothing can fail
+    assert steps["conftest_changed"][1] == NO_TESTS_TEXT.format(total=4)
     after_hook, text, _ = steps["after_hook"]
     assert after_hook.status == "no_tests" and text == NO_TESTS_TEXT.format(total=4)
     assert after_hook.selection.pytest_started.startswith("a plugin or conftest hooks collection (pytest_collect_file")
@@ -578,7 +584,7 @@ def test_lf_in_the_projects_addopts_keeps_its_meaning_and_the_map_keeps_every_te
     broken, text = steps["broken"]
     assert ran(broken) == (0, 1), text
     # --lf collected only the failing test; the two others keep their entries
-    tests_in_map = {row[0] for row in steps["rows_after_broken"] if not is_reserved(row[0])}
+    tests_in_map = {row[0] for row in steps["rows_after_broken"]}
     assert len(tests_in_map) == 3
     fixed, text = steps["fixed"]
     assert ran(fixed) == (1, 0), text  # pytest's --lf: the last failure, which the map selects too

@@ -230,11 +230,13 @@ def make_import_project(tmp_path: Path) -> Path:
     return committed_project(tmp_path / "imports", files)
 
 
-def test_a_constant_read_through_an_import_selects_the_tests_that_ran_its_importers(tmp_path, project_python):
+def test_a_constant_read_through_an_import_selects_the_tests_that_read_it(tmp_path, project_python):
     """A module-level table changes no line any test ran (it ran at import), yet the
-    test that runs the function reading it fails: the import graph selects it, and not
-    the test of a module that does not import it. A file importing by a computed name
-    makes the graph blind: then every test runs, and the answer says why."""
+    test that runs the function reading it fails: its name selects it, and not the test
+    of a module that does not read it. A file that adds a computed import selects
+    nothing while no test runs it. A statement run for its effect at import cannot be
+    bounded by names: the tests of its importers run, every test when a file that ran
+    imports by a computed name (the graph is blind), and the answer says why."""
     root = make_import_project(tmp_path)
     artifacts = tmp_path / "artifacts"
     tables = root / "pkg" / "tables.py"
@@ -251,6 +253,12 @@ def test_a_constant_read_through_an_import_selects_the_tests_that_ran_its_import
                 "import importlib\n\n\ndef load(name):\n    return importlib.import_module(name)\n"
             )
             edit(tables, '"t": "\\\\t"', '"t": "\\\\v"')
+            steps["loader_never_ran"] = await affected_run(client)
+            (root / "tests" / "test_loader.py").write_text(
+                "from pkg.loader import load\n\n\ndef test_load():\n    assert load('json').dumps(1) == '1'\n"
+            )
+            steps["loader_ran"] = await affected_run(client)
+            tables.write_text(tables.read_text() + 'ESCAPES.update(v="\\\\v")\n')
             steps["blind"] = await affected_run(client)
         return steps
 
@@ -263,8 +271,13 @@ def test_a_constant_read_through_an_import_selects_the_tests_that_ran_its_import
     assert "before every test" not in text and constant.deselected == 1  # never "every" while deselecting
     reverted, text = steps["reverted"]
     assert ran(reverted) == (1, 0), text  # the failed test again (changed and failed last)
+    never_ran, text = steps["loader_never_ran"]
+    assert ran(never_ran) == (1, 0) and reasons(never_ran) == {"changed": 1}, text  # test_unescape reads ESCAPES
+    assert never_ran.selection.notice is None, text
+    loader_ran, text = steps["loader_ran"]
+    assert ran(loader_ran) == (1, 0) and reasons(loader_ran) == {"new": 1}, text
     blind, text = steps["blind"]
-    assert ran(blind) == (2, 0) and reasons(blind) == {"changed": 2}, text
+    assert ran(blind) == (3, 0) and reasons(blind) == {"changed": 3}, text
     assert blind.selection.notice is not None
     assert "pkg/loader.py:5 calls importlib.import_module with a computed name" in blind.selection.notice
     assert "every test depends on it" in text

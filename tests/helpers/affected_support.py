@@ -44,7 +44,7 @@ def kept_stats(artifacts: Path) -> dict[str, str]:
 
 
 def map_rows(artifacts: Path) -> list[tuple[str, str, str, str]]:
-    """Every (test, outcome, path, fingerprint) row of the one map under ``artifacts``."""
+    """Every (test, outcome, path, fingerprint) row of the tests of the one map under ``artifacts``."""
     (map_file,) = (artifacts / "maps").glob("*.sqlite")
     test_map, notice = open_map(map_file)
     assert notice is None

@@ -299,6 +299,9 @@ def option_name(word: str) -> str | None:
 # pytest's report objects and fields, coverage.py's data, the MCP SDK's classes, a project
 # a benchmark ran on, the builtins.
 FOREIGN_ROOTS = {
+    "item",  # a pytest item (``item.fixturenames``)
+    "C",  # a project's class in an example (``C.sides``)
+    "Shape",  # a project's class in an example (``Shape.__doc__``)
     "crash",  # pytest-json-report: a phase's crash entry
     "longrepr",  # pytest's report attribute
     "report",  # a pytest report
@@ -330,6 +333,8 @@ FOREIGN_FILES = {"more.py", "exceptions.py", "truncate.py", "time.py", "attr_imp
 # Identifiers in backticks that belong to other tools: pytest's ini options, coverage.py's
 # settings, the MCP SDK's modules, a benchmarked project's fixtures and tests.
 FOREIGN_IDENTIFIERS = {
+    "get_type_hints",  # typing's
+    "__init_subclass__",  # the data model's class hook
     "log_format",  # pytest's ini option
     "FixtureLookupErrorRepr",  # pytest's repr of a fixture lookup error (ENGINE.md, *Fixture lookup errors*)
     "mcp_types",  # the MCP SDK's module
@@ -364,6 +369,8 @@ FOREIGN_OPTIONS = {
     "--nf",
     "--sw",
     "--collect-only",
+    "-c",
+    "--rootdir",
     "--doctest-modules",
     "--pyargs",
     "--showlocals",

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -26,23 +26,35 @@ import anyio
 import orjson
 
 from pytest_mcp_server.app.collection_proof import (
+    RECOVERS,
+    IdForm,
+    Proven,
     answer_without_pytest,
+    form_of,
+    form_problem,
     last_full_collection,
     merged_collection,
     narrowed_files,
     nothing_can_fail,
+    pinned_form,
+    root_config_parts,
+    rootdir_pins,
 )
 from pytest_mcp_server.app.map_state import (
     COLLECTION_KEY,
     CONFIG_PARTS_KEY,
+    FULL_NEXT_KEY,
     IMPORTS_KEY,
+    RECORDER_KEY,
     MapState,
     changed_code,
+    collect_in_full_next,
     keep_reads,
     read_map_state,
     selection_before_run,
 )
 from pytest_mcp_server.app.runner import RunAnswer, Runner, regrouped, run_status
+from pytest_mcp_server.domain.elements import Element
 from pytest_mcp_server.domain.failures import ToolFailure
 from pytest_mcp_server.domain.nodeids import node_path
 from pytest_mcp_server.domain.selection import (
@@ -70,7 +82,7 @@ from pytest_mcp_server.run.recording import (
     skip_options,
     tests_blocks,
 )
-from pytest_mcp_server.run.testmap import IMPORTING_ENTRY, map_path, open_map
+from pytest_mcp_server.run.testmap import map_path, open_map
 
 
 @dataclass
@@ -81,7 +93,12 @@ class AffectedPlan:
     files' fingerprints read for it (``MapState.read``), the import graph to keep
     (``MapState.imports_cache``), and what the collection looked at and the environment
     it found (``run.recording.Collected``), kept after a full collection for
-    ``answer_without_pytest``."""
+    ``answer_without_pytest``; ``form_problem``: why the run's node ids are not of the
+    map's form (``app.collection_proof.form_problem``; the map is then left as it was),
+    else None; ``config``: the root's configuration parts the collection's rootdir and ini
+    file were found with (``app.collection_proof.root_config_parts``; a narrowed run's
+    are the last full collection's); ``elements`` and ``pending``: ``MapState``'s, for the
+    map to keep."""
 
     tests: list[AffectedTest]
     selection: Selection
@@ -93,16 +110,29 @@ class AffectedPlan:
     collection: dict[str, Any] | None = None
     environment: dict[str, str] | None = None
     narrowed: bool = False
+    form_problem: str | None = None
+    config: dict[str, str] | None = None
+    elements: dict[str, tuple[str, tuple[Element, ...]] | None] = field(default_factory=dict)
+    pending: dict[str, frozenset[str]] = field(default_factory=dict)
 
 
-def select_from_run(state: MapState, directory: Path, ran: list[str], narrowed: Sequence[str] = ()) -> AffectedPlan:
+def select_from_run(
+    state: MapState,
+    directory: Path,
+    ran: list[str],
+    narrowed: Sequence[str] = (),
+    pinned: tuple[IdForm | None, bool] = (None, True),
+) -> AffectedPlan:
     """The plan of the affected run that wrote into ``directory`` (blocking): each
     collected test's reason, by ``select_affected`` with the environment the plugin
     found. Its selection is the one the plugin made (the same rule on the same
     fingerprints). When no process collected, the tests that ran (``ran``) stand for
     the collection. When the run collected only the ``narrowed`` files
     (``narrowed_files``), the recorded tests of the other files count as collected and
-    unselected: the selection's ``total`` stays the whole suite's."""
+    unselected: the selection's ``total`` stays the whole suite's. ``pinned``: the
+    rootdir and ini file the map's tests were resolved with (None: not known), and
+    whether the run collected in full without paths; a run that resolved others gets
+    its ``form_problem``."""
     found = read_collected_file(directory)
     environment = found.environment if found is not None else state.environment
     collected = found.collected if found is not None else None
@@ -114,11 +144,17 @@ def select_from_run(state: MapState, directory: Path, ran: list[str], narrowed: 
         among = collected + [t for t in state.recorded if node_path(t) not in within]
     differ = changed_parts(state.before, parts)
     tests, files = select_affected(among, state.recorded, fingerprint, differ, state.import_changed)
-    notice = "; ".join(filter(None, [state.notice, state.wide])) or None
+    notice = state.said
     selection = selection_of(tests, len(among), files, notice)
     collection = found.collection if found is not None else None
+    problem = form_problem(pinned[0], form_of(collection), pinned[1])
+    if problem is not None:
+        notice = "; ".join(filter(None, [notice, f"{RECOVERS} ({problem})"]))
+        selection = selection.model_copy(update={"notice": notice})
+    config: dict[str, str] | None = root_config_parts(parts)
     if narrowed and collection is not None:
         collection = merged_collection(state.last_collection, collection)
+        config = (state.last_collection or {}).get("config")
     return AffectedPlan(
         tests,
         selection,
@@ -130,6 +166,10 @@ def select_from_run(state: MapState, directory: Path, ran: list[str], narrowed: 
         collection,
         environment,
         bool(narrowed),
+        problem,
+        config,
+        state.elements,
+        state.pending,
     )
 
 
@@ -171,28 +211,41 @@ async def execute_affected(
         run_dir = await anyio.to_thread.run_sync(runner.run_dirs.new)
         options = skip_options(run_dir, state.skip, state.environment, measure=True)
         found = await anyio.to_thread.run_sync(last_full_collection, state, params)
-        unproven = await anyio.to_thread.run_sync(nothing_can_fail, runner.root, state, found)
-        if unproven is None:
+        proof = await anyio.to_thread.run_sync(nothing_can_fail, runner.root, state, found)
+        if isinstance(proof, Proven):
             # what this call read stays in the map: the next call need not read it again
             await anyio.to_thread.run_sync(keep_reads, path, state)
             return await answer_without_pytest(runner, params, interp, state, run_dir, options)
         narrowed = narrowed_files(runner.root, state, found)
         run_params = params.model_copy(update={"node_ids": narrowed}) if narrowed else params
+        # a run given paths resolves the rootdir and ini file of the last full collection
+        if run_params.node_ids:
+            options += rootdir_pins(await anyio.to_thread.run_sync(pinned_form, runner.root, state))
+        expected = form_of((state.last_collection or {}).get("collection"))
         try:
             answer = await run_in_dir(runner, run_params, interp, timeout, progress, run_dir, options, outcomes=True)
         except ToolFailure as failure:  # a timeout, a crash: the answer still says what was selected
             selection = await anyio.to_thread.run_sync(selection_before_run, state)
-            failure.detail = failure.detail.model_copy(update={"selection": selection})
+            changes: dict[str, object] = {"selection": selection}
+            if failure.kind == "usage_error":
+                # the arguments pinned or narrowed may be what pytest refused: the next call does without them
+                why = "pytest refused the last call's command line"
+                await anyio.to_thread.run_sync(collect_in_full_next, path, why)
+                changes["message"] = f"{failure.detail.message.rstrip('.')}; {RECOVERS}"
+            failure.detail = failure.detail.model_copy(update=changes)
             raise
         result, outcomes = answer.result, answer.outcomes
-        plan = await anyio.to_thread.run_sync(select_from_run, state, run_dir, list(outcomes), narrowed)
+        full = not run_params.node_ids
+        plan = await anyio.to_thread.run_sync(
+            partial(select_from_run, state, run_dir, list(outcomes), narrowed, (expected, full))
+        )
         data = await refresh_map(runner, run_params, interp, run_dir, plan, outcomes)
     selection = plan.selection
     if data.problems:
         said = f"the test map was left as it was: {data.problems[0]}"
         selection = selection.model_copy(update={"notice": "; ".join(filter(None, [selection.notice, said]))})
     if not selection.selected:
-        selection = selection.model_copy(update={"pytest_started": unproven})
+        selection = selection.model_copy(update={"pytest_started": proof.reason})
     update: dict[str, object] = {"selection": selection}
     if narrowed and plan.collected is not None:
         # the tests of the files left uncollected were deselected by the map all the same
@@ -227,43 +280,55 @@ async def refresh_map(
     as it was. Returns the run's map data (``run.recording.read_map_data``; empty when no
     test ran)."""
     data = await anyio.to_thread.run_sync(read_map_data, run_dir) if outcomes else MapData()
+    path = map_path(runner.artifacts_base, runner.root, interp.python)
+    if plan.form_problem is not None:  # node ids of another form: none of them is stored
+        await anyio.to_thread.run_sync(collect_in_full_next, path, plan.form_problem)
+        return data
 
     def write() -> None:
         if data.problems:
             return
         recorded = {node_id: outcome for node_id, outcome in outcomes.items() if node_id not in data.unrecorded}
-        blocks = tests_blocks(data.lines, runner.root, recorded)
+        blocks = tests_blocks(data.lines, runner.root, recorded, data.fixtures)
         ran = {node_id: (outcome, blocks.tests[node_id]) for node_id, outcome in recorded.items()}
         gone: list[str] = list(data.unrecorded)
-        path = map_path(runner.artifacts_base, runner.root, interp.python)
         test_map, _ = open_map(path)
         with test_map:
-            # a module no longer there is imported by no one: its row would stay changed for good
-            gone += [IMPORTING_ENTRY + m for m in test_map.importing() if not (runner.root / m).is_file()]
+            # a module no longer there is imported by no one: its key would stay changed for good
+            dropped = [key for key in test_map.import_code() if key.module and not (runner.root / key.module).is_file()]
             filtered = params.markers or params.keywords or getattr(params, "last_failed", False)
             # a collection of only some tests (--lf in the project's options): those it did not find are not gone
             options = (plan.collection or {}).get("narrowing")
             if plan.collected is not None and not filtered and not options:
                 collected = set(plan.collected)
                 gone += [t for t in test_map.node_ids() if t not in collected and _in_scope(t, params.node_ids)]
-            meta = {CONFIG_PARTS_KEY: orjson.dumps(plan.parts).decode()}
+            meta: dict[str, str | None] = {CONFIG_PARTS_KEY: orjson.dumps(plan.parts).decode(), FULL_NEXT_KEY: None}
+            if data.recorders:
+                meta[RECORDER_KEY] = data.recorders[0]
+            # the files first run now are compared from now on; the others as this call read them
+            known = test_map.element_stats()
+            elements = {p: v for p, v in blocks.elements.items() if p not in known} | plan.elements
             if plan.imports_cache is not None:
                 meta[IMPORTS_KEY] = plan.imports_cache
             full = not params.node_ids or plan.narrowed
             if plan.collected is not None and plan.collection is not None and not filtered and full:
                 total = plan.selection.total
                 last = {"collection": plan.collection, "environment": plan.environment, "total": total}
+                last["config"] = plan.config  # what the rootdir and ini file were found with
                 meta[COLLECTION_KEY] = orjson.dumps(last).decode()
             test_map.refresh(
                 ran,
                 plan.fingerprint,
-                gone,
-                meta,
-                {**blocks.read, **plan.files},
-                blocks.at_import,
-                blocks.imported_modules,
-                blocks.importing,
+                gone=gone,
+                meta=meta,
+                files={**blocks.read, **plan.files},
+                import_code=blocks.import_code(),
+                dropped=dropped,
                 whole_collection=not params.node_ids and not plan.narrowed,
+                names=blocks.names,
+                facts=blocks.facts,
+                elements=elements,
+                pending=plan.pending,
             )
         # the map holds what mattered of them
         shutil.rmtree(run_dir / MAP_DATA_DIR, ignore_errors=True)
@@ -304,16 +369,20 @@ async def discover_affected(runner: Runner, params: SelectionParams, work_dir: P
     async with runner.slots:
         state = await anyio.to_thread.run_sync(read_map_state, runner.root, path)
         work_dir.mkdir(exist_ok=True)
-        argv = discover_argv(params, interp, work_dir) + skip_options(
-            work_dir, state.skip, state.environment, measure=False
-        )
+        options = skip_options(work_dir, state.skip, state.environment, measure=False)
+        if params.node_ids:
+            options += rootdir_pins(await anyio.to_thread.run_sync(pinned_form, runner.root, state))
+        expected = form_of((state.last_collection or {}).get("collection"))
+        argv = discover_argv(params, interp, work_dir, options)
         max_timeout = runner.config.max_timeout_s
         outcome = await runner.run_pytest(argv, max_timeout)
         records = work_dir / RECORDS_FILE
         read = await runner.read_records(records, Budgets(failures_listed=0), outcome, argv)
         run_status(outcome, argv, read.session, max_timeout, max_timeout)
         summary = read.summary()
-    plan = await anyio.to_thread.run_sync(partial(select_from_run, state, work_dir, []))
+    plan = await anyio.to_thread.run_sync(
+        partial(select_from_run, state, work_dir, [], pinned=(expected, not params.node_ids))
+    )
     session_s = read.session_s()
     duration = round(session_s, 3) if session_s is not None else outcome.duration_s
     return DiscoveredPlan(plan, summary, duration)

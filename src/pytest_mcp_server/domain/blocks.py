@@ -7,8 +7,9 @@ the function is defined, so they belong to the code around it), or the file's
 module-level code with every function that is not nested in another function left out
 (imports, constants, class bodies, ``if`` blocks at module level). Each block has a
 fingerprint: a hash of its normalised source (``ast.dump`` without positions, so
-comments, blank lines and moving a function leave it as it was), prefixed by its
-qualified name (two equal bodies in two classes stay two blocks). An edit inside one
+comments, blank lines and moving a function leave it as it was; docstrings left out:
+each is an element of its own, ``domain.elements``), prefixed by its qualified name (two
+equal bodies in two classes stay two blocks). An edit inside one
 function changes that function's fingerprint (and those of the functions around it),
 and nothing else in the file. Rule: pytest-testmon's block checksums (testmon 2.x,
 ``testmon/process_code.py``), with the decorators and signature counted with their
@@ -25,7 +26,16 @@ from __future__ import annotations
 
 import ast
 import hashlib
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
+
+from pytest_mcp_server.domain.elements import (
+    Element,
+    import_names,
+    module_elements,
+    referenced_names,
+    without_docstrings,
+)
 
 MODULE_BLOCK = "<module>"
 """The qualified name of a file's module-level block."""
@@ -46,21 +56,30 @@ class Block:
     ``MODULE_BLOCK`` or ``WHOLE_FILE``), the lines of its body ``first``..``last``
     (1-based, inclusive; 0..0 for the module and whole-file blocks, which own every line
     no function body owns) and ``fingerprint`` (24 hex digits) of its whole source,
-    decorators and signature included."""
+    decorators and signature included, docstrings left out; ``names``: the names its
+    code refers to (``domain.elements.referenced_names``: a superset of its code
+    objects' ``co_names``; the module block's, those of the module-level code), and
+    ``blind``: how it reads a module's names by a computed name (``"line:N phrase"``),
+    else None."""
 
     name: str
     first: int
     last: int
     fingerprint: str
+    names: frozenset[str] = frozenset()
+    blind: str | None = None
 
 
 @dataclass
 class FileBlocks:
     """The blocks of one file: ``module`` (the module-level or whole-file block) and
-    ``functions`` sorted by first line. ``owner(line)`` is the block a line belongs to."""
+    ``functions`` sorted by first line; ``elements``, its module-level elements
+    (``domain.elements.module_elements``; none for a file that is not parsed).
+    ``owner(line)`` is the block a line belongs to."""
 
     module: Block
     functions: list[Block] = field(default_factory=list)
+    elements: tuple[Element, ...] = ()
 
     def __post_init__(self) -> None:
         self.functions.sort(key=lambda b: (b.first, -b.last))
@@ -87,42 +106,56 @@ class FileBlocks:
         """The function block with qualified name ``name`` (the first, if redefined)."""
         return next((b for b in self.functions if b.name == name), None)
 
+    def by_fingerprint(self) -> dict[str, Block]:
+        """Each block by its fingerprint."""
+        return {b.fingerprint: b for b in [self.module, *self.functions]}
+
 
 def whole_file_blocks(content: bytes) -> FileBlocks:
     """A file that is not parsed: one ``WHOLE_FILE`` block, the hash of ``content``."""
     return FileBlocks(module=Block(WHOLE_FILE, 0, 0, _digest(WHOLE_FILE, content)))
 
 
-def file_blocks(content: bytes, python: bool = True) -> FileBlocks:
-    """The blocks of a file's ``content`` (bytes as read). ``python`` False, or content
+def file_blocks(content: bytes, python: bool = True, path: str = "") -> FileBlocks:
+    """The blocks of a file's ``content`` (bytes as read) and its module-level elements
+    (``path``: its path, named in the elements' reasons). ``python`` False, or content
     that ``ast.parse`` refuses, gives ``whole_file_blocks``."""
     if not python:
         return whole_file_blocks(content)
     try:
         tree = ast.parse(content)
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return whole_file_blocks(content)
+    elements = module_elements(path, tree)
+    modules = import_names(tree)
+    # a function's body starts at its first statement, its docstring included
+    firsts = {id(n): n.body[0].lineno for n in ast.walk(tree) if isinstance(n, _Function)}
+    without_docstrings(tree)  # a docstring is an element of its own, not its owner's code
     functions: list[Block] = []
-    _collect(tree, "", functions)
+    _collect(tree, "", functions, firsts, modules)
     module_only = _WithoutFunctions().visit(tree)
-    module = Block(MODULE_BLOCK, 0, 0, _digest(MODULE_BLOCK, ast.dump(module_only, include_attributes=False)))
-    return FileBlocks(module=module, functions=functions)
+    names, blind = referenced_names([module_only], modules)
+    module = Block(
+        MODULE_BLOCK, 0, 0, _digest(MODULE_BLOCK, ast.dump(module_only, include_attributes=False)), names, blind
+    )
+    return FileBlocks(module=module, functions=functions, elements=elements)
 
 
-def _collect(node: ast.AST, prefix: str, out: list[Block]) -> None:
+def _collect(node: ast.AST, prefix: str, out: list[Block], firsts: dict[int, int], modules: frozenset[str]) -> None:
     """Every function under ``node`` with its qualified name (``prefix`` is the
     enclosing classes' and functions' part, ``A.`` or ``f.<locals>.``)."""
     for child in ast.iter_child_nodes(node):
         if isinstance(child, _Function):
             name = prefix + child.name
-            first = child.body[0].lineno
             last = child.end_lineno or child.lineno
-            out.append(Block(name, first, last, _digest(name, ast.dump(child, include_attributes=False))))
-            _collect(child, name + ".<locals>.", out)
+            names, blind = referenced_names([child], modules)
+            fingerprint = _digest(name, ast.dump(child, include_attributes=False))
+            out.append(Block(name, firsts[id(child)], last, fingerprint, names, blind))
+            _collect(child, name + ".<locals>.", out, firsts, modules)
         elif isinstance(child, ast.ClassDef):
-            _collect(child, prefix + child.name + ".", out)
+            _collect(child, prefix + child.name + ".", out, firsts, modules)
         else:
-            _collect(child, prefix, out)
+            _collect(child, prefix, out, firsts, modules)
 
 
 class _WithoutFunctions(ast.NodeTransformer):
@@ -136,7 +169,7 @@ class _WithoutFunctions(ast.NodeTransformer):
         return None
 
 
-def changed_functions(now: FileBlocks, recorded: set[str]) -> list[tuple[int, int]]:
+def changed_functions(now: FileBlocks, recorded: AbstractSet[str]) -> list[tuple[int, int]]:
     """The body lines ``(first, last)`` of the functions of ``now`` (a file as it is)
     whose fingerprint is not among ``recorded`` (the fingerprints the map holds for the
     file): edited or new functions, innermost only (an edit inside a nested function

@@ -14,7 +14,9 @@ package's ``__init__.py`` running before its submodules; ``from a.b import c`` i
 relative import's ``.`` is the importing file's own package (its directory; for
 ``pkg/sub/__init__.py``, ``pkg/sub``), each further dot one directory up.
 ``importlib.import_module`` and ``__import__`` with constant arguments are read the
-same way. A dotted name resolves to every project file whose path ends with
+same way; with a computed name that starts with a literal (``"pkg.commands." + name``,
+``f".{name}"`` with ``__package__``), as importing every module whose name starts so (a
+relative one: every module of the package). A dotted name resolves to every project file whose path ends with
 ``a/b/c.py`` or ``a/b/c/__init__.py`` at a path-component boundary, so ``src/``
 layouts, test directories put on ``sys.path`` and namespace packages need no
 ``sys.path``. Names that resolve to no project file (the standard library, third-party
@@ -93,6 +95,49 @@ class ProjectFiles:
         """The files an absolute name (``"a.b.c"``) may be: every ``.../a/b/c.py`` and
         ``.../a/b/c/__init__.py``; empty when none (stdlib, third-party)."""
         return self._by_name.get(dotted, _EMPTY)
+
+    def named_path(self, path: str) -> bool:
+        """Whether ``path`` is one of the files."""
+        return path in self.paths
+
+    def resolve(self, importer: str, dotted: str) -> frozenset[str]:
+        """The files an import of ``dotted`` written in ``importer`` may load: the module
+        and the packages on the way (leading dots: relative to ``importer``'s package)."""
+        level = len(dotted) - len(dotted.lstrip("."))
+        module = dotted[level:]
+        parts = module.split(".") if module else []
+        if level:
+            directory = importer.rpartition("/")[0]
+            steps = directory.split("/") if directory else []
+            if level - 1 > len(steps):
+                return _EMPTY
+            anchor = "/".join(steps[: len(steps) - level + 1])
+            found = set(self.under(anchor, ""))
+            for end in range(1, len(parts) + 1):
+                found |= self.under(anchor, ".".join(parts[:end]))
+            return frozenset(found)
+        return frozenset().union(*(self.named(".".join(parts[:end])) for end in range(1, len(parts) + 1)))
+
+    def prefixed(self, prefix: str) -> frozenset[str]:
+        """The files an absolute name starting with ``prefix`` (``"pkg.commands."``) may
+        be: what ``import_module("pkg.commands." + name)`` can load."""
+        return frozenset(f for name, found in self._by_name.items() if name.startswith(prefix) for f in found)
+
+    def below(self, directory: str, prefix: str) -> frozenset[str]:
+        """The files of the package at ``directory`` (``""``: the root) whose name relative
+        to it starts with ``prefix``: what ``import_module("." + name, __package__)`` can
+        load from there."""
+        base = f"{directory}/" if directory else ""
+        found = set()
+        for path in self.paths:
+            if not path.startswith(base):
+                continue
+            parts = path[len(base) : -3].split("/")
+            if parts[-1] == "__init__":
+                parts.pop()
+            if parts and ".".join(parts).startswith(prefix):
+                found.add(path)
+        return frozenset(found)
 
     def under(self, directory: str, dotted: str) -> frozenset[str]:
         """The files a name relative to ``directory`` (``""``: the root) is:
@@ -177,6 +222,20 @@ def _statements(tree: ast.AST) -> Iterator[ast.AST]:
 
 def _constant(node: ast.expr | None) -> str | int | None:
     return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str | int) else None
+
+
+def _literal_prefix(node: ast.expr | None) -> str | None:
+    """The literal start of a string built at run time (``"pkg." + name``,
+    ``f"pkg.{name}"``, ``"pkg.%s" % name``), or None when it has none."""
+    if isinstance(node, ast.JoinedStr):
+        first = node.values[0] if node.values else None
+        return first.value if isinstance(first, ast.Constant) and isinstance(first.value, str) else None
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add | ast.Mod):
+        left = node.left
+        if isinstance(left, ast.Constant) and isinstance(left.value, str):
+            return left.value.split("%", 1)[0] if isinstance(node.op, ast.Mod) else left.value
+        return _literal_prefix(left) if isinstance(node.op, ast.Add) else None
+    return None
 
 
 def _strings(node: ast.expr | None) -> list[str] | None:
@@ -282,7 +341,8 @@ class _Reader:
         args.update((k.arg, k.value) for k in node.keywords if k.arg is not None and k.arg in order)
         name = _constant(args["name"])
         if not isinstance(name, str):
-            self._opaque(node.lineno, f"calls {shown} with a computed name")
+            if not self._bounded(node.lineno, callee, args):
+                self._opaque(node.lineno, f"calls {shown} with a computed name")
         elif callee == "import_module":
             self._import_module(node.lineno, shown, name, args["package"])
         else:
@@ -292,6 +352,43 @@ class _Reader:
                 self._opaque(node.lineno, f"calls {shown} with a computed fromlist or level")
             else:
                 self.load(name, level, names, node.lineno)
+
+    def _bounded(self, line: int, callee: str, args: dict[str, ast.expr | None]) -> bool:
+        """A computed name with a literal start (``"pkg.commands." + name``,
+        ``f".{name}"`` with ``__package__``) can load only the modules whose names start
+        so: edges to all of them (and to the packages on the way). False when the start
+        does not bound it (none, or a relative one whose package is not known)."""
+        prefix = _literal_prefix(args["name"])
+        if not prefix:
+            return False
+        level = len(prefix) - len(prefix.lstrip("."))
+        rest = prefix[level:]
+        if callee == "__import__":
+            given = _constant(args["level"]) if args["level"] is not None else 0
+            if not isinstance(given, int) or (level and given):
+                return False
+            level = level or given
+        elif level:
+            package = args["package"]
+            own = isinstance(package, ast.Name) and (
+                package.id == "__package__" or (package.id == "__name__" and self.path.endswith("__init__.py"))
+            )
+            if not own:
+                return False
+        if level:
+            directory = self.path.rpartition("/")[0]
+            steps = directory.split("/") if directory else []
+            if level - 1 > len(steps):
+                return True  # above the project: nothing of it
+            anchor = "/".join(steps[: len(steps) - level + 1])
+            self.load("", level, [], line)
+            self.targets |= self.files.below(anchor, rest)
+            return True
+        literal = rest.rpartition(".")[0]
+        if literal:
+            self.load(literal, 0, [], line)
+        self.targets |= self.files.prefixed(rest)
+        return True
 
     def _import_module(self, line: int, shown: str, name: str, package: ast.expr | None) -> None:
         level = len(name) - len(name.lstrip("."))

@@ -206,6 +206,14 @@ BLOCKS_KEPT = 4096
 """Files whose parsed blocks (``domain.blocks.file_blocks``) the server keeps between
 ``affected`` calls, each under its stat key: a file unchanged since is not parsed again
 (parsing is most of the map's upkeep after a run; the oldest go first)."""
+STATEMENT_SHOWN_CHARS = 60
+"""Characters of a module-level statement a notice shows when it names the statement
+that made a change reach tests through imports (``domain.elements``: ``runs register(f)
+at import``)."""
+DOTTED_NAME_CHARS = 200
+"""The longest string constant read as a dotted name a piece of code refers to
+(``mock.patch("pkg.mod.RATE")``; ``domain.elements.referenced_names``); longer ones are
+text."""
 MAP_BUSY_TIMEOUT_S = 30.0
 """Seconds a write to the test map waits for another call's transaction on the same map."""
 

@@ -11,23 +11,19 @@ of ``REASONS``):
   a ``conftest.py``, pytest's configuration files, the interpreter or its installed
   distributions (the test's recorded configuration fingerprint differs);
 * ``new``: the map has no entry for the test;
-* ``changed``: a block the test ran last time (a function body, a module's top-level
-  code, its own test function), or a function body run at import outside any module's
-  import (collection hooks, a conftest's import: every test depends on those; the
-  caller passes their files as ``import_changed``), has a fingerprint no longer present
-  in its file now (edited, moved with an edit, deleted, or its file gone); code run
-  while a module was imported reaches the tests of its importers through the caller
-  (``app.map_state``), as each test's changed files;
+* ``changed``: a change reaches the test (``domain.reach``: a block it ran last time
+  is no longer in its file as it was, module-level code reached through imports, code
+  run at import that every test depends on, passed as ``import_changed``);
 * ``failed_last``: the test failed or errored when it last ran.
 
-Any other test is left out. No I/O: the caller gives the current fingerprints
-(``changed_blocks``) and each recorded test's changed files.
+Any other test is left out. No I/O: the caller gives each recorded test's changed
+files (``recorded_tests``).
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -35,6 +31,7 @@ from pydantic import Field
 
 from pytest_mcp_server.domain.nodeids import node_path
 from pytest_mcp_server.domain.policy import AFFECTED_FILES_KEPT
+from pytest_mcp_server.domain.reach import MapSnapshot, Reach
 from pytest_mcp_server.engine.models import _Frozen
 
 Reason = Literal["no_map", "config_changed", "new", "changed", "failed_last"]
@@ -90,26 +87,22 @@ class Selection(_Frozen):
 class RecordedTest:
     """A test's entry in the map as a selection reads it: its last ``outcome``
     (``engine.read_report``'s names), the configuration fingerprint of that run (``config``)
-    and ``changed``: the files (paths relative to the root) of the blocks it ran that
-    are no longer as they were (``changed_blocks``)."""
+    and ``changed``: the changed files (paths relative to the root) that reach it
+    (``domain.reach.Reach``)."""
 
     outcome: str
     config: str
     changed: frozenset[str] = frozenset()
 
 
-def changed_blocks(blocks: Mapping[int, tuple[str, str]], current: Callable[[str], set[str]]) -> set[int]:
-    """The ids of ``blocks`` (id -> ``(path, fingerprint)``) whose fingerprint is no
-    longer among ``current(path)``: the fingerprints of ``path``'s blocks as it is now
-    (empty when it is gone); called once per path."""
-    fingerprints: dict[str, set[str]] = {}
-    gone: set[int] = set()
-    for block_id, (path, fingerprint) in blocks.items():
-        if path not in fingerprints:
-            fingerprints[path] = current(path)
-        if fingerprint not in fingerprints[path]:
-            gone.add(block_id)
-    return gone
+def recorded_tests(snapshot: MapSnapshot, reached: Reach) -> dict[str, RecordedTest]:
+    """The map's tests as the selection reads them (``snapshot``), each with the changed
+    files that reach it (``reached``, ``domain.reach.reach``'s)."""
+    empty: frozenset[str] = frozenset()
+    return {
+        node_id: RecordedTest(entry.outcome, entry.config, reached.tests.get(node_id, empty))
+        for node_id, entry in snapshot.tests.items()
+    }
 
 
 def select_affected(

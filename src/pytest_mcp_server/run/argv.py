@@ -131,9 +131,12 @@ def execute_argv(
     return argv + selection_argv(params)
 
 
-def discover_argv(params: SelectionParams, interp: Interpreter, tmp: Path) -> list[str]:
+def discover_argv(
+    params: SelectionParams, interp: Interpreter, tmp: Path, plugin_options: Sequence[str] = ()
+) -> list[str]:
     """The argv of a collect-only run: the record plugin writes ``tmp``'s ``RECORDS_FILE``
-    (the collected node ids and the collection errors)."""
+    (the collected node ids and the collection errors), with the server's further
+    ``plugin_options`` (``run.recording.skip_options``) before the agent's selection."""
     argv = [interp.python, "-m", "pytest", "-p", PLUGIN_NAME, f"--mcp-records={tmp / RECORDS_FILE}"]
-    argv += ["--collect-only", "-qq"]
+    argv += ["--collect-only", "-qq", *plugin_options]
     return argv + selection_argv(params)

@@ -11,8 +11,9 @@ compares). Each collecting process writes the collected node ids and those hashe
 (``read_map_data``: per file, the lines each context ran, xdist workers' files merged)
 and ``tests_blocks`` turns lines into blocks (``domain.blocks``).
 
-What else the map cannot see is fingerprinted here (``config_file_parts``): the
-``conftest.py`` files under the root and pytest's configuration files at the root.
+What else the map cannot see is fingerprinted here (``config_file_parts``): which
+``conftest.py`` files there are under the root, and pytest's configuration files at the
+root.
 """
 
 from __future__ import annotations
@@ -31,30 +32,34 @@ from typing import Any
 
 import orjson
 
-from pytest_mcp_server.domain.blocks import FileBlocks, file_blocks
+from pytest_mcp_server.domain.blocks import Block, FileBlocks, file_blocks
 from pytest_mcp_server.domain.coverage_answer import ChangedLines, relative_path
+from pytest_mcp_server.domain.elements import Element
 from pytest_mcp_server.domain.failures import ToolFailure
-from pytest_mcp_server.domain.nodeids import node_function
+from pytest_mcp_server.domain.nodeids import node_function, node_names
 from pytest_mcp_server.domain.policy import BLOCKS_KEPT, MONITORING_PYTHON
+from pytest_mcp_server.domain.reach import EVERY_TEST, BlockFacts, ImportKey, importing
 from pytest_mcp_server.engine.coverage_reports import LineContexts
 from pytest_mcp_server.run.events import PLUGIN_DIR
 from pytest_mcp_server.run.interpreter import Interpreter
+from pytest_mcp_server.run.pytest_plugin.pytest_mcp_server_shared import (
+    COLLECTED_GLOB,
+    HASH_CHARS,
+    IMPORTING,
+    MAP_FILE_GLOB,
+    RECORDER_FORMAT,
+    SKIP_FILE,
+    distributions_hash,
+    short_hash,
+    stat_key,
+)
 
 MAP_DATA_DIR = "map"
 """The run directory's subdirectory where each pytest process's recorder writes its file."""
-RECORDER_FORMAT = 2
-"""The format number of the recorder's files (``pytest_mcp_server_recorder.FORMAT``)."""
-IMPORTING_CONTEXT = "<import> "
+IMPORTING_CONTEXT = IMPORTING
 """The prefix of the recorder's context of lines run while a project module was being
-imported, outside tests (``pytest_mcp_server_recorder.IMPORTING``), before the module's
+imported, outside tests (the shared module's ``IMPORTING``), before the module's
 absolute path."""
-SKIP_FILE = "skip.json"
-"""The run directory's file naming the tests to deselect and the environment hashes they
-hold for (the plugin's ``--mcp-skip``)."""
-COLLECTED_GLOB = "collected.*.json"
-"""The files the plugin writes next to ``SKIP_FILE``, one per collecting process."""
-ENVIRONMENT_PARTS = ("<interpreter>", "<distributions>")
-"""The configuration parts the plugin hashes in the project's interpreter."""
 CONFIG_FILES = ("pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg", ".coveragerc")
 """pytest's configuration files at the root (pytest's docs, *Configuration file formats*),
 and coverage.py's own (its ``source`` and ``omit`` decide what the recorder measures
@@ -102,7 +107,8 @@ class Collected:
     -m/-k, before the skip) and ``collection``: what the collection looked at, for
     ``collection_delta`` (``dirs``: absolute path -> the names in it then; ``modules``:
     absolute path -> stat key then; ``errors``: the modules that failed to collect;
-    ``rootdir``; ``python_files``, ``norecursedirs``, ``doctest_glob``: pytest's
+    ``rootdir`` and ``inifile`` (pytest's ``config.rootpath``, ``config.inipath``);
+    ``python_files``, ``norecursedirs``, ``doctest_glob``: pytest's
     patterns; ``hooks``: the plugins' and conftests' collection hooks;
     ``doctest_modules``, ``pyargs``, ``narrowing`` (``--lf``, ``--sw`` among the
     options); ``interpreter``: the executable's real path and stat key; ``site_dirs``:
@@ -123,20 +129,6 @@ def read_collected_file(directory: Path) -> Collected | None:
             continue  # a worker killed while writing it; another one's may be whole
         return Collected(dict(written["environment"]), list(written["collected"]), written.get("collection"))
     return None
-
-
-def distributions_hash(site_dirs: Iterable[str]) -> str:
-    """The plugin's ``<distributions>`` hash, computed here without starting the
-    interpreter: the ``*.dist-info``/``*.egg-info`` names in ``site_dirs`` (the
-    ``sys.path`` entries the plugin listed), sorted."""
-    names: list[str] = []
-    for entry in site_dirs:
-        try:
-            with os.scandir(entry) as listing:
-                names.extend(e.name for e in listing if e.name.endswith((".dist-info", ".egg-info")))
-        except OSError:
-            continue
-    return short_hash(*sorted(names))
 
 
 def _collectable(name: str, directory: str, collection: Mapping[str, Any]) -> bool:
@@ -221,12 +213,14 @@ class MapData:
     ``recorders``: the recorders that wrote them (``sys.monitoring``, ``coverage.py``);
     ``problems``: why the recording cannot be trusted, one line each (empty when it can);
     ``unrecorded``: the tests whose lines are incomplete -> why (their entries leave the
-    map, so they run again next time)."""
+    map, so they run again next time); ``fixtures``: each test's fixture closure (pytest's
+    ``item.fixturenames``)."""
 
     lines: dict[str, dict[str, list[int]]] = field(default_factory=dict)
     recorders: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     unrecorded: dict[str, str] = field(default_factory=dict)
+    fixtures: dict[str, list[str]] = field(default_factory=dict)
 
 
 def read_map_data(run_dir: Path) -> MapData:
@@ -237,7 +231,7 @@ def read_map_data(run_dir: Path) -> MapData:
     data = MapData()
     data_dir = run_dir / MAP_DATA_DIR
     merged: dict[str, dict[str, set[int]]] = {}
-    for path in sorted(data_dir.glob("map.*.jsonl")) if data_dir.is_dir() else []:
+    for path in sorted(data_dir.glob(MAP_FILE_GLOB)) if data_dir.is_dir() else []:
         try:
             records = [orjson.loads(line) for line in path.read_bytes().splitlines()]
         except (OSError, orjson.JSONDecodeError) as exc:
@@ -255,6 +249,8 @@ def read_map_data(run_dir: Path) -> MapData:
                     merged.setdefault(paths[number], {}).setdefault(context, set()).update(lines)
             elif "file" in record:
                 paths[int(record["file"])] = str(record["path"])
+            elif "fixtures" in record:
+                data.fixtures[str(record["fixtures"])] = [str(name) for name in record["names"]]
             elif "unrecorded" in record:
                 data.unrecorded[str(record["unrecorded"])] = str(record["why"])
             elif "problem" in record:
@@ -290,18 +286,6 @@ def changed_contexts(
     return out
 
 
-def stat_key(path: Path) -> str | None:
-    """What says a file is unchanged without reading it: its size, modification and
-    change times (ns) and inode, as one string; None when it cannot be stat'ed. The
-    change time moves on every write and cannot be set back, unlike the modification
-    time (``touch -d``, archive extraction)."""
-    try:
-        st = path.stat()
-    except OSError:
-        return None
-    return f"{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_ino}"
-
-
 _PARSED: OrderedDict[tuple[str, str], FileBlocks] = OrderedDict()
 """Parsed blocks by (absolute path, stat key), the newest last (at most ``BLOCKS_KEPT``)."""
 _PARSED_LOCK = threading.Lock()  # calls read blocks in worker threads, two at once
@@ -323,7 +307,7 @@ def read_blocks(root: Path, path: str, stat: str | None = None) -> FileBlocks | 
         content = full.read_bytes()
     except OSError:
         return None
-    blocks = file_blocks(content, python=path.endswith(".py"))
+    blocks = file_blocks(content, python=path.endswith(".py"), path=path)
     if key is not None:
         with _PARSED_LOCK:
             _PARSED[(str(full), key)] = blocks
@@ -339,18 +323,30 @@ Blocks = set[tuple[str, str]]
 @dataclass
 class RunBlocks:
     """The blocks of one run's map data (``tests_blocks``): ``tests``, node id -> the
-    blocks it ran; ``at_import``, per file, its function blocks run outside tests with
-    no project module being imported; ``importing``, per project module (relative path),
-    the function blocks run while it was being imported; ``imported_modules``, per file
-    run outside tests, its module-level block; ``read``, the files read for this, path ->
-    (stat key before the read, block fingerprints), for the map to keep (the next call
-    reads none of them again while its stat is unchanged)."""
+    blocks it ran; ``names``, node id -> the names it refers to beside its blocks' (its
+    fixture closure, its class and function names); ``at_import``, per file, its function
+    blocks run outside tests with no project module being imported; ``importing``, per
+    project module (relative path), the function blocks run while it was being imported;
+    ``facts``, each block's ``BlockFacts``; ``elements``, per file that ran, its stat key
+    before the read and its module-level elements (``domain.elements``); ``read``, the
+    files read for this, path -> (stat key before the read, block fingerprints), for the
+    map to keep (the next call reads none of them again while its stat is unchanged)."""
 
     tests: dict[str, Blocks]
     at_import: dict[str, Blocks]
     importing: dict[str, Blocks]
-    imported_modules: dict[str, Blocks]
+    names: dict[str, frozenset[str]] = field(default_factory=dict)
+    facts: dict[tuple[str, str], BlockFacts] = field(default_factory=dict)
+    elements: dict[str, tuple[str, tuple[Element, ...]]] = field(default_factory=dict)
     read: dict[str, tuple[str, set[str]]] = field(default_factory=dict)
+
+    def import_code(self) -> dict[ImportKey, dict[str, Blocks]]:
+        """The code run at import, by the map's keys (``run.testmap.TestMap.refresh``):
+        per key, per file, its blocks."""
+        code: dict[ImportKey, dict[str, Blocks]] = {EVERY_TEST: self.at_import}
+        for module, blocks in self.importing.items():
+            code[importing(module)] = {module: blocks}
+        return code
 
 
 def _importing_module(context: str, root_prefix: str) -> str | None:
@@ -365,16 +361,23 @@ def _importing_module(context: str, root_prefix: str) -> str | None:
     return absolute[len(root_prefix) :].replace(os.sep, "/")
 
 
-def tests_blocks(data: dict[str, dict[str, list[int]]], root: Path, ran: Iterable[str]) -> RunBlocks:
+def tests_blocks(
+    data: dict[str, dict[str, list[int]]],
+    root: Path,
+    ran: Iterable[str],
+    fixtures: Mapping[str, Iterable[str]] | None = None,
+) -> RunBlocks:
     """The blocks each test of ``ran`` (node ids) depends on, as ``(path, fingerprint)``
-    (paths relative to ``root``), from ``read_map_data``'s ``data``, and the blocks run
-    outside tests (``RunBlocks``):
+    (paths relative to ``root``), from ``read_map_data``'s ``data`` and ``fixtures``
+    (node id -> its fixture closure), and the blocks run outside tests (``RunBlocks``):
 
     * per test: for each file inside the root where the test's context ran lines, the
-      blocks owning those lines and the file's module-level block; its own test
-      function's block and its file's module-level block (a test file the project's
-      coverage configuration leaves out: all of its blocks, since its fixtures and
-      helpers ran unmeasured);
+      blocks owning those lines (the module-level block only when it ran module-level
+      lines: a module it imported during the test); its own test function's block (a
+      test file the project's coverage configuration leaves out, or a doctest: all of
+      its file's blocks, since its fixtures and helpers ran unmeasured). A module-level
+      change reaches it through the names it refers to (``names``, and its blocks'
+      ``facts``: ``domain.reach``), not through the file;
     * importing: per project module whose import ran lines outside any test (helpers
       called at its module level, decorators), the function blocks owning them. A
       change there reaches the tests of the files importing that module and the tests
@@ -383,15 +386,15 @@ def tests_blocks(data: dict[str, dict[str, list[int]]], root: Path, ran: Iterabl
       imported (collection hooks, a ``conftest.py``'s import, Python before 3.12, whose
       recorder cannot tell imports apart), the function blocks owning them. They may
       shape any test, so every test depends on them; the map keeps them once
-      (``run.testmap.TestMap.at_import``), not in every test's entry;
-    * imported modules: per file that ran lines outside any test, its module-level
-      block (a changed constant there reaches the tests that ran code in the files
-      importing it: ``domain.imports``).
+      (``domain.reach.EVERY_TEST``), not in every test's entry;
+    * elements: per file that ran lines, its module-level elements as read now.
     """
     root_prefix = os.path.join(str(root), "")
     plugin_prefix = os.path.join(str(PLUGIN_DIR), "")
     cache: dict[str, FileBlocks | None] = {}
     read: dict[str, tuple[str, set[str]]] = {}
+    facts: dict[tuple[str, str], BlockFacts] = {}
+    elements: dict[str, tuple[str, tuple[Element, ...]]] = {}
 
     def blocks_of(path: str) -> FileBlocks | None:
         if path not in cache:
@@ -399,7 +402,14 @@ def tests_blocks(data: dict[str, dict[str, list[int]]], root: Path, ran: Iterabl
             cache[path] = found = read_blocks(root, path, stat)
             if stat is not None and found is not None:
                 read[path] = (stat, found.fingerprints())
+                elements[path] = (stat, found.elements)
         return cache[path]
+
+    def add(path: str, block: Block, into: set[tuple[str, str]]) -> None:
+        into.add((path, block.fingerprint))
+        if (path, block.fingerprint) not in facts:
+            blind = f"{path}:{block.blind[len('line:') :]}" if block.blind else None
+            facts[(path, block.fingerprint)] = BlockFacts(block.names, blind, block.name)
 
     by_context: dict[str, dict[str, list[int]]] = {}
     for absolute, contexts in data.items():
@@ -410,8 +420,7 @@ def tests_blocks(data: dict[str, dict[str, list[int]]], root: Path, ran: Iterabl
             by_context.setdefault(context, {})[relative] = lines
     measured = {path for files in by_context.values() for path in files}
     at_import: dict[str, Blocks] = {}
-    importing: dict[str, Blocks] = {}
-    imported_modules: dict[str, Blocks] = {}
+    importing_blocks: dict[str, Blocks] = {}
     for context, files in by_context.items():
         if context and not context.startswith(IMPORTING_CONTEXT):
             continue
@@ -420,29 +429,35 @@ def tests_blocks(data: dict[str, dict[str, list[int]]], root: Path, ran: Iterabl
             blocks = blocks_of(path)
             if blocks is None:
                 continue
-            functions = {(path, b.fingerprint) for b in {blocks.owner(line) for line in lines} if b.first}
+            # every file run outside tests gets its entry, empty or not: the map replaces what it held for it
             at_import.setdefault(path, set())
-            imported_modules[path] = {(path, blocks.module.fingerprint)}
-            (at_import[path] if module is None else importing.setdefault(module, set())).update(functions)
+            into = at_import[path] if module is None else importing_blocks.setdefault(module, set())
+            for block in {blocks.owner(line) for line in lines}:
+                if block.first:
+                    add(path, block, into)
     out: dict[str, Blocks] = {}
+    names: dict[str, frozenset[str]] = {}
     for node_id in ran:
         found: set[tuple[str, str]] = set()
         for path, lines in by_context.get(node_id, {}).items():
             blocks = blocks_of(path)
             if blocks is not None:
-                found.add((path, blocks.module.fingerprint))
-                found.update((path, blocks.owner(line).fingerprint) for line in lines)
+                for block in {blocks.owner(line) for line in lines}:
+                    add(path, block, found)
         path, function = node_function(node_id)
         own = blocks_of(path)
         if own is not None:
-            found.add((path, own.module.fingerprint))
-            block = own.named(function) if function else None
-            if path not in measured or block is None:
-                found.update((path, fingerprint) for fingerprint in own.fingerprints())
+            own_block = own.named(function) if function else None
+            if path not in measured or own_block is None:
+                for each in [own.module, *own.functions]:
+                    add(path, each, found)
             else:
-                found.add((path, block.fingerprint))
+                add(path, own_block, found)
         out[node_id] = found
-    return RunBlocks(out, at_import, importing, imported_modules, read)
+        names[node_id] = frozenset([*node_names(node_id), *((fixtures or {}).get(node_id, ()))])
+    for path in measured:
+        blocks_of(path)  # its elements: what a module-level change there is compared with
+    return RunBlocks(out, at_import, importing_blocks, names, facts, elements, read)
 
 
 def _project_dirs(root: Path) -> Iterable[tuple[str, list[str]]]:
@@ -514,27 +529,27 @@ def config_read(name: str, content: bytes) -> bytes:
     return orjson.dumps(read, option=orjson.OPT_SORT_KEYS)
 
 
+CONFTEST_PRESENT = "present"
+"""A ``conftest.py``'s part: that it is there. What it holds is source, whose changes
+reach tests as any module's do (its fixtures, its hooks: ``domain.reach``); a conftest
+that appears or goes changes which fixtures and hooks apply where."""
+
+
 def config_file_parts(root: Path) -> dict[str, str]:
     """The configuration parts the server fingerprints itself: each of ``config_files``
     -> the hash of what pytest and the recorder read of it (``config_read``;
-    ``unreadable`` when it cannot be read). The plugin adds ``ENVIRONMENT_PARTS``."""
+    ``unreadable`` when it cannot be read); a ``conftest.py``'s is ``CONFTEST_PRESENT``.
+    The plugin adds ``ENVIRONMENT_PARTS``."""
     out: dict[str, str] = {}
     for name in config_files(root):
+        if name.rsplit("/", 1)[-1] == "conftest.py":
+            out[name] = CONFTEST_PRESENT
+            continue
         try:
             out[name] = hashlib.sha256(config_read(name, (root / name).read_bytes())).hexdigest()[:HASH_CHARS]
         except OSError:
             out[name] = "unreadable"
     return out
-
-
-HASH_CHARS = 16
-"""Hex digits kept of a SHA-256 fingerprint (the plugin's ``_short_hash`` keeps as many)."""
-
-
-def short_hash(*values: str) -> str:
-    """The first ``HASH_CHARS`` hex digits of SHA-256 over ``values`` joined by NUL (the
-    plugin's ``_short_hash`` is its twin)."""
-    return hashlib.sha256("\0".join(values).encode("utf-8", "surrogateescape")).hexdigest()[:HASH_CHARS]
 
 
 def config_fingerprint(parts: dict[str, str]) -> str:

@@ -19,6 +19,7 @@ from pydantic import ValidationError
 from pytest_mcp_server.domain.policy import KEEP_RUNS, STALE_RUN_GRACE_S
 from pytest_mcp_server.engine.models import ProjectCode
 from pytest_mcp_server.run.argv import RECORDS_FILE
+from pytest_mcp_server.run.pytest_plugin.pytest_mcp_server_shared import FAILURES_FILE as SHARED_FAILURES_FILE
 
 RUNNING_MARKER = "running"
 """A file in a run directory while its pytest runs (``rotate`` never removes that run)."""
@@ -29,10 +30,10 @@ PROJECT_FILE = "project.json"
 with, so that ``summarize_report`` on the run's report uses the same project code."""
 
 
-FAILURES_FILE = "last_failures.json"
+FAILURES_FILE = SHARED_FAILURES_FILE
 """In a project's runs directory, beside its run directories: the server's record of the
 tests that failed when they last ran, ``{"failed": [node ids]}``, kept by the record plugin
-(``--mcp-failures``, which names it so too) in place of pytest's ``.pytest_cache``."""
+(``--mcp-failures``; the name is the shared module's) in place of pytest's ``.pytest_cache``."""
 
 
 def write_project(run_dir: Path, project: ProjectCode) -> None:

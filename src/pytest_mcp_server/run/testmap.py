@@ -5,7 +5,9 @@ value, the ids of its ``blocks`` rows packed (``_pack``), not a row per test and
 a test of a parser runs hundreds of functions, and rewriting 500 tests' rows one pair at
 a time took seconds. It also keeps, per file the tests ran, its block fingerprints with
 the file's ``stat`` when they were read (``files``), so that an unchanged file is not
-parsed again on the next call.
+parsed again on the next call, and the code run at import that no test's context holds,
+under typed keys (``import_code``: ``domain.reach.ImportKey``, which says who depends on
+it).
 
 One file per project root and interpreter (``map_path``: ``<artifacts>/maps/<root
 name>-<hash of root and interpreter>.sqlite``), never in the project. Every change is
@@ -26,34 +28,18 @@ from array import array
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
-from pytest_mcp_server.domain.policy import MAP_BUSY_TIMEOUT_S
-from pytest_mcp_server.domain.selection import RecordedTest
+import orjson
 
-SCHEMA_VERSION = 5
+from pytest_mcp_server.domain.elements import Element
+from pytest_mcp_server.domain.policy import MAP_BUSY_TIMEOUT_S
+from pytest_mcp_server.domain.reach import EVERY_TEST, Block, BlockFacts, ImportKey, MapSnapshot, TestEntry
+
+SCHEMA_VERSION = 7
 """The map's schema version, in its ``schema_version`` table; a map of another version is rebuilt."""
 FORMAT_NAME = "pytest-mcp-server test map"
 """The ``format`` row of the ``meta`` table: what makes a SQLite file one of these maps."""
 MAPS_DIR = "maps"
 """The artifacts directory's subdirectory holding the maps."""
-IMPORT_ENTRY = "<import>"
-"""The reserved ``tests`` row holding the function blocks run at import, on which every
-test depends (kept once, not in each test's entry; no pytest node id has this form)."""
-IMPORTED_MODULES_ENTRY = "<imported modules>"
-"""The reserved ``tests`` row holding the module-level blocks of the files run at import:
-a change there reaches the tests that ran code in a file importing it
-(``domain.imports``), not every test."""
-IMPORTING_ENTRY = "<import> "
-"""The prefix of the reserved ``tests`` rows holding, per project module (``IMPORTING_ENTRY``
-+ its relative path), the function blocks run while it was being imported: a change
-there reaches the tests of the files importing that module (``domain.imports``)."""
-
-
-def is_reserved(node_id: str) -> bool:
-    """True for the map's own entries (``IMPORT_ENTRY``, ``IMPORTED_MODULES_ENTRY``,
-    ``IMPORTING_ENTRY`` rows): no pytest node id starts with ``<``."""
-    return node_id.startswith("<")
-
-
 _SCHEMA = """
 CREATE TABLE schema_version (version INTEGER NOT NULL);
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -62,18 +48,34 @@ CREATE TABLE tests (
     node_id TEXT NOT NULL UNIQUE,
     outcome TEXT NOT NULL,
     config TEXT NOT NULL,
-    blocks BLOB NOT NULL
+    blocks BLOB NOT NULL,
+    names TEXT NOT NULL DEFAULT '',
+    pending TEXT NOT NULL DEFAULT ''
 );
 CREATE TABLE blocks (
     id INTEGER PRIMARY KEY,
     path TEXT NOT NULL,
     fingerprint TEXT NOT NULL,
+    names TEXT NOT NULL DEFAULT '',
+    blind TEXT,
+    qualname TEXT NOT NULL DEFAULT '',
     UNIQUE (path, fingerprint)
+);
+CREATE TABLE element_files (
+    path TEXT PRIMARY KEY,
+    stat TEXT NOT NULL,
+    elements BLOB NOT NULL
 );
 CREATE TABLE files (
     path TEXT PRIMARY KEY,
     stat TEXT NOT NULL,
     fingerprints TEXT NOT NULL
+);
+CREATE TABLE import_code (
+    scope TEXT NOT NULL,
+    module TEXT NOT NULL,
+    blocks BLOB NOT NULL,
+    PRIMARY KEY (scope, module)
 );
 """
 
@@ -118,50 +120,72 @@ class TestMap:
             raise
         self.connection.execute("COMMIT")
 
-    def blocks(self) -> dict[int, tuple[str, str]]:
+    def blocks(self) -> dict[int, Block]:
         """Every block the tests ran: id -> ``(path, fingerprint)``."""
         return {row[0]: (row[1], row[2]) for row in self.connection.execute("SELECT id, path, fingerprint FROM blocks")}
 
-    def tests(self, changed: Iterable[int] = ()) -> dict[str, RecordedTest]:
-        """Every test's entry: node id -> ``RecordedTest``, its ``changed`` files those of
-        the blocks of ``changed`` (block ids, ``domain.selection.changed_blocks``) it ran."""
-        wanted = set(changed)
-        paths = {i: path for i, (path, _) in self.blocks().items() if i in wanted} if wanted else {}
-        out: dict[str, RecordedTest] = {}
-        for node_id, outcome, config, packed in self.connection.execute(
-            "SELECT node_id, outcome, config, blocks FROM tests"
-        ):
-            if is_reserved(node_id):
-                continue
-            hit = wanted.intersection(_unpack(packed)) if wanted else ()
-            out[node_id] = RecordedTest(outcome=outcome, config=config, changed=frozenset(paths[i] for i in hit))
+    def snapshot(self) -> MapSnapshot:
+        """What the map holds, for the selection's stages (``domain.reach``): its blocks,
+        its tests with the ids of the blocks each ran, and the code run at import by key."""
+        blocks = self.blocks()
+        tests = {
+            node_id: TestEntry(
+                outcome,
+                config,
+                frozenset(_unpack(packed)),
+                frozenset(names.split()),
+                frozenset(orjson.loads(pending)) if pending else frozenset(),
+            )
+            for node_id, outcome, config, packed, names, pending in self.connection.execute(
+                "SELECT node_id, outcome, config, blocks, names, pending FROM tests"
+            )
+        }
+        return MapSnapshot(blocks, tests, self.import_code(blocks))
+
+    def block_facts(self) -> dict[int, BlockFacts]:
+        """Each block's ``BlockFacts`` (the names its code refers to; how it reads names
+        computed at run time): read only when a module-level change needs them."""
+        rows = self.connection.execute("SELECT id, names, blind, qualname FROM blocks")
+        return {i: BlockFacts(frozenset(names.split()), blind, qualname) for i, names, blind, qualname in rows}
+
+    def qualnames(self, block_ids: Iterable[int]) -> dict[int, str]:
+        """The qualified name of each block of ``block_ids`` (``domain.blocks.Block.name``)."""
+        out: dict[int, str] = {}
+        for i in block_ids:
+            row = self.connection.execute("SELECT qualname FROM blocks WHERE id = ?", (i,)).fetchone()
+            if row is not None:
+                out[i] = str(row[0])
         return out
+
+    def element_stats(self) -> dict[str, str]:
+        """Each file whose module-level elements the map keeps -> its stat key when they
+        were read."""
+        return {path: stat for path, stat in self.connection.execute("SELECT path, stat FROM element_files")}
+
+    def elements(self, paths: Iterable[str] | None = None) -> dict[str, tuple[Element, ...]]:
+        """The module-level elements the map keeps of ``paths`` (all files: None)."""
+        if paths is None:
+            rows = self.connection.execute("SELECT path, elements FROM element_files").fetchall()
+        else:
+            rows = [
+                row
+                for path in paths
+                for row in self.connection.execute("SELECT path, elements FROM element_files WHERE path = ?", (path,))
+            ]
+        return {path: tuple(Element.from_json(e) for e in orjson.loads(data)) for path, data in rows}
 
     def node_ids(self) -> set[str]:
         """The node ids of the tests in the map."""
-        return {row[0] for row in self.connection.execute("SELECT node_id FROM tests") if not is_reserved(row[0])}
+        return {row[0] for row in self.connection.execute("SELECT node_id FROM tests")}
 
-    def importing(self) -> dict[str, frozenset[tuple[str, str]]]:
-        """Per project module (relative path), the function blocks run while it was being
-        imported (``IMPORTING_ENTRY`` rows), as ``(path, fingerprint)``."""
-        blocks = self.blocks()
-        rows = self.connection.execute(
-            "SELECT node_id, blocks FROM tests WHERE substr(node_id, 1, ?) = ?",
-            (len(IMPORTING_ENTRY), IMPORTING_ENTRY),
-        )
+    def import_code(self, blocks: Mapping[int, Block] | None = None) -> dict[ImportKey, frozenset[Block]]:
+        """The code run at import that no test's context holds, by key, as the runs so far
+        recorded it (``refresh``); ``blocks``: ``blocks()`` when the caller has it."""
+        known = self.blocks() if blocks is None else blocks
+        rows = self.connection.execute("SELECT scope, module, blocks FROM import_code")
         return {
-            node_id[len(IMPORTING_ENTRY) :]: frozenset(blocks[i] for i in _unpack(packed)) for node_id, packed in rows
+            ImportKey(scope, module): frozenset(known[i] for i in _unpack(packed)) for scope, module, packed in rows
         }
-
-    def at_import(self, entry: str = IMPORT_ENTRY) -> frozenset[tuple[str, str]]:
-        """The function blocks run at import (``entry`` ``IMPORTED_MODULES_ENTRY``: the
-        module-level blocks of the files run at import), ``(path, fingerprint)``, as the
-        runs so far recorded them (``refresh``)."""
-        row = self.connection.execute("SELECT blocks FROM tests WHERE node_id = ?", (entry,)).fetchone()
-        if row is None:
-            return frozenset()
-        blocks = self.blocks()
-        return frozenset(blocks[i] for i in _unpack(row[0]))
 
     def files(self) -> dict[str, tuple[str, frozenset[str]]]:
         """Each file's block fingerprints as last read: path -> (its stat key then, the
@@ -176,54 +200,99 @@ class TestMap:
 
     def refresh(
         self,
-        ran: Mapping[str, tuple[str, Iterable[tuple[str, str]]]],
+        ran: Mapping[str, tuple[str, Iterable[Block]]],
         config: str,
+        *,
         gone: Iterable[str] = (),
-        meta: Mapping[str, str] | None = None,
+        meta: Mapping[str, str | None] | None = None,
         files: Mapping[str, tuple[str, Iterable[str]]] | None = None,
-        at_import: Mapping[str, Iterable[tuple[str, str]]] | None = None,
-        imported_modules: Mapping[str, Iterable[tuple[str, str]]] | None = None,
-        importing: Mapping[str, Iterable[tuple[str, str]]] | None = None,
+        import_code: Mapping[ImportKey, Mapping[str, Iterable[Block]]] | None = None,
+        dropped: Iterable[ImportKey] = (),
         whole_collection: bool = True,
+        names: Mapping[str, Iterable[str]] | None = None,
+        facts: Mapping[Block, BlockFacts] | None = None,
+        elements: Mapping[str, tuple[str, Iterable[Element]] | None] | None = None,
+        pending: Mapping[str, Iterable[str]] | None = None,
     ) -> None:
-        """In one transaction: each test of ``ran`` (node id -> (outcome, its blocks as
-        ``(path, fingerprint)``)) gets exactly that entry, with ``config``; the tests
-        of ``gone`` (no longer in the suite) leave the map; ``meta`` rows are set;
-        ``files`` (path -> (stat key, block fingerprints) as read this call) are kept;
-        ``at_import`` (path -> the function blocks run at import in this run) replaces
-        those files' blocks of the import entry, the other files' stay (a run that
-        imported less does not forget them); blocks no test refers to any more are
-        removed, and the files without blocks. ``imported_modules`` (path -> its module
-        block, for the files run at import) is kept in the same way. ``importing``
-        (module -> the function blocks run while it was being imported in this run)
-        replaces those modules' ``IMPORTING_ENTRY`` rows; to drop a module's row, name
-        the row in ``gone``. A run that collected only some files (``whole_collection``
-        False) adds to the import entry and replaces nothing there: the collection hooks
-        it did not run for the other files ran what they ran before."""
+        """In one transaction: each test of ``ran`` (node id -> (outcome, its blocks))
+        gets exactly that entry, with ``config``; the tests of ``gone`` (no longer in the
+        suite) leave the map; ``meta`` rows are set (None: removed); ``files`` (path ->
+        (stat key, block fingerprints) as read this call) are kept; ``import_code`` (key
+        -> per file, the blocks this run recorded for that key) replaces each key's
+        blocks of those files, the other files' stay (a run that imported less does not
+        forget them); an ``importing`` key's blocks are replaced whole (what this run's
+        import of the module ran); ``EVERY_TEST`` only adds when the run collected only
+        some files (``whole_collection`` False: the collection hooks it did not run for
+        the other files ran what they ran before); the keys of ``dropped`` are removed;
+        blocks no test or key refers to any more are removed, and the files without
+        blocks. ``names``: the names each test of ``ran`` refers to beside its blocks';
+        ``facts``: the facts of the blocks written (a block's never change: its
+        fingerprint is its code); ``elements``: per file, the stat key and module-level
+        elements to keep from now on (None: forget the file); ``pending``: the tests that
+        did not run whose pending files are set (a test of ``ran`` has none)."""
         entries = {node_id: (outcome, set(blocks)) for node_id, (outcome, blocks) in ran.items()}
-        for module, blocks in (importing or {}).items():
-            entries[IMPORTING_ENTRY + module] = ("passed", set(blocks))
         with self._transaction() as con:
-            for entry, given in ((IMPORT_ENTRY, at_import), (IMPORTED_MODULES_ENTRY, imported_modules)):
-                if given:
-                    replace = whole_collection or entry != IMPORT_ENTRY
-                    kept = {block for block in self.at_import(entry) if not replace or block[0] not in given}
-                    entries[entry] = ("passed", kept.union(*given.values()))
-            all_blocks = {block for _, blocks in entries.values() for block in blocks}
-            con.executemany("INSERT OR IGNORE INTO blocks (path, fingerprint) VALUES (?, ?)", all_blocks)
-            block_ids = {block: block_id for block_id, block in self.blocks().items()}
+            code = self.import_code()
+            for key, given in (import_code or {}).items():
+                if not given:
+                    continue
+                if key.scope == "importing":  # what this run's import of the module ran, whole
+                    code[key] = frozenset().union(*given.values())
+                    continue
+                replace = whole_collection or key != EVERY_TEST
+                kept = {block for block in code.get(key, ()) if not replace or block[0] not in given}
+                code[key] = frozenset(kept.union(*given.values()))
+            for key in dropped:
+                code.pop(key, None)
+            all_blocks = {block for _, blocks in entries.values() for block in blocks}.union(*code.values())
+            known = facts or {}
+            empty = BlockFacts(frozenset())
             con.executemany(
-                "INSERT INTO tests (node_id, outcome, config, blocks) VALUES (?, ?, ?, ?) "
-                "ON CONFLICT (node_id) DO UPDATE SET "
-                "outcome = excluded.outcome, config = excluded.config, blocks = excluded.blocks",
+                "INSERT OR IGNORE INTO blocks (path, fingerprint, names, blind, qualname) VALUES (?, ?, ?, ?, ?)",
                 (
-                    (node_id, outcome, config, _pack(block_ids[block] for block in blocks))
+                    (block[0], block[1], " ".join(sorted(fact.names)), fact.blind, fact.name)
+                    for block in all_blocks
+                    for fact in [known.get(block, empty)]
+                ),
+            )
+            block_ids = {block: block_id for block_id, block in self.blocks().items()}
+            test_names = names or {}
+            con.executemany(
+                "INSERT INTO tests (node_id, outcome, config, blocks, names, pending) VALUES (?, ?, ?, ?, ?, '') "
+                "ON CONFLICT (node_id) DO UPDATE SET outcome = excluded.outcome, config = excluded.config, "
+                "blocks = excluded.blocks, names = excluded.names, pending = ''",
+                (
+                    (
+                        node_id,
+                        outcome,
+                        config,
+                        _pack(block_ids[block] for block in blocks),
+                        " ".join(sorted(set(test_names.get(node_id, ())))),
+                    )
                     for node_id, (outcome, blocks) in entries.items()
                 ),
             )
+            con.executemany(
+                "UPDATE tests SET pending = ? WHERE node_id = ?",
+                (
+                    (orjson.dumps(sorted(set(files))).decode() if files else "", node_id)
+                    for node_id, files in (pending or {}).items()
+                    if node_id not in entries
+                ),
+            )
+            _write_elements(con, elements or {})
             con.executemany("DELETE FROM tests WHERE node_id = ?", ((node_id,) for node_id in gone))
+            con.execute("DELETE FROM import_code")
+            con.executemany(
+                "INSERT INTO import_code (scope, module, blocks) VALUES (?, ?, ?)",
+                (
+                    (key.scope, key.module, _pack(block_ids[block] for block in blocks))
+                    for key, blocks in code.items()
+                    if blocks
+                ),
+            )
             referenced: set[int] = set()
-            for (packed,) in con.execute("SELECT blocks FROM tests"):
+            for (packed,) in con.execute("SELECT blocks FROM tests UNION ALL SELECT blocks FROM import_code"):
                 referenced.update(_unpack(packed))
             con.executemany(
                 "DELETE FROM blocks WHERE id = ?", ((i,) for i in block_ids.values() if i not in referenced)
@@ -236,11 +305,18 @@ class TestMap:
             con.execute("DELETE FROM files WHERE path NOT IN (SELECT path FROM blocks)")
             _set_meta(con, meta or {})
 
-    def keep(self, files: Mapping[str, tuple[str, Iterable[str]]], meta: Mapping[str, str]) -> None:
+    def keep(
+        self,
+        files: Mapping[str, tuple[str, Iterable[str]]],
+        meta: Mapping[str, str | None],
+        elements: Mapping[str, tuple[str, Iterable[Element]] | None] | None = None,
+    ) -> None:
         """In one transaction: the files of ``files`` (path -> (stat key, block
         fingerprints) as read) that the map has blocks of get those as their last read,
-        and the ``meta`` rows are set; no test's entry changes."""
+        the ``meta`` rows are set, and the ``elements`` kept as ``refresh`` keeps them;
+        no test's entry changes."""
         with self._transaction() as con:
+            _write_elements(con, elements or {})
             con.executemany(
                 "INSERT INTO files (path, stat, fingerprints) SELECT ?, ?, ? "
                 "WHERE EXISTS (SELECT 1 FROM blocks WHERE blocks.path = ?) "
@@ -250,12 +326,29 @@ class TestMap:
             _set_meta(con, meta)
 
 
-def _set_meta(con: sqlite3.Connection, meta: Mapping[str, str]) -> None:
-    """Set the ``meta`` rows of ``meta`` (key -> value), inside the caller's transaction."""
+def _write_elements(con: sqlite3.Connection, elements: Mapping[str, tuple[str, Iterable[Element]] | None]) -> None:
+    """Keep each file's stat key and module-level elements (None: forget the file),
+    inside the caller's transaction."""
+    for path, version in elements.items():
+        if version is None:
+            con.execute("DELETE FROM element_files WHERE path = ?", (path,))
+        else:
+            data = orjson.dumps([e.to_json() for e in version[1]])
+            con.execute(
+                "INSERT INTO element_files (path, stat, elements) VALUES (?, ?, ?) "
+                "ON CONFLICT (path) DO UPDATE SET stat = excluded.stat, elements = excluded.elements",
+                (path, version[0], data),
+            )
+
+
+def _set_meta(con: sqlite3.Connection, meta: Mapping[str, str | None]) -> None:
+    """Set the ``meta`` rows of ``meta`` (key -> value; None removes the row), inside the
+    caller's transaction."""
     con.executemany(
         "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-        meta.items(),
+        ((key, value) for key, value in meta.items() if value is not None),
     )
+    con.executemany("DELETE FROM meta WHERE key = ?", ((key,) for key, value in meta.items() if value is None))
 
 
 def _pack(block_ids: Iterable[int]) -> bytes:
@@ -285,7 +378,7 @@ def _connect(path: Path) -> sqlite3.Connection:
 def _check(con: sqlite3.Connection) -> None:
     """Raise ``MapUntrusted`` unless ``con`` is a map of ``SCHEMA_VERSION``."""
     tables = {row[0] for row in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    if not {"schema_version", "meta", "tests", "blocks", "files"} <= tables:
+    if not {"schema_version", "meta", "tests", "blocks", "files", "import_code", "element_files"} <= tables:
         raise MapUntrusted("another program's SQLite database")
     fmt = con.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()
     if fmt is None or fmt[0] != FORMAT_NAME:

@@ -2,8 +2,9 @@
 
 Not for users: the server adds this directory to the child's PYTHONPATH and passes
 ``-p pytest_mcp_server_events --mcp-records=FILE`` (and, for a test run,
-``--mcp-stacks=FILE``). It imports nothing but pytest and the standard library (and
-orjson, when the project's interpreter has it, in runs of more than
+``--mcp-stacks=FILE``). It imports nothing but pytest, the standard library and the
+module beside it that it shares with the server (``pytest_mcp_server_shared``: hashes,
+file names, format numbers) (and orjson, when the project's interpreter has it, in runs of more than
 ``ORJSON_AFTER_RECORDS`` tests: it encodes the complete reports faster; with
 ``--mcp-map-data``, its recorder module beside it, which needs coverage.py before Python
 3.12, and the server asks for it only then), so it
@@ -50,7 +51,7 @@ compact, whole and on disk before the next test starts: the server follows the f
 while the run goes on, and a killed pytest loses no line it wrote.
 
 With ``--mcp-failures`` (every ``execute_tests`` run), the server's own record of the
-last failures, FILE (``FAILURES_FILE`` in the directory above the record file's: the
+last failures, FILE (``pytest_mcp_server_shared.FAILURES_FILE`` in the directory above the record file's: the
 project's runs directory), replaces pytest's cache provider's (``--lf``'s ``cache/lastfailed`` and
 ``--nf``'s ``cache/nodeids``, which pytest rewrites into the project's ``.pytest_cache``
 after every run): ``{"failed": [node ids]}``, updated as pytest's ``LFPlugin`` updates its
@@ -96,7 +97,6 @@ pytest leads its own process group (the server starts it so), never in xdist wor
 from __future__ import annotations
 
 import faulthandler
-import hashlib
 import json
 import os
 import re
@@ -109,6 +109,11 @@ from types import FrameType
 from typing import IO, Any
 
 import pytest
+
+try:
+    import pytest_mcp_server_shared as shared  # type: ignore[import-not-found]  # beside this file, on the child's path
+except ImportError:  # imported as part of the server's package (the server's own tests)
+    from . import pytest_mcp_server_shared as shared
 
 PR_SET_PDEATHSIG = 1
 TEXT_CAP = 65536
@@ -232,11 +237,6 @@ def _start_recording(early_config: pytest.Config) -> None:
         _recording = Recording(directory, str(early_config.invocation_params.dir), here)
 
 
-def _short_hash(*values: str) -> str:
-    # the server's run.recording.short_hash, the same on both sides of the skip file
-    return hashlib.sha256("\0".join(values).encode("utf-8", "surrogateescape")).hexdigest()[:16]
-
-
 def _site_dirs() -> list[str]:
     # the sys.path entries _environment lists, absolute: the server lists them again
     return [os.path.abspath(entry or ".") for entry in sys.path]
@@ -245,28 +245,12 @@ def _site_dirs() -> list[str]:
 def _environment() -> dict[str, str]:
     # What the test map cannot see of this interpreter: its version and path, and the
     # distributions installed on sys.path (their ``*.dist-info``/``*.egg-info`` directory
-    # names carry name and version). A directory listing per sys.path entry, not
-    # importlib.metadata (which reads every distribution's metadata: ~90 ms for 130).
-    names: list[str] = []
-    for entry in _site_dirs():
-        try:
-            with os.scandir(entry) as listing:
-                names.extend(e.name for e in listing if e.name.endswith((".dist-info", ".egg-info")))
-        except OSError:
-            continue
+    # names carry name and version).
+    interpreter, distributions = shared.ENVIRONMENT_PARTS
     return {
-        "<interpreter>": _short_hash(sys.version, sys.executable),
-        "<distributions>": _short_hash(*sorted(names)),
+        interpreter: shared.short_hash(sys.version, sys.executable),
+        distributions: shared.distributions_hash(_site_dirs()),
     }
-
-
-def _stat_key(path: str) -> str | None:
-    # the server's run.recording.stat_key, the same on both sides
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return f"{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_ino}"
 
 
 _FILE_HOOKS = ("pytest_collect_file", "pytest_collect_directory")
@@ -317,7 +301,7 @@ class _AffectedRun:
             here = str(config.invocation_params.dir)
             for arg in config.args:
                 path = os.path.join(here, arg.split("::", 1)[0])
-                self.seen[path] = _stat_key(path)
+                self.seen[path] = shared.stat_key(path)
                 self._list(path)
 
     def _list(self, path: str) -> None:
@@ -331,7 +315,7 @@ class _AffectedRun:
         # stat'ed before pytest lists a directory or reads a file (a change after is seen),
         # kept when collection did not ignore it (.pytest_cache changes on every run)
         path = str(collection_path)
-        key = _stat_key(path) if self.skip_file and path not in self.seen else None
+        key = shared.stat_key(path) if self.skip_file and path not in self.seen else None
         outcome = yield
         if key is not None and not outcome.get_result():
             self.seen[path] = key
@@ -342,7 +326,7 @@ class _AffectedRun:
     def pytest_collect_file(self, file_path: Any) -> None:
         path = str(file_path)
         if self.skip_file and path not in self.seen:
-            self.seen[path] = _stat_key(path)
+            self.seen[path] = shared.stat_key(path)
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         if self.recording is not None:
@@ -353,7 +337,7 @@ class _AffectedRun:
             if report.failed:
                 self.errors.add(os.path.join(self.rootpath, path))
 
-    def _collection(self, config: pytest.Config) -> dict[str, Any]:
+    def _collection(self, config: pytest.Config) -> Any:  # shared.CollectionSnapshot
         executable = os.path.realpath(sys.executable)
         return {
             "dirs": self.listings,
@@ -363,6 +347,8 @@ class _AffectedRun:
             "modules": {path: self.seen.get(path) for path in sorted(self.modules)},
             "errors": sorted(self.errors),
             "rootdir": self.rootpath,
+            # what a later run pins (-c) so that its node ids keep this run's form
+            "inifile": str(config.inipath) if config.inipath is not None else None,
             "hooks": _collection_hooks(config),
             "doctest_modules": bool(config.getoption("doctestmodules", False)),
             "pyargs": bool(config.getoption("pyargs", False)),
@@ -372,7 +358,7 @@ class _AffectedRun:
                 for name, dest in (("--lf", "lf"), ("--sw", "stepwise"), ("--sw-skip", "stepwise_skip"))
                 if config.getoption(dest, False)
             ],
-            "interpreter": {"executable": executable, "stat": _stat_key(executable)},
+            "interpreter": {"executable": executable, "stat": shared.stat_key(executable)},
             "site_dirs": self.site_dirs,
         }
 
@@ -382,6 +368,7 @@ class _AffectedRun:
         if recording is None:
             yield
             return
+        recording.fixtures(item.nodeid, getattr(item, "fixturenames", ()))
         recording.switch(item.nodeid, item.nodeid)
         try:
             yield
@@ -393,7 +380,7 @@ class _AffectedRun:
         if not self.skip_file:
             return
         collected = [item.nodeid for item in items]
-        out = os.path.join(os.path.dirname(self.skip_file), f"collected.{os.getpid()}.json")
+        out = os.path.join(os.path.dirname(self.skip_file), f"{shared.COLLECTED_PREFIX}{os.getpid()}.json")
         written = {"environment": self.environment, "collected": collected, "collection": self._collection(config)}
         with open(out, "w", encoding="utf-8") as f:
             json.dump(written, f)
@@ -406,9 +393,6 @@ class _AffectedRun:
             items[:] = kept
 
 
-FAILURES_FILE = "last_failures.json"
-"""The server's record of the last failures (the server's ``run.rundirs.FAILURES_FILE``),
-in the directory above the run's record file."""
 _CACHE_PLUGINS = ("lfplugin", "nfplugin")
 """The plugins pytest's cache provider registers for ``--lf``/``--ff`` and ``--nf``; each
 reads and rewrites its file in ``.pytest_cache`` on every run (``cache/nodeids`` holds
@@ -986,7 +970,7 @@ def pytest_configure(config: pytest.Config) -> None:
     path = config.getoption("mcp_records", None)
     if path and config.getoption("mcp_failures", False):
         _configure_failures(
-            config, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(path))), FAILURES_FILE)
+            config, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(path))), shared.FAILURES_FILE)
         )
     if not path:
         return

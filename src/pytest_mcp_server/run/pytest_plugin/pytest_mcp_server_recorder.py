@@ -33,12 +33,14 @@ Two recorders, one output:
 
 Each process writes ``DIR/map.<pid>.jsonl``, JSON lines (``MapFile``):
 
-* first ``{"format": 2, "recorder": "sys.monitoring" | "coverage.py", "pid": N}``;
+* first ``{"format": 3, "recorder": "sys.monitoring" | "coverage.py", "pid": N}``;
 * ``{"file": I, "path": P}`` before the first use of file number ``I`` (``P`` absolute);
 * ``{"context": C, "lines": [[I, [line, ...]], ...]}``: the lines of context ``C`` (a
   test's node id, written when the test ends; ``IMPORTING`` + a module's absolute
   path: outside tests, while that module was being imported (sys.monitoring only),
   and ``""``: outside any test otherwise, written last);
+* ``{"fixtures": C, "names": [name, ...]}``: test ``C``'s fixture closure (pytest's
+  ``item.fixturenames``), before its lines;
 * ``{"unrecorded": C, "why": TEXT}`` when test ``C``'s lines are incomplete (before
   3.12, a test that replaced the trace function): its entry leaves the map;
 * ``{"problem": TEXT}`` when the recording cannot be trusted (a test freed the
@@ -59,7 +61,12 @@ import warnings
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-FORMAT = 2
+try:
+    import pytest_mcp_server_shared as shared  # type: ignore[import-not-found]  # beside this file, on the child's path
+except ImportError:  # imported as part of the server's package (the server's own tests)
+    from . import pytest_mcp_server_shared as shared
+
+FORMAT: int = shared.RECORDER_FORMAT
 """The map file's format number (its first line)."""
 TOOL_NAME = "pytest-mcp-server"
 """The name the recorder registers its sys.monitoring tool id under."""
@@ -82,7 +89,7 @@ COVERAGE_WARNINGS = (
 IMPORT_CONTEXT = ""
 """The context of lines run outside any test (and outside any project module's import,
 where the recorder can tell)."""
-IMPORTING = "<import> "
+IMPORTING: str = shared.IMPORTING
 """The prefix of the context of lines run outside tests while a project module was
 being imported: ``IMPORTING`` + the module's absolute path (no node id starts with ``<``)."""
 
@@ -93,7 +100,7 @@ class MapFile:
 
     def __init__(self, directory: str, recorder: str) -> None:
         self.pid = os.getpid()
-        self.path = os.path.join(directory, f"map.{self.pid}.jsonl")
+        self.path = os.path.join(directory, f"{shared.MAP_FILE_PREFIX}{self.pid}.jsonl")
         self.file = open(self.path, "w", encoding="utf-8")
         self.numbers: dict[str, int] = {}
         self.closed = False
@@ -113,6 +120,10 @@ class MapFile:
                 self._write({"file": number, "path": path})
             pairs.append([number, sorted(numbers)])
         self._write({"context": name, "lines": pairs})
+
+    def fixtures(self, context: str, names: Iterable[str]) -> None:
+        """Write test ``context``'s fixture closure (pytest's ``item.fixturenames``)."""
+        self._write({"fixtures": context, "names": sorted(set(names))})
 
     def unrecorded(self, context: str, why: str) -> None:
         """Say that the lines of test ``context`` are incomplete, and why: the server then
@@ -469,6 +480,11 @@ class Recording:
             problem = f"{type(exc).__name__}: {exc}"
         if problem is not None:
             self._fail(f"the {self.recorder.name} recorder stopped at {where}: {problem}")
+
+    def fixtures(self, context: str, names: Iterable[str]) -> None:
+        """Write test ``context``'s fixture closure (kept even when the recorder stopped:
+        the closure is pytest's, not the recorder's)."""
+        self.out.fixtures(context, names)
 
     def boundary(self, where: str) -> None:
         """A collector has finished (``where``: its node id, for a problem's text): the
