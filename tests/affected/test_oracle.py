@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 from helpers.affected_support import affected_run
-from helpers.server_support import committed_project, connect, run
+from helpers.server_support import TYPED, committed_project, connect, run
 from helpers.server_support import stdio_server as server
 
 from pytest_mcp_server.run.argv import child_env
@@ -198,7 +198,7 @@ def test_every_test_whose_outcome_an_edit_changes_is_selected(tmp_path, recorder
 
     async def body():
         misses = []
-        async with connect(server(root, artifacts, *options), "auto") as client:
+        async with connect(server(root, artifacts, *TYPED, *options), "auto") as client:
             first, text = await affected_run(client)
             assert first.summary.counts.passed == 17, text
             before = full_run(python, root, records)

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import pytest
 from helpers.affected_support import affected_run, edit, ran, reasons
-from helpers.server_support import committed_project, connect, run
+from helpers.server_support import TYPED, committed_project, connect, run
 from helpers.server_support import stdio_server as server
 
 CORE = '''\
@@ -130,7 +130,7 @@ def test_a_module_level_change_selects_the_tests_that_read_what_it_binds(tmp_pat
 
     async def body():
         steps = {}
-        async with connect(server(root, artifacts, *project_python), "auto") as client:
+        async with connect(server(root, artifacts, *TYPED, *project_python), "auto") as client:
             steps["first"] = await affected_run(client)
             edit(core, "RATE = 2", "RATE = 1 + 1")
             steps["constant"] = await affected_run(client)

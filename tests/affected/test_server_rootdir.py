@@ -15,7 +15,7 @@ was, the answer says the next call recovers, and the next call collects the whol
 from __future__ import annotations
 
 from helpers.affected_support import affected_run, edit, map_rows, ran, reasons
-from helpers.server_support import committed_project, connect, run, text_of
+from helpers.server_support import TYPED, committed_project, connect, run, text_of
 from helpers.server_support import stdio_server as server
 
 from pytest_mcp_server.app.collection_proof import IdForm, form_problem, rootdir_pins
@@ -71,7 +71,7 @@ def test_a_tests_directory_with_its_own_ini_file_keeps_one_rootdir_and_one_form_
 
     async def body():
         steps = {}
-        async with connect(server(root, artifacts), "auto") as client:
+        async with connect(server(root, artifacts, *TYPED), "auto") as client:
             steps["first"] = await affected_run(client)
             edit(calc, "return a * b", "return b * a")
             steps["mul_edited"] = await affected_run(client)

@@ -394,7 +394,7 @@ class _Calls:
 
     def mutated(self, nodes: Iterable[ast.AST | None]) -> tuple[str, ...]:
         """The objects a piece of module-level code calls a method of (``app.route(...)``,
-        ``cli.command()``, ``dispatch.register(int)``): a registry it may fill, which a
+        ``commands.add(f)``, ``dispatch.register(int)``): a registry it may fill, which a
         test reaches through the object. A name of the file is given as itself, one
         imported by ``from m import x`` as ``x@m`` (the caller keeps it when ``m`` is the
         project's); a module (``import x``) and a builtin are left out."""

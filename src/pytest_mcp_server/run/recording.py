@@ -107,7 +107,7 @@ class Collected:
     -m/-k, before the skip) and ``collection``: what the collection looked at, for
     ``collection_delta`` (``dirs``: absolute path -> the names in it then; ``modules``:
     absolute path -> stat key then; ``errors``: the modules that failed to collect;
-    ``rootdir`` and ``inifile`` (pytest's ``config.rootpath``, ``config.inipath``);
+    ``rootdir`` and ``inifile`` (pytest's ``pytest.Config.rootpath``, ``pytest.Config.inipath``);
     ``python_files``, ``norecursedirs``, ``doctest_glob``: pytest's
     patterns; ``hooks``: the plugins' and conftests' collection hooks;
     ``doctest_modules``, ``pyargs``, ``narrowing`` (``--lf``, ``--sw`` among the

@@ -89,8 +89,8 @@ class CollectionSnapshot(TypedDict):
     ``collection``), for the server to prove later that a collection would find the same
     tests: ``dirs``, absolute path -> the names in it then; ``modules``, each test
     module's absolute path -> its ``stat_key`` then; ``errors``, the modules that failed
-    to collect; ``rootdir`` and ``inifile``, pytest's ``config.rootpath`` and
-    ``config.inipath`` (None: none); ``python_files``, ``norecursedirs``,
+    to collect; ``rootdir`` and ``inifile``, pytest's ``pytest.Config.rootpath`` and
+    ``pytest.Config.inipath`` (None: none); ``python_files``, ``norecursedirs``,
     ``doctest_glob``: pytest's patterns; ``hooks``, the plugins' and conftests'
     collection hooks (``"hook in plugin"``); ``doctest_modules``, ``pyargs``; ``narrowing``,
     the options that collect or keep only some tests (``--lf``, ``--sw``, ``--sw-skip``);
