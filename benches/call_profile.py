@@ -258,10 +258,21 @@ def setup(spec: Spec, work: Path, python: str) -> tuple[Path, Path]:
     tree = next((p for p in (work / stem, work / f"{spec.name}-{spec.version}") if p.is_dir()), None)
     if tree is None:
         sdists = work / "sdists"
-        sh(sys.executable, "-m", "pip", "download", "--no-binary", ":all:", "--no-deps", "-d", str(sdists),
-           f"{spec.name}=={spec.version}")
+        sh(
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--no-binary",
+            ":all:",
+            "--no-deps",
+            "-d",
+            str(sdists),
+            f"{spec.name}=={spec.version}",
+        )
         archive = next(sdists.glob(f"{spec.name.replace('-', '_')}-{spec.version}.tar.gz"), None) or next(
-            sdists.glob(f"{spec.name}-{spec.version}.tar.gz"))
+            sdists.glob(f"{spec.name}-{spec.version}.tar.gz")
+        )
         with tarfile.open(archive) as tar:
             tar.extractall(work, filter="data")
         tree = next(p for p in (work / stem, work / f"{spec.name}-{spec.version}") if p.is_dir())
@@ -318,9 +329,19 @@ def read_stages(out: Path, sent: float, answered: float) -> dict[str, float] | N
     session = max(p["session_start"], imported)
     recorder_in_tests = p.get("recorder_in_tests", 0.0)
     recorder = p.get("recorder_total", 0.0)
-    took = {name: sum(e["end"] - e["start"] for e in events if e["name"] == name) for name in
-            ("read_records", "read_map_state", "select_from_run", "refresh_map", "warm_take",
-             "last_full_collection", "nothing_can_fail", "warm_replenish")}
+    took = {
+        name: sum(e["end"] - e["start"] for e in events if e["name"] == name)
+        for name in (
+            "read_records",
+            "read_map_state",
+            "select_from_run",
+            "refresh_map",
+            "warm_take",
+            "last_full_collection",
+            "nothing_can_fail",
+            "warm_replenish",
+        )
+    }
     stops = [e for e in events if e["name"] == "kill_group" and run["start"] <= e["start"] <= run["end"]]
     return {
         "server before pytest": run["start"] - sent,
@@ -334,8 +355,11 @@ def read_stages(out: Path, sent: float, answered: float) -> dict[str, float] | N
         "session end and exit": run["end"] - p["tests_end"] - (recorder - recorder_in_tests),
         "server after pytest": answered - run["end"],
         "of which reading the records": took["read_records"],
-        "of which the map (read, select, refresh)": took["read_map_state"] + took["select_from_run"]
-        + took["refresh_map"] + took["last_full_collection"] + took["nothing_can_fail"],
+        "of which the map (read, select, refresh)": took["read_map_state"]
+        + took["select_from_run"]
+        + took["refresh_map"]
+        + took["last_full_collection"]
+        + took["nothing_can_fail"],
         "of which starting the next spare": took["warm_replenish"],
         "between collection and tests": p["tests_start"] - p["collection_end"],
         "of which session finish to unconfigure": p["unconfigure_end"] - p["sessionfinish"],
@@ -362,8 +386,18 @@ async def measure(spec: Spec, tree: Path, py: Path, work: Path, mode: str, round
     env["PYTEST_PLUGINS"] = "call_profile_probe"
     env["PYTHONPATH"] = os.pathsep.join([str(REPO / "src"), str(probe_dir)])
     env.pop("VIRTUAL_ENV", None)
-    args = [str(Path(__file__).resolve()), "--serve", "--root", str(tree), "--python", str(py),
-            "--artifacts-dir", str(work / "artifacts"), "--answer-view", "typed"]
+    args = [
+        str(Path(__file__).resolve()),
+        "--serve",
+        "--root",
+        str(tree),
+        "--python",
+        str(py),
+        "--artifacts-dir",
+        str(work / "artifacts"),
+        "--answer-view",
+        "typed",
+    ]
     if mode == "cold":
         args.append("--no-warm-start")
     rows = []
@@ -383,14 +417,26 @@ async def measure(spec: Spec, tree: Path, py: Path, work: Path, mode: str, round
                 s = result.structured_content or {}
                 stages = read_stages(out, sent, answered)
                 selection = s.get("selection") or {}
-                rows.append({
-                    "project": spec.name, "mode": mode, "kind": kind, "round": round_no,
-                    "status": s.get("status"), "tests": (s.get("summary") or {}).get("counts", {}).get("total"),
-                    "selected": selection.get("selected"), "session_s": s.get("duration_s"),
-                    "cold_start": s.get("cold_start"), "stages": stages,
-                })
-                print(f"{spec.name} {mode} {kind} {round_no}: {answered - sent:.3f}s tests={rows[-1]['tests']} "
-                      f"cold_start={s.get('cold_start')}", file=sys.stderr, flush=True)
+                rows.append(
+                    {
+                        "project": spec.name,
+                        "mode": mode,
+                        "kind": kind,
+                        "round": round_no,
+                        "status": s.get("status"),
+                        "tests": (s.get("summary") or {}).get("counts", {}).get("total"),
+                        "selected": selection.get("selected"),
+                        "session_s": s.get("duration_s"),
+                        "cold_start": s.get("cold_start"),
+                        "stages": stages,
+                    }
+                )
+                print(
+                    f"{spec.name} {mode} {kind} {round_no}: {answered - sent:.3f}s tests={rows[-1]['tests']} "
+                    f"cold_start={s.get('cold_start')}",
+                    file=sys.stderr,
+                    flush=True,
+                )
     return rows
 
 
@@ -405,19 +451,46 @@ async def importtime(spec: Spec, tree: Path, py: Path, work: Path) -> dict[str, 
         stale.unlink()
     probe_dir = work / "probe"
     env = dict(os.environ)
-    env.update({ENV_DIR: str(out), "PYTEST_PLUGINS": "call_profile_probe", "CALL_PROFILE_IMPORTTIME": "1",
-                "PYTHONPROFILEIMPORTTIME": "1", "PYTEST_ADDOPTS": "-s",
-                "PYTHONPATH": os.pathsep.join([str(REPO / "src"), str(probe_dir)])})
+    env.update(
+        {
+            ENV_DIR: str(out),
+            "PYTEST_PLUGINS": "call_profile_probe",
+            "CALL_PROFILE_IMPORTTIME": "1",
+            "PYTHONPROFILEIMPORTTIME": "1",
+            "PYTEST_ADDOPTS": "-s",
+            "PYTHONPATH": os.pathsep.join([str(REPO / "src"), str(probe_dir)]),
+        }
+    )
     env.pop("VIRTUAL_ENV", None)
-    args = [str(Path(__file__).resolve()), "--serve", "--root", str(tree), "--python", str(py),
-            "--artifacts-dir", str(work / "artifacts-importtime"), "--no-warm-start"]
+    args = [
+        str(Path(__file__).resolve()),
+        "--serve",
+        "--root",
+        str(tree),
+        "--python",
+        str(py),
+        "--artifacts-dir",
+        str(work / "artifacts-importtime"),
+        "--no-warm-start",
+    ]
     async with Client(StdioServerParameters(command=sys.executable, args=args, env=env), read_timeout_seconds=900) as c:
         await c.call_tool("execute_tests", {"node_ids": list(spec.node_ids)})
     files = sorted(out.glob("importtime.*.txt"), key=lambda p: p.stat().st_size)
     text = files[-1].read_text(errors="replace")
     project = {spec.name.replace("-", "_"), "tests", "conftest", spec.edit_file.split("/")[-2]}
-    pytest_names = {"pytest", "_pytest", "pluggy", "iniconfig", "packaging", "pygments", "py",
-                    "pytest_mcp_server_events", "pytest_mcp_server_recorder", "call_profile_probe", "pytest_cov"}
+    pytest_names = {
+        "pytest",
+        "_pytest",
+        "pluggy",
+        "iniconfig",
+        "packaging",
+        "pygments",
+        "py",
+        "pytest_mcp_server_events",
+        "pytest_mcp_server_recorder",
+        "call_profile_probe",
+        "pytest_cov",
+    }
     stdlib = set(sys.stdlib_module_names)
     totals: dict[str, float] = {}
     phase = "pytest start"
@@ -429,16 +502,33 @@ async def importtime(spec: Spec, tree: Path, py: Path, work: Path) -> dict[str, 
         if not m:
             continue
         top = m.group(3).split(".")[0]
-        who = ("pytest and plugins" if top in pytest_names else "project" if top in project or
-               top.startswith("test_") else "standard library" if top in stdlib else "third-party")
+        who = (
+            "pytest and plugins"
+            if top in pytest_names
+            else "project"
+            if top in project or top.startswith("test_")
+            else "standard library"
+            if top in stdlib
+            else "third-party"
+        )
         key = f"{phase}: {who}"
         totals[key] = totals.get(key, 0.0) + int(m.group(1)) / 1e6
     return {k: round(v, 3) for k, v in sorted(totals.items())}
 
 
-STAGES = ("server before pytest", "spare checks", "process start", "pytest and plugin import",
-          "configuration and conftests", "collection", "tests", "recorder", "session end and exit",
-          "server after pytest", "total")
+STAGES = (
+    "server before pytest",
+    "spare checks",
+    "process start",
+    "pytest and plugin import",
+    "configuration and conftests",
+    "collection",
+    "tests",
+    "recorder",
+    "session end and exit",
+    "server after pytest",
+    "total",
+)
 
 
 def medians(rows: list[dict[str, Any]]) -> dict[tuple[str, str, str], dict[str, float]]:

@@ -166,9 +166,17 @@ PROBE_TIMEOUT_S = 60.0
 disk can take long)."""
 
 SPARE_READY_WAIT_S = 30.0
-"""Seconds a call waits for the warm spare to finish its preload (``run.warm``) before it
-is discarded and the run starts cold: a preload imports no more than the last run did,
-so it is normally ready long before; one that takes longer hangs."""
+"""Seconds at most a call waits for the warm spare to finish its preload (``run.warm``)
+before it is discarded and the run starts cold."""
+
+SPARE_READY_FACTOR = 3.0
+"""A preload imports what the last run through a spare imported, so that run's time (or
+the last preload's) bounds it: one still going this many times that after its start
+hangs (``run.warm``), waited for at least ``SPARE_READY_FLOOR_S``."""
+
+SPARE_READY_FLOOR_S = 2.0
+"""Seconds a call always waits for a preloading warm spare (a first preload has nothing
+to compare with, and a loaded machine slows any)."""
 
 SPARE_POLL_S = 0.005
 """Seconds between two looks for a preloading warm spare's ready file (only while a call

@@ -32,6 +32,7 @@ server gone). Nothing of it is in the project: its files are in
 from __future__ import annotations
 
 import contextlib
+import importlib.machinery
 import logging
 import os
 import shutil
@@ -47,7 +48,13 @@ import anyio
 import orjson
 import psutil
 
-from pytest_mcp_server.domain.policy import SPARE_EXCLUDED_MAX, SPARE_POLL_S, SPARE_READY_WAIT_S
+from pytest_mcp_server.domain.policy import (
+    SPARE_EXCLUDED_MAX,
+    SPARE_POLL_S,
+    SPARE_READY_FACTOR,
+    SPARE_READY_FLOOR_S,
+    SPARE_READY_WAIT_S,
+)
 from pytest_mcp_server.run.process import (
     RUN_MARKER,
     ProcessOutcome,
@@ -112,16 +119,38 @@ def stale_reason(ready: Mapping[str, Any], root: Path) -> str | None:
         if stat_key(Path(directory)) == key:
             continue
         if os.path.realpath(directory) == root_dir or os.path.realpath(directory).startswith(root_dir + os.sep):
-            try:
-                names = {entry.split(".", 1)[0] for entry in os.listdir(directory)}
-            except OSError:
-                names = set()
-            shadowing = sorted(tops & names)
+            shadowing = sorted(tops & module_names(directory))
             if shadowing:
                 return f"{directory} now holds {shadowing[0]}, which the warm spare imported from elsewhere"
             continue
         return f"{directory} changed since the warm spare started (an install?)"
     return None
+
+
+def module_names(directory: str) -> set[str]:
+    """The top-level names the modules and regular packages in ``directory`` give (the
+    spare's ``_shadowed`` is its twin): a file with an import suffix, a directory holding
+    ``__init__.py``. Blocking; empty when it cannot be listed."""
+    suffixes = tuple(importlib.machinery.all_suffixes())
+    names: set[str] = set()
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:
+        return names
+    for entry in entries:
+        if entry.name.endswith(suffixes):
+            names.add(entry.name.split(".", 1)[0])
+        elif "." not in entry.name and os.path.isfile(os.path.join(entry.path, "__init__.py")):
+            names.add(entry.name)
+    return names
+
+
+def _read_text(path: Path) -> str:
+    """The text of ``path``, empty when it cannot be read. Blocking."""
+    try:
+        return path.read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        return ""
 
 
 def _without_token(env: Mapping[str, str]) -> dict[str, str]:
@@ -146,6 +175,8 @@ class WarmStart:
         self._excluded: set[str] = set()
         self._off: str | None = None
         self._count = 0
+        self._last_preload_s = 0.0
+        self._last_run_s = 0.0
         self._clear_leftovers()
 
     @property
@@ -250,17 +281,30 @@ class WarmStart:
         """The spare's ready file once written, or why not (it exited, or did not get
         ready within ``SPARE_READY_WAIT_S``)."""
         proc = spare.started.proc
-        deadline = spare.since + SPARE_READY_WAIT_S
+        # a preload imports what the last run did, which that run's own time bounds: one
+        # taking far longer hangs (at most SPARE_READY_WAIT_S)
+        known = max(self._last_preload_s, self._last_run_s)
+        patience = min(SPARE_READY_WAIT_S, max(SPARE_READY_FLOOR_S, SPARE_READY_FACTOR * known))
+        deadline = spare.since + patience
         while True:
             try:
                 data = await anyio.to_thread.run_sync(spare.ready_file.read_bytes)
-                return dict(orjson.loads(data))
-            except (OSError, orjson.JSONDecodeError):
+                ready = dict(orjson.loads(data))
+                self._last_preload_s = float(ready.get("seconds") or 0.0)
+                return ready
+            except (OSError, orjson.JSONDecodeError, ValueError, TypeError):
                 pass
             if proc.returncode is not None:
                 return f"the warm spare had exited (status {proc.returncode}) before the call"
             if time.monotonic() > deadline:
-                return f"the warm spare was not ready {SPARE_READY_WAIT_S:g}s after it started"
+                importing = await anyio.to_thread.run_sync(_read_text, spare.directory / "importing")
+                if importing:
+                    self._excluded.add(importing.partition(".")[0])
+                    return (
+                        f"the warm spare was still importing {importing} {patience:g}s after it started; "
+                        "it is left out next time"
+                    )
+                return f"the warm spare was not ready {patience:g}s after it started"
             await anyio.sleep(SPARE_POLL_S)
 
     async def run(
@@ -290,6 +334,7 @@ class WarmStart:
         finally:
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(self._keep_modules, spare.directory)
+        self._last_run_s = outcome.duration_s
         return outcome
 
     def _keep_modules(self, directory: Path) -> None:

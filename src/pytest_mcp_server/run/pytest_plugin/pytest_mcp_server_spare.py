@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import builtins
 import importlib
+import importlib.machinery
 import importlib.util
 import io
 import json
@@ -194,16 +195,40 @@ def _import_quietly(name: str, caught: list[warnings.WarningMessage]) -> None:
 
 
 def _shadowed(shadow_dirs: list[str]) -> set[str]:
-    """Top-level names a module or package in ``shadow_dirs`` would give (the run's
-    import would find the project's file first)."""
+    """Top-level names a module or regular package in ``shadow_dirs`` gives (the run's
+    import would find the project's file first; a directory without ``__init__`` is a
+    namespace portion, which never hides a module found later on sys.path). The
+    server's ``run.warm.module_names`` is its twin."""
+    suffixes = tuple(importlib.machinery.all_suffixes())
     names: set[str] = set()
     for directory in shadow_dirs:
         try:
-            entries = os.listdir(directory)
+            entries = list(os.scandir(directory))
         except OSError:
             continue
-        names.update(entry.split(".", 1)[0] for entry in entries)
+        for entry in entries:
+            if entry.name.endswith(suffixes):
+                names.add(entry.name.split(".", 1)[0])
+            elif "." not in entry.name and os.path.isfile(os.path.join(entry.path, "__init__.py")):
+                names.add(entry.name)
     return names
+
+
+class _Progress:
+    """The module being imported, in a file of the spare's directory: a preload that
+    hangs names its module (the server leaves it out of the next spare)."""
+
+    def __init__(self, path: str) -> None:
+        self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+
+    def now(self, name: str) -> None:
+        data = name.encode("utf-8", "surrogateescape")
+        os.lseek(self.fd, 0, os.SEEK_SET)
+        os.write(self.fd, data)
+        os.ftruncate(self.fd, len(data))
+
+    def close(self) -> None:
+        os.close(self.fd)
 
 
 def _preload(config: dict[str, Any], places: _Places) -> tuple[dict[str, Any] | None, _Opened, list[str]]:
@@ -211,10 +236,27 @@ def _preload(config: dict[str, Any], places: _Places) -> tuple[dict[str, Any] | 
     shadowed = _shadowed([config["root"], *(config.get("shadow_dirs") or ())])
     opened = _Opened(places)
     preloaded: list[str] = []
+    progress = _Progress(os.path.join(os.path.dirname(config["ready"]), "importing"))
+    try:
+        return _preload_with(config, places, exclude, shadowed, opened, preloaded, progress)
+    finally:
+        progress.close()
+
+
+def _preload_with(
+    config: dict[str, Any],
+    places: _Places,
+    exclude: set[str],
+    shadowed: set[str],
+    opened: _Opened,
+    preloaded: list[str],
+    progress: _Progress,
+) -> tuple[dict[str, Any] | None, _Opened, list[str]]:
     with opened:
         try:
             caught: list[warnings.WarningMessage] = []
             opened.module = "pytest"
+            progress.now("pytest")
             try:
                 _import_quietly("pytest", caught)
             except BaseException as exc:  # noqa: BLE001 - a cold run would fail the same way
@@ -237,6 +279,7 @@ def _preload(config: dict[str, Any], places: _Places) -> tuple[dict[str, Any] | 
                     continue
                 before = set(sys.modules)
                 opened.module = name
+                progress.now(name)
                 try:
                     _import_quietly(name, caught)
                 except BaseException as exc:  # noqa: BLE001 - whatever it raised, the run would meet it
