@@ -539,6 +539,7 @@ async def _supervise(
     start = time.monotonic()
     proc, group, out, err = started.proc, started.group, started.out, started.err
     timed_out = False
+    stopped = False  # the run was stopped once: a second scan of the system's processes finds nothing
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(_bound_outputs, (out, err))
@@ -554,10 +555,12 @@ async def _supervise(
                     with anyio.move_on_after(ON_TIMEOUT_S):
                         await on_timeout(proc.pid)
                 await kill_group(group)
+                stopped = True
             tg.cancel_scope.cancel()
     finally:
         with anyio.CancelScope(shield=True):
-            await kill_group(group)
+            if not stopped:
+                await kill_group(group)
             forget_group(group)
             with anyio.move_on_after(5):
                 await proc.aclose()

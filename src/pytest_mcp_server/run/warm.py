@@ -111,6 +111,8 @@ def stale_reason(ready: Mapping[str, Any], root: Path) -> str | None:
     (a phrase for the answer's line), or None when it cannot. Blocking (one ``stat`` per
     file it loaded; a listing per changed directory under the root)."""
     for path, key in (ready.get("files") or {}).items():
+        if key is None:
+            return f"{path} was gone when the warm spare had imported it"
         if stat_key(Path(path)) != key:
             return f"{path} changed since the warm spare imported it"
     tops = set(ready.get("tops") or ())

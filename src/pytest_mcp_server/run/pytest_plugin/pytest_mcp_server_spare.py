@@ -318,14 +318,31 @@ def _write_json(path: str, data: object) -> None:
     os.replace(temporary, path)
 
 
+def _file_key(files: dict[str, str | None], path: str) -> None:
+    """Add ``path``'s stat key to ``files``; a module inside a zip archive counts by the
+    archive's (a path that is gone counts as None: the server does not use the spare)."""
+    key = _stat_key(path)
+    if key is None:
+        parent = os.path.dirname(path)
+        while parent and parent != os.path.dirname(parent):
+            if os.path.isfile(parent):
+                path, key = parent, _stat_key(parent)
+                break
+            parent = os.path.dirname(parent)
+    files.setdefault(path, key)
+
+
 def _ready(config: dict[str, Any], spoiled: dict[str, Any] | None, opened: _Opened, tops: list[str], t0: float) -> None:
-    files: dict[str, str | None] = {sys.executable: _stat_key(sys.executable)}
+    files: dict[str, str | None] = {}
+    _file_key(files, sys.executable)
     for module in list(sys.modules.values()):
         origin = _origin(module)
         if origin and origin not in files:
-            files[origin] = _stat_key(origin)
+            _file_key(files, origin)
     for path in opened.paths:
-        files.setdefault(path, _stat_key(path))
+        # a file opened and gone again outside the root (a temporary file) says nothing
+        if path not in files and (opened.places.project(path) or _stat_key(path) is not None):
+            _file_key(files, path)
     dirs = {}
     for directory in [*sys.path, config["root"], *(config.get("shadow_dirs") or ())]:
         path = os.path.abspath(directory or ".")
