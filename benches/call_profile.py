@@ -367,6 +367,7 @@ def read_stages(out: Path, sent: float, answered: float) -> dict[str, float] | N
         "of which unconfigure to exit seen": (min(e["start"] for e in stops) if stops else run["end"])
         - p["unconfigure_end"],
         "total": answered - sent,
+        "fixed cost (total less the tests)": answered - sent - (p["tests_end"] - p["tests_start"]),
     }
 
 
@@ -437,7 +438,26 @@ async def measure(spec: Spec, tree: Path, py: Path, work: Path, mode: str, round
                     file=sys.stderr,
                     flush=True,
                 )
+        if mode == "warm":
+            rows.append({"project": spec.name, "mode": mode, "kind": "idle spare", **idle_spare_memory(tree, work)})
     return rows
+
+
+def idle_spare_memory(tree: Path, work: Path) -> dict[str, Any]:
+    """The idle spare's memory once its preload is over (psutil: RSS and USS, MiB)."""
+    import psutil
+
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not list((work / "artifacts" / "spares").glob("*/ready.json")):
+        time.sleep(0.05)
+    for proc in psutil.Process().children(recursive=True):
+        try:
+            if "pytest_mcp_server_spare" in proc.cmdline() and proc.cwd() == str(tree):
+                info = proc.memory_full_info()
+                return {"rss_mib": round(info.rss / 2**20, 1), "uss_mib": round(info.uss / 2**20, 1)}
+        except psutil.Error:
+            continue
+    return {"rss_mib": None, "uss_mib": None}
 
 
 async def importtime(spec: Spec, tree: Path, py: Path, work: Path) -> dict[str, float]:
@@ -528,12 +548,13 @@ STAGES = (
     "session end and exit",
     "server after pytest",
     "total",
+    "fixed cost (total less the tests)",
 )
 
 
 def medians(rows: list[dict[str, Any]]) -> dict[tuple[str, str, str], dict[str, float]]:
     out: dict[tuple[str, str, str], dict[str, float]] = {}
-    keys = {(r["project"], r["kind"], r["mode"]) for r in rows}
+    keys = {(r["project"], r["kind"], r["mode"]) for r in rows if "stages" in r}
     for key in sorted(keys):
         measured = [r["stages"] for r in rows if (r["project"], r["kind"], r["mode"]) == key and r["stages"]]
         if measured:
@@ -551,9 +572,13 @@ def markdown(med: dict[tuple[str, str, str], dict[str, float]], rows: list[dict[
         lines.append(f"| {name} | " + " | ".join(f"{med[c].get(name, 0):.3f}" for c in columns) + " |")
     tests = []
     for c in columns:
-        ran = [r["tests"] for r in rows if (r["project"], r["kind"], r["mode"]) == c]
+        ran = [r["tests"] for r in rows if (r["project"], r["kind"], r["mode"]) == c and "stages" in r]
         tests.append(str(statistics.median(ran)) if ran and all(t is not None for t in ran) else "?")
     lines.append("| tests run | " + " | ".join(tests) + " |")
+    memory = {r["project"]: r for r in rows if r.get("kind") == "idle spare"}
+    if memory:
+        lines += ["", "| idle spare (MiB) | RSS | USS |", "|---|---:|---:|"]
+        lines += [f"| {name} | {r['rss_mib']} | {r['uss_mib']} |" for name, r in sorted(memory.items())]
     return "\n".join(lines) + "\n"
 
 

@@ -49,6 +49,7 @@ import orjson
 import psutil
 
 from pytest_mcp_server.domain.policy import (
+    ERROR_LINE_CHARS,
     SPARE_EXCLUDED_MAX,
     SPARE_POLL_S,
     SPARE_READY_FACTOR,
@@ -364,7 +365,7 @@ class WarmStart:
             tail = spare.started.err.text()
             spare.started.out.text()
             if proc.returncode not in (None, 0) and tail.strip():
-                logger.info("a discarded warm spare's stderr: %s", tail.strip()[-500:])
+                logger.info("a discarded warm spare's stderr: %s", tail.strip()[-ERROR_LINE_CHARS:])
             await anyio.to_thread.run_sync(partial(shutil.rmtree, spare.directory, ignore_errors=True))
 
     async def close(self) -> None:
