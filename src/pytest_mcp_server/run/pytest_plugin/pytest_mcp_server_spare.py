@@ -191,7 +191,9 @@ def _import_quietly(name: str, caught: list[warnings.WarningMessage]) -> None:
     caught.extend(seen)
     if added != warnings.filters:
         warnings.filters[:] = added  # type: ignore[index]
-        warnings._filters_mutated()  # type: ignore[attr-defined]
+        mutated = getattr(warnings, "_filters_mutated", None)  # the C side's cache (before 3.14)
+        if mutated is not None:
+            mutated()
 
 
 def _shadowed(shadow_dirs: list[str]) -> set[str]:
