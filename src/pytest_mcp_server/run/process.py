@@ -8,9 +8,12 @@ starts and stops a child itself):
 * ``run_process(argv, cwd=, env=, timeout_s=, watch=, on_timeout=)`` -> ``ProcessOutcome``:
   start, wait with a timeout, stop everything the run started, return the exit code and
   the output tails.
-* ``spawn_group(argv, cwd=, env=, stdout=, stderr=)`` -> (``anyio.abc.Process``,
+* ``spawn_group(argv, cwd=, env=, stdout=, stderr=, stdin=)`` -> (``anyio.abc.Process``,
   ``RunGroup``): start a child in a new process group, listed in ``LIVE_GROUPS`` until
   ``kill_group`` has stopped it (then ``forget_group``).
+* ``supervise(Started(...), timeout_s=, watch=, on_timeout=)`` -> ``ProcessOutcome``: wait
+  for a child started earlier (with its ``output_files``) as ``run_process`` waits for its
+  own: the warm spare handed a run (``run.warm``).
 * ``run_members(group)``: the processes of a run still running; ``kill_group(group)``:
   stop them; ``kill_live_groups_now()``: kill every listed run at once (at exit).
 * ``OutputFile`` / ``Tail``: a child's stdout or stderr kept as a bounded tail.
