@@ -36,6 +36,10 @@ the file; its stderr sent to a file by the ``.pth``) and the import time is spli
 who was imported: pytest and its plugins, the standard library, third-party packages,
 the project (its packages, conftests and test modules).
 
+The server and its children run without ``PYTHONDONTWRITEBYTECODE`` (this machine sets
+it): byte code, and pytest's rewritten test modules, are written and read back as on a
+developer's machine.
+
 Calls per project and mode (``cold``: ``--no-warm-start``; ``warm``: the default): two
 warm-up calls, then ``--rounds`` rounds of one ``execute_tests(node_ids)`` and one
 ``execute_tests(affected=true)`` after a one-line edit of a function (a ``pass`` added
@@ -387,6 +391,7 @@ async def measure(spec: Spec, tree: Path, py: Path, work: Path, mode: str, round
     env["PYTEST_PLUGINS"] = "call_profile_probe"
     env["PYTHONPATH"] = os.pathsep.join([str(REPO / "src"), str(probe_dir)])
     env.pop("VIRTUAL_ENV", None)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # byte code written, as on a developer's machine
     args = [
         str(Path(__file__).resolve()),
         "--serve",
@@ -482,6 +487,7 @@ async def importtime(spec: Spec, tree: Path, py: Path, work: Path) -> dict[str, 
         }
     )
     env.pop("VIRTUAL_ENV", None)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # byte code written, as on a developer's machine
     args = [
         str(Path(__file__).resolve()),
         "--serve",

@@ -74,8 +74,18 @@ def _stat_key(path: str) -> str | None:
     return f"{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_ino}"
 
 
+_REAL_DIRS: dict[str, str] = {}
+
+
 def _real(path: str) -> str:
-    return os.path.normcase(os.path.realpath(path))
+    # the real path, its directory's resolved once (a thousand modules share a few dozen
+    # directories: the module list is made on the run's way out)
+    head, tail = os.path.split(path)
+    real_head = _REAL_DIRS.get(head)
+    if real_head is None:
+        real_head = _REAL_DIRS[head] = os.path.realpath(head)
+    joined = os.path.join(real_head, tail)
+    return os.path.normcase(os.path.realpath(joined) if os.path.islink(joined) else joined)
 
 
 class _Places:
