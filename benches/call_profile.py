@@ -569,21 +569,27 @@ def medians(rows: list[dict[str, Any]]) -> dict[tuple[str, str, str], dict[str, 
 
 
 def markdown(med: dict[tuple[str, str, str], dict[str, float]], rows: list[dict[str, Any]]) -> str:
-    columns = sorted(med)
-    head = "| stage (median s) | " + " | ".join(f"{p} {k} {m}" for p, k, m in columns) + " |"
-    lines = [head, "|---|" + "---:|" * len(columns)]
-    names = list(next(iter(med.values())).keys()) if med else []
-    ordered = [n for n in STAGES if n in names] + [n for n in names if n not in STAGES]
-    for name in ordered:
-        lines.append(f"| {name} | " + " | ".join(f"{med[c].get(name, 0):.3f}" for c in columns) + " |")
-    tests = []
-    for c in columns:
-        ran = [r["tests"] for r in rows if (r["project"], r["kind"], r["mode"]) == c and "stages" in r]
-        tests.append(str(statistics.median(ran)) if ran and all(t is not None for t in ran) else "?")
-    lines.append("| tests run | " + " | ".join(tests) + " |")
+    """One table per kind of call (``execute``, ``affected``): a row per stage, a column
+    per project and mode; then the idle spares' memory."""
+    lines: list[str] = []
+    for kind in ("execute", "affected"):
+        columns = sorted((c for c in med if c[1] == kind), key=lambda c: (c[0], c[2]))
+        if not columns:
+            continue
+        lines += ["| stage, median (s) | " + " | ".join(f"{p} {m}" for p, _, m in columns) + " |"]
+        lines += ["|---|" + "---:|" * len(columns)]
+        names = list(med[columns[0]].keys())
+        ordered = [n for n in STAGES if n in names] + [n for n in names if n not in STAGES]
+        for name in ordered:
+            lines.append(f"| {name} | " + " | ".join(f"{med[c].get(name, 0):.3f}" for c in columns) + " |")
+        tests = []
+        for c in columns:
+            ran = [r["tests"] for r in rows if (r["project"], r["kind"], r["mode"]) == c and "stages" in r]
+            tests.append(str(statistics.median(ran)) if ran and all(t is not None for t in ran) else "?")
+        lines += ["| tests run | " + " | ".join(tests) + " |", ""]
     memory = {r["project"]: r for r in rows if r.get("kind") == "idle spare"}
     if memory:
-        lines += ["", "| idle spare (MiB) | RSS | USS |", "|---|---:|---:|"]
+        lines += ["| idle spare (MiB) | RSS | USS |", "|---|---:|---:|"]
         lines += [f"| {name} | {r['rss_mib']} | {r['uss_mib']} |" for name, r in sorted(memory.items())]
     return "\n".join(lines) + "\n"
 

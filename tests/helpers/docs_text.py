@@ -353,6 +353,7 @@ FOREIGN_OPTIONS = {
     "-x",
     "-l",
     "-W",
+    "-X",
     "-rfE",
     "-vv",
     "-v",
