@@ -13,8 +13,9 @@ checks before each use that nothing it imported could be stale:
 * the interpreter and the run's environment are those it was started with (the run's
   ``RUN_MARKER`` token is the spare's own: one spare serves one run);
 * every file it loaded or read while preloading (module files, a configuration file a
-  plugin reads at import), and the directories on its ``sys.path`` (an install changes
-  them), are as they were (``recording.stat_key``); a directory under the root may
+  plugin reads at import) is as it was (``recording.stat_key``), and the directories on
+  its ``sys.path`` hold the same names (an install changes them; a new ``__pycache__``
+  does not); a directory under the root may
   change, unless it now holds a module named as one the spare preloaded (the run would
   import that one);
 * no ``sitecustomize``/``usercustomize`` of the user's or project's runs at start (it ran
@@ -32,6 +33,7 @@ server gone). Nothing of it is in the project: its files are in
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import importlib.machinery
 import logging
 import os
@@ -66,7 +68,7 @@ from pytest_mcp_server.run.process import (
     spawn_group,
     supervise,
 )
-from pytest_mcp_server.run.recording import stat_key
+from pytest_mcp_server.run.recording import HASH_CHARS, stat_key
 
 logger = logging.getLogger(__name__)
 
@@ -118,7 +120,7 @@ def stale_reason(ready: Mapping[str, Any], root: Path) -> str | None:
             return f"{path} changed since the warm spare imported it"
     tops = set(ready.get("tops") or ())
     root_dir = os.path.realpath(root)
-    for directory, key in (ready.get("dirs") or {}).items():
+    for directory, (key, names) in (ready.get("dirs") or {}).items():
         if stat_key(Path(directory)) == key:
             continue
         if os.path.realpath(directory) == root_dir or os.path.realpath(directory).startswith(root_dir + os.sep):
@@ -126,8 +128,19 @@ def stale_reason(ready: Mapping[str, Any], root: Path) -> str | None:
             if shadowing:
                 return f"{directory} now holds {shadowing[0]}, which the warm spare imported from elsewhere"
             continue
-        return f"{directory} changed since the warm spare started (an install?)"
+        if names_hash(directory) != names:  # an entry came or went (an install), not a byte code cache
+            return f"{directory} changed since the warm spare started (an install?)"
     return None
+
+
+def names_hash(directory: str) -> str | None:
+    """A hash of the names ``directory`` holds, ``__pycache__`` aside (the spare's
+    ``_names_hash`` is its twin); None when it cannot be listed. Blocking."""
+    try:
+        names = sorted(name for name in os.listdir(directory) if name != "__pycache__")
+    except OSError:
+        return None
+    return hashlib.sha256("\0".join(names).encode("utf-8", "surrogateescape")).hexdigest()[:HASH_CHARS]
 
 
 def module_names(directory: str) -> set[str]:

@@ -27,9 +27,11 @@ directories under the root on the last run's sys.path], "ready": path}``.
    Warnings are caught without losing the filters a module adds at import.
 2. Writes READY (JSON, atomically): ``{"pid", "spoiled": null or {"module", "why"},
    "files": {path: stat key} (every module file loaded, every file opened while
-   preloading), "dirs": {directory: stat key} (sys.path's directories and the shadow
-   directories), "tops": [top-level names preloaded], "sitecustomize": path or null (a
-   sitecustomize/usercustomize outside the base installation), "seconds"}``.
+   preloading), "dirs": {directory: [stat key, names hash]} (sys.path's directories and
+   the shadow directories; the hash of the names each holds, ``__pycache__`` aside),
+   "tops": [top-level names preloaded], "sitecustomize": path or null (a
+   sitecustomize/usercustomize outside the base installation), "seconds"}``, and the
+   module being imported in a file ``importing`` beside it while preloading.
 3. Waits for stdin to close. Empty: exits (the server stopped or discarded it).
    Otherwise the JSON ``{"args": [pytest's arguments], "modules": path}``: stdin becomes
    the null device (as a cold run's), ``PYTEST_VERSION`` is removed again, ``sys.argv``
@@ -48,6 +50,7 @@ directories under the root on the last run's sys.path], "ready": path}``.
 from __future__ import annotations
 
 import builtins
+import hashlib
 import importlib
 import importlib.machinery
 import importlib.util
@@ -323,6 +326,15 @@ def _customize() -> str | None:
     return None
 
 
+def _names_hash(directory: str) -> str | None:
+    # the server's run.warm.names_hash: what a directory holds, byte code caches aside
+    try:
+        names = sorted(name for name in os.listdir(directory) if name != "__pycache__")
+    except OSError:
+        return None
+    return hashlib.sha256("\0".join(names).encode("utf-8", "surrogateescape")).hexdigest()[:16]
+
+
 def _write_json(path: str, data: object) -> None:
     temporary = f"{path}.{os.getpid()}.tmp"
     with open(temporary, "w", encoding="utf-8") as f:
@@ -358,7 +370,7 @@ def _ready(config: dict[str, Any], spoiled: dict[str, Any] | None, opened: _Open
     dirs = {}
     for directory in [*sys.path, config["root"], *(config.get("shadow_dirs") or ())]:
         path = os.path.abspath(directory or ".")
-        dirs[path] = _stat_key(path)
+        dirs[path] = [_stat_key(path), _names_hash(path)]
     _write_json(
         config["ready"],
         {
