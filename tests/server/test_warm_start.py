@@ -288,7 +288,7 @@ async def wait_for_spare(root: Path, timeout: float = 30.0) -> None:
             await anyio.sleep(0.05)
 
 
-def test_timeout_kills_a_warm_run_and_no_spare_outlives_the_server(tmp_path):
+def test_timeout_and_cancel_kill_a_warm_run_and_no_spare_outlives_the_server(tmp_path):
     root, python = make_project(tmp_path)
     for name in ("test_hooks.py", "test_warn.py", "test_file.py"):
         (root / "tests" / name).unlink()
@@ -311,6 +311,18 @@ def test_timeout_kills_a_warm_run_and_no_spare_outlives_the_server(tmp_path):
             assert detail.get("running_test") == "tests/test_sleep.py::test_sleep", detail
             assert sessions(marks)[-1]["pid"] == spare.pid  # the run that timed out was the spare's
             assert not pid_alive(spare.pid)
+            await wait_for_spare(root)
+            (cancelled,) = spares_of(root)
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(client.call_tool, "execute_tests", {})
+                with anyio.fail_after(60):  # the spare runs it: its session began
+                    while not any(s["pid"] == cancelled.pid for s in sessions(marks)):
+                        await anyio.sleep(0.05)
+                tg.cancel_scope.cancel()  # notifications/cancelled
+            assert wait_until_gone([cancelled.pid]) == []
+            (root / "sleep").unlink()
+            after, _ = answer(await client.call_tool("execute_tests", {}))
+            assert after["status"] == "passed"
             await wait_for_spare(root)
             (idle,) = spares_of(root)
         # the client closed the server's stdin: the server stopped, and its idle spare with it
