@@ -189,6 +189,7 @@ def test_warm_runs_give_the_cold_answer_and_stale_or_unsafe_spares_start_cold(tm
     async def body():
         async with connect(server(root, python, tmp_path / "cold-art", marks, "--no-warm-start"), "auto") as client:
             cold, cold_records = answer(await client.call_tool("execute_tests", {}))
+            cold_listed = (await client.call_tool("discover_tests", {})).structured_content
         assert cold["status"] == "failed" and cold["summary"]["counts"]["failed"] == 1, cold
         assert any(r.get("$report_type") == "WarningMessage" and "warnlib" in r["message"] for r in cold_records)
         assert not any(s["warm"] for s in sessions(marks))
@@ -210,6 +211,11 @@ def test_warm_runs_give_the_cold_answer_and_stale_or_unsafe_spares_start_cold(tm
             assert len(said) == 1 and "could not import warnlib" in said[0], lines
             assert "left out next time" in said[0]
             assert sessions(marks)[-1]["warm"], lines
+            listed = (await client.call_tool("discover_tests", {})).structured_content
+            assert sessions(marks)[-1]["warm"]  # the collection ran in a spare too
+            assert {k: v for k, v in listed.items() if k != "duration_s"} == {
+                k: v for k, v in cold_listed.items() if k != "duration_s"
+            }
 
             # a file a preloaded module read at import changed: that spare is stale
             await wait_for_ready(tmp_path / "warm-art")

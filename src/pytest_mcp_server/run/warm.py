@@ -264,7 +264,11 @@ class WarmStart:
         if spare is None or tuple(argv[1:3]) != PYTEST_ARGV:
             return None, None
         self._spare = None
-        why = await self._unusable(spare, argv[0], env)
+        try:
+            why = await self._unusable(spare, argv[0], env)
+        except BaseException:  # the call was cancelled while the spare finished its preload
+            await self.discard(spare)
+            raise
         if why is not None:
             await self.discard(spare)
             logger.info("warm spare not used: %s", why)
