@@ -113,20 +113,25 @@ def stale_reason(ready: Mapping[str, Any], root: Path) -> str | None:
     """Why a spare whose ready file says ``ready`` could differ now from a cold process
     (a phrase for the answer's line), or None when it cannot. Blocking (one ``stat`` per
     file it loaded; a listing per changed directory under the root)."""
+    root_dir = os.path.realpath(root)
+
+    def shown(path: str) -> str:  # a project file by its path in the root: shorter
+        real = os.path.realpath(path)
+        return os.path.relpath(real, root_dir) if real.startswith(root_dir + os.sep) else path
+
     for path, key in (ready.get("files") or {}).items():
         if key is None:
-            return f"{path} was gone when the warm spare had imported it"
+            return f"{shown(path)} was gone when the warm spare had imported it"
         if stat_key(Path(path)) != key:
-            return f"{path} changed since the warm spare imported it"
+            return f"{shown(path)} changed since the warm spare imported it"
     tops = set(ready.get("tops") or ())
-    root_dir = os.path.realpath(root)
     for directory, (key, names) in (ready.get("dirs") or {}).items():
         if stat_key(Path(directory)) == key:
             continue
         if os.path.realpath(directory) == root_dir or os.path.realpath(directory).startswith(root_dir + os.sep):
             shadowing = sorted(tops & module_names(directory))
             if shadowing:
-                return f"{directory} now holds {shadowing[0]}, which the warm spare imported from elsewhere"
+                return f"{shown(directory)} now holds {shadowing[0]}, which the warm spare imported from elsewhere"
             continue
         if names_hash(directory) != names:  # an entry came or went (an install), not a byte code cache
             return f"{directory} changed since the warm spare started (an install?)"
