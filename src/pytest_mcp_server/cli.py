@@ -160,6 +160,11 @@ def _build_parser() -> argparse.ArgumentParser:
     tasks.add_argument(
         "--no-tasks", action="store_true", help="never answer with a task: every call blocks until its answer"
     )
+    serve.add_argument(
+        "--no-warm-start",
+        action="store_true",
+        help="start every pytest run cold: no spare process of the project's interpreter waits with pytest imported",
+    )
     http = serve.add_argument_group("transport (stdio, or Streamable HTTP at http://HOST:PORT/mcp)")
     http.add_argument("--transport", choices=("stdio", "http"), default="stdio", help="(default: stdio)")
     http.add_argument("--host", default=None, help=f"http: address to bind (default {DEFAULT_HTTP_HOST})")
@@ -270,6 +275,7 @@ def _serve(args: argparse.Namespace) -> int:
             max_concurrent=args.max_concurrent,
             artifacts_dir=args.artifacts_dir,
             tasks=not args.no_tasks,
+            warm_start=not args.no_warm_start,
             **{name: value for name, value in task_options.items() if value is not None},
         )
     except ValidationError as exc:

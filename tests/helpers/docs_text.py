@@ -359,6 +359,7 @@ FOREIGN_OPTIONS = {
     "-x",
     "-l",
     "-W",
+    "-X",
     "-rfE",
     "-vv",
     "-v",

@@ -306,9 +306,15 @@ def test_summarize_budgets_grow_with_node_ids():
 
 def test_plugin_dir_holds_only_the_plugin():
     # the child's PYTHONPATH gets this directory: nothing but the plugin, its recorder and
-    # the module it shares with the server (names no project would use) may be importable from it
+    # the module it shares with the server and the warm spare's program (names no project
+    # would use) may be importable from it
     names = sorted(p.name for p in PLUGIN_DIR.iterdir() if p.name != "__pycache__")
-    assert names == ["pytest_mcp_server_events.py", "pytest_mcp_server_recorder.py", "pytest_mcp_server_shared.py"]
+    assert names == [
+        "pytest_mcp_server_events.py",
+        "pytest_mcp_server_recorder.py",
+        "pytest_mcp_server_shared.py",
+        "pytest_mcp_server_spare.py",
+    ]
     assert os.path.basename(PLUGIN_DIR) == "pytest_plugin"
 
 

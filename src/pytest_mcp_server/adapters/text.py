@@ -460,7 +460,7 @@ def render_execute(result: ExecuteResult) -> str:
         verdict, _, rest = text.partition("\n")
         text = "\n".join([verdict, *(cap_line(line)[0] for line in headline), rest])
         text += cap_lines("\n".join(["", *section, ""]))[0]
-    tail: list[str] = []
+    tail: list[str] = cold_start_lines(result.cold_start)
     if result.status == "no_tests":
         tail.append(
             f"No tests ran (pytest exit {result.exit_code}): this is not a pass. Check node_ids, markers and "
@@ -571,7 +571,14 @@ def render_discover(result: DiscoverResult, *, files_shown: int = DISCOVER_FILES
         lines += result.node_ids
     if result.next_offset is not None:
         lines += ["", f"More: call again with offset={result.next_offset}."]
+    lines += cold_start_lines(result.cold_start)
     return "\n".join(lines) + "\n"
+
+
+def cold_start_lines(cold_start: str | None) -> list[str]:
+    """The one line saying why a run started cold though a warm spare was there
+    (``ExecuteResult.cold_start``), capped; none when it did not."""
+    return [cap_line(f"Cold start: {cold_start}.")[0]] if cold_start else []
 
 
 def render_summarize(result: SummarizeResult) -> str:

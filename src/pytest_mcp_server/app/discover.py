@@ -57,6 +57,7 @@ async def discover_tests(runner: Runner, params: DiscoverParams) -> DiscoverResu
         next_offset=end if end < collected.total else None,
         collection_errors=summary.collection_errors,
         duration_s=round(session_s, 3) if session_s is not None else outcome.duration_s,
+        cold_start=outcome.cold_start,
     )
 
 

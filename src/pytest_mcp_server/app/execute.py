@@ -169,6 +169,7 @@ async def run_in_dir(
         deselected=read.session.deselected,
         coverage=coverage,
         suspects=suspects,
+        cold_start=outcome.cold_start,
     )
     return RunAnswer(result, outcome.duration_s, read.outcomes)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Awaitable, Callable, Coroutine
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -41,6 +41,7 @@ from pytest_mcp_server.run.interpreter import Interpreter, find_python, probe_in
 from pytest_mcp_server.run.process import WINDOWS, ProcessOutcome, run_process, signal_name
 from pytest_mcp_server.run.project import project_code
 from pytest_mcp_server.run.rundirs import RunDirectories
+from pytest_mcp_server.run.warm import WarmStart
 
 PYTEST_STATUSES: dict[int, RunStatus] = {
     ExitCode.OK: "passed",
@@ -67,6 +68,8 @@ class Runner:
         self.slots = anyio.Semaphore(config.max_concurrent)
         self._probe_lock = anyio.Lock()
         self._interpreter: Interpreter | None = None
+        # the warm spare (run.warm); None with --no-warm-start
+        self.warm = WarmStart(self.root, self.artifacts_base) if config.warm_start else None
 
     async def interpreter(self, *, refresh: bool = False) -> Interpreter:
         """The project's interpreter, probed once (``interpreter.probe_interpreter``).
@@ -115,10 +118,24 @@ class Runner:
         output, killed after ``timeout`` seconds with everything it started) with the
         child's environment plus ``extra_env`` (the server's own variables, e.g.
         ``run.coverage_run.coverage_env``; never an agent's). Raises
-        ``ToolFailure(pytest_missing)`` when the interpreter cannot be started."""
+        ``ToolFailure(pytest_missing)`` when the interpreter cannot be started.
+
+        With the warm start on (``run.warm``), a run without ``extra_env`` goes to the
+        spare when it is there and nothing it imported could differ (``warm`` set); else
+        it starts cold, ``cold_start`` saying why when a spare was there. After the run
+        the next spare is started."""
         env = child_env(run=True) | (extra_env or {})
+        cold_start: str | None = None
+        if self.warm is not None and not extra_env:
+            spare, cold_start = await self.warm.take(argv, env)
+            if spare is not None:
+                served = await self.warm.run(spare, argv, timeout, watch, on_timeout)
+                if isinstance(served, ProcessOutcome):
+                    await self._replenish(argv[0])
+                    return replace(served, warm=True)
+                cold_start = served
         try:
-            return await run_process(
+            outcome = await run_process(
                 argv, cwd=self.root, env=env, timeout_s=timeout, watch=watch, on_timeout=on_timeout
             )
         except OSError as exc:
@@ -127,6 +144,18 @@ class Runner:
                 f"cannot start {argv[0]}: {exc}; start the server with --python pointing at the project's Python",
                 command=argv,
             ) from None
+        await self._replenish(argv[0])
+        return replace(outcome, cold_start=cold_start)
+
+    async def _replenish(self, python: str) -> None:
+        """Start the next warm spare of ``python`` (after a run that was not cancelled)."""
+        if self.warm is not None:
+            await self.warm.replenish(python, child_env(run=True), self.project().packages)
+
+    async def close(self) -> None:
+        """Stop what the runner keeps between calls: the idle warm spare."""
+        if self.warm is not None:
+            await self.warm.close()
 
     async def read_records(
         self,

@@ -71,7 +71,9 @@ class ServerConfig(_Frozen):
     ``tasks``: whether a client that opts in to the MCP Tasks extension gets long
     ``execute_tests`` calls as tasks; ``task_after_s``: how long a call must be expected
     to run (or have run) to become one, seconds; ``task_ttl_s``: how long a task's answer
-    is kept after its run ended, seconds (docs/SERVER.md, *Tasks*).
+    is kept after its run ended, seconds (docs/SERVER.md, *Tasks*). ``warm_start``:
+    whether runs start in a warm spare process (``run.warm``; docs/SERVER.md, *Warm
+    start*).
 
     Raises ``pydantic.ValidationError`` when ``root`` is not a directory, ``python`` does
     not exist, or ``artifacts_dir`` is inside ``root`` or cannot be created and written
@@ -86,6 +88,7 @@ class ServerConfig(_Frozen):
     tasks: bool = True
     task_after_s: float = Field(DEFAULT_TASK_AFTER_S, ge=0, le=TIMEOUT_LIMIT_S)
     task_ttl_s: float = Field(DEFAULT_TASK_TTL_S, gt=0, le=TIMEOUT_LIMIT_S)
+    warm_start: bool = True
 
     @field_validator("root")
     @classmethod

@@ -165,6 +165,28 @@ PROBE_TIMEOUT_S = 60.0
 """Seconds the project's interpreter gets to answer the probe (a cold start on a slow
 disk can take long)."""
 
+SPARE_READY_WAIT_S = 30.0
+"""Seconds at most a call waits for the warm spare to finish its preload (``run.warm``)
+before it is discarded and the run starts cold."""
+
+SPARE_READY_FACTOR = 3.0
+"""A preload imports what the last run through a spare imported, so that run's time (or
+the last preload's) bounds it: one still going this many times that after its start
+hangs (``run.warm``), waited for at least ``SPARE_READY_FLOOR_S``."""
+
+SPARE_READY_FLOOR_S = 2.0
+"""Seconds a call always waits for a preloading warm spare (a first preload has nothing
+to compare with, and a loaded machine slows any)."""
+
+SPARE_POLL_S = 0.005
+"""Seconds between two looks for a preloading warm spare's ready file (only while a call
+waits for it)."""
+
+SPARE_EXCLUDED_MAX = 64
+"""Top-level modules the warm start leaves out of every preload after one was found
+unsafe to import ahead of a run (it warned, raised, imported the project or left a
+project file open); past this many, warm starts stop for the server's life."""
+
 STALE_RUN_GRACE_S = 60.0
 """A run directory whose ``running`` marker is older than the longest a run may take plus
 this many seconds belongs to a run that died: rotation may remove it."""

@@ -270,6 +270,8 @@ class ExecuteResult(_Frozen):
     run that collected and deselected every test, or, when the server proved that
     nothing can fail without starting pytest (``app.collection_proof``), the argv pytest
     would have run and the record file written in its place.
+    ``cold_start``: why the run started cold though a warm spare was there (it could
+    have differed from a cold process: ``run.warm``), one phrase; else None.
     """
 
     status: RunStatus
@@ -285,6 +287,7 @@ class ExecuteResult(_Frozen):
     coverage: CoverageSummary | None = None
     suspects: list[Suspect] | None = None
     selection: Selection | None = None
+    cold_start: str | None = None
 
 
 class DiscoverResult(_Frozen):
@@ -299,6 +302,7 @@ class DiscoverResult(_Frozen):
     With ``affected``: ``selection`` (``affected.Selection``, its ``tests`` the page
     with each test's reason), and ``node_ids`` and ``next_offset`` page over the
     selected tests, not all collected ones; else ``selection`` is None.
+    ``cold_start``: as ``ExecuteResult``'s.
     """
 
     total: int
@@ -309,6 +313,7 @@ class DiscoverResult(_Frozen):
     collection_errors: list[CollectionError]
     duration_s: float
     selection: Selection | None = None
+    cold_start: str | None = None
 
 
 class SummarizeResult(_Frozen):

@@ -8,9 +8,12 @@ starts and stops a child itself):
 * ``run_process(argv, cwd=, env=, timeout_s=, watch=, on_timeout=)`` -> ``ProcessOutcome``:
   start, wait with a timeout, stop everything the run started, return the exit code and
   the output tails.
-* ``spawn_group(argv, cwd=, env=, stdout=, stderr=)`` -> (``anyio.abc.Process``,
+* ``spawn_group(argv, cwd=, env=, stdout=, stderr=, stdin=)`` -> (``anyio.abc.Process``,
   ``RunGroup``): start a child in a new process group, listed in ``LIVE_GROUPS`` until
   ``kill_group`` has stopped it (then ``forget_group``).
+* ``supervise(Started(...), timeout_s=, watch=, on_timeout=)`` -> ``ProcessOutcome``: wait
+  for a child started earlier (with its ``output_files``) as ``run_process`` waits for its
+  own: the warm spare handed a run (``run.warm``).
 * ``run_members(group)``: the processes of a run still running; ``kill_group(group)``:
   stop them; ``kill_live_groups_now()``: kill every listed run at once (at exit).
 * ``OutputFile`` / ``Tail``: a child's stdout or stderr kept as a bounded tail.
@@ -292,13 +295,17 @@ async def _bound_outputs(files: tuple[OutputFile, ...]) -> None:
 @dataclass(frozen=True)
 class ProcessOutcome:
     """How a child ended: ``exit_code`` (negative: killed by that signal, POSIX),
-    ``timed_out``, wall ``duration_s`` (seconds), and the tails of its output."""
+    ``timed_out``, wall ``duration_s`` (seconds), and the tails of its output. Set by
+    the runner's warm start (``run.warm``): ``warm``, the child was a warm spare; and
+    ``cold_start``, why a spare that was there could not serve the run (a phrase)."""
 
     exit_code: int
     timed_out: bool
     duration_s: float
     stdout_tail: str
     stderr_tail: str
+    warm: bool = False
+    cold_start: str | None = None
 
 
 def signal_name(exit_code: int) -> str | None:
@@ -435,16 +442,17 @@ def new_group_options() -> dict[str, Any]:
 
 
 async def spawn_group(
-    argv: list[str], *, cwd: Path, env: dict[str, str], stdout: int, stderr: int
+    argv: list[str], *, cwd: Path, env: dict[str, str], stdout: int, stderr: int, stdin: int = subprocess.DEVNULL
 ) -> tuple[anyio.abc.Process, RunGroup]:
-    """Start ``argv`` (no shell, stdin the null device) in ``cwd`` with exactly ``env``,
+    """Start ``argv`` (no shell, stdin the null device unless ``stdin`` says otherwise:
+    ``subprocess.PIPE`` for a warm spare, ``run.warm``) in ``cwd`` with exactly ``env``,
     in a process group of its own, its stdout and stderr the file descriptors given; the
     run is listed in ``LIVE_GROUPS`` (its token: ``env[RUN_MARKER]``). The caller must
     stop it with ``kill_group`` and then ``forget_group``. Raises ``OSError`` when the
     program cannot be started."""
     started = time.time()
     proc = await anyio.open_process(
-        argv, stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr, cwd=cwd, env=env, **new_group_options()
+        argv, stdin=stdin, stdout=stdout, stderr=stderr, cwd=cwd, env=env, **new_group_options()
     )
     group = RunGroup(pid=proc.pid, token=env.get(RUN_MARKER), started=started)
     LIVE_GROUPS[group.pid] = group
@@ -473,39 +481,68 @@ async def run_process(
     the run is interrupted once it is requested (see ``Interrupt``). Raises ``OSError``
     when the program cannot be started.
     """
+    out, err = output_files()
+    try:
+        proc, group = await spawn_group(argv, cwd=cwd, env=env, stdout=out.fd, stderr=err.fd)
+    except OSError:
+        out.text(), err.text()  # closes them
+        raise
+    return await supervise(Started(proc, group, out, err), timeout_s=timeout_s, watch=watch, on_timeout=on_timeout)
+
+
+def output_files() -> tuple[OutputFile, OutputFile]:
+    """A child's stdout and stderr files (``OutputFile``). Raises ``OSError``."""
+    out = OutputFile()
+    try:
+        return out, OutputFile()
+    except OSError:
+        os.close(out.fd)
+        raise
+
+
+@dataclass(frozen=True)
+class Started:
+    """A child started by ``spawn_group`` with its output files, not yet supervised:
+    ``run_process``'s own, or a warm spare handed a run (``run.warm``)."""
+
+    proc: anyio.abc.Process
+    group: RunGroup
+    out: OutputFile
+    err: OutputFile
+
+
+async def supervise(
+    started: Started,
+    *,
+    timeout_s: float,
+    watch: Callable[[], Coroutine[Any, Any, None]] | None = None,
+    on_timeout: Callable[[int], Awaitable[None]] | None = None,
+) -> ProcessOutcome:
+    """Wait for a started child as ``run_process`` does (timeout, ``watch``,
+    ``on_timeout``, the current ``Interrupt``, cancellation), then stop its whole run
+    and close its output files; ``duration_s`` counts from this call."""
     interrupt = _CURRENT_INTERRUPT.get()
     if interrupt is not None:
         interrupt.started += 1
         interrupt.live += 1
         try:
-            return await _run_process(argv, cwd, env, timeout_s, watch, on_timeout, interrupt)
+            return await _supervise(started, timeout_s, watch, on_timeout, interrupt)
         finally:
             interrupt.live -= 1
-    return await _run_process(argv, cwd, env, timeout_s, watch, on_timeout, None)
+    return await _supervise(started, timeout_s, watch, on_timeout, None)
 
 
-async def _run_process(
-    argv: list[str],
-    cwd: Path,
-    env: dict[str, str],
+async def _supervise(
+    started: Started,
     timeout_s: float,
     watch: Callable[[], Coroutine[Any, Any, None]] | None,
     on_timeout: Callable[[int], Awaitable[None]] | None,
     interrupt: Interrupt | None,
 ) -> ProcessOutcome:
     start = time.monotonic()
-    out = OutputFile()
-    try:
-        err = OutputFile()
-    except OSError:
-        os.close(out.fd)
-        raise
-    try:
-        proc, group = await spawn_group(argv, cwd=cwd, env=env, stdout=out.fd, stderr=err.fd)
-    except OSError:
-        out.text(), err.text()  # closes them
-        raise
+    proc, group, out, err = started.proc, started.group, started.out, started.err
     timed_out = False
+    stopped = False  # the run was stopped once: a second scan of the system's processes finds nothing
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(_bound_outputs, (out, err))
@@ -521,10 +558,12 @@ async def _run_process(
                     with anyio.move_on_after(ON_TIMEOUT_S):
                         await on_timeout(proc.pid)
                 await kill_group(group)
+                stopped = True
             tg.cancel_scope.cancel()
     finally:
         with anyio.CancelScope(shield=True):
-            await kill_group(group)
+            if not stopped:
+                await kill_group(group)
             forget_group(group)
             with anyio.move_on_after(5):
                 await proc.aclose()

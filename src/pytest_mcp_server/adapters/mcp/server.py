@@ -347,6 +347,8 @@ async def serve_stdio(config: ServerConfig, answer_view: str = "auto") -> None:
             try:
                 await server.run(read_stream, write_stream, server.create_initialization_options())
             finally:
+                with anyio.CancelScope(shield=True):
+                    await runner.close()  # the idle warm spare
                 if stopped_by:  # every call has been cancelled and cleaned up by now
                     kill_live_groups_now()
                     logging.shutdown()
@@ -461,7 +463,8 @@ async def serve_http(config: ServerConfig, http: HttpSettings, sock: socket.sock
     them (each stage given at most ``SHUTDOWN_GRACE_S``).
     """
     in_flight = InFlightCalls()
-    server = build_server(Runner(config), answer_view, in_flight)
+    runner = Runner(config)
+    server = build_server(runner, answer_view, in_flight)
     port = sock.getsockname()[1]
     app = build_http_app(server, http, port)
     uv = _UvicornServer(
@@ -499,7 +502,11 @@ async def serve_http(config: ServerConfig, http: HttpSettings, sock: socket.sock
         if sys.platform != "win32":
             tg.start_soon(stop_on_signal)
         tg.start_soon(announce_when_listening)
-        await uv.serve(sockets=[sock])
+        try:
+            await uv.serve(sockets=[sock])
+        finally:
+            with anyio.CancelScope(shield=True):
+                await runner.close()  # the idle warm spare
         tg.cancel_scope.cancel()
     return 128 + stopped_by[0] if stopped_by else 0
 

@@ -198,6 +198,8 @@ def execute_structured(result: ExecuteResult) -> dict[str, Any]:
         out["coverage"] = None
     if result.suspects is None:  # not a measured run with failures: nothing to name
         out.pop("suspects", None)
+    if result.cold_start is None:  # the run started warm, or there was no spare: nothing to say
+        out.pop("cold_start", None)
     if result.selection is None:  # a call without affected answers as before it existed
         out.pop("selection", None)
     else:
@@ -225,6 +227,8 @@ def discover_structured(result: DiscoverResult) -> dict[str, Any]:
     out = result.model_dump(mode="json")
     if result.selection is None:
         out.pop("selection", None)
+    if result.cold_start is None:
+        out.pop("cold_start", None)
     return out
 
 
