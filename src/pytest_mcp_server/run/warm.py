@@ -68,7 +68,7 @@ from pytest_mcp_server.run.process import (
     spawn_group,
     supervise,
 )
-from pytest_mcp_server.run.recording import HASH_CHARS, stat_key
+from pytest_mcp_server.run.pytest_plugin.pytest_mcp_server_shared import HASH_CHARS, stat_key
 
 logger = logging.getLogger(__name__)
 
