@@ -74,9 +74,11 @@ for name in names:
         importlib.import_module(name)
 plugin_dir = Path(pytest_mcp_server.__file__).parent / "run" / "pytest_plugin"
 plugins = sorted(plugin_dir.glob("*.py"))
+sys.path.insert(0, str(plugin_dir))  # as on the child's PYTHONPATH: the plugins import their shared module by name
 for path in plugins:
     spec = importlib.util.spec_from_file_location(path.stem, path)
     spec.loader.exec_module(importlib.util.module_from_spec(spec))
+sys.path.remove(str(plugin_dir))
 print(f"windows-like: imported {len(names)} modules and {len(plugins)} plugin files", file=sys.stderr, flush=True)
 
 for name, value in saved.items():
