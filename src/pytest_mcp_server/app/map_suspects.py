@@ -40,7 +40,7 @@ from pytest_mcp_server.run.git import changed_lines
 from pytest_mcp_server.run.interpreter import Interpreter
 from pytest_mcp_server.run.pytest_plugin.pytest_mcp_server_shared import stat_key
 from pytest_mcp_server.run.recording import read_blocks
-from pytest_mcp_server.run.testmap import map_path, read_only_map
+from pytest_mcp_server.run.testmap import TestMap, map_path, read_only_map
 
 
 def recorded_map(runner: Runner, interp: Interpreter) -> Path | None:
@@ -88,53 +88,60 @@ def suspects_from_map(
         return None
     try:
         with test_map, test_map.reading():
-            entries = test_map.entries(outcomes)
-            failing = [node_id for node_id in entries if outcomes[node_id] in FAILING_OUTCOMES]
-            if not failing:
-                return None
-            blocks = test_map.blocks()
-            facts = test_map.block_facts()
-            import_code = test_map.import_code(blocks)
-            known = set(test_map.element_stats())
-            files = test_map.files() if changed is None else {}
+            return _rank_from(test_map, root, changed, outcomes)
     except sqlite3.Error:
         return None
+
+
+def _rank_from(
+    test_map: TestMap, root: Path, changed: ChangedLines | None, outcomes: Mapping[str, str]
+) -> list[Suspect] | None:
+    """``suspects_from_map`` inside the map's read transaction."""
+    entries = test_map.entries(outcomes)
+    failing = [node_id for node_id in entries if outcomes[node_id] in FAILING_OUTCOMES]
+    if not failing:
+        return None
+    blocks = test_map.blocks()
     if changed is None:  # no git: the functions whose fingerprints the map does not hold
         ran = {blocks[i][0] for node_id in failing for i in entries[node_id] if i in blocks}
+        files = test_map.files()
         stale = {p: fps for p, (stat, fps) in files.items() if p in ran and stat_key(root / p) != stat}
         changed = changed_code(root, stale)
     if not changed.touched():
         return None
     # a file no test ran when the map recorded them holds no suspect
-    known |= {file for file, _ in blocks.values()}
-    touched = [p for p in changed.touched() if p in known]
+    known = set(test_map.element_stats()) | {file for file, _ in blocks.values()}
     sources: dict[str, str] = {}
     parsed: dict[str, FileBlocks] = {}
-    for file in touched:
+    for file in changed.touched():
+        if file not in known or not file.endswith(".py"):
+            continue
         found = read_blocks(root, file)
         try:
             text = (root / file).read_text(encoding="utf-8", errors="replace")
         except OSError:
             continue
-        if found is not None and file.endswith(".py"):
+        if found is not None:
             sources[file], parsed[file] = text, found
     hunks = changed_hunks(changed, sources, parsed)
+    # the blocks of the changed files, by qualified name (their fingerprints changed with the edit)
+    names = test_map.qualnames(i for i, (file, _) in blocks.items() if file in parsed)
     wanted = frozenset().union(*(h.names for h in hunks if h.function is None))
-    in_touched = {i for i, (file, _) in blocks.items() if file in parsed}
+    facts = test_map.block_facts() if wanted else {}
     functions: dict[tuple[str, str], set[str]] = {}
     readers: dict[str, set[str]] = {}
     for node_id, ids in entries.items():
-        for i in ids & in_touched:
-            functions.setdefault((blocks[i][0], facts[i].name), set()).add(node_id)
+        for i in names.keys() & ids:
+            functions.setdefault((blocks[i][0], names[i]), set()).add(node_id)
         if wanted:  # a module-level change: the tests whose recorded code refers to a name it binds
-            for name in set().union(*(facts[i].names & wanted for i in ids)):
+            for name in set().union(*(facts[i].names & wanted for i in ids if i in facts)):
                 readers.setdefault(name, set()).add(node_id)
     by_block = {block: i for i, block in blocks.items()}
     at_import = frozenset(
-        (file, facts[by_block[(file, fp)]].name)
-        for code in import_code.values()
+        (file, names[by_block[(file, fp)]])
+        for code in test_map.import_code(blocks).values()
         for file, fp in code
-        if file in parsed and (file, fp) in by_block
+        if by_block.get((file, fp)) in names
     )
     recorded = RecordedRuns(
         {key: frozenset(tests) for key, tests in functions.items()},

@@ -129,11 +129,12 @@ class TestMap:
         finally:
             self.connection.execute("ROLLBACK")
 
-    def entries(self, node_ids: Collection[str]) -> dict[str, frozenset[int]]:
-        """The ids of the blocks each test of ``node_ids`` ran, for those the map holds."""
+    def entries(self, node_ids: Collection[str]) -> dict[str, array[int]]:
+        """The ids of the blocks each test of ``node_ids`` ran (ascending), for those the
+        map holds."""
         wanted = set(node_ids)
         rows = self.connection.execute("SELECT node_id, blocks FROM tests")
-        return {node_id: frozenset(_unpack(packed)) for node_id, packed in rows if node_id in wanted}
+        return {node_id: _unpack(packed) for node_id, packed in rows if node_id in wanted}
 
     def blocks(self) -> dict[int, Block]:
         """Every block the tests ran: id -> ``(path, fingerprint)``."""
