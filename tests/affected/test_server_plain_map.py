@@ -12,6 +12,7 @@ What an agent relies on:
 * a module-level constant read by the code the failing tests ran is named by its name;
 * a failing test the map never recorded is counted among the failing tests but points
   at nothing;
+* outside git, the function the map saw change is named whole;
 * the plain call's pytest gets no option of the map's (the typed view's ``command``),
   and the map's tables are as they were;
 * without a map, or with a file there that is no map, the answer is the plain one, with
@@ -183,6 +184,29 @@ def test_a_plain_call_names_the_changed_line_the_map_saw_its_failing_tests_run(t
     top = result.suspects[0]
     # a module-level constant: the tests whose recorded code reads the name
     assert (top.path, top.lines, top.by, top.failing, top.passing) == ("pkg/numbers.py", "1", "map_name", 4, 1), text
+    (group,) = result.summary.groups
+    assert group.count == 4
+
+
+def test_a_plain_call_outside_git_names_the_function_the_map_saw_change(tmp_path):
+    """No diff to read: the functions whose fingerprints the map does not hold stand for
+    the changed lines, as for an affected call, and the one the failing tests ran is
+    named whole."""
+    files = {"pkg/__init__.py": "", "pkg/numbers.py": NUMBERS, "tests/test_numbers.py": TESTS}
+    root = committed_project(tmp_path / "proj", files, use_git=False)
+
+    async def body():
+        async with connect(server(root, tmp_path / "artifacts"), "auto") as client:
+            await affected_run(client)
+            edit(root / "pkg" / "numbers.py", "out = SEPARATOR + text[-3:] + out", 'out = "." + text[-3:] + out')
+            return await plain_run(client)
+
+    result, text = run(body)
+    assert result.summary.counts.failed == 4, text
+    # intcomma's body, lines 5-12; clamp did not change
+    assert [(s.path, s.lines, s.by, s.failing) for s in result.suspects] == [
+        ("pkg/numbers.py", "5-12", "map_function", 4)
+    ]
     (group,) = result.summary.groups
     assert group.count == 4
 
