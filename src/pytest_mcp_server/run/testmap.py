@@ -465,7 +465,8 @@ def read_only_map(path: Path) -> TestMap | None:
     if not path.is_file():
         return None
     try:
-        con = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, timeout=MAP_READ_TIMEOUT_S, isolation_level=None)
+        uri = f"{path.absolute().as_uri()}?mode=ro"
+        con = sqlite3.connect(uri, uri=True, timeout=MAP_READ_TIMEOUT_S, isolation_level=None)
     except sqlite3.Error:
         return None
     try:
