@@ -635,18 +635,27 @@ def render_failure(detail: ToolFailureDetail) -> str:
     return cap_lines("\n".join(lines))[0] + "\n"  # each line capped; whole in the structured content
 
 
+_AS_RECORDED = "(test map's last recording, not this run)"
+"""What a plain call's suspects are based on: the map an earlier affected call left."""
+
+
 def suspect_lines(suspects: list[Suspect]) -> list[str]:
     """One line per suspect, after the verdict line: ``changed code run by failing tests:
     pkg/calc.py:12-13 (7 of 7 failing, 0 of 458 passing)``, or ``changed code in a
     function run by failing tests: ...`` when they ran the function but not the changed
     lines themselves, ``changed code run at import, before each test that ran: ...`` for
-    module-level lines run outside any test."""
+    module-level lines run outside any test; a plain call's, from the test map, say so
+    (``changed code in a function failing tests ran (test map's last recording, not this
+    run): ...``)."""
     lines = []
     for s in suspects:
         what = {
             "line": "changed code run by failing tests",
             "function": "changed code in a function run by failing tests",
             "import": "changed code run at import, before each test that ran",
+            "map_function": f"changed code in a function failing tests ran {_AS_RECORDED}",
+            "map_name": f"changed module-level name read by code failing tests ran {_AS_RECORDED}",
+            "map_import": f"changed code run at import, before each test {_AS_RECORDED}",
         }[s.by]
         counts = f"{s.failing} of {s.failing_total} failing, {s.passing} of {s.passing_total} passing"
         lines.append(f"{what}: {s.path}:{s.lines} ({counts})")

@@ -28,6 +28,7 @@ from typing import Any
 import anyio
 
 from pytest_mcp_server.app.affected_call import execute_affected, interpreter_with_coverage
+from pytest_mcp_server.app.map_suspects import recorded_map, with_map_suspects
 from pytest_mcp_server.app.repeat import execute_repeated
 from pytest_mcp_server.app.runner import RunAnswer, Runner, RunRecords, regrouped, run_status
 from pytest_mcp_server.domain.coverage_answer import ran_a_test
@@ -57,7 +58,9 @@ async def execute_tests(runner: Runner, params: ExecuteParams, progress: Progres
     the run directory and the result carries its ``coverage`` (``run.coverage_run``).
     With ``repeat`` above 1 the selection runs that many times (``app.repeat``).
     With ``affected`` only the tests a change can affect run (``app.affected_call``;
-    ``coverage_missing`` without coverage.py).
+    ``coverage_missing`` without coverage.py). Without either, a run with failures
+    names the changed code they ran as the test map of an earlier affected call last
+    recorded them, when there is one (``app.map_suspects``; the run itself unchanged).
     """
     check_node_ids_exist(params.node_ids, runner.root)
     interp = await runner.interpreter()
@@ -81,19 +84,31 @@ async def execute_tests(runner: Runner, params: ExecuteParams, progress: Progres
     if params.repeat > 1:
         run_once = partial(execute_run, runner, params, interp)
         return await execute_repeated(runner, params, interp, timeout, progress, run_once)
-    return (await execute_run(runner, params, interp, timeout, progress)).result
+    # a plain run with a map an earlier affected call left: the run as it is, the map read after it
+    recorded = None if params.coverage else recorded_map(runner, interp)
+    answer = await execute_run(runner, params, interp, timeout, progress, outcomes=recorded is not None)
+    if recorded is None or answer.result.summary.ok:
+        return answer.result
+    return await with_map_suspects(runner, params, answer, recorded)
 
 
 async def execute_run(
-    runner: Runner, params: ExecuteParams, interp: Interpreter, timeout: float, progress: ProgressFn | None
+    runner: Runner,
+    params: ExecuteParams,
+    interp: Interpreter,
+    timeout: float,
+    progress: ProgressFn | None,
+    *,
+    outcomes: bool = False,
 ) -> RunAnswer:
     """One complete run of ``execute_tests``: a fresh pytest in its own run directory
     (a pytest slot held while it runs), killed after ``timeout`` seconds, its record
-    file read (each test's outcome too with ``repeat``). Raises ``ToolFailure`` as
-    ``execute_tests`` says."""
+    file read (each test's outcome too with ``repeat`` or ``outcomes``). Raises
+    ``ToolFailure`` as ``execute_tests`` says."""
     async with runner.slots:
         run_dir = await anyio.to_thread.run_sync(runner.run_dirs.new)
-        return await run_in_dir(runner, params, interp, timeout, progress, run_dir, outcomes=params.repeat > 1)
+        wanted = outcomes or params.repeat > 1
+        return await run_in_dir(runner, params, interp, timeout, progress, run_dir, outcomes=wanted)
 
 
 async def run_in_dir(

@@ -60,7 +60,9 @@ class Block:
     code refers to (``domain.elements.referenced_names``: a superset of its code
     objects' ``co_names``; the module block's, those of the module-level code), and
     ``blind``: how it reads a module's names by a computed name (``"line:N phrase"``),
-    else None."""
+    else None; ``start``: the line its definition starts on (its first decorator's, else
+    its ``def`` line; 0 for the module and whole-file blocks), where a change to its
+    signature or decorators is (they belong to the code around it, but change it)."""
 
     name: str
     first: int
@@ -68,6 +70,7 @@ class Block:
     fingerprint: str
     names: frozenset[str] = frozenset()
     blind: str | None = None
+    start: int = 0
 
 
 @dataclass
@@ -150,7 +153,8 @@ def _collect(node: ast.AST, prefix: str, out: list[Block], firsts: dict[int, int
             last = child.end_lineno or child.lineno
             names, blind = referenced_names([child], modules)
             fingerprint = _digest(name, ast.dump(child, include_attributes=False))
-            out.append(Block(name, firsts[id(child)], last, fingerprint, names, blind))
+            start = min([child.lineno, *(d.lineno for d in child.decorator_list)])
+            out.append(Block(name, firsts[id(child)], last, fingerprint, names, blind, start))
             _collect(child, name + ".<locals>.", out, firsts, modules)
         elif isinstance(child, ast.ClassDef):
             _collect(child, prefix + child.name + ".", out, firsts, modules)

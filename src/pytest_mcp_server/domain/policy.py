@@ -238,6 +238,10 @@ DOTTED_NAME_CHARS = 200
 text."""
 MAP_BUSY_TIMEOUT_S = 30.0
 """Seconds a write to the test map waits for another call's transaction on the same map."""
+MAP_READ_TIMEOUT_S = 1.0
+"""Seconds a plain call's read of the test map (``run.testmap.read_only_map``, for its
+suspects) waits for the map when SQLite holds it exclusively (recovery after a crash);
+beyond, the answer has no suspects. A WAL reader never waits for a writer otherwise."""
 
 
 # -- Tasks (the MCP Tasks extension, adapters/mcp/tasks.py) -------------------------

@@ -22,6 +22,11 @@ no passing test ran comes first. The engine then groups the failures with no cau
 frame that all ran the top suspect as one (``engine.summarize``'s ``suspect``,
 ``app.runner.regrouped``).
 
+A plain call records nothing: with the test map an earlier ``affected`` call left, what
+its failing tests ran is what the map last recorded of them, one block per function
+(``changed_hunks``, ``rank_recorded``; ``app.map_suspects``). Its hunk is a function's
+changed lines, and a module-level hunk is reached through the names it binds.
+
 No I/O: the caller reads the contexts (``engine.coverage_reports.read_line_contexts``) and the
 changed files' source.
 """
@@ -29,13 +34,18 @@ changed files' source.
 from __future__ import annotations
 
 import ast
+import io
 import math
+import tokenize
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 
 from pydantic import Field
 
+from pytest_mcp_server.domain.blocks import Block, FileBlocks
 from pytest_mcp_server.domain.coverage_answer import ChangedLines, line_ranges
+from pytest_mcp_server.domain.elements import bound_names, is_docstring
 from pytest_mcp_server.engine.coverage_reports import LineContexts
 from pytest_mcp_server.engine.models import _Frozen
 
@@ -55,7 +65,11 @@ class Suspect(_Frozen):
     another line of the function holding it, ``"import"`` when the changed lines ran
     only at import, outside any test (module-level code, or a function a module-level
     call runs; before each test of the run, and only those: an affected run deselects
-    the others; each test of the run counts as having run them)."""
+    the others; each test of the run counts as having run them). A plain call's suspects
+    come from the test map's last recording, not from this run (``rank_recorded``):
+    ``"map_function"`` (the failing tests ran the function holding it when the map last
+    recorded them), ``"map_name"`` (their recorded code refers to a module-level name it
+    binds), ``"map_import"`` (the map recorded it as run at import)."""
 
     path: str
     lines: str
@@ -191,13 +205,7 @@ def rank_suspects(
         source = sources.get(path, "")
         shape = source_shape(source)
         executable = file.executable if file.complete else file.executable | shape.statements
-        if path in changed.new_files:
-            lines = list(range(1, source.count("\n") + 2))
-        else:
-            lines = [line for first, last in changed.ranges.get(path, []) for line in range(first, last + 1)]
-            # a deletion: the lines on either side of where the deleted code was
-            lines += [line for after in changed.deletions.get(path, []) for line in (after, after + 1) if line > 0]
-            lines = sorted(set(lines))
+        lines = _changed_lines(changed, path, source)
         # a changed line counts when coverage.py can record it: itself, or the first
         # line of the multi-line statement it is part of (a comment or docstring edit is neither)
         measured_of: dict[int, int] = {}
@@ -244,6 +252,17 @@ def rank_suspects(
     return [s[4] for s in scored[:limit]]
 
 
+def _changed_lines(changed: ChangedLines, path: str, source: str) -> list[int]:
+    """The lines of ``path`` that ``changed`` names, ascending: every line of a new file;
+    else its changed lines and, for a deletion, the lines on either side of where the
+    deleted code was."""
+    if path in changed.new_files:
+        return list(range(1, source.count("\n") + 2))
+    lines = [line for first, last in changed.ranges.get(path, []) for line in range(first, last + 1)]
+    lines += [line for after in changed.deletions.get(path, []) for line in (after, after + 1) if line > 0]
+    return sorted(set(lines))
+
+
 def _tests_of(
     lines: Iterable[int], contexts: Mapping[int, tuple[str, ...]], outcomes: Mapping[str, str]
 ) -> tuple[set[str], set[str]]:
@@ -260,3 +279,171 @@ def _tests_of(
             elif outcome in PASSING_OUTCOMES:
                 passing.add(node_id)
     return failing, passing
+
+
+# -- A plain call's suspects, from the test map (app.map_suspects) ------------------
+
+
+@dataclass(frozen=True)
+class ChangedHunk:
+    """A run of consecutive changed lines as a plain call reads it against the test map
+    (``changed_hunks``): ``path`` (relative to the root), ``lines`` (ascending),
+    ``function``: the qualified name (``domain.blocks.Block.name``) of the innermost
+    function whose definition holds them (its decorators and signature included: they
+    are part of its fingerprint), None at module level; ``names``: at module level, the
+    names the statements holding them bind (``domain.elements.bound_names``; a class
+    attribute's own name)."""
+
+    path: str
+    lines: tuple[int, ...]
+    function: str | None
+    names: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class RecordedRuns:
+    """What the test map recorded of a run's tests, when each last ran in an affected
+    call (``app.map_suspects``): ``functions``, (path, qualified name) -> the tests whose
+    entry holds that function's block (its fingerprint may have changed since: the name
+    stays); ``readers``, a name -> the tests whose recorded blocks refer to it (filled
+    for the names ``changed_hunks`` asks about only); ``at_import``, the (path,
+    qualified name) of the functions recorded as run at import, outside every test."""
+
+    functions: Mapping[tuple[str, str], frozenset[str]]
+    readers: Mapping[str, frozenset[str]] = dataclass_field(default_factory=dict)
+    at_import: frozenset[tuple[str, str]] = frozenset()
+
+
+def changed_hunks(
+    changed: ChangedLines, sources: Mapping[str, str], blocks: Mapping[str, FileBlocks]
+) -> list[ChangedHunk]:
+    """The hunks of ``changed`` in the files of ``sources`` (their text now) and
+    ``blocks`` (their ``domain.blocks.FileBlocks`` now): its lines of code (``code_lines``:
+    a comment, a blank line or a docstring is none; a decorator or signature line counts
+    for its function). A function's changed lines are one hunk, with its name (the map
+    knows which functions a test ran, not which of their lines); module-level ones, each
+    run of consecutive lines, with the names bound there. A file missing from either
+    mapping (not Python, not readable) gives none. Sorted by path and first line."""
+    hunks: list[ChangedHunk] = []
+    for path in changed.touched():
+        source = sources.get(path)
+        file = blocks.get(path)
+        if source is None or file is None:
+            continue
+        code = code_lines(source)
+        owners: dict[int, Block | None] = {}
+        for line in _changed_lines(changed, path, source):
+            if line not in code:
+                continue
+            holders = [b for b in file.functions if b.start <= line <= b.last]
+            owners[line] = max(holders, key=lambda b: (b.start, -b.last)) if holders else None
+        # a function is the map's unit: its changed lines are one hunk
+        by_function: dict[str, list[int]] = {}
+        for line, owner in sorted(owners.items()):
+            if owner is not None:
+                by_function.setdefault(owner.name, []).append(line)
+        module_lines = sorted(line for line, owner in owners.items() if owner is None)
+        bound = _bound_by_line(source, module_lines)
+        for first, last in line_ranges(module_lines):
+            names = frozenset().union(*(bound.get(line, frozenset()) for line in range(first, last + 1)))
+            hunks.append(ChangedHunk(path, tuple(range(first, last + 1)), None, names))
+        hunks += [ChangedHunk(path, tuple(lines), name, frozenset()) for name, lines in by_function.items()]
+    return sorted(hunks, key=lambda h: (h.path, h.lines))
+
+
+def code_lines(source: str) -> frozenset[int]:
+    """The lines of ``source`` that hold code: a token other than a comment or a line
+    break, outside docstrings (a module's, a class's, a function's). Empty when the
+    source does not parse."""
+    try:
+        tree = ast.parse(source)
+        tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
+    except (SyntaxError, ValueError, RecursionError, MemoryError, tokenize.TokenError):
+        return frozenset()
+    skipped = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER}
+    lines = {line for token in tokens if token.type not in skipped for line in range(token.start[0], token.end[0] + 1)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) and node.body:
+            first = node.body[0]
+            if is_docstring(first):
+                lines -= set(range(first.lineno, (first.end_lineno or first.lineno) + 1))
+    return frozenset(lines)
+
+
+def _bound_by_line(source: str, lines: Iterable[int]) -> dict[int, frozenset[str]]:
+    """For each of ``lines`` (module-level code) the names the innermost module-level
+    statement holding it binds: a class body's statement inside a class (a class
+    attribute), the class's own name on its header."""
+    wanted = sorted(set(lines))
+    if not wanted:
+        return {}
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return {}
+    out: dict[int, frozenset[str]] = {}
+    for line in wanted:
+        body: list[ast.stmt] = tree.body
+        names: frozenset[str] = frozenset()
+        while True:
+            holder = next((s for s in body if _first_line(s) <= line <= (s.end_lineno or s.lineno)), None)
+            if holder is None:
+                break
+            if isinstance(holder, ast.ClassDef) and line >= (holder.body[0].lineno if holder.body else line + 1):
+                body = holder.body  # an attribute of the class: its own names
+                continue
+            names = frozenset(bound_names(holder))
+            break
+        out[line] = names
+    return out
+
+
+def _first_line(statement: ast.stmt) -> int:
+    decorators: list[ast.expr] = getattr(statement, "decorator_list", [])
+    return min([statement.lineno, *(d.lineno for d in decorators)])
+
+
+def rank_recorded(
+    hunks: Iterable[ChangedHunk], recorded: RecordedRuns, outcomes: Mapping[str, str], limit: int
+) -> list[Suspect]:
+    """The ``hunks`` that failing tests of this run ran as the test map last recorded
+    them, ranked as ``rank_suspects`` ranks (Ochiai over this run's ``outcomes``: node
+    id -> outcome of every test), at most ``limit``. A function's hunk counts the tests
+    whose entry holds the function (``by`` ``"map_function"``), or, when none of them
+    failed and the map recorded the function as run at import, every test of the run
+    (``"map_import"``); a module-level hunk counts the tests whose recorded code refers
+    to a name it binds (``"map_name"``). A test the map does not hold ran nothing here."""
+    failing_total = sum(1 for o in outcomes.values() if o in FAILING_OUTCOMES)
+    passing_total = sum(1 for o in outcomes.values() if o in PASSING_OUTCOMES)
+    if failing_total == 0:
+        return []
+    scored: list[tuple[float, int, str, int, Suspect]] = []
+    for hunk in hunks:
+        if hunk.function is not None:
+            ran = recorded.functions.get((hunk.path, hunk.function), frozenset())
+            by = "map_function"
+        else:
+            ran = frozenset().union(*(recorded.readers.get(name, frozenset()) for name in hunk.names))
+            by = "map_name"
+        failing = {t for t in ran if outcomes.get(t) in FAILING_OUTCOMES}
+        passing = {t for t in ran if outcomes.get(t) in PASSING_OUTCOMES}
+        if not failing and hunk.function is not None and (hunk.path, hunk.function) in recorded.at_import:
+            failing = {t for t, o in outcomes.items() if o in FAILING_OUTCOMES}
+            passing = {t for t, o in outcomes.items() if o in PASSING_OUTCOMES}
+            by = "map_import"
+        if not failing:
+            continue
+        score = len(failing) / math.sqrt(failing_total * (len(failing) + len(passing)))
+        suspect = Suspect(
+            path=hunk.path,
+            lines=", ".join(str(a) if a == b else f"{a}-{b}" for a, b in line_ranges(hunk.lines)),
+            failing=len(failing),
+            passing=len(passing),
+            failing_total=failing_total,
+            passing_total=passing_total,
+            by=by,
+            failing_tests=frozenset(failing),
+        )
+        scored.append((-score, -len(failing), hunk.path, hunk.lines[0], suspect))
+    scored.sort(key=lambda s: s[:4])
+    return [s[4] for s in scored[:limit]]

@@ -263,7 +263,8 @@ class ExecuteResult(_Frozen):
     ``affected``; with ``repeat``, the last run's failing tests) with failing tests in
     a git work tree, the changed code the failing tests ran, best first
     (``domain.suspects.Suspect``, at most ``SUSPECTS_LISTED``; [] when they ran none of
-    it); else None.
+    it); in a plain call with failing tests and the test map an earlier affected call
+    left, the same as the map last recorded them (``app.map_suspects``); else None.
     ``selection``: with ``affected: true``, which tests were affected and why
     (``domain.selection.Selection``); else None. When none was, no test ran: ``status``
     ``no_tests``, ``exit_code`` 5, ``command`` and ``report_path`` those of the pytest

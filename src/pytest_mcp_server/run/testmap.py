@@ -25,13 +25,13 @@ import contextlib
 import hashlib
 import sqlite3
 from array import array
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from pathlib import Path
 
 import orjson
 
 from pytest_mcp_server.domain.elements import Element
-from pytest_mcp_server.domain.policy import MAP_BUSY_TIMEOUT_S
+from pytest_mcp_server.domain.policy import MAP_BUSY_TIMEOUT_S, MAP_READ_TIMEOUT_S
 from pytest_mcp_server.domain.reach import EVERY_TEST, Block, BlockFacts, ImportKey, MapSnapshot, TestEntry
 
 SCHEMA_VERSION = 7
@@ -91,8 +91,8 @@ class MapUntrusted(Exception):
 
 
 class TestMap:
-    """An open map (``open_map``); close it with ``close`` (or use it as a context
-    manager). Not shared between threads."""
+    """An open map (``open_map``, or ``read_only_map`` for reading only); close it with
+    ``close`` (or use it as a context manager). Not shared between threads."""
 
     __test__ = False  # not a pytest test class, whatever its name
 
@@ -119,6 +119,22 @@ class TestMap:
             self.connection.execute("ROLLBACK")
             raise
         self.connection.execute("COMMIT")
+
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[TestMap]:
+        """One read transaction: what is read inside it is one version of the map."""
+        self.connection.execute("BEGIN")
+        try:
+            yield self
+        finally:
+            self.connection.execute("ROLLBACK")
+
+    def entries(self, node_ids: Collection[str]) -> dict[str, array[int]]:
+        """The ids of the blocks each test of ``node_ids`` ran (ascending), for those the
+        map holds."""
+        wanted = set(node_ids)
+        rows = self.connection.execute("SELECT node_id, blocks FROM tests")
+        return {node_id: _unpack(packed) for node_id, packed in rows if node_id in wanted}
 
     def blocks(self) -> dict[int, Block]:
         """Every block the tests ran: id -> ``(path, fingerprint)``."""
@@ -436,3 +452,30 @@ def open_map(path: Path) -> tuple[TestMap, str | None]:
     con = _connect(path)
     _create(con)
     return TestMap(con, path), f"the test map {path} was {why}; rebuilt empty (every test runs as no_map)"
+
+
+def read_only_map(path: Path) -> TestMap | None:
+    """The map at ``path`` opened for reading only (SQLite's ``mode=ro``: nothing in it
+    can change, and nothing is created or removed), for a plain call
+    (``app.map_suspects``); None, quietly, when there is no file there, or it is not a
+    map of ``SCHEMA_VERSION``, or it cannot be read. A reader of a WAL database neither
+    waits for a call writing it nor makes that call wait; SQLite's rare exclusive moments
+    (recovery after a crash) are waited for up to ``MAP_READ_TIMEOUT_S``. Read inside
+    ``TestMap.reading``."""
+    if not path.is_file():
+        return None
+    try:
+        uri = f"{path.absolute().as_uri()}?mode=ro"
+        con = sqlite3.connect(uri, uri=True, timeout=MAP_READ_TIMEOUT_S, isolation_level=None)
+    except sqlite3.Error:
+        return None
+    try:
+        fmt = con.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()
+        versions = [row[0] for row in con.execute("SELECT version FROM schema_version")]
+    except sqlite3.Error:
+        con.close()
+        return None
+    if fmt is None or fmt[0] != FORMAT_NAME or versions != [SCHEMA_VERSION]:
+        con.close()
+        return None
+    return TestMap(con, path)

@@ -151,7 +151,7 @@ INSTRUCTIONS = (
 
 ON_REQUEST_FIELDS = frozenset({"suspects", "selection"})
 """Result fields an answer carries only when the call asked for them (``suspects``:
-``coverage`` with failures; ``selection``: ``affected``), left out of the published
+``coverage`` with failures, or a plain call's from the test map; ``selection``: ``affected``), left out of the published
 output schema (which allows further properties) to keep ``tools/list`` under 4 KB;
 docs/SERVER.md describes them."""
 
