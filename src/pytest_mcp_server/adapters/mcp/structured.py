@@ -317,8 +317,9 @@ def selection_numbers(selection: Selection | None) -> SelectionNumbers | None:
 
 def run_report_path(report_path: str) -> str:
     """A run's report as the answer views name it: relative to the project's runs
-    directory, ``<run id>/records.jsonl`` (about 18 o200k tokens where the absolute path
-    takes about 45; ``summarize_report``'s ``paths`` accepts it: ``app.summarize``)."""
+    directory, ``<run id>/records.jsonl`` (12 o200k tokens with ``run.rundirs.run_id``'s
+    ids, where the absolute path takes about 40; ``summarize_report``'s ``paths`` accepts
+    it: ``app.summarize``)."""
     path = PurePath(report_path)
     return f"{path.parent.name}/{path.name}"
 
