@@ -101,7 +101,12 @@ Usage::
 
     python benches/real_bugs.py --work /tmp/real-bugs [--only PROJECT ...] [--bugs PROJECT/ID ...]
         [--mode editable|install|both] [--json FILE] [--markdown FILE]
-        [--server-src DIR] [--verify] [--coverage | --affected]
+        [--server-src DIR] [--verify] [--coverage | --affected] [--text-before FILE ...]
+
+``--text-before FILE ...`` (``--json`` files of an earlier run, e.g. before a change to
+the answer) also compares each run's ``structured`` view with the text the earlier run
+answered for the same bug and call (``against_text_before``: the issue's bound, at most
+1.05x that text plus a few dozen tokens of typed fields).
 
 ``--from-json FILE ...`` runs nothing and reports earlier runs' rows (the per-run
 reasons read the outputs kept in ``--work``'s ``outputs`` for rows written before they
@@ -1055,6 +1060,75 @@ def kind_view_figures(rows: list[Row]) -> dict[str, dict[str, dict]]:
     return out
 
 
+def against_text_before(rows: list[Row], before: dict[tuple[str, str, str, str], int]) -> dict[str, dict]:
+    """Per call (plain, coverage, affected): the ``structured`` view of ``rows`` against
+    the text an earlier run answered for the same bug, mode and call (``before``: its
+    ``text_tokens`` by ``(project, bug, mode, call)``; ``--text-before``), the issue's
+    bound for that view: at most ``STRUCTURED_OVER_TEXT`` times that text plus a few dozen
+    tokens of typed fields. Gives the runs compared, the structured view's tokens and the
+    text's over the earlier text (median, worst), the most tokens beyond
+    ``STRUCTURED_OVER_TEXT`` times the earlier text with and without the typed fields
+    (without: what the answer's JSON costs beyond it, escapes included), and the typed
+    fields' tokens (median, most)."""
+    out: dict[str, dict] = {}
+    for call in sorted({r.call for r in rows}):
+        pairs = [
+            (r, before[(r.project, r.bug, r.mode, r.call)])
+            for r in rows
+            if r.call == call and r.structured_tokens and before.get((r.project, r.bug, r.mode, r.call))
+        ]
+        if not pairs:
+            continue
+        out[call] = {
+            "runs": len(pairs),
+            "median_structured_over_text_before": median_or_none([r.structured_tokens / t for r, t in pairs]),
+            "max_structured_over_text_before": round(max(r.structured_tokens / t for r, t in pairs), 3),
+            "median_text_over_text_before": median_or_none([r.text_tokens / t for r, t in pairs]),
+            "max_tokens_beyond_105pc_of_text_before": round(
+                max(r.structured_tokens - STRUCTURED_OVER_TEXT * t for r, t in pairs), 1
+            ),
+            "max_tokens_beyond_105pc_of_text_before_and_fields": round(
+                max(r.structured_tokens - r.fields_tokens - STRUCTURED_OVER_TEXT * t for r, t in pairs), 1
+            ),
+            "median_typed_fields_tokens": statistics.median(r.fields_tokens for r, _ in pairs),
+            "max_typed_fields_tokens": max(r.fields_tokens for r, _ in pairs),
+        }
+    return out
+
+
+def text_before(paths: list[Path]) -> dict[tuple[str, str, str, str], int]:
+    """The ``text_tokens`` of the rows of earlier ``--json`` files, by ``(project, bug,
+    mode, call)`` (a later file's row replaces an earlier one's)."""
+    out: dict[tuple[str, str, str, str], int] = {}
+    for path in paths:
+        for raw in json.loads(path.read_text())["rows"]:
+            out[(raw["project"], raw["bug"], raw["mode"], raw.get("call", "plain"))] = raw["text_tokens"]
+    return out
+
+
+def against_text_before_report(figures: dict[str, dict]) -> str:
+    """Markdown lines of ``against_text_before``'s figures, one row per call."""
+    if not figures:
+        return ""
+    lines = [
+        "Structured view against the text before (`--text-before`; target: at most "
+        f"{STRUCTURED_OVER_TEXT}x that text plus a few dozen tokens of typed fields):",
+        "",
+        "| call | runs | structured / text before: median | worst | text / text before: median "
+        f"| most tokens beyond {STRUCTURED_OVER_TEXT}x: with fields | without | typed fields: median | most |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for call, f in figures.items():
+        lines.append(
+            f"| {call} | {f['runs']} | {f['median_structured_over_text_before']} "
+            f"| {f['max_structured_over_text_before']} | {f['median_text_over_text_before']} "
+            f"| {f['max_tokens_beyond_105pc_of_text_before']} "
+            f"| {f['max_tokens_beyond_105pc_of_text_before_and_fields']} | {f['median_typed_fields_tokens']} "
+            f"| {f['max_typed_fields_tokens']} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
 def views_report(rows: list[Row]) -> str:
     """Markdown: per call (plain, coverage, affected), the figures of each view
     (``view_figures``) against their targets, then per kind."""
@@ -1288,6 +1362,13 @@ def main(argv: list[str] | None = None) -> int:
         "mode only), its test map built before the first bug",
     )
     parser.add_argument(
+        "--text-before",
+        nargs="+",
+        type=Path,
+        default=None,
+        help="--json files of an earlier run: the structured view is also compared with their text (same bug and call)",
+    )
+    parser.add_argument(
         "--from-json",
         nargs="+",
         type=Path,
@@ -1388,7 +1469,9 @@ def fill_from_outputs(row: Row, outputs: Path) -> None:
 def report(rows: list[Row], took: float, args: argparse.Namespace) -> int:
     """Print the tables of ``rows`` and write ``--markdown``/``--json``; exit status as documented."""
     summary = summarize(rows)
-    table = markdown(rows, summary)
+    ok_rows = [r for r in rows if r.status != "tool error"]
+    before = against_text_before(ok_rows, text_before(args.text_before)) if args.text_before else {}
+    table = markdown(rows, summary) + ("\n" + against_text_before_report(before) if before else "")
     print()
     print(table)
     print(f"{len(rows)} bug runs in {took:.0f}s")
@@ -1413,6 +1496,11 @@ def report(rows: list[Row], took: float, args: argparse.Namespace) -> int:
             },
             "seconds": round(took, 1),
         }
+        if args.text_before:
+            payload["views_against_text_before"] = {
+                "files": [str(p) for p in args.text_before],
+                "calls": before,
+            }
         args.json.write_text(json.dumps(payload, indent=1))
     return 0 if all(r.failures > 0 and r.status != "tool error" for r in rows) else 1
 

@@ -259,3 +259,40 @@ def test_the_views_report_gives_each_view_against_its_targets() -> None:
     assert "| plain | structured | 3 | 0.4 | 0.7 | 0 | 67% (2/3) | 100% (2/2) |" in report
     assert "plain, structured: target median_token_ratio_tb_short <= 0.35: **not met** (0.4)" in report
     assert "| plain | other, raises | 3 | 0.3 / 0.6 | 0.4 / 0.7 | 0.38 / 0.68 | 2/3 / 2/3 / 2/3 / 2/3 |" in report
+
+
+def test_the_structured_view_is_compared_with_the_text_before(tmp_path: Path) -> None:
+    """``--text-before``: each run's structured view against the text an earlier run
+    answered for the same bug, mode and call; a run the earlier file lacks is left out."""
+    import json
+
+    earlier = tmp_path / "before.json"
+    earlier.write_text(
+        json.dumps(
+            {
+                "rows": [
+                    {"project": "p", "bug": "a", "mode": "editable", "call": "plain", "text_tokens": 100},
+                    {"project": "p", "bug": "b", "mode": "editable", "call": "plain", "text_tokens": 200},
+                    {"project": "p", "bug": "a", "mode": "editable", "call": "affected", "text_tokens": 50},
+                ]
+            }
+        )
+    )
+    rows = []
+    for bug, call, text, structured, fields in (
+        ("a", "plain", 90, 140, 40),
+        ("b", "plain", 190, 250, 40),
+        ("a", "affected", 45, 100, 45),
+        ("c", "plain", 10, 60, 40),  # not in the earlier run
+    ):
+        row = real_bugs.Row("p", bug, "k", "editable", call=call, text_tokens=text, short_tokens=400)
+        row.structured_tokens, row.fields_tokens = structured, fields
+        rows.append(row)
+    figures = real_bugs.against_text_before(rows, real_bugs.text_before([earlier]))
+    assert figures["plain"]["runs"] == 2 and figures["affected"]["runs"] == 1
+    assert figures["plain"]["median_structured_over_text_before"] == 1.325  # (1.4 + 1.25) / 2
+    assert figures["plain"]["max_tokens_beyond_105pc_of_text_before"] == 40.0  # 250 - 210
+    assert figures["plain"]["max_tokens_beyond_105pc_of_text_before_and_fields"] == 0.0  # 250 - 40 - 210
+    assert figures["affected"]["max_tokens_beyond_105pc_of_text_before_and_fields"] == 2.5  # 100 - 45 - 52.5
+    report = real_bugs.against_text_before_report(figures)
+    assert "| plain | 2 | 1.325 | 1.4 | 0.925 | 40.0 | 0.0 | 40.0 | 40 |" in report, report

@@ -210,16 +210,14 @@ def test_later_failures_of_a_group_are_node_ids_or_one_line(tmp_path):
         # KeyError is the one listed group: its first failure in full, then its 3 others
         # counted, with the group's other examples (max_examples 3, the entry's among them)
         assert text.count("[trace KeyError-") == 1
-        also = [line for line in text.splitlines() if line.startswith("  also in ")]
-        assert also == ["  also in 3 more: test_KeyError_1, test_KeyError_2, ..."], text
+        also = [line for line in text.splitlines() if line.startswith(" also in ")]
+        assert also == [" also in 3 more: test_KeyError_1, test_KeyError_2, ..."], text
         # the groups cut from the list: the first failure of each in full, the rest one line each
         for cause, (exc, n) in enumerate(causes[1:], start=1):
             assert text.count(f"[trace {exc}-") == 1, text
             for i in range(1, n):
                 # located at the failing line of the test (the deepest frame of the project's code)
-                entry = (
-                    f"- FAILED tests/test_m.py::test_{exc}_{i}  at tests/test_m.py:{10 * (cause + 1)}\n    {exc}: x\n"
-                )
+                entry = f"- FAILED tests/test_m.py::test_{exc}_{i}  at tests/test_m.py:{10 * (cause + 1)}\n {exc}: x\n"
                 assert entry in text and text.count(f"test_{exc}_{i}") == 1, text
 
 

@@ -156,7 +156,7 @@ def test_the_answer_points_at_the_bug_in_the_installed_package(installed, backen
     assert f"<site-packages>/cachelike/core.py:{empty_line}: in popitem" in text
     assert "key = random.choice(list(self._data))" in text
     # the location is named once, by the frame line that starts with it
-    assert f"\n    <site-packages>/cachelike/core.py:{empty_line}:" in text
+    assert f"\n <site-packages>/cachelike/core.py:{empty_line}:" in text
 
     # Eight different values hit one line of the package: one group, located there.
     groups = {
@@ -167,7 +167,7 @@ def test_the_answer_points_at_the_bug_in_the_installed_package(installed, backen
     assert store.count == 8
     # The largest group comes first, and its first failure is listed first.
     assert summary.groups[0].id == store.id and summary.failures[0].group == store.id
-    assert f"\n    <site-packages>/cachelike/core.py:{check_line}:" in text
+    assert f"\n <site-packages>/cachelike/core.py:{check_line}:" in text
 
     # The same message at two assertion sites: two groups, each of one failure; a listed failure
     # is its group's whole story, so the structured content names such a group by the failure only.

@@ -87,7 +87,7 @@ def test_doctest_failures_are_located_in_the_root_and_shown_once(tmp_path: Path,
     assert text.count(">>> add(1, 2)") == 1 and text.count(">>> explode()") == 1, text
     assert "Explodes." not in text and "UNEXPECTED EXCEPTION" not in text, text
     # what went wrong once: doctest's blocks say the message, the traceback's last line the exception
-    assert "Got:\n        3" in text and "DocTestFailure: Expected: 4 Got: 3" not in text, text
+    assert " Got:\n     3\n" in text and "DocTestFailure: Expected: 4 Got: 3" not in text, text
     assert text.count("ValueError: boom") == 1, text
 
     summary = SummarizeResult.model_validate(summarized.structured_content).summary
@@ -282,7 +282,7 @@ def test_a_group_of_assertion_failures_and_doctests_is_labelled_by_its_assertion
     pairs_line = 8  # the parametrised test's assert
     assert group.exception == "AssertionError", text
     assert (group.location.path, group.location.line) == ("tests/test_lists.py", pairs_line), text
-    entry = f"- FAILED tests/test_lists.py::test_pairs[0]\n    tests/test_lists.py:{pairs_line}: assert natural_list"
+    entry = f"- FAILED tests/test_lists.py::test_pairs[0]\n tests/test_lists.py:{pairs_line}: assert natural_list"
     assert entry in text, text
     assert "DocTestFailure" not in text, text
     assert "also in 10 more: pkg/lists.py::pkg.lists.natural_list, pkg/lists.py::pkg.lists.sentence" in text, text

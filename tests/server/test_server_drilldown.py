@@ -75,7 +75,7 @@ def test_two_failures_of_one_group_are_each_told_in_full(tmp_path, backend):
     assert "also in 2 more:" in text, text
     assert DEF_LINE.strip() not in text and "customer = " not in text, text
     statement = 'assert discounted == expected, f"{percent}% off {total} {currency} ({rounding}, {customer})"'
-    assert f"    {FILE}:18: {statement}" in text.split("\n"), text
+    assert f" {FILE}:18: {statement}" in text.split("\n"), text
     assert text.rstrip().endswith(". More: summarize_report with node_ids"), text
     # a run with failures names no slow test: the slow one passed, and is not the story
     assert "Slowest" not in text and "test_checkout_takes_a_while" not in text, text

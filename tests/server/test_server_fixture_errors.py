@@ -83,24 +83,22 @@ def test_a_fixture_error_keeps_its_def_lines_and_paths_relative_to_the_root(tmp_
     assert str(root) not in answer and str(root) not in story, answer
     # the misspelt parameter's line and the listing it is in, as pytest shows them
     listing = [
-        f"    file tests/test_app.py, line {line_of(tests, 'def test_uses_client')}",
-        "      def test_uses_client(client):",
-        f"    file tests/conftest.py, line {client_at}",
-        "      @pytest.fixture",
-        "      def client(dbb):",
-        "    E       fixture 'dbb' not found",
+        f" file tests/test_app.py, line {line_of(tests, 'def test_uses_client')}",
+        "   def test_uses_client(client):",
+        f" file tests/conftest.py, line {client_at}",
+        "   @pytest.fixture",
+        "   def client(dbb):",
+        " E       fixture 'dbb' not found",
     ]
     assert "\n".join(listing) in answer, answer
     assert f"- ERROR in setup {CLIENT}  at tests/conftest.py:{client_at}" in answer, answer
     # the test that asks for a missing fixture itself has the same message but for the
     # name: the same group (docs/ENGINE.md, *Groups*, values folded), named by the entry
-    assert "  also in 1 more: test_asks_for_nothing_known" in answer, answer
+    assert "\n also in 1 more: test_asks_for_nothing_known" in answer, answer
     # the fixture that raised: its frame's statement, as before
-    assert (
-        f'    tests/conftest.py:{line_of(conftest, "raise RuntimeError")}: raise RuntimeError("db is down")' in answer
-    )
+    assert f'\n tests/conftest.py:{line_of(conftest, "raise RuntimeError")}: raise RuntimeError("db is down")' in answer
     # summarize_report's full story shows the same listing (the whole text: nothing cut)
-    assert "      def client(dbb):" in story and f"at tests/conftest.py:{client_at}" in story, story
+    assert "\n   def client(dbb):\n" in story and f"at tests/conftest.py:{client_at}" in story, story
 
     # both backends, on the report log the server wrote and on a pytest-json-report of
     # the same run: the listing is never cut and the location is the closing line's

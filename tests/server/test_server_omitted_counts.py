@@ -93,7 +93,7 @@ def shown_counts(text: str) -> tuple[int, set[str], int]:
             named += 1
             causes.add(cause_of(entry.group(1)))
             last_file = entry.group(1).split("::", 1)[0]
-        elif also := re.match(r"  also in (\d+) more", line):
+        elif also := re.match(r" also in (\d+) more", line):
             named += int(also.group(1))
         elif group := re.match(r"  g[0-9a-f]+ x(\d+) ", line):
             named += int(group.group(1))

@@ -189,7 +189,7 @@ def test_256_failures_from_3_causes_are_3_to_6_groups_under_2kb(tmp_path):
     assert {f.group for f in res.summary.failures} == {g.id for g in res.summary.groups}
     for failure in res.summary.failures:
         assert text.count(failure.node_id) == 1, failure.node_id
-    also = [line for line in text.splitlines() if line.startswith("  also in ")]
+    also = [line for line in text.splitlines() if line.startswith(" also in ")]
     assert sorted(int(line.split()[2]) for line in also) == sorted(g.count - 1 for g in res.summary.groups)
     assert "e.g." not in text and "Failure groups" not in text
     # every failure is named through its group, so none is "more failures"; the budget

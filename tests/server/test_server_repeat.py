@@ -152,7 +152,7 @@ def test_repeat_names_the_flaky_test_with_its_pattern_apart_from_the_consistent_
     assert "(P passed, F failed; one letter per run)" in text
     assert text.count("E       AssertionError: call 4: this test fails every other run") == 1
     always_at = line_of(project.root / "tests" / "test_flaky.py", "assert sum([1, 1]) == 3")
-    assert f"\n    tests/test_flaky.py:{always_at}: assert sum([1, 1]) == 3\n" in text
+    assert f"\n tests/test_flaky.py:{always_at}: assert sum([1, 1]) == 3\n" in text
     # progress counts the tests of all runs: 4 tests, 4 runs
     assert seen and seen[-1] == (16, 16), seen
     assert [p for p, _ in seen] == sorted(p for p, _ in seen)
@@ -184,10 +184,7 @@ def test_one_run_answers_as_before_and_a_flaky_failure_of_an_earlier_run_is_show
     assert text.startswith("FLAKY 1 test flaky over 3 runs; last run: 1 passed in ")
     where = line_of(project.root / "tests" / "test_flaky.py", "assert n % 2 == 0")
     # the failure's frame line names its location: the header does not repeat it
-    assert (
-        f"- PFP {FLAKY}\n    run 2: FAILED\n" in text
-        and f"\n    tests/test_flaky.py:{where}: assert n % 2 == 0" in text
-    )
+    assert f"- PFP {FLAKY}\n run 2: FAILED\n" in text and f"\n tests/test_flaky.py:{where}: assert n % 2 == 0" in text
     assert "E       AssertionError: call 2: this test fails every other run" in text
 
 

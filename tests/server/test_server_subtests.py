@@ -107,7 +107,7 @@ def test_each_failed_subtest_is_named_and_the_counts_reconcile_with_pytest(
     # its parameters on the entry's "also in" line, and so is the test whose subtests
     # failed (counted failed, never passed): their cause is its cause.
     assert text.startswith("FAILED 1 failed, 1 passed; subtests: 2 failed, 2 passed in "), text
-    assert f"- FAILED {node_id} {labels[0]}\n    {path}:{line}: " in text, text
+    assert f"- FAILED {node_id} {labels[0]}\n {path}:{line}: " in text, text
     assert f"AssertionError: {messages[0]}" in text
     test = node_id.split("::", 1)[1]
     assert f"also in 2 more: {test} {labels[1]}, {test}\n" in text, text
@@ -138,10 +138,11 @@ def test_a_collection_error_carries_its_location_and_traceback(tmp_path, backend
     assert "tests/test_broken_import.py:3: in <module>" in error.traceback
     assert 'SETTINGS = load_settings("production")' in error.traceback
     assert "E   ValueError: unknown settings profile 'production'" in error.traceback
-    # the location once: the traceback's frame line names it, so the header does not
-    assert "- tests/test_broken_import.py: ValueError: unknown settings profile 'production'\n" in text, text
-    assert "    pkg/__init__.py:3: in load_settings" in text, text
-    assert "    tests/test_broken_import.py:3: in <module>" in text
+    # the location and the exception once: the traceback's frame and E lines say them, so the header does not
+    assert "- tests/test_broken_import.py\n" in text, text
+    assert " E   ValueError: unknown settings profile 'production'\n" in text, text
+    assert " pkg/__init__.py:3: in load_settings" in text.split("\n"), text
+    assert " tests/test_broken_import.py:3: in <module>" in text.split("\n")
 
 
 def test_a_syntax_error_is_named_and_located_at_its_line_not_in_the_compiler(tmp_path, backend):
@@ -164,7 +165,9 @@ def test_a_syntax_error_is_named_and_located_at_its_line_not_in_the_compiler(tmp
         error = errors[path]
         assert (error.exception, error.message) == ("SyntaxError", message), error
         assert error.location is not None and (error.location.path, error.location.line) == where, error
-        assert f"- {path}: SyntaxError: {message}  at {where[0]}:{where[1]}" in text, text
+        # located in the header (the traceback names the file by its absolute path), named by its E line
+        assert f"- {path}  at {where[0]}:{where[1]}\n" in text, text
+        assert f"E   SyntaxError: {message}\n" in text.split(f"- {path}  at ", 1)[1], text
 
 
 def test_the_log_records_of_a_failing_test_are_shown_under_it(tmp_path, backend):
@@ -178,8 +181,8 @@ def test_the_log_records_of_a_failing_test_are_shown_under_it(tmp_path, backend)
         "WARNING  test_warnings:test_warnings.py:47 retrying after timeout (attempt 2)\n"
         "ERROR    test_warnings:test_warnings.py:48 transfer aborted: checksum mismatch\n"
     )
-    shown = "".join("      " + line + "\n" for line in records.splitlines())
-    assert "    log (tail):\n" + shown in text, text
+    shown = "".join("   " + line + "\n" for line in records.splitlines())
+    assert "\n log (tail):\n" + shown in text, text
     assert story is not None
     [failure] = story.summary.failures
     assert failure.log == records
@@ -197,5 +200,10 @@ def test_a_chained_collection_error_is_named_and_located_by_its_root_cause(tmp_p
     assert (error.exception, error.message) == ("AttributeError", "'re.Match' object has no attribute 'group_dict'")
     assert error.location is not None and (error.location.path, error.location.line) == ("pkg/__init__.py", 7)
     assert "During handling of the above exception, another exception occurred:" in error.traceback
-    assert "- tests/test_default.py: AttributeError: 're.Match' object has no attribute 'group_dict'\n" in text, text
-    assert text.rstrip().endswith("pytest stopped at the collection errors: fix them and run again."), text
+    # the header names the file; the first exception is said once, by its E line in the traceback
+    header, first = text.split("Collection errors:\n", 1)[1].split("\n", 2)[:2]
+    assert (header, first) == ("- tests/test_default.py", " pkg/__init__.py:7: in parse"), text
+    assert text.count("AttributeError: 're.Match' object has no attribute 'group_dict'") == 1, text
+    assert " E   AttributeError: 're.Match' object has no attribute 'group_dict'\n" in text, text
+    # the errors are what to fix: no advice after them
+    assert text.rstrip().endswith("E   ValueError: could not parse 'abc'"), text

@@ -125,7 +125,7 @@ def test_summarize_report_uses_the_runs_project_code_for_an_installed_project(tm
     assert {location for _, location, _ in answer_failures.values()} == {BUG_AT}, text_of(executed)
     [(group_id, (count, location))] = answer_groups.items()
     assert (count, location) == (6, BUG_AT)
-    assert f"\n    {BUG_AT[0]}:{BUG_AT[1]}: " in text_of(executed)
+    assert f"\n {BUG_AT[0]}:{BUG_AT[1]}: " in text_of(executed)
 
     for result in (whole, copied):
         summary = SummarizeResult.model_validate(result.structured_content).summary
@@ -139,7 +139,7 @@ def test_summarize_report_uses_the_runs_project_code_for_an_installed_project(tm
         # the location is named once: by the header, or by the traceback's line that starts with it
         at = f"{BUG_AT[0]}:{BUG_AT[1]}"
         header = f"- FAILED tests/test_halves.py::test_half[1]  at {at}\n" in text
-        assert header != (f"\n    {at}: " in text), text
+        assert header != (f"\n {at}: " in text), text
         assert "return {0: 0}[x] // 2" in text, text  # the failing line of the code under test, shown
 
     summary = SummarizeResult.model_validate(selected.structured_content).summary
@@ -149,4 +149,4 @@ def test_summarize_report_uses_the_runs_project_code_for_an_installed_project(tm
     assert groups == {group_id: (5, BUG_AT)}
     # each of the 5 entries names the location once (pytest's closing line says it twice)
     at = f"{BUG_AT[0]}:{BUG_AT[1]}"
-    assert text_of(selected).count(f"  at {at}\n") + text_of(selected).count(f"\n    {at}: ") == 5, text_of(selected)
+    assert text_of(selected).count(f"  at {at}\n") + text_of(selected).count(f"\n {at}: ") == 5, text_of(selected)

@@ -104,7 +104,7 @@ def test_summarize_prints_the_failures_of_the_answer_byte_for_byte(tmp_path, bac
     assert answer.split(" in ")[0] == printed[0].split(" in ")[0]
     failures = answer.split("\n")[1:]
     assert "- FAILED tests/test_more.py::TestCart::test_total" in failures
-    assert "    same traceback as tests/test_sum_a.py::test_sum, with other values" in failures
+    assert " same traceback as tests/test_sum_a.py::test_sum, with other values" in failures
     # the answer's Omitted line also says where the rest is, which the CLI's need not
     told = [line.removesuffix(". " + FULL_STORY_HINT) for line in failures]
     assert told != failures

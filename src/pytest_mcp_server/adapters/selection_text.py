@@ -15,10 +15,12 @@ from pytest_mcp_server.domain.selection import REASONS, Selection
 from pytest_mcp_server.domain.tools import DiscoverResult, ExecuteResult
 
 
-def selection_line(selection: Selection) -> str:
+def selection_line(selection: Selection, named_below: frozenset[str] = frozenset()) -> str:
     """The first line of an affected answer: how many of how many tests, why, and the
     changed files (the first ``AFFECTED_FILES_NAMED``):
-    ``Affected: 2 of 7 tests (2 changed), by changes in pkg/calc.py``."""
+    ``Affected: 2 of 7 tests (2 changed), by changes in pkg/calc.py``; the files are left
+    out when every changed file is in ``named_below`` (the paths of the answer's suspect
+    lines, which name the changed lines themselves)."""
     head = f"Affected: {selection.selected} of {selection.total} test{'s' if selection.total != 1 else ''}"
     if not selection.selected:
         return f"{head}: no test ran code that changed since it last ran, and none failed last time"
@@ -27,15 +29,15 @@ def selection_line(selection: Selection) -> str:
     counts = selection.reasons.model_dump()
     why = ", ".join(f"{counts[r]} {r.replace('_', ' ')}" for r in REASONS if counts[r])
     line = f"{head} ({why})"
-    if selection.changed_files:
+    if selection.changed_files and not set(selection.changed_files) <= named_below:
         named = selection.changed_files[:AFFECTED_FILES_NAMED]
         more = len(selection.changed_files) - len(named)
         line += ", by changes in " + ", ".join(named) + (f" and {more} more files" if more else "")
     return line
 
 
-def _head(selection: Selection, collection_errors: int = 0) -> str:
-    lines = [selection_line(selection)]
+def _head(selection: Selection, collection_errors: int = 0, named_below: frozenset[str] = frozenset()) -> str:
+    lines = [selection_line(selection, named_below)]
     if collection_errors and not selection.selected:
         # the files that do not import may hold affected tests: the errors are the news
         lines[0] = (
@@ -50,16 +52,24 @@ def _head(selection: Selection, collection_errors: int = 0) -> str:
 def render_execute_answer(result: ExecuteResult) -> str:
     """``render_execute``'s text, after the selection's lines when the call was
     ``affected``; when no test was affected (and no collection error shows), only those
-    lines and what to do for a full run."""
-    if result.selection is None:
+    lines and what to do for a full run. What the selection line says is said once: the
+    verdict line leaves out the deselected count when it is the tests the map left out
+    (``selected`` of ``total``), and the selection line the changed files when the
+    suspect lines name each of them."""
+    selection = result.selection
+    if selection is None:
         return render_execute(result)
-    if not result.selection.selected and not result.summary.collection_errors:
-        return _head(result.selection) + (
+    if not selection.selected and not result.summary.collection_errors:
+        return _head(selection) + (
             "NO TESTS RAN: nothing is affected since the last runs. This is not a fresh pass of the suite: "
             "a test that reads a data file another test or a change wrote is not tracked; "
             "execute_tests with affected=false runs every test.\n"
         )
-    return _head(result.selection, len(result.summary.collection_errors)) + render_execute(result)
+    named = frozenset(s.path for s in result.suspects or ())
+    head = _head(selection, len(result.summary.collection_errors), named)
+    if result.deselected == selection.total - selection.selected:
+        result = result.model_copy(update={"deselected": 0})
+    return head + render_execute(result)
 
 
 def render_failure_answer(detail: ToolFailureDetail) -> str:

@@ -55,6 +55,16 @@ if TYPE_CHECKING:  # only for annotations: the CLI's summarize does not load the
     from pytest_mcp_server.domain.tools import DiscoverResult, ExecuteResult, SummarizeResult
     from pytest_mcp_server.engine.models import WarningsSummary
 
+BODY = " "
+"""How an entry's lines under its ``- FAILED`` header are indented (its exception line,
+traceback, ``also in`` line, output tails' titles; a collection error's traceback): one
+space, which o200k merges into the line's first word (`` E``, `` tests``), where four
+spaces took a token of their own on every line, in the text and in its JSON alike
+(benches/RESULTS.md, section 6)."""
+TAIL = "   "
+"""How the lines of an output tail or a log are indented under their title (``BODY``'s
+``stdout (tail):``): deeper than the traceback's, one whitespace token as before."""
+
 _COUNT_ORDER = (
     ("failed", "failed"),
     ("passed", "passed"),
@@ -159,7 +169,7 @@ def _text_with_hint(
                 lines.extend(_failure_lines(failure, full=full))
             group = groups_by_id.get(failure.group)
             if full and not every_failure and group is not None and group.count > 1:
-                lines.append("  " + _also_in(failure, group, summary.failures))
+                lines.append(BODY + _also_in(failure, group, summary.failures))
     # a group with an entry says nothing its entry and "also in" line do not
     with_entry = {failure.group for failure, _ in entries}
     unlisted = [] if every_failure else [g for g in summary.groups if g.id not in with_entry]
@@ -219,17 +229,30 @@ def exception_line(exception: str | None, message: str) -> str:
 
 
 def _collection_error_lines(errors: list[CollectionError]) -> list[str]:
-    """The collection-errors block (a blank line, a title, one line per file), or
-    nothing when there is none."""
+    """The collection-errors block (a blank line, a title, then per file ``- path:
+    exception: message  at path:line`` and its traceback), or nothing when there is none.
+    The header leaves out what the traceback says: the location when a frame line starts
+    with it, the exception when an ``E`` line says it (``_says_exception``)."""
     if not errors:
         return []
     lines = ["", "Collection errors:"]
     for ce in errors:
         where = "" if _names_location(ce.location, ce.traceback) else _where(ce.location)
-        lines.append(f"- {ce.path}: {exception_line(ce.exception, ce.message)}{where}")
+        what = exception_line(ce.exception, ce.message)
+        said = _says_exception(ce.traceback, what)
+        lines.append(f"- {ce.path}{'' if said else ': ' + what}{where}")
         if ce.traceback:
-            lines.extend(("    " + line).rstrip() for line in ce.traceback.split("\n"))
+            lines.extend((BODY + line).rstrip() for line in ce.traceback.split("\n"))
     return lines
+
+
+def _says_exception(traceback: str, what: str) -> bool:
+    """Whether a line of ``traceback`` is an ``E`` line saying ``what`` (``exception:
+    message`` of one line), as pytest writes the exception it reports:
+    ``E   AttributeError: 'X' object has no attribute 'y'``."""
+    if not what or "\n" in what:
+        return False
+    return any(line.startswith("E ") and line[1:].strip() == what.strip() for line in traceback.split("\n"))
 
 
 def _where(location: Location | None) -> str:
@@ -276,18 +299,18 @@ def _failure_lines(failure: Failure, *, full: bool) -> list[str]:
         # the traceback opens with the message (a text without `E` lines: a doctest's report)
         what = failure.exception or ""
     if what and not (full and failure.message_in_traceback):
-        out.append(f"    {what}")
+        out.append(f"{BODY}{what}")
     if not full:
         return out
     if failure.traceback:
-        out.extend(("    " + line).rstrip() for line in failure.traceback.split("\n"))
+        out.extend((BODY + line).rstrip() for line in failure.traceback.split("\n"))
     for name, tail in (("stdout", failure.stdout), ("stderr", failure.stderr)):
         if tail:
-            out.append(f"    {name} (tail):")
-            out.extend(("      " + line).rstrip() for line in tail.rstrip("\n").split("\n"))
+            out.append(f"{BODY}{name} (tail):")
+            out.extend((TAIL + line).rstrip() for line in tail.rstrip("\n").split("\n"))
     if failure.log:
-        out.append("    log (tail):")
-        out.extend(("      " + line).rstrip() for line in failure.log.rstrip("\n").split("\n"))
+        out.append(f"{BODY}log (tail):")
+        out.extend((TAIL + line).rstrip() for line in failure.log.rstrip("\n").split("\n"))
     return out
 
 
@@ -352,8 +375,8 @@ def _repeat_lines(failure: Failure, first: str) -> list[str]:
     what = exception_line(failure.exception, failure.message)
     return [
         _failure_lines(failure, full=False)[0],
-        *([f"    {what}"] if what else []),
-        f"    same traceback as {first}, with other values",
+        *([f"{BODY}{what}"] if what else []),
+        f"{BODY}same traceback as {first}, with other values",
     ]
 
 
@@ -436,8 +459,8 @@ def render_execute(result: ExecuteResult) -> str:
     run's session time (``ExecuteResult.duration_s``); when the run is not green and
     the text leaves something out, ``FULL_STORY_HINT`` closes the failures
     (``summarize_report`` gives the rest; the structured content always carries
-    ``report_path``); a run without tests or one pytest stopped ends with a line that
-    says what to do."""
+    ``report_path``); a run without tests, or one pytest stopped but at collection errors
+    (the answer shows them: they are what to fix), ends with a line that says what to do."""
     # the verdict line's time is pytest's session time, the figure of its own summary line
     shown = result.summary.model_copy(update={"duration_s": result.duration_s})
     text = _text_with_hint(
@@ -466,12 +489,9 @@ def render_execute(result: ExecuteResult) -> str:
             f"No tests ran (pytest exit {result.exit_code}): this is not a pass. Check node_ids, markers and "
             "keywords; discover_tests shows what is collected."
         )
-    elif result.status == "interrupted":
-        tail.append(
-            "pytest stopped at the collection errors: fix them and run again."
-            if result.summary.collection_errors
-            else f"pytest stopped early (exit {result.exit_code}); run again."
-        )
+    elif result.status == "interrupted" and not result.summary.collection_errors:
+        # stopped at collection errors, the answer shows them: they are what to fix
+        tail.append(f"pytest stopped early (exit {result.exit_code}); run again.")
     return text + ("\n" + "\n".join(tail) + "\n" if tail else "")
 
 
@@ -509,7 +529,7 @@ def _flaky_lines(result: ExecuteResult) -> list[str]:
         else:
             entry = _failure_lines(test.failure, full=True)
             outcome = entry[0].removeprefix("- ").replace(" " + failure_name(test.failure), "", 1)
-            lines += [head, f"    run {test.failed_run}: {outcome}", *entry[1:]]
+            lines += [head, f"{BODY}run {test.failed_run}: {outcome}", *entry[1:]]
     more = result.summary.counts.flaky - len(result.flaky)
     if more:
         lines.append(f"  ... {more} more flaky tests (raise failures_listed)")
@@ -646,7 +666,8 @@ def suspect_lines(suspects: list[Suspect]) -> list[str]:
     lines themselves, ``changed code run at import, before each test that ran: ...`` for
     module-level lines run outside any test; a plain call's, from the test map, say so
     (``changed code in a function failing tests ran (test map's last recording, not this
-    run): ...``)."""
+    run): ...``); the passing count left out when no test passed (``(1 of 1 failing)``:
+    ``0 of 0 passing`` says nothing)."""
     lines = []
     for s in suspects:
         what = {
@@ -657,7 +678,9 @@ def suspect_lines(suspects: list[Suspect]) -> list[str]:
             "map_name": f"changed module-level name read by code failing tests ran {_AS_RECORDED}",
             "map_import": f"changed code run at import, before each test {_AS_RECORDED}",
         }[s.by]
-        counts = f"{s.failing} of {s.failing_total} failing, {s.passing} of {s.passing_total} passing"
+        counts = f"{s.failing} of {s.failing_total} failing"
+        if s.passing_total:
+            counts += f", {s.passing} of {s.passing_total} passing"
         lines.append(f"{what}: {s.path}:{s.lines} ({counts})")
     return lines
 

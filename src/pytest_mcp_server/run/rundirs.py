@@ -9,7 +9,6 @@ progress is never removed. Beside them, the project's record of its last failure
 from __future__ import annotations
 
 import hashlib
-import secrets
 import shutil
 import time
 from pathlib import Path
@@ -36,6 +35,16 @@ tests that failed when they last ran, ``{"failed": [node ids]}``, kept by the re
 (``--mcp-failures``; the name is the shared module's) in place of pytest's ``.pytest_cache``."""
 
 
+def run_id(stamp_ms: int) -> str:
+    """The id of a run started at ``stamp_ms`` (milliseconds since the epoch), its UTC
+    time: ``%Y%m%d-%H%M%S-mmm`` (``20261206-222336-285``, about 8 o200k tokens where
+    nanoseconds and a random suffix took 14: the answer views name a run's report by it,
+    ``adapters.mcp.structured.run_report_path``). Fixed width until the year 10000, so
+    that ids sort as their times do (UTC: no DST repeats)."""
+    seconds, millis = divmod(stamp_ms, 1000)
+    return time.strftime("%Y%m%d-%H%M%S", time.gmtime(seconds)) + f"-{millis:03d}"
+
+
 def write_project(run_dir: Path, project: ProjectCode) -> None:
     """Write ``project`` into ``run_dir``'s ``PROJECT_FILE``. Raises ``OSError``."""
     (run_dir / PROJECT_FILE).write_text(project.model_dump_json(), encoding="utf-8")
@@ -53,16 +62,20 @@ class RunDirectories:
         self.max_timeout_s = max_timeout_s
 
     def new(self) -> Path:
-        """Create ``<runs_dir>/<run id>`` (ids sort by start time, UTC; mode 0700) and remove
-        the oldest run directories beyond ``KEEP_RUNS``."""
+        """Create ``<runs_dir>/<run id>`` (mode 0700) and remove the oldest run directories
+        beyond ``KEEP_RUNS``. The id is the start time, UTC, to the millisecond:
+        ``20261206-222336-285`` (``run_id``); ids sort by start time, and an id taken (a run
+        started in the same millisecond, by this server or another of the project) gives
+        the next millisecond's, ``mkdir`` deciding atomically which run has which."""
         self.runs_dir.mkdir(parents=True, exist_ok=True)
-        now_ns = time.time_ns()  # one reading: the id's second and fraction must agree, or ids misorder
-        seconds, fraction = divmod(now_ns, 1_000_000_000)
-        run_id = (
-            time.strftime("%Y%m%d-%H%M%S", time.gmtime(seconds)) + f"-{fraction:09d}-{secrets.token_hex(3)}"
-        )  # UTC: no DST repeats
-        run_dir = self.runs_dir / run_id
-        run_dir.mkdir(mode=0o700)
+        stamp_ms = time.time_ns() // 1_000_000
+        while True:
+            run_dir = self.runs_dir / run_id(stamp_ms)
+            try:
+                run_dir.mkdir(mode=0o700)
+                break
+            except FileExistsError:
+                stamp_ms += 1
         self.rotate()
         return run_dir
 

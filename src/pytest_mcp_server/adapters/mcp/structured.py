@@ -248,12 +248,13 @@ def failure_structured(detail: ToolFailureDetail) -> dict[str, Any]:
 
 
 class SelectionNumbers(_Frozen):
-    """An ``affected`` call's selection in numbers: ``selected`` of ``total`` tests,
-    and ``reasons``, the non-zero counts per reason (``domain.selection.REASONS``)."""
+    """An ``affected`` call's selection in numbers: ``selected`` of ``total`` tests. The
+    counts per reason are the answer text's (``Affected: 3 of 193 tests (2 changed, 1
+    new)``) and the ``typed`` view's (``Selection.reasons``): about 8 o200k tokens more
+    here, which a program that branches on the selection does not need."""
 
     selected: int
     total: int
-    reasons: dict[str, int]
 
 
 class CoverageTotals(_Frozen):
@@ -316,14 +317,14 @@ def selection_numbers(selection: Selection | None) -> SelectionNumbers | None:
     """An ``affected`` selection in numbers (``SelectionNumbers``), else None."""
     if selection is None:
         return None
-    reasons = {name: n for name, n in selection.reasons.model_dump().items() if n}
-    return SelectionNumbers(selected=selection.selected, total=selection.total, reasons=reasons)
+    return SelectionNumbers(selected=selection.selected, total=selection.total)
 
 
 def run_report_path(report_path: str) -> str:
     """A run's report as the answer views name it: relative to the project's runs
-    directory, ``<run id>/records.jsonl`` (about 18 o200k tokens where the absolute path
-    takes about 45; ``summarize_report``'s ``paths`` accepts it: ``app.summarize``)."""
+    directory, ``<run id>/records.jsonl`` (12 o200k tokens with ``run.rundirs.run_id``'s
+    ids, where the absolute path takes about 40; ``summarize_report``'s ``paths`` accepts
+    it: ``app.summarize``)."""
     path = PurePath(report_path)
     return f"{path.parent.name}/{path.name}"
 
