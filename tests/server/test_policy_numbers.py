@@ -26,6 +26,7 @@ NOT_POLICY: dict[tuple[str, float], str] = {
     ("adapters/text.py", 600): "durations of ten minutes and more are shown in minutes",
     ("adapters/text.py", 60): "seconds per minute",
     ("domain/coverage_answer.py", 100.0): "per cent",
+    ("run/rundirs.py", 1000): "milliseconds per second",
 }
 
 
