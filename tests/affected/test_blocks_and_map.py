@@ -87,6 +87,9 @@ def test_a_line_belongs_to_the_innermost_function_body_and_definitions_to_the_co
     assert owner[16] == "Shape.area.<locals>.inner"
     assert owner[17] == "Shape.area"
     assert owner[20] == "Shape.fetch"
+    # the blocks a run's lines belong to, in one pass: the same owners, each once
+    for lines in ([8, 16, 17, 16], [1, 12, 14], [16, 500], list(range(0, 40)), []):
+        assert sorted(b.name for b in blocks.owners_of(lines)) == sorted({blocks.owner(n).name for n in lines})
 
 
 def test_an_edit_changes_its_own_blocks_only_and_formatting_changes_none():

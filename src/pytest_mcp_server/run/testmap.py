@@ -277,7 +277,9 @@ class TestMap:
                 if code.get(key) != blocks:
                     lost.update(block_ids[block] for block in blocks)
             test_names = names or {}
-            packed_entries = {node_id: [block_ids[block] for block in blocks] for node_id, (_, blocks) in entries.items()}
+            packed_entries = {
+                node_id: [block_ids[block] for block in blocks] for node_id, (_, blocks) in entries.items()
+            }
             con.executemany(
                 "INSERT INTO tests (node_id, outcome, config, blocks, names, pending) VALUES (?, ?, ?, ?, ?, '') "
                 "ON CONFLICT (node_id) DO UPDATE SET outcome = excluded.outcome, config = excluded.config, "
