@@ -87,6 +87,9 @@ def test_a_line_belongs_to_the_innermost_function_body_and_definitions_to_the_co
     assert owner[16] == "Shape.area.<locals>.inner"
     assert owner[17] == "Shape.area"
     assert owner[20] == "Shape.fetch"
+    # the blocks a run's lines belong to, in one pass: the same owners, each once
+    for lines in ([8, 16, 17, 16], [1, 12, 14], [16, 500], list(range(0, 40)), []):
+        assert sorted(b.name for b in blocks.owners_of(lines)) == sorted({blocks.owner(n).name for n in lines})
 
 
 def test_an_edit_changes_its_own_blocks_only_and_formatting_changes_none():
@@ -185,6 +188,27 @@ def test_a_map_keeps_what_a_transaction_wrote_and_nothing_of_one_that_failed(tmp
         assert test_map.connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         # blocks no test refers to any more are gone
         assert test_map.connection.execute("SELECT path, fingerprint FROM blocks").fetchall() == [("a.py", "x")]
+
+
+def test_a_rewritten_entry_drops_only_the_blocks_no_other_test_or_key_refers_to(tmp_path: Path):
+    """``refresh`` looks for blocks to remove among those that lost a reference: a block
+    another test or the code run at import still holds stays."""
+    with open_map(tmp_path / "m.sqlite")[0] as test_map:
+        test_map.refresh(
+            {"t::a": ("passed", [("a.py", "x"), ("a.py", "y")]), "t::b": ("passed", [("a.py", "y")])},
+            "c",
+            import_code={EVERY_TEST: {"h.py": {("h.py", "x")}}},
+        )
+        test_map.refresh({"t::a": ("passed", [("h.py", "x")])}, "c")
+        assert set(test_map.blocks().values()) == {("a.py", "y"), ("h.py", "x")}  # a.py's x: no one's
+        test_map.refresh({"t::b": ("passed", [("a.py", "z")])}, "c", import_code={EVERY_TEST: {"h.py": set()}})
+        assert set(test_map.blocks().values()) == {("h.py", "x"), ("a.py", "z")}  # t::a still holds h.py's x
+        test_map.refresh({"t::a": ("passed", [("a.py", "z")])}, "c")
+        assert set(test_map.blocks().values()) == {("a.py", "z")}
+        snapshot = test_map.snapshot()
+        ids = {block: i for i, block in snapshot.blocks.items()}
+        assert snapshot.tests["t::a"].blocks == snapshot.tests["t::b"].blocks == {ids[("a.py", "z")]}
+        assert snapshot.import_code == {}
 
 
 def test_code_run_at_import_is_kept_under_typed_keys_a_narrower_run_adds_and_a_dropped_key_goes(tmp_path: Path):

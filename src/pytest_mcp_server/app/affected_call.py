@@ -54,6 +54,7 @@ from pytest_mcp_server.app.map_state import (
     selection_before_run,
 )
 from pytest_mcp_server.app.runner import RunAnswer, Runner, regrouped, run_status
+from pytest_mcp_server.domain.coverage_answer import ChangedLines
 from pytest_mcp_server.domain.elements import Element
 from pytest_mcp_server.domain.failures import ToolFailure
 from pytest_mcp_server.domain.nodeids import node_path
@@ -81,6 +82,7 @@ from pytest_mcp_server.run.recording import (
     read_map_data,
     skip_options,
     tests_blocks,
+    write_full_lines,
 )
 from pytest_mcp_server.run.testmap import map_path, open_map
 
@@ -216,6 +218,12 @@ async def execute_affected(
             # what this call read stays in the map: the next call need not read it again
             await anyio.to_thread.run_sync(keep_reads, path, state)
             return await answer_without_pytest(runner, params, interp, state, run_dir, options)
+        # what changed since HEAD, before the run: its files' lines are recorded whole (a
+        # failure's suspects are ranked by them), and the suspects take it from here
+        changed = await changed_lines(runner.root)
+        if changed is None:  # no git: the functions the map saw change stand for the diff
+            changed = await anyio.to_thread.run_sync(changed_code, runner.root, state.changed_files)
+        await anyio.to_thread.run_sync(write_full_lines, run_dir, full_lines_files(runner.root, state, changed))
         narrowed = narrowed_files(runner.root, state, found)
         run_params = params.model_copy(update={"node_ids": narrowed}) if narrowed else params
         # a run given paths resolves the rootdir and ini file of the last full collection
@@ -252,9 +260,6 @@ async def execute_affected(
         update["deselected"] = result.deselected + selection.total - len(plan.collected)
     if not result.summary.ok:
         # the run recorded what each test ran: name the changed code the failing ones ran
-        changed = await changed_lines(runner.root)
-        if changed is None:  # no git: the functions the map saw change stand for the diff
-            changed = await anyio.to_thread.run_sync(changed_code, runner.root, state.changed_files)
         if changed.touched():
             measured = await anyio.to_thread.run_sync(changed_contexts, data.lines, runner.root, changed)
             suspects = await anyio.to_thread.run_sync(rank_in_root, runner.root, changed, measured, outcomes)
@@ -335,6 +340,16 @@ async def refresh_map(
 
     await anyio.to_thread.run_sync(write)
     return data
+
+
+def full_lines_files(root: Path, state: MapState, changed: ChangedLines) -> list[str]:
+    """The files whose every line run an affected run records (absolute paths, sorted):
+    those ``changed`` touches (git's diff, else the functions the map saw change: what a
+    failure's suspects are ranked by), those with a block the map no longer holds, and
+    those whose stat changed since the map read them. Elsewhere the recorder may write a
+    function's entry for its lines (``run.pytest_plugin.pytest_mcp_server_recorder``)."""
+    relative = {*changed.touched(), *state.changed_files, *state.read, *state.elements}
+    return sorted(str(root / path) for path in relative)
 
 
 def _in_scope(node_id: str, scope: list[str]) -> bool:

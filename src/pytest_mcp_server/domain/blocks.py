@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+from collections.abc import Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
@@ -77,33 +78,69 @@ class Block:
 class FileBlocks:
     """The blocks of one file: ``module`` (the module-level or whole-file block) and
     ``functions`` sorted by first line; ``elements``, its module-level elements
-    (``domain.elements.module_elements``; none for a file that is not parsed).
+    (``domain.elements.module_elements``; none for a file that is not parsed);
+    ``starts``: each function's block by the line its definition starts on (its first
+    decorator's, else its ``def`` line: its code object's ``co_firstlineno``).
     ``owner(line)`` is the block a line belongs to."""
 
     module: Block
     functions: list[Block] = field(default_factory=list)
     elements: tuple[Element, ...] = ()
+    starts: dict[int, Block] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.functions.sort(key=lambda b: (b.first, -b.last))
-        self._owners: list[Block] | None = None
+        self._owners: list[int] | None = None
+        self._blocks = [self.module, *self.functions]
 
     def fingerprints(self) -> set[str]:
         """Every block's fingerprint."""
         return {self.module.fingerprint, *(b.fingerprint for b in self.functions)}
 
-    def owner(self, line: int) -> Block:
-        """The innermost function whose body holds ``line``, else the module block."""
+    def _owner_table(self) -> list[int]:
+        """Per line (index: line number), the index of the block owning it in
+        ``[module, *functions]``; lines past the last function's are the module's."""
         owners = self._owners
         if owners is None:
             # one entry per line, built once: a test's data names thousands of lines.
             # Sorted by start, a nested function comes after the one holding it and
             # overwrites its lines: the innermost holder wins.
-            owners = [self.module] * (max((b.last for b in self.functions), default=0) + 1)
-            for block in self.functions:
-                owners[block.first : block.last + 1] = [block] * (block.last - block.first + 1)
+            owners = [0] * (max((b.last for b in self.functions), default=0) + 1)
+            for index, block in enumerate(self.functions, start=1):
+                owners[block.first : block.last + 1] = [index] * (block.last - block.first + 1)
             self._owners = owners
-        return owners[line] if 0 <= line < len(owners) else self.module
+        return owners
+
+    def owner(self, line: int) -> Block:
+        """The innermost function whose body holds ``line``, else the module block."""
+        owners = self._owner_table()
+        return self._blocks[owners[line]] if 0 <= line < len(owners) else self.module
+
+    def owners_of(self, lines: Sequence[int]) -> list[Block]:
+        """The distinct blocks ``lines`` name, in no set order: a line number's ``owner``;
+        a negative ``-N``, the function whose definition starts on line ``N``
+        (``starts``: the recorder writes a function's entry so), or every block of the
+        file when none does (the file is not the one that ran). One pass in C over the
+        line numbers (a run's data names hundreds of thousands of them)."""
+        if not lines:
+            return []
+        owners = self._owner_table()
+        blocks = self._blocks
+        entered: list[Block] = []
+        if min(lines) < 0:
+            for start in (-n for n in lines if n < 0):
+                block = self.starts.get(start)
+                if block is None:
+                    return list(blocks)
+                entered.append(block)
+            lines = [n for n in lines if n >= 0]
+        if not lines:
+            found: set[int] = set()
+        elif max(lines) < len(owners):
+            found = set(map(owners.__getitem__, lines))
+        else:  # a line past the last function: the module's
+            found = {owners[line] if line < len(owners) else 0 for line in lines}
+        return list({id(b): b for b in [*entered, *(blocks[index] for index in found)]}.values())
 
     def named(self, name: str) -> Block | None:
         """The function block with qualified name ``name`` (the first, if redefined)."""
@@ -131,22 +168,34 @@ def file_blocks(content: bytes, python: bool = True, path: str = "") -> FileBloc
         return whole_file_blocks(content)
     elements = module_elements(path, tree)
     modules = import_names(tree)
-    # a function's body starts at its first statement, its docstring included
-    firsts = {id(n): n.body[0].lineno for n in ast.walk(tree) if isinstance(n, _Function)}
+    # a function's body starts at its first statement, its docstring included; its
+    # definition at its first decorator (Python's co_firstlineno)
+    defs = [n for n in ast.walk(tree) if isinstance(n, _Function)]
+    firsts = {id(n): n.body[0].lineno for n in defs}
+    begins = {id(n): min([n.lineno, *(d.lineno for d in n.decorator_list)]) for n in defs}
     without_docstrings(tree)  # a docstring is an element of its own, not its owner's code
     functions: list[Block] = []
-    _collect(tree, "", functions, firsts, modules)
+    starts: dict[int, Block] = {}
+    _collect(tree, "", functions, firsts, modules, (begins, starts))
     module_only = _WithoutFunctions().visit(tree)
     names, blind = referenced_names([module_only], modules)
     module = Block(
         MODULE_BLOCK, 0, 0, _digest(MODULE_BLOCK, ast.dump(module_only, include_attributes=False)), names, blind
     )
-    return FileBlocks(module=module, functions=functions, elements=elements)
+    return FileBlocks(module=module, functions=functions, elements=elements, starts=starts)
 
 
-def _collect(node: ast.AST, prefix: str, out: list[Block], firsts: dict[int, int], modules: frozenset[str]) -> None:
+def _collect(
+    node: ast.AST,
+    prefix: str,
+    out: list[Block],
+    firsts: dict[int, int],
+    modules: frozenset[str],
+    starts: tuple[dict[int, int], dict[int, Block]],
+) -> None:
     """Every function under ``node`` with its qualified name (``prefix`` is the
-    enclosing classes' and functions' part, ``A.`` or ``f.<locals>.``)."""
+    enclosing classes' and functions' part, ``A.`` or ``f.<locals>.``), and by the line
+    its definition starts on (``starts``: each def's start, and the map filled)."""
     for child in ast.iter_child_nodes(node):
         if isinstance(child, _Function):
             name = prefix + child.name
@@ -154,12 +203,14 @@ def _collect(node: ast.AST, prefix: str, out: list[Block], firsts: dict[int, int
             names, blind = referenced_names([child], modules)
             fingerprint = _digest(name, ast.dump(child, include_attributes=False))
             start = min([child.lineno, *(d.lineno for d in child.decorator_list)])
-            out.append(Block(name, firsts[id(child)], last, fingerprint, names, blind, start))
-            _collect(child, name + ".<locals>.", out, firsts, modules)
+            block = Block(name, firsts[id(child)], last, fingerprint, names, blind, start)
+            out.append(block)
+            starts[1][starts[0][id(child)]] = block
+            _collect(child, name + ".<locals>.", out, firsts, modules, starts)
         elif isinstance(child, ast.ClassDef):
-            _collect(child, prefix + child.name + ".", out, firsts, modules)
+            _collect(child, prefix + child.name + ".", out, firsts, modules, starts)
         else:
-            _collect(child, prefix, out, firsts, modules)
+            _collect(child, prefix, out, firsts, modules, starts)
 
 
 class _WithoutFunctions(ast.NodeTransformer):

@@ -44,6 +44,7 @@ from pytest_mcp_server.run.events import PLUGIN_DIR
 from pytest_mcp_server.run.interpreter import Interpreter
 from pytest_mcp_server.run.pytest_plugin.pytest_mcp_server_shared import (
     COLLECTED_GLOB,
+    FULL_LINES_FILE,
     HASH_CHARS,
     IMPORTING,
     MAP_FILE_GLOB,
@@ -98,6 +99,14 @@ def skip_options(directory: Path, skip: Iterable[str], environment: Mapping[str,
         data_dir.mkdir(exist_ok=True)
         options.insert(0, f"--mcp-map-data={data_dir}")
     return options
+
+
+def write_full_lines(directory: Path, paths: Iterable[str]) -> None:
+    """Name to the recorder of an affected run in ``directory`` (``skip_options``'s, with
+    ``measure``) the files whose every line run it records (``FULL_LINES_FILE`` in its
+    ``map`` subdirectory: absolute paths); elsewhere a function's run may be written as its
+    entry (the recorder module's docstring). Without the file, entries everywhere."""
+    (directory / MAP_DATA_DIR / FULL_LINES_FILE).write_bytes(orjson.dumps(list(paths)))
 
 
 @dataclass(frozen=True)
@@ -209,7 +218,9 @@ def collection_delta(collection: Mapping[str, Any], environment: Mapping[str, st
 class MapData:
     """What the recorders of one run wrote (``read_map_data``): ``lines``, per file
     (absolute path) the lines each context ran (a test's node id; ``""``: outside any
-    test), merged over the run's processes (a line ran in a context when it did in any);
+    test), a negative number ``-N`` for a function it entered whose definition starts
+    on line ``N`` (``domain.blocks.FileBlocks.owners_of``), merged over the run's
+    processes (a line ran in a context when it did in any);
     ``recorders``: the recorders that wrote them (``sys.monitoring``, ``coverage.py``);
     ``problems``: why the recording cannot be trusted, one line each (empty when it can);
     ``unrecorded``: the tests whose lines are incomplete -> why (their entries leave the
@@ -230,7 +241,10 @@ def read_map_data(run_dir: Path) -> MapData:
     as is each ``problem`` line a recorder wrote. Blocking; never raises."""
     data = MapData()
     data_dir = run_dir / MAP_DATA_DIR
-    merged: dict[str, dict[str, set[int]]] = {}
+    # the recorder writes each context's lines sorted, once per process: a list is kept
+    # as it came, and only a context two processes wrote (xdist workers' imports) merged
+    merged: dict[str, dict[str, list[int]]] = {}
+    both: set[tuple[str, str]] = set()
     for path in sorted(data_dir.glob(MAP_FILE_GLOB)) if data_dir.is_dir() else []:
         try:
             records = [orjson.loads(line) for line in path.read_bytes().splitlines()]
@@ -246,7 +260,13 @@ def read_map_data(run_dir: Path) -> MapData:
             if "context" in record:
                 context = str(record["context"])
                 for number, lines in record["lines"]:
-                    merged.setdefault(paths[number], {}).setdefault(context, set()).update(lines)
+                    per = merged.setdefault(paths[number], {})
+                    known = per.get(context)
+                    if known is None:
+                        per[context] = lines
+                    else:
+                        per[context] = known + lines
+                        both.add((paths[number], context))
             elif "file" in record:
                 paths[int(record["file"])] = str(record["path"])
             elif "fixtures" in record:
@@ -257,7 +277,9 @@ def read_map_data(run_dir: Path) -> MapData:
                 data.problems.append(str(record["problem"]))
         if records[-1].get("end") is not True:
             data.problems.append(f"the recorder of pytest process {records[0].get('pid')} did not finish its file")
-    data.lines = {path: {c: sorted(lines) for c, lines in per.items()} for path, per in merged.items()}
+    for file, context in both:
+        merged[file][context] = sorted(set(merged[file][context]))
+    data.lines = merged
     return data
 
 
@@ -278,6 +300,8 @@ def changed_contexts(
         for context, lines in per_context.items():
             outside = "" if context.startswith(IMPORTING_CONTEXT) else context  # an import is outside tests
             for line in lines:
+                if line < 0:  # a function's entry, not a line (the changed files' lines are all written)
+                    continue
                 if outside not in contexts.setdefault(line, []):
                     contexts[line].append(outside)
         out[relative] = LineContexts(
@@ -372,8 +396,9 @@ def tests_blocks(
     (node id -> its fixture closure), and the blocks run outside tests (``RunBlocks``):
 
     * per test: for each file inside the root where the test's context ran lines, the
-      blocks owning those lines (the module-level block only when it ran module-level
-      lines: a module it imported during the test); its own test function's block (a
+      blocks owning those lines and the functions it entered (``domain.blocks.FileBlocks.owners_of``;
+      the module-level block only when it ran module-level lines: a module it imported
+      during the test); its own test function's block (a
       test file the project's coverage configuration leaves out, or a doctest: all of
       its file's blocks, since its fixtures and helpers ran unmeasured). A module-level
       change reaches it through the names it refers to (``names``, and its blocks'
@@ -432,7 +457,7 @@ def tests_blocks(
             # every file run outside tests gets its entry, empty or not: the map replaces what it held for it
             at_import.setdefault(path, set())
             into = at_import[path] if module is None else importing_blocks.setdefault(module, set())
-            for block in {blocks.owner(line) for line in lines}:
+            for block in blocks.owners_of(lines):
                 if block.first:
                     add(path, block, into)
     out: dict[str, Blocks] = {}
@@ -442,7 +467,7 @@ def tests_blocks(
         for path, lines in by_context.get(node_id, {}).items():
             blocks = blocks_of(path)
             if blocks is not None:
-                for block in {blocks.owner(line) for line in lines}:
+                for block in blocks.owners_of(lines):
                     add(path, block, found)
         path, function = node_function(node_id)
         own = blocks_of(path)

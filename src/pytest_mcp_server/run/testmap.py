@@ -246,9 +246,13 @@ class TestMap:
         fingerprint is its code); ``elements``: per file, the stat key and module-level
         elements to keep from now on (None: forget the file); ``pending``: the tests that
         did not run whose pending files are set (a test of ``ran`` has none)."""
-        entries = {node_id: (outcome, set(blocks)) for node_id, (outcome, blocks) in ran.items()}
+        gone = list(gone)
+        leaving = set(gone)  # a test both run and gone leaves the map
+        entries = {n: (outcome, set(blocks)) for n, (outcome, blocks) in ran.items() if n not in leaving}
         with self._transaction() as con:
-            code = self.import_code()
+            known_blocks = self.blocks()
+            old_code = self.import_code(known_blocks)
+            code = dict(old_code)
             for key, given in (import_code or {}).items():
                 if not given:
                     continue
@@ -260,19 +264,38 @@ class TestMap:
                 code[key] = frozenset(kept.union(*given.values()))
             for key in dropped:
                 code.pop(key, None)
+            block_ids = {block: block_id for block_id, block in known_blocks.items()}
             all_blocks = {block for _, blocks in entries.values() for block in blocks}.union(*code.values())
-            known = facts or {}
-            empty = BlockFacts(frozenset())
-            con.executemany(
-                "INSERT OR IGNORE INTO blocks (path, fingerprint, names, blind, qualname) VALUES (?, ?, ?, ?, ?)",
-                (
-                    (block[0], block[1], " ".join(sorted(fact.names)), fact.blind, fact.name)
-                    for block in all_blocks
-                    for fact in [known.get(block, empty)]
-                ),
-            )
-            block_ids = {block: block_id for block_id, block in self.blocks().items()}
+            new_blocks = [block for block in all_blocks if block not in block_ids]
+            if new_blocks:
+                known = facts or {}
+                empty = BlockFacts(frozenset())
+                last = max(known_blocks, default=0)
+                con.executemany(
+                    "INSERT INTO blocks (path, fingerprint, names, blind, qualname) VALUES (?, ?, ?, ?, ?)",
+                    (
+                        (block[0], block[1], " ".join(sorted(fact.names)), fact.blind, fact.name)
+                        for block in new_blocks
+                        for fact in [known.get(block, empty)]
+                    ),
+                )
+                # a new row's id is past every id there was (SQLite's rowid without AUTOINCREMENT)
+                rows = con.execute("SELECT id, path, fingerprint FROM blocks WHERE id > ?", (last,))
+                block_ids.update({(path, fingerprint): block_id for block_id, path, fingerprint in rows})
+            # the blocks that lost a reference: the rewritten and gone tests' old ones, the
+            # code run at import no longer kept; only those may now be referenced by nothing
+            lost: set[int] = set()
+            for node_id in [*entries, *gone]:
+                row = con.execute("SELECT blocks FROM tests WHERE node_id = ?", (node_id,)).fetchone()
+                if row is not None:
+                    lost.update(_unpack(row[0]))
+            for key, blocks in old_code.items():
+                if code.get(key) != blocks:
+                    lost.update(block_ids[block] for block in blocks)
             test_names = names or {}
+            packed_entries = {
+                node_id: [block_ids[block] for block in blocks] for node_id, (_, blocks) in entries.items()
+            }
             con.executemany(
                 "INSERT INTO tests (node_id, outcome, config, blocks, names, pending) VALUES (?, ?, ?, ?, ?, '') "
                 "ON CONFLICT (node_id) DO UPDATE SET outcome = excluded.outcome, config = excluded.config, "
@@ -282,10 +305,10 @@ class TestMap:
                         node_id,
                         outcome,
                         config,
-                        _pack(block_ids[block] for block in blocks),
+                        _pack(packed_entries[node_id]),
                         " ".join(sorted(set(test_names.get(node_id, ())))),
                     )
-                    for node_id, (outcome, blocks) in entries.items()
+                    for node_id, (outcome, _) in entries.items()
                 ),
             )
             con.executemany(
@@ -307,12 +330,16 @@ class TestMap:
                     if blocks
                 ),
             )
-            referenced: set[int] = set()
-            for (packed,) in con.execute("SELECT blocks FROM tests UNION ALL SELECT blocks FROM import_code"):
-                referenced.update(_unpack(packed))
-            con.executemany(
-                "DELETE FROM blocks WHERE id = ?", ((i,) for i in block_ids.values() if i not in referenced)
-            )
+            for ids in packed_entries.values():
+                lost.difference_update(ids)
+            for blocks in code.values():
+                lost.difference_update(block_ids[block] for block in blocks)
+            if lost:  # whether another test still refers to them: every entry read
+                for (packed,) in con.execute("SELECT blocks FROM tests"):
+                    lost.difference_update(_unpack(packed))
+                    if not lost:
+                        break
+            con.executemany("DELETE FROM blocks WHERE id = ?", ((i,) for i in lost))
             con.executemany(
                 "INSERT INTO files (path, stat, fingerprints) VALUES (?, ?, ?) "
                 "ON CONFLICT (path) DO UPDATE SET stat = excluded.stat, fingerprints = excluded.fingerprints",

@@ -9,22 +9,35 @@ collection, module-level code.
 
 Two recorders, one output:
 
-* ``MonitoringRecorder``, on Python 3.12+: ``sys.monitoring`` (PEP 669) under a tool id
+* ``MonitoringRecorder``, on Python 3.12+: ``sys.monitoring`` (PEP 669) under tool ids
   of its own (``TOOL_IDS``: ids no convention reserves; a debugger's, coverage.py's,
-  a profiler's and an optimizer's are never taken). ``PY_START`` switches ``LINE``
-  events on for the project's code objects only (``PY_START`` itself is then disabled for
-  good, code object by code object); each ``LINE`` callback records the line and returns
-  ``DISABLE``, so a line costs one callback per test; when a test ends, the code objects
-  that ran lines have their line events switched off and on again, which re-arms what
-  their callbacks disabled. ``sys.monitoring.restart_events()`` is not used: it would
-  re-arm every tool's disabled events in every code object (pytest's own functions'
-  ``PY_START`` each test, a coverage.py on sys.monitoring beside it). Code run in
-  another thread during a test is that test's. Outside tests, the lines run while a
-  project module is being imported are that import's (``IMPORTING``: the innermost
-  project ``<module>`` frame on the stack, found at each project module's start and
-  return, where the lines are re-armed as at a test's end); lines run with no project
-  module on the stack (collection hooks, ``pytest_generate_tests``) are the empty
-  context's.
+  a profiler's and an optimizer's are never taken). ``PY_START`` (the first tool's,
+  global) finds each of the project's code objects the first time it runs (then it is
+  disabled for good, code object by code object) and switches its events on:
+
+  - a function (a ``def``: its code object's name is not ``<...>``) outside the files of
+    ``FULL_LINES_FILE``, when the second tool id is free: ``PY_START`` and ``PY_RESUME``
+    of the second tool (and its global ``PY_THROW``, a generator thrown into). The first
+    of them in a test records the function's entry, written as the negative of its
+    ``co_firstlineno`` (its ``def`` line, or its first decorator's: where the server
+    finds that function's block), and returns ``DISABLE``. A function's block is what
+    the map keeps, and one callback per function per test costs far less than one per
+    line (a test of a command-line library runs some 75 functions and 500 lines);
+  - any other code object (a module, a class body, a lambda, a generator expression),
+    every code object of a file of ``FULL_LINES_FILE``, and every one when the second
+    tool id is taken: ``LINE`` events; each callback records the line and returns
+    ``DISABLE``, so a line costs one callback per test.
+
+  When a test ends, the code objects that recorded something have those events switched
+  off and on again, which re-arms what their callbacks disabled.
+  ``sys.monitoring.restart_events()`` is not used: it would re-arm every tool's disabled
+  events in every code object (pytest's own functions' ``PY_START`` each test, a
+  coverage.py on sys.monitoring beside it). Code run in another thread during a test is
+  that test's. Outside tests, what runs while a project module is being imported is that
+  import's (``IMPORTING``: the innermost project ``<module>`` frame on the stack, found at
+  each project module's start and return, where the events are re-armed as at a test's
+  end); what runs with no project module on the stack (collection hooks,
+  ``pytest_generate_tests``) is the empty context's.
 * ``CoverageRecorder``, before 3.12: coverage.py's C tracer through its API, one dynamic
   context per test, no data file; configured so that the project's settings cannot break
   the run (``COVERAGE_CORE=ctrace``, every coverage.py warning disabled and none raised
@@ -38,7 +51,8 @@ Each process writes ``DIR/map.<pid>.jsonl``, JSON lines (``MapFile``):
 * ``{"context": C, "lines": [[I, [line, ...]], ...]}``: the lines of context ``C`` (a
   test's node id, written when the test ends; ``IMPORTING`` + a module's absolute
   path: outside tests, while that module was being imported (sys.monitoring only),
-  and ``""``: outside any test otherwise, written last);
+  and ``""``: outside any test otherwise, written last), sorted; a negative number
+  ``-N`` is a function entered whose ``co_firstlineno`` is ``N`` (sys.monitoring only);
 * ``{"fixtures": C, "names": [name, ...]}``: test ``C``'s fixture closure (pytest's
   ``item.fixturenames``), before its lines;
 * ``{"unrecorded": C, "why": TEXT}`` when test ``C``'s lines are incomplete (before
@@ -72,7 +86,8 @@ TOOL_NAME = "pytest-mcp-server"
 """The name the recorder registers its sys.monitoring tool id under."""
 TOOL_IDS = (3, 4)
 """The sys.monitoring tool ids the recorder may take, in order: PEP 669 names 0 (debugger),
-1 (coverage), 2 (profiler) and 5 (optimizer); 3 and 4 are no one's by convention."""
+1 (coverage), 2 (profiler) and 5 (optimizer); 3 and 4 are no one's by convention. The
+first free one records lines; the second, when free too, functions' entries."""
 COVERAGE_WARNINGS = (
     "no-sysmon",
     "no-ctracer",
@@ -86,6 +101,9 @@ COVERAGE_WARNINGS = (
     "couldnt-parse",
 )
 """coverage.py's warning slugs (its docs, *Messages*), all disabled for the recorder."""
+CO_OPTIMIZED = 0x1
+"""The code flag of a function's code object (``inspect.CO_OPTIMIZED``): a module's and a
+class body's code lack it."""
 IMPORT_CONTEXT = ""
 """The context of lines run outside any test (and outside any project module's import,
 where the recorder can tell)."""
@@ -187,10 +205,12 @@ class MonitoringRecorder:
 
     name = "sys.monitoring"
 
-    def __init__(self, files: ProjectFiles, out: MapFile) -> None:
+    def __init__(self, files: ProjectFiles, out: MapFile, full_lines: Iterable[str] = ()) -> None:
         self.files = files
         self.out = out
+        self.full_lines = frozenset(full_lines)  # absolute paths whose every line is recorded
         self.tool: int | None = None
+        self.entry_tool: int | None = None  # the tool id of functions' entries (None: lines only)
         self.context = IMPORT_CONTEXT
         # (id of a code object, line): code objects are keyed by id, never by value (two
         # equal code objects of two files would be one), and kept alive in ``seen``
@@ -198,8 +218,8 @@ class MonitoringRecorder:
         # outside tests, per importing module (IMPORT_CONTEXT: none), written once at the end
         self.outside: dict[str, dict[str, set[int]]] = {}
         self.importing = IMPORT_CONTEXT  # the context of the lines run outside tests now
-        # id -> (code object, its project path or None, its local events)
-        self.seen: dict[int, tuple[Any, str | None, int]] = {}
+        # id -> (code object, its project path or None, its local events, their tool id)
+        self.seen: dict[int, tuple[Any, str | None, int, int]] = {}
         self.failed = False
         self.pending: str | None = None  # a problem met inside a callback, for the next switch
 
@@ -216,25 +236,40 @@ class MonitoringRecorder:
         set_local_events = mon.set_local_events
         seen = self.seen
         absolute = self.files.absolute
+        full_lines = self.full_lines
         add = self.hits.add
 
         module_events = line_event | events.PY_RETURN
+        entry_events = events.PY_START | events.PY_RESUME
         boundary = self._import_boundary
+        entry_tool = -1
+        if len(free) > 1:
+            try:
+                mon.use_tool_id(free[1], TOOL_NAME)
+                entry_tool = self.entry_tool = free[1]
+            except ValueError:  # taken since: lines only
+                pass
 
         def py_start(code: Any, offset: int) -> Any:
             key = id(code)
             if key not in seen:
                 path = absolute(code.co_filename)
                 module = code.co_name == "<module>"
-                wanted = module_events if module else line_event
-                seen[key] = (code, path, wanted)
+                wanted, by = (module_events if module else line_event), tool
+                # a def's code (a class body's is not optimized; a lambda's name is <lambda>)
+                function = code.co_flags & CO_OPTIMIZED and not code.co_name.startswith("<")
+                if entry_tool >= 0 and function and path not in full_lines:
+                    wanted, by = entry_events, entry_tool
+                seen[key] = (code, path, wanted, by)
                 if path is not None:
                     try:
-                        set_local_events(tool, code, wanted)
+                        set_local_events(by, code, wanted)
                     except ValueError:  # the tool id was freed under it (3.12 keeps calling back)
-                        seen[key] = (code, None, 0)
+                        seen[key] = (code, None, 0, by)
                         return disable
-                    if module and self.context == IMPORT_CONTEXT:
+                    if by == entry_tool:  # this start: the entry tool's events were not on yet
+                        add((key, -code.co_firstlineno))
+                    elif module and self.context == IMPORT_CONTEXT:
                         boundary(IMPORTING + path)
             return disable
 
@@ -247,10 +282,25 @@ class MonitoringRecorder:
             add((id(code), number))
             return disable
 
+        def entered(code: Any, offset: int) -> Any:
+            add((id(code), -code.co_firstlineno))
+            return disable
+
+        def thrown(code: Any, offset: int, exception: BaseException) -> None:
+            # a generator or coroutine thrown into runs on without PY_RESUME (cannot be disabled)
+            known = seen.get(id(code))
+            if known is not None and known[3] == entry_tool and known[1] is not None:
+                add((id(code), -code.co_firstlineno))
+
         mon.register_callback(tool, events.PY_START, py_start)
         mon.register_callback(tool, events.PY_RETURN, py_return)
         mon.register_callback(tool, events.LINE, line)
         mon.set_events(tool, events.PY_START)
+        if entry_tool >= 0:
+            mon.register_callback(entry_tool, events.PY_START, entered)
+            mon.register_callback(entry_tool, events.PY_RESUME, entered)
+            mon.register_callback(entry_tool, events.PY_THROW, thrown)
+            mon.set_events(entry_tool, events.PY_THROW)
 
     def _importing_from(self, frame: Any) -> str:
         """The context of the innermost project module being imported at ``frame`` and
@@ -305,17 +355,20 @@ class MonitoringRecorder:
                 out.setdefault(path, set()).add(number)
                 rearm.add(key)
         for key in rearm:
-            code, _, wanted = seen[key]
-            mon.set_local_events(self.tool, code, 0)
-            mon.set_local_events(self.tool, code, wanted)
+            code, _, wanted, by = seen[key]
+            mon.set_local_events(by, code, 0)
+            mon.set_local_events(by, code, wanted)
         return out
 
     def _still_ours(self) -> str | None:
         mon = sys.monitoring  # type: ignore[attr-defined]
-        if mon.get_tool(self.tool) != TOOL_NAME:
-            return f"its sys.monitoring tool id {self.tool} was freed or taken by other code"
-        if mon.get_events(self.tool) != mon.events.PY_START:
-            return f"the events of its sys.monitoring tool id {self.tool} were changed by other code"
+        for tool, events in ((self.tool, mon.events.PY_START), (self.entry_tool, mon.events.PY_THROW)):
+            if tool is None:
+                continue
+            if mon.get_tool(tool) != TOOL_NAME:
+                return f"its sys.monitoring tool id {tool} was freed or taken by other code"
+            if mon.get_events(tool) != events:
+                return f"the events of its sys.monitoring tool id {tool} were changed by other code"
         return None
 
     def switch(self, context: str) -> str | None:
@@ -344,13 +397,14 @@ class MonitoringRecorder:
     def finish(self) -> str | None:
         """Write the last lines and release the tool id; a problem as ``switch``'s."""
         problem = self.switch(IMPORT_CONTEXT)
-        if self.tool is not None:
-            mon = sys.monitoring  # type: ignore[attr-defined]
-            if mon.get_tool(self.tool) == TOOL_NAME:
-                mon.set_events(self.tool, 0)
-                for event in (mon.events.PY_START, mon.events.PY_RETURN, mon.events.LINE):
-                    mon.register_callback(self.tool, event, None)
-                mon.free_tool_id(self.tool)
+        mon = sys.monitoring  # type: ignore[attr-defined]
+        for tool in (self.tool, self.entry_tool):
+            if tool is not None and mon.get_tool(tool) == TOOL_NAME:
+                mon.set_events(tool, 0)
+                for event in (mon.events.PY_START, mon.events.PY_RETURN, mon.events.PY_RESUME, mon.events.LINE):
+                    mon.register_callback(tool, event, None)
+                mon.register_callback(tool, mon.events.PY_THROW, None)
+                mon.free_tool_id(tool)
         if not self.failed:
             for importing, lines in self.outside.items():
                 if importing != IMPORT_CONTEXT:
@@ -448,6 +502,18 @@ class CoverageRecorder:
         return None
 
 
+def _full_lines(directory: str) -> list[str]:
+    """The files of ``FULL_LINES_FILE`` in ``directory`` (none when it is missing or not a
+    list of paths: then functions' entries are recorded everywhere, which the server reads
+    as well; only a failure's suspects lose line detail)."""
+    try:
+        with open(os.path.join(directory, shared.FULL_LINES_FILE), encoding="utf-8") as f:
+            paths = json.load(f)
+    except (OSError, ValueError):
+        return []
+    return [os.path.normpath(p) for p in paths if isinstance(p, str)] if isinstance(paths, list) else []
+
+
 class Recording:
     """One process's recording: the recorder for this Python, its map file, and the
     rule that nothing it does fails a test (every error becomes the file's
@@ -459,7 +525,9 @@ class Recording:
         name = MonitoringRecorder.name if monitoring else CoverageRecorder.name
         self.out = MapFile(directory, name)
         self.recorder: MonitoringRecorder | CoverageRecorder | None = (
-            MonitoringRecorder(files, self.out) if monitoring else CoverageRecorder(files, self.out)
+            MonitoringRecorder(files, self.out, _full_lines(directory))
+            if monitoring
+            else CoverageRecorder(files, self.out)
         )
         try:
             self.recorder.start()

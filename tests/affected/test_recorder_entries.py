@@ -1,0 +1,133 @@
+"""The sys.monitoring recorder writes a function's run as its entry, and the blocks the
+server reads from that are the ones its lines give.
+
+Real pytest in a real CPython 3.12 virtualenv (``python312``) with the server's plugin
+recording (``--mcp-map-data``), its files read as an affected call reads them
+(``read_map_data``, ``tests_blocks``): once with functions written as entries (the
+default), once with the module named in ``FULL_LINES_FILE`` (every line written). Both
+must give each test the same blocks: decorated functions, a one-line nested function, a
+generator resumed by a later test, a lambda and a class body (lines either way).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+from pytest_mcp_server.domain.blocks import MODULE_BLOCK
+from pytest_mcp_server.run.events import PLUGIN_DIR
+from pytest_mcp_server.run.recording import MAP_DATA_DIR, read_blocks, read_map_data, write_full_lines
+from pytest_mcp_server.run.recording import tests_blocks as run_blocks
+
+MOD = """\
+import functools
+
+
+def deco(f):
+    @functools.wraps(f)
+    def wrapper(*args):
+        return f(*args)
+    return wrapper
+
+
+@deco
+@deco
+def decorated(x):
+    return x + 1
+
+
+def outer():
+    def inner(): return 4
+    return inner()
+
+
+def gen():
+    yield 1
+    yield 2
+
+
+def untouched():
+    return 0
+
+
+square = lambda x: x * x
+
+
+class Shape:
+    sides = 4
+
+    def area(self):
+        return self.sides * 2
+"""
+TESTS = """\
+from pkg import mod
+
+G = mod.gen()
+
+
+def test_decorated():
+    assert mod.decorated(1) == 2
+
+
+def test_outer():
+    assert mod.outer() == 4
+
+
+def test_gen_start():
+    assert next(G) == 1
+
+
+def test_gen_resume():
+    assert next(G) == 2
+
+
+def test_lambda():
+    assert mod.square(3) == 9
+
+
+def test_area():
+    assert mod.Shape().area() == 8
+"""
+
+
+def _record(root: Path, python: Path, run: Path, full_lines: list[str]) -> dict[str, set[str]]:
+    """Run the suite with the recorder into ``run``; each test's blocks, as names."""
+    (run / MAP_DATA_DIR).mkdir(parents=True)
+    write_full_lines(run, full_lines)
+    env = dict(os.environ, PYTHONPATH=str(PLUGIN_DIR))
+    argv = [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "pytest_mcp_server_events"]
+    done = subprocess.run([*argv, f"--mcp-map-data={run / MAP_DATA_DIR}"], cwd=root, env=env, capture_output=True)
+    assert done.returncode == 0, done.stdout.decode()[-2000:]
+    data = read_map_data(run)
+    assert data.problems == [] and data.recorders == ["sys.monitoring"]
+    entered = [n for per in data.lines[str(root / "pkg" / "mod.py")].values() for n in per if n < 0]
+    assert bool(entered) == (not full_lines)  # entries only where lines are not asked for
+    ids = [f"tests/test_mod.py::{name}" for name in TESTS.split("def ")[1:] for name in [name.split("(")[0]]]
+    blocks = run_blocks(data.lines, root, ids)
+    mod = read_blocks(root, "pkg/mod.py")
+    assert mod is not None
+    names = {b.fingerprint: b.name for b in [mod.module, *mod.functions]}
+    return {
+        t.split("::")[1]: {names[fp] for path, fp in found if path == "pkg/mod.py"} for t, found in blocks.tests.items()
+    }
+
+
+def test_a_functions_entry_gives_the_blocks_its_lines_give(tmp_path: Path, python312: Path):
+    root = tmp_path / "project"
+    (root / "pkg").mkdir(parents=True)
+    (root / "tests").mkdir()
+    (root / "pkg" / "__init__.py").write_text("")
+    (root / "pkg" / "mod.py").write_text(MOD)
+    (root / "tests" / "test_mod.py").write_text(TESTS)
+    entries = _record(root, python312, tmp_path / "entries", [])
+    lines = _record(root, python312, tmp_path / "lines", [str(root / "pkg" / "mod.py")])
+    assert entries == lines
+    assert entries == {
+        "test_decorated": {"deco.<locals>.wrapper", "decorated"},
+        "test_outer": {"outer", "outer.<locals>.inner"},
+        "test_gen_start": {"gen"},
+        "test_gen_resume": {"gen"},  # resumed: its entry again, in this test
+        "test_lambda": {MODULE_BLOCK},  # a lambda is module-level code
+        "test_area": {"Shape.area"},
+    }
