@@ -7,7 +7,10 @@ agent's uncommitted edits and measures, per commit, what a change-aware call sel
 whether that is safe, and how long the answer takes against a plain full run and
 pytest-testmon:
 
-* projects (``PROJECTS``): git directories already on this machine (``--mirrors``), each
+* projects (``PROJECTS``: more-itertools, marshmallow, attrs, click; attrs' logic lives
+  in class bodies and module tables and its ``__init__`` imports by a computed name,
+  click's examples call ``__import__`` with one): git directories already on this
+  machine (``--mirrors``), each
   cloned once (``git clone --shared``) into ``WORK/trees/<name>``. Their commits: the
   last ``--commits`` commits of the default branch's first-parent history that change
   a ``*.py`` file (``git log --first-parent -- '*.py'``), replayed oldest first. A merge
@@ -58,9 +61,12 @@ Usage::
                               [--server-src DIR] [--timeout S] [--json FILE] [--markdown FILE]
                               [--report-only]
 
-With ``--json``, rows and setup facts are appended as they come to ``FILE.rows.jsonl``
-and ``FILE.projects.jsonl``; ``--report-only`` rebuilds the table and the JSON from them
-after a run cut short.
+With ``--json``, rows and setup facts (per project: its branch tip, the first and last
+commit replayed, the pytest, pytest-testmon and coverage.py versions) are appended as
+they come to ``FILE.rows.jsonl`` and ``FILE.projects.jsonl``; ``--report-only`` rebuilds
+the table and the JSON from them after a run cut short. The JSON's ``provenance``
+(``pytest_mcp_server.bench.common.provenance``) names the server's commit: that of the
+``--server-src`` checkout when given, else this one (``meta.bench_commit``: this script's).
 """
 
 from __future__ import annotations
@@ -109,17 +115,20 @@ PROJECTS = (
     Spec("marshmallow", "marshmallow-code+marshmallow/repo", "dev", ("simplejson", "pytz")),
     # tests group less pytest-xdist (not used by its addopts) and mypy's plugin (its yml cases take minutes)
     Spec("attrs", "python-attrs+attrs/repo", "main", ("hypothesis", "pympler", "cloudpickle")),
+    # its tests group is pytest alone; its examples import by a computed name (``__import__``)
+    Spec("click", "pallets+click/repo", "main"),
 )
 TESTMON = mutation.TESTMON
 VERBOSE = re.compile(r"^(\S+::.+?) (?:PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)\b")
 """A verbose line of pytest's: ``tests/test_x.py::test_y[a b] SKIPPED (reason) [ 10%]``."""
 PLAIN = ("-m", "pytest", "-q", "-p", "no:cacheprovider", "-rfE", "--tb=no")
 TARGETS = {
-    "commits": "50 per project, >= 3 projects (suites of 5-120 s)",
+    "commits": "50 per project, >= 4 projects (suites of 1-120 s)",
     "safety_pct": 100.0,
     "median_time_ratio": "<= 0.25x on suites over 10 s, <= 0.5x on suites of 1-5 s",
     "nothing_changed_ratio": "<= 0.15x",
     "vs_testmon": "median time ratio below testmon's",
+    "all_selected_ratio": "<= 1.15x on Python 3.12+ (a call that selects every test)",
 }
 
 
@@ -343,6 +352,13 @@ class Project:
     facts: dict[str, Any] = field(default_factory=dict)
 
 
+def package_version(python: Path, distribution: str) -> str | None:
+    """The version of ``distribution`` installed for ``python`` (None: not installed)."""
+    code = f"from importlib import metadata; print(metadata.version({distribution!r}))"
+    done = subprocess.run([str(python), "-c", code], capture_output=True, text=True, check=False)
+    return done.stdout.strip() or None
+
+
 def setup(spec: Spec, args: argparse.Namespace) -> Project:
     """The tree at the branch tip, both venvs (made once), testmon's data file removed, old maps removed."""
     tree = tree_of(spec, args)
@@ -386,6 +402,15 @@ async def measure_project(spec: Spec, args: argparse.Namespace) -> tuple[Project
     project = setup(spec, args)
     commits = python_commits(project.root, spec.branch, args.commits_for.get(spec.name, args.commits))
     print(f"{spec.name}: {len(commits)} commits from {commits[0][0][:8]} to {commits[-1][0][:8]}", flush=True)
+    # what was replayed, with what: the JSON's provenance of the projects' side
+    project.facts["branch"] = spec.branch
+    project.facts["tip"] = git(project.root, "rev-parse", f"origin/{spec.branch}").strip()
+    project.facts["commits"] = [commits[0][0], commits[-1][0]]
+    project.facts["versions"] = {
+        "pytest": package_version(project.python, "pytest"),
+        "pytest-testmon": package_version(project.testmon_python, "pytest-testmon"),
+        "coverage (testmon's)": package_version(project.testmon_python, "coverage"),
+    }
     reset(project.root, commits[0][1])
     rows: list[Row] = []
     params = real_bugs.server_params(project, args.work, args.server_src)  # type: ignore[arg-type]
@@ -573,6 +598,10 @@ def figures(rows: list[Row], facts: dict[str, Any]) -> dict[str, Any]:
         "median_testmon_ratio": median(tm_ratio),
         "affected_faster_pct": pct(sum(r.affected_s < r.testmon_s for r in measured), len(measured)),
         "median_time_ratio_pytest_started": median([r.affected_s / r.plain_s for r in ran_pytest if r.plain_s]),
+        "all_selected_calls": sum(bool(r.total) and r.selected == r.total for r in measured),
+        "median_time_ratio_all_selected": median(
+            [r.affected_s / r.plain_s for r in measured if r.plain_s and r.total and r.selected == r.total]
+        ),
         "no_pytest_calls": len(nothing),
         "median_no_pytest_ratio": median([r.affected_s / r.plain_s for r in nothing if r.plain_s]),
         "median_no_pytest_s": median([r.affected_s for r in nothing]),
@@ -606,6 +635,8 @@ SPEC = [
     ("median testmon / plain", "median_testmon_ratio", "x", "affected below"),
     ("commits where affected is faster than testmon", "affected_faster_pct", " %", ""),
     ("median affected / plain, calls that started pytest", "median_time_ratio_pytest_started", "x", ""),
+    ("calls that selected every test", "all_selected_calls", "", ""),
+    ("median affected / plain, calls that selected every test", "median_time_ratio_all_selected", "x", "<= 1.15x"),
     ("answers without pytest", "no_pytest_calls", "", ""),
     ("median affected / plain, answers without pytest", "median_no_pytest_ratio", "x", "<= 0.15x"),
     ("calls selecting 0 that still started pytest", "zero_selected_pytest_started", "", ""),
@@ -745,7 +776,10 @@ def main(argv: list[str] | None = None) -> int:
         "seconds": round(time.monotonic() - start, 1),
         "facts": facts,
     }
-    measured = provenance(None if args.report_only else load_start, REPO)
+    # the server measured is --server-src's checkout when given (a worktree of the commit
+    # under test), else this one; this script's own commit goes in meta
+    meta["bench_commit"] = provenance(None, REPO)["commit"]
+    measured = provenance(None if args.report_only else load_start, args.server_src or REPO)
     mutation.write_report(args, markdown(summary, rows, meta), meta, summary, TARGETS, rows, measured)
     return 0
 
