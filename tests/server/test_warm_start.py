@@ -24,6 +24,7 @@ import psutil
 import pytest
 from helpers.interpreters import python_with
 from helpers.server_support import connect, pid_alive, run, typed_stdio_server, wait_until_gone
+from helpers.warm_support import answer, same_answer
 from mcp import StdioServerParameters
 
 CONFTEST = """
@@ -136,36 +137,8 @@ def server(root: Path, python: Path, artifacts: Path, marks: Path, *extra: str) 
     return params.model_copy(update={"env": env})
 
 
-VOLATILE = {"start", "stop", "duration"}
-
-
-def normalized(records: Path) -> list[dict]:
-    """The record stream without what differs per process or moment."""
-    out = []
-    for line in records.read_text().splitlines():
-        record = json.loads(line)
-        for key in VOLATILE:
-            record.pop(key, None)
-        out.append(record)
-    return out
-
-
 def sessions(marks: Path) -> list[dict]:
     return [json.loads(p.read_text()) for p in sorted(marks.glob("session-*.json"), key=lambda p: p.name.split("-")[2])]
-
-
-def answer(result) -> tuple[dict, list[dict]]:
-    content = result.structured_content
-    assert content is not None, result
-    return content, normalized(Path(content["report_path"]))
-
-
-def same_answer(warm: dict, cold: dict) -> None:
-    for key in ("status", "exit_code", "deselected"):
-        assert warm[key] == cold[key], key
-    assert warm["summary"]["counts"] == cold["summary"]["counts"]
-    assert [f["node_id"] for f in warm["summary"]["failures"]] == [f["node_id"] for f in cold["summary"]["failures"]]
-    assert warm["summary"]["failures"] == cold["summary"]["failures"]
 
 
 def spares_of(root: Path) -> list[psutil.Process]:
