@@ -174,3 +174,34 @@ def test_a_module_level_change_selects_the_tests_that_read_what_it_binds(tmp_pat
     only("helper_module", "tests/test_helpers.py::test_limit")
     unchanged, text = steps["unchanged"]
     assert unchanged.status == "no_tests" and unchanged.selection.pytest_started is None, text
+
+
+def test_a_deleted_conftest_whose_hook_ran_outside_tests_is_forgotten_after_the_call_that_saw_it_go(
+    tmp_path, project_python
+):
+    """attrs deleted its root conftest.py (a ``pytest_configure``): the code it ran at
+    configure, outside any test, stayed in the map's import code for good, so every later
+    call saw that file changed and selected every test (the history replay, 47 of 50
+    commits). The call that sees it gone runs what it reached; the next answers without
+    pytest."""
+    root = committed_project(
+        tmp_path / "gone",
+        {
+            **FILES,
+            "conftest.py": "def pytest_configure(config):\n    config.addinivalue_line('markers', 'slow: a slow test')\n",
+        },
+    )
+    artifacts = tmp_path / "artifacts"
+
+    async def body():
+        async with connect(server(root, artifacts, *TYPED, *project_python), "auto") as client:
+            first = await affected_run(client)
+            (root / "conftest.py").unlink()
+            deleted = await affected_run(client)
+            after = await affected_run(client)
+        return first, deleted, after
+
+    (first, text), (deleted, deleted_text), (after, after_text) = run(body)
+    assert ran(first) == (11, 0), text
+    assert ran(deleted) == (11, 0), deleted_text
+    assert after.status == "no_tests" and after.selection.pytest_started is None, after_text

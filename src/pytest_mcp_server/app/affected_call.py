@@ -300,7 +300,12 @@ async def refresh_map(
         test_map, _ = open_map(path)
         with test_map:
             # a module no longer there is imported by no one: its key would stay changed for good
-            dropped = [key for key in test_map.import_code() if key.module and not (runner.root / key.module).is_file()]
+            import_code = test_map.import_code()
+            dropped = [key for key in import_code if key.module and not (runner.root / key.module).is_file()]
+            # nor is a file no longer there run at import by anyone (a deleted conftest's hooks)
+            vanished = {
+                path for blocks in import_code.values() for path, _ in blocks if not (runner.root / path).is_file()
+            }
             filtered = params.markers or params.keywords or getattr(params, "last_failed", False)
             # a collection of only some tests (--lf in the project's options): those it did not find are not gone
             options = (plan.collection or {}).get("narrowing")
@@ -329,6 +334,7 @@ async def refresh_map(
                 files={**blocks.read, **plan.files},
                 import_code=blocks.import_code(),
                 dropped=dropped,
+                vanished=vanished,
                 whole_collection=not params.node_ids and not plan.narrowed,
                 names=blocks.names,
                 facts=blocks.facts,

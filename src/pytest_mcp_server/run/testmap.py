@@ -224,6 +224,7 @@ class TestMap:
         files: Mapping[str, tuple[str, Iterable[str]]] | None = None,
         import_code: Mapping[ImportKey, Mapping[str, Iterable[Block]]] | None = None,
         dropped: Iterable[ImportKey] = (),
+        vanished: Iterable[str] = (),
         whole_collection: bool = True,
         names: Mapping[str, Iterable[str]] | None = None,
         facts: Mapping[Block, BlockFacts] | None = None,
@@ -239,7 +240,9 @@ class TestMap:
         forget them); an ``importing`` key's blocks are replaced whole (what this run's
         import of the module ran); ``EVERY_TEST`` only adds when the run collected only
         some files (``whole_collection`` False: the collection hooks it did not run for
-        the other files ran what they ran before); the keys of ``dropped`` are removed;
+        the other files ran what they ran before); the keys of ``dropped`` are removed,
+        and the blocks of the files of ``vanished`` (no longer in the project: nothing can
+        run them again, and kept they would read as changed at every call) leave every key;
         blocks no test or key refers to any more are removed, and the files without
         blocks. ``names``: the names each test of ``ran`` refers to beside its blocks';
         ``facts``: the facts of the blocks written (a block's never change: its
@@ -264,6 +267,9 @@ class TestMap:
                 code[key] = frozenset(kept.union(*given.values()))
             for key in dropped:
                 code.pop(key, None)
+            gone_files = set(vanished)
+            if gone_files:
+                code = {key: frozenset(b for b in blocks if b[0] not in gone_files) for key, blocks in code.items()}
             block_ids = {block: block_id for block_id, block in known_blocks.items()}
             all_blocks = {block for _, blocks in entries.values() for block in blocks}.union(*code.values())
             new_blocks = [block for block in all_blocks if block not in block_ids]
