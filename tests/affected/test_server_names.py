@@ -188,7 +188,9 @@ def test_a_deleted_conftest_whose_hook_ran_outside_tests_is_forgotten_after_the_
         tmp_path / "gone",
         {
             **FILES,
-            "conftest.py": "def pytest_configure(config):\n    config.addinivalue_line('markers', 'slow: a slow test')\n",
+            "conftest.py": (
+                "def pytest_configure(config):\n    config.addinivalue_line('markers', 'slow: a slow test')\n"
+            ),
         },
     )
     artifacts = tmp_path / "artifacts"
