@@ -202,7 +202,7 @@ def shards() -> Figure:
 
 
 def suite_answer() -> Figure:
-    name = "suite-b2fce5b.json"
+    name = "suite.json"
     doc = load(name)
     mcp = one_row(doc, name, way="mcp")
     plain = one_row(doc, name, way="pytest")
