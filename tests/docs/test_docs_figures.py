@@ -71,8 +71,8 @@ AWAITING_REMEASUREMENT = {
 """TEMPORARY (issue 41, item 3): the headline results files saved before results recorded
 their provenance. Their figures are to be measured again at the current main; each file
 leaves this set when its new measurement is saved, and the set is then empty and goes.
-Left: the mutation replay (section 10, about 75 minutes on this machine). A file listed here that records its provenance fails the test
-too, so the list only shrinks. Nothing about these files is made up meanwhile: the README
+Left: the mutation replay (section 10, about 75 minutes on this machine). A file listed
+here that records its provenance fails the test too, so the list only shrinks. Nothing about these files is made up meanwhile: the README
 shows "not recorded"."""
 
 
