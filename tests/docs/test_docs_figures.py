@@ -72,8 +72,8 @@ AWAITING_REMEASUREMENT = {
 their provenance. Their figures are to be measured again at the current main; each file
 leaves this set when its new measurement is saved, and the set is then empty and goes.
 Left: the mutation replay (section 10, about 75 minutes on this machine). A file listed
-here that records its provenance fails the test too, so the list only shrinks. Nothing about these files is made up meanwhile: the README
-shows "not recorded"."""
+here that records its provenance fails the test too, so the list only shrinks. Nothing
+about these files is made up meanwhile: the README shows "not recorded"."""
 
 
 def test_every_headline_records_its_commit_date_machine_and_load() -> None:
