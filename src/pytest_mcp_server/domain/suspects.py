@@ -230,13 +230,12 @@ def rank_suspects(
                 # code run at import (a constant, a table built once, a function a
                 # decorator or a module-level call runs): it ran before every test of
                 # the run and may shape any of them
-                failing = {t for t, o in outcomes.items() if o in FAILING_OUTCOMES}
-                passing = {t for t, o in outcomes.items() if o in PASSING_OUTCOMES}
+                failing, passing = _every_test(outcomes)
                 by = "import"
             if not failing:
                 continue
-            score = len(failing) / math.sqrt(failing_total * (len(failing) + len(passing)))
-            text = ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in line_ranges(hunk.lines))
+            score = _ochiai(len(failing), len(passing), failing_total)
+            text = _ranges_text(hunk.lines)
             suspect = Suspect(
                 path=path,
                 lines=text,
@@ -428,15 +427,14 @@ def rank_recorded(
         failing = {t for t in ran if outcomes.get(t) in FAILING_OUTCOMES}
         passing = {t for t in ran if outcomes.get(t) in PASSING_OUTCOMES}
         if not failing and hunk.function is not None and (hunk.path, hunk.function) in recorded.at_import:
-            failing = {t for t, o in outcomes.items() if o in FAILING_OUTCOMES}
-            passing = {t for t, o in outcomes.items() if o in PASSING_OUTCOMES}
+            failing, passing = _every_test(outcomes)
             by = "map_import"
         if not failing:
             continue
-        score = len(failing) / math.sqrt(failing_total * (len(failing) + len(passing)))
+        score = _ochiai(len(failing), len(passing), failing_total)
         suspect = Suspect(
             path=hunk.path,
-            lines=", ".join(str(a) if a == b else f"{a}-{b}" for a, b in line_ranges(hunk.lines)),
+            lines=_ranges_text(hunk.lines),
             failing=len(failing),
             passing=len(passing),
             failing_total=failing_total,
@@ -447,3 +445,22 @@ def rank_recorded(
         scored.append((-score, -len(failing), hunk.path, hunk.lines[0], suspect))
     scored.sort(key=lambda s: s[:4])
     return [s[4] for s in scored[:limit]]
+
+
+def _every_test(outcomes: Mapping[str, str]) -> tuple[set[str], set[str]]:
+    """The failing and the passing tests of a run (node id -> outcome): what code run at
+    import ran before, all of them."""
+    failing = {t for t, o in outcomes.items() if o in FAILING_OUTCOMES}
+    passing = {t for t, o in outcomes.items() if o in PASSING_OUTCOMES}
+    return failing, passing
+
+
+def _ochiai(failing: int, passing: int, failing_total: int) -> float:
+    """Ochiai's suspiciousness of code run by ``failing`` failing and ``passing`` passing
+    tests, of ``failing_total`` failing in the run (Abreu et al., 2007): 0.0 to 1.0."""
+    return failing / math.sqrt(failing_total * (failing + passing))
+
+
+def _ranges_text(lines: Iterable[int]) -> str:
+    """``[3, 4, 5, 9]`` -> ``"3-5, 9"``."""
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in line_ranges(lines))
