@@ -602,6 +602,26 @@ def test_docstrings_name_modules_functions_and_files_that_exist() -> None:
     assert not problems, report(problems, "names in the package's docstrings that do not resolve")
 
 
+
+def test_format_numbers_in_the_text_are_the_ones_written() -> None:
+    """A file format number spelled out in the package's text or the docs (``{"format":
+    3, ...}`` in the recorder's docstring while it wrote 4) is the one the code writes:
+    the recorder's map files are the only JSON with a ``format`` number the package
+    writes (``pytest_mcp_server_shared.RECORDER_FORMAT``)."""
+    from pytest_mcp_server.run.pytest_plugin.pytest_mcp_server_shared import RECORDER_FORMAT
+
+    spelled = re.compile(r'"format":\s*(\d+)')
+    problems = []
+    files = [*sorted(PACKAGE_DIR.rglob("*.py")), *(ROOT / doc.name for doc in all_docs())]
+    for path in files:
+        text = path.read_text(encoding="utf-8")
+        for m in spelled.finditer(text):
+            if int(m.group(1)) != RECORDER_FORMAT:
+                where = f"{path.relative_to(ROOT)}:{text.count(chr(10), 0, m.start()) + 1}"
+                problems.append(f"{where}: {m.group()} where the recorder writes format {RECORDER_FORMAT}")
+    assert not problems, "\n".join(problems)
+
+
 # --- options -----------------------------------------------------------------------------
 
 

@@ -340,6 +340,7 @@ FOREIGN_IDENTIFIERS = {
     "mcp_types",  # the MCP SDK's module
     "TokenVerifier",  # the MCP SDK's protocol (ours: BearerTokenVerifier)
     "restart_events",  # sys.monitoring's
+    "_get_teardown_reports",  # pytest's terminal reporter (benches/RESULTS.md section 3)
     "lru_cache",  # functools'
     "TerminateProcess",  # the Windows API call that psutil's kill makes there
     "_warmup_i18n",  # humanize's fixture (RESULTS section 10)

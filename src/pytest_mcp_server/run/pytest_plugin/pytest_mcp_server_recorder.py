@@ -46,7 +46,8 @@ Two recorders, one output:
 
 Each process writes ``DIR/map.<pid>.jsonl``, JSON lines (``MapFile``):
 
-* first ``{"format": 3, "recorder": "sys.monitoring" | "coverage.py", "pid": N}``;
+* first ``{"format": FORMAT, "recorder": "sys.monitoring" | "coverage.py", "pid": N}``
+  (``FORMAT``: ``pytest_mcp_server_shared.RECORDER_FORMAT``);
 * ``{"file": I, "path": P}`` before the first use of file number ``I`` (``P`` absolute);
 * ``{"context": C, "lines": [[I, [line, ...]], ...]}``: the lines of context ``C`` (a
   test's node id, written when the test ends; ``IMPORTING`` + a module's absolute
