@@ -602,7 +602,6 @@ def test_docstrings_name_modules_functions_and_files_that_exist() -> None:
     assert not problems, report(problems, "names in the package's docstrings that do not resolve")
 
 
-
 def test_format_numbers_in_the_text_are_the_ones_written() -> None:
     """A file format number spelled out in the package's text or the docs (``{"format":
     3, ...}`` in the recorder's docstring while it wrote 4) is the one the code writes:
