@@ -164,7 +164,7 @@ class AnswerFirst:
         from pytest_mcp_server.app import affected_call
         from pytest_mcp_server.run.recording import MapData
 
-        self.saved = {n: getattr(affected_call, n) for n in ("skip_options", "write_full_lines", "refresh_map")}
+        self.saved = {n: getattr(affected_call, n) for n in ("skip_options", "write_line_spans", "refresh_map")}
         skip_options = self.saved["skip_options"]
 
         def unmeasured(*args: Any, **kwargs: Any) -> Any:
@@ -174,7 +174,7 @@ class AnswerFirst:
             return MapData()
 
         affected_call.skip_options = unmeasured
-        affected_call.write_full_lines = lambda *args: None
+        affected_call.write_line_spans = lambda *args: None
         affected_call.refresh_map = no_refresh
 
     def __exit__(self, *exc: object) -> None:

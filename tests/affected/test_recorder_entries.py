@@ -4,9 +4,11 @@ server reads from that are the ones its lines give.
 Real pytest in a real CPython 3.12 virtualenv (``python312``) with the server's plugin
 recording (``--mcp-map-data``), its files read as an affected call reads them
 (``read_map_data``, ``tests_blocks``): once with functions written as entries (the
-default), once with the module named in ``FULL_LINES_FILE`` (every line written). Both
-must give each test the same blocks: decorated functions, a one-line nested function, a
-generator resumed by a later test, a lambda and a class body (lines either way).
+default), once with the module named in ``LINE_SPANS_FILE`` with None (every line
+written), once with one span (the lines of the function starting in it, and of the
+function nested in it; entries elsewhere). All three must give each test the same
+blocks: decorated functions, a one-line nested function, a generator resumed by a later
+test, a lambda and a class body (lines either way).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from pathlib import Path
 
 from pytest_mcp_server.domain.blocks import MODULE_BLOCK
 from pytest_mcp_server.run.events import PLUGIN_DIR
-from pytest_mcp_server.run.recording import MAP_DATA_DIR, read_blocks, read_map_data, write_full_lines
+from pytest_mcp_server.run.recording import MAP_DATA_DIR, read_blocks, read_map_data, write_line_spans
 from pytest_mcp_server.run.recording import tests_blocks as run_blocks
 
 MOD = """\
@@ -91,26 +93,31 @@ def test_area():
 """
 
 
-def _record(root: Path, python: Path, run: Path, full_lines: list[str]) -> dict[str, set[str]]:
-    """Run the suite with the recorder into ``run``; each test's blocks, as names."""
+def _record(
+    root: Path, python: Path, run: Path, spans: list[tuple[int, int]] | None | str
+) -> tuple[dict[str, set[str]], set[int]]:
+    """Run the suite with the recorder into ``run``, ``mod.py``'s spans named in
+    ``LINE_SPANS_FILE`` (``"none"``: the module not named); each test's blocks as names,
+    and the lines of ``mod.py`` written for any context (an entry as its negative)."""
     (run / MAP_DATA_DIR).mkdir(parents=True)
-    write_full_lines(run, full_lines)
+    module = str(root / "pkg" / "mod.py")
+    write_line_spans(run, {} if spans == "none" else {module: spans})
     env = dict(os.environ, PYTHONPATH=str(PLUGIN_DIR))
     argv = [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "pytest_mcp_server_events"]
     done = subprocess.run([*argv, f"--mcp-map-data={run / MAP_DATA_DIR}"], cwd=root, env=env, capture_output=True)
     assert done.returncode == 0, done.stdout.decode()[-2000:]
     data = read_map_data(run)
     assert data.problems == [] and data.recorders == ["sys.monitoring"]
-    entered = [n for per in data.lines[str(root / "pkg" / "mod.py")].values() for n in per if n < 0]
-    assert bool(entered) == (not full_lines)  # entries only where lines are not asked for
+    written = {n for per in data.lines[module].values() for n in per}
     ids = [f"tests/test_mod.py::{name}" for name in TESTS.split("def ")[1:] for name in [name.split("(")[0]]]
     blocks = run_blocks(data.lines, root, ids)
     mod = read_blocks(root, "pkg/mod.py")
     assert mod is not None
     names = {b.fingerprint: b.name for b in [mod.module, *mod.functions]}
-    return {
+    by_test = {
         t.split("::")[1]: {names[fp] for path, fp in found if path == "pkg/mod.py"} for t, found in blocks.tests.items()
     }
+    return by_test, written
 
 
 def test_a_functions_entry_gives_the_blocks_its_lines_give(tmp_path: Path, python312: Path):
@@ -120,9 +127,11 @@ def test_a_functions_entry_gives_the_blocks_its_lines_give(tmp_path: Path, pytho
     (root / "pkg" / "__init__.py").write_text("")
     (root / "pkg" / "mod.py").write_text(MOD)
     (root / "tests" / "test_mod.py").write_text(TESTS)
-    entries = _record(root, python312, tmp_path / "entries", [])
-    lines = _record(root, python312, tmp_path / "lines", [str(root / "pkg" / "mod.py")])
-    assert entries == lines
+    outer = (MOD.splitlines().index("def outer():") + 1, MOD.splitlines().index("def gen():") - 1)
+    entries, entries_written = _record(root, python312, tmp_path / "entries", "none")
+    lines, lines_written = _record(root, python312, tmp_path / "lines", None)
+    spanned, spanned_written = _record(root, python312, tmp_path / "spans", [outer])
+    assert entries == lines == spanned
     assert entries == {
         "test_decorated": {"deco.<locals>.wrapper", "decorated"},
         "test_outer": {"outer", "outer.<locals>.inner"},
@@ -131,3 +140,11 @@ def test_a_functions_entry_gives_the_blocks_its_lines_give(tmp_path: Path, pytho
         "test_lambda": {MODULE_BLOCK},  # a lambda is module-level code
         "test_area": {"Shape.area"},
     }
+    # what was written: entries for every function, or lines for every one, or lines for
+    # outer and the function nested in it and entries for the others
+    decorated, gen = MOD.splitlines().index("@deco") + 1, outer[1] + 2
+    inner_body = outer[0] + 1
+    assert -outer[0] in entries_written and -gen in entries_written and inner_body not in entries_written
+    assert not any(n < 0 for n in lines_written) and inner_body in lines_written
+    assert inner_body in spanned_written and -outer[0] not in spanned_written and -inner_body not in spanned_written
+    assert -decorated in spanned_written and -gen in spanned_written and gen + 1 not in spanned_written

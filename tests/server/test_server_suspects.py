@@ -28,6 +28,7 @@ from pytest_mcp_server.domain.suspects import (
     node_id_of_context,
     rank_suspects,
     source_shape,
+    spans_to_record,
 )
 from pytest_mcp_server.domain.tools import ExecuteResult
 from pytest_mcp_server.engine.coverage_reports import LineContexts
@@ -415,6 +416,23 @@ def test_contexts_functions_and_multi_line_statements():
     # lines 8-10 belong to the statement of line 7 (coverage.py records it there)
     assert {line: shape.statement_start[line] for line in (8, 9, 10)} == {8: 7, 9: 7, 10: 7}
     assert source_shape("def broken(:\n").functions == []
+
+
+def test_an_affected_run_records_the_lines_of_the_functions_holding_the_change():
+    """The spans whose functions' lines an affected run records (``spans_to_record``):
+    the outermost function holding each changed line or deletion, decorators included;
+    module-level and class-body code adds none (the recorder writes it line by line
+    anyway); every line of a new file or of one that does not parse."""
+    source = (
+        "import x\n\n@dec\ndef f():\n    def g():\n        return 1\n    return g()\n\n"
+        "Y = 2\n\nclass C:\n    a = 1\n\n    def m(self):\n        return 2\n"
+    )
+    in_nested_at_module_and_in_method = ChangedLines(ranges={"p.py": [(6, 6), (9, 9), (15, 15)]})
+    assert spans_to_record(in_nested_at_module_and_in_method, "p.py", source) == [(3, 7), (14, 15)]
+    assert spans_to_record(ChangedLines(deletions={"p.py": [7]}), "p.py", source) == [(3, 7)]
+    assert spans_to_record(ChangedLines(ranges={"p.py": [(12, 12)]}), "p.py", source) == []
+    assert spans_to_record(ChangedLines(new_files={"p.py"}), "p.py", source) is None
+    assert spans_to_record(ChangedLines(ranges={"p.py": [(1, 1)]}), "p.py", "def broken(:\n") is None
 
 
 def test_a_change_inside_a_multi_line_statement_is_counted_at_its_first_line():

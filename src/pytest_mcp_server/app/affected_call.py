@@ -64,6 +64,7 @@ from pytest_mcp_server.domain.selection import (
     select_affected,
     selection_of,
 )
+from pytest_mcp_server.domain.suspects import spans_to_record
 from pytest_mcp_server.domain.tools import ExecuteParams, ExecuteResult, SelectionParams
 from pytest_mcp_server.engine.models import Budgets, ReportSummary
 from pytest_mcp_server.run.argv import RECORDS_FILE, discover_argv
@@ -82,7 +83,7 @@ from pytest_mcp_server.run.recording import (
     read_map_data,
     skip_options,
     tests_blocks,
-    write_full_lines,
+    write_line_spans,
 )
 from pytest_mcp_server.run.testmap import map_path, open_map
 
@@ -218,12 +219,13 @@ async def execute_affected(
             # what this call read stays in the map: the next call need not read it again
             await anyio.to_thread.run_sync(keep_reads, path, state)
             return await answer_without_pytest(runner, params, interp, state, run_dir, options)
-        # what changed since HEAD, before the run: its files' lines are recorded whole (a
-        # failure's suspects are ranked by them), and the suspects take it from here
+        # what changed since HEAD, before the run: the functions holding it are recorded line
+        # by line (a failure's suspects are ranked by their lines), and the suspects take it from here
         changed = await changed_lines(runner.root)
         if changed is None:  # no git: the functions the map saw change stand for the diff
             changed = await anyio.to_thread.run_sync(changed_code, runner.root, state.changed_files)
-        await anyio.to_thread.run_sync(write_full_lines, run_dir, full_lines_files(runner.root, state, changed))
+        spans = await anyio.to_thread.run_sync(line_spans, runner.root, changed)
+        await anyio.to_thread.run_sync(write_line_spans, run_dir, spans)
         narrowed = narrowed_files(runner.root, state, found)
         run_params = params.model_copy(update={"node_ids": narrowed}) if narrowed else params
         # a run given paths resolves the rootdir and ini file of the last full collection
@@ -348,14 +350,23 @@ async def refresh_map(
     return data
 
 
-def full_lines_files(root: Path, state: MapState, changed: ChangedLines) -> list[str]:
-    """The files whose every line run an affected run records (absolute paths, sorted):
-    those ``changed`` touches (git's diff, else the functions the map saw change: what a
-    failure's suspects are ranked by), those with a block the map no longer holds, and
-    those whose stat changed since the map read them. Elsewhere the recorder may write a
-    function's entry for its lines (``run.pytest_plugin.pytest_mcp_server_recorder``)."""
-    relative = {*changed.touched(), *state.changed_files, *state.read, *state.elements}
-    return sorted(str(root / path) for path in relative)
+def line_spans(root: Path, changed: ChangedLines) -> dict[str, list[tuple[int, int]] | None]:
+    """Where an affected run records the lines functions run rather than their entries
+    (``run.recording.write_line_spans``): for each file ``changed`` touches (git's diff,
+    else the functions the map saw change: what a failure's suspects are ranked by), by
+    absolute path, the spans of the functions holding its changes
+    (``domain.suspects.spans_to_record``), or None (every function) for a new file and
+    for one that cannot be read. Elsewhere a function's run is written as its entry,
+    which gives the map the same blocks (tests/affected/test_recorder_entries.py)."""
+    out: dict[str, list[tuple[int, int]] | None] = {}
+    for path in changed.touched():
+        try:
+            source = (root / path).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            out[str(root / path)] = None
+            continue
+        out[str(root / path)] = spans_to_record(changed, path, source)
+    return out
 
 
 def _in_scope(node_id: str, scope: list[str]) -> bool:

@@ -262,6 +262,28 @@ def _changed_lines(changed: ChangedLines, path: str, source: str) -> list[int]:
     return sorted(set(lines))
 
 
+def spans_to_record(changed: ChangedLines, path: str, source: str) -> list[tuple[int, int]] | None:
+    """The line spans of ``path`` (relative to the root, as ``changed`` names it) whose
+    functions an ``affected`` run records line by line, for ``rank_suspects``: for each
+    line ``_changed_lines`` names, the outermost function or method holding it, as
+    ``(first, last)`` (decorators included: a decorated function's code starts on its
+    first decorator), ascending. A function nested in one of them lies inside its span.
+    ``rank_suspects`` reads no other function's lines: a changed line, the function
+    holding it, or module-level code (which the recorder writes line by line anyway).
+    None (every line) for a new file, and for a source that does not parse."""
+    if path in changed.new_files:
+        return None
+    shape = source_shape(source)
+    if not shape.functions and not shape.statements and source.strip():
+        return None  # it does not parse: what runs of it is unknown here
+    spans: set[tuple[int, int]] = set()
+    for line in _changed_lines(changed, path, source):
+        holding = [span for span in shape.functions if span[0] <= line <= span[1]]
+        if holding:
+            spans.add(max(holding, key=lambda span: span[1] - span[0]))
+    return sorted(spans)
+
+
 def _tests_of(
     lines: Iterable[int], contexts: Mapping[int, tuple[str, ...]], outcomes: Mapping[str, str]
 ) -> tuple[set[str], set[str]]:

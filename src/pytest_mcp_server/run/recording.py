@@ -25,7 +25,7 @@ import os
 import threading
 import tomllib
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,9 +44,9 @@ from pytest_mcp_server.run.events import PLUGIN_DIR
 from pytest_mcp_server.run.interpreter import Interpreter
 from pytest_mcp_server.run.pytest_plugin.pytest_mcp_server_shared import (
     COLLECTED_GLOB,
-    FULL_LINES_FILE,
     HASH_CHARS,
     IMPORTING,
+    LINE_SPANS_FILE,
     MAP_FILE_GLOB,
     RECORDER_FORMAT,
     SKIP_FILE,
@@ -101,12 +101,15 @@ def skip_options(directory: Path, skip: Iterable[str], environment: Mapping[str,
     return options
 
 
-def write_full_lines(directory: Path, paths: Iterable[str]) -> None:
+def write_line_spans(directory: Path, spans: Mapping[str, Sequence[tuple[int, int]] | None]) -> None:
     """Name to the recorder of an affected run in ``directory`` (``skip_options``'s, with
-    ``measure``) the files whose every line run it records (``FULL_LINES_FILE`` in its
-    ``map`` subdirectory: absolute paths); elsewhere a function's run may be written as its
+    ``measure``) where it writes the lines functions run rather than their entries
+    (``LINE_SPANS_FILE`` in its ``map`` subdirectory): absolute path -> None (every
+    function of the file) or the ``(first, last)`` spans whose functions' lines it writes
+    (``domain.suspects.spans_to_record``). Elsewhere a function's run may be written as its
     entry (the recorder module's docstring). Without the file, entries everywhere."""
-    (directory / MAP_DATA_DIR / FULL_LINES_FILE).write_bytes(orjson.dumps(list(paths)))
+    data = {path: None if found is None else [list(span) for span in found] for path, found in spans.items()}
+    (directory / MAP_DATA_DIR / LINE_SPANS_FILE).write_bytes(orjson.dumps(data))
 
 
 @dataclass(frozen=True)

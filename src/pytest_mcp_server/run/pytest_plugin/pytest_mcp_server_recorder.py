@@ -15,8 +15,9 @@ Two recorders, one output:
   global) finds each of the project's code objects the first time it runs (then it is
   disabled for good, code object by code object) and switches its events on:
 
-  - a function (a ``def``: its code object's name is not ``<...>``) outside the files of
-    ``FULL_LINES_FILE``, when the second tool id is free: ``PY_START`` and ``PY_RESUME``
+  - a function (a ``def``: its code object's name is not ``<...>``) that ``LINE_SPANS_FILE``
+    does not name (its file is not there, or its ``co_firstlineno`` lies in none of the
+    file's spans), when the second tool id is free: ``PY_START`` and ``PY_RESUME``
     of the second tool (and its global ``PY_THROW``, a generator thrown into). The first
     of them in a test records the function's entry, written as the negative of its
     ``co_firstlineno`` (its ``def`` line, or its first decorator's: where the server
@@ -24,9 +25,10 @@ Two recorders, one output:
     the map keeps, and one callback per function per test costs far less than one per
     line (a test of a command-line library runs some 75 functions and 500 lines);
   - any other code object (a module, a class body, a lambda, a generator expression),
-    every code object of a file of ``FULL_LINES_FILE``, and every one when the second
-    tool id is taken: ``LINE`` events; each callback records the line and returns
-    ``DISABLE``, so a line costs one callback per test.
+    every function ``LINE_SPANS_FILE`` names (the changed code, whose lines a failure's
+    suspects are ranked by), and every one when the second tool id is taken: ``LINE``
+    events; each callback records the line and returns ``DISABLE``, so a line costs one
+    callback per test.
 
   When a test ends, the code objects that recorded something have those events switched
   off and on again, which re-arms what their callbacks disabled.
@@ -74,7 +76,7 @@ import os
 import sys
 import warnings
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 try:
     import pytest_mcp_server_shared as shared  # type: ignore[import-not-found]  # beside this file, on the child's path
@@ -111,6 +113,10 @@ where the recorder can tell)."""
 IMPORTING: str = shared.IMPORTING
 """The prefix of the context of lines run outside tests while a project module was
 being imported: ``IMPORTING`` + the module's absolute path (no node id starts with ``<``)."""
+if TYPE_CHECKING:  # annotations only: the project's interpreter may be older than the server's
+    # LINE_SPANS_FILE as the recorder reads it: absolute path -> None (every function's
+    # lines) or the (first, last) spans whose functions' lines are recorded
+    LineSpans = dict[str, tuple[tuple[int, int], ...] | None]
 
 
 class MapFile:
@@ -206,10 +212,11 @@ class MonitoringRecorder:
 
     name = "sys.monitoring"
 
-    def __init__(self, files: ProjectFiles, out: MapFile, full_lines: Iterable[str] = ()) -> None:
+    def __init__(self, files: ProjectFiles, out: MapFile, line_spans: LineSpans | None = None) -> None:
         self.files = files
         self.out = out
-        self.full_lines = frozenset(full_lines)  # absolute paths whose every line is recorded
+        # absolute path -> None (every function's lines) or the spans whose functions' lines are recorded
+        self.line_spans: LineSpans = dict(line_spans or {})
         self.tool: int | None = None
         self.entry_tool: int | None = None  # the tool id of functions' entries (None: lines only)
         self.context = IMPORT_CONTEXT
@@ -237,7 +244,7 @@ class MonitoringRecorder:
         set_local_events = mon.set_local_events
         seen = self.seen
         absolute = self.files.absolute
-        full_lines = self.full_lines
+        line_spans = self.line_spans
         add = self.hits.add
 
         module_events = line_event | events.PY_RETURN
@@ -259,7 +266,7 @@ class MonitoringRecorder:
                 wanted, by = (module_events if module else line_event), tool
                 # a def's code (a class body's is not optimized; a lambda's name is <lambda>)
                 function = code.co_flags & CO_OPTIMIZED and not code.co_name.startswith("<")
-                if entry_tool >= 0 and function and path not in full_lines:
+                if entry_tool >= 0 and function and not _lines_asked(line_spans, path, code.co_firstlineno):
                     wanted, by = entry_events, entry_tool
                 seen[key] = (code, path, wanted, by)
                 if path is not None:
@@ -503,16 +510,39 @@ class CoverageRecorder:
         return None
 
 
-def _full_lines(directory: str) -> list[str]:
-    """The files of ``FULL_LINES_FILE`` in ``directory`` (none when it is missing or not a
-    list of paths: then functions' entries are recorded everywhere, which the server reads
-    as well; only a failure's suspects lose line detail)."""
+def _lines_asked(line_spans: LineSpans, path: str | None, first_line: int) -> bool:
+    """Whether ``LINE_SPANS_FILE`` asks for the lines of the function whose code starts
+    on ``first_line`` of ``path``: its file is named with None (every function), or one of
+    the file's spans holds that line."""
+    if path is None or path not in line_spans:
+        return False
+    spans = line_spans[path]
+    return spans is None or any(first <= first_line <= last for first, last in spans)
+
+
+def _line_spans(directory: str) -> LineSpans:
+    """The spans of ``LINE_SPANS_FILE`` in ``directory`` by normalized absolute path (none
+    when it is missing or not of its shape: then functions' entries are recorded
+    everywhere, which the server reads as well; only a failure's suspects lose line
+    detail)."""
     try:
-        with open(os.path.join(directory, shared.FULL_LINES_FILE), encoding="utf-8") as f:
-            paths = json.load(f)
+        with open(os.path.join(directory, shared.LINE_SPANS_FILE), encoding="utf-8") as f:
+            data = json.load(f)
     except (OSError, ValueError):
-        return []
-    return [os.path.normpath(p) for p in paths if isinstance(p, str)] if isinstance(paths, list) else []
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    out: LineSpans = {}
+    for path, spans in data.items():
+        if spans is None:
+            out[os.path.normpath(path)] = None
+        elif isinstance(spans, list) and all(
+            isinstance(span, list) and len(span) == 2 and all(type(n) is int for n in span) for span in spans
+        ):
+            out[os.path.normpath(path)] = tuple((first, last) for first, last in spans)
+        else:
+            return {}
+    return out
 
 
 class Recording:
@@ -526,7 +556,7 @@ class Recording:
         name = MonitoringRecorder.name if monitoring else CoverageRecorder.name
         self.out = MapFile(directory, name)
         self.recorder: MonitoringRecorder | CoverageRecorder | None = (
-            MonitoringRecorder(files, self.out, _full_lines(directory))
+            MonitoringRecorder(files, self.out, _line_spans(directory))
             if monitoring
             else CoverageRecorder(files, self.out)
         )

@@ -36,11 +36,13 @@ MAP_FILE_GLOB = MAP_FILE_PREFIX + "*.jsonl"
 """The pattern of those files."""
 RECORDER_FORMAT = 4
 """The format number of the recorder's files (their first line's ``format``)."""
-FULL_LINES_FILE = "full_lines.json"
+LINE_SPANS_FILE = "line_spans.json"
 """The file the server writes into the ``--mcp-map-data`` directory before the run: JSON
-``[absolute path, ...]``, the files whose every line run the recorder writes (the changed
-ones, whose lines the suspects of a failure are ranked by); elsewhere a function's run
-may be written as its entry (the recorder module's docstring)."""
+``{absolute path: null | [[first, last], ...]}``, where the recorder writes the lines a
+function runs rather than its entry (the changed code, whose lines the suspects of a
+failure are ranked by): ``null``, every function of the file; a list, the functions whose
+``co_firstlineno`` lies in one of the spans (inclusive). Elsewhere a function's run may be
+written as its entry (the recorder module's docstring)."""
 IMPORTING = "<import> "
 """The prefix of the recorder's context of lines run outside tests while a project module
 was being imported, before the module's absolute path (no node id starts with ``<``)."""
