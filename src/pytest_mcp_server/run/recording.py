@@ -303,7 +303,8 @@ def changed_contexts(
         for context, lines in per_context.items():
             outside = "" if context.startswith(IMPORTING_CONTEXT) else context  # an import is outside tests
             for line in lines:
-                if line < 0:  # a function's entry, not a line (the changed files' lines are all written)
+                # a function's entry, not a line (the functions holding the change are written line by line)
+                if line < 0:
                     continue
                 if outside not in contexts.setdefault(line, []):
                     contexts[line].append(outside)
