@@ -785,7 +785,9 @@ def main(argv: list[str] | None = None) -> int:
                 "load_start": " ".join(f"{x:.2f}" for x in load_start or ()),
                 "load_end": " ".join(f"{x:.2f}" for x in load_average() or ()),
             }
-            measured = provenance(load_start, REPO)
+            # the checkout measured is the server's (a worktree given as --server-src), as in benches/history.py
+            meta["bench_commit"] = provenance(None, REPO)["commit"]
+            measured = provenance(load_start, args.server_src or REPO)
             args.json.write_text(json.dumps({PROVENANCE_KEY: measured, "meta": meta, "builds": builds}, indent=1))
         return 0
     if args.report_only:
@@ -832,8 +834,10 @@ def main(argv: list[str] | None = None) -> int:
             for n, info in project_info.items()
         },
     }
-    # with --report-only the rows were measured by an earlier run: its load is not known here
-    measured = provenance(None if args.report_only else load_start, REPO)
+    # with --report-only the rows were measured by an earlier run: its load is not known here;
+    # the checkout measured is the server's (a worktree given as --server-src), as in benches/history.py
+    meta["bench_commit"] = provenance(None, REPO)["commit"]
+    measured = provenance(None if args.report_only else load_start, args.server_src or REPO)
     write_report(args, markdown(summary, all_rows, meta), meta, summary, TARGETS, all_rows, measured)
     print(f"{len(all_rows)} mutants in {meta['seconds']:.0f}s")
     return 0

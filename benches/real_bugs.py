@@ -1479,7 +1479,9 @@ def report(rows: list[Row], took: float, args: argparse.Namespace) -> int:
         args.markdown.write_text(table)
     if args.json:
         payload = {
-            PROVENANCE_KEY: provenance(args.load_start, REPO),
+            # the checkout measured is the server's (a worktree given as --server-src), as in benches/history.py
+            PROVENANCE_KEY: provenance(args.load_start, args.server_src or REPO),
+            "bench_commit": provenance(None, REPO)["commit"],
             "rows": [
                 asdict(r) | {"ratio": r.ratio, "token_ratio": r.token_ratio, "wire_ratio": r.wire_ratio} for r in rows
             ],
