@@ -59,8 +59,12 @@ Usage::
                                [--json FILE] [--markdown FILE] [--report-only]
 
 With ``--json``, rows and each project's setup times are appended as they come to
-``FILE.rows.jsonl`` and ``FILE.projects.jsonl``; ``--report-only`` rebuilds the table and
-the JSON from them after a run cut short (the projects that finished).
+``FILE.rows.jsonl`` and ``FILE.projects.jsonl``, and what the measuring run was (its
+command, start, load, sample sizes; its length and end load when it ends) to
+``FILE.run.json``; ``--report-only`` rebuilds the table and the JSON from them after a run
+cut short (the projects that finished), or to record another provenance: its ``meta``
+is the measuring run's (``rebuilt`` says when and how it was rebuilt), and a measuring
+run without that file leaves its date, load and length None.
 
 Needs cosmic-ray (``pip install cosmic-ray==8.7.0``) in this interpreter and pip access
 to PyPI for the sdists and pytest-testmon the first time (``--work`` is reused).
@@ -98,6 +102,9 @@ import real_projects  # noqa: E402  (scripts/real_projects.py: pytest summary pa
 
 DEFAULT_PROJECTS = ("toolz", "cachetools", "isodate")
 TESTMON = "pytest-testmon==2.2.0"
+RUN_RECORD_KEYS = ("date", "command", "load_start", "load_end", "seconds", "mutants_per_project")
+"""What ``FILE.run.json`` keeps of the measuring run's ``meta`` for ``--report-only`` (its
+``date`` is when the run ended; when it started, for a run cut short)."""
 FULL_FLAGS = ("-q", "-p", "no:cacheprovider", "-rfE")
 SETUP_TIMEOUT_FACTOR = 5
 """The clean tree's runs (plain, collection, testmon's data build) may take this many ``--timeout``s."""
@@ -804,6 +811,16 @@ def main(argv: list[str] | None = None) -> int:
             (args.json.with_suffix(".rows.jsonl"), args.json.with_suffix(".projects.jsonl")) if args.json else ()
         ):
             path.unlink(missing_ok=True)
+        if args.json:
+            run_record = {
+                "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+                "command": "python benches/affected.py " + " ".join(sys.argv[1:] if argv is None else argv),
+                "load_start": " ".join(f"{x:.2f}" for x in load_start or ()),
+                "load_end": None,
+                "seconds": None,
+                "mutants_per_project": {n: args.mutants_for.get(n, args.mutants) for n in args.only},
+            }
+            args.json.with_suffix(".run.json").write_text(json.dumps(run_record, indent=1))
         for name in args.only:
             project, rows = anyio.run(measure_project, by_name[name], args)
             project_info[name] = {"available": project.available, "times": project.times}
@@ -834,12 +851,22 @@ def main(argv: list[str] | None = None) -> int:
             for n, info in project_info.items()
         },
     }
-    # with --report-only the rows were measured by an earlier run: its load is not known here;
+    record_path = args.json.with_suffix(".run.json") if args.json else None
+    if args.report_only:
+        # the rows were measured by an earlier run: its meta is that run's, as it recorded it
+        measuring = json.loads(record_path.read_text()) if record_path and record_path.is_file() else {}
+        rebuilt = {"date": meta["date"], "command": meta["command"]}
+        for key in RUN_RECORD_KEYS:
+            meta[key] = measuring.get(key)
+        meta["rebuilt"] = rebuilt
+    elif record_path is not None:
+        record_path.write_text(json.dumps({k: meta[k] for k in RUN_RECORD_KEYS}, indent=1))
     # the checkout measured is the server's (a worktree given as --server-src), as in benches/history.py
     meta["bench_commit"] = provenance(None, REPO)["commit"]
-    measured = provenance(None if args.report_only else load_start, args.server_src or REPO)
+    start_load = [float(x) for x in meta["load_start"].split()] if meta.get("load_start") else None
+    measured = provenance(start_load, args.server_src or REPO)
     write_report(args, markdown(summary, all_rows, meta), meta, summary, TARGETS, all_rows, measured)
-    print(f"{len(all_rows)} mutants in {meta['seconds']:.0f}s")
+    print(f"{len(all_rows)} mutants in {meta['seconds'] or 0:.0f}s")
     return 0
 
 
