@@ -6,6 +6,8 @@ passing, one failing, one deselected test), not from written-out strings.
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import subprocess
 import sys
 import textwrap
@@ -143,3 +145,30 @@ def test_a_file_that_no_longer_imports_counts_as_selected_when_the_answer_shows_
     planned = {"pkg/tests/test_y.py::test_b"}
     shown = '[{"path": "pkg/tests/test_x.py", "message": "ImportError"}]'
     assert affected.missed_ids(failing, planned, shown) == ["pkg/tests/test_x.py::test_a", "pkg/tests/test_z.py"]
+
+
+def test_a_rebuilt_report_keeps_what_the_measuring_run_recorded(tmp_path: Path) -> None:
+    """``--report-only`` rebuilds the report from the progress files; its ``meta`` is the
+    measuring run's (``FILE.run.json``: command, date, load, length, sample sizes), and
+    ``rebuilt`` says when and how it was rebuilt."""
+    out = tmp_path / "replay.json"
+    row = affected.Row("toolz", "a", "toolz/m.py", 1, status="killed", total=10, selected=2, full_s=2.0, affected_s=1.0)
+    row.full_failing = ["t::a"]
+    out.with_suffix(".rows.jsonl").write_text(json.dumps(dataclasses.asdict(row)) + "\n")
+    times = {"plain_s": 2.0, "build_s": 2.5, "testmon_build_s": 3.0}
+    out.with_suffix(".projects.jsonl").write_text(json.dumps({"name": "toolz", "available": 5, "times": times}) + "\n")
+    record = {
+        "date": "2026-12-07 04:26 UTC",
+        "command": "python benches/affected.py --only toolz --mutants-for toolz=1 --json replay.json",
+        "load_start": "0.95 1.67 1.80",
+        "load_end": "0.94 0.78 1.27",
+        "seconds": 2234.0,
+        "mutants_per_project": {"toolz": 1},
+    }
+    out.with_suffix(".run.json").write_text(json.dumps(record))
+    assert affected.main(["--report-only", "--only", "toolz", "--json", str(out)]) == 0
+    written = json.loads(out.read_text())
+    assert {key: written["meta"][key] for key in affected.RUN_RECORD_KEYS} == record
+    assert written["meta"]["rebuilt"]["command"].startswith("python benches/affected.py --report-only")
+    assert written["provenance"]["load"]["start"] == [0.95, 1.67, 1.8]
+    assert written["summary"]["toolz"]["killed"] == 1
