@@ -14,8 +14,7 @@ After a benchmark is measured again, save its JSON over the file its section nam
 run ``--write``. A figure whose file lacks a key it reads stops the script with the file
 and the key. Each row shows the commit and the date its file was measured at, from the
 file's ``provenance`` (``pytest_mcp_server.bench.common.provenance``; ``not recorded``
-for a file saved before results recorded it, which the docs test refuses unless the
-file is listed as awaiting its new measurement).
+for a file without it, which the docs test refuses).
 """
 
 from __future__ import annotations

@@ -65,17 +65,6 @@ def test_readme_figures_are_generated_from_the_results() -> None:
         )
 
 
-AWAITING_REMEASUREMENT = {
-    "affected_312.json",
-}
-"""TEMPORARY (issue 41, item 3): the headline results files saved before results recorded
-their provenance. Their figures are to be measured again at the current main; each file
-leaves this set when its new measurement is saved, and the set is then empty and goes.
-Left: the mutation replay (section 10, about 75 minutes on this machine). A file listed
-here that records its provenance fails the test too, so the list only shrinks. Nothing
-about these files is made up meanwhile: the README shows "not recorded"."""
-
-
 def test_every_headline_records_its_commit_date_machine_and_load() -> None:
     """A headline figure's results file says which commit measured it, whether the tree
     was clean, when, on what machine and under what load (``provenance``); the README
@@ -85,12 +74,8 @@ def test_every_headline_records_its_commit_date_machine_and_load() -> None:
     for fig in script.figures():
         missing = script.provenance_missing(script.load(fig.json_name))
         where = f"benches/results/{fig.json_name}"
-        if missing and fig.json_name not in AWAITING_REMEASUREMENT:
+        if missing:
             problems.append(Problem(where, 0, fig.what, f"its provenance lacks {', '.join(missing)}"))
-        if not missing and fig.json_name in AWAITING_REMEASUREMENT:
-            problems.append(
-                Problem(where, 0, fig.json_name, "records its provenance: remove it from AWAITING_REMEASUREMENT")
-            )
     assert not problems, report(problems, "headline results without their commit, date, machine and load")
 
 
