@@ -148,3 +148,24 @@ def test_a_functions_entry_gives_the_blocks_its_lines_give(tmp_path: Path, pytho
     assert not any(n < 0 for n in lines_written) and inner_body in lines_written
     assert inner_body in spanned_written and -outer[0] not in spanned_written and -inner_body not in spanned_written
     assert -decorated in spanned_written and -gen in spanned_written and gen + 1 not in spanned_written
+
+
+def test_the_recorder_reads_the_spans_file_or_records_entries_everywhere(tmp_path: Path):
+    """``LINE_SPANS_FILE`` as the recorder reads it (``_line_spans``): paths normalized,
+    a file named with None (every function) or spans; a file missing, unreadable or of
+    another shape gives no spans at all (entries everywhere: the map's blocks stay right,
+    only a failure's suspects lose their lines), never an error inside pytest."""
+    from pytest_mcp_server.run.pytest_plugin import pytest_mcp_server_recorder as recorder
+    from pytest_mcp_server.run.pytest_plugin.pytest_mcp_server_shared import LINE_SPANS_FILE
+
+    spans_file = tmp_path / LINE_SPANS_FILE
+    assert recorder._line_spans(str(tmp_path)) == {}
+    spans_file.write_text('{"/p/./a.py": null, "/p/b.py": [[3, 7], [10, 12]]}')
+    read = recorder._line_spans(str(tmp_path))
+    assert read == {"/p/a.py": None, "/p/b.py": ((3, 7), (10, 12))}
+    assert recorder._lines_asked(read, "/p/a.py", 99) and recorder._lines_asked(read, "/p/b.py", 7)
+    assert not recorder._lines_asked(read, "/p/b.py", 8) and not recorder._lines_asked(read, "/p/c.py", 3)
+    assert not recorder._lines_asked(read, None, 3)
+    for other in ('["/p/a.py"]', '{"/p/b.py": [[3]]}', '{"/p/b.py": [["3", 7]]}', "not json"):
+        spans_file.write_text(other)
+        assert recorder._line_spans(str(tmp_path)) == {}
