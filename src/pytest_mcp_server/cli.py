@@ -265,7 +265,7 @@ def _serve(args: argparse.Namespace) -> int:
     if args.no_tasks and (args.task_after is not None or args.task_ttl is not None):
         flag = "--task-after" if args.task_after is not None else "--task-ttl"
         print(f"{SERVER_NAME}: error: {flag}: does not apply with --no-tasks", file=sys.stderr)
-        return 2
+        return CommandExit.USAGE
     task_options = {"task_after_s": args.task_after, "task_ttl_s": args.task_ttl}
     try:  # checked before the MCP SDK is imported, so a bad option fails fast
         config = ServerConfig(

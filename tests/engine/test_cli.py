@@ -276,3 +276,21 @@ def test_an_artifacts_dir_that_cannot_be_created_is_refused_at_start(tmp_path, w
     assert proc.stdout == ""
     assert "--artifacts-dir" in proc.stderr and str(artifacts) in proc.stderr, proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_the_console_script_exits_with_named_statuses_only():
+    """``cli.py`` returns and exits with ``domain.exits.CommandExit`` members, never a bare
+    number (``return 2`` for a usage error is what it must not say)."""
+    import ast
+
+    tree = ast.parse((ROOT / "src" / "pytest_mcp_server" / "cli.py").read_text(encoding="utf-8"))
+    bare = []
+    for node in ast.walk(tree):
+        value = None
+        if isinstance(node, ast.Return):
+            value = node.value
+        elif isinstance(node, ast.Call) and ast.unparse(node.func) in ("sys.exit", "SystemExit", "exit") and node.args:
+            value = node.args[0]
+        if isinstance(value, ast.Constant) and isinstance(value.value, int) and not isinstance(value.value, bool):
+            bare.append(f"cli.py:{node.lineno}: {ast.unparse(node)}")
+    assert not bare, "\n".join(bare)
