@@ -778,6 +778,7 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [n for n in args.only if n not in by_name]
     if unknown:
         raise SystemExit(f"--only: {', '.join(unknown)} not in {args.catalogue}")
+    command = "python benches/affected.py " + " ".join(sys.argv[1:] if argv is None else argv)
     start = time.monotonic()
     load_start = load_average()
     all_rows: list[Row] = []
@@ -788,7 +789,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.json:
             meta = {
                 "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
-                "command": "python benches/affected.py " + " ".join(sys.argv[1:] if argv is None else argv),
+                "command": command,
                 "load_start": " ".join(f"{x:.2f}" for x in load_start or ()),
                 "load_end": " ".join(f"{x:.2f}" for x in load_average() or ()),
             }
@@ -814,7 +815,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.json:
             run_record = {
                 "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
-                "command": "python benches/affected.py " + " ".join(sys.argv[1:] if argv is None else argv),
+                "command": command,
                 "load_start": " ".join(f"{x:.2f}" for x in load_start or ()),
                 "load_end": None,
                 "seconds": None,
@@ -834,7 +835,7 @@ def main(argv: list[str] | None = None) -> int:
     python = str(args.base_python) if args.base_python else sys.executable
     meta = {
         "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
-        "command": "python benches/affected.py " + " ".join(sys.argv[1:] if argv is None else argv),
+        "command": command,
         "python": real_projects.sh(python, "-c", "import sys; print(sys.version.split()[0])").stdout.strip(),
         "server_src": str(args.server_src or "the installed package"),
         "engine": server_engine(args.server_src),
